@@ -1,0 +1,47 @@
+package cc
+
+import "time"
+
+// Shared window arithmetic used by every window-based controller.
+
+// MinWindowPackets is the window floor in packets: RFC 5681 §3.1 never lets
+// ssthresh fall below 2·SMSS, and SPEC §1 sets the same 2-packet floor for owd.
+const MinWindowPackets = 2
+
+// InitialWindowPackets is the initial window in packets (RFC 6928 allows 10;
+// quic-go and Linux use 10).
+const InitialWindowPackets = 10
+
+// WindowLimited reports whether a flow with priorInFlight bytes outstanding
+// was using its window, so growing the window is justified (RFC 7661 §4.1:
+// do not grow cwnd while application-limited). In slow start a flow counts
+// as limited once it has at least half the window out, because the window
+// doubles each RTT and the application may simply not have caught up yet
+// (the same allowance quic-go and Linux's tcp_is_cwnd_limited make).
+func WindowLimited(priorInFlight, cwnd, mss ByteCount, slowStart bool) bool {
+	if priorInFlight >= cwnd {
+		return true
+	}
+	if slowStart && priorInFlight > cwnd/2 {
+		return true
+	}
+	// Within 3 packets of the window counts as full: ACK compression and
+	// pacing granularity keep a saturating sender a little below cwnd.
+	return cwnd-priorInFlight <= 3*mss
+}
+
+// PacingRate spreads cwnd over srtt with a gain: Linux paces at 200 % of
+// cwnd/srtt in slow start and 120 % in congestion avoidance
+// (sysctl tcp_pacing_ss_ratio / tcp_pacing_ca_ratio) so pacing never becomes
+// the bottleneck. Without an RTT sample it returns 0, meaning "do not pace".
+func PacingRate(cwnd ByteCount, srtt time.Duration, slowStart bool) Bandwidth {
+	if srtt <= 0 || cwnd <= 0 {
+		return 0
+	}
+	gain := 1.2
+	if slowStart {
+		gain = 2.0
+	}
+	bps := gain * float64(cwnd) * 8 / srtt.Seconds()
+	return Bandwidth(bps)
+}

@@ -1,0 +1,3 @@
+module github.com/fresh-udp/fresh
+
+go 1.26
