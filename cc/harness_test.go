@@ -1,0 +1,110 @@
+package cc
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/stretchr/testify/require"
+)
+
+// harness drives one Controller the way a sender would: it numbers packets,
+// keeps the outstanding ones in send order, counts bytes in flight and moves a
+// manual clock. ACKs and losses always take the oldest outstanding packets.
+type harness struct {
+	t        testing.TB
+	c        Controller
+	mss      ByteCount
+	clk      *clock.Manual
+	nextPN   PacketNumber
+	sent     []sentPacket // outstanding, oldest first
+	inFlight ByteCount
+}
+
+type sentPacket struct {
+	pn    PacketNumber
+	bytes ByteCount
+	at    clock.Mono
+}
+
+func newHarness(t testing.TB, c Controller, mss ByteCount) *harness {
+	return &harness{t: t, c: c, mss: mss, clk: clock.NewManual(time.Unix(0, 0))}
+}
+
+func (h *harness) now() clock.Mono { return h.clk.Now() }
+
+func (h *harness) advance(d time.Duration) { h.clk.Advance(d) }
+
+// send sends n full-sized packets regardless of the window.
+func (h *harness) send(n int) {
+	for range n {
+		p := sentPacket{pn: h.nextPN, bytes: h.mss, at: h.now()}
+		h.nextPN++
+		h.sent = append(h.sent, p)
+		h.inFlight += p.bytes
+		h.c.OnPacketSent(p.at, p.pn, p.bytes, h.inFlight)
+	}
+}
+
+// sendWindow sends packets while the controller allows and returns how many.
+func (h *harness) sendWindow() int {
+	n := 0
+	for h.c.CanSend(h.inFlight) {
+		h.send(1)
+		n++
+		require.Less(h.t, n, 1<<20, "CanSend never says no")
+	}
+	return n
+}
+
+// ack acknowledges the n oldest outstanding packets, each with RTT sample rtt.
+func (h *harness) ack(n int, rtt time.Duration) {
+	require.LessOrEqual(h.t, n, len(h.sent), "acking more than outstanding")
+	for range n {
+		p := h.sent[0]
+		h.sent = h.sent[1:]
+		prior := h.inFlight
+		h.inFlight -= p.bytes
+		h.c.OnAck(h.now(), AckSample{
+			PacketNumber:  p.pn,
+			Bytes:         p.bytes,
+			SentTime:      p.at,
+			RTT:           rtt,
+			PriorInFlight: prior,
+		})
+	}
+}
+
+// ackAll acknowledges everything outstanding.
+func (h *harness) ackAll(rtt time.Duration) { h.ack(len(h.sent), rtt) }
+
+// lose declares the n oldest outstanding packets lost.
+func (h *harness) lose(n int) {
+	require.LessOrEqual(h.t, n, len(h.sent), "losing more than outstanding")
+	for range n {
+		p := h.sent[0]
+		h.sent = h.sent[1:]
+		prior := h.inFlight
+		h.inFlight -= p.bytes
+		h.c.OnLoss(h.now(), LossEvent{PacketNumber: p.pn, Bytes: p.bytes, SentTime: p.at, PriorInFlight: prior})
+	}
+}
+
+// roundTrip is one round of an ACK-clocked bulk sender: if nothing is
+// outstanding it fills the window; then rtt passes and every packet that was
+// outstanding is acknowledged with that RTT, each ACK immediately followed by
+// as many new packets as the window allows (which the next round acknowledges).
+func (h *harness) roundTrip(rtt time.Duration) {
+	if len(h.sent) == 0 {
+		h.sendWindow()
+	}
+	n := len(h.sent)
+	h.advance(rtt)
+	for range n {
+		h.ack(1, rtt)
+		h.sendWindow()
+	}
+}
+
+// packets is the window in whole packets.
+func (h *harness) packets() float64 { return float64(h.c.Window()) / float64(h.mss) }
