@@ -1,0 +1,240 @@
+package owd
+
+import (
+	"math"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// Analyzer keeps the delay state of one flow (SPEC §1 "Analyzer"):
+//
+//   - OWDmin: the base delay, the minimum over a history of buckets (LEDBAT's
+//     base-delay history, RFC 6817 §4.4), so a route change to a longer path
+//     is followed within HistoryBuckets·BucketLength;
+//   - OWDcur: the minimum of the last CurrentFilter samples, a noise filter
+//     (RFC 6817 §4.3 uses the same "min of the last few" for current delay);
+//   - OWDv = (OWDcur − OWDmin)/max(OWDmin, MinBaseDelay), Eq. 1 of the paper,
+//     guarded against a near-zero base (loopback, LAN);
+//   - OWDv_max: the largest OWDv seen, decayed exponentially with time
+//     constant MaxDecay so old peaks fade ("continuously updated", §3 of the
+//     paper); the controller reseeds it at slow-start exit;
+//   - μ = max(μ_floor, β·OWDv_max) with μ_floor = MuFloorDelay/OWDmin, so μ
+//     never stands for less than MuFloorDelay of queueing.
+//
+// The same type analyses RTT/2 samples for the RTT fallback; it does not care
+// where the delays come from. All arrays are fixed-size: no allocation per
+// sample.
+type Analyzer struct {
+	cfg AnalyzerConfig
+
+	// Base-delay history: buckets[i] is the minimum delay seen during one
+	// BucketLength; head is the current bucket, which started at bucketStart.
+	buckets     [maxHistoryBuckets]time.Duration
+	nBuckets    int
+	head        int
+	bucketStart clock.Mono
+	started     bool
+
+	// Current-delay filter: a ring of the last CurrentFilter samples.
+	recent  [maxCurrentFilter]time.Duration
+	nRecent int
+	next    int
+
+	owdvMax   float64    // OWDv_max, decayed
+	maxUpdate clock.Mono // when owdvMax was last decayed
+	samples   uint64
+}
+
+// Limits of the fixed-size arrays.
+const (
+	maxHistoryBuckets = 64
+	maxCurrentFilter  = 32
+)
+
+// AnalyzerConfig holds the analyzer's tunables. Zero values take the defaults
+// documented on each field.
+type AnalyzerConfig struct {
+	// HistoryBuckets is the number of base-delay buckets. Default 10 (RFC 6817
+	// BASE_HISTORY). At most 64.
+	HistoryBuckets int
+	// BucketLength is the time one bucket covers. Default 1 minute (RFC 6817).
+	BucketLength time.Duration
+	// CurrentFilter is how many recent samples OWDcur is the minimum of.
+	// Default 4 (SPEC §1). At most 32.
+	CurrentFilter int
+	// MinBaseDelay floors OWDmin in Eq. 1's denominator. Default 1 ms:
+	// below that, timestamp resolution and scheduling noise dominate.
+	MinBaseDelay time.Duration
+	// Beta scales OWDv_max into μ. Default 0.5 (SPEC §1).
+	Beta float64
+	// MuFloorDelay is the queueing delay μ never goes below. Default 5 ms,
+	// the CoDel target (RFC 8289 §4.3): less than that is noise on most paths.
+	MuFloorDelay time.Duration
+	// MaxDecay is the time constant with which OWDv_max decays. Default 10 s
+	// (SPEC §1).
+	MaxDecay time.Duration
+}
+
+func (c AnalyzerConfig) withDefaults() AnalyzerConfig {
+	if c.HistoryBuckets <= 0 {
+		c.HistoryBuckets = 10
+	}
+	c.HistoryBuckets = min(c.HistoryBuckets, maxHistoryBuckets)
+	if c.BucketLength <= 0 {
+		c.BucketLength = time.Minute
+	}
+	if c.CurrentFilter <= 0 {
+		c.CurrentFilter = 4
+	}
+	c.CurrentFilter = min(c.CurrentFilter, maxCurrentFilter)
+	if c.MinBaseDelay <= 0 {
+		c.MinBaseDelay = time.Millisecond
+	}
+	if c.Beta <= 0 {
+		c.Beta = 0.5
+	}
+	if c.MuFloorDelay <= 0 {
+		c.MuFloorDelay = 5 * time.Millisecond
+	}
+	if c.MaxDecay <= 0 {
+		c.MaxDecay = 10 * time.Second
+	}
+	return c
+}
+
+// NewAnalyzer returns an analyzer with cfg's zero fields defaulted.
+func NewAnalyzer(cfg AnalyzerConfig) *Analyzer {
+	a := &Analyzer{}
+	a.init(cfg)
+	return a
+}
+
+func (a *Analyzer) init(cfg AnalyzerConfig) {
+	*a = Analyzer{cfg: cfg.withDefaults()}
+}
+
+// Add folds in one delay sample taken at now. Non-positive samples are
+// ignored: a one-way delay cannot be zero or negative, so such a sample means
+// the clocks are wrong, which the controller handles separately.
+func (a *Analyzer) Add(now clock.Mono, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	a.rollHistory(now)
+	if d < a.buckets[a.head] || a.buckets[a.head] == 0 {
+		a.buckets[a.head] = d
+	}
+	a.recent[a.next] = d
+	a.next = (a.next + 1) % a.cfg.CurrentFilter
+	if a.nRecent < a.cfg.CurrentFilter {
+		a.nRecent++
+	}
+	a.samples++
+}
+
+// rollHistory starts new buckets for every BucketLength elapsed, clearing
+// buckets skipped during an idle period (they saw no sample).
+func (a *Analyzer) rollHistory(now clock.Mono) {
+	if !a.started {
+		a.started = true
+		a.bucketStart = now
+		a.nBuckets = 1
+		return
+	}
+	for now.Sub(a.bucketStart) >= a.cfg.BucketLength {
+		a.bucketStart = a.bucketStart.Add(a.cfg.BucketLength)
+		a.head = (a.head + 1) % a.cfg.HistoryBuckets
+		a.buckets[a.head] = 0
+		if a.nBuckets < a.cfg.HistoryBuckets {
+			a.nBuckets++
+		}
+		if a.nBuckets == a.cfg.HistoryBuckets && now.Sub(a.bucketStart) >= time.Duration(a.cfg.HistoryBuckets)*a.cfg.BucketLength {
+			// Idle longer than the whole history: everything is stale.
+			// Jump instead of looping once per skipped bucket.
+			skipped := now.Sub(a.bucketStart) / a.cfg.BucketLength
+			a.bucketStart = a.bucketStart.Add(skipped * a.cfg.BucketLength)
+			clear(a.buckets[:])
+		}
+	}
+}
+
+// Samples is the number of samples taken.
+func (a *Analyzer) Samples() uint64 { return a.samples }
+
+// Ready reports whether the current-delay filter is full, so OWDcur is a
+// filtered value and not one raw sample.
+func (a *Analyzer) Ready() bool { return a.nRecent >= a.cfg.CurrentFilter }
+
+// Min returns OWDmin (0 before the first sample).
+func (a *Analyzer) Min() time.Duration {
+	var m time.Duration
+	for i := 0; i < a.cfg.HistoryBuckets; i++ {
+		if b := a.buckets[i]; b > 0 && (m == 0 || b < m) {
+			m = b
+		}
+	}
+	return m
+}
+
+// Current returns OWDcur, the minimum of the recent samples (0 if none).
+func (a *Analyzer) Current() time.Duration {
+	var m time.Duration
+	for i := 0; i < a.nRecent; i++ {
+		if d := a.recent[i]; m == 0 || d < m {
+			m = d
+		}
+	}
+	return m
+}
+
+// base is OWDmin floored at MinBaseDelay: Eq. 1's denominator.
+func (a *Analyzer) base() time.Duration {
+	return max(a.Min(), a.cfg.MinBaseDelay)
+}
+
+// Variation returns OWDv (Eq. 1): the queueing delay relative to the base.
+func (a *Analyzer) Variation() float64 {
+	cur, low := a.Current(), a.Min()
+	if cur == 0 || cur <= low {
+		return 0
+	}
+	return float64(cur-low) / float64(a.base())
+}
+
+// QueueingDelay is OWDcur − OWDmin.
+func (a *Analyzer) QueueingDelay() time.Duration {
+	return max(a.Current()-a.Min(), 0)
+}
+
+// Mu returns the threshold μ = max(μ_floor, β·OWDv_max) as of now.
+func (a *Analyzer) Mu(now clock.Mono) float64 {
+	floor := float64(a.cfg.MuFloorDelay) / float64(a.base())
+	return math.Max(floor, a.cfg.Beta*a.maxAt(now))
+}
+
+// MaxVariation is OWDv_max, decayed to now.
+func (a *Analyzer) MaxVariation(now clock.Mono) float64 { return a.maxAt(now) }
+
+func (a *Analyzer) maxAt(now clock.Mono) float64 {
+	dt := now.Sub(a.maxUpdate)
+	if dt <= 0 || a.owdvMax == 0 {
+		return a.owdvMax
+	}
+	return a.owdvMax * math.Exp(-dt.Seconds()/a.cfg.MaxDecay.Seconds())
+}
+
+// TrackMax folds v into OWDv_max: decay the old maximum to now, then keep the
+// larger. The controller calls it after deciding on a sample, so a sample
+// that sets a new maximum is judged against the previous one (otherwise, with
+// β = 0.5, OWDv > 2μ could never hold for a new maximum).
+func (a *Analyzer) TrackMax(now clock.Mono, v float64) {
+	a.owdvMax = math.Max(a.maxAt(now), v)
+	a.maxUpdate = now
+}
+
+// ResetMax sets OWDv_max to v, e.g. to the largest OWDv of slow start at its exit.
+func (a *Analyzer) ResetMax(now clock.Mono, v float64) {
+	a.owdvMax = v
+	a.maxUpdate = now
+}

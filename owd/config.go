@@ -1,0 +1,98 @@
+package owd
+
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+)
+
+// Config holds the OWD controller's options. Every zero field takes the
+// default documented on it (the SPEC §1 default where SPEC gives one).
+type Config struct {
+	// MSS is the packet size the window is counted in. Default cc.DefaultMSS.
+	MSS cc.ByteCount
+	// InitialWindow is the initial window in bytes. Default
+	// cc.InitialWindowPackets·MSS (RFC 6928).
+	InitialWindow cc.ByteCount
+
+	// Analyzer configures OWDmin history, the OWDcur filter and μ.
+	Analyzer AnalyzerConfig
+
+	// DisableEarlySlowStartExit keeps classic slow start (exit only at
+	// ssthresh or loss). By default slow start ends as soon as the queueing
+	// delay exceeds the exit threshold below, as HyStart does with RTT.
+	DisableEarlySlowStartExit bool
+	// SlowStartExitFraction sets the exit threshold as a fraction of OWDmin,
+	// clamped to [SlowStartExitMin, SlowStartExitMax]. Defaults 1/8, 4 ms and
+	// 16 ms: the clamp(minRTT/8, 4 ms, 16 ms) of HyStart++ (RFC 9406 §4.2),
+	// applied to one-way delay so reverse-path queueing cannot trigger it.
+	SlowStartExitFraction float64
+	SlowStartExitMin      time.Duration
+	SlowStartExitMax      time.Duration
+
+	// DisableLossDifferentiation makes every loss halve the window, as NewReno.
+	DisableLossDifferentiation bool
+	// NonCongestiveLossFactor multiplies the window on a loss seen while
+	// OWDv ≤ μ (the queue was short, so the loss was most likely random).
+	// Default 0.9; 1 means such losses do not reduce the window at all;
+	// values outside (0, 1] take the default.
+	NonCongestiveLossFactor float64
+
+	// FallbackRecoverySamples is how many consecutive trustworthy OWD
+	// samples (ClockSynced and consistent with RTT) end the RTT/2 fallback.
+	// Default 16: a few RTTs' worth, so one lucky sample does not flip back.
+	FallbackRecoverySamples int
+	// OWDTolerance is how far above the RTT an OWD sample may be before it is
+	// called inconsistent (one-way delay cannot exceed the round trip). It
+	// absorbs timestamp granularity and the RTT sample being from another
+	// packet. Default 2 ms.
+	OWDTolerance time.Duration
+
+	// DisableBaseDelayProbe turns off the periodic base-delay re-probe.
+	// By default, as LEDBAT++'s slowdown (draft-irtf-iccrg-ledbat-plus-plus
+	// §4.4), the controller drops its window to 2 packets for ProbeHold
+	// (default 2 SRTT) two RTTs after the first slow-start exit and then every
+	// ProbeSpacing (default 9) times the last slowdown's length, so queues
+	// drain and every flow, latecomers included, re-measures OWDmin on an
+	// empty queue. The factor 9 bounds the throughput cost near 10 %.
+	DisableBaseDelayProbe bool
+	ProbeHoldRTTs         float64
+	ProbeSpacing          float64
+}
+
+func (c Config) withDefaults() Config {
+	if c.MSS <= 0 {
+		c.MSS = cc.DefaultMSS
+	}
+	if c.InitialWindow <= 0 {
+		c.InitialWindow = cc.InitialWindowPackets * c.MSS
+	}
+	c.InitialWindow = max(c.InitialWindow, cc.MinWindowPackets*c.MSS)
+	c.Analyzer = c.Analyzer.withDefaults()
+	if c.SlowStartExitFraction <= 0 {
+		c.SlowStartExitFraction = 1.0 / 8
+	}
+	if c.SlowStartExitMin <= 0 {
+		c.SlowStartExitMin = 4 * time.Millisecond
+	}
+	if c.SlowStartExitMax <= 0 {
+		c.SlowStartExitMax = 16 * time.Millisecond
+	}
+	c.SlowStartExitMax = max(c.SlowStartExitMax, c.SlowStartExitMin)
+	if c.NonCongestiveLossFactor <= 0 || c.NonCongestiveLossFactor > 1 {
+		c.NonCongestiveLossFactor = 0.9
+	}
+	if c.FallbackRecoverySamples <= 0 {
+		c.FallbackRecoverySamples = 16
+	}
+	if c.OWDTolerance <= 0 {
+		c.OWDTolerance = 2 * time.Millisecond
+	}
+	if c.ProbeHoldRTTs <= 0 {
+		c.ProbeHoldRTTs = 2
+	}
+	if c.ProbeSpacing <= 0 {
+		c.ProbeSpacing = 9
+	}
+	return c
+}

@@ -1,0 +1,329 @@
+package owd
+
+import (
+	"math"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// Controller is the OWD-based window controller of SPEC §1. Build it with New
+// (Eq. 2, registry name "owd") or NewEq7 (the Eq. 7 variant, "owd-eq7").
+// It is a sans-I/O state machine, not safe for concurrent use.
+type Controller struct {
+	cfg  Config
+	rule windowRule
+	mss  float64
+
+	// Window state, in bytes. Floats so that the per-ACK steps of ±MSS²/cwnd
+	// are not lost to integer truncation.
+	cwnd     float64
+	ssthresh float64 // +Inf until the first slow-start exit
+
+	rtt cc.RTTStats
+
+	// Delay state: one analyzer per signal, both always fed, so a switch
+	// between OWD and the RTT/2 fallback finds a warm history.
+	owdA   Analyzer
+	rttA   Analyzer
+	signal cc.DelaySignal
+	// goodRun counts consecutive trustworthy OWD samples while in fallback.
+	goodRun int
+
+	// Slow start: the largest OWDv seen during it, to seed OWDv_max at exit.
+	ssMaxOWDv float64
+	ssExited  bool
+
+	// Recovery (RFC 6582 style, by packet number since numbers are never
+	// reused): losses of packets sent before the episode began do not reduce
+	// the window again; an ACK above recoverPN ends it.
+	largestSent cc.PacketNumber
+	recoverPN   cc.PacketNumber
+	inRecovery  bool
+
+	// Base-delay re-probe (LEDBAT++ slowdown).
+	probeAt    clock.Mono // next probe start; 0 = not scheduled
+	probeStart clock.Mono
+	holdUntil  clock.Mono // window pinned to the floor until then
+	probing    bool       // between probe start and regaining ssthresh
+}
+
+var _ cc.Controller = (*Controller)(nil)
+
+func init() {
+	cc.Register("owd", func(mss cc.ByteCount) cc.Controller { return New(Config{MSS: mss}) })
+	cc.Register("owd-eq7", func(mss cc.ByteCount) cc.Controller { return NewEq7(Config{MSS: mss}) })
+}
+
+// New returns the Eq. 2 controller ("owd").
+func New(cfg Config) *Controller { return newController(cfg, eq2{}) }
+
+// NewEq7 returns the Eq. 7 variant ("owd-eq7").
+func NewEq7(cfg Config) *Controller { return newController(cfg, eq7{}) }
+
+func newController(cfg Config, rule windowRule) *Controller {
+	cfg = cfg.withDefaults()
+	c := &Controller{
+		cfg:         cfg,
+		rule:        rule,
+		mss:         float64(cfg.MSS),
+		cwnd:        float64(cfg.InitialWindow),
+		ssthresh:    math.Inf(1),
+		signal:      cc.SignalOWD,
+		largestSent: cc.InvalidPacketNumber,
+		recoverPN:   cc.InvalidPacketNumber,
+	}
+	c.owdA.init(cfg.Analyzer)
+	c.rttA.init(cfg.Analyzer)
+	return c
+}
+
+// Name implements cc.Controller.
+func (c *Controller) Name() string { return c.rule.name() }
+
+// OnPacketSent implements cc.Controller.
+func (c *Controller) OnPacketSent(_ clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
+	if pn > c.largestSent {
+		c.largestSent = pn
+	}
+}
+
+// OnAck implements cc.Controller: one call per newly acknowledged packet.
+func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
+	c.rtt.Update(ack.RTT)
+	c.takeDelaySample(now, ack)
+
+	if c.inRecovery && ack.PacketNumber > c.recoverPN {
+		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
+	}
+	if c.probeHold(now) {
+		return
+	}
+	if c.inRecovery {
+		return // partial ACK: no growth until the episode ends (RFC 6582)
+	}
+
+	a := c.active()
+	slowStart := c.cwnd < c.ssthresh
+	limited := cc.WindowLimited(ack.PriorInFlight, cc.ByteCount(c.cwnd), c.cfg.MSS, slowStart)
+	acked := float64(ack.Bytes) / c.mss // packets acknowledged
+
+	if slowStart {
+		c.slowStart(now, a, acked, limited)
+		return
+	}
+	if !a.Ready() {
+		// No delay history yet (e.g. neither OWD nor RTT samples): behave
+		// as NewReno's congestion avoidance.
+		if limited {
+			c.grow(c.mss * acked / (c.cwnd / c.mss))
+		}
+		return
+	}
+	v := a.Variation()
+	mu := a.Mu(now)
+	d := c.rule.delta(v, mu, a.Current(), a.base(), c.cwnd/c.mss) * acked
+	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
+		c.grow(d * c.mss)
+	}
+	if d < 0 {
+		// A delay-driven decrease must not drop the window below
+		// ssthresh and so back into slow start (as Vegas/TCP-LP lower
+		// ssthresh together with cwnd).
+		c.ssthresh = math.Min(c.ssthresh, c.cwnd)
+	}
+	a.TrackMax(now, v)
+	c.maybeStartProbe(now)
+}
+
+// takeDelaySample feeds the analyzers and decides which signal is in use.
+// OWD is trusted when the receiver says its clock offset is synchronised and
+// the sample is physically possible: 0 < OWD ≤ RTT (+ tolerance). Otherwise
+// the controller falls back to RTT/2 (SPEC §1 "RTT fallback") until
+// FallbackRecoverySamples good samples in a row say clocks are good again.
+func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
+	if ack.RTT > 0 {
+		c.rttA.Add(now, ack.RTT/2)
+	}
+	if !ack.OWDValid {
+		return // no sample is no evidence either way
+	}
+	good := ack.ClockSynced && ack.OWD > 0
+	if good && c.rtt.HasSample() {
+		ceiling := max(c.rtt.Latest(), c.rtt.Smoothed()) + c.cfg.OWDTolerance
+		good = ack.OWD <= ceiling
+	}
+	if !good {
+		c.signal = cc.SignalRTT
+		c.goodRun = 0
+		return
+	}
+	c.owdA.Add(now, ack.OWD)
+	if c.signal == cc.SignalRTT {
+		c.goodRun++
+		if c.goodRun >= c.cfg.FallbackRecoverySamples && c.owdA.Ready() {
+			c.signal = cc.SignalOWD
+		}
+	}
+}
+
+// active is the analyzer of the signal in use.
+func (c *Controller) active() *Analyzer {
+	if c.signal == cc.SignalOWD {
+		return &c.owdA
+	}
+	return &c.rttA
+}
+
+// slowStart grows the window by the bytes acknowledged (RFC 5681 §3.1) and
+// leaves slow start early once the queueing delay passes the HyStart-style
+// threshold, before the queue overflows.
+func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limited bool) {
+	if a.Ready() {
+		v := a.Variation()
+		c.ssMaxOWDv = math.Max(c.ssMaxOWDv, v)
+		if !c.cfg.DisableEarlySlowStartExit && a.QueueingDelay() > c.slowStartExitDelay(a) {
+			c.ssthresh = c.cwnd
+			c.exitSlowStart(now)
+			return
+		}
+	}
+	if limited {
+		c.grow(acked * c.mss)
+	}
+	if c.cwnd >= c.ssthresh {
+		c.exitSlowStart(now)
+	}
+}
+
+// slowStartExitDelay is clamp(OWDmin·fraction, min, max).
+func (c *Controller) slowStartExitDelay(a *Analyzer) time.Duration {
+	t := time.Duration(float64(a.Min()) * c.cfg.SlowStartExitFraction)
+	return min(max(t, c.cfg.SlowStartExitMin), c.cfg.SlowStartExitMax)
+}
+
+// exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis
+// "in slow start") and schedules base-delay probes.
+func (c *Controller) exitSlowStart(now clock.Mono) {
+	c.owdA.ResetMax(now, c.ssMaxOWDv)
+	c.rttA.ResetMax(now, c.ssMaxOWDv)
+	c.ssMaxOWDv = 0
+	if c.probing {
+		// End of a slowdown: the next one is ProbeSpacing times as far
+		// away as this one lasted.
+		c.probing = false
+		c.probeAt = now.Add(time.Duration(c.cfg.ProbeSpacing * float64(now.Sub(c.probeStart))))
+	} else if !c.ssExited && c.rtt.HasSample() {
+		c.probeAt = now.Add(2 * c.rtt.Smoothed()) // LEDBAT++ initial slowdown
+	}
+	c.ssExited = true
+}
+
+// maybeStartProbe begins a slowdown when one is due.
+func (c *Controller) maybeStartProbe(now clock.Mono) {
+	if c.cfg.DisableBaseDelayProbe || c.probeAt == 0 || now.Before(c.probeAt) || !c.rtt.HasSample() {
+		return
+	}
+	c.probeAt = 0
+	c.probing = true
+	c.probeStart = now
+	c.ssthresh = c.cwnd // ramp back to here in slow start
+	c.cwnd = cc.MinWindowPackets * c.mss
+	c.holdUntil = now.Add(time.Duration(c.cfg.ProbeHoldRTTs * float64(c.rtt.Smoothed())))
+}
+
+// probeHold reports whether the window is pinned by a slowdown.
+func (c *Controller) probeHold(now clock.Mono) bool {
+	return c.probing && now.Before(c.holdUntil)
+}
+
+// grow adds d bytes (possibly negative) and applies the 2-packet floor.
+func (c *Controller) grow(d float64) {
+	c.cwnd = math.Max(c.cwnd+d, cc.MinWindowPackets*c.mss)
+}
+
+// OnLoss implements cc.Controller with SPEC §1's loss differentiation: a loss
+// while OWDv ≤ μ (short queue) is taken as non-congestive and costs a factor
+// NonCongestiveLossFactor; otherwise the window halves as in NewReno.
+// One reduction per recovery episode.
+func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
+	if loss.PacketNumber <= c.recoverPN {
+		return // sent before the current episode began
+	}
+	c.inRecovery = true
+	c.recoverPN = c.largestSent
+	slowStart := c.cwnd < c.ssthresh
+	if c.congestiveLoss(now) {
+		c.cwnd = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
+	} else {
+		c.cwnd = math.Max(c.cwnd*c.cfg.NonCongestiveLossFactor, cc.MinWindowPackets*c.mss)
+	}
+	c.ssthresh = c.cwnd
+	if c.probing {
+		c.probing = false
+		c.probeAt = now.Add(time.Duration(c.cfg.ProbeSpacing * float64(now.Sub(c.probeStart))))
+	} else if slowStart {
+		c.exitSlowStart(now)
+	}
+}
+
+// congestiveLoss classifies a loss by the delay signal: without a delay
+// history every loss counts as congestion, as in TCP.
+func (c *Controller) congestiveLoss(now clock.Mono) bool {
+	a := c.active()
+	if c.cfg.DisableLossDifferentiation || !a.Ready() {
+		return true
+	}
+	return a.Variation() > a.Mu(now)
+}
+
+// OnRetransmissionTimeout implements cc.Controller: the whole window was lost,
+// so restart from the 2-packet floor in slow start (RFC 5681 §3.1 sets the
+// loss window to one segment; SPEC's floor is two packets).
+func (c *Controller) OnRetransmissionTimeout(_ clock.Mono) {
+	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
+	c.cwnd = cc.MinWindowPackets * c.mss
+	c.inRecovery = false
+	c.recoverPN = c.largestSent
+	c.probing = false
+}
+
+// Window implements cc.Controller.
+func (c *Controller) Window() cc.ByteCount { return cc.ByteCount(c.cwnd) }
+
+// PacingRate implements cc.Controller.
+func (c *Controller) PacingRate() cc.Bandwidth {
+	return cc.PacingRate(cc.ByteCount(c.cwnd), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
+}
+
+// CanSend implements cc.Controller.
+func (c *Controller) CanSend(bytesInFlight cc.ByteCount) bool {
+	return bytesInFlight < cc.ByteCount(c.cwnd)
+}
+
+// Signal is the delay signal in use: cc.SignalOWD or cc.SignalRTT (fallback).
+func (c *Controller) Signal() cc.DelaySignal { return c.signal }
+
+// Metrics implements cc.Controller. The μ reported is as of the last ACK.
+// In RTT fallback the OWD fields hold the RTT/2 analyzer's values.
+func (c *Controller) Metrics() cc.Metrics {
+	a := c.active()
+	m := cc.Metrics{
+		Window:      cc.ByteCount(c.cwnd),
+		PacingRate:  c.PacingRate(),
+		InSlowStart: c.cwnd < c.ssthresh,
+		InRecovery:  c.inRecovery,
+		SRTT:        c.rtt.Smoothed(),
+		MinRTT:      c.rtt.Min(),
+		Signal:      c.signal,
+		OWDMin:      a.Min(),
+		OWDCur:      a.Current(),
+		OWDv:        a.Variation(),
+		Mu:          a.Mu(a.maxUpdate),
+	}
+	if !math.IsInf(c.ssthresh, 1) {
+		m.Ssthresh = cc.ByteCount(c.ssthresh)
+	}
+	return m
+}

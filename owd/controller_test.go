@@ -1,0 +1,307 @@
+package owd
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
+)
+
+func noProbe() Config { return Config{MSS: mss, DisableBaseDelayProbe: true} }
+
+func TestRegistryNames(t *testing.T) {
+	for _, name := range []string{"owd", "owd-eq7"} {
+		c, err := cc.New(name, mss)
+		require.NoError(t, err)
+		require.Equal(t, name, c.Name())
+		require.Equal(t, cc.ByteCount(10*mss), c.Window())
+	}
+}
+
+func TestEq2Rows(t *testing.T) {
+	// Pure rule, packets: μ = 0.1, cwnd = 10.
+	tests := []struct {
+		name string
+		v    float64
+		want float64
+	}{
+		{"OWDv > 2μ decreases by 1/cwnd", 0.25, -0.1},
+		{"OWDv = 2μ holds", 0.2, 0},
+		{"μ < OWDv ≤ 2μ holds", 0.15, 0},
+		{"OWDv = μ increases", 0.1, 0.1},
+		{"OWDv ≤ μ increases by 1/cwnd", 0, 0.1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.InDelta(t, tc.want, eq2{}.delta(tc.v, 0.1, 0, 0, 10), 1e-12)
+		})
+	}
+}
+
+func TestEq2ThroughController(t *testing.T) {
+	tests := []struct {
+		name string
+		owd  time.Duration // μ = 0.1 after toAvoidance, base 50 ms
+		want func(t *testing.T, before, after float64)
+	}{
+		{"empty queue: +1 packet per window", 50 * time.Millisecond, func(t *testing.T, before, after float64) {
+			require.InDelta(t, before+1, after, 0.1)
+		}},
+		{"OWDv 0.15 in (μ, 2μ]: unchanged", 57500 * time.Microsecond, func(t *testing.T, before, after float64) {
+			require.InDelta(t, before, after, 1e-9)
+		}},
+		{"OWDv 0.6 at a new maximum: −1 packet per window", 80 * time.Millisecond, func(t *testing.T, before, after float64) {
+			require.InDelta(t, before-1, after, 0.15)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(New(noProbe()))
+			h.toAvoidance()
+			require.False(t, h.c.Metrics().InSlowStart)
+			h.ackN(4, tc.owd, 110*time.Millisecond) // fill the OWDcur filter
+			before := h.cwndPackets()
+			h.ackN(int(math.Round(before)), tc.owd, 110*time.Millisecond)
+			tc.want(t, before, h.cwndPackets())
+		})
+	}
+}
+
+func TestMuFloorAndBeta(t *testing.T) {
+	h := newHarness(New(noProbe()))
+	h.toAvoidance()
+	m := h.c.Metrics()
+	require.Equal(t, 50*time.Millisecond, m.OWDMin)
+	require.Equal(t, 60*time.Millisecond, m.OWDCur)
+	require.InDelta(t, 0.2, m.OWDv, 1e-9)
+	// μ = max(5 ms/50 ms, 0.5 · 0.2) = 0.1.
+	require.InDelta(t, 0.1, m.Mu, 1e-3)
+	require.InDelta(t, 0.2, h.c.owdA.MaxVariation(h.now), 1e-3)
+
+	// A larger OWDv in avoidance raises OWDv_max: μ = 0.5 · 0.6.
+	h.ackN(8, 80*time.Millisecond, 200*time.Millisecond)
+	require.InDelta(t, 0.3, h.c.owdA.Mu(h.now), 1e-2)
+
+	// With no new peak, OWDv_max decays with τ = 10 s; μ falls to its floor.
+	h.step = time.Second
+	h.ackN(60, 50*time.Millisecond, 100*time.Millisecond)
+	require.InDelta(t, 0.1, h.c.owdA.Mu(h.now), 1e-9, "μ floor = 5 ms / OWDmin")
+}
+
+func TestSlowStartExit(t *testing.T) {
+	t.Run("early exit on OWD queueing", func(t *testing.T) {
+		h := newHarness(New(noProbe()))
+		h.ackN(8, 50*time.Millisecond, 100*time.Millisecond)
+		require.True(t, h.c.Metrics().InSlowStart)
+		require.Equal(t, 18.0, h.cwndPackets(), "slow start: +1 packet per ACK")
+		// 6 ms queueing is below clamp(50/8) = 6.25 ms: stay.
+		h.ackN(4, 56*time.Millisecond, 100*time.Millisecond)
+		require.True(t, h.c.Metrics().InSlowStart)
+		h.ackN(4, 57*time.Millisecond, 100*time.Millisecond)
+		m := h.c.Metrics()
+		require.False(t, m.InSlowStart)
+		require.Equal(t, m.Window, m.Ssthresh)
+	})
+	t.Run("disabled: stays in slow start", func(t *testing.T) {
+		cfg := noProbe()
+		cfg.DisableEarlySlowStartExit = true
+		h := newHarness(New(cfg))
+		h.toAvoidance()
+		require.True(t, h.c.Metrics().InSlowStart)
+	})
+	t.Run("reverse-path queueing does not trigger it", func(t *testing.T) {
+		h := newHarness(New(noProbe()))
+		h.ackN(8, 50*time.Millisecond, 100*time.Millisecond)
+		h.ackN(8, 50*time.Millisecond, 300*time.Millisecond) // ACK path queue
+		require.True(t, h.c.Metrics().InSlowStart)
+	})
+}
+
+func TestLossDifferentiation(t *testing.T) {
+	tests := []struct {
+		name    string
+		owd     time.Duration
+		factor  float64
+		disable bool
+	}{
+		{"short queue: non-congestive ×0.9", 50 * time.Millisecond, 0.9, false},
+		{"long queue: congestive ×0.5", 80 * time.Millisecond, 0.5, false},
+		{"differentiation off: ×0.5", 50 * time.Millisecond, 0.5, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := noProbe()
+			cfg.DisableLossDifferentiation = tc.disable
+			h := newHarness(New(cfg))
+			h.toAvoidance()
+			h.ackN(4, tc.owd, 110*time.Millisecond)
+			before := h.cwndPackets()
+			h.lose()
+			require.InDelta(t, before*tc.factor, h.cwndPackets(), 1e-6)
+			require.True(t, h.c.Metrics().InRecovery)
+		})
+	}
+}
+
+func TestRecoveryOneReductionAndPartialAcks(t *testing.T) {
+	h := newHarness(New(noProbe()))
+	h.toAvoidance()
+	h.ackN(4, 80*time.Millisecond, 110*time.Millisecond)
+	h.lose()
+	after := h.cwndPackets()
+	recoverPN := h.pn
+
+	// A loss of a packet sent before the episode began: no second cut.
+	h.c.OnLoss(h.now, cc.LossEvent{PacketNumber: recoverPN - 3, Bytes: mss})
+	require.Equal(t, after, h.cwndPackets())
+
+	// Partial ACK (a packet sent before the loss was detected): no growth.
+	h.c.OnAck(h.now, cc.AckSample{PacketNumber: recoverPN - 1, Bytes: mss, OWD: 50 * time.Millisecond,
+		OWDValid: true, ClockSynced: true, PriorInFlight: h.c.Window()})
+	require.Equal(t, after, h.cwndPackets())
+	require.True(t, h.c.Metrics().InRecovery)
+
+	// ACK of a packet sent after: recovery ends.
+	h.ack(50*time.Millisecond, 100*time.Millisecond)
+	require.False(t, h.c.Metrics().InRecovery)
+}
+
+func TestRetransmissionTimeout(t *testing.T) {
+	h := newHarness(New(noProbe()))
+	h.toAvoidance()
+	before := h.c.Window()
+	h.c.OnRetransmissionTimeout(h.now)
+	m := h.c.Metrics()
+	require.Equal(t, cc.ByteCount(2*mss), m.Window, "restart from the 2-packet floor")
+	require.Equal(t, before/2, m.Ssthresh)
+	require.True(t, m.InSlowStart)
+	require.False(t, m.InRecovery)
+}
+
+func TestWindowFloor(t *testing.T) {
+	h := newHarness(New(noProbe()))
+	h.toAvoidance()
+	for range 10 {
+		h.ackN(4, 80*time.Millisecond, 110*time.Millisecond)
+		h.lose()
+	}
+	require.Equal(t, cc.ByteCount(2*mss), h.c.Window())
+	h.c.OnRetransmissionTimeout(h.now)
+	require.Equal(t, cc.ByteCount(2*mss), h.c.Window())
+	h.ackN(100, 200*time.Millisecond, 250*time.Millisecond) // OWDv far above 2μ
+	require.Equal(t, cc.ByteCount(2*mss), h.c.Window())
+}
+
+func TestApplicationLimitedDoesNotGrow(t *testing.T) {
+	h := newHarness(New(noProbe()))
+	h.appLimited = true
+	h.ackN(20, 50*time.Millisecond, 100*time.Millisecond)
+	require.Equal(t, 10.0, h.cwndPackets(), "slow start")
+	h.appLimited = false
+	h.toAvoidance()
+	h.appLimited = true
+	before := h.cwndPackets()
+	h.ackN(50, 50*time.Millisecond, 100*time.Millisecond)
+	require.Equal(t, before, h.cwndPackets(), "avoidance")
+}
+
+func TestRTTFallback(t *testing.T) {
+	tests := []struct {
+		name string
+		bad  cc.AckSample
+	}{
+		{"receiver clock unsynchronised", cc.AckSample{OWD: 50 * time.Millisecond, OWDValid: true, ClockSynced: false, RTT: 100 * time.Millisecond}},
+		{"negative OWD", cc.AckSample{OWD: -3 * time.Millisecond, OWDValid: true, ClockSynced: true, RTT: 100 * time.Millisecond}},
+		{"OWD longer than the RTT", cc.AckSample{OWD: 500 * time.Millisecond, OWDValid: true, ClockSynced: true, RTT: 100 * time.Millisecond}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(New(noProbe()))
+			h.toAvoidance()
+			require.Equal(t, cc.SignalOWD, h.c.Metrics().Signal)
+
+			h.ackSample(tc.bad)
+			require.Equal(t, cc.SignalRTT, h.c.Metrics().Signal, "entry")
+			// Missing samples are no evidence either way.
+			h.ackSample(cc.AckSample{RTT: 100 * time.Millisecond})
+			require.Equal(t, cc.SignalRTT, h.c.Metrics().Signal)
+
+			h.ackN(15, 50*time.Millisecond, 100*time.Millisecond)
+			require.Equal(t, cc.SignalRTT, h.c.Metrics().Signal, "15 good samples are not enough")
+			h.ack(50*time.Millisecond, 100*time.Millisecond)
+			require.Equal(t, cc.SignalOWD, h.c.Metrics().Signal, "exit after 16")
+		})
+	}
+}
+
+func TestRTTFallbackRunsOnHalfRTT(t *testing.T) {
+	h := newHarness(New(noProbe()))
+	// No synchronised clock at all: the controller must still leave slow
+	// start on RTT/2 queueing (base 50 ms, then 60 ms).
+	bad := func(rtt time.Duration) cc.AckSample {
+		return cc.AckSample{OWD: time.Hour, OWDValid: true, ClockSynced: false, RTT: rtt}
+	}
+	for range 8 {
+		h.ackSample(bad(100 * time.Millisecond))
+	}
+	for range 4 {
+		h.ackSample(bad(120 * time.Millisecond))
+	}
+	m := h.c.Metrics()
+	require.Equal(t, cc.SignalRTT, m.Signal)
+	require.False(t, m.InSlowStart)
+	require.Equal(t, 50*time.Millisecond, m.OWDMin, "RTT/2")
+}
+
+func TestEq7Step(t *testing.T) {
+	// D/d = 1.5: Δw = (1 − 1.5)/1.5² = −0.2222 packets per ACK.
+	require.InDelta(t, -0.5/2.25, eq7{}.delta(0.5, 0.1, 75*time.Millisecond, 50*time.Millisecond, 10), 1e-12)
+	// OWDv ≤ μ: Eq. 2's increase.
+	require.InDelta(t, 0.1, eq7{}.delta(0.05, 0.1, 52500*time.Microsecond, 50*time.Millisecond, 10), 1e-12)
+
+	h := newHarness(NewEq7(noProbe()))
+	h.toAvoidance()
+	h.ackN(4, 75*time.Millisecond, 110*time.Millisecond)
+	before := h.cwndPackets()
+	h.ack(75*time.Millisecond, 110*time.Millisecond)
+	require.InDelta(t, before-0.5/2.25, h.cwndPackets(), 1e-9)
+}
+
+func TestBaseDelayProbe(t *testing.T) {
+	h := newHarness(New(Config{MSS: mss}))
+	h.toAvoidance() // SRTT ≈ 100 ms: first probe 200 ms after exit
+	exitWin := h.cwndPackets()
+	require.Greater(t, exitWin, 2.0)
+
+	h.ackN(150, 50*time.Millisecond, 100*time.Millisecond) // 150 ms: not yet
+	require.Greater(t, h.cwndPackets(), 2.0)
+	h.ackN(60, 50*time.Millisecond, 100*time.Millisecond) // past 200 ms
+	require.Equal(t, 2.0, h.cwndPackets(), "slowdown to the 2-packet floor")
+	heldWin := h.c.Metrics().Ssthresh
+
+	h.ackN(150, 50*time.Millisecond, 100*time.Millisecond) // within 2 SRTT: held
+	require.Equal(t, 2.0, h.cwndPackets())
+	h.ackN(100, 50*time.Millisecond, 100*time.Millisecond) // hold over: slow start back
+	require.Equal(t, heldWin, h.c.Metrics().Ssthresh)
+	require.False(t, h.c.Metrics().InSlowStart)
+	require.GreaterOrEqual(t, h.c.Window(), heldWin)
+	require.False(t, h.c.probing)
+	// Next probe: 9 × the slowdown's length after its end.
+	lasted := h.c.probeAt.Sub(h.now)
+	require.Greater(t, lasted, 9*200*time.Millisecond)
+}
+
+func TestEstimatorSign(t *testing.T) {
+	// Sender clock is 500 ms ahead of the receiver's: offset = +500 ms.
+	var e Estimator
+	e.SetOffset(500*time.Millisecond, true)
+	sent := int64(10_500_000)   // true send at t=10 s, sender clock +0.5 s
+	arrival := int64(10_030_000) // true arrival 30 ms later, receiver clock
+	require.Equal(t, 30*time.Millisecond, e.Stamp(sent, arrival))
+	off, ok := e.Offset()
+	require.True(t, ok)
+	require.Equal(t, 500*time.Millisecond, off)
+}
