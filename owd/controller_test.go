@@ -298,7 +298,7 @@ func TestEstimatorSign(t *testing.T) {
 	// Sender clock is 500 ms ahead of the receiver's: offset = +500 ms.
 	var e Estimator
 	e.SetOffset(500*time.Millisecond, true)
-	sent := int64(10_500_000)   // true send at t=10 s, sender clock +0.5 s
+	sent := int64(10_500_000)    // true send at t=10 s, sender clock +0.5 s
 	arrival := int64(10_030_000) // true arrival 30 ms later, receiver clock
 	require.Equal(t, 30*time.Millisecond, e.Stamp(sent, arrival))
 	off, ok := e.Offset()
