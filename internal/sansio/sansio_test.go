@@ -1,0 +1,71 @@
+// Package sansio holds a test that keeps the core sans-I/O: no file of cc,
+// owd, acp or clock may read the host clock, sleep, start a goroutine or
+// import a networking package, except the few files listed in allowed,
+// which are the documented edges (the system clock itself, the NTP query).
+package sansio
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var corePackages = []string{"cc", "owd", "acp", "clock"}
+
+// allowed lists the files that may do I/O, and why.
+var allowed = map[string]string{
+	"clock/system.go": "the system clock reads the host clock by definition",
+	"clock/ntp.go":    "the NTP query and its re-sync loop are the clock package's only network I/O",
+}
+
+var forbiddenCalls = map[string]bool{
+	"time.Now": true, "time.Since": true, "time.Until": true, "time.Sleep": true,
+	"time.After": true, "time.Tick": true, "time.NewTimer": true, "time.NewTicker": true,
+	"time.AfterFunc": true,
+}
+
+var forbiddenImports = map[string]bool{"net": true, "net/netip": false, "os/exec": true, "syscall": true}
+
+func TestCoreIsSansIO(t *testing.T) {
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	checked := 0
+	for _, pkg := range corePackages {
+		files, err := filepath.Glob(filepath.Join(root, pkg, "*.go"))
+		require.NoError(t, err)
+		for _, path := range files {
+			rel := filepath.ToSlash(strings.TrimPrefix(path, root+string(os.PathSeparator)))
+			if strings.HasSuffix(path, "_test.go") || allowed[rel] != "" {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			require.NoError(t, err)
+			checked++
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				if forbiddenImports[p] {
+					t.Errorf("%s imports %q", rel, p)
+				}
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.GoStmt:
+					t.Errorf("%s: goroutine started at %s", rel, fset.Position(n.Pos()))
+				case *ast.SelectorExpr:
+					if id, ok := n.X.(*ast.Ident); ok && forbiddenCalls[id.Name+"."+n.Sel.Name] {
+						t.Errorf("%s: %s.%s at %s", rel, id.Name, n.Sel.Name, fset.Position(n.Pos()))
+					}
+				}
+				return true
+			})
+		}
+	}
+	require.Greater(t, checked, 8, "the test must actually look at the core files")
+}
