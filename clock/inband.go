@@ -1,0 +1,460 @@
+package clock
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Stamp is a wall-clock timestamp in microseconds since the Unix epoch, read
+// from one host's clock (Clock.Wall). It is the unit the wire carries (SPEC §1:
+// PStime, PRtime). Stamps from two different hosts differ by those hosts'
+// clock offset; only the Inband estimator relates them.
+type Stamp int64
+
+// StampOf returns t as a Stamp (truncated to the microsecond).
+func StampOf(t time.Time) Stamp { return Stamp(t.UnixMicro()) }
+
+// Time returns s as a time.Time.
+func (s Stamp) Time() time.Time { return time.UnixMicro(int64(s)) }
+
+// Sub returns s − o. Both must come from the same host's clock for the result
+// to be a duration rather than a duration plus an offset.
+func (s Stamp) Sub(o Stamp) time.Duration { return time.Duration(s-o) * time.Microsecond }
+
+// ErrBadExchange is returned by Inband.AddExchange for timestamps no real
+// exchange can produce (the ACK received before the data was sent, or sent
+// before the data was received). The sample is not used.
+var ErrBadExchange = errors.New("clock: impossible four-timestamp exchange")
+
+// ErrInvalidConfig is wrapped by the constructors of this package when a
+// Config field is out of range.
+var ErrInvalidConfig = errors.New("clock: invalid config")
+
+// InbandConfig configures an Inband estimator. The zero value is valid: every
+// zero field takes the default written beside it.
+type InbandConfig struct {
+	// Window is the length of one envelope window, on the sender's clock.
+	// Each window keeps only its minimum delay per direction, so Window
+	// trades time resolution for queueing immunity: with a sample every
+	// 10 ms a 1 s window keeps the best of ~100. Default 1 s; at least 1 ms.
+	Window time.Duration
+	// Windows is the history length in windows: the skew line is fitted and
+	// the offset anchored over the last Windows·Window of samples. Memory is
+	// fixed by it (a few dozen bytes per window). Default 64 (~1 minute,
+	// NTP's minimum poll interval: long enough to see 100 ppm as 6.4 ms of
+	// drift, short enough that oscillator wander stays small). At least 4.
+	Windows int
+	// MinWindows is how many windows must hold samples (in the better-fed
+	// direction) before Synced reports true: a skew fitted over fewer
+	// windows is noise. Default 8. At least 2, at most Windows.
+	MinWindows int
+	// MaxSkewPPM bounds a believable relative skew, parts per million. Two
+	// free-running crystals rarely differ by more than 200 ppm, and a host
+	// slewed by ntpd/chrony adds at most 500 ppm each (both slew limits, see
+	// NTPConfig.MaxSlewPPM). A fit beyond ±MaxSkewPPM is clamped and the
+	// estimator reports itself not Synced. Default 1000.
+	MaxSkewPPM float64
+}
+
+// Defaults of InbandConfig (see the fields).
+const (
+	DefaultInbandWindow     = time.Second
+	DefaultInbandWindows    = 64
+	DefaultInbandMinWindows = 8
+	DefaultInbandMaxSkewPPM = 1000.0
+)
+
+func (c InbandConfig) withDefaults() (InbandConfig, error) {
+	if c.Window == 0 {
+		c.Window = DefaultInbandWindow
+	}
+	if c.Windows == 0 {
+		c.Windows = DefaultInbandWindows
+	}
+	if c.MinWindows == 0 {
+		c.MinWindows = min(DefaultInbandMinWindows, c.Windows)
+	}
+	if c.MaxSkewPPM == 0 {
+		c.MaxSkewPPM = DefaultInbandMaxSkewPPM
+	}
+	switch {
+	case c.Window < time.Millisecond:
+		return c, fmt.Errorf("%w: inband Window %v < 1ms", ErrInvalidConfig, c.Window)
+	case c.Windows < 4:
+		return c, fmt.Errorf("%w: inband Windows %d < 4", ErrInvalidConfig, c.Windows)
+	case c.MinWindows < 2 || c.MinWindows > c.Windows:
+		return c, fmt.Errorf("%w: inband MinWindows %d not in [2, Windows=%d]", ErrInvalidConfig, c.MinWindows, c.Windows)
+	case !(c.MaxSkewPPM > 0) || math.IsInf(c.MaxSkewPPM, 0):
+		return c, fmt.Errorf("%w: inband MaxSkewPPM %v must be positive and finite", ErrInvalidConfig, c.MaxSkewPPM)
+	}
+	return c, nil
+}
+
+// Inband estimates the offset and relative skew between two hosts' wall
+// clocks from the timestamps already carried by data packets and ACKs, and
+// turns a (send stamp, arrival stamp) pair into a one-way delay. It is pure:
+// no goroutines, no clock reads, no I/O; memory is fixed at construction and
+// no method allocates. It is not safe for concurrent use.
+//
+// Naming: the "sender" stamps data packets and receives ACKs (NTP's client:
+// T1, T4); the "receiver" stamps data arrivals and sends ACKs (NTP's server:
+// T2, T3). Offset is θ = receiver clock − sender clock, NTP's sign (RFC 5905
+// §8), and is a function of time because of skew: θ(t) = θ₀ + skew·(t − t₀),
+// with t read on the sender's clock. SPEC §1's "offset" (sender − receiver,
+// added to PRtime − PStime) is −θ. See the package doc for the method.
+type Inband struct {
+	cfg   InbandConfig
+	winUS int64 // Window in µs
+
+	ring    []inbandWindow // ring[w mod len] holds window w if its idx == w
+	started bool
+	newest  int64 // newest window index seen
+	latest  Stamp // latest sender-axis time seen
+
+	samples uint64 // samples accepted (a forward or reverse one-way delay each)
+	dropped uint64 // samples older than the history, or impossible exchanges
+
+	// Scratch for the fit, sized Windows at construction so refit never
+	// allocates.
+	fx, fy, rx, ry []float64
+	hull           []int
+
+	dirty bool
+	fit   inbandFit
+}
+
+// inbandWindow keeps, per direction, the sample with the smallest apparent
+// delay (arrival stamp − send stamp) that fell into one window.
+type inbandWindow struct {
+	idx      int64
+	fwd, rev envelopePoint
+}
+
+// envelopePoint is one lower-envelope candidate: at is its time on the
+// sender's clock (µs), d its apparent delay in µs (a one-way delay plus or
+// minus θ, depending on direction).
+type envelopePoint struct {
+	at, d int64
+	ok    bool
+}
+
+func (p *envelopePoint) offer(at, d int64) bool {
+	if p.ok && d >= p.d {
+		return false
+	}
+	*p = envelopePoint{at: at, d: d, ok: true}
+	return true
+}
+
+// inbandFit is the cached line θ(t) = theta0 + skew·(t − ref).
+type inbandFit struct {
+	ref      int64   // sender-axis µs the line is anchored at
+	theta0   float64 // θ at ref, µs
+	skew     float64 // dθ/dt, µs per µs (×1e6 = ppm)
+	bound    float64 // ±bound µs contains θ if one-way delays are ≥ 0
+	nf, nr   int     // windows with forward / reverse samples
+	hasTheta bool    // both directions seen: θ is defined
+	hasSkew  bool    // a slope could be fitted
+	skewOK   bool    // hasSkew and |skew| ≤ MaxSkewPPM
+}
+
+// NewInband returns an estimator with cfg (zero fields take defaults).
+func NewInband(cfg InbandConfig) (*Inband, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.Windows
+	return &Inband{
+		cfg:   cfg,
+		winUS: cfg.Window.Microseconds(),
+		ring:  make([]inbandWindow, n),
+		fx:    make([]float64, n),
+		fy:    make([]float64, n),
+		rx:    make([]float64, n),
+		ry:    make([]float64, n),
+		hull:  make([]int, n),
+	}, nil
+}
+
+// Config returns the configuration in use, defaults filled in.
+func (e *Inband) Config() InbandConfig { return e.cfg }
+
+// Reset forgets every sample (call it after either host's wall clock was
+// stepped: the old envelope no longer describes the clocks).
+func (e *Inband) Reset() {
+	clear(e.ring)
+	e.started, e.newest, e.latest = false, 0, 0
+	e.samples, e.dropped = 0, 0
+	e.dirty, e.fit = false, inbandFit{}
+}
+
+// AddForward records a data packet: sent is its send stamp (sender clock),
+// recv its arrival stamp (receiver clock). recv − sent = OWD + θ(sent).
+// This is the one-direction mode: the receiver of a flow calls it for every
+// data packet, and it alone yields the skew but not θ (see AddReverse).
+func (e *Inband) AddForward(sent, recv Stamp) {
+	if w := e.window(int64(sent)); w != nil && w.fwd.offer(int64(sent), int64(recv-sent)) {
+		e.dirty = true
+	}
+}
+
+// AddReverse records a packet the other way: sent is its send stamp on the
+// receiver's clock (an ACK's T3), recv its arrival stamp on the sender's
+// clock (T4). recv − sent = OWD_reverse − θ(recv). At least one reverse
+// sample is needed to split apparent delay into delay and offset.
+func (e *Inband) AddReverse(sent, recv Stamp) {
+	if w := e.window(int64(recv)); w != nil && w.rev.offer(int64(recv), int64(recv-sent)) {
+		e.dirty = true
+	}
+}
+
+// AddExchange records NTP's four-timestamp exchange (RFC 5905 §8): t1 data
+// sent (sender clock), t2 data received (receiver clock), t3 ACK sent
+// (receiver clock), t4 ACK received (sender clock). It is AddForward(t1, t2)
+// plus AddReverse(t3, t4); the single-exchange offset is
+// θ = ((t2−t1)+(t3−t4))/2 with round trip δ = (t4−t1)−(t3−t2).
+// It returns ErrBadExchange, and uses nothing, if t4 < t1 or t3 < t2.
+func (e *Inband) AddExchange(t1, t2, t3, t4 Stamp) error {
+	if t4 < t1 || t3 < t2 {
+		e.dropped++
+		return ErrBadExchange
+	}
+	e.AddForward(t1, t2)
+	e.AddReverse(t3, t4)
+	return nil
+}
+
+// window returns the ring slot for sender-axis time at (µs), advancing the
+// history if at is newer, or nil if at is older than the history.
+func (e *Inband) window(at int64) *inbandWindow {
+	w := floorDiv(at, e.winUS)
+	switch {
+	case !e.started:
+		e.started, e.newest, e.latest = true, w, Stamp(at)
+		e.dirty = true
+	case w > e.newest:
+		e.newest = w
+		e.dirty = true // windows fell out of the history
+	case w <= e.newest-int64(len(e.ring)):
+		e.dropped++
+		return nil
+	}
+	e.latest = max(e.latest, Stamp(at))
+	e.samples++
+	s := &e.ring[floorMod(w, int64(len(e.ring)))]
+	if s.idx != w {
+		*s = inbandWindow{idx: w}
+	}
+	return s
+}
+
+// Offset returns the estimated θ = receiver clock − sender clock at sender
+// time at. It is 0 until both directions have been seen; trust it only
+// while Synced.
+func (e *Inband) Offset(at Stamp) time.Duration {
+	f := e.current()
+	return usToDuration(f.theta(int64(at)))
+}
+
+// SkewPPM returns the fitted relative skew dθ/dt in parts per million: how
+// much faster the receiver's clock runs than the sender's (100 means the
+// receiver gains 100 µs per second). 0 until a slope could be fitted; clamped
+// to ±MaxSkewPPM.
+func (e *Inband) SkewPPM() float64 { return e.current().skew * 1e6 }
+
+// OWD returns the one-way delay of a data packet sent at sent (sender clock)
+// and received at recv (receiver clock): recv − sent − θ(sent). ok is false
+// while the estimator is not Synced, or when sent lies beyond the history
+// horizon (more than Windows windows after the newest sample), where the
+// skew extrapolation is no longer backed by data; the caller then falls
+// back to RTT/2 (SPEC §1). It does not record the sample: call AddForward.
+func (e *Inband) OWD(sent, recv Stamp) (owd time.Duration, ok bool) {
+	f := e.current()
+	if !e.synced(f) || floorDiv(int64(sent), e.winUS) > e.newest+int64(len(e.ring)) {
+		return 0, false
+	}
+	return usToDuration(float64(recv-sent) - f.theta(int64(sent))), true
+}
+
+// Synced reports whether the estimate is usable: both directions seen, at
+// least MinWindows windows of samples in one direction, and a fitted skew
+// within ±MaxSkewPPM.
+func (e *Inband) Synced() bool { return e.synced(e.current()) }
+
+func (e *Inband) synced(f *inbandFit) bool {
+	return f.hasTheta && f.skewOK && max(f.nf, f.nr) >= e.cfg.MinWindows
+}
+
+// InbandStatus is a snapshot of an Inband estimator, for logs and results.
+type InbandStatus struct {
+	// Offset is θ (receiver − sender) at the latest sample.
+	Offset time.Duration
+	// SkewPPM is the fitted relative skew, ppm (see Inband.SkewPPM).
+	SkewPPM float64
+	// ErrorBound is half the smallest round trip the history shows
+	// (forward and reverse envelope minima added): θ is within ±ErrorBound
+	// of Offset whatever the path asymmetry, as long as one-way delays are
+	// non-negative (NTP's bound, RFC 5905 §8). Asymmetric base delays bias
+	// Offset by half their difference, always inside this bound.
+	ErrorBound time.Duration
+	// ForwardWindows and ReverseWindows count history windows holding
+	// samples of each direction.
+	ForwardWindows, ReverseWindows int
+	// Samples counts accepted one-way samples (an exchange is two);
+	// Dropped counts those older than the history and impossible exchanges.
+	Samples, Dropped uint64
+	// Synced is Inband.Synced.
+	Synced bool
+}
+
+// Status returns a snapshot of the estimate.
+func (e *Inband) Status() InbandStatus {
+	f := e.current()
+	return InbandStatus{
+		Offset:         usToDuration(f.theta(int64(e.latest))),
+		SkewPPM:        f.skew * 1e6,
+		ErrorBound:     usToDuration(f.bound),
+		ForwardWindows: f.nf,
+		ReverseWindows: f.nr,
+		Samples:        e.samples,
+		Dropped:        e.dropped,
+		Synced:         e.synced(f),
+	}
+}
+
+func (f *inbandFit) theta(at int64) float64 {
+	if !f.hasTheta {
+		return 0
+	}
+	return f.theta0 + f.skew*float64(at-f.ref)
+}
+
+// current returns the fit, recomputing it if a sample changed an envelope.
+func (e *Inband) current() *inbandFit {
+	if e.dirty {
+		e.refit()
+	}
+	return &e.fit
+}
+
+// refit recomputes the offset line from the envelope minima.
+//
+//  1. Per direction, the window minima (x = sender time, y = apparent delay)
+//     form a lower envelope. Forward y = OWD_f + θ(x), reverse
+//     y = OWD_r − θ(x); on the envelope the OWDs are near their base, so the
+//     slopes are +skew and −skew.
+//  2. Each direction's slope is the lower-convex-hull edge above the mean x
+//     (the linear program of Moon, Skelly & Towsley, "Estimation and removal
+//     of clock skew from network delay measurements", INFOCOM 1999: the line
+//     under every point that minimises the summed vertical distance).
+//     Unlike least squares it ignores upward outliers, i.e. windows spent
+//     behind a standing queue. The two slopes are averaged, weighted by
+//     their window counts.
+//  3. With the skew removed, the smallest forward value F₀ and smallest
+//     reverse value R₀ are minimum-delay samples in NTP's clock-filter sense,
+//     taken per direction: F₀ = base_f + θ₀, R₀ = base_r − θ₀ (queueing
+//     ≈ 0), so θ₀ = (F₀ − R₀)/2 exactly when base_f = base_r, and biased by
+//     (base_f − base_r)/2 otherwise. (F₀ + R₀)/2 bounds the error.
+func (e *Inband) refit() {
+	e.dirty = false
+	ref := e.newest * e.winUS
+	f := inbandFit{ref: ref}
+	oldest := e.newest - int64(len(e.ring)) + 1
+	for w := oldest; w <= e.newest; w++ {
+		s := &e.ring[floorMod(w, int64(len(e.ring)))]
+		if s.idx != w {
+			continue
+		}
+		if s.fwd.ok {
+			e.fx[f.nf], e.fy[f.nf] = float64(s.fwd.at-ref), float64(s.fwd.d)
+			f.nf++
+		}
+		if s.rev.ok {
+			e.rx[f.nr], e.ry[f.nr] = float64(s.rev.at-ref), float64(s.rev.d)
+			f.nr++
+		}
+	}
+	fx, fy, rx, ry := e.fx[:f.nf], e.fy[:f.nf], e.rx[:f.nr], e.ry[:f.nr]
+
+	sf, okf := lowerHullSlope(fx, fy, e.hull)
+	sr, okr := lowerHullSlope(rx, ry, e.hull)
+	switch {
+	case okf && okr:
+		f.skew = (float64(f.nf)*sf - float64(f.nr)*sr) / float64(f.nf+f.nr)
+	case okf:
+		f.skew = sf
+	case okr:
+		f.skew = -sr
+	}
+	f.hasSkew = okf || okr
+	maxSkew := e.cfg.MaxSkewPPM / 1e6
+	f.skewOK = f.hasSkew && math.Abs(f.skew) <= maxSkew
+	f.skew = max(-maxSkew, min(maxSkew, f.skew))
+
+	if f.nf > 0 && f.nr > 0 {
+		f0, r0 := math.Inf(1), math.Inf(1)
+		for i := range fx {
+			f0 = min(f0, fy[i]-f.skew*fx[i])
+		}
+		for i := range rx {
+			r0 = min(r0, ry[i]+f.skew*rx[i])
+		}
+		f.theta0 = (f0 - r0) / 2
+		f.bound = max(0, (f0+r0)/2)
+		f.hasTheta = true
+	}
+	e.fit = f
+}
+
+// lowerHullSlope returns the slope of the lower-convex-hull edge of the
+// points (x ascending) that spans the mean x, using h (len ≥ len(x)) as the
+// hull stack. ok is false with fewer than two points.
+func lowerHullSlope(x, y []float64, h []int) (slope float64, ok bool) {
+	if len(x) < 2 {
+		return 0, false
+	}
+	n := 0
+	var sum float64
+	for i := range x {
+		sum += x[i]
+		// Andrew's monotone chain: pop while the last two hull points and
+		// point i do not make a strict left (counter-clockwise) turn.
+		for n >= 2 {
+			a, b := h[n-2], h[n-1]
+			if (x[b]-x[a])*(y[i]-y[a])-(y[b]-y[a])*(x[i]-x[a]) > 0 {
+				break
+			}
+			n--
+		}
+		h[n] = i
+		n++
+	}
+	mean := sum / float64(len(x))
+	// The first and last points are always hull vertices, so some edge
+	// spans the mean.
+	k := 0
+	for k+2 < n && x[h[k+1]] < mean {
+		k++
+	}
+	a, b := h[k], h[k+1]
+	return (y[b] - y[a]) / (x[b] - x[a]), true
+}
+
+func usToDuration(us float64) time.Duration {
+	return time.Duration(math.Round(us * float64(time.Microsecond)))
+}
+
+// floorDiv and floorMod divide rounding toward −∞, so windows tile time
+// evenly on both sides of the epoch.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 { return a - floorDiv(a, b)*b }
