@@ -1,0 +1,119 @@
+package acp
+
+import "math"
+
+// Age histogram geometry. Bin 0 is [0, histMin); bins 1 … histOctaves·histPerOctave
+// are log-spaced, bin i covering [histMin·2^((i−1)/32), histMin·2^(i/32)), so every
+// bin is 2^(1/32) − 1 ≈ 2.2 % wide relative to its lower edge (the relative
+// resolution of a percentile); the last bin is the overflow [histMin·2^30, ∞),
+// histMin·2^30 ≈ 10 737 s ≈ 3 h, beyond any age a live update flow should see.
+const (
+	histMin       = 10e-6 // s: 10 µs, below one packet time on any real link
+	histPerOctave = 32
+	histOctaves   = 30
+	histBins      = 1 + histPerOctave*histOctaves + 1 // underflow + log bins + overflow
+)
+
+// histEdges[i] is the lower edge of bin i in seconds; histEdges[histBins] = +Inf.
+var histEdges = func() (e [histBins + 1]float64) {
+	for i := 1; i < histBins; i++ {
+		e[i] = histMin * math.Exp2(float64(i-1)/histPerOctave)
+	}
+	e[histBins] = math.Inf(1)
+	return e
+}()
+
+// histBin returns the bin holding age a (seconds, ≥ 0).
+func histBin(a float64) int {
+	if a < histEdges[1] {
+		return 0
+	}
+	i := 1 + int(math.Log2(a/histMin)*histPerOctave)
+	if i > histBins-1 {
+		i = histBins - 1
+	}
+	// Log2 may round across an edge; the edge table is the truth.
+	for i > 1 && a < histEdges[i] {
+		i--
+	}
+	for i < histBins-1 && a >= histEdges[i+1] {
+		i++
+	}
+	return i
+}
+
+// ageHistogram is the time-weighted distribution of age. Between deliveries
+// age rises at one second per second, so a ramp from age a₀ to a₁ spends
+// exactly |[a₀, a₁) ∩ bin| seconds in each bin. Adding a ramp is O(1): the two
+// end bins get their partial overlap in part, and the fully covered bins in
+// between are recorded in a difference array (cover) that quantile expands
+// with a prefix sum. Memory is fixed: about 15 KiB.
+type ageHistogram struct {
+	part  [histBins]float64   // s spent in each bin by ramps that end inside it
+	cover [histBins + 1]int64 // difference array: ramps covering bin i entirely
+	total float64             // s: sum of all ramp lengths
+	max   float64             // s: largest age seen
+}
+
+// add records a ramp of age from a0 to a1 seconds (a0 < a1).
+func (h *ageHistogram) add(a0, a1 float64) {
+	if !(a1 > a0) || a0 < 0 {
+		return
+	}
+	h.total += a1 - a0
+	if a1 > h.max {
+		h.max = a1
+	}
+	j0, j1 := histBin(a0), histBin(a1)
+	if j0 == j1 {
+		h.part[j0] += a1 - a0
+		return
+	}
+	h.part[j0] += math.Max(0, histEdges[j0+1]-a0)
+	h.part[j1] += math.Max(0, a1-histEdges[j1])
+	if j1 > j0+1 {
+		h.cover[j0+1]++
+		h.cover[j1]--
+	}
+}
+
+// overlap is the length of [a0, a1) ∩ [lo, hi).
+func overlap(a0, a1, lo, hi float64) float64 {
+	return math.Max(0, math.Min(a1, hi)-math.Max(a0, lo))
+}
+
+// quantile returns the age (s) below which the distribution spends a fraction
+// q of its time, including an extra open ramp [o0, o1) not yet added (o1 ≤ o0
+// for none). Inside a bin it interpolates linearly. 0 if the histogram is empty.
+func (h *ageHistogram) quantile(q, o0, o1 float64) float64 {
+	open := math.Max(0, o1-o0)
+	total := h.total + open
+	if total <= 0 {
+		return 0
+	}
+	q = math.Min(math.Max(q, 0), 1)
+	target := q * total
+	maxAge := math.Max(h.max, o1)
+	var cum float64
+	var c int64
+	for i := range histBins {
+		c += h.cover[i]
+		lo, hi := histEdges[i], histEdges[i+1]
+		t := h.part[i]
+		if c > 0 { // never for the overflow bin: it is never covered entirely
+			t += float64(c) * (hi - lo)
+		}
+		if open > 0 {
+			t += overlap(o0, o1, lo, hi)
+		}
+		if t > 0 && cum+t >= target {
+			if i == histBins-1 {
+				hi = maxAge
+			}
+			hi = math.Min(hi, maxAge)
+			return lo + (target-cum)/t*(hi-lo)
+		}
+		cum += t
+	}
+	return maxAge // rounding left target just above the sum
+}
