@@ -75,6 +75,24 @@ func (h *harness) ack(n int, rtt time.Duration) {
 	}
 }
 
+// ackFull acknowledges the oldest outstanding packet as a window-limited
+// sender would see it: PriorInFlight is at least the window, as if the rest
+// of the window were outstanding too.
+func (h *harness) ackFull(rtt time.Duration) {
+	require.NotEmpty(h.t, h.sent, "nothing outstanding")
+	p := h.sent[0]
+	h.sent = h.sent[1:]
+	prior := max(h.inFlight, h.c.Window())
+	h.inFlight -= p.bytes
+	h.c.OnAck(h.now(), AckSample{
+		PacketNumber:  p.pn,
+		Bytes:         p.bytes,
+		SentTime:      p.at,
+		RTT:           rtt,
+		PriorInFlight: prior,
+	})
+}
+
 // ackAll acknowledges everything outstanding.
 func (h *harness) ackAll(rtt time.Duration) { h.ack(len(h.sent), rtt) }
 
