@@ -351,8 +351,9 @@ func (e *Inband) current() *inbandFit {
 //     of clock skew from network delay measurements", INFOCOM 1999: the line
 //     under every point that minimises the summed vertical distance).
 //     Unlike least squares it ignores upward outliers, i.e. windows spent
-//     behind a standing queue. The two slopes are averaged, weighted by
-//     their window counts.
+//     behind a standing queue. The two slopes are averaged with
+//     inverse-variance weights (slopeWeight), so the direction with many
+//     samples per window dominates in one-direction mode.
 //  3. With the skew removed, the smallest forward value F₀ and smallest
 //     reverse value R₀ are minimum-delay samples in NTP's clock-filter sense,
 //     taken per direction: F₀ = base_f + θ₀, R₀ = base_r − θ₀ (queueing
@@ -383,7 +384,8 @@ func (e *Inband) refit() {
 	sr, okr := lowerHullSlope(rx, ry, e.hull)
 	switch {
 	case okf && okr:
-		f.skew = (float64(f.nf)*sf - float64(f.nr)*sr) / float64(f.nf+f.nr)
+		wf, wr := slopeWeight(fx, fy, sf), slopeWeight(rx, ry, sr)
+		f.skew = (wf*sf - wr*sr) / (wf + wr)
 	case okf:
 		f.skew = sf
 	case okr:
@@ -441,6 +443,30 @@ func lowerHullSlope(x, y []float64, h []int) (slope float64, ok bool) {
 	}
 	a, b := h[k], h[k+1]
 	return (y[b] - y[a]) / (x[b] - x[a]), true
+}
+
+// slopeWeight is the inverse variance, up to a common factor, of an envelope
+// slope s fitted through (x, y): Σ(x − x̄)² / r², where r is the mean height
+// of the points above the envelope line, the noise scale of the window
+// minima (floored at 1 µs, the stamp resolution). A direction whose windows
+// hold many samples (low minima) or span more time counts for more; one
+// whose windows sat behind a standing queue counts for less.
+func slopeWeight(x, y []float64, s float64) float64 {
+	n := float64(len(x))
+	var sx, lo float64
+	lo = math.Inf(1)
+	for i := range x {
+		sx += x[i]
+		lo = min(lo, y[i]-s*x[i])
+	}
+	mx := sx / n
+	var sxx, r float64
+	for i := range x {
+		sxx += (x[i] - mx) * (x[i] - mx)
+		r += y[i] - s*x[i] - lo
+	}
+	r = max(r/n, 1)
+	return sxx / (r * r)
 }
 
 func usToDuration(us float64) time.Duration {
