@@ -1,0 +1,476 @@
+package clock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/beevik/ntp"
+	"github.com/stretchr/testify/require"
+)
+
+// ---- pure NTPState / NTPClock tests (no network) ----
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newState(t *testing.T, cfg NTPConfig) *NTPState {
+	t.Helper()
+	s, err := NewNTPState(cfg, 0)
+	require.NoError(t, err)
+	return s
+}
+
+func TestNTPConfigDefaults(t *testing.T) {
+	s := newState(t, NTPConfig{})
+	cfg := s.Config()
+	cfg.Logger = nil
+	require.Equal(t, NTPConfig{
+		Server: "pool.ntp.org", Port: 123, Timeout: 5 * time.Second,
+		Interval: 64 * time.Second, RetryInterval: 16 * time.Second, MaxAge: 256 * time.Second,
+		StepThreshold: 128 * time.Millisecond, MaxSlewPPM: 500,
+	}, cfg)
+
+	for _, bad := range []NTPConfig{
+		{Port: -1}, {Port: 70000}, {Timeout: -1}, {Interval: -time.Second},
+		{RetryInterval: -1}, {MaxAge: -1}, {MaxSlewPPM: -1}, {MaxSlewPPM: 1e6},
+	} {
+		_, err := NewNTPState(bad, 0)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", bad)
+	}
+}
+
+func TestNTPAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"time.example":      "time.example:123",
+		"time.example:1234": "time.example:1234",
+		"127.0.0.1":         "127.0.0.1:123",
+		"::1":               "[::1]:123",
+		"[::1]":             "[::1]:123",
+		"[::1]:5":           "[::1]:5",
+	} {
+		cfg, err := NTPConfig{Server: in}.withDefaults()
+		require.NoError(t, err)
+		require.Equal(t, want, cfg.address(), in)
+	}
+}
+
+func TestNTPFirstSyncSteps(t *testing.T) {
+	s := newState(t, NTPConfig{})
+	require.False(t, s.Synchronized(0))
+	require.True(t, s.Due(0), "a new state wants a sync at once")
+	require.Equal(t, time.Duration(0), s.Correction(0))
+
+	// Even a small first offset is stepped: there is nothing to slew from.
+	now := Mono(time.Second)
+	require.Equal(t, Stepped, s.Observe(now, NTPSample{Offset: 40 * time.Millisecond}))
+	require.Equal(t, 40*time.Millisecond, s.Correction(now))
+	require.True(t, s.Synchronized(now))
+	require.Equal(t, now.Add(64*time.Second), s.NextSync())
+	require.False(t, s.Due(now.Add(63*time.Second)))
+	require.True(t, s.Due(now.Add(64*time.Second)))
+}
+
+func TestNTPSlewBoundedRate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delta time.Duration // second sample − first
+		ppm   float64
+	}{
+		{"up 100ms at 500ppm", 100 * time.Millisecond, 500},
+		{"down 100ms at 500ppm", -100 * time.Millisecond, 500},
+		{"up 10ms at 50ppm", 10 * time.Millisecond, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(t, NTPConfig{MaxSlewPPM: tc.ppm})
+			first := 3 * time.Second
+			s.Observe(0, NTPSample{Offset: first})
+			start := Mono(10 * time.Second)
+			require.Equal(t, Slewed, s.Observe(start, NTPSample{Offset: first + tc.delta}))
+			require.Equal(t, first, s.Correction(start), "a slew starts where the correction was")
+			require.True(t, s.Status(start).Slewing)
+
+			rate := tc.ppm / 1e6
+			full := time.Duration(float64(tc.delta.Abs()) / rate) // time to finish the slew
+			prev := s.Correction(start)
+			for el := time.Duration(0); el <= full+10*time.Second; el += 250 * time.Millisecond {
+				c := s.Correction(start.Add(el))
+				// Never faster than MaxSlewPPM, never past the target.
+				step := (c - prev).Abs()
+				require.LessOrEqual(t, float64(step), float64(250*time.Millisecond)*rate+1, "at %v", el)
+				require.LessOrEqual(t, (c - first).Abs(), tc.delta.Abs())
+				// Exactly the bounded rate while slewing.
+				want := time.Duration(float64(el) * rate)
+				if want > tc.delta.Abs() {
+					want = tc.delta.Abs()
+				}
+				if tc.delta < 0 {
+					want = -want
+				}
+				require.InDelta(t, float64(first+want), float64(c), 1, "at %v", el)
+				prev = c
+			}
+			end := start.Add(full + time.Second)
+			require.Equal(t, first+tc.delta, s.Correction(end))
+			require.False(t, s.Status(end).Slewing)
+		})
+	}
+}
+
+func TestNTPStepAboveThreshold(t *testing.T) {
+	s := newState(t, NTPConfig{})
+	s.Observe(0, NTPSample{Offset: 0})
+	require.Equal(t, Slewed, s.Observe(Mono(time.Second), NTPSample{Offset: 128 * time.Millisecond}), "at the threshold: slew")
+	// Midway through that slew, a sample 200 ms from the current correction
+	// is stepped.
+	now := Mono(2 * time.Second)
+	cur := s.Correction(now)
+	require.Equal(t, 500*time.Microsecond, cur)
+	require.Equal(t, Stepped, s.Observe(now, NTPSample{Offset: cur - 200*time.Millisecond}))
+	require.Equal(t, cur-200*time.Millisecond, s.Correction(now))
+	st := s.Status(now)
+	require.Equal(t, uint64(3), st.Syncs)
+	require.Equal(t, uint64(2), st.Steps)
+	require.False(t, st.Slewing)
+
+	// A negative threshold never steps after the first sync.
+	s = newState(t, NTPConfig{StepThreshold: -1})
+	require.Equal(t, Stepped, s.Observe(0, NTPSample{Offset: time.Second}))
+	require.Equal(t, Slewed, s.Observe(Mono(time.Second), NTPSample{Offset: -time.Hour}))
+	require.Equal(t, time.Second-500*time.Microsecond, s.Correction(Mono(2*time.Second)))
+}
+
+func TestNTPSynchronizedExpires(t *testing.T) {
+	s := newState(t, NTPConfig{Interval: 10 * time.Second}) // MaxAge 40 s
+	at := Mono(5 * time.Second)
+	s.Observe(at, NTPSample{Offset: time.Millisecond})
+	require.True(t, s.Synchronized(at.Add(40*time.Second)))
+	require.False(t, s.Synchronized(at.Add(40*time.Second+1)))
+	// Holdover: the correction is kept after expiry.
+	require.Equal(t, time.Millisecond, s.Correction(at.Add(time.Hour)))
+
+	// A failure schedules a retry, records the error, keeps the correction.
+	boom := errors.New("boom")
+	fail := at.Add(10 * time.Second)
+	s.ObserveError(fail, boom)
+	require.Equal(t, fail.Add(16*time.Second), s.NextSync())
+	st := s.Status(fail)
+	require.ErrorIs(t, st.Err, boom)
+	require.True(t, st.Synchronized)
+	require.Equal(t, time.Millisecond, st.Correction)
+	s.Observe(fail.Add(time.Second), NTPSample{Offset: time.Millisecond})
+	require.NoError(t, s.Status(fail).Err, "a success clears the error")
+}
+
+func TestNTPClockManualBase(t *testing.T) {
+	base := NewManual(epoch)
+	base.WallOffset = 3 * time.Second // a wrong local clock
+	c, err := NewNTPClock(base, NTPConfig{})
+	require.NoError(t, err)
+	require.Equal(t, epoch.Add(3*time.Second), c.Wall(), "unsynchronized: the base clock's time")
+	_, err = c.SyncedWall()
+	require.ErrorIs(t, err, ErrNotSynchronized)
+
+	base.Advance(time.Second)
+	require.Equal(t, Stepped, c.Observe(NTPSample{Offset: -3 * time.Second, Stratum: 2, Server: "x:123"}))
+	require.Equal(t, epoch.Add(time.Second), c.Wall())
+	w, err := c.SyncedWall()
+	require.NoError(t, err)
+	require.Equal(t, epoch.Add(time.Second), w)
+	require.Equal(t, base.Now(), c.Now(), "monotonic time is the base clock's, untouched")
+
+	// The base clock drifts 2 ms fast; the next sample slews it out.
+	base.Advance(64 * time.Second)
+	base.WallOffset += 2 * time.Millisecond
+	require.Equal(t, Slewed, c.Observe(NTPSample{Offset: -3*time.Second - 2*time.Millisecond}))
+	require.Equal(t, epoch.Add(65*time.Second+2*time.Millisecond), c.Wall(), "slewing: not jumped")
+	base.Advance(2 * time.Second)
+	require.Equal(t, epoch.Add(67*time.Second+time.Millisecond), c.Wall(), "1 ms slewed out in 2 s")
+	base.Advance(2 * time.Second)
+	require.Equal(t, epoch.Add(69*time.Second), c.Wall())
+
+	// Expiry, and the last error carried in SyncedWall's error.
+	c.ObserveError(errors.New("unreachable"))
+	base.Advance(5 * time.Minute)
+	require.False(t, c.Synchronized())
+	_, err = c.SyncedWall()
+	require.ErrorIs(t, err, ErrNotSynchronized)
+	require.ErrorContains(t, err, "unreachable")
+}
+
+func TestNTPValidateRejectsBadResponses(t *testing.T) {
+	now := time.Now()
+	good := ntp.Response{
+		ClockOffset: 5 * time.Millisecond, RTT: time.Millisecond, Stratum: 2, Version: 4,
+		ReferenceTime: now.Add(-time.Minute), Time: now,
+	}
+	smp, err := sampleFromResponse("s:123", &good)
+	require.NoError(t, err)
+	require.Equal(t, NTPSample{Offset: 5 * time.Millisecond, RTT: time.Millisecond, Stratum: 2, Server: "s:123"}, smp)
+
+	for _, tc := range []struct {
+		name string
+		edit func(*ntp.Response)
+		want error
+	}{
+		{"kiss of death", func(r *ntp.Response) { r.Stratum = 0 }, ntp.ErrKissOfDeath},
+		{"unsynchronized server", func(r *ntp.Response) { r.Leap = ntp.LeapNotInSync }, ntp.ErrInvalidLeapSecond},
+		{"stale reference", func(r *ntp.Response) { r.ReferenceTime = now.Add(-72 * time.Hour) }, ntp.ErrServerClockFreshness},
+		{"root distance", func(r *ntp.Response) { r.RootDispersion = 17 * time.Second }, ntp.ErrInvalidDispersion},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := good
+			tc.edit(&r)
+			_, err := sampleFromResponse("s:123", &r)
+			require.ErrorIs(t, err, ErrInvalidResponse)
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+// ---- against a real NTP server: chronyd on loopback ----
+
+// shifted is a system clock whose wall time is off by a fixed amount.
+type shifted struct {
+	*System
+	by time.Duration
+}
+
+func (s shifted) Wall() time.Time { return s.System.Wall().Add(s.by) }
+
+// startChronyd starts a chronyd serving NTP on a spare 127.0.0.1 UDP port
+// and returns "127.0.0.1:port" once it answers. local=true configures
+// "local stratum 8" (a valid, synchronized server); local=false leaves it
+// unsynchronized (it then answers stratum 0, leap 3). chronyd runs with -x,
+// so it never touches the system clock. Outside CI a missing chronyd skips
+// the test; with CI=true it fails it.
+func startChronyd(t *testing.T, local bool) string {
+	t.Helper()
+	bin, err := exec.LookPath("chronyd")
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/chronyd"); serr == nil {
+			bin, err = "/usr/sbin/chronyd", nil
+		}
+	}
+	if err != nil {
+		msg := "chronyd not found (Debian: apt-get install -y chrony); the NTP tests need a real NTP server"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+
+	// A spare port: bind, read it, release it for chronyd.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	require.NoError(t, pc.Close())
+
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`# fresh clock test: an NTP server on loopback only
+port %d
+bindaddress 127.0.0.1
+allow 127.0.0.1
+cmdport 0
+bindcmdaddress /
+pidfile %s
+driftfile %s
+`, port, filepath.Join(dir, "chronyd.pid"), filepath.Join(dir, "chronyd.drift"))
+	if local {
+		conf += "local stratum 8\n"
+	}
+	confPath := filepath.Join(dir, "chrony.conf")
+	require.NoError(t, os.WriteFile(confPath, []byte(conf), 0o644))
+
+	// -x: never adjust the system clock; -d: foreground, log to stderr;
+	// -f: our config. As root, "-u root" keeps chronyd from dropping to the
+	// _chrony user (which cannot write into the test's private temp dir);
+	// otherwise -U lets it start unprivileged (it needs no privilege here).
+	args := []string{"-x", "-d", "-f", confPath}
+	if os.Geteuid() == 0 {
+		args = append(args, "-u", "root")
+	} else {
+		args = append(args, "-U")
+	}
+	logPath := filepath.Join(dir, "chronyd.log")
+	logf, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		_ = logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("chronyd log:\n%s", b)
+		}
+	})
+
+	// Wait until it answers (valid or not): retry for a few seconds.
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("chronyd exited early (%v):\n%s", err, b)
+		default:
+		}
+		_, err := QueryNTP(context.Background(), NTPConfig{Server: addr, Timeout: 200 * time.Millisecond}, nil)
+		if err == nil || errors.Is(err, ErrInvalidResponse) {
+			return addr
+		}
+		require.True(t, time.Now().Before(deadline), "chronyd on %s did not answer: %v", addr, err)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestNTPClockAgainstChronyd(t *testing.T) {
+	addr := startChronyd(t, true)
+	base := shifted{System: NewSystem(), by: 3 * time.Second}
+	c, err := NewNTPClock(base, NTPConfig{Server: addr, Timeout: time.Second})
+	require.NoError(t, err)
+
+	require.InDelta(t, float64(3*time.Second), float64(time.Until(c.Wall())), float64(50*time.Millisecond),
+		"before sync: the shifted base clock")
+	require.False(t, c.Synchronized())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, c.Sync(ctx))
+
+	st := c.Status()
+	require.True(t, st.Synchronized)
+	require.Equal(t, uint64(1), st.Steps, "the first sync steps")
+	require.Equal(t, uint8(8), st.Stratum)
+	require.Equal(t, addr, st.Server)
+	require.NoError(t, st.Err)
+	require.InDelta(t, float64(-3*time.Second), float64(st.Offset), float64(10*time.Millisecond))
+	require.Less(t, st.RTT, 10*time.Millisecond)
+	require.Equal(t, st.LastSync.Add(64*time.Second), st.NextSync)
+
+	diff := c.Wall().Sub(time.Now())
+	require.Less(t, diff.Abs(), 10*time.Millisecond, "NTP-corrected wall time vs true time")
+	w, err := c.SyncedWall()
+	require.NoError(t, err)
+	require.Less(t, time.Since(w).Abs(), 10*time.Millisecond)
+
+	// A re-sync finds only µs of error: slewed, still within 10 ms.
+	require.NoError(t, c.Sync(ctx))
+	require.Equal(t, uint64(1), c.Status().Steps)
+	require.Equal(t, uint64(2), c.Status().Syncs)
+	require.Less(t, c.Wall().Sub(time.Now()).Abs(), 10*time.Millisecond)
+	t.Logf("after sync: wall − true = %v; status %+v", diff, c.Status())
+}
+
+func TestNTPRunAgainstChronyd(t *testing.T) {
+	addr := startChronyd(t, true)
+	base := shifted{System: NewSystem(), by: 3 * time.Second}
+	c, err := NewNTPClock(base, NTPConfig{Server: addr, Timeout: time.Second, Interval: 50 * time.Millisecond})
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return c.Status().Syncs >= 3 }, 5*time.Second, 10*time.Millisecond,
+		"Run re-syncs every Interval")
+	require.Less(t, c.Wall().Sub(time.Now()).Abs(), 10*time.Millisecond)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not stop on context cancel")
+	}
+}
+
+func TestNTPRejectsUnsynchronizedChronyd(t *testing.T) {
+	// Without "local", chronyd has no reference and says so: stratum 0,
+	// leap indicator 3 ("alarm"). Validate rejects it (ntp checks the
+	// stratum first and names it a kiss-of-death).
+	addr := startChronyd(t, false)
+	base := shifted{System: NewSystem(), by: 3 * time.Second}
+	c, err := NewNTPClock(base, NTPConfig{Server: addr, Timeout: time.Second})
+	require.NoError(t, err)
+
+	err = c.Sync(context.Background())
+	require.ErrorIs(t, err, ErrInvalidResponse)
+	require.ErrorIs(t, err, ntp.ErrKissOfDeath)
+	st := c.Status()
+	require.False(t, st.Synchronized)
+	require.Equal(t, uint64(0), st.Syncs)
+	require.ErrorIs(t, st.Err, ErrInvalidResponse)
+	require.InDelta(t, float64(16*time.Second), float64(st.NextSync.Sub(c.Now())), float64(time.Second),
+		"a failure retries after RetryInterval")
+	require.InDelta(t, float64(3*time.Second), float64(time.Until(c.Wall())), float64(50*time.Millisecond),
+		"a rejected answer changes nothing")
+}
+
+func TestNTPNoServer(t *testing.T) {
+	// A loopback port nobody listens on: the query fails (ICMP port
+	// unreachable → connection refused), not as an invalid response.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := pc.LocalAddr().String()
+	require.NoError(t, pc.Close())
+
+	c, err := NewNTPClock(NewSystem(), NTPConfig{Server: addr, Timeout: time.Second})
+	require.NoError(t, err)
+	err = c.Sync(context.Background())
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrInvalidResponse)
+	require.ErrorContains(t, err, addr)
+	require.False(t, c.Synchronized())
+	_, err = c.SyncedWall()
+	require.ErrorIs(t, err, ErrNotSynchronized)
+}
+
+func TestNTPQueryCancelled(t *testing.T) {
+	// A server that never answers: cancelling the context must interrupt the
+	// wait well before the 5 s timeout.
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer pc.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = QueryNTP(ctx, NTPConfig{Server: pc.LocalAddr().String(), Timeout: 5 * time.Second}, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), 2*time.Second)
+
+	// Already cancelled, or a deadline already past: no query at all.
+	_, err = QueryNTP(ctx, NTPConfig{Server: pc.LocalAddr().String()}, nil)
+	require.ErrorIs(t, err, context.Canceled)
+	dctx, dcancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer dcancel()
+	_, err = QueryNTP(dctx, NTPConfig{Server: pc.LocalAddr().String()}, nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// Run stops on cancel while waiting for a silent server too.
+	c, err := NewNTPClock(NewSystem(), NTPConfig{Server: pc.LocalAddr().String(), Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	rctx, rcancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	time.Sleep(50 * time.Millisecond)
+	rcancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run did not stop on context cancel during a query")
+	}
+}
