@@ -1,0 +1,582 @@
+package acp
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// The scenario harness drives a regulator over a path with a 100 ms RTT and a
+// 50 ms forward delay in epochs of exactly 100 ms (InitialRTT = SRTT = 100 ms):
+//
+//   - every 10 ms a regular update is sent; it is acknowledged 100 ms later
+//     (RTT sample 100 ms, OWD 50 ms unless the plan says otherwise), so ACKs
+//     arrive every 10 ms and Z = 10 ms exactly;
+//   - regular updates sent in epoch k are generated off_k before they are
+//     sent (stale data makes the monitor's age higher);
+//   - right after epoch k starts, extra_k additional updates are sent and
+//     left outstanding; they are declared lost at the start of epoch k+1.
+//
+// Ten regular updates are always outstanding, so B̄_k = 10 + extra_k. The ACK
+// lag is 50 ms, so epoch k measures the monitor's sawtooth over
+// [100k − 50, 100k + 50] ms, where the monitor receives the regular updates of
+// epoch k−1 every 10 ms, each tooth rising from 50 + off_{k−1} to
+// 60 + off_{k−1} ms: Δ̄_k = 55 ms + off_{k−1} (k ≥ 1; epoch 0 sees no ACK).
+// Hence b_k = extra_k − extra_{k−1}, δ_k = off_{k−1} − off_{k−2}, and the first
+// epoch that can act is k = 2. A rule then sets λ = 1/Z + b*/T = 100 + 10·b* Hz.
+//
+// This holds while off grows by less than the 10 ms tick from one epoch to
+// the next: otherwise the first updates of an epoch are older than the last
+// one delivered, hence stale (TestHarnessMeasurements checks that case).
+const (
+	hTick  = 10 * time.Millisecond
+	hRTT   = 100 * time.Millisecond
+	hOWD   = 50 * time.Millisecond
+	hTicks = int(hRTT / hTick) // ticks per epoch
+	hZ     = hTick
+)
+
+type epochPlan struct {
+	extra int           // extra outstanding updates during the epoch
+	off   time.Duration // generation offset of the epoch's regular updates
+}
+
+// ackMode is how the harness stamps ACKs.
+type ackMode struct {
+	owd      time.Duration // reported OWD (hOWD if 0)
+	unsynced bool          // ClockSynced = false
+}
+
+type harness struct {
+	t    *testing.T
+	r    *Regulator
+	pn   cc.PacketNumber
+	sent map[clock.Mono]cc.PacketNumber // regular updates by send time
+	lost []cc.PacketNumber              // extras to declare lost next epoch
+	ack  ackMode
+	// epochsOf is the number of 100 ms plan epochs per regulator epoch
+	// (1 unless MinEpoch stretches epochs); run checks closes against it.
+	epochsOf int
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	if cfg.InitialRTT == 0 {
+		cfg.InitialRTT = hRTT
+	}
+	r, err := NewRegulator(cfg)
+	require.NoError(t, err)
+	return &harness{t: t, r: r, sent: map[clock.Mono]cc.PacketNumber{}, epochsOf: 1}
+}
+
+func (h *harness) send(now, gen clock.Mono) cc.PacketNumber {
+	pn := h.pn
+	h.pn++
+	h.r.OnUpdateSent(now, pn, gen)
+	return pn
+}
+
+func (h *harness) ackAt(now clock.Mono) {
+	sentAt := now - clock.Mono(hRTT)
+	pn, ok := h.sent[sentAt]
+	if !ok {
+		return
+	}
+	owd := h.ack.owd
+	if owd == 0 {
+		owd = hOWD
+	}
+	h.r.OnAck(now, cc.AckSample{
+		PacketNumber: pn, Bytes: 1024, SentTime: sentAt, RTT: hRTT,
+		OWD: owd, OWDValid: true, ClockSynced: !h.ack.unsynced,
+	})
+	delete(h.sent, sentAt)
+}
+
+// run plays the plan and returns the stats of each epoch, read right after
+// the event that closed it.
+func (h *harness) run(plan []epochPlan) []EpochStats {
+	stats := make([]EpochStats, len(plan))
+	for k := 0; k <= len(plan); k++ {
+		for i := range hTicks {
+			now := clock.Mono(time.Duration(k)*hRTT + time.Duration(i)*hTick)
+			h.ackAt(now) // at i = 0 this event closes epoch k−1
+			if i == 0 && k > 0 {
+				stats[k-1] = h.r.LastEpoch()
+				if k%h.epochsOf == 0 {
+					require.Equal(h.t, int64(k/h.epochsOf-1), stats[k-1].Index, "epoch closed on time at %v", now)
+				}
+			}
+			if k == len(plan) {
+				return stats
+			}
+			if i == 0 {
+				for _, pn := range h.lost {
+					h.r.OnLoss(now, cc.LossEvent{PacketNumber: pn, Bytes: 1024})
+				}
+				h.lost = h.lost[:0]
+			}
+			h.sent[now] = h.send(now, now-clock.Mono(plan[k].off))
+			if i == 0 {
+				for range plan[k].extra {
+					h.lost = append(h.lost, h.send(now, now))
+				}
+			}
+		}
+	}
+	return stats
+}
+
+// plan builds a plan from parallel lists of extras and offsets (ms).
+func plan(extra []int, offMS []float64) []epochPlan {
+	p := make([]epochPlan, len(extra))
+	for k := range p {
+		p[k] = epochPlan{extra: extra[k], off: msd(offMS[k])}
+	}
+	return p
+}
+
+// wantRate is the rule's rate for b* on the harness path: 1/Z + b*/T.
+func wantRate(bstar float64) Rate {
+	return Rate(1/hZ.Seconds() + bstar/hRTT.Seconds())
+}
+
+func TestHarnessMeasurements(t *testing.T) {
+	extra, off := []int{0, 2, 5, 1}, []float64{0, 5, 7, 0}
+	h := newHarness(t, Config{})
+	st := h.run(plan(extra, off))
+	require.False(t, st[0].AgeValid, "no delivery known in epoch 0")
+	require.Equal(t, ActionHold, st[1].Action, "epoch 1: epoch 0 had no age")
+	for k := 1; k < len(st); k++ {
+		require.InDelta(t, float64(10+extra[k]), st[k].Backlog, 1e-9, "B̄_%d", k)
+		require.True(t, st[k].AgeValid)
+		require.Equal(t, msd(55+off[k-1]), st[k].Age, "Δ̄_%d", k)
+		require.Equal(t, hRTT, st[k].End.Sub(st[k].Start))
+		require.Equal(t, hZ, st[k].Z)
+		require.Equal(t, hRTT, st[k].T)
+		require.Equal(t, cc.SignalOWD, st[k].Signal)
+	}
+	require.Equal(t, ms(50), st[1].AgeFrom, "age starts at the first delivery")
+	require.Equal(t, ms(200-50), st[1].AgeTo, "horizon = close − ACK lag")
+
+	// Stale updates: off jumps from 0 to 20 ms, so the updates sent at 100
+	// and 110 ms (generated at 80 and 90 ms) are no newer than the one sent
+	// at 90 ms (generated at 90 ms) and change nothing. Over epoch 2's window
+	// [150, 250] the age rises from 60 to 80 ms until the delivery at 170,
+	// then eight teeth of 70→80 ms: (1400 + 8·750) ms² / 100 ms = 74 ms.
+	st = newHarness(t, Config{}).run(plan([]int{0, 0, 0}, []float64{0, 20, 0}))
+	require.Equal(t, msd(74), st[2].Age)
+}
+
+// TestDecisionTableRows drives one epoch into each row of the SPEC §2 table
+// through the public event API. Epochs 0–2 are arranged to hold (epoch 2 has
+// b = 0 or δ = 0), so epoch 3's row is reached from a non-(+,+) epoch.
+func TestDecisionTableRows(t *testing.T) {
+	tests := []struct {
+		name   string
+		extra  []int
+		offMS  []float64
+		b      float64 // b_3
+		delta  float64 // δ_3, ms
+		action Action
+		bstar  float64
+	}{
+		{"b>0 δ>0 first: DEC", []int{0, 0, 0, 1}, []float64{0, 0, 5, 0}, 1, 5, ActionDec, -1},
+		{"b<0 δ>0: INC", []int{0, 0, 2, 1}, []float64{0, 0, 5, 0}, -1, 5, ActionInc, +1},
+		{"b>0 δ<0: INC", []int{0, 0, 0, 1}, []float64{5, 5, 0, 0}, 1, -5, ActionInc, +1},
+		{"b<0 δ<0: DEC", []int{1, 1, 1, 0}, []float64{5, 5, 0, 0}, -1, -5, ActionDec, -1},
+		{"b=0: hold", []int{0, 0, 0, 0}, []float64{0, 0, 5, 0}, 0, 5, ActionHold, 0},
+		{"δ=0: hold", []int{0, 0, 0, 1}, []float64{0, 0, 0, 0}, 1, 0, ActionHold, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			st := h.run(plan(tc.extra, tc.offMS))
+			require.Equal(t, ActionHold, st[2].Action, "set-up epoch must hold")
+			e := st[3]
+			require.True(t, e.Compared)
+			require.InDelta(t, tc.b, e.B, 1e-9)
+			require.Equal(t, msd(tc.delta), e.Delta)
+			require.Equal(t, tc.action, e.Action)
+			require.Equal(t, tc.bstar, e.BStar)
+			require.Zero(t, e.Gamma)
+			want := Rate(1 / hRTT.Seconds()) // hold: still the start rate, one update per RTT
+			if tc.action != ActionHold {
+				want = wantRate(tc.bstar)
+			}
+			require.InDelta(t, float64(want), float64(e.Rate), 1e-9)
+			require.InDelta(t, float64(want), float64(h.r.Rate()), 1e-9)
+		})
+	}
+}
+
+// TestGammaGrowthAndReset: consecutive (b>0, δ>0) epochs give DEC, MDEC(1),
+// MDEC(2), MDEC(3) (clamped at λ_min), an INC resets γ, and the next
+// (b>0, δ>0) epoch is a DEC again, then MDEC(1).
+func TestGammaGrowthAndReset(t *testing.T) {
+	h := newHarness(t, Config{})
+	extra := []int{0, 0, 0, 1, 2, 3, 4, 3, 4, 5}
+	off := []float64{0, 0, 5, 10, 15, 20, 25, 30, 35, 40}
+	st := h.run(plan(extra, off))
+	minRate := h.r.Config().MinRate
+	tests := []struct {
+		k      int
+		action Action
+		gamma  int
+		bstar  float64 // computed by hand from B̄_k = 10 + extra_k
+		rate   Rate
+	}{
+		{3, ActionDec, 0, -1, wantRate(-1)},                // 90 Hz
+		{4, ActionMDec, 1, -0.5 * 12, wantRate(-6)},        // 40 Hz
+		{5, ActionMDec, 2, -0.75 * 13, wantRate(-9.75)},    // 2.5 Hz
+		{6, ActionMDec, 3, -0.875 * 14, minRate},           // 100 − 122.5 < 0: λ_min
+		{7, ActionInc, 0, +1, wantRate(+1)},                // b<0, δ>0: γ reset
+		{8, ActionDec, 0, -1, wantRate(-1)},                // new run starts with DEC
+		{9, ActionMDec, 1, -0.5 * 15, wantRate(-0.5 * 15)}, // 25 Hz
+	}
+	for _, tc := range tests {
+		e := st[tc.k]
+		require.Equal(t, tc.action, e.Action, "epoch %d", tc.k)
+		require.Equal(t, tc.gamma, e.Gamma, "epoch %d", tc.k)
+		require.InDelta(t, tc.bstar, e.BStar, 1e-9, "epoch %d", tc.k)
+		require.InDelta(t, float64(tc.rate), float64(e.Rate), 1e-9, "epoch %d", tc.k)
+	}
+}
+
+func TestRateClampedAtMax(t *testing.T) {
+	h := newHarness(t, Config{MaxRate: 105})
+	st := h.run(plan([]int{0, 0, 2, 1}, []float64{0, 0, 5, 0})) // INC → 110 Hz
+	require.Equal(t, ActionInc, st[3].Action)
+	require.Equal(t, Rate(105), st[3].Rate)
+	require.Equal(t, Rate(105), h.r.Rate())
+}
+
+// TestAgeSource checks true monitor age against the RTT approximation. The
+// receiver reports OWD 90 ms (e.g. its clock is 40 ms off) on a path whose
+// real forward delay the harness makes 50 ms with ACKs 100 ms after sending.
+// Synced and plausible → r = sent + 90 ms, Δ̄ = 95 ms + off; otherwise
+// r = ACK arrival − RTT/2 = sent + 50 ms, Δ̄ = 55 ms + off.
+func TestAgeSource(t *testing.T) {
+	tests := []struct {
+		name    string
+		source  AgeSource
+		mode    ackMode
+		wantAge time.Duration // Δ̄_2 with off_1 = 5 ms
+		signal  cc.DelaySignal
+	}{
+		{"synced OWD: true age", AgeFromOWD, ackMode{owd: msd(90)}, msd(95 + 5), cc.SignalOWD},
+		{"unsynced: RTT/2 fallback", AgeFromOWD, ackMode{owd: msd(90), unsynced: true}, msd(55 + 5), cc.SignalRTT},
+		{"OWD > RTT: implausible, fallback", AgeFromOWD, ackMode{owd: msd(150)}, msd(55 + 5), cc.SignalRTT},
+		{"AgeFromRTT ignores OWD", AgeFromRTT, ackMode{owd: msd(90)}, msd(55 + 5), cc.SignalRTT},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{AgeSource: tc.source})
+			h.ack = tc.mode
+			st := h.run(plan([]int{0, 0, 0}, []float64{0, 5, 0}))
+			require.True(t, st[2].AgeValid)
+			require.Equal(t, tc.wantAge, st[2].Age)
+			require.Equal(t, tc.signal, st[2].Signal)
+			require.Equal(t, tc.signal, h.r.Metrics().Signal)
+		})
+	}
+}
+
+// TestNoiseOptions: the epoch that is a DEC under the literal rule holds when
+// |b| or |δ| is within the configured noise.
+func TestNoiseOptions(t *testing.T) {
+	p := plan([]int{0, 0, 0, 1}, []float64{0, 0, 5, 0}) // epoch 3: b = 1, δ = 5 ms
+	tests := []struct {
+		name   string
+		cfg    Config
+		action Action
+	}{
+		{"literal rule", Config{}, ActionDec},
+		{"BacklogNoise 1.01", Config{BacklogNoise: 1.01}, ActionHold},
+		{"BacklogNoise 0.99", Config{BacklogNoise: 0.99}, ActionDec},
+		{"AgeNoise 5ms", Config{AgeNoise: msd(5)}, ActionHold},
+		{"AgeNoise 4ms", Config{AgeNoise: msd(4)}, ActionDec},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newHarness(t, tc.cfg).run(p)
+			require.Equal(t, tc.action, st[3].Action)
+			require.InDelta(t, 1, st[3].B, 1e-9, "raw b_k is reported before the threshold")
+		})
+	}
+}
+
+// TestMinEpoch: with MinEpoch above SRTT, epochs last MinEpoch and b*/T uses it.
+func TestMinEpoch(t *testing.T) {
+	h := newHarness(t, Config{MinEpoch: 2 * hRTT})
+	h.epochsOf = 2
+	h.run(plan([]int{0, 0, 0, 0, 0, 0}, []float64{0, 0, 0, 0, 0, 0})) // 600 ms
+	require.EqualValues(t, 3, h.r.Counters().Epochs, "closed at 200, 400, 600 ms")
+	e := h.r.LastEpoch()
+	require.Equal(t, 2*hRTT, e.End.Sub(e.Start))
+	require.Equal(t, 2*hRTT, e.T)
+	require.Equal(t, ms(800), h.r.EpochEnd(), "the epoch that began at 600 ms")
+}
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		b, d float64
+		want row
+	}{
+		{1, 1, rowUpUp},
+		{-1, 1, rowDownUp},
+		{1, -1, rowUpDown},
+		{-1, -1, rowDownDown},
+		{0, 1, rowNone},
+		{1, 0, rowNone},
+		{0, 0, rowNone},
+		{math.NaN(), 1, rowNone},
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, decide(tc.b, tc.d), "b=%v δ=%v", tc.b, tc.d)
+	}
+}
+
+// TestApplyGamma runs rows through the γ state machine directly.
+func TestApplyGamma(t *testing.T) {
+	r, err := NewRegulator(Config{Kappa: 2})
+	require.NoError(t, err)
+	const backlog = 8.0
+	steps := []struct {
+		rw     row
+		action Action
+		gamma  int
+		bstar  float64
+	}{
+		{rowUpUp, ActionDec, 0, -2},
+		{rowUpUp, ActionMDec, 1, -4},    // −(1 − 1/2)·8
+		{rowUpUp, ActionMDec, 2, -6},    // −(1 − 1/4)·8
+		{rowNone, ActionHold, 2, 0},     // hold ends the run …
+		{rowUpUp, ActionDec, 0, -2},     // … so this is DEC, γ = 0
+		{rowUpUp, ActionMDec, 1, -4},    //
+		{rowDownDown, ActionDec, 0, -2}, // resets γ
+		{rowUpDown, ActionInc, 0, 2},    //
+		{rowDownUp, ActionInc, 0, 2},    //
+	}
+	for i, s := range steps {
+		a, bstar := r.apply(s.rw, backlog)
+		require.Equal(t, s.action, a, "step %d", i)
+		require.Equal(t, s.gamma, r.gamma, "step %d", i)
+		require.Equal(t, s.bstar, bstar, "step %d", i)
+	}
+}
+
+func TestNextRate(t *testing.T) {
+	tests := []struct {
+		name   string
+		z      time.Duration
+		bstar  float64
+		T      time.Duration
+		lo, hi Rate
+		want   Rate
+	}{
+		{"INC", msd(10), 1, msd(100), 0.1, 1000, 110},
+		{"DEC", msd(10), -1, msd(100), 0.1, 1000, 90},
+		{"MDEC", msd(20), -2.5, msd(50), 0.1, 1000, 0}, // 50 − 50 = 0 → λ_min
+		{"clamped low", msd(100), -5, msd(100), 0.1, 1000, 0.1},
+		{"clamped high", msd(1), 1, msd(100), 0.1, 500, 500},
+		{"Z = 0: unbounded", 0, -1, msd(100), 0.1, 1000, 1000},
+		{"slow path", time.Second, 1, 2 * time.Second, 0.1, 1000, 1.5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			if want == 0 {
+				want = tc.lo
+			}
+			require.InDelta(t, float64(want), float64(nextRate(tc.z, tc.bstar, tc.T, tc.lo, tc.hi)), 1e-9)
+		})
+	}
+}
+
+func TestStartRateAndPacing(t *testing.T) {
+	r, err := NewRegulator(Config{})
+	require.NoError(t, err)
+	require.Equal(t, Rate(1), r.Rate(), "one update per InitialRTT = 1 s")
+	require.Equal(t, clock.Mono(0), r.NextSendTime(), "nothing sent: send now")
+	require.Equal(t, RateOnlyWindow, r.Window())
+	require.True(t, r.CanSend(1<<50))
+	require.Equal(t, "acp", r.Name())
+
+	r.OnPacketSent(ms(5), 0, 1024, 1024)
+	require.Equal(t, ms(1005), r.NextSendTime())
+	r.OnAck(ms(205), cc.AckSample{PacketNumber: 0, RTT: msd(200)})
+	require.Equal(t, Rate(5), r.Rate(), "one update per SRTT once sampled")
+	require.Equal(t, ms(205), r.NextSendTime())
+	require.Equal(t, cc.Bandwidth(5*1024*8), r.PacingRate())
+	m := r.Metrics()
+	require.Equal(t, 5.0, m.UpdateRate)
+	require.Equal(t, msd(200), m.SRTT)
+	require.Equal(t, r.PacingRate(), m.PacingRate)
+	require.Zero(t, r.Backlog())
+}
+
+func TestBacklogLossAndLateAck(t *testing.T) {
+	r, err := NewRegulator(Config{})
+	require.NoError(t, err)
+	for pn := range cc.PacketNumber(3) {
+		r.OnUpdateSent(ms(float64(pn)), pn, ms(float64(pn)))
+	}
+	require.Equal(t, 3, r.Backlog())
+	r.OnLoss(ms(10), cc.LossEvent{PacketNumber: 1})
+	r.OnLoss(ms(10), cc.LossEvent{PacketNumber: 1}) // twice: counted once
+	require.Equal(t, 2, r.Backlog())
+	r.OnAck(ms(20), cc.AckSample{PacketNumber: 1, RTT: msd(19)}) // late ACK of a lost update
+	require.Equal(t, 2, r.Backlog(), "already out of the backlog")
+	require.True(t, r.saw.started, "a late ACK still delivers the update to the age process")
+	r.OnAck(ms(21), cc.AckSample{PacketNumber: 0, RTT: msd(21)})
+	require.Equal(t, 1, r.Backlog())
+	r.OnAck(ms(22), cc.AckSample{PacketNumber: 0}) // duplicate
+	r.OnAck(ms(23), cc.AckSample{PacketNumber: 99})
+	require.Equal(t, 1, r.Backlog())
+	// One epoch closed: at 21 ms, since SRTT became 19 ms at 20 ms.
+	require.Equal(t, Counters{Sent: 3, Acked: 2, Lost: 1, LateAcks: 1, UnknownAcks: 2, Epochs: 1}, r.Counters())
+}
+
+// TestRingOverflow: with capacity 4, the fifth and sixth outstanding updates
+// evict the oldest two, which are counted lost.
+func TestRingOverflow(t *testing.T) {
+	r, err := NewRegulator(Config{Capacity: 3}) // rounded up to 4
+	require.NoError(t, err)
+	require.Equal(t, 4, r.ring.len())
+	for pn := range cc.PacketNumber(6) {
+		r.OnUpdateSent(ms(1), pn, ms(1))
+	}
+	require.Equal(t, 4, r.Backlog())
+	require.EqualValues(t, 2, r.Counters().Evicted)
+	r.OnAck(ms(2), cc.AckSample{PacketNumber: 0})
+	require.EqualValues(t, 1, r.Counters().UnknownAcks, "evicted: forgotten")
+	r.OnAck(ms(2), cc.AckSample{PacketNumber: 5})
+	require.Equal(t, 3, r.Backlog())
+}
+
+func TestZIsEWMA(t *testing.T) {
+	r, err := NewRegulator(Config{ZGain: 0.25})
+	require.NoError(t, err)
+	require.Zero(t, r.Z())
+	r.OnAck(ms(0), cc.AckSample{PacketNumber: 100})
+	require.Zero(t, r.Z(), "one ACK: no interval yet")
+	r.OnAck(ms(10), cc.AckSample{PacketNumber: 101})
+	require.Equal(t, msd(10), r.Z(), "first interval")
+	r.OnAck(ms(30), cc.AckSample{PacketNumber: 102})
+	require.Equal(t, msd(12.5), r.Z(), "10 + (20 − 10)/4")
+	r.OnAck(ms(30), cc.AckSample{PacketNumber: 103}) // same ACK frame: interval 0
+	require.Equal(t, msd(12.5*0.75), r.Z())
+}
+
+// TestEventsNeverGoBack: an event stamped before the previous one is taken at
+// the previous one's time, so integrals never run backwards.
+func TestEventsNeverGoBack(t *testing.T) {
+	r, err := NewRegulator(Config{})
+	require.NoError(t, err)
+	r.OnUpdateSent(ms(100), 0, ms(100))
+	r.OnUpdateSent(ms(50), 1, ms(50))
+	require.Equal(t, ms(100), r.ring.get(1).sent)
+	require.Equal(t, ms(1100), r.NextSendTime())
+}
+
+// TestRetransmissionTimeoutRestarts: after an RTO the regulator is back at one
+// update per SRTT and needs two measured epochs before acting again.
+func TestRetransmissionTimeoutRestarts(t *testing.T) {
+	h := newHarness(t, Config{})
+	st := h.run(plan([]int{0, 0, 2, 1}, []float64{0, 0, 5, 0}))
+	require.Equal(t, ActionInc, st[3].Action)
+	require.InDelta(t, 110, float64(h.r.Rate()), 1e-9)
+	h.r.OnRetransmissionTimeout(clock.Mono(4 * hRTT))
+	require.Equal(t, Rate(10), h.r.Rate())
+	require.False(t, h.r.prevValid)
+}
+
+func TestConfigValidation(t *testing.T) {
+	good, err := Config{}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, Config{
+		UpdateSize: 1024, InitialRTT: time.Second, Kappa: 1,
+		MinRate: 0.1, MaxRate: 1000, ZGain: 0.125, Capacity: 1024,
+	}, good)
+	bad := []Config{
+		{UpdateSize: -1},
+		{InitialRTT: -1},
+		{Kappa: -1},
+		{Kappa: math.Inf(1)},
+		{MinRate: -1},
+		{MaxRate: Rate(math.NaN())},
+		{MinRate: 10, MaxRate: 5},
+		{MinRate: 2000}, // above the default MaxRate
+		{ZGain: 1.5},
+		{Capacity: -1},
+		{AgeSource: 7},
+		{MinEpoch: -1},
+		{AgeNoise: -1},
+		{BacklogNoise: -1},
+	}
+	for _, c := range bad {
+		_, err := NewRegulator(c)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", c)
+	}
+}
+
+func TestRegulatorNoAllocs(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.run(plan([]int{0, 0, 1}, []float64{0, 0, 0})) // warm up: epochs closing
+	r := h.r
+	now := clock.Mono(time.Hour)
+	pn := cc.PacketNumber(1 << 20)
+	allocs := testing.AllocsPerRun(1000, func() {
+		now += clock.Mono(hTick)
+		r.OnPacketSent(now, pn, 1024, 1024)
+		r.OnAck(now+clock.Mono(hRTT), cc.AckSample{PacketNumber: pn, RTT: hRTT, OWD: hOWD, OWDValid: true, ClockSynced: true})
+		r.OnLoss(now, cc.LossEvent{PacketNumber: pn - 1})
+		_ = r.Metrics()
+		_ = r.NextSendTime()
+		pn++
+	})
+	require.Zero(t, allocs)
+}
+
+func BenchmarkRegulatorOnPacketSent(b *testing.B) {
+	r, err := NewRegulator(Config{})
+	require.NoError(b, err)
+	b.ReportAllocs()
+	now := clock.Mono(0)
+	for i := range b.N {
+		now += clock.Mono(time.Millisecond)
+		r.OnPacketSent(now, cc.PacketNumber(i), 1024, 1024) // evicts after the ring fills
+	}
+}
+
+func BenchmarkRegulatorOnAck(b *testing.B) {
+	r, err := NewRegulator(Config{})
+	require.NoError(b, err)
+	const batch = 512 // < ring capacity: every ACK finds its update
+	now := clock.Mono(0)
+	pn := cc.PacketNumber(0)
+	b.ReportAllocs()
+	b.StopTimer()
+	for done := 0; done < b.N; done += batch {
+		n := min(batch, b.N-done)
+		first := pn
+		for range n {
+			now += clock.Mono(time.Millisecond)
+			r.OnPacketSent(now, pn, 1024, 1024)
+			pn++
+		}
+		b.StartTimer()
+		for p := first; p < pn; p++ {
+			now += clock.Mono(time.Millisecond)
+			r.OnAck(now, cc.AckSample{PacketNumber: p, RTT: 50 * time.Millisecond,
+				OWD: 25 * time.Millisecond, OWDValid: true, ClockSynced: true})
+		}
+		b.StopTimer()
+	}
+}

@@ -1,0 +1,65 @@
+package acp
+
+import (
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// slotState is what the regulator knows about one sent update.
+type slotState uint8
+
+const (
+	slotFree        slotState = iota // empty, acknowledged, or overwritten
+	slotOutstanding                  // sent, neither acknowledged nor declared lost: in the backlog
+	slotLost                         // declared lost; kept so a late ACK still counts for age
+)
+
+// slot is the per-update state: what an ACK needs to place the delivery on the
+// monitor's sawtooth.
+type slot struct {
+	pn    cc.PacketNumber
+	gen   clock.Mono // g_i: when the update's content was generated
+	sent  clock.Mono // when it was sent (sender clock)
+	state slotState
+}
+
+// updateRing holds the state of the most recent sent updates, indexed by
+// packet number modulo a power-of-two capacity, so lookup is O(1) and nothing
+// is allocated after construction. Sending packet number pn reuses the slot of
+// pn − capacity (or any earlier number with the same residue): an update still
+// outstanding that far behind is evicted and counted lost, an update already
+// declared lost is forgotten (a very late ACK for it then counts for RTT and Z
+// but not for age).
+type updateRing struct {
+	slots []slot
+	mask  cc.PacketNumber
+}
+
+func newUpdateRing(capacity int) updateRing {
+	n := 1
+	for n < capacity {
+		n <<= 1
+	}
+	return updateRing{slots: make([]slot, n), mask: cc.PacketNumber(n - 1)}
+}
+
+// put stores a newly sent update and returns the state of the update it
+// evicted (slotFree if none).
+func (r *updateRing) put(pn cc.PacketNumber, gen, sent clock.Mono) slotState {
+	s := &r.slots[pn&r.mask]
+	evicted := s.state // packet numbers are never reused (cc.PacketNumber)
+	*s = slot{pn: pn, gen: gen, sent: sent, state: slotOutstanding}
+	return evicted
+}
+
+// get returns the slot of pn, or nil if the ring no longer (or never) held it.
+func (r *updateRing) get(pn cc.PacketNumber) *slot {
+	s := &r.slots[pn&r.mask]
+	if s.state == slotFree || s.pn != pn {
+		return nil
+	}
+	return s
+}
+
+// len is the capacity.
+func (r *updateRing) len() int { return len(r.slots) }
