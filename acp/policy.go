@@ -1,0 +1,185 @@
+package acp
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// Policy is what an update sender needs from a rate policy: the event side of
+// cc.Controller plus the rate gate. Regulator (ACP), Lazy and Fixed implement
+// it, so a benchmark swaps them by name or by value.
+type Policy interface {
+	cc.Controller
+	// OnUpdateSent records that the update generated at gen was sent now
+	// as packet pn (OnPacketSent is OnUpdateSent with gen = now).
+	OnUpdateSent(now clock.Mono, pn cc.PacketNumber, gen clock.Mono)
+	// NextSendTime is when the next update may be sent (0 before the
+	// first: immediately).
+	NextSendTime() clock.Mono
+	// Rate is the current update rate in updates per second.
+	Rate() Rate
+}
+
+func init() {
+	cc.Register("acp", func(mss cc.ByteCount) cc.Controller {
+		r, err := NewRegulator(Config{UpdateSize: registryUpdateSize(mss)})
+		if err != nil {
+			panic(err) // defaults are valid: a broken invariant
+		}
+		return r
+	})
+	cc.Register("lazy", func(mss cc.ByteCount) cc.Controller {
+		l, err := NewLazy(Config{UpdateSize: registryUpdateSize(mss)})
+		if err != nil {
+			panic(err)
+		}
+		return l
+	})
+	// "fixed" is deliberately not registered: a fixed rate only means
+	// something for a given path (the benchmark sweeps it to find the
+	// oracle), so there is no sensible default. Use NewFixed.
+}
+
+// registryUpdateSize is the update size of registry-built policies: the
+// default 1024 bytes, or the MSS if that is smaller (an update is one packet).
+func registryUpdateSize(mss cc.ByteCount) cc.ByteCount {
+	if mss > 0 && mss < DefaultUpdateSize {
+		return mss
+	}
+	return DefaultUpdateSize
+}
+
+// ratePolicy is the part Lazy and Fixed share: a send clock, an RTT
+// estimator for Metrics (and Lazy's rate), and the cc.Controller plumbing of
+// a rate-only controller.
+type ratePolicy struct {
+	cfg      Config
+	rtt      cc.RTTStats
+	lastSent clock.Mono
+	sentAny  bool
+}
+
+func (p *ratePolicy) OnUpdateSent(now clock.Mono, _ cc.PacketNumber, _ clock.Mono) {
+	p.lastSent, p.sentAny = now, true
+}
+
+func (p *ratePolicy) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
+	p.OnUpdateSent(now, pn, now)
+}
+
+func (p *ratePolicy) OnAck(_ clock.Mono, ack cc.AckSample) { p.rtt.Update(ack.RTT) }
+
+// OnLoss does nothing: the rate does not react to loss.
+func (p *ratePolicy) OnLoss(clock.Mono, cc.LossEvent) {}
+
+// OnRetransmissionTimeout does nothing: the rate does not react to timeouts.
+func (p *ratePolicy) OnRetransmissionTimeout(clock.Mono) {}
+
+func (p *ratePolicy) Window() cc.ByteCount      { return RateOnlyWindow }
+func (p *ratePolicy) CanSend(cc.ByteCount) bool { return true }
+
+func (p *ratePolicy) next(interval time.Duration) clock.Mono {
+	if !p.sentAny {
+		return 0
+	}
+	return p.lastSent.Add(interval)
+}
+
+func (p *ratePolicy) metrics(rate Rate, sig cc.DelaySignal) cc.Metrics {
+	return cc.Metrics{
+		Window:     RateOnlyWindow,
+		PacingRate: rate.bandwidth(p.cfg.UpdateSize),
+		SRTT:       p.rtt.Smoothed(),
+		MinRTT:     p.rtt.Min(),
+		Signal:     sig,
+		UpdateRate: float64(rate),
+	}
+}
+
+// Lazy sends one update per round trip: λ = 1/SRTT (1/InitialRTT before the
+// first sample), the "Lazy" baseline of SPEC §2. It keeps the pipe at one
+// update in flight, which is age-optimal only when the path has no queue to
+// fill; it is not clamped by MinRate/MaxRate. It ignores loss.
+type Lazy struct{ ratePolicy }
+
+var (
+	_ cc.Controller = (*Lazy)(nil)
+	_ Policy        = (*Lazy)(nil)
+)
+
+// NewLazy returns a Lazy policy; only UpdateSize and InitialRTT of cfg are used.
+func NewLazy(cfg Config) (*Lazy, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Lazy{ratePolicy{cfg: cfg}}, nil
+}
+
+// Name implements cc.Controller.
+func (l *Lazy) Name() string { return "lazy" }
+
+func (l *Lazy) srtt() time.Duration {
+	if s := l.rtt.Smoothed(); s > 0 {
+		return s
+	}
+	return l.cfg.InitialRTT
+}
+
+// Rate is 1/SRTT.
+func (l *Lazy) Rate() Rate { return Rate(1 / l.srtt().Seconds()) }
+
+// NextSendTime is the last send plus SRTT.
+func (l *Lazy) NextSendTime() clock.Mono { return l.next(l.srtt()) }
+
+// PacingRate is Rate × UpdateSize × 8 bit/s.
+func (l *Lazy) PacingRate() cc.Bandwidth { return l.Rate().bandwidth(l.cfg.UpdateSize) }
+
+// Metrics implements cc.Controller.
+func (l *Lazy) Metrics() cc.Metrics { return l.metrics(l.Rate(), cc.SignalRTT) }
+
+// Fixed sends updates at a constant rate: the fixed-rate baseline whose sweep
+// finds the age-optimal rate of a path (the oracle of SPEC §2). It ignores
+// loss, ACKs (except for SRTT in Metrics) and timeouts.
+type Fixed struct {
+	ratePolicy
+	rate     Rate
+	interval time.Duration
+}
+
+var (
+	_ cc.Controller = (*Fixed)(nil)
+	_ Policy        = (*Fixed)(nil)
+)
+
+// NewFixed returns a policy sending hz updates per second (finite, > 0); only
+// UpdateSize and InitialRTT of cfg are used. Errors wrap ErrInvalidConfig.
+func NewFixed(hz Rate, cfg Config) (*Fixed, error) {
+	if !(hz > 0) || math.IsInf(float64(hz), 1) {
+		return nil, fmt.Errorf("%w: fixed rate %v", ErrInvalidConfig, hz)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Fixed{ratePolicy: ratePolicy{cfg: cfg}, rate: hz, interval: hz.Interval()}, nil
+}
+
+// Name implements cc.Controller.
+func (f *Fixed) Name() string { return "fixed" }
+
+// Rate is the fixed rate.
+func (f *Fixed) Rate() Rate { return f.rate }
+
+// NextSendTime is the last send plus 1/rate.
+func (f *Fixed) NextSendTime() clock.Mono { return f.next(f.interval) }
+
+// PacingRate is rate × UpdateSize × 8 bit/s.
+func (f *Fixed) PacingRate() cc.Bandwidth { return f.rate.bandwidth(f.cfg.UpdateSize) }
+
+// Metrics implements cc.Controller.
+func (f *Fixed) Metrics() cc.Metrics { return f.metrics(f.rate, cc.SignalNone) }

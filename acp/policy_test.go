@@ -1,0 +1,107 @@
+package acp
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+func TestLazyRate(t *testing.T) {
+	l, err := NewLazy(Config{})
+	require.NoError(t, err)
+	require.Equal(t, "lazy", l.Name())
+	require.Equal(t, Rate(1), l.Rate(), "1/InitialRTT before a sample")
+	require.Equal(t, clock.Mono(0), l.NextSendTime())
+
+	l.OnPacketSent(ms(10), 0, 1024, 1024)
+	require.Equal(t, ms(1010), l.NextSendTime())
+	l.OnAck(ms(210), cc.AckSample{PacketNumber: 0, RTT: msd(200)})
+	require.Equal(t, Rate(5), l.Rate(), "one update per SRTT")
+	require.Equal(t, ms(210), l.NextSendTime())
+	l.OnUpdateSent(ms(220), 1, ms(100))
+	require.Equal(t, ms(420), l.NextSendTime())
+
+	// Loss and timeouts do not move it.
+	l.OnLoss(ms(300), cc.LossEvent{PacketNumber: 1})
+	l.OnRetransmissionTimeout(ms(400))
+	require.Equal(t, Rate(5), l.Rate())
+	require.Equal(t, cc.Bandwidth(5*1024*8), l.PacingRate())
+	require.Equal(t, RateOnlyWindow, l.Window())
+	require.True(t, l.CanSend(RateOnlyWindow))
+	m := l.Metrics()
+	require.Equal(t, 5.0, m.UpdateRate)
+	require.Equal(t, msd(200), m.SRTT)
+	require.Equal(t, cc.SignalRTT, m.Signal)
+}
+
+func TestFixedRate(t *testing.T) {
+	f, err := NewFixed(20, Config{UpdateSize: 100})
+	require.NoError(t, err)
+	require.Equal(t, "fixed", f.Name())
+	require.Equal(t, Rate(20), f.Rate())
+	require.Equal(t, clock.Mono(0), f.NextSendTime())
+	f.OnPacketSent(ms(3), 0, 100, 100)
+	require.Equal(t, ms(53), f.NextSendTime(), "every 50 ms")
+	f.OnAck(ms(100), cc.AckSample{PacketNumber: 0, RTT: msd(97)})
+	f.OnLoss(ms(100), cc.LossEvent{PacketNumber: 1})
+	f.OnRetransmissionTimeout(ms(100))
+	require.Equal(t, Rate(20), f.Rate(), "ACKs, loss and timeouts do not move a fixed rate")
+	require.Equal(t, cc.Bandwidth(20*100*8), f.PacingRate())
+	require.Equal(t, RateOnlyWindow, f.Window())
+	require.True(t, f.CanSend(0))
+	require.Equal(t, msd(97), f.Metrics().SRTT)
+
+	for _, bad := range []Rate{0, -1} {
+		_, err := NewFixed(bad, Config{})
+		require.ErrorIs(t, err, ErrInvalidConfig)
+	}
+	_, err = NewFixed(1, Config{UpdateSize: -1})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = NewLazy(Config{InitialRTT: -1})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+func TestRateInterval(t *testing.T) {
+	require.Equal(t, 50*time.Millisecond, Rate(20).Interval())
+	require.Equal(t, 10*time.Second, Rate(0.1).Interval())
+	require.Zero(t, Rate(0).Interval())
+	require.Zero(t, Rate(-3).Interval())
+}
+
+func TestRegistry(t *testing.T) {
+	tests := []struct {
+		name     string
+		mss      cc.ByteCount
+		wantSize cc.ByteCount
+	}{
+		{"acp", 0, DefaultUpdateSize}, // DefaultMSS 1200 > 1024
+		{"acp", 500, 500},             // updates fit one packet
+		{"lazy", 1400, DefaultUpdateSize},
+		{"lazy", 256, 256},
+	}
+	for _, tc := range tests {
+		c, err := cc.New(tc.name, tc.mss)
+		require.NoError(t, err)
+		require.Equal(t, tc.name, c.Name())
+		p, ok := c.(Policy)
+		require.True(t, ok, "%s is a Policy", tc.name)
+		require.Equal(t, RateOnlyWindow, c.Window())
+		// Pacing rate reveals the update size: rate × size × 8.
+		require.Equal(t, p.Rate().bandwidth(tc.wantSize), c.PacingRate(), "%s mss %d", tc.name, tc.mss)
+	}
+	_, err := cc.New("fixed", 0)
+	require.ErrorIs(t, err, cc.ErrUnknown, "fixed needs a rate: NewFixed, not the registry")
+}
+
+func BenchmarkLazyOnAck(b *testing.B) {
+	l, err := NewLazy(Config{})
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for i := range b.N {
+		l.OnAck(clock.Mono(i), cc.AckSample{PacketNumber: cc.PacketNumber(i), RTT: 50 * time.Millisecond})
+	}
+}
