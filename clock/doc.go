@@ -32,14 +32,15 @@
 // checks: kiss-of-death/stratum 0, leap indicator 3 "not synchronized",
 // stale reference time, root distance over 16 s). A rejected answer wraps
 // both ErrInvalidResponse and ntp's sentinel and changes nothing but the
-// recorded error and the retry time. NTPState turns valid samples into a correction:
+// recorded error and the retry time. NTPState turns valid samples into a
+// correction:
 //
 //   - Step or slew. The first valid sample is stepped (applied at once:
 //     there is nothing to slew from; ntpd steps a large initial offset too,
-//     and chrony does with makestep, e.g. Debian's default "makestep 1 3"). Later samples whose offset differs from the current
-//     correction by more than StepThreshold (default 128 ms, ntpd's step
-//     threshold, RFC 5905 Appendix A STEPT) are stepped too; smaller ones
-//     are slewed: the correction moves toward the new offset at MaxSlewPPM
+//     and chrony does with makestep, e.g. Debian's default "makestep 1 3").
+//     Later samples whose offset differs from the current correction by more
+//     than StepThreshold (default 128 ms, ntpd's step threshold, RFC 5905
+//     Appendix A STEPT) are stepped too; smaller ones are slewed: the correction moves toward the new offset at MaxSlewPPM
 //     (default 500 ppm, ntpd's and Linux adjtime's maximum slew; chrony's
 //     maxslewrate default is far higher, 83 333 ppm). A slewed Wall stays
 //     continuous and monotonic; a stepped Wall jumps, possibly backwards.
