@@ -40,12 +40,13 @@
 //     and chrony does with makestep, e.g. Debian's default "makestep 1 3").
 //     Later samples whose offset differs from the current correction by more
 //     than StepThreshold (default 128 ms, ntpd's step threshold, RFC 5905
-//     Appendix A STEPT) are stepped too; smaller ones are slewed: the correction moves toward the new offset at MaxSlewPPM
-//     (default 500 ppm, ntpd's and Linux adjtime's maximum slew; chrony's
-//     maxslewrate default is far higher, 83 333 ppm). A slewed Wall stays
-//     continuous and monotonic; a stepped Wall jumps, possibly backwards.
-//     A negative StepThreshold never steps after the first sample, as
-//     ntpd's "tinker step 0".
+//     Appendix A STEPT) are stepped too; smaller ones are slewed: the
+//     correction moves toward the new offset at MaxSlewPPM (default 500 ppm,
+//     ntpd's and Linux adjtime's maximum slew; chrony's maxslewrate default
+//     is far higher, 83 333 ppm). A slewed Wall stays continuous and
+//     monotonic; a stepped Wall jumps, possibly backwards. A negative
+//     StepThreshold never steps after the first sample, as ntpd's "tinker
+//     step 0".
 //   - Polling. A sync is due Interval (default 64 s, ntpd's and chrony's
 //     default minpoll 6 = 2^6 s) after a success and RetryInterval (default
 //     16 s, RFC 5905 MINPOLL 4) after a failure. The fixed interval, without
