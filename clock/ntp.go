@@ -24,7 +24,8 @@ func (c NTPConfig) address() string {
 // with ntp's Response.Validate. It is the only function of package clock
 // that does network I/O. wall supplies the local timestamps T1 and T4 (pass
 // the base clock's Wall, so the offset is measured against that clock); nil
-// means the system clock with kernel receive timestamps. ctx bounds the
+// means the system clock (read in user space: the context-aware dialer
+// hides the *net.UDPConn ntp needs for kernel timestamps). ctx bounds the
 // query together with cfg.Timeout, and cancelling it interrupts the wait
 // for the answer.
 func QueryNTP(ctx context.Context, cfg NTPConfig, wall func() time.Time) (NTPSample, error) {
