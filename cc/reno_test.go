@@ -247,7 +247,7 @@ func TestRenoCanSendAndPacing(t *testing.T) {
 }
 
 func TestMetricsDoNotAllocate(t *testing.T) {
-	for _, name := range []string{"reno", "cubic", "htcp"} {
+	for _, name := range []string{"reno", "cubic", "htcp", "rttdelay"} {
 		c, err := New(name, 0)
 		require.NoError(t, err)
 		h := newHarness(t, c, DefaultMSS)
