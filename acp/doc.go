@@ -1,0 +1,175 @@
+// Package acp measures the age of information and regulates the rate of
+// status updates with the Age Control Protocol (SPEC §2).
+//
+// # Age of information
+//
+// A source sends status updates to a monitor. Update i is generated at g_i and
+// received at r_i. The monitor's age at time t is Δ(t) = t − g*(t), where
+// g*(t) is the newest generation time received by t: it grows at one second
+// per second and drops at each delivery of a fresher update, a sawtooth. An
+// update older than one already delivered changes nothing. The time-average
+// age is the area under the sawtooth divided by the time; the peak age is the
+// height of a tooth, the age just before a useful delivery.
+//
+// Sending too slowly makes the monitor wait for news; sending too fast makes
+// updates queue behind each other, so each arrives old. AgeMeter measures
+// age (mean, peaks, time-weighted percentiles) in O(1) memory; Regulator
+// chooses the rate; Lazy and Fixed are the baselines it is judged against.
+//
+// # The Age Control Protocol
+//
+// ACP (T. Shreedhar, S. K. Kaul, R. D. Yates, "An Age Control Transport
+// Protocol for Delivering Fresh Updates in the Internet-of-Things",
+// arXiv:1811.03353, Algorithm 1) works in control epochs of length T, the
+// smoothed RTT. Over epoch k the source measures the time-average backlog B̄_k
+// (updates sent and not yet acknowledged), the time-average age at the
+// monitor Δ̄_k, and Z, the smoothed inter-arrival time of ACKs. With
+// b_k = B̄_k − B̄_{k−1} and δ_k = Δ̄_k − Δ̄_{k−1}:
+//
+//	b_k   δ_k   action
+//	> 0   > 0   previous epoch in this row too: γ += 1, MDEC(γ); else DEC
+//	< 0   > 0   INC, γ = 0     (backlog fell but age rose: too slow)
+//	> 0   < 0   INC, γ = 0     (backlog grew and age fell: more helps)
+//	< 0   < 0   DEC, γ = 0     (age fell as the backlog drained)
+//	= 0 or = 0  keep the rate  (no new information)
+//
+// INC targets a backlog change b* = +κ, DEC b* = −κ, MDEC(γ)
+// b* = −(1 − 2^−γ)·B̄_k (κ = 1 update). The new rate
+//
+//	λ_{k+1} = 1/Z + b*/T, clamped to [λ_min, λ_max],
+//
+// delivers at the rate ACKs return (which keeps the backlog where it is) plus
+// b* extra updates over the next epoch. The regulator starts at one update per
+// RTT. It is rate based: the transport asks NextSendTime, sends the freshest
+// update it has when the time comes, and never retransmits one (a newer
+// update replaces it).
+//
+// # Interpretations
+//
+// SPEC §2 leaves these open, or the paper is vague; each is a choice made
+// here.
+//
+// Epoch boundaries. The first epoch starts at the regulator's first event.
+// Epoch k ends at the first event (OnUpdateSent, OnPacketSent, OnAck, OnLoss,
+// OnRetransmissionTimeout or Tick) at which now − start ≥ T, where
+// T = max(SRTT, Config.MinEpoch) is evaluated at that moment (InitialRTT
+// before the first RTT sample, so the first epoch shrinks as soon as a sample
+// arrives). Averages are over the epoch's actual length. An event closes the
+// due epoch before applying its own change, so an update sent or acknowledged
+// at the boundary belongs to the new epoch. Drivers need not call Tick: sends
+// happen at least every 1/λ_min; Tick at EpochEnd closes epochs on time.
+//
+// B̄_k. The backlog B(t) is piecewise constant: +1 when an update is sent, −1
+// when it is acknowledged, declared lost or evicted from the ring. B̄_k is its
+// exact integral over the epoch divided by the epoch's length.
+//
+// Δ̄_k. The regulator places each acknowledged update on the monitor's
+// sawtooth at (g_i, r_i) and integrates exactly. The sender learns about the
+// monitor only when ACKs come back, so at the close of an epoch it knows the
+// sawtooth up to a horizon H = now − lag, where lag = (ACK arrival − r_i) of
+// the latest ACK (the reverse delay plus ACK delay); H never goes back behind
+// the latest delivery. Δ̄_k is the time average over [H_{k−1}, H_k]: the
+// monitor's timeline of the epoch, seen one lag later. Integrating to now
+// instead would credit each epoch with age the next one corrects. If reverse
+// delay grows, a delivery can turn up with r_i before the horizon already
+// integrated; it is counted as received at the horizon (a small
+// overestimate, bounded by the reverse-delay jitter). Δ̄ is undefined before
+// the first delivery (the sawtooth starts at the first r_i) and in an epoch
+// whose horizon did not advance.
+//
+// True age or RTT approximation (Config.AgeSource). The original ACP
+// estimates age from ACK arrivals. fresh's ACKs carry the receiver's
+// offset-corrected OWD, so by default r_i = send time + OWD: the true monitor
+// age (SPEC §2, our improvement). That needs AckSample.OWDValid, ClockSynced,
+// and a plausible sample (0 ≤ OWD ≤ RTT sample, the same consistency test as
+// SPEC §1's RTT fallback); otherwise, per ACK, the regulator falls back to the
+// original approximation r_i ≈ ACK arrival − RTT/2, with the ACK's own RTT
+// sample (SRTT, then InitialRTT, if it carries none). Metrics().Signal and
+// EpochStats.Signal say which was used (cc.SignalOWD or cc.SignalRTT).
+// AgeFromRTT forces the approximation, for comparison.
+//
+// No ACK in an epoch. Z keeps its value. The horizon still advances with
+// time, so the monitor's age keeps rising in the sender's view (it assumes
+// nothing arrived): δ_k > 0 and, with updates piling up, b_k > 0, so the table
+// answers DEC then MDEC: a path that stopped delivering is backed off
+// geometrically, down to λ_min.
+//
+// Not enough information. The table needs b_k, δ_k and Z: an epoch acts only
+// if it and the previous epoch both have a Δ̄ and at least two ACKs have
+// given Z. Otherwise it keeps the rate. Until the table first sets the rate,
+// the rate follows one update per SRTT (1/InitialRTT before a sample).
+//
+// γ. γ counts the MDECs of the current run of consecutive (b>0, δ>0) epochs.
+// The first epoch of a run is a DEC and sets γ = 0; each further epoch of the
+// run does γ += 1 and MDEC(γ), so b* = −B̄/2, −3B̄/4, −7B̄/8, … Any other row
+// ends the run, a "keep" epoch included (the previous epoch then did not fall
+// in the row, literally).
+//
+// Z. An EWMA of the time between successive OnAck calls, gain 1/8
+// (Config.ZGain, as SRTT's α in RFC 6298). OnAck is called per acknowledged
+// update, so an ACK covering two updates contributes a zero interval and 1/Z
+// stays the delivery rate in updates per second. Z = 0 makes 1/Z unbounded:
+// the rate is then λ_max.
+//
+// T in b*/T is the length of the next epoch, T = max(SRTT, MinEpoch) at the
+// close, so the backlog moves by about b* over the epoch the rate applies to.
+//
+// Initial RTT: 1 s (Config.InitialRTT), RFC 6298's initial RTO: the first
+// update goes at once, the next after 1 s unless an RTT sample arrives first.
+//
+// Clamps. λ_min defaults to 0.1 Hz, one update per 10 s: the regulator learns
+// only from ACKs, so the rate must never reach 0, and a flow that MDEC drove
+// down still probes the path every 10 s. λ_max defaults to 1000 Hz (8.2 Mbit/s
+// of 1024-byte updates); SPEC §2 takes it from the application's sensing rate,
+// which the application should set. It also bounds 1/Z under ACK compression.
+//
+// Loss. A lost update is never retransmitted, so OnLoss takes it out of the
+// backlog. Its record stays, so if it was only late, its ACK still counts for
+// age (not for the backlog again). Per-update state lives in a ring of
+// Config.Capacity records (default 1024) indexed by packet number: sending
+// packet number pn reuses the slot of pn − Capacity; if that update is still
+// outstanding it is evicted and counted lost (Counters.Evicted). Nothing is
+// allocated after construction.
+//
+// Retransmission timeout. The path may have changed entirely, so B̄_{k−1},
+// Δ̄_{k−1} and γ no longer describe it: the regulator restarts at one update
+// per SRTT and waits for two measured epochs, as at start.
+//
+// cc.Controller. Regulator, Lazy and Fixed are rate-only controllers: Window
+// returns RateOnlyWindow (2^40 bytes, never limiting, far from overflow),
+// CanSend is always true, and the gate is NextSendTime. PacingRate is
+// λ × Config.UpdateSize × 8 bit/s. OnPacketSent is an update sent with
+// generation time = send time; senders whose data is older call OnUpdateSent
+// with its generation time. Events stamped earlier than a previous event are
+// taken at the previous event's time, so integrals never run backwards.
+//
+// # Improvements (options, off by default)
+//
+// SPEC §2 warns that ACP misbehaves on short, low-delay links and makes the
+// age against the best fixed rate the judge. On such a link an epoch of one
+// SRTT holds one update or none, so B̄ and Δ̄ are sampling noise and the sign
+// table acts on noise. The literal rule is the default; these named options
+// address it and are to be settled by the simulator benchmark:
+//
+//   - Config.MinEpoch: T = max(SRTT, MinEpoch), so each epoch averages over
+//     several updates.
+//   - Config.BacklogNoise, Config.AgeNoise: |b_k| or |δ_k| within the
+//     threshold counts as 0, "no new information, keep the rate".
+//
+// # Age metrics
+//
+// AgeMeter's measurement starts at the first delivery (age is undefined
+// before); the mean is exact (area under the sawtooth); peaks are the tooth
+// heights; percentiles are time-weighted (P95 is the age exceeded 5 % of the
+// time, consistent with the time-average mean) and come from a fixed
+// log-spaced histogram, 32 bins per octave (2.2 % resolution) from 10 µs to
+// about 3 h, with an O(1) update per delivery. See AgeMeter.
+//
+// # Policies and the registry
+//
+// Policy is the common method set. init registers "acp" (Regulator, default
+// Config) and "lazy" (Lazy) with cc.Register; both use 1024-byte updates, or
+// the MSS if smaller. A fixed rate only means something for a given path (a
+// benchmark sweeps it to find the oracle), so "fixed" is not registered:
+// build it with NewFixed.
+package acp
