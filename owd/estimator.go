@@ -18,6 +18,8 @@ type Estimator struct {
 
 // SetOffset sets the current estimate of (sender clock − receiver clock) and
 // whether it is trustworthy; the flag travels on ACKs as AckSample.ClockSynced.
+// Note the sign: clock.Inband reports NTP's θ = receiver − sender, so pass
+// −θ here (or use Inband.OWD directly, which applies θ itself).
 func (e *Estimator) SetOffset(offset time.Duration, synced bool) {
 	e.offset = offset
 	e.synced = synced
