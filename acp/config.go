@@ -138,6 +138,13 @@ type Config struct {
 	BacklogNoise float64
 	// AgeNoise treats |δ_k| ≤ AgeNoise as δ_k = 0. 0 = only an exact zero.
 	AgeNoise time.Duration
+	// MinUpdatesPerRTT raises λ_min to max(MinRate, MinUpdatesPerRTT/SRTT)
+	// when the table sets the rate; 1 = never slower than Lazy. Sending
+	// less than one update per round trip leaves the path idle and cannot
+	// lower the age (Lazy is the zero-wait policy), yet the literal rule
+	// goes there: when about one update is in flight, DEC's b*/T = −κ/T is
+	// as large as 1/Z, so one DEC lands on λ_min. 0 = off.
+	MinUpdatesPerRTT float64
 }
 
 // withDefaults returns c with zero fields defaulted, or an error wrapping
@@ -193,6 +200,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MinEpoch < 0 || c.AgeNoise < 0 || c.BacklogNoise < 0 || math.IsNaN(c.BacklogNoise) {
 		return bad("negative MinEpoch %v, AgeNoise %v or BacklogNoise %v", c.MinEpoch, c.AgeNoise, c.BacklogNoise)
+	}
+	if !(c.MinUpdatesPerRTT >= 0) || math.IsInf(c.MinUpdatesPerRTT, 1) {
+		return bad("MinUpdatesPerRTT %v", c.MinUpdatesPerRTT)
 	}
 	return c, nil
 }

@@ -146,11 +146,24 @@
 // # Improvements (options, off by default)
 //
 // SPEC §2 warns that ACP misbehaves on short, low-delay links and makes the
-// age against the best fixed rate the judge. On such a link an epoch of one
-// SRTT holds one update or none, so B̄ and Δ̄ are sampling noise and the sign
-// table acts on noise. The literal rule is the default; these named options
-// address it and are to be settled by the simulator benchmark:
+// age against the best fixed rate the judge. Three weaknesses of the literal
+// rule are visible on paper:
 //
+//   - Near the start rate about one update is in flight, so 1/Z ≈ 1/T and a
+//     single DEC (b*/T = −κ/T) sets λ ≈ 0, i.e. λ_min; from there an epoch
+//     holds one update or none and recovery is slow. A queue with random
+//     service times takes the literal rule there within seconds.
+//   - On a path without noise the backlog is exactly constant at the start
+//     rate, so b = 0 and the rule keeps one update per RTT for ever.
+//   - On a short link an epoch of one SRTT holds one update or none, so B̄
+//     and Δ̄ are sampling noise and the sign table acts on noise.
+//
+// The literal rule is the default; these named options address the above and
+// are to be settled by the simulator benchmark:
+//
+//   - Config.MinUpdatesPerRTT: λ_min is raised to MinUpdatesPerRTT/SRTT, so
+//     with 1 the regulator never sends slower than Lazy (the zero-wait
+//     policy; slower only leaves the path idle).
 //   - Config.MinEpoch: T = max(SRTT, MinEpoch), so each epoch averages over
 //     several updates.
 //   - Config.BacklogNoise, Config.AgeNoise: |b_k| or |δ_k| within the

@@ -217,6 +217,16 @@ func (r *Regulator) startRate() Rate {
 	return min(max(Rate(1/r.smoothedRTT().Seconds()), r.cfg.MinRate), r.cfg.MaxRate)
 }
 
+// minRate is λ_min: MinRate, raised to MinUpdatesPerRTT/SRTT if that option
+// is on (never above MaxRate).
+func (r *Regulator) minRate() Rate {
+	lo := r.cfg.MinRate
+	if r.cfg.MinUpdatesPerRTT > 0 {
+		lo = max(lo, Rate(r.cfg.MinUpdatesPerRTT/r.smoothedRTT().Seconds()))
+	}
+	return min(lo, r.cfg.MaxRate)
+}
+
 func (r *Regulator) setRate(l Rate) {
 	r.rate = l
 	r.interval = l.Interval()
@@ -317,7 +327,7 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		st.Action, bstar = r.apply(rowNone, st.Backlog)
 	}
 	if st.Action != ActionHold {
-		r.setRate(nextRate(r.z, bstar, st.T, r.cfg.MinRate, r.cfg.MaxRate))
+		r.setRate(nextRate(r.z, bstar, st.T, r.minRate(), r.cfg.MaxRate))
 		r.ruled = true
 	}
 	st.BStar, st.Gamma, st.Rate = bstar, r.gamma, r.rate

@@ -248,6 +248,33 @@ func TestGammaGrowthAndReset(t *testing.T) {
 	}
 }
 
+// TestMinUpdatesPerRTT: the γ run of TestGammaGrowthAndReset with λ_min
+// raised to MinUpdatesPerRTT/SRTT (SRTT = 100 ms): epoch 5 (2.5 Hz) is raised
+// to the floor if the floor is higher, epoch 6 (< 0 Hz) lands on it instead of
+// 0.1 Hz; faster rates are untouched.
+func TestMinUpdatesPerRTT(t *testing.T) {
+	extra := []int{0, 0, 0, 1, 2, 3, 4}
+	off := []float64{0, 0, 5, 10, 15, 20, 25}
+	tests := []struct {
+		perRTT float64
+		floor  Rate
+	}{
+		{0, 0.1}, // off: MinRate
+		{1, 10},  // never slower than Lazy
+		{0.5, 5},
+	}
+	for _, tc := range tests {
+		st := newHarness(t, Config{MinUpdatesPerRTT: tc.perRTT}).run(plan(extra, off))
+		require.InDelta(t, float64(wantRate(-6)), float64(st[4].Rate), 1e-9, "40 Hz is above any floor")
+		require.InDelta(t, float64(max(tc.floor, wantRate(-9.75))), float64(st[5].Rate), 1e-9, "perRTT %v", tc.perRTT)
+		require.InDelta(t, float64(tc.floor), float64(st[6].Rate), 1e-9, "perRTT %v", tc.perRTT)
+	}
+	// The floor never exceeds MaxRate.
+	r, err := NewRegulator(Config{MinUpdatesPerRTT: 1, MaxRate: 2, InitialRTT: hRTT})
+	require.NoError(t, err)
+	require.Equal(t, Rate(2), r.minRate())
+}
+
 func TestRateClampedAtMax(t *testing.T) {
 	h := newHarness(t, Config{MaxRate: 105})
 	st := h.run(plan([]int{0, 0, 2, 1}, []float64{0, 0, 5, 0})) // INC → 110 Hz
@@ -519,6 +546,8 @@ func TestConfigValidation(t *testing.T) {
 		{MinEpoch: -1},
 		{AgeNoise: -1},
 		{BacklogNoise: -1},
+		{MinUpdatesPerRTT: -1},
+		{MinUpdatesPerRTT: math.Inf(1)},
 	}
 	for _, c := range bad {
 		_, err := NewRegulator(c)
