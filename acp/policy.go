@@ -63,14 +63,18 @@ type ratePolicy struct {
 	sentAny  bool
 }
 
+// OnUpdateSent records the send time; the generation time does not matter
+// to a rate that ignores age.
 func (p *ratePolicy) OnUpdateSent(now clock.Mono, _ cc.PacketNumber, _ clock.Mono) {
 	p.lastSent, p.sentAny = now, true
 }
 
+// OnPacketSent implements cc.Controller: OnUpdateSent with gen = now.
 func (p *ratePolicy) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
 	p.OnUpdateSent(now, pn, now)
 }
 
+// OnAck feeds the RTT sample to SRTT.
 func (p *ratePolicy) OnAck(_ clock.Mono, ack cc.AckSample) { p.rtt.Update(ack.RTT) }
 
 // OnLoss does nothing: the rate does not react to loss.
