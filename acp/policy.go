@@ -83,7 +83,10 @@ func (p *ratePolicy) OnLoss(clock.Mono, cc.LossEvent) {}
 // OnRetransmissionTimeout does nothing: the rate does not react to timeouts.
 func (p *ratePolicy) OnRetransmissionTimeout(clock.Mono) {}
 
-func (p *ratePolicy) Window() cc.ByteCount      { return RateOnlyWindow }
+// Window is RateOnlyWindow: rate-only, the window never limits.
+func (p *ratePolicy) Window() cc.ByteCount { return RateOnlyWindow }
+
+// CanSend is always true: the gate is NextSendTime.
 func (p *ratePolicy) CanSend(cc.ByteCount) bool { return true }
 
 func (p *ratePolicy) next(interval time.Duration) clock.Mono {
