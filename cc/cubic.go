@@ -23,7 +23,7 @@ const (
 )
 
 // CubicConfig configures CUBIC. The zero value is RFC 9438 with fast
-// convergence on, DefaultMSS and a 10-packet initial window.
+// convergence on, HyStart++ off, DefaultMSS and a 10-packet initial window.
 type CubicConfig struct {
 	// MSS is the maximum segment size in bytes; <= 0 selects DefaultMSS.
 	MSS ByteCount
@@ -33,6 +33,10 @@ type CubicConfig struct {
 	// NoFastConvergence turns off fast convergence (RFC 9438 §4.7, which
 	// says implementations SHOULD use it; on by default).
 	NoFastConvergence bool
+	// HyStart enables HyStart++ (RFC 9406) in the initial slow start: a
+	// rise of the per-round minimum RTT switches to Conservative Slow Start
+	// and then congestion avoidance before the first loss. Off by default.
+	HyStart bool
 }
 
 // Cubic is CUBIC congestion control (RFC 9438): the window follows
@@ -72,10 +76,12 @@ func init() {
 
 // NewCubic returns a CUBIC controller.
 func NewCubic(cfg CubicConfig) *Cubic {
-	return &Cubic{
+	c := &Cubic{
 		lw:              newLossWindow(cfg.MSS, cfg.InitialWindow),
 		fastConvergence: !cfg.NoFastConvergence,
 	}
+	c.lw.useHyStart = cfg.HyStart
+	return c
 }
 
 // Name returns "cubic".

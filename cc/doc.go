@@ -95,6 +95,17 @@
 //     Recovery ends and recover moves to the largest packet sent, so the
 //     mass loss the timeout implies cuts nothing further (RFC 6582 §3.2
 //     step 4 after a timeout).
+//   - HyStart++ (RFC 9406), off by default, is an option of Reno, CUBIC and
+//     H-TCP (Config.HyStart). In the initial slow start it tracks each
+//     round's minimum RTT (rounds by packet number, at least 8 samples);
+//     a rise of clamp(lastRoundMinRTT/8, 4 ms, 16 ms) switches to
+//     Conservative Slow Start (growth ÷4), a fall back below the RTT that
+//     triggered it resumes slow start, and after 5 CSS rounds (the partial
+//     first one counting) ssthresh = cwnd. The first congestion event turns
+//     it off for good (RFC 9406 §4.3: later slow starts stop at the
+//     ssthresh that event set). RFC 9406's L limit is moot with per-packet
+//     ACKs. The RTT-delay controller has its own slow-start exit and does
+//     not offer it.
 //   - PacingRate is PacingRate(cwnd, SRTT, slow start); CanSend is
 //     bytesInFlight < cwnd. SRTT and the minimum RTT come from an RTTStats
 //     fed with AckSample.RTT.
@@ -145,9 +156,10 @@
 //     max(cwnd, W_est).
 //   - Timeout (§4.8): cwnd = 1 MSS as Reno, ssthresh = β·cwnd,
 //     cwnd_prior = cwnd, W_max cleared (see above).
+//   - With HyStart++ on (CubicConfig.HyStart), slow start may end without
+//     a loss; the epoch then starts as §4.10 describes (see above).
 //   - Not done: undoing spurious congestion events (§4.9; the Controller
-//     interface has no "that loss was spurious" event) and HyStart++
-//     (RFC 9406; slow start is standard).
+//     interface has no "that loss was spurious" event).
 //
 // # H-TCP (HTCP, "htcp")
 //

@@ -26,7 +26,7 @@ const (
 )
 
 // HTCPConfig configures H-TCP. The zero value is the draft's algorithm with
-// adaptive backoff and adaptive reset on and RTT scaling off.
+// adaptive backoff and adaptive reset on, RTT scaling and HyStart++ off.
 type HTCPConfig struct {
 	// MSS is the maximum segment size in bytes; <= 0 selects DefaultMSS.
 	MSS ByteCount
@@ -47,6 +47,10 @@ type HTCPConfig struct {
 	// NoAdaptiveReset keeps β = RTTmin/RTTmax even when throughput changed
 	// by more than 20 % between congestion events. Reset is on by default.
 	NoAdaptiveReset bool
+	// HyStart enables HyStart++ (RFC 9406) in the initial slow start: a
+	// rise of the per-round minimum RTT switches to Conservative Slow Start
+	// and then congestion avoidance before the first loss. Off by default.
+	HyStart bool
 }
 
 // HTCP is H-TCP congestion control: the additive increase grows with the
@@ -99,6 +103,7 @@ func NewHTCP(cfg HTCPConfig) *HTCP {
 		adaptiveReset:   !cfg.NoAdaptiveReset,
 		beta:            htcpBetaMin,
 	}
+	h.lw.useHyStart = cfg.HyStart
 	if h.deltaL <= 0 {
 		h.deltaL = htcpDeltaL
 	}

@@ -39,6 +39,12 @@ type lossWindow struct {
 	// repeated retransmissions of one segment).
 	rtoBackoff bool
 
+	// useHyStart runs HyStart++ (RFC 9406) in the initial slow start; it is
+	// cleared at the first congestion event, since later slow starts stop at
+	// the ssthresh that event set (RFC 9406 §4.3, last paragraph).
+	useHyStart bool
+	hystart    hystart
+
 	rtt RTTStats
 }
 
@@ -72,6 +78,7 @@ func newLossWindow(mss, iw ByteCount) lossWindow {
 		ssthresh:    math.Inf(1),
 		largestSent: InvalidPacketNumber,
 		recover:     InvalidPacketNumber,
+		hystart:     newHystart(),
 	}
 	w.cwnd = math.Max(float64(iw), w.minWindow())
 	return w
@@ -106,6 +113,12 @@ func (w *lossWindow) onAck(ack AckSample) ackVerdict {
 		}
 		w.inRecovery = false
 	}
+	if w.useHyStart && w.inSlowStart() &&
+		w.hystart.onAck(ack.PacketNumber, ack.RTT, w.largestSent) {
+		// CSS is over: congestion avoidance from the current window.
+		w.ssthresh = w.cwnd
+		w.useHyStart = false
+	}
 	if !WindowLimited(ack.PriorInFlight, w.window(), w.mss, w.inSlowStart()) {
 		return ackAppLimited
 	}
@@ -116,8 +129,15 @@ func (w *lossWindow) onAck(ack AckSample) ackVerdict {
 // counting, RFC 3465; ACKs arrive per packet, so the L = 2·SMSS cap of
 // RFC 3465 §2.2 never binds), without overshooting ssthresh. The rest of an
 // ACK that crosses ssthresh is dropped (at most one packet's worth, once).
+//
+// In HyStart++'s Conservative Slow Start the increase is a quarter of that
+// (RFC 9406 §4.3).
 func (w *lossWindow) slowStart(acked ByteCount) {
-	w.cwnd = math.Min(w.cwnd+float64(acked), w.ssthresh)
+	inc := float64(acked)
+	if w.useHyStart && w.hystart.inCSS {
+		inc /= hystartCSSGrowthDivisor
+	}
+	w.cwnd = math.Min(w.cwnd+inc, w.ssthresh)
 }
 
 // onCongestion reports whether the loss of packet pn is a new congestion
@@ -129,6 +149,7 @@ func (w *lossWindow) onCongestion(pn PacketNumber) bool {
 	}
 	w.inRecovery = true
 	w.recover = max(w.largestSent, pn)
+	w.useHyStart = false
 	return true
 }
 
@@ -151,6 +172,7 @@ func (w *lossWindow) reduce(newSsthresh float64) {
 // (RFC 6582 §3.2 step 4 after a timeout).
 func (w *lossWindow) onRTO(newSsthresh float64) bool {
 	newEvent := !w.rtoBackoff && !w.inRecovery
+	w.useHyStart = false
 	if newEvent {
 		w.ssthresh = math.Max(newSsthresh, w.minWindow())
 	}

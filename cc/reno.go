@@ -3,13 +3,17 @@ package cc
 import "github.com/fresh-udp/fresh/clock"
 
 // RenoConfig configures NewReno. The zero value is the RFC behaviour with
-// DefaultMSS and a 10-packet initial window.
+// DefaultMSS, a 10-packet initial window and HyStart++ off.
 type RenoConfig struct {
 	// MSS is the maximum segment size in bytes; <= 0 selects DefaultMSS.
 	MSS ByteCount
 	// InitialWindow is the initial congestion window in bytes; <= 0
 	// selects InitialWindowPackets·MSS (RFC 6928). Never below 2·MSS.
 	InitialWindow ByteCount
+	// HyStart enables HyStart++ (RFC 9406) in the initial slow start: a
+	// rise of the per-round minimum RTT switches to Conservative Slow Start
+	// and then congestion avoidance before the first loss. Off by default.
+	HyStart bool
 }
 
 // Reno is NewReno congestion control (RFC 5681 + RFC 6582) adapted to
@@ -30,7 +34,9 @@ func init() {
 
 // NewReno returns a NewReno controller.
 func NewReno(cfg RenoConfig) *Reno {
-	return &Reno{lw: newLossWindow(cfg.MSS, cfg.InitialWindow)}
+	r := &Reno{lw: newLossWindow(cfg.MSS, cfg.InitialWindow)}
+	r.lw.useHyStart = cfg.HyStart
+	return r
 }
 
 // Name returns "reno".
