@@ -158,8 +158,9 @@
 //   - On a short link an epoch of one SRTT holds one update or none, so B̄
 //     and Δ̄ are sampling noise and the sign table acts on noise.
 //
-// The literal rule is the default; these named options address the above and
-// are to be settled by the simulator benchmark:
+// The literal rule is the default. These named options address the first and
+// the third (the second is harmless: it is Lazy) and are to be settled by the
+// simulator benchmark:
 //
 //   - Config.MinUpdatesPerRTT: λ_min is raised to MinUpdatesPerRTT/SRTT, so
 //     with 1 the regulator never sends slower than Lazy (the zero-wait
