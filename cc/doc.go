@@ -94,7 +94,7 @@
 //     timeout during recovery, whose episode has already cut ssthresh once.
 //     Recovery ends and recover moves to the largest packet sent, so the
 //     mass loss the timeout implies cuts nothing further (RFC 6582 §3.2
-//     step 4 after a timeout).
+//     step 6, retransmit timeouts).
 //   - HyStart++ (RFC 9406), off by default, is an option of Reno, CUBIC and
 //     H-TCP (Config.HyStart). In the initial slow start it tracks each
 //     round's minimum RTT (rounds by packet number, at least 8 samples);

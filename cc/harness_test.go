@@ -8,6 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Test units: 1000-byte packets make window arithmetic readable.
+const (
+	testMSS ByteCount = 1000
+	testRTT           = 100 * time.Millisecond
+)
+
 // harness drives one Controller the way a sender would: it numbers packets,
 // keeps the outstanding ones in send order, counts bytes in flight and moves a
 // manual clock. ACKs and losses always take the oldest outstanding packets.
@@ -124,5 +130,76 @@ func (h *harness) roundTrip(rtt time.Duration) {
 	}
 }
 
-// packets is the window in whole packets.
-func (h *harness) packets() float64 { return float64(h.c.Window()) / float64(h.mss) }
+var baselineNames = []string{"reno", "cubic", "htcp", "rttdelay"}
+
+func TestMetricsDoNotAllocate(t *testing.T) {
+	for _, name := range baselineNames {
+		c, err := New(name, 0)
+		require.NoError(t, err)
+		h := newHarness(t, c, DefaultMSS)
+		h.roundTrip(testRTT)
+		allocs := testing.AllocsPerRun(100, func() { _ = c.Metrics() })
+		require.Zero(t, allocs, name)
+	}
+}
+
+// TestEventsDoNotAllocate drives every event of every baseline directly
+// (the harness itself allocates) and counts allocations.
+func TestEventsDoNotAllocate(t *testing.T) {
+	for _, name := range baselineNames {
+		c, err := New(name, 0)
+		require.NoError(t, err)
+		var pn PacketNumber
+		var now clock.Mono
+		allocs := testing.AllocsPerRun(1000, func() {
+			now = now.Add(time.Millisecond)
+			for range 3 {
+				c.OnPacketSent(now, pn, DefaultMSS, c.Window())
+				pn++
+			}
+			c.OnAck(now, AckSample{PacketNumber: pn - 3, Bytes: DefaultMSS, RTT: testRTT, PriorInFlight: c.Window()})
+			c.OnAck(now, AckSample{PacketNumber: pn - 2, Bytes: DefaultMSS, RTT: testRTT, PriorInFlight: c.Window()})
+			if pn%300 == 0 {
+				c.OnLoss(now, LossEvent{PacketNumber: pn - 1, Bytes: DefaultMSS})
+			}
+			if pn%3000 == 0 {
+				c.OnRetransmissionTimeout(now)
+			}
+			_ = c.CanSend(c.Window()) && c.PacingRate() > 0
+		})
+		require.Zero(t, allocs, name)
+	}
+}
+
+func benchOnAck(b *testing.B, c Controller) {
+	// Bring the controller out of slow start: send a window, lose one.
+	h := newHarness(b, c, DefaultMSS)
+	h.sendWindow()
+	h.lose(1)
+	h.ackAll(testRTT)
+	pn := h.nextPN
+	now := h.now()
+	b.ReportAllocs()
+	for b.Loop() {
+		now = now.Add(10 * time.Microsecond)
+		c.OnAck(now, AckSample{
+			PacketNumber:  pn,
+			Bytes:         DefaultMSS,
+			SentTime:      now.Add(-testRTT),
+			RTT:           testRTT,
+			PriorInFlight: c.Window(),
+		})
+		pn++
+	}
+}
+
+func benchOnPacketSent(b *testing.B, c Controller) {
+	b.ReportAllocs()
+	var pn PacketNumber
+	var now int64
+	for b.Loop() {
+		now += 10_000
+		c.OnPacketSent(clock.Mono(now), pn, DefaultMSS, DefaultMSS)
+		pn++
+	}
+}

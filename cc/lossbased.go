@@ -27,7 +27,7 @@ type lossWindow struct {
 	// largest packet number sent when the last congestion event began
 	// (InvalidPacketNumber before any). A loss of a packet numbered
 	// <= recover was sent before that reduction and belongs to the same
-	// event, so it never reduces the window again (RFC 6582 §3.2 step 2,
+	// event, so it never reduces the window again (RFC 6582 §3.2 steps 1–2,
 	// RFC 9002 §7.3.2) — also after recovery has ended.
 	recover PacketNumber
 	// inRecovery is true from a congestion event until the first ACK of a
@@ -169,7 +169,7 @@ func (w *lossWindow) reduce(newSsthresh float64) {
 // (RFC 9002 §7.6.2 likewise only collapses cwnd on persistent congestion).
 // Recovery ends, and recover moves to the largest packet sent, so the losses
 // the timeout implies for everything outstanding reduce nothing further
-// (RFC 6582 §3.2 step 4 after a timeout).
+// (RFC 6582 §3.2 step 6, retransmit timeouts).
 func (w *lossWindow) onRTO(newSsthresh float64) bool {
 	newEvent := !w.rtoBackoff && !w.inRecovery
 	w.useHyStart = false

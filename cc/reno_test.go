@@ -3,15 +3,8 @@ package cc
 import (
 	"math"
 	"testing"
-	"time"
 
-	"github.com/fresh-udp/fresh/clock"
 	"github.com/stretchr/testify/require"
-)
-
-const (
-	testMSS ByteCount = 1000
-	testRTT           = 100 * time.Millisecond
 )
 
 func newTestReno(t testing.TB, iwPackets int) (*Reno, *harness) {
@@ -244,50 +237,6 @@ func TestRenoCanSendAndPacing(t *testing.T) {
 	require.Equal(t, Bandwidth(3_200_000), r.PacingRate())
 	require.Equal(t, testRTT, r.Metrics().SRTT)
 	require.Equal(t, testRTT, r.Metrics().MinRTT)
-}
-
-func TestMetricsDoNotAllocate(t *testing.T) {
-	for _, name := range []string{"reno", "cubic", "htcp", "rttdelay"} {
-		c, err := New(name, 0)
-		require.NoError(t, err)
-		h := newHarness(t, c, DefaultMSS)
-		h.roundTrip(testRTT)
-		allocs := testing.AllocsPerRun(100, func() { _ = c.Metrics() })
-		require.Zero(t, allocs, name)
-	}
-}
-
-func benchOnAck(b *testing.B, c Controller) {
-	// Bring the controller out of slow start: send a window, lose one.
-	h := newHarness(b, c, DefaultMSS)
-	h.sendWindow()
-	h.lose(1)
-	h.ackAll(testRTT)
-	pn := h.nextPN
-	now := h.now()
-	b.ReportAllocs()
-	for b.Loop() {
-		now = now.Add(10 * time.Microsecond)
-		c.OnAck(now, AckSample{
-			PacketNumber:  pn,
-			Bytes:         DefaultMSS,
-			SentTime:      now.Add(-testRTT),
-			RTT:           testRTT,
-			PriorInFlight: c.Window(),
-		})
-		pn++
-	}
-}
-
-func benchOnPacketSent(b *testing.B, c Controller) {
-	b.ReportAllocs()
-	var pn PacketNumber
-	var now int64
-	for b.Loop() {
-		now += 10_000
-		c.OnPacketSent(clock.Mono(now), pn, DefaultMSS, DefaultMSS)
-		pn++
-	}
 }
 
 func BenchmarkRenoOnAck(b *testing.B)        { benchOnAck(b, NewReno(RenoConfig{})) }
