@@ -25,11 +25,16 @@ type Policy interface {
 }
 
 func init() {
+	// "acp" is the regulator as fresh recommends it: the literal rule plus
+	// MinUpdatesPerRTT = 1, because the literal rule collapses to λ_min on
+	// paths whose backlog is about one update (see the package doc).
+	// "acp-literal" is SPEC §2's rule alone, kept for comparison.
 	cc.Register("acp", func(mss cc.ByteCount) cc.Controller {
-		r, err := NewRegulator(Config{UpdateSize: registryUpdateSize(mss)})
-		if err != nil {
-			panic(err) // defaults are valid: a broken invariant
-		}
+		return mustRegulator(Config{UpdateSize: registryUpdateSize(mss), MinUpdatesPerRTT: 1})
+	})
+	cc.Register("acp-literal", func(mss cc.ByteCount) cc.Controller {
+		r := mustRegulator(Config{UpdateSize: registryUpdateSize(mss)})
+		r.name = "acp-literal"
 		return r
 	})
 	cc.Register("lazy", func(mss cc.ByteCount) cc.Controller {
@@ -190,3 +195,13 @@ func (f *Fixed) PacingRate() cc.Bandwidth { return f.rate.bandwidth(f.cfg.Update
 
 // Metrics implements cc.Controller.
 func (f *Fixed) Metrics() cc.Metrics { return f.metrics(f.rate, cc.SignalNone) }
+
+// mustRegulator builds a registry regulator; its configs are constants, so an
+// error is a broken invariant.
+func mustRegulator(cfg Config) *Regulator {
+	r, err := NewRegulator(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}

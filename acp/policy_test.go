@@ -80,6 +80,7 @@ func TestRegistry(t *testing.T) {
 	}{
 		{"acp", 0, DefaultUpdateSize}, // DefaultMSS 1200 > 1024
 		{"acp", 500, 500},             // updates fit one packet
+		{"acp-literal", 0, DefaultUpdateSize},
 		{"lazy", 1400, DefaultUpdateSize},
 		{"lazy", 256, 256},
 	}
@@ -93,6 +94,12 @@ func TestRegistry(t *testing.T) {
 		// Pacing rate reveals the update size: rate × size × 8.
 		require.Equal(t, p.Rate().bandwidth(tc.wantSize), c.PacingRate(), "%s mss %d", tc.name, tc.mss)
 	}
+	// "acp" never sends slower than one update per RTT; "acp-literal" may.
+	a, _ := cc.New("acp", 0)
+	l, _ := cc.New("acp-literal", 0)
+	require.Equal(t, 1.0, a.(*Regulator).Config().MinUpdatesPerRTT)
+	require.Zero(t, l.(*Regulator).Config().MinUpdatesPerRTT)
+
 	_, err := cc.New("fixed", 0)
 	require.ErrorIs(t, err, cc.ErrUnknown, "fixed needs a rate: NewFixed, not the registry")
 }

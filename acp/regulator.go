@@ -127,6 +127,7 @@ type Counters struct {
 // machine: every event carries now; it is not safe for concurrent use. After
 // NewRegulator no method allocates.
 type Regulator struct {
+	name string // registry name; "acp" unless built as "acp-literal"
 	cfg  Config
 	rtt  cc.RTTStats
 	ring updateRing
@@ -197,7 +198,12 @@ func NewRegulator(cfg Config) (*Regulator, error) {
 func (r *Regulator) Config() Config { return r.cfg }
 
 // Name implements cc.Controller.
-func (r *Regulator) Name() string { return "acp" }
+func (r *Regulator) Name() string {
+	if r.name == "" {
+		return "acp"
+	}
+	return r.name
+}
 
 // smoothedRTT is SRTT, or the configured initial RTT before the first sample.
 func (r *Regulator) smoothedRTT() time.Duration {
