@@ -303,6 +303,28 @@ func TestCubicRetransmissionTimeout(t *testing.T) {
 	require.GreaterOrEqual(t, c.wEst, 28.0)
 }
 
+// TestCubicRetransmissionTimeoutClearsWMax: a W_max left by an earlier loss
+// is forgotten at a timeout (§4.8), so the next epoch is K = 0 at
+// W_max = cwnd_epoch rather than climbing back towards the old W_max.
+func TestCubicRetransmissionTimeoutClearsWMax(t *testing.T) {
+	c, h := cubicAfterLoss(t, CubicConfig{}, 100) // W_max = 100, cwnd 70
+	for range 3 {
+		h.roundTrip(testRTT)
+	}
+	require.InDelta(t, 100, c.wMax, 1e-9)
+	cwnd := c.lw.cwnd
+	c.OnRetransmissionTimeout(h.now())
+	require.Zero(t, c.wMax)
+	require.InDelta(t, cwnd/float64(testMSS), c.cwndPrior, 1e-9)
+	require.InDelta(t, cubicBeta*cwnd, float64(c.Metrics().Ssthresh), 1)
+	h.lose(len(h.sent))
+	for !c.inEpoch {
+		h.roundTrip(testRTT)
+	}
+	require.Zero(t, c.k)
+	require.InDelta(t, float64(c.Metrics().Ssthresh)/float64(testMSS), c.wMax, 0.01)
+}
+
 func TestCubicNoGrowthWhenAppLimited(t *testing.T) {
 	c, h := cubicAfterLoss(t, CubicConfig{}, 40)
 	h.send(1)
