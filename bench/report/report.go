@@ -1,0 +1,149 @@
+// Package report defines the result of one benchmark run (DESIGN.md "Result
+// JSON"), shared by the simulator (bench/sim), the emulator (bench/emu) and
+// freshbench, which writes it with --json and plots it with --plot. The JSON
+// names are read by other tools: keep them stable.
+package report
+
+import (
+	"math"
+	"slices"
+)
+
+// Stats summarises a distribution (milliseconds for delays).
+type Stats struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+}
+
+// AgeStats summarises age of information at the monitor, in milliseconds.
+type AgeStats struct {
+	Mean float64 `json:"mean"`
+	P95  float64 `json:"p95"`
+	Peak float64 `json:"peak"`
+}
+
+// Flow is one flow's result.
+type Flow struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	CC   string `json:"cc"`
+	// GoodputBps is application bytes delivered in order ×8 over the
+	// flow's active time, bit/s.
+	GoodputBps float64 `json:"goodput_bps"`
+	// Bytes is application bytes delivered.
+	Bytes int64 `json:"bytes"`
+	// Lost counts packets declared lost by the sender (bulk) or not
+	// delivered (updates, cbr); Retransmitted counts retransmissions.
+	Lost          int64 `json:"lost"`
+	Retransmitted int64 `json:"retransmitted"`
+	// OWDms is the one-way delay of delivered packets; QueueMs its part
+	// spent in the bottleneck queue.
+	OWDms   Stats `json:"owd_ms"`
+	QueueMs Stats `json:"queue_ms"`
+	// AgeMs and RateHz are set for update flows (acp, fixed, lazy).
+	AgeMs  *AgeStats `json:"age_ms,omitempty"`
+	RateHz *float64  `json:"rate_hz,omitempty"`
+
+	// SendRateBps is the mean rate the sender put on the wire.
+	SendRateBps float64 `json:"send_rate_bps"`
+	// Packets sent and delivered.
+	Sent      int64 `json:"sent"`
+	Delivered int64 `json:"delivered"`
+	// Trace summary of the controller: seconds in slow start, and the
+	// fraction of ACKs on which each delay signal was in use.
+	SlowStartS   float64            `json:"slow_start_s,omitempty"`
+	SignalShare  map[string]float64 `json:"signal_share,omitempty"`
+	StartS       float64            `json:"start_s"`
+	EndS         float64            `json:"end_s"`
+	ClockErrorMs *float64           `json:"clock_error_ms,omitempty"`
+
+	// Series holds per-interval samples for plots; not in the JSON.
+	Series *Series `json:"-"`
+	// OWDSamples are per-packet one-way delays (ms) for CDF plots; not in
+	// the JSON.
+	OWDSamples []float64 `json:"-"`
+}
+
+// Series are time series sampled every Step seconds from T[0].
+type Series struct {
+	T          []float64 // seconds since the run started
+	GoodputBps []float64 // delivered in the interval
+	OWDms      []float64 // mean OWD of packets delivered in the interval (NaN if none)
+	CwndBytes  []float64 // window at the sample time (bulk)
+	AgeMs      []float64 // age at the monitor at the sample time (updates)
+	RateHz     []float64 // update rate at the sample time (updates)
+}
+
+// Utilization is the fraction of time each direction's transmitter was busy.
+type Utilization struct {
+	Forward float64 `json:"forward"`
+	Reverse float64 `json:"reverse"`
+}
+
+// Run is one run: one scenario under one controller assignment and seed.
+type Run struct {
+	Scenario    string      `json:"scenario"`
+	Driver      string      `json:"driver"` // "sim" or "emu"
+	Seed        int64       `json:"seed"`
+	CC          string      `json:"cc"`   // the controller given with --cc, or the scenario's
+	Jain        float64     `json:"jain"` // over bulk flows while all are active; 1 with one flow
+	Utilization Utilization `json:"utilization"`
+	Flows       []Flow      `json:"flows"`
+	DurationS   float64     `json:"duration_s"`
+	// WallS is how long the run took in wall-clock time; not in the JSON
+	// because it would break byte-identical output across runs.
+	WallS float64 `json:"-"`
+}
+
+// Summarize computes mean and percentiles of xs (nearest-rank); zero Stats
+// for no samples. xs is sorted in place.
+func Summarize(xs []float64) Stats {
+	if len(xs) == 0 {
+		return Stats{}
+	}
+	slices.Sort(xs)
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return Stats{
+		Mean: round3(sum / float64(len(xs))),
+		P50:  round3(Percentile(xs, 0.50)),
+		P95:  round3(Percentile(xs, 0.95)),
+		P99:  round3(Percentile(xs, 0.99)),
+	}
+}
+
+// Percentile is the nearest-rank percentile of sorted xs, q in [0,1].
+func Percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// Jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when all equal, 1/n when
+// one takes everything. 1 for n ≤ 1 or all zero.
+func Jain(xs []float64) float64 {
+	if len(xs) <= 1 {
+		return 1
+	}
+	var s, s2 float64
+	for _, x := range xs {
+		s += x
+		s2 += x * x
+	}
+	if s2 == 0 {
+		return 1
+	}
+	return round3(s * s / (float64(len(xs)) * s2))
+}
+
+// round3 keeps three decimals so the JSON stays readable and stable.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// Round3 is round3 for other packages' derived numbers.
+func Round3(x float64) float64 { return round3(x) }

@@ -1,0 +1,356 @@
+// Package scenario reads the experiment files of bench/scenarios: one JSON
+// object describes one experiment that runs unchanged in the simulator
+// (bench/sim) and the emulator (bench/emu). The shape follows DESIGN.md
+// "Scenario file"; every field is documented in bench/README.md.
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalid wraps every validation error.
+var ErrInvalid = errors.New("invalid scenario")
+
+// Queue configures the bottleneck queue discipline of one direction.
+type Queue struct {
+	// Discipline is "fifo" (default), "codel", "fq_codel" or "cake".
+	Discipline string `json:"discipline,omitempty"`
+	// Limit is the queue capacity in packets (default 1000, as Linux's
+	// pfifo/fq_codel; the paper scenarios set 50).
+	Limit int `json:"limit,omitempty"`
+	// LimitBytes, if set, limits the queue in bytes instead (fifo only: a
+	// bfifo) or in addition (others).
+	LimitBytes int `json:"limit_bytes,omitempty"`
+	// Target and Interval are CoDel's parameters (default 5ms, 100ms;
+	// RFC 8289 §4.3–4.4), used by codel, fq_codel and cake.
+	Target   Duration `json:"target,omitempty"`
+	Interval Duration `json:"interval,omitempty"`
+	// Quantum is the FQ deficit-round-robin quantum in bytes (default 1514,
+	// RFC 8290 §4.1).
+	Quantum int `json:"quantum,omitempty"`
+	// Flows is the number of FQ flow queues (default 1024, RFC 8290).
+	Flows int `json:"flows,omitempty"`
+}
+
+// GilbertElliott configures bursty loss: a two-state Markov chain. In the
+// good state packets are lost with LossGood, in the bad state with LossBad;
+// P and R are the per-packet probabilities of going good→bad and bad→good.
+type GilbertElliott struct {
+	P        float64 `json:"p"`
+	R        float64 `json:"r"`
+	LossGood float64 `json:"loss_good,omitempty"`
+	LossBad  float64 `json:"loss_bad"`
+}
+
+// Path is one direction of the bottleneck link.
+type Path struct {
+	Rate   Rate     `json:"rate"`             // serialization rate
+	Delay  Duration `json:"delay,omitempty"`  // one-way propagation delay
+	Loss   float64  `json:"loss,omitempty"`   // Bernoulli random loss probability, 0..1
+	Jitter Duration `json:"jitter,omitempty"` // uniform extra delay in [0, Jitter], order kept
+	Queue  Queue    `json:"queue,omitempty"`
+	// GE, if set, adds Gilbert–Elliott burst loss on top of Loss.
+	GE *GilbertElliott `json:"gilbert_elliott,omitempty"`
+}
+
+// PathChange changes some parameters of a path at a given time; nil fields
+// keep their value.
+type PathChange struct {
+	Rate   *Rate     `json:"rate,omitempty"`
+	Delay  *Duration `json:"delay,omitempty"`
+	Loss   *float64  `json:"loss,omitempty"`
+	Jitter *Duration `json:"jitter,omitempty"`
+}
+
+// Change is a scheduled path change.
+type Change struct {
+	At      Duration    `json:"at"`
+	Forward *PathChange `json:"forward,omitempty"`
+	Reverse *PathChange `json:"reverse,omitempty"`
+}
+
+// Flow kinds.
+const (
+	KindBulk   = "bulk"   // window-controlled reliable transfer, any cc
+	KindACP    = "acp"    // age-controlled status updates (cc: acp, acp-literal, lazy)
+	KindFixed  = "fixed"  // updates at a fixed rate (Rate as updates' bit rate or UpdateRate)
+	KindLazy   = "lazy"   // updates, one per RTT
+	KindCBR    = "cbr"    // unresponsive constant-bit-rate UDP
+	KindIperf3 = "iperf3" // kernel TCP through iperf3 (emu only)
+)
+
+// Flow is one traffic source. Flows go forward (sender at the left, data
+// through the forward path, ACKs through the reverse path) unless Reverse.
+type Flow struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// CC is the controller name for bulk flows (default "owd"), the
+	// policy for acp flows (default "acp"), the kernel's for iperf3.
+	CC string `json:"cc,omitempty"`
+	// Pin keeps CC when the run replaces controllers with --cc.
+	Pin bool `json:"pin,omitempty"`
+	// Start and Stop bound the flow's activity (Stop 0 = scenario end).
+	Start Duration `json:"start,omitempty"`
+	Stop  Duration `json:"stop,omitempty"`
+	// Rate is the sending rate of cbr flows.
+	Rate Rate `json:"rate,omitempty"`
+	// UpdateRate is the update rate in Hz of fixed flows.
+	UpdateRate float64 `json:"update_rate,omitempty"`
+	// Size is the packet (cbr) or update (acp/fixed/lazy) size in bytes
+	// (default 1000 for cbr, 1024 for updates); bulk flows use MSS.
+	Size int `json:"size,omitempty"`
+	// Bytes limits a bulk transfer (0 = unlimited).
+	Bytes int64 `json:"bytes,omitempty"`
+	// Reverse sends the flow through the reverse path.
+	Reverse bool `json:"reverse,omitempty"`
+	// DSCP marks the flow's packets: "CS7", "CS6", "EF", "AF41", "CS1", "BE"
+	// or a number 0..63. Default BE (0).
+	DSCP string `json:"dscp,omitempty"`
+}
+
+// Scenario is one experiment.
+type Scenario struct {
+	Name     string   `json:"name"`
+	Duration Duration `json:"duration"`
+	Seed     int64    `json:"seed,omitempty"`
+	// MSS is the bulk flows' segment size in bytes (default 1000).
+	MSS int `json:"mss,omitempty"`
+	// ClockOffset and ClockSkewPPM give every receiver's clock an offset and
+	// skew against its sender's (0 = perfect clocks).
+	ClockOffset  Duration `json:"clock_offset,omitempty"`
+	ClockSkewPPM float64  `json:"clock_skew_ppm,omitempty"`
+	Forward      Path     `json:"forward"`
+	Reverse      Path     `json:"reverse"`
+	Flows        []Flow   `json:"flows"`
+	Changes      []Change `json:"changes,omitempty"`
+}
+
+// Load reads and validates a scenario file. Unknown fields are errors, so a
+// typo does not silently run a different experiment.
+func Load(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	s, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse decodes and validates a scenario, filling defaults.
+func Parse(b []byte) (*Scenario, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s Scenario
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Validate checks the scenario and fills defaults in place.
+func (s *Scenario) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	if s.Name == "" {
+		return bad("name is required")
+	}
+	if s.Duration <= 0 {
+		return bad("duration must be positive")
+	}
+	if s.MSS == 0 {
+		s.MSS = 1000
+	}
+	if s.MSS < 100 || s.MSS > 65000 {
+		return bad("mss %d out of range 100..65000", s.MSS)
+	}
+	for _, p := range []struct {
+		name string
+		p    *Path
+	}{{"forward", &s.Forward}, {"reverse", &s.Reverse}} {
+		if err := p.p.validate(); err != nil {
+			return bad("%s: %v", p.name, err)
+		}
+	}
+	if len(s.Flows) == 0 {
+		return bad("no flows")
+	}
+	names := map[string]bool{}
+	for i := range s.Flows {
+		f := &s.Flows[i]
+		if f.Name == "" {
+			f.Name = fmt.Sprintf("%s-%d", f.Kind, i)
+		}
+		if names[f.Name] {
+			return bad("flow name %q used twice", f.Name)
+		}
+		names[f.Name] = true
+		if err := f.validate(s); err != nil {
+			return bad("flow %q: %v", f.Name, err)
+		}
+	}
+	for i, c := range s.Changes {
+		if c.At > s.Duration {
+			return bad("change %d at %v is after the end", i, c.At.D())
+		}
+	}
+	return nil
+}
+
+func (p *Path) validate() error {
+	if p.Rate == 0 {
+		return errors.New("rate is required")
+	}
+	if p.Loss < 0 || p.Loss > 1 {
+		return fmt.Errorf("loss %v outside 0..1", p.Loss)
+	}
+	q := &p.Queue
+	if q.Discipline == "" {
+		q.Discipline = "fifo"
+	}
+	switch q.Discipline {
+	case "fifo", "codel", "fq_codel", "cake":
+	default:
+		return fmt.Errorf("queue discipline %q: want fifo, codel, fq_codel or cake", q.Discipline)
+	}
+	if q.Limit < 0 || q.LimitBytes < 0 || q.Quantum < 0 || q.Flows < 0 {
+		return errors.New("queue limits must not be negative")
+	}
+	if q.Limit == 0 && q.LimitBytes == 0 {
+		q.Limit = 1000
+	}
+	if ge := p.GE; ge != nil {
+		for _, v := range []float64{ge.P, ge.R, ge.LossGood, ge.LossBad} {
+			if v < 0 || v > 1 {
+				return errors.New("gilbert_elliott probabilities must be within 0..1")
+			}
+		}
+	}
+	return nil
+}
+
+func (f *Flow) validate(s *Scenario) error {
+	switch f.Kind {
+	case KindBulk:
+		if f.CC == "" {
+			f.CC = "owd"
+		}
+	case KindACP:
+		if f.CC == "" {
+			f.CC = "acp"
+		}
+	case KindLazy:
+		f.CC = "lazy"
+	case KindFixed:
+		if f.UpdateRate <= 0 {
+			return errors.New("fixed flows need update_rate > 0 (Hz)")
+		}
+	case KindCBR:
+		if f.Rate == 0 {
+			return errors.New("cbr flows need a rate")
+		}
+	case KindIperf3:
+		if f.CC == "" {
+			f.CC = "cubic"
+		}
+	default:
+		return fmt.Errorf("kind %q: want bulk, acp, fixed, lazy, cbr or iperf3", f.Kind)
+	}
+	if f.Size == 0 {
+		switch f.Kind {
+		case KindCBR:
+			f.Size = 1000
+		case KindACP, KindFixed, KindLazy:
+			f.Size = 1024
+		default:
+			f.Size = s.MSS
+		}
+	}
+	if f.Size < 20 || f.Size > 65000 {
+		return fmt.Errorf("size %d out of range 20..65000", f.Size)
+	}
+	if f.Stop != 0 && f.Stop <= f.Start {
+		return errors.New("stop must be after start")
+	}
+	if f.Start >= s.Duration {
+		return errors.New("starts after the scenario ends")
+	}
+	if _, err := ParseDSCP(f.DSCP); err != nil {
+		return err
+	}
+	return nil
+}
+
+// End is when the flow stops: Stop, or the scenario's end.
+func (f *Flow) End(s *Scenario) Duration {
+	if f.Stop == 0 || f.Stop > s.Duration {
+		return s.Duration
+	}
+	return f.Stop
+}
+
+// IsUpdates reports whether the flow carries status updates.
+func (f *Flow) IsUpdates() bool {
+	return f.Kind == KindACP || f.Kind == KindFixed || f.Kind == KindLazy
+}
+
+// WithCC returns a copy of s in which every unpinned bulk flow uses name.
+func (s *Scenario) WithCC(name string) *Scenario {
+	c := *s
+	c.Flows = append([]Flow(nil), s.Flows...)
+	for i := range c.Flows {
+		if c.Flows[i].Kind == KindBulk && !c.Flows[i].Pin {
+			c.Flows[i].CC = name
+		}
+	}
+	return &c
+}
+
+// ParseDSCP maps a class name or number to the 6-bit DSCP value.
+func ParseDSCP(s string) (uint8, error) {
+	switch strings.ToUpper(strings.TrimSpace(s)) {
+	case "", "BE", "CS0", "DF":
+		return 0, nil
+	case "CS1":
+		return 8, nil
+	case "AF11":
+		return 10, nil
+	case "AF21":
+		return 18, nil
+	case "AF31":
+		return 26, nil
+	case "AF41":
+		return 34, nil
+	case "CS2":
+		return 16, nil
+	case "CS3":
+		return 24, nil
+	case "CS4":
+		return 32, nil
+	case "CS5":
+		return 40, nil
+	case "EF":
+		return 46, nil
+	case "CS6":
+		return 48, nil
+	case "CS7":
+		return 56, nil
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || v < 0 || v > 63 {
+		return 0, fmt.Errorf("dscp %q: want a class name (CS7, EF, …) or 0..63", s)
+	}
+	return uint8(v), nil
+}
