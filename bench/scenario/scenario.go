@@ -125,6 +125,11 @@ type Scenario struct {
 	// skew against its sender's (0 = perfect clocks).
 	ClockOffset  Duration `json:"clock_offset,omitempty"`
 	ClockSkewPPM float64  `json:"clock_skew_ppm,omitempty"`
+	// ClockSync is how receivers correct their clock: "perfect" (θ known
+	// exactly, an ideal NTP), "inband" (clock.Inband from the packets'
+	// own stamps) or "none" (uncorrected; OWD marked untrustworthy).
+	// Default "perfect" when no offset or skew is set, else "inband".
+	ClockSync string `json:"clock_sync,omitempty"`
 	Forward      Path     `json:"forward"`
 	Reverse      Path     `json:"reverse"`
 	Flows        []Flow   `json:"flows"`
@@ -183,6 +188,17 @@ func (s *Scenario) Validate() error {
 		if err := p.p.validate(); err != nil {
 			return bad("%s: %v", p.name, err)
 		}
+	}
+	if s.ClockSync == "" {
+		s.ClockSync = "perfect"
+		if s.ClockOffset != 0 || s.ClockSkewPPM != 0 {
+			s.ClockSync = "inband"
+		}
+	}
+	switch s.ClockSync {
+	case "perfect", "inband", "none":
+	default:
+		return bad("clock_sync %q: want perfect, inband or none", s.ClockSync)
 	}
 	if len(s.Flows) == 0 {
 		return bad("no flows")

@@ -1,0 +1,97 @@
+package scenario
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
+)
+
+func TestParseRate(t *testing.T) {
+	tests := []struct {
+		in   string
+		want cc.Bandwidth
+		err  bool
+	}{
+		{"1.5Mbps", 1_500_000, false},
+		{"200kbps", 200_000, false},
+		{"10Gbps", 10_000_000_000, false},
+		{"9600bps", 9600, false},
+		{" 2 MBPS ", 2_000_000, false},
+		{"100", 0, true},
+		{"-1Mbps", 0, true},
+		{"fastMbps", 0, true},
+	}
+	for _, tc := range tests {
+		got, err := ParseRate(tc.in)
+		if tc.err {
+			require.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+	}
+	require.Equal(t, "1.5Mbps", FormatRate(1_500_000))
+}
+
+func TestParseDefaultsAndErrors(t *testing.T) {
+	s, err := Parse([]byte(`{"name":"x","duration":"10s",
+		"forward":{"rate":"1Mbps","delay":"10ms"},"reverse":{"rate":"1Mbps"},
+		"flows":[{"kind":"bulk"},{"kind":"acp"},{"kind":"cbr","rate":"100kbps"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Second, s.Duration.D())
+	require.Equal(t, 1000, s.MSS)
+	require.Equal(t, "fifo", s.Forward.Queue.Discipline)
+	require.Equal(t, 1000, s.Forward.Queue.Limit)
+	require.Equal(t, "owd", s.Flows[0].CC)
+	require.Equal(t, "acp", s.Flows[1].CC)
+	require.Equal(t, 1024, s.Flows[1].Size)
+	require.Equal(t, "bulk-0", s.Flows[0].Name)
+	require.Equal(t, "perfect", s.ClockSync)
+
+	bad := []string{
+		`{"name":"x","duration":"10s","forward":{"rate":"1Mbps"},"reverse":{"rate":"1Mbps"},"flows":[{"kind":"warp"}]}`,
+		`{"name":"x","duration":"10s","forward":{"rate":"1Mbps"},"reverse":{"rate":"1Mbps"},"flows":[]}`,
+		`{"name":"x","duration":"10s","forward":{"rate":"1Mbps","lossy":1},"reverse":{"rate":"1Mbps"},"flows":[{"kind":"bulk"}]}`,
+		`{"name":"x","duration":"10s","forward":{"rate":"1Mbps","queue":{"discipline":"red"}},"reverse":{"rate":"1Mbps"},"flows":[{"kind":"bulk"}]}`,
+		`{"name":"x","duration":"10s","forward":{"rate":"1Mbps"},"reverse":{"rate":"1Mbps"},"flows":[{"kind":"fixed"}]}`,
+		`{"name":"x","duration":"10s","forward":{"rate":"1Mbps"},"reverse":{"rate":"1Mbps"},"flows":[{"kind":"bulk","dscp":"CS9"}]}`,
+		`{"name":"x","duration":"-1s","forward":{"rate":"1Mbps"},"reverse":{"rate":"1Mbps"},"flows":[{"kind":"bulk"}]}`,
+		`not json`,
+	}
+	for _, b := range bad {
+		_, err := Parse([]byte(b))
+		require.ErrorIs(t, err, ErrInvalid, b)
+	}
+}
+
+func TestWithCCKeepsPinned(t *testing.T) {
+	s := &Scenario{Flows: []Flow{{Kind: KindBulk, CC: "cubic", Pin: true}, {Kind: KindBulk, CC: "owd"}, {Kind: KindACP, CC: "acp"}}}
+	c := s.WithCC("reno")
+	require.Equal(t, []string{"cubic", "reno", "acp"}, []string{c.Flows[0].CC, c.Flows[1].CC, c.Flows[2].CC})
+	require.Equal(t, "owd", s.Flows[1].CC, "original untouched")
+}
+
+func TestDSCP(t *testing.T) {
+	for in, want := range map[string]uint8{"CS7": 56, "cs6": 48, "EF": 46, "": 0, "10": 10} {
+		got, err := ParseDSCP(in)
+		require.NoError(t, err)
+		require.Equal(t, want, got, in)
+	}
+	_, err := ParseDSCP("64")
+	require.Error(t, err)
+}
+
+// Every committed scenario must load.
+func TestCommittedScenariosLoad(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "scenarios", "*.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		_, err := Load(f)
+		require.NoError(t, err, f)
+	}
+}
