@@ -7,6 +7,8 @@
 package netem
 
 import (
+	"time"
+
 	"github.com/fresh-udp/fresh/clock"
 )
 
@@ -25,8 +27,19 @@ type Packet struct {
 	Data   []byte
 
 	// EnqueuedAt is set by the link when the packet enters the queue, so a
-	// discipline can compute sojourn time (CoDel, RFC 8289 §3).
+	// discipline can compute sojourn time (CoDel, RFC 8289 §3). Every
+	// discipline's Enqueue also sets it, so a discipline used on its own
+	// behaves the same.
 	EnqueuedAt clock.Mono
+	// QueueDelay is set by the link when the transmitter takes the packet
+	// from the queue: the time it waited, from EnqueuedAt to the start of
+	// its serialization (not counting serialization or propagation).
+	QueueDelay time.Duration
+	// ArrivedAt is set by the link when the packet leaves the transmitter:
+	// the exact instant it reaches the far end (after serialization,
+	// propagation delay and jitter). Poll may return the packet later than
+	// this if it is called late; ArrivedAt stays exact.
+	ArrivedAt clock.Mono
 }
 
 // DropReason says why a packet did not make it across.
