@@ -2,6 +2,7 @@ package netem
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
@@ -157,6 +158,7 @@ func NewCake(cfg CakeConfig, onDrop DropFunc) (*Cake, error) {
 			return nil, fmt.Errorf("cake: %w", err)
 		}
 		c.tins[t].fs = fs
+		c.tins[t].nextOK = math.MinInt64 // every tin starts within its threshold
 	}
 	c.SetRate(cfg.Rate)
 	return c, nil
