@@ -1,0 +1,79 @@
+// Command freshbench runs the benchmark scenarios of bench/scenarios and
+// reports, stores and plots their results.
+//
+//	freshbench sim [flags] SCENARIO.json...
+//
+// runs each scenario in the virtual-time simulator (bench/sim), once per
+// controller given with --cc, and prints an iperf3-like summary table. Every
+// flag, the scenario file and the result JSON are documented in
+// bench/README.md.
+//
+// Exit status: 0 on success, 2 for a usage error (bad flag, unreadable or
+// invalid scenario file), 1 when a run or writing its output fails.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // a run, or writing its results, failed
+	exitUsage   = 2 // bad command line or scenario file
+)
+
+const mainUsage = `usage: freshbench <command> [flags] [arguments]
+
+Commands:
+  sim    run scenarios in the virtual-time simulator (bench/sim)
+
+Run "freshbench <command> -h" for the flags of a command.
+Flags, the scenario file and the result JSON are documented in bench/README.md.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches the subcommand and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mainUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, mainUsage)
+		return exitOK
+	case "sim":
+		return runSimCommand(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
+	return exitUsage
+}
+
+// usageError is a mistake on the command line or in a scenario file: the
+// message names the flag or file, and the exit code is exitUsage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps an error to the exit status.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	}
+	return exitFailure
+}

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/bench/sim"
+	"github.com/fresh-udp/fresh/cc"
+
+	// Controllers registered outside cc, so --cc can be checked by name.
+	_ "github.com/fresh-udp/fresh/acp"
+	_ "github.com/fresh-udp/fresh/owd"
+)
+
+const simUsage = `usage: freshbench sim [flags] SCENARIO.json...
+
+Runs each scenario in the virtual-time simulator, once per controller of --cc
+(scenarios in argument order, then controllers in --cc order), and prints a
+summary table per scenario. Flags may come before or after the files.
+
+Flags:
+  --cc LIST          comma-separated controllers for every unpinned bulk flow,
+                     e.g. owd,cubic,reno,htcp,rttdelay; one run per name.
+                     Default: one run with the controllers the file names
+                     (labelled with the first bulk flow's cc, or "-").
+  --seed N           random seed for every run (default: the file's "seed")
+  --duration D       simulated duration, a Go duration such as 30s or 2m
+                     (default: the file's "duration"); must be positive
+  --json FILE        write all runs as one indented JSON array ("-": stdout,
+                     and the tables go to stderr)
+  --plot DIR         write PNG plots into DIR (created if missing)
+  --acp-sweep        for scenarios with update flows (acp, lazy, fixed), also
+                     sweep fixed update rates to find the age oracle and
+                     compare it with acp and lazy; the sweep's runs are added
+                     to --json
+  --sweep-json FILE  write the sweep summaries as a JSON array ("-": stdout);
+                     needs --acp-sweep
+  -h, --help         print this help
+
+Exit status: 0 ok, 2 usage error (bad flag or scenario file), 1 run failure.
+`
+
+// simConfig is the parsed command line of "freshbench sim".
+type simConfig struct {
+	CCs       []string      // nil: each scenario's own controllers
+	Seed      int64         // used if SeedSet
+	SeedSet   bool          // --seed was given
+	Duration  time.Duration // 0: each scenario's own
+	JSON      string        // --json file, "-" for stdout, "" for none
+	SweepJSON string        // --sweep-json file
+	PlotDir   string        // --plot directory, "" for none
+	ACPSweep  bool
+	Scenarios []string // scenario files, in argument order
+}
+
+// parseSimArgs parses the flags and scenario files of "freshbench sim".
+// Flags and files may be interleaved; "--" ends the flags. It returns
+// flag.ErrHelp for -h and a *usageError for anything wrong.
+func parseSimArgs(args []string) (*simConfig, error) {
+	cfg := &simConfig{}
+	var ccList string
+	fs := flag.NewFlagSet("freshbench sim", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by the caller, usage by simUsage
+	fs.StringVar(&ccList, "cc", "", "")
+	fs.Int64Var(&cfg.Seed, "seed", 0, "")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "")
+	fs.StringVar(&cfg.JSON, "json", "", "")
+	fs.StringVar(&cfg.SweepJSON, "sweep-json", "", "")
+	fs.StringVar(&cfg.PlotDir, "plot", "", "")
+	fs.BoolVar(&cfg.ACPSweep, "acp-sweep", false, "")
+
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("freshbench sim: %v", err)
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			cfg.Scenarios = append(cfg.Scenarios, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		cfg.Scenarios = append(cfg.Scenarios, rest[0])
+		args = rest[1:]
+	}
+
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "seed":
+			cfg.SeedSet = true
+		case "duration":
+			if cfg.Duration <= 0 {
+				cfg.Duration = -1 // checked below
+			}
+		}
+	})
+	if cfg.Duration < 0 {
+		return nil, usagef("freshbench sim: --duration must be positive")
+	}
+	if ccList != "" || flagGiven(fs, "cc") {
+		ccs, err := parseCCList(ccList)
+		if err != nil {
+			return nil, err
+		}
+		cfg.CCs = ccs
+	}
+	if cfg.SweepJSON != "" && !cfg.ACPSweep {
+		return nil, usagef("freshbench sim: --sweep-json needs --acp-sweep")
+	}
+	if cfg.JSON == "-" && cfg.SweepJSON == "-" {
+		return nil, usagef("freshbench sim: --json and --sweep-json cannot both be - (stdout)")
+	}
+	if len(cfg.Scenarios) == 0 {
+		return nil, usagef("freshbench sim: no scenario file given")
+	}
+	return cfg, nil
+}
+
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// parseCCList splits a --cc list and checks every name against the cc
+// registry.
+func parseCCList(list string) ([]string, error) {
+	known := cc.Names()
+	var out []string
+	for name := range strings.SplitSeq(list, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+			return nil, usagef("freshbench sim: --cc %q: empty controller name", list)
+		case !slices.Contains(known, name):
+			return nil, usagef("freshbench sim: --cc: unknown controller %q (known: %s)", name, strings.Join(known, ","))
+		case slices.Contains(out, name):
+			return nil, usagef("freshbench sim: --cc: %q given twice", name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// loadScenarios reads every scenario file and applies --seed and
+// --duration. Errors are usage errors naming the file.
+func loadScenarios(cfg *simConfig) ([]*scenario.Scenario, error) {
+	var out []*scenario.Scenario
+	for _, path := range cfg.Scenarios {
+		s, err := scenario.Load(path)
+		if err != nil {
+			return nil, usagef("freshbench sim: %v", err)
+		}
+		if cfg.SeedSet {
+			s.Seed = cfg.Seed
+		}
+		if cfg.Duration > 0 {
+			s.Duration = scenario.Duration(cfg.Duration)
+			if err := s.Validate(); err != nil {
+				return nil, usagef("freshbench sim: %s with --duration %v: %v", path, cfg.Duration, err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// simFunc runs one simulation; sim.Run, or a fake in tests.
+type simFunc func(*scenario.Scenario, sim.Options) (*report.Run, error)
+
+// simCommand runs the scenarios of one "freshbench sim" invocation.
+type simCommand struct {
+	cfg      *simConfig
+	sim      simFunc
+	table    io.Writer // the summary tables: stdout, or stderr if stdout carries JSON
+	stdout   io.Writer
+	stderr   io.Writer
+	progress bool // draw progress bars on stderr (a terminal)
+}
+
+// runSimCommand is "freshbench sim": it returns the exit code.
+func runSimCommand(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseSimArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, simUsage)
+		return exitOK
+	}
+	if err == nil {
+		var scs []*scenario.Scenario
+		if scs, err = loadScenarios(cfg); err == nil {
+			c := newSimCommand(cfg, sim.Run, stdout, stderr)
+			c.progress = isTerminal(stderr)
+			err = c.run(scs)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		if exitCode(err) == exitUsage {
+			fmt.Fprintln(stderr, `run "freshbench sim -h" for usage`)
+		}
+	}
+	return exitCode(err)
+}
+
+func newSimCommand(cfg *simConfig, run simFunc, stdout, stderr io.Writer) *simCommand {
+	c := &simCommand{cfg: cfg, sim: run, table: stdout, stdout: stdout, stderr: stderr}
+	if cfg.JSON == "-" || cfg.SweepJSON == "-" {
+		c.table = stderr
+	}
+	return c
+}
+
+// run runs every scenario under every controller, prints the tables, then
+// writes the JSON files; plots are written per scenario as it finishes.
+func (c *simCommand) run(scs []*scenario.Scenario) error {
+	if c.cfg.PlotDir != "" {
+		if err := os.MkdirAll(c.cfg.PlotDir, 0o755); err != nil {
+			return fmt.Errorf("freshbench sim: --plot: %w", err)
+		}
+	}
+	var all []*report.Run
+	var sweeps []*sweepSummary
+	for _, s := range scs {
+		runs, err := c.runScenario(s)
+		if err != nil {
+			return err
+		}
+		if err := writeRunTable(c.table, runs); err != nil {
+			return err
+		}
+		all = append(all, runs...)
+		if c.cfg.PlotDir != "" {
+			if err := writePlots(c.cfg.PlotDir, s, runs); err != nil {
+				return fmt.Errorf("freshbench sim: plots of %s: %w", s.Name, err)
+			}
+		}
+		for _, r := range runs { // plotted: free the traces
+			for i := range r.Flows {
+				r.Flows[i].Series, r.Flows[i].OWDSamples = nil, nil
+			}
+		}
+		if c.cfg.ACPSweep && hasUpdates(s) {
+			sum, sruns, err := c.runSweep(s)
+			if err != nil {
+				return err
+			}
+			if err := writeSweepTable(c.table, []*sweepSummary{sum}); err != nil {
+				return err
+			}
+			if c.cfg.PlotDir != "" {
+				if err := writeSweepPlot(c.cfg.PlotDir, sum); err != nil {
+					return fmt.Errorf("freshbench sim: sweep plot of %s: %w", s.Name, err)
+				}
+			}
+			all = append(all, sruns...)
+			sweeps = append(sweeps, sum)
+		}
+	}
+	if c.cfg.JSON != "" {
+		if err := c.writeJSON(c.cfg.JSON, all); err != nil {
+			return err
+		}
+	}
+	if c.cfg.SweepJSON != "" {
+		if sweeps == nil {
+			sweeps = []*sweepSummary{} // "[]", not "null"
+		}
+		if err := c.writeJSON(c.cfg.SweepJSON, sweeps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runScenario runs s once per --cc controller, or once as written.
+func (c *simCommand) runScenario(s *scenario.Scenario) ([]*report.Run, error) {
+	if c.cfg.CCs == nil {
+		r, err := c.runOne(s, "", defaultLabel(s), nil)
+		if err != nil {
+			return nil, err
+		}
+		return []*report.Run{r}, nil
+	}
+	var runs []*report.Run
+	for _, name := range c.cfg.CCs {
+		r, err := c.runOne(s, name, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// defaultLabel is the cc label of a run without --cc: the first bulk
+// flow's controller, or "-".
+func defaultLabel(s *scenario.Scenario) string {
+	for _, f := range s.Flows {
+		if f.Kind == scenario.KindBulk {
+			return f.CC
+		}
+	}
+	return "-"
+}
+
+// runOne runs s with controller name ("" = as written), labels the result
+// with label, and draws a progress bar. bar, if not nil, is a bar shared by
+// several runs (the sweep), and the run only moves it.
+func (c *simCommand) runOne(s *scenario.Scenario, name, label string, bar func(float64)) (run *report.Run, err error) {
+	opts := sim.Options{CC: name, Trace: c.cfg.PlotDir != "" && bar == nil}
+	var pb *progressBar
+	if bar == nil {
+		pb = newProgressBar(c.stderr, c.progress, s.Name+" "+label)
+		defer pb.Done()
+		bar = pb.Set
+	}
+	opts.Progress = func(done, total time.Duration) {
+		if total > 0 {
+			bar(float64(done) / float64(total))
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("freshbench sim: %s, cc %s: simulator panicked: %v\n%s", s.Name, label, p, debug.Stack())
+		}
+	}()
+	start := time.Now()
+	run, err = c.sim(s, opts)
+	wall := time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("freshbench sim: %s, cc %s: %w", s.Name, label, err)
+	}
+	run.CC = label
+	if run.WallS == 0 {
+		run.WallS = wall.Seconds()
+	}
+	return run, nil
+}
+
+// writeJSON writes v indented to path ("-": stdout). The same runs give the
+// same bytes: report.Run keeps wall-clock times out of its JSON.
+func (c *simCommand) writeJSON(path string, v any) error {
+	b, err := marshalStable(v)
+	if err != nil {
+		return fmt.Errorf("freshbench sim: %s: %w", path, err)
+	}
+	if path == "-" {
+		_, err = c.stdout.Write(b)
+	} else {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("freshbench sim: %w", err)
+	}
+	return nil
+}
+
+// marshalStable is the JSON encoding of every output file: two-space
+// indent, a final newline, map keys sorted (encoding/json does that).
+func marshalStable(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

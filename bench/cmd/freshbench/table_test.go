@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFormatters(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{formatBitRate(0), "0 bit/s"},
+		{formatBitRate(999), "999 bit/s"},
+		{formatBitRate(81_900), "81.9 kbit/s"},
+		{formatBitRate(999_999), "1000 kbit/s"},
+		{formatBitRate(1_213_456), "1.21 Mbit/s"},
+		{formatBitRate(1.5e6), "1.5 Mbit/s"},
+		{formatBitRate(123_456_789), "123 Mbit/s"},
+		{formatBitRate(10e9), "10 Gbit/s"},
+		{formatBytes(12), "12 B"},
+		{formatBytes(15_100_000), "15.1 MB"},
+		{formatBytes(2_345), "2.35 kB"},
+		{formatBytes(3e9), "3 GB"},
+		{formatMs(52.14), "52.1"},
+		{formatMs(0), "-"},
+		{formatPercent(0.9712), "97.1%"},
+		{formatFloat(183.1054), "183.1"},
+		{formatFloat(0), "-"},
+		{formatRatio(1.23456), "1.23"},
+		{formatSpeed(100, 0.4), "simulated 100 s in 0.40 s (250× real time)"},
+		{formatSpeed(100, 0), "simulated 100 s"},
+	} {
+		require.Equal(t, tc.want, tc.got)
+	}
+}
+
+func TestWriteRunTable(t *testing.T) {
+	_, runs := fixtureRuns(t, "owd", "cubic")
+	var b bytes.Buffer
+	require.NoError(t, writeRunTable(&b, runs))
+	lines := strings.Split(b.String(), "\n")
+	// header, 4 flows × 2 runs, blank, header, 2 runs, blank, final "".
+	require.Len(t, lines, 1+8+1+1+2+1+1, b.String())
+	header := lines[0]
+	require.True(t, strings.HasPrefix(header, "SCENARIO"))
+	// tabwriter aligns: every flow row has the goodput column where the
+	// header has it.
+	col := strings.Index(header, "GOODPUT")
+	for _, l := range lines[1:9] {
+		require.NotEqual(t, byte(' '), l[col], l)
+		require.Equal(t, byte(' '), l[col-1], l)
+	}
+	require.Equal(t, []string{"dumbbell-test", "owd", "bulk", "bulk", "1.25", "Mbit/s"}, strings.Fields(lines[1])[:6])
+	require.Contains(t, lines[4], "updates") // the update flow has ages
+	require.NotContains(t, lines[4][strings.Index(header, "AGE mean"):], "-")
+	require.Contains(t, lines[3], "udp-rev")
+	cbr := strings.Fields(lines[3])
+	require.Equal(t, []string{"-", "-"}, cbr[len(cbr)-2:], "no ages for cbr")
+	require.Contains(t, lines[11], "93.0%")
+	require.Contains(t, lines[11], "7.1%")
+	require.Contains(t, lines[11], "simulated 20 s in 0.25 s (80× real time)")
+}
+
+func TestWriteSweepTable(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, writeSweepTable(&b, []*sweepSummary{{
+		Scenario: "s", CapacityHz: 183.1, Points: make([]sweepPoint, 30), OracleRateHz: 25.5, OracleAgeMs: 134.2,
+		ACPAgeMs: 140.9, ACPRateHz: 28, LazyAgeMs: 160, LazyRateHz: 9, ACPOverOracle: 1.05, ACPOverLazy: 0.881,
+	}}))
+	require.Contains(t, b.String(), "ACP/ORACLE")
+	row := strings.Fields(strings.Split(b.String(), "\n")[1])
+	require.Equal(t, []string{"s", "30", "183.1", "25.5", "134.2", "28", "140.9", "9", "160.0", "1.05", "0.88"}, row)
+}
