@@ -1,9 +1,3 @@
-// Package netem models a bottleneck link in userspace: serialization at a
-// rate, a queue discipline in front of it, propagation delay, jitter and
-// random loss. It is sans-I/O — every call carries now — so the same link
-// runs under the discrete-event simulator (bench/sim, virtual time) and the
-// real-time UDP relay (bench/emu). The kernel here has no netem, fq_codel or
-// cake qdisc; this package is our replacement.
 package netem
 
 import (
