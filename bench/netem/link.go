@@ -256,8 +256,15 @@ func NewLink(cfg LinkConfig, onDrop DropFunc) (*Link, error) {
 }
 
 // Config returns the link's current configuration (with the changes made
-// by the setters).
-func (l *Link) Config() LinkConfig { return l.cfg }
+// by the setters). It is a copy: changing it does not change the link.
+func (l *Link) Config() LinkConfig {
+	c := l.cfg
+	if c.GE != nil {
+		ge := *c.GE
+		c.GE = &ge
+	}
+	return c
+}
 
 // TxTime is the serialization time of size bytes at rate: size·8/rate,
 // rounded up to the nanosecond so the link never exceeds its rate.
