@@ -48,16 +48,16 @@ type Config struct {
 	// packet. Default 2 ms.
 	OWDTolerance time.Duration
 
-	// DisableBaseDelayProbe turns off the periodic base-delay re-probe.
-	// By default, as LEDBAT++'s slowdown (draft-irtf-iccrg-ledbat-plus-plus
-	// §4.4), the controller drops its window to 2 packets for ProbeHold
-	// (default 2 SRTT) two RTTs after the first slow-start exit and then every
-	// ProbeSpacing (default 9) times the last slowdown's length, so queues
-	// drain and every flow, latecomers included, re-measures OWDmin on an
-	// empty queue. The factor 9 bounds the throughput cost near 10 %.
+	// DisableBaseDelayProbe turns off the periodic base-delay re-probe
+	// (see baseProbe): by default the window drops to 2 packets for
+	// ProbeHoldRTTs·SRTT (default 2) two SRTTs after the first slow-start
+	// exit and then every max(ProbeSpacing × the last slowdown's length,
+	// ProbeMinInterval) (defaults 9, as LEDBAT++, and 20 s), so queues drain
+	// and every flow, latecomers included, re-measures OWDmin.
 	DisableBaseDelayProbe bool
 	ProbeHoldRTTs         float64
 	ProbeSpacing          float64
+	ProbeMinInterval      time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -93,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProbeSpacing <= 0 {
 		c.ProbeSpacing = 9
+	}
+	if c.ProbeMinInterval <= 0 {
+		c.ProbeMinInterval = 20 * time.Second
 	}
 	return c
 }

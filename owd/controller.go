@@ -9,9 +9,11 @@ import (
 )
 
 // Controller is the OWD-based window controller of SPEC §1. Build it with New
-// (Eq. 2, registry name "owd") or NewEq7 (the Eq. 7 variant, "owd-eq7").
+// (the default, "owd": the Eq. 7 rule), NewEq2 (the paper's Eq. 2,
+// "owd-eq2") or NewEq7 ("owd-eq7", the same rule as New).
 // It is a sans-I/O state machine, not safe for concurrent use.
 type Controller struct {
+	name string
 	cfg  Config
 	rule windowRule
 	mss  float64
@@ -42,29 +44,35 @@ type Controller struct {
 	recoverPN   cc.PacketNumber
 	inRecovery  bool
 
-	// Base-delay re-probe (LEDBAT++ slowdown).
-	probeAt    clock.Mono // next probe start; 0 = not scheduled
-	probeStart clock.Mono
-	holdUntil  clock.Mono // window pinned to the floor until then
-	probing    bool       // between probe start and regaining ssthresh
+	probe baseProbe
 }
 
 var _ cc.Controller = (*Controller)(nil)
 
 func init() {
 	cc.Register("owd", func(mss cc.ByteCount) cc.Controller { return New(Config{MSS: mss}) })
+	cc.Register("owd-eq2", func(mss cc.ByteCount) cc.Controller { return NewEq2(Config{MSS: mss}) })
 	cc.Register("owd-eq7", func(mss cc.ByteCount) cc.Controller { return NewEq7(Config{MSS: mss}) })
 }
 
-// New returns the Eq. 2 controller ("owd").
-func New(cfg Config) *Controller { return newController(cfg, eq2{}) }
+// New returns fresh's default OWD controller, "owd". It is the Eq. 7
+// variant: in the simulator benchmark (bench/RESULTS.md) it kept four flows
+// at Jain 1.00 where Eq. 2's additive decrease left them at 0.86, and it
+// held lower queueing delay everywhere, at a cost of a few percent of link
+// utilisation on clean paths.
+func New(cfg Config) *Controller { return newController("owd", cfg, eq7{}) }
 
-// NewEq7 returns the Eq. 7 variant ("owd-eq7").
-func NewEq7(cfg Config) *Controller { return newController(cfg, eq7{}) }
+// NewEq2 returns the paper's Eq. 2 controller ("owd-eq2").
+func NewEq2(cfg Config) *Controller { return newController("owd-eq2", cfg, eq2{}) }
 
-func newController(cfg Config, rule windowRule) *Controller {
+// NewEq7 returns the Eq. 7 variant under its own name ("owd-eq7"); it
+// behaves as New.
+func NewEq7(cfg Config) *Controller { return newController("owd-eq7", cfg, eq7{}) }
+
+func newController(name string, cfg Config, rule windowRule) *Controller {
 	cfg = cfg.withDefaults()
 	c := &Controller{
+		name:        name,
 		cfg:         cfg,
 		rule:        rule,
 		mss:         float64(cfg.MSS),
@@ -80,7 +88,7 @@ func newController(cfg Config, rule windowRule) *Controller {
 }
 
 // Name implements cc.Controller.
-func (c *Controller) Name() string { return c.rule.name() }
+func (c *Controller) Name() string { return c.name }
 
 // OnPacketSent implements cc.Controller.
 func (c *Controller) OnPacketSent(_ clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
@@ -97,8 +105,11 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	if c.inRecovery && ack.PacketNumber > c.recoverPN {
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
 	}
-	if c.probeHold(now) {
-		return
+	if c.probe.active {
+		if c.probe.holding(now) {
+			return
+		}
+		c.cwnd = math.Max(c.cwnd, c.probe.finish(now, c.cfg.ProbeSpacing, c.cfg.ProbeMinInterval))
 	}
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
@@ -209,33 +220,20 @@ func (c *Controller) exitSlowStart(now clock.Mono) {
 	c.owdA.ResetMax(now, c.ssMaxOWDv)
 	c.rttA.ResetMax(now, c.ssMaxOWDv)
 	c.ssMaxOWDv = 0
-	if c.probing {
-		// End of a slowdown: the next one is ProbeSpacing times as far
-		// away as this one lasted.
-		c.probing = false
-		c.probeAt = now.Add(time.Duration(c.cfg.ProbeSpacing * float64(now.Sub(c.probeStart))))
-	} else if !c.ssExited && c.rtt.HasSample() {
-		c.probeAt = now.Add(2 * c.rtt.Smoothed()) // LEDBAT++ initial slowdown
+	if !c.ssExited && c.rtt.HasSample() {
+		c.probe.schedule(now.Add(2 * c.rtt.Smoothed())) // LEDBAT++ initial slowdown
 	}
 	c.ssExited = true
 }
 
-// maybeStartProbe begins a slowdown when one is due.
+// maybeStartProbe begins a base-delay slowdown when one is due.
 func (c *Controller) maybeStartProbe(now clock.Mono) {
-	if c.cfg.DisableBaseDelayProbe || c.probeAt == 0 || now.Before(c.probeAt) || !c.rtt.HasSample() {
+	if c.cfg.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
 		return
 	}
-	c.probeAt = 0
-	c.probing = true
-	c.probeStart = now
-	c.ssthresh = c.cwnd // ramp back to here in slow start
+	hold := time.Duration(c.cfg.ProbeHoldRTTs * float64(c.rtt.Smoothed()))
+	c.probe.begin(now, c.cwnd, hold)
 	c.cwnd = cc.MinWindowPackets * c.mss
-	c.holdUntil = now.Add(time.Duration(c.cfg.ProbeHoldRTTs * float64(c.rtt.Smoothed())))
-}
-
-// probeHold reports whether the window is pinned by a slowdown.
-func (c *Controller) probeHold(now clock.Mono) bool {
-	return c.probing && now.Before(c.holdUntil)
 }
 
 // grow adds d bytes (possibly negative) and applies the 2-packet floor.
@@ -251,6 +249,11 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	if loss.PacketNumber <= c.recoverPN {
 		return // sent before the current episode began
 	}
+	if c.probe.active {
+		// The lost packet was sent before the slowdown: judge the loss
+		// against the window the flow had then.
+		c.cwnd = c.probe.finish(now, c.cfg.ProbeSpacing, c.cfg.ProbeMinInterval)
+	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
 	slowStart := c.cwnd < c.ssthresh
@@ -260,10 +263,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 		c.cwnd = math.Max(c.cwnd*c.cfg.NonCongestiveLossFactor, cc.MinWindowPackets*c.mss)
 	}
 	c.ssthresh = c.cwnd
-	if c.probing {
-		c.probing = false
-		c.probeAt = now.Add(time.Duration(c.cfg.ProbeSpacing * float64(now.Sub(c.probeStart))))
-	} else if slowStart {
+	if slowStart {
 		c.exitSlowStart(now)
 	}
 }
@@ -281,12 +281,14 @@ func (c *Controller) congestiveLoss(now clock.Mono) bool {
 // OnRetransmissionTimeout implements cc.Controller: the whole window was lost,
 // so restart from the 2-packet floor in slow start (RFC 5681 §3.1 sets the
 // loss window to one segment; SPEC's floor is two packets).
-func (c *Controller) OnRetransmissionTimeout(_ clock.Mono) {
+func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	c.cwnd = cc.MinWindowPackets * c.mss
 	c.inRecovery = false
 	c.recoverPN = c.largestSent
-	c.probing = false
+	if c.probe.active {
+		c.probe.finish(now, c.cfg.ProbeSpacing, c.cfg.ProbeMinInterval)
+	}
 }
 
 // Window implements cc.Controller.

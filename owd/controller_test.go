@@ -13,12 +13,23 @@ import (
 func noProbe() Config { return Config{MSS: mss, DisableBaseDelayProbe: true} }
 
 func TestRegistryNames(t *testing.T) {
-	for _, name := range []string{"owd", "owd-eq7"} {
+	for _, name := range []string{"owd", "owd-eq2", "owd-eq7"} {
 		c, err := cc.New(name, mss)
 		require.NoError(t, err)
 		require.Equal(t, name, c.Name())
 		require.Equal(t, cc.ByteCount(10*mss), c.Window())
 	}
+}
+
+func TestDefaultIsEq7(t *testing.T) {
+	// The same steps as TestEq7Step, through New.
+	h := newHarness(New(noProbe()))
+	h.toAvoidance()
+	h.ackN(4, 75*time.Millisecond, 110*time.Millisecond)
+	before := h.cwndPackets()
+	h.ack(75*time.Millisecond, 110*time.Millisecond)
+	require.InDelta(t, before-0.5/2.25, h.cwndPackets(), 1e-9)
+	require.Equal(t, "owd", h.c.Name())
 }
 
 func TestEq2Rows(t *testing.T) {
@@ -59,7 +70,7 @@ func TestEq2ThroughController(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(New(noProbe()))
+			h := newHarness(NewEq2(noProbe()))
 			h.toAvoidance()
 			require.False(t, h.c.Metrics().InSlowStart)
 			h.ackN(4, tc.owd, 110*time.Millisecond) // fill the OWDcur filter
@@ -71,7 +82,7 @@ func TestEq2ThroughController(t *testing.T) {
 }
 
 func TestMuFloorAndBeta(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(NewEq2(noProbe()))
 	h.toAvoidance()
 	m := h.c.Metrics()
 	require.Equal(t, 50*time.Millisecond, m.OWDMin)
@@ -93,7 +104,7 @@ func TestMuFloorAndBeta(t *testing.T) {
 
 func TestSlowStartExit(t *testing.T) {
 	t.Run("early exit on OWD queueing", func(t *testing.T) {
-		h := newHarness(New(noProbe()))
+		h := newHarness(NewEq2(noProbe()))
 		h.ackN(8, 50*time.Millisecond, 100*time.Millisecond)
 		require.True(t, h.c.Metrics().InSlowStart)
 		require.Equal(t, 18.0, h.cwndPackets(), "slow start: +1 packet per ACK")
@@ -108,12 +119,12 @@ func TestSlowStartExit(t *testing.T) {
 	t.Run("disabled: stays in slow start", func(t *testing.T) {
 		cfg := noProbe()
 		cfg.DisableEarlySlowStartExit = true
-		h := newHarness(New(cfg))
+		h := newHarness(NewEq2(cfg))
 		h.toAvoidance()
 		require.True(t, h.c.Metrics().InSlowStart)
 	})
 	t.Run("reverse-path queueing does not trigger it", func(t *testing.T) {
-		h := newHarness(New(noProbe()))
+		h := newHarness(NewEq2(noProbe()))
 		h.ackN(8, 50*time.Millisecond, 100*time.Millisecond)
 		h.ackN(8, 50*time.Millisecond, 300*time.Millisecond) // ACK path queue
 		require.True(t, h.c.Metrics().InSlowStart)
@@ -135,7 +146,7 @@ func TestLossDifferentiation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := noProbe()
 			cfg.DisableLossDifferentiation = tc.disable
-			h := newHarness(New(cfg))
+			h := newHarness(NewEq2(cfg))
 			h.toAvoidance()
 			h.ackN(4, tc.owd, 110*time.Millisecond)
 			before := h.cwndPackets()
@@ -147,7 +158,7 @@ func TestLossDifferentiation(t *testing.T) {
 }
 
 func TestRecoveryOneReductionAndPartialAcks(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(NewEq2(noProbe()))
 	h.toAvoidance()
 	h.ackN(4, 80*time.Millisecond, 110*time.Millisecond)
 	h.lose()
@@ -170,7 +181,7 @@ func TestRecoveryOneReductionAndPartialAcks(t *testing.T) {
 }
 
 func TestRetransmissionTimeout(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(NewEq2(noProbe()))
 	h.toAvoidance()
 	before := h.c.Window()
 	h.c.OnRetransmissionTimeout(h.now)
@@ -182,7 +193,7 @@ func TestRetransmissionTimeout(t *testing.T) {
 }
 
 func TestWindowFloor(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(NewEq2(noProbe()))
 	h.toAvoidance()
 	for range 10 {
 		h.ackN(4, 80*time.Millisecond, 110*time.Millisecond)
@@ -196,7 +207,7 @@ func TestWindowFloor(t *testing.T) {
 }
 
 func TestApplicationLimitedDoesNotGrow(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(NewEq2(noProbe()))
 	h.appLimited = true
 	h.ackN(20, 50*time.Millisecond, 100*time.Millisecond)
 	require.Equal(t, 10.0, h.cwndPackets(), "slow start")
@@ -219,7 +230,7 @@ func TestRTTFallback(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(New(noProbe()))
+			h := newHarness(NewEq2(noProbe()))
 			h.toAvoidance()
 			require.Equal(t, cc.SignalOWD, h.c.Metrics().Signal)
 
@@ -238,7 +249,7 @@ func TestRTTFallback(t *testing.T) {
 }
 
 func TestRTTFallbackRunsOnHalfRTT(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(NewEq2(noProbe()))
 	// No synchronised clock at all: the controller must still leave slow
 	// start on RTT/2 queueing (base 50 ms, then 60 ms).
 	bad := func(rtt time.Duration) cc.AckSample {
@@ -271,27 +282,35 @@ func TestEq7Step(t *testing.T) {
 }
 
 func TestBaseDelayProbe(t *testing.T) {
-	h := newHarness(New(Config{MSS: mss}))
-	h.toAvoidance() // SRTT ≈ 100 ms: first probe 200 ms after exit
-	exitWin := h.cwndPackets()
-	require.Greater(t, exitWin, 2.0)
+	h := newHarness(NewEq2(Config{MSS: mss}))
+	h.toAvoidance() // SRTT ≈ 100 ms: first slowdown 200 ms after the exit
+	require.Greater(t, h.cwndPackets(), 2.0)
 
 	h.ackN(150, 50*time.Millisecond, 100*time.Millisecond) // 150 ms: not yet
 	require.Greater(t, h.cwndPackets(), 2.0)
 	h.ackN(60, 50*time.Millisecond, 100*time.Millisecond) // past 200 ms
 	require.Equal(t, 2.0, h.cwndPackets(), "slowdown to the 2-packet floor")
-	heldWin := h.c.Metrics().Ssthresh
+	saved := h.c.probe.saved
+	start := h.c.probe.start
 
 	h.ackN(150, 50*time.Millisecond, 100*time.Millisecond) // within 2 SRTT: held
 	require.Equal(t, 2.0, h.cwndPackets())
-	h.ackN(100, 50*time.Millisecond, 100*time.Millisecond) // hold over: slow start back
-	require.Equal(t, heldWin, h.c.Metrics().Ssthresh)
+	h.ackN(60, 50*time.Millisecond, 100*time.Millisecond) // hold over
+	require.False(t, h.c.probe.active)
+	require.GreaterOrEqual(t, h.cwndPackets(), saved/mss, "window restored at once, no slow-start ramp")
 	require.False(t, h.c.Metrics().InSlowStart)
-	require.GreaterOrEqual(t, h.c.Window(), heldWin)
-	require.False(t, h.c.probing)
-	// Next probe: 9 × the slowdown's length after its end.
-	lasted := h.c.probeAt.Sub(h.now)
-	require.Greater(t, lasted, 9*200*time.Millisecond)
+	// Next slowdown: max(9 × its length, 20 s) after its end.
+	lasted := h.c.probe.at.Sub(start)
+	require.GreaterOrEqual(t, lasted, 20*time.Second)
+	require.Less(t, lasted, 21*time.Second)
+}
+
+func TestBaseDelayProbeDisabled(t *testing.T) {
+	h := newHarness(NewEq2(noProbe()))
+	h.toAvoidance()
+	h.step = 10 * time.Millisecond
+	h.ackN(5000, 50*time.Millisecond, 100*time.Millisecond) // 50 s
+	require.Greater(t, h.cwndPackets(), 50.0, "never pinned to the floor")
 }
 
 func TestEstimatorSign(t *testing.T) {

@@ -6,7 +6,6 @@ import "time"
 // in packets for one acknowledged packet, given the delay state. It is an
 // interface, not a mode flag, so each variant is its own named type.
 type windowRule interface {
-	name() string
 	// delta returns the window change in packets per acknowledged packet.
 	// v is OWDv, mu is μ, cur and base are OWDcur and OWDmin (base already
 	// floored), cwnd is the window in packets.
@@ -22,8 +21,6 @@ type windowRule interface {
 // The paper prints the middle row as "OWDv > μ" and the last as "cwnd < μ";
 // SPEC §1 resolves both to the ranges above.
 type eq2 struct{}
-
-func (eq2) name() string { return "owd" }
 
 func (eq2) delta(v, mu float64, _, _ time.Duration, cwnd float64) float64 {
 	switch {
@@ -48,8 +45,6 @@ func (eq2) delta(v, mu float64, _, _ time.Duration, cwnd float64) float64 {
 // it is multiplicative per RTT, which is what drives competing flows toward
 // equal windows (Chiu & Jain's AIMD argument).
 type eq7 struct{}
-
-func (eq7) name() string { return "owd-eq7" }
 
 func (eq7) delta(v, mu float64, cur, base time.Duration, cwnd float64) float64 {
 	if v <= mu {
