@@ -145,6 +145,20 @@ type Config struct {
 	// goes there: when about one update is in flight, DEC's b*/T = −κ/T is
 	// as large as 1/Z, so one DEC lands on λ_min. 0 = off.
 	MinUpdatesPerRTT float64
+	// ExploreOnHold takes an INC step (b* = +κ) in an epoch the table
+	// would hold (b_k = 0 or δ_k = 0 after the noise thresholds). On a
+	// steady path — no cross traffic, constant service — the backlog is
+	// exactly constant at whatever rate the regulator has, so the literal
+	// rule holds for ever and never learns that a faster rate would lower
+	// the age. Exploring turns "no information" into a probe; if it was
+	// wrong, the next epoch reads (b>0, δ>0) and decreases.
+	ExploreOnHold bool
+	// IncFraction makes INC's target backlog change proportional to the
+	// backlog: b* = +max(κ, IncFraction·B̄_k), the mirror of MDEC's
+	// −(1−2^−γ)·B̄_k. With κ = 1 alone the regulator climbs one update per
+	// epoch, so a path whose age-optimal backlog is a hundred updates (a
+	// long fat path) takes minutes to get there. 0 = the literal +κ.
+	IncFraction float64
 }
 
 // withDefaults returns c with zero fields defaulted, or an error wrapping
@@ -203,6 +217,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(c.MinUpdatesPerRTT >= 0) || math.IsInf(c.MinUpdatesPerRTT, 1) {
 		return bad("MinUpdatesPerRTT %v", c.MinUpdatesPerRTT)
+	}
+	if !(c.IncFraction >= 0) || c.IncFraction > 1 {
+		return bad("IncFraction %v outside [0, 1]", c.IncFraction)
 	}
 	return c, nil
 }

@@ -326,7 +326,11 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		if st.Delta <= r.cfg.AgeNoise && st.Delta >= -r.cfg.AgeNoise {
 			d = 0
 		}
-		st.Action, bstar = r.apply(decide(b, d), st.Backlog)
+		rw := decide(b, d)
+		if rw == rowNone && r.cfg.ExploreOnHold {
+			rw = rowUpDown // INC: see Config.ExploreOnHold
+		}
+		st.Action, bstar = r.apply(rw, st.Backlog)
 	} else {
 		// Not enough information: keep the rate. This epoch is not in row
 		// (b>0, δ>0), so a run of MDECs ends here.
@@ -364,7 +368,7 @@ func (r *Regulator) apply(rw row, backlog float64) (Action, float64) {
 		return ActionDec, -r.cfg.Kappa
 	case rowDownUp, rowUpDown:
 		r.gamma = 0
-		return ActionInc, r.cfg.Kappa
+		return ActionInc, math.Max(r.cfg.Kappa, r.cfg.IncFraction*backlog)
 	case rowDownDown:
 		r.gamma = 0
 		return ActionDec, -r.cfg.Kappa

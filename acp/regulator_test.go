@@ -609,3 +609,36 @@ func BenchmarkRegulatorOnAck(b *testing.B) {
 		b.StopTimer()
 	}
 }
+
+// TestExploreOnHold: a steady path (b = 0) holds under the literal rule and
+// takes an INC step with ExploreOnHold.
+func TestExploreOnHold(t *testing.T) {
+	p := plan([]int{0, 0, 0, 0}, []float64{0, 0, 0, 0})
+	st := newHarness(t, Config{}).run(p)
+	require.Equal(t, ActionHold, st[3].Action)
+	st = newHarness(t, Config{ExploreOnHold: true}).run(p)
+	require.True(t, st[3].Compared)
+	require.Equal(t, ActionInc, st[3].Action)
+	require.InDelta(t, 1, st[3].BStar, 1e-9, "+κ")
+	require.InDelta(t, float64(wantRate(1)), float64(st[3].Rate), 1e-6)
+}
+
+// TestIncFraction: INC moves the backlog by max(κ, IncFraction·B̄).
+func TestIncFraction(t *testing.T) {
+	tests := []struct {
+		frac, backlog, want float64
+	}{
+		{0, 10, 1},      // literal: +κ
+		{0.5, 10, 5},    // proportional
+		{0.5, 1.5, 1},   // never below κ
+		{0.25, 100, 25}, // a long fat path climbs fast
+	}
+	for _, tc := range tests {
+		h := newHarness(t, Config{IncFraction: tc.frac})
+		act, bstar := h.r.apply(rowUpDown, tc.backlog)
+		require.Equal(t, ActionInc, act)
+		require.InDelta(t, tc.want, bstar, 1e-12, "frac %v backlog %v", tc.frac, tc.backlog)
+	}
+	_, err := NewRegulator(Config{IncFraction: 1.5})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
