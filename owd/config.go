@@ -48,6 +48,12 @@ type Config struct {
 	// packet. Default 2 ms.
 	OWDTolerance time.Duration
 
+	// DisableReverseCompensation turns off the reverse-path compensation
+	// of reverse.go: by default the window is scaled by RTT/(RTT − reverse
+	// queueing) so queueing on the ACK path neither slows the flow down nor,
+	// when it drains, makes it burst.
+	DisableReverseCompensation bool
+
 	// DisableBaseDelayProbe turns off the periodic base-delay re-probe
 	// (see baseProbe): by default the window drops to 2 packets for
 	// ProbeHoldRTTs·SRTT (default 2) two SRTTs after the first slow-start

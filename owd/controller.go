@@ -117,7 +117,7 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 
 	a := c.active()
 	slowStart := c.cwnd < c.ssthresh
-	limited := cc.WindowLimited(ack.PriorInFlight, cc.ByteCount(c.cwnd), c.cfg.MSS, slowStart)
+	limited := cc.WindowLimited(ack.PriorInFlight, c.Window(), c.cfg.MSS, slowStart)
 	acked := float64(ack.Bytes) / c.mss // packets acknowledged
 
 	if slowStart {
@@ -292,16 +292,26 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 }
 
 // Window implements cc.Controller.
-func (c *Controller) Window() cc.ByteCount { return cc.ByteCount(c.cwnd) }
+// With reverse-path compensation (reverse.go) it is the internal window
+// scaled by RTTcur/(RTTcur − reverse queueing).
+func (c *Controller) Window() cc.ByteCount { return cc.ByteCount(c.cwnd * c.reverseScale()) }
+
+// reverseScale is the reverse-path compensation factor (1 when off).
+func (c *Controller) reverseScale() float64 {
+	if c.cfg.DisableReverseCompensation || c.signal != cc.SignalOWD || !c.owdA.Ready() || !c.rttA.Ready() {
+		return 1
+	}
+	return reverseScale(c.rttA.Current(), c.rttA.Min(), c.owdA.Current(), c.owdA.Min())
+}
 
 // PacingRate implements cc.Controller.
 func (c *Controller) PacingRate() cc.Bandwidth {
-	return cc.PacingRate(cc.ByteCount(c.cwnd), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
+	return cc.PacingRate(c.Window(), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
 }
 
 // CanSend implements cc.Controller.
 func (c *Controller) CanSend(bytesInFlight cc.ByteCount) bool {
-	return bytesInFlight < cc.ByteCount(c.cwnd)
+	return bytesInFlight < c.Window()
 }
 
 // Signal is the delay signal in use: cc.SignalOWD or cc.SignalRTT (fallback).
@@ -312,7 +322,7 @@ func (c *Controller) Signal() cc.DelaySignal { return c.signal }
 func (c *Controller) Metrics() cc.Metrics {
 	a := c.active()
 	m := cc.Metrics{
-		Window:      cc.ByteCount(c.cwnd),
+		Window:      c.Window(),
 		PacingRate:  c.PacingRate(),
 		InSlowStart: c.cwnd < c.ssthresh,
 		InRecovery:  c.inRecovery,

@@ -1,0 +1,58 @@
+package owd
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
+)
+
+func TestReverseScale(t *testing.T) {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	tests := []struct {
+		name                                   string
+		rttHalfCur, rttHalfMin, owdCur, owdMin time.Duration
+		want                                   float64
+	}{
+		{"no queueing", ms(50), ms(50), ms(50), ms(50), 1},
+		{"forward queueing only: no compensation", ms(60), ms(50), ms(70), ms(50), 1},
+		// RTT 300 ms against 100 ms, forward OWD unchanged: 200 ms of ACK-path
+		// queue, W = cwnd · 300/100.
+		{"reverse queueing", ms(150), ms(50), ms(50), ms(50), 3},
+		// RTT 300, forward queue 20 ms: revQ = 200 − 20 = 180, W = 300/120.
+		{"both", ms(150), ms(50), ms(70), ms(50), 2.5},
+		{"capped", ms(1000), ms(50), ms(50), ms(50), maxReverseScale},
+		{"no samples", 0, 0, 0, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.InDelta(t, tc.want, reverseScale(tc.rttHalfCur, tc.rttHalfMin, tc.owdCur, tc.owdMin), 1e-9)
+		})
+	}
+}
+
+func TestWindowFollowsReverseQueueing(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		cfg := noProbe()
+		cfg.DisableReverseCompensation = disabled
+		h := newHarness(NewEq2(cfg))
+		h.toAvoidance()
+		h.ackN(8, 55*time.Millisecond, 100*time.Millisecond) // RTT back to base
+		base := h.c.cwnd
+		// The ACK path queues 200 ms; the forward path does not.
+		h.ackN(4, 55*time.Millisecond, 300*time.Millisecond)
+		got := float64(h.c.Window())
+		if disabled {
+			require.InDelta(t, h.c.cwnd, got, 1, "off: the window is cwnd")
+			continue
+		}
+		// OWD 55 ms on a 50 ms base: 5 ms forward queue, so revQ = 195 ms.
+		require.InDelta(t, h.c.cwnd*300/105, got, 3, "W = cwnd·RTT/(RTT − revQ)")
+		require.InDelta(t, base, h.c.cwnd, 0.1*base, "the internal window itself barely moved")
+		// In RTT fallback the two queues cannot be told apart.
+		h.ackSample(cc.AckSample{OWD: 55 * time.Millisecond, OWDValid: true, ClockSynced: false, RTT: 300 * time.Millisecond})
+		require.InDelta(t, h.c.cwnd, float64(h.c.Window()), 1)
+	}
+}
