@@ -181,9 +181,25 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-// addLine draws ys/scale over xs as one line in style i, broken where y is
-// NaN, and names it in the legend. It reports whether anything was drawn.
-func addLine(p *plot.Plot, name string, i int, xs, ys []float64, scale float64) (bool, error) {
+// lineStyle tells flows apart by colour; dashed adds dash patterns, for
+// lines that lie on top of each other (flows sharing a queue have the same
+// delay).
+type lineStyle struct {
+	index  int
+	dashed bool
+}
+
+func (st lineStyle) apply(l *plotter.Line) {
+	l.Color = plotutil.Color(st.index)
+	if st.dashed {
+		l.Dashes = plotutil.Dashes(st.index)
+	}
+	l.Width = vg.Points(1.5)
+}
+
+// addLine draws ys/scale over xs as one line, broken where y is NaN, and
+// names it in the legend. It reports whether anything was drawn.
+func addLine(p *plot.Plot, name string, st lineStyle, xs, ys []float64, scale float64) (bool, error) {
 	var seg plotter.XYs
 	drawn := false
 	flush := func() error {
@@ -194,9 +210,7 @@ func addLine(p *plot.Plot, name string, i int, xs, ys []float64, scale float64) 
 		if err != nil {
 			return err
 		}
-		l.Color = plotutil.Color(i)
-		l.Dashes = plotutil.Dashes(i)
-		l.Width = vg.Points(1.5)
+		st.apply(l)
 		p.Add(l)
 		if !drawn {
 			p.Legend.Add(name, l)
@@ -216,24 +230,77 @@ func addLine(p *plot.Plot, name string, i int, xs, ys []float64, scale float64) 
 	return drawn, flush()
 }
 
+// binMeans averages the non-NaN ys over consecutive bins of width seconds,
+// placing each mean at the middle of its bin; NaN for a bin without a value.
+// xs are the ends of equal sampling intervals (report.Series.T), so a sample
+// is binned by its interval's middle: the sample at 1.0 s of 0.1 s intervals
+// belongs to [0 s, 1 s).
+func binMeans(xs, ys []float64, width float64) (bx, by []float64) {
+	half := 0.0
+	if len(xs) > 1 {
+		half = (xs[1] - xs[0]) / 2
+	}
+	var sum float64
+	var n int
+	cur := math.NaN()
+	emit := func() {
+		if !math.IsNaN(cur) {
+			bx = append(bx, (cur+0.5)*width)
+			if n > 0 {
+				by = append(by, sum/float64(n))
+			} else {
+				by = append(by, math.NaN())
+			}
+		}
+		sum, n = 0, 0
+	}
+	for k := range min(len(xs), len(ys)) {
+		b := math.Floor((xs[k] - half) / width)
+		if b != cur {
+			emit()
+			cur = b
+		}
+		if !math.IsNaN(ys[k]) {
+			sum += ys[k]
+			n++
+		}
+	}
+	emit()
+	return bx, by
+}
+
+// seriesSpec says what a time-series plot draws.
+type seriesSpec struct {
+	what   string  // end of the title
+	ylabel string  // y axis label, with its unit
+	scale  float64 // samples are divided by it (the y unit)
+	zeroY  bool    // the y axis starts at 0
+	dashed bool    // see lineStyle
+	binS   float64 // if > 0, plot means over bins of binS seconds
+	pick   func(*report.Flow) bool
+	field  func(*report.Series) []float64
+}
+
 // seriesPlot draws one Series field of the chosen flows against time; nil
 // if no flow has samples.
-// With zero, the y axis starts at 0.
-func seriesPlot(r *report.Run, title, ylabel string, scale float64, zero bool,
-	pick func(*report.Flow) bool, field func(*report.Series) []float64) (*plot.Plot, error) {
-	p := newPlot(title, "time [s]", ylabel)
-	if zero {
+func seriesPlot(r *report.Run, sp seriesSpec) (*plot.Plot, error) {
+	p := newPlot(runTitle(r, sp.what), "time [s]", sp.ylabel)
+	if sp.zeroY {
 		p.Y.Min = 0
 	}
 	any := false
 	for i := range r.Flows {
 		f := &r.Flows[i]
-		if f.Series == nil || !pick(f) {
+		if f.Series == nil || !sp.pick(f) {
 			continue
 		}
-		ok, err := addLine(p, f.Name+" ("+f.Kind+")", i, f.Series.T, field(f.Series), scale)
+		xs, ys := f.Series.T, sp.field(f.Series)
+		if sp.binS > 0 {
+			xs, ys = binMeans(xs, ys, sp.binS)
+		}
+		ok, err := addLine(p, f.Name+" ("+f.Kind+")", lineStyle{index: i, dashed: sp.dashed}, xs, ys, sp.scale)
 		if err != nil {
-			return nil, fmt.Errorf("%s: flow %s: %w", title, f.Name, err)
+			return nil, fmt.Errorf("%s: flow %s: %w", sp.what, f.Name, err)
 		}
 		any = any || ok
 	}
@@ -255,11 +322,17 @@ func runTitle(r *report.Run, what string) string {
 	return fmt.Sprintf("%s, cc %s: %s", r.Scenario, r.CC, what)
 }
 
+// throughputBinS is the averaging bin of the throughput plot, seconds:
+// per-sample goodput is too bursty to read (a retransmission that fills a
+// hole delivers a window at once), and Pantheon's plots bin too.
+const throughputBinS = 1.0
+
 func throughputPlot(r *report.Run) (*plot.Plot, error) {
 	peak := 0.0
 	for _, f := range r.Flows {
 		if f.Series != nil {
-			for _, v := range f.Series.GoodputBps {
+			_, ys := binMeans(f.Series.T, f.Series.GoodputBps, throughputBinS)
+			for _, v := range ys {
 				if !math.IsNaN(v) {
 					peak = max(peak, v)
 				}
@@ -270,23 +343,31 @@ func throughputPlot(r *report.Run) (*plot.Plot, error) {
 	if peak < 1e6 {
 		scale, unit = 1e3, "kbit/s"
 	}
-	return seriesPlot(r, runTitle(r, "throughput"), "goodput ["+unit+"]", scale, true, allFlows,
-		func(s *report.Series) []float64 { return s.GoodputBps })
+	return seriesPlot(r, seriesSpec{
+		what: "throughput (1 s means)", ylabel: "goodput [" + unit + "]", scale: scale, zeroY: true,
+		binS: throughputBinS, pick: allFlows, field: func(s *report.Series) []float64 { return s.GoodputBps },
+	})
 }
 
 func owdPlot(r *report.Run) (*plot.Plot, error) {
-	return seriesPlot(r, runTitle(r, "one-way delay"), "mean one-way delay [ms]", 1, false, allFlows,
-		func(s *report.Series) []float64 { return s.OWDms })
+	return seriesPlot(r, seriesSpec{
+		what: "one-way delay", ylabel: "mean one-way delay [ms]", scale: 1, dashed: true,
+		pick: allFlows, field: func(s *report.Series) []float64 { return s.OWDms },
+	})
 }
 
 func cwndPlot(r *report.Run) (*plot.Plot, error) {
-	return seriesPlot(r, runTitle(r, "congestion window"), "cwnd [kB]", 1e3, true, bulkFlows,
-		func(s *report.Series) []float64 { return s.CwndBytes })
+	return seriesPlot(r, seriesSpec{
+		what: "congestion window", ylabel: "cwnd [kB]", scale: 1e3, zeroY: true,
+		pick: bulkFlows, field: func(s *report.Series) []float64 { return s.CwndBytes },
+	})
 }
 
 func agePlot(r *report.Run) (*plot.Plot, error) {
-	return seriesPlot(r, runTitle(r, "age of information"), "age at the monitor [ms]", 1, true, updateFlows,
-		func(s *report.Series) []float64 { return s.AgeMs })
+	return seriesPlot(r, seriesSpec{
+		what: "age of information", ylabel: "age at the monitor [ms]", scale: 1, zeroY: true,
+		pick: updateFlows, field: func(s *report.Series) []float64 { return s.AgeMs },
+	})
 }
 
 // cdfPlot draws the empirical CDF of every flow's per-packet one-way delay.
@@ -303,7 +384,7 @@ func cdfPlot(r *report.Run) (*plot.Plot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("cdf of %s: %w", f.Name, err)
 		}
-		l.Color, l.Dashes, l.Width = plotutil.Color(i), plotutil.Dashes(i), vg.Points(1.5)
+		lineStyle{index: i, dashed: true}.apply(l)
 		p.Add(l)
 		p.Legend.Add(f.Name+" ("+f.Kind+")", l)
 		any = true
@@ -456,7 +537,7 @@ func writeSweepPlot(dir string, sum *sweepSummary) error {
 		}
 		o.GlyphStyle = draw.GlyphStyle{Shape: draw.RingGlyph{}, Radius: vg.Points(7), Color: color.RGBA{R: 0xcc, A: 0xff}}
 		p.Add(o)
-		p.Legend.Add(fmt.Sprintf("oracle %s Hz: %s ms", formatFloat(sum.OracleRateHz), formatMs(sum.OracleAgeMs)), o)
+		p.Legend.Add(fmt.Sprintf("oracle %s Hz: %s ms", formatFloat(sum.OracleRateHz), formatMeasuredMs(sum.OracleAgeMs)), o)
 	}
 	lo, hi := xys[0].X, xys[len(xys)-1].X
 	for i, ref := range []struct {
@@ -472,7 +553,7 @@ func writeSweepPlot(dir string, sum *sweepSummary) error {
 		}
 		h.Color, h.Dashes, h.Width = plotutil.Color(i+2), plotutil.Dashes(i+1), vg.Points(1.5)
 		p.Add(h)
-		p.Legend.Add(fmt.Sprintf("%s (%s Hz): %s ms", ref.name, formatFloat(ref.rate), formatMs(ref.age)), h)
+		p.Legend.Add(fmt.Sprintf("%s (%s Hz): %s ms", ref.name, formatFloat(ref.rate), formatMeasuredMs(ref.age)), h)
 	}
 	// Ages at capacity grow without bound: keep the axis on the interesting
 	// range, from just below the best age to 30× the oracle's.

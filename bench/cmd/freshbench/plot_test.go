@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -87,4 +88,17 @@ func TestWriteSweepPlot(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, writeSweepPlot(dir, sum))
 	requirePNG(t, filepath.Join(dir, "dumbbell-test-sweep.png"))
+}
+
+func TestBinMeans(t *testing.T) {
+	xs := []float64{0.5, 1, 1.5, 2, 2.5, 3}
+	ys := []float64{1, 3, 5, math.NaN(), math.NaN(), math.NaN()}
+	bx, by := binMeans(xs, ys, 1)
+	require.Equal(t, []float64{0.5, 1.5, 2.5}, bx)
+	require.Equal(t, 2.0, by[0]) // (0, 1]: samples ending at 0.5 and 1
+	require.Equal(t, 5.0, by[1])
+	require.True(t, math.IsNaN(by[2]))
+	bx, by = binMeans(nil, nil, 1)
+	require.Empty(t, bx)
+	require.Empty(t, by)
 }

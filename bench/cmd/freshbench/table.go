@@ -47,8 +47,8 @@ func writeSweepTable(w io.Writer, sums []*sweepSummary) error {
 	fmt.Fprintln(tw, "SCENARIO\tRATES TRIED\tCAPACITY [Hz]\tORACLE [Hz]\tORACLE AGE [ms]\tACP [Hz]\tACP AGE [ms]\tLAZY [Hz]\tLAZY AGE [ms]\tACP/ORACLE\tACP/LAZY")
 	for _, s := range sums {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Scenario, len(s.Points),
-			formatFloat(s.CapacityHz), formatFloat(s.OracleRateHz), formatMs(s.OracleAgeMs),
-			formatFloat(s.ACPRateHz), formatMs(s.ACPAgeMs), formatFloat(s.LazyRateHz), formatMs(s.LazyAgeMs),
+			formatFloat(s.CapacityHz), formatFloat(s.OracleRateHz), formatMeasuredMs(s.OracleAgeMs),
+			formatFloat(s.ACPRateHz), formatMeasuredMs(s.ACPAgeMs), formatFloat(s.LazyRateHz), formatMeasuredMs(s.LazyAgeMs),
 			formatRatio(s.ACPOverOracle), formatRatio(s.ACPOverLazy))
 	}
 	fmt.Fprintln(tw)
@@ -83,12 +83,21 @@ func formatBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// formatMs writes milliseconds with one decimal.
+// formatMs writes milliseconds with one decimal ("-" for NaN).
 func formatMs(ms float64) string {
-	if ms == 0 || math.IsNaN(ms) {
+	if math.IsNaN(ms) {
 		return "-"
 	}
 	return strconv.FormatFloat(ms, 'f', 1, 64)
+}
+
+// formatMeasuredMs is formatMs where 0 means "not measured" (the sweep's
+// ages).
+func formatMeasuredMs(ms float64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return formatMs(ms)
 }
 
 func formatPercent(frac float64) string { return fmt.Sprintf("%.1f%%", frac*100) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -23,7 +24,10 @@ func TestFormatters(t *testing.T) {
 		{formatBytes(2_345), "2.35 kB"},
 		{formatBytes(3e9), "3 GB"},
 		{formatMs(52.14), "52.1"},
-		{formatMs(0), "-"},
+		{formatMs(0), "0.0"},
+		{formatMs(math.NaN()), "-"},
+		{formatMeasuredMs(0), "-"},
+		{formatMeasuredMs(12.34), "12.3"},
 		{formatPercent(0.9712), "97.1%"},
 		{formatFloat(183.1054), "183.1"},
 		{formatFloat(0), "-"},
