@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/bench/report"
+)
+
+// TestEndToEnd runs the real simulator through the command line twice:
+// exit 0, the same JSON bytes, the plots and the sweep written.
+func TestEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, "s.json", testScenario)
+	var files [][]byte
+	for i, sub := range []string{"a", "b"} {
+		out := filepath.Join(dir, sub)
+		require.NoError(t, os.Mkdir(out, 0o755))
+		args := []string{"sim", "--cc", "owd,cubic", "--duration", "10s", "--json", filepath.Join(out, "runs.json"),
+			"--acp-sweep", "--sweep-json", filepath.Join(out, "sweep.json"), scen}
+		if i == 0 {
+			args = append(args, "--plot", filepath.Join(out, "plots"))
+		}
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, exitOK, run(args, &stdout, &stderr), stderr.String())
+		require.Empty(t, stderr.String())
+		require.Contains(t, stdout.String(), "ACP/ORACLE")
+		b, err := os.ReadFile(filepath.Join(out, "runs.json"))
+		require.NoError(t, err)
+		files = append(files, b)
+	}
+	require.Equal(t, files[0], files[1], "the same inputs give the same JSON, traced or not")
+
+	var runs []report.Run
+	require.NoError(t, json.Unmarshal(files[0], &runs))
+	require.Greater(t, len(runs), 2+2+sweepCoarse)
+	require.Equal(t, "owd", runs[0].CC)
+	require.Equal(t, "cubic", runs[1].CC)
+	require.Equal(t, "acp", runs[2].CC)
+	require.Equal(t, "lazy", runs[3].CC)
+	require.Equal(t, 10.0, runs[0].DurationS)
+	require.Equal(t, int64(7), runs[0].Seed)
+
+	var sums []sweepSummary
+	b, err := os.ReadFile(filepath.Join(dir, "a", "sweep.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &sums))
+	require.Len(t, sums, 1)
+	require.Positive(t, sums[0].OracleRateHz)
+	require.Positive(t, sums[0].OracleAgeMs)
+
+	for _, name := range []string{"dumbbell-test-owd-throughput.png", "dumbbell-test-cubic-cwnd.png",
+		"dumbbell-test-owd-age.png", "dumbbell-test-cubic-cdf.png", "dumbbell-test-summary.png", "dumbbell-test-sweep.png"} {
+		requirePNG(t, filepath.Join(dir, "a", "plots", name))
+	}
+}
