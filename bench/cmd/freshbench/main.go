@@ -2,6 +2,7 @@
 // reports, stores and plots their results.
 //
 //	freshbench sim [flags] SCENARIO.json...
+//	freshbench results [--out FILE] [--plots DIR]
 //
 // runs each scenario in the virtual-time simulator (bench/sim), once per
 // controller given with --cc, and prints an iperf3-like summary table. Every
@@ -29,7 +30,9 @@ const (
 const mainUsage = `usage: freshbench <command> [flags] [arguments]
 
 Commands:
-  sim    run scenarios in the virtual-time simulator (bench/sim)
+  sim      run scenarios in the virtual-time simulator (bench/sim)
+  results  regenerate bench/RESULTS.md: the paper's experiments, fairness,
+           ACP against the oracle, with plots in bench/results
 
 Run "freshbench <command> -h" for the flags of a command.
 Flags, the scenario file and the result JSON are documented in bench/README.md.
@@ -51,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "sim":
 		return runSimCommand(args[1:], stdout, stderr)
+	case "results":
+		return runResultsCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
 	return exitUsage
