@@ -141,3 +141,20 @@ func TestInbandClocksRecoverOWD(t *testing.T) {
 	require.Zero(t, f.SignalShare["owd"], "uncorrected clocks: RTT fallback throughout")
 	require.Greater(t, f.GoodputBps, 100e3, "and the flow still works on RTT/2")
 }
+
+func TestOWDBeatsCubicUnderRandomLoss(t *testing.T) {
+	for _, name := range []string{"paper-loss-2pct", "paper-loss-8pct"} {
+		s := load(t, name, 20*time.Second)
+		o := flowNamed(t, run(t, s, "owd"), "bulk")
+		c := flowNamed(t, run(t, s, "cubic"), "bulk")
+		require.Greater(t, o.GoodputBps, 1.1*c.GoodputBps, "%s: owd %v vs cubic %v bit/s", name, o.GoodputBps, c.GoodputBps)
+	}
+}
+
+func TestFourOWDFlowsShareFairly(t *testing.T) {
+	s := load(t, "fairness-4", 40*time.Second)
+	o := run(t, s, "owd")
+	e := run(t, s, "owd-eq2")
+	require.Greater(t, o.Jain, 0.95)
+	require.Greater(t, o.Jain, e.Jain, "Eq. 7's multiplicative decrease equalises, Eq. 2's additive one does not")
+}
