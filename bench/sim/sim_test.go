@@ -158,3 +158,21 @@ func TestFourOWDFlowsShareFairly(t *testing.T) {
 	require.Greater(t, o.Jain, 0.95)
 	require.Greater(t, o.Jain, e.Jain, "Eq. 7's multiplicative decrease equalises, Eq. 2's additive one does not")
 }
+
+func TestScheduledPathChange(t *testing.T) {
+	d := scenario.Duration(100 * time.Millisecond)
+	s := &scenario.Scenario{
+		Name: "route-change", Duration: scenario.Duration(20 * time.Second), Seed: 1,
+		Forward: scenario.Path{Rate: scenario.Rate(2e6), Delay: scenario.Duration(20 * time.Millisecond)},
+		Reverse: scenario.Path{Rate: scenario.Rate(2e6), Delay: scenario.Duration(20 * time.Millisecond)},
+		Flows:   []scenario.Flow{{Name: "probe", Kind: scenario.KindCBR, Rate: scenario.Rate(100e3)}},
+		Changes: []scenario.Change{{At: scenario.Duration(10 * time.Second), Forward: &scenario.PathChange{Delay: &d}}},
+	}
+	require.NoError(t, s.Validate())
+	r, err := Run(s, Options{Trace: true})
+	require.NoError(t, err)
+	f := flowNamed(t, r, "probe")
+	// 1000-byte packets serialise in 4 ms at 2 Mbit/s: 24 ms before, 104 ms after.
+	require.InDelta(t, 24, f.Series.OWDms[50], 0.5, "at 5 s")
+	require.InDelta(t, 104, f.Series.OWDms[150], 0.5, "at 15 s")
+}
