@@ -31,6 +31,7 @@ type Analyzer struct {
 	// Base-delay history: buckets[i] is the minimum delay seen during one
 	// BucketLength; head is the current bucket, which started at bucketStart.
 	buckets     [maxHistoryBuckets]time.Duration
+	base        time.Duration // min over buckets, kept current (0 = none)
 	nBuckets    int
 	head        int
 	bucketStart clock.Mono
@@ -121,9 +122,14 @@ func (a *Analyzer) Add(now clock.Mono, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	a.rollHistory(now)
+	if a.rollHistory(now) {
+		a.recomputeBase()
+	}
 	if d < a.buckets[a.head] || a.buckets[a.head] == 0 {
 		a.buckets[a.head] = d
+	}
+	if a.base == 0 || d < a.base {
+		a.base = d
 	}
 	a.recent[a.next] = d
 	a.next = (a.next + 1) % a.cfg.CurrentFilter
@@ -134,15 +140,18 @@ func (a *Analyzer) Add(now clock.Mono, d time.Duration) {
 }
 
 // rollHistory starts new buckets for every BucketLength elapsed, clearing
-// buckets skipped during an idle period (they saw no sample).
-func (a *Analyzer) rollHistory(now clock.Mono) {
+// buckets skipped during an idle period (they saw no sample). It reports
+// whether any bucket was cleared.
+func (a *Analyzer) rollHistory(now clock.Mono) bool {
 	if !a.started {
 		a.started = true
 		a.bucketStart = now
 		a.nBuckets = 1
-		return
+		return false
 	}
+	rolled := false
 	for now.Sub(a.bucketStart) >= a.cfg.BucketLength {
+		rolled = true
 		a.bucketStart = a.bucketStart.Add(a.cfg.BucketLength)
 		a.head = (a.head + 1) % a.cfg.HistoryBuckets
 		a.buckets[a.head] = 0
@@ -157,6 +166,17 @@ func (a *Analyzer) rollHistory(now clock.Mono) {
 			clear(a.buckets[:])
 		}
 	}
+	return rolled
+}
+
+// recomputeBase refreshes the cached minimum after buckets were cleared.
+func (a *Analyzer) recomputeBase() {
+	a.base = 0
+	for i := 0; i < a.cfg.HistoryBuckets; i++ {
+		if b := a.buckets[i]; b > 0 && (a.base == 0 || b < a.base) {
+			a.base = b
+		}
+	}
 }
 
 // Samples is the number of samples taken.
@@ -167,15 +187,7 @@ func (a *Analyzer) Samples() uint64 { return a.samples }
 func (a *Analyzer) Ready() bool { return a.nRecent >= a.cfg.CurrentFilter }
 
 // Min returns OWDmin (0 before the first sample).
-func (a *Analyzer) Min() time.Duration {
-	var m time.Duration
-	for i := 0; i < a.cfg.HistoryBuckets; i++ {
-		if b := a.buckets[i]; b > 0 && (m == 0 || b < m) {
-			m = b
-		}
-	}
-	return m
-}
+func (a *Analyzer) Min() time.Duration { return a.base }
 
 // Current returns OWDcur, the minimum of the recent samples (0 if none).
 func (a *Analyzer) Current() time.Duration {
@@ -188,8 +200,8 @@ func (a *Analyzer) Current() time.Duration {
 	return m
 }
 
-// base is OWDmin floored at MinBaseDelay: Eq. 1's denominator.
-func (a *Analyzer) base() time.Duration {
+// floored is OWDmin floored at MinBaseDelay: Eq. 1's denominator.
+func (a *Analyzer) floored() time.Duration {
 	return max(a.Min(), a.cfg.MinBaseDelay)
 }
 
@@ -199,7 +211,7 @@ func (a *Analyzer) Variation() float64 {
 	if cur == 0 || cur <= low {
 		return 0
 	}
-	return float64(cur-low) / float64(a.base())
+	return float64(cur-low) / float64(a.floored())
 }
 
 // QueueingDelay is OWDcur − OWDmin.
@@ -209,7 +221,7 @@ func (a *Analyzer) QueueingDelay() time.Duration {
 
 // Mu returns the threshold μ = max(μ_floor, β·OWDv_max) as of now.
 func (a *Analyzer) Mu(now clock.Mono) float64 {
-	floor := float64(a.cfg.MuFloorDelay) / float64(a.base())
+	floor := float64(a.cfg.MuFloorDelay) / float64(a.floored())
 	return math.Max(floor, a.cfg.Beta*a.maxAt(now))
 }
 

@@ -134,7 +134,7 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	}
 	v := a.Variation()
 	mu := a.Mu(now)
-	d := c.rule.delta(v, mu, a.Current(), a.base(), c.cwnd/c.mss) * acked
+	d := c.rule.delta(v, mu, a.Current(), a.floored(), c.cwnd/c.mss) * acked
 	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
 		c.grow(d * c.mss)
 	}
