@@ -129,11 +129,11 @@ type Scenario struct {
 	// exactly, an ideal NTP), "inband" (clock.Inband from the packets'
 	// own stamps) or "none" (uncorrected; OWD marked untrustworthy).
 	// Default "perfect" when no offset or skew is set, else "inband".
-	ClockSync string `json:"clock_sync,omitempty"`
-	Forward      Path     `json:"forward"`
-	Reverse      Path     `json:"reverse"`
-	Flows        []Flow   `json:"flows"`
-	Changes      []Change `json:"changes,omitempty"`
+	ClockSync string   `json:"clock_sync,omitempty"`
+	Forward   Path     `json:"forward"`
+	Reverse   Path     `json:"reverse"`
+	Flows     []Flow   `json:"flows"`
+	Changes   []Change `json:"changes,omitempty"`
 }
 
 // Load reads and validates a scenario file. Unknown fields are errors, so a
