@@ -1,0 +1,269 @@
+package wire
+
+import "encoding/binary"
+
+// Echo carries the last ACK the sender received back to the receiver, for
+// in-band clock estimation (SPEC §4): T3 is that ACK's timestamp (receiver
+// clock), T4 when the sender received it (sender clock). Zero T3 means none
+// yet. With T1/T2 from the data packet itself, the receiver has NTP's four
+// timestamps without an extra exchange.
+type Echo struct {
+	T3 int64
+	T4 int64
+}
+
+const echoLen = 16
+
+func appendEcho(b []byte, e Echo) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(e.T3))
+	return binary.BigEndian.AppendUint64(b, uint64(e.T4))
+}
+
+func parseEcho(b []byte) Echo {
+	return Echo{T3: int64(binary.BigEndian.Uint64(b)), T4: int64(binary.BigEndian.Uint64(b[8:]))}
+}
+
+// Data is a stream frame (type Data):
+//
+//	echo T3 (64) | echo T4 (64) | offset (64) | length (16) | payload
+//
+// FIN is the header's FlagFIN: the stream ends at Offset+len(Payload).
+type Data struct {
+	Echo    Echo
+	Offset  int64
+	Payload []byte // aliases the datagram
+}
+
+// DataOverhead is the body bytes of a Data frame besides its payload.
+const DataOverhead = echoLen + 8 + 2
+
+// MaxStreamOffset bounds stream offsets (2^62 − 1).
+const MaxStreamOffset = 1<<62 - 1
+
+// AppendData appends d's body to b.
+func AppendData(b []byte, d *Data) []byte {
+	b = appendEcho(b, d.Echo)
+	b = binary.BigEndian.AppendUint64(b, uint64(d.Offset))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(d.Payload)))
+	return append(b, d.Payload...)
+}
+
+// ParseData decodes a Data body into d.
+func ParseData(body []byte, d *Data) error {
+	if len(body) < DataOverhead {
+		return ErrShort
+	}
+	d.Echo = parseEcho(body)
+	off := binary.BigEndian.Uint64(body[16:])
+	n := int(binary.BigEndian.Uint16(body[24:]))
+	if len(body)-DataOverhead != n {
+		return ErrLength
+	}
+	if off > MaxStreamOffset || off+uint64(n) > MaxStreamOffset {
+		return ErrLength
+	}
+	d.Offset = int64(off)
+	d.Payload = body[DataOverhead:]
+	return nil
+}
+
+// Update is a status update (type Update):
+//
+//	echo T3 (64) | echo T4 (64) | generated µs (64) | length (16) | payload
+//
+// Generated is when the application produced the sample, on the sender's
+// wall clock, so the monitor can compute the update's age.
+type Update struct {
+	Echo      Echo
+	Generated int64
+	Payload   []byte // aliases the datagram
+}
+
+// UpdateOverhead is the body bytes of an Update besides its payload.
+const UpdateOverhead = echoLen + 8 + 2
+
+// AppendUpdate appends u's body to b.
+func AppendUpdate(b []byte, u *Update) []byte {
+	b = appendEcho(b, u.Echo)
+	b = binary.BigEndian.AppendUint64(b, uint64(u.Generated))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(u.Payload)))
+	return append(b, u.Payload...)
+}
+
+// ParseUpdate decodes an Update body into u.
+func ParseUpdate(body []byte, u *Update) error {
+	if len(body) < UpdateOverhead {
+		return ErrShort
+	}
+	u.Echo = parseEcho(body)
+	u.Generated = int64(binary.BigEndian.Uint64(body[16:]))
+	n := int(binary.BigEndian.Uint16(body[24:]))
+	if len(body)-UpdateOverhead != n {
+		return ErrLength
+	}
+	u.Payload = body[UpdateOverhead:]
+	return nil
+}
+
+// ACK limits: a fixed-size Ack struct, and an encoding that always fits a
+// 1200-byte datagram (28 + 14 + 16·16 + 32·12 = 682 bytes).
+const (
+	MaxAckRanges  = 16
+	MaxAckSamples = 32
+)
+
+// AckRange is an inclusive range of acknowledged packet numbers.
+type AckRange struct{ Largest, Smallest int64 }
+
+// OWDSample is the receiver-stamped one-way delay of one packet, µs.
+type OWDSample struct {
+	PN        int64
+	OWDMicros int32
+}
+
+// Ack is an acknowledgment frame (type Ack):
+//
+//	ack delay µs (32) | max data (64) | n ranges (8) | n samples (8)
+//	n × { largest (64) | smallest (64) }        descending, disjoint
+//	n × { packet number (64) | OWD µs (32, signed) }
+//
+// The header timestamp is the receiver's send time (T3); FlagSynced says the
+// receiver trusts the clock offset its OWD samples were computed with.
+// Ranges repeat recent history on every ACK so a lost ACK costs nothing;
+// OWD samples are carried once, for packets newly received since the last
+// ACK. MaxData is stream flow control: the receiver accepts stream bytes
+// up to this offset (RFC 9000 §4.1's MAX_DATA).
+type Ack struct {
+	DelayMicros uint32
+	MaxData     int64
+	Ranges      [MaxAckRanges]AckRange
+	NRanges     int
+	Samples     [MaxAckSamples]OWDSample
+	NSamples    int
+}
+
+const (
+	ackFixedLen  = 4 + 8 + 1 + 1
+	ackRangeLen  = 16
+	ackSampleLen = 12
+)
+
+// AppendAck appends a's body to b. Ranges and samples beyond the limits are
+// not encoded.
+func AppendAck(b []byte, a *Ack) []byte {
+	nr, ns := min(a.NRanges, MaxAckRanges), min(a.NSamples, MaxAckSamples)
+	b = binary.BigEndian.AppendUint32(b, a.DelayMicros)
+	b = binary.BigEndian.AppendUint64(b, uint64(a.MaxData))
+	b = append(b, byte(nr), byte(ns))
+	for _, r := range a.Ranges[:nr] {
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Largest))
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Smallest))
+	}
+	for _, s := range a.Samples[:ns] {
+		b = binary.BigEndian.AppendUint64(b, uint64(s.PN))
+		b = binary.BigEndian.AppendUint32(b, uint32(s.OWDMicros))
+	}
+	return b
+}
+
+// ParseAck decodes an Ack body into a. Ranges must be descending and
+// disjoint, every packet number within MaxPacketNumber.
+func ParseAck(body []byte, a *Ack) error {
+	if len(body) < ackFixedLen {
+		return ErrShort
+	}
+	a.DelayMicros = binary.BigEndian.Uint32(body)
+	md := binary.BigEndian.Uint64(body[4:])
+	if md > MaxStreamOffset {
+		return ErrLength
+	}
+	a.MaxData = int64(md)
+	nr, ns := int(body[12]), int(body[13])
+	if nr > MaxAckRanges || ns > MaxAckSamples {
+		return ErrTooMany
+	}
+	if len(body) != ackFixedLen+nr*ackRangeLen+ns*ackSampleLen {
+		return ErrLength
+	}
+	p := body[ackFixedLen:]
+	prev := uint64(MaxPacketNumber) + 2 // above any valid largest+1
+	for i := range nr {
+		hi, lo := binary.BigEndian.Uint64(p), binary.BigEndian.Uint64(p[8:])
+		p = p[ackRangeLen:]
+		// Descending and disjoint with a gap: hi < previous smallest − 1.
+		if hi > MaxPacketNumber || lo > hi || hi+1 >= prev {
+			return ErrRanges
+		}
+		prev = lo
+		a.Ranges[i] = AckRange{Largest: int64(hi), Smallest: int64(lo)}
+	}
+	a.NRanges = nr
+	for i := range ns {
+		pn := binary.BigEndian.Uint64(p)
+		if pn > MaxPacketNumber {
+			return ErrPacketNum
+		}
+		a.Samples[i] = OWDSample{PN: int64(pn), OWDMicros: int32(binary.BigEndian.Uint32(p[8:]))}
+		p = p[ackSampleLen:]
+	}
+	a.NSamples = ns
+	return nil
+}
+
+// Initial opens a connection (type Initial): a 32-bit options field, then
+// zero padding to MinInitialSize bytes in all. Options is 0 in version 1.
+type Initial struct {
+	Options uint32
+}
+
+// AppendInitial appends the Initial body, padding the datagram that starts
+// at b[0] (the header must already be in b) to MinInitialSize.
+func AppendInitial(b []byte, in Initial) []byte {
+	b = binary.BigEndian.AppendUint32(b, in.Options)
+	for len(b) < MinInitialSize {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// ParseInitial decodes an Initial body; datagram is its whole length, which
+// must be at least MinInitialSize.
+func ParseInitial(body []byte, datagram int, in *Initial) error {
+	if datagram < MinInitialSize || len(body) < 4 {
+		return ErrShort
+	}
+	in.Options = binary.BigEndian.Uint32(body)
+	return nil
+}
+
+// Close ends a connection (type Close): error code (32) | reason length (8)
+// | reason (UTF-8, at most 255 bytes).
+type Close struct {
+	Code   uint32
+	Reason []byte // aliases the datagram
+}
+
+// AppendClose appends c's body to b (the reason cut to 255 bytes).
+func AppendClose(b []byte, c *Close) []byte {
+	r := c.Reason
+	if len(r) > 255 {
+		r = r[:255]
+	}
+	b = binary.BigEndian.AppendUint32(b, c.Code)
+	b = append(b, byte(len(r)))
+	return append(b, r...)
+}
+
+// ParseClose decodes a Close body into c.
+func ParseClose(body []byte, c *Close) error {
+	if len(body) < 5 {
+		return ErrShort
+	}
+	c.Code = binary.BigEndian.Uint32(body)
+	n := int(body[4])
+	if len(body) != 5+n {
+		return ErrLength
+	}
+	c.Reason = body[5:]
+	return nil
+}

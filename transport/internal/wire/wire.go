@@ -1,0 +1,161 @@
+// Package wire is fresh's on-the-wire format, version 1: one fixed header on
+// every datagram and one frame type per datagram. Encoders append to a
+// caller's buffer; decoders read into caller-owned structs, alias the input
+// for payloads, never panic and never allocate, whatever the input.
+//
+// Header (28 bytes, big-endian, network order as RFC 791 and QUIC):
+//
+//		 0      1      2      3      4                             12
+//		+------+------+------+------+-----------------------------+
+//		| ver  | type |flags | rsvd |      connection ID (64)     |
+//		+------+------+------+------+-----------------------------+
+//		12                            20                           28
+//		+-----------------------------+-----------------------------+
+//		|     packet number (64)      |  sender timestamp µs (64)   |
+//		+-----------------------------+-----------------------------+
+//
+//	  - ver: 1. A receiver drops other versions (and, later, answers a
+//	    VersionNegotiation frame: the type is reserved).
+//	  - flags: bit 0 is frame-specific (FIN on Data, clock-synced on Ack);
+//	    bit 7 (FlagProtected) is reserved for the pre-shared-key AEAD mode: a
+//	    protected packet will carry the same header as associated data and an
+//	    encrypted body plus tag, so the header layout does not change.
+//	  - rsvd: must be 0 in version 1 (future key phase).
+//	  - connection ID: chosen by the client in Initial; lets a server demux
+//	    connections by ID rather than address (NAT rebinding) and lets a
+//	    later Retry carry a new one.
+//	  - packet number: per sender, per connection, starting at 0, never
+//	    reused — a retransmission is a new packet (RFC 9000 §12.3). Numbers
+//	    may skip (a later issue skips some on purpose against optimistic
+//	    ACKs), so receivers must not assume contiguity.
+//	  - timestamp: the sender's wall clock in µs when the packet was sent:
+//	    PStime of SPEC §1 on Data and Update, T3 of the in-band clock
+//	    exchange on Ack.
+//
+// Frame types and bodies are documented on each type below.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// HeaderLen is the fixed header length in bytes.
+const HeaderLen = 28
+
+// MinInitialSize is the size an Initial datagram is padded to, as QUIC's
+// 1200-byte minimum (RFC 9000 §14.1): it proves the path carries full-size
+// datagrams and lets a server answer up to 3× as much before the client is
+// validated (RFC 9000 §8.1 anti-amplification).
+const MinInitialSize = 1200
+
+// Type is the frame type of a datagram.
+type Type uint8
+
+const (
+	TypeInitial Type = 0x01 // client → server: open a connection
+	TypeAccept  Type = 0x02 // server → client: connection accepted
+	TypeData    Type = 0x03 // reliable stream data
+	TypeUpdate  Type = 0x04 // status update (never retransmitted)
+	TypeAck     Type = 0x05 // acknowledgment with OWD samples
+	TypeClose   Type = 0x06 // connection close
+	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
+	// Reserved for later versions of the handshake; receivers drop them.
+	TypeRetry              Type = 0x08 // stateless retry with address-validation cookie
+	TypeVersionNegotiation Type = 0x09
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeInitial:
+		return "initial"
+	case TypeAccept:
+		return "accept"
+	case TypeData:
+		return "data"
+	case TypeUpdate:
+		return "update"
+	case TypeAck:
+		return "ack"
+	case TypeClose:
+		return "close"
+	case TypePing:
+		return "ping"
+	case TypeRetry:
+		return "retry"
+	case TypeVersionNegotiation:
+		return "version-negotiation"
+	}
+	return "unknown"
+}
+
+// Flags.
+const (
+	FlagFIN       uint8 = 1 << 0 // Data: last byte of the stream
+	FlagSynced    uint8 = 1 << 0 // Ack: the receiver's clock offset is trustworthy
+	FlagProtected uint8 = 1 << 7 // reserved: AEAD-protected body
+)
+
+// Decoding errors. Every malformed datagram maps to one of them, so an
+// endpoint can count drops by cause.
+var (
+	ErrShort     = errors.New("wire: datagram too short")
+	ErrVersion   = errors.New("wire: unsupported version")
+	ErrType      = errors.New("wire: unknown frame type")
+	ErrReserved  = errors.New("wire: reserved bits set")
+	ErrLength    = errors.New("wire: length field disagrees with datagram")
+	ErrTooMany   = errors.New("wire: too many ranges or samples")
+	ErrRanges    = errors.New("wire: ACK ranges not descending and disjoint")
+	ErrPacketNum = errors.New("wire: packet number out of range")
+)
+
+// MaxPacketNumber bounds packet numbers (2^62 − 1, as QUIC's varint range),
+// so arithmetic on them never overflows int64.
+const MaxPacketNumber = 1<<62 - 1
+
+// Header is the fixed header.
+type Header struct {
+	Type      Type
+	Flags     uint8
+	ConnID    uint64
+	PN        int64
+	Timestamp int64 // sender wall clock, µs since the Unix epoch
+}
+
+// AppendHeader appends h's encoding to b.
+func AppendHeader(b []byte, h Header) []byte {
+	b = append(b, Version, byte(h.Type), h.Flags, 0)
+	b = binary.BigEndian.AppendUint64(b, h.ConnID)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.PN))
+	return binary.BigEndian.AppendUint64(b, uint64(h.Timestamp))
+}
+
+// ParseHeader decodes the header of datagram b and returns the body.
+func ParseHeader(b []byte) (Header, []byte, error) {
+	var h Header
+	if len(b) < HeaderLen {
+		return h, nil, ErrShort
+	}
+	if b[0] != Version {
+		return h, nil, ErrVersion
+	}
+	h.Type = Type(b[1])
+	if h.Type < TypeInitial || h.Type > TypeVersionNegotiation {
+		return h, nil, ErrType
+	}
+	h.Flags = b[2]
+	if b[3] != 0 || h.Flags&^(FlagFIN|FlagProtected) != 0 {
+		return h, nil, ErrReserved
+	}
+	h.ConnID = binary.BigEndian.Uint64(b[4:])
+	pn := binary.BigEndian.Uint64(b[12:])
+	if pn > MaxPacketNumber {
+		return h, nil, ErrPacketNum
+	}
+	h.PN = int64(pn)
+	h.Timestamp = int64(binary.BigEndian.Uint64(b[20:]))
+	return h, b[HeaderLen:], nil
+}
