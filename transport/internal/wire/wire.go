@@ -20,6 +20,8 @@
 //	    bit 7 (FlagProtected) is reserved for the pre-shared-key AEAD mode: a
 //	    protected packet will carry the same header as associated data and an
 //	    encrypted body plus tag, so the header layout does not change.
+//	    Every bit a frame type does not define (bit 0 off Data and Ack,
+//	    bit 7 until the AEAD mode exists, bits 1–6) must be 0.
 //	  - rsvd: must be 0 in version 1 (future key phase).
 //	  - connection ID: chosen by the client in Initial; lets a server demux
 //	    connections by ID rather than address (NAT rebinding) and lets a
@@ -63,7 +65,8 @@ const (
 	TypeAck     Type = 0x05 // acknowledgment with OWD samples
 	TypeClose   Type = 0x06 // connection close
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
-	// Reserved for later versions of the handshake; receivers drop them.
+	// Reserved for later versions of the handshake; receivers drop them
+	// (ParseHeader returns ErrType).
 	TypeRetry              Type = 0x08 // stateless retry with address-validation cookie
 	TypeVersionNegotiation Type = 0x09
 )
@@ -133,7 +136,23 @@ func AppendHeader(b []byte, h Header) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(h.Timestamp))
 }
 
-// ParseHeader decodes the header of datagram b and returns the body.
+// allowedFlags is the set of flag bits version 1 defines for frame type t.
+// Bit 0 means something only on Data (FIN) and Ack (Synced); FlagProtected
+// is reserved until the AEAD mode exists, since a version 1 receiver would
+// otherwise parse ciphertext as a plaintext body.
+func allowedFlags(t Type) uint8 {
+	switch t {
+	case TypeData:
+		return FlagFIN
+	case TypeAck:
+		return FlagSynced
+	}
+	return 0
+}
+
+// ParseHeader decodes the header of datagram b and returns the body. It
+// rejects the reserved types (Retry, VersionNegotiation) with ErrType and
+// any flag bit the frame type does not define with ErrReserved.
 func ParseHeader(b []byte) (Header, []byte, error) {
 	var h Header
 	if len(b) < HeaderLen {
@@ -143,11 +162,13 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 		return h, nil, ErrVersion
 	}
 	h.Type = Type(b[1])
-	if h.Type < TypeInitial || h.Type > TypeVersionNegotiation {
+	if h.Type < TypeInitial || h.Type > TypePing {
+		// Retry and VersionNegotiation are reserved: version 1 defines no
+		// body for them, so a receiver can only drop them.
 		return h, nil, ErrType
 	}
 	h.Flags = b[2]
-	if b[3] != 0 || h.Flags&^(FlagFIN|FlagProtected) != 0 {
+	if b[3] != 0 || h.Flags&^allowedFlags(h.Type) != 0 {
 		return h, nil, ErrReserved
 	}
 	h.ConnID = binary.BigEndian.Uint64(b[4:])
