@@ -7,6 +7,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
 )
 
 // flow is one scenario flow: its sender at one end and receiver at the other.
@@ -22,7 +23,7 @@ type flow struct {
 	// Sender.
 	ctl      cc.Controller // bulk: window controller; updates: the policy
 	policy   acp.Policy    // update flows only
-	tr       tracker
+	tr       *recovery.Tracker
 	nextSend clock.Mono
 	// Bulk stream: chunks of mss bytes; retx holds chunks to send again.
 	nextChunk   int64
@@ -88,22 +89,22 @@ func (f *flow) hasData() bool {
 
 // nextEvent is the sender's next deadline (0 = none).
 func (f *flow) nextEvent(now clock.Mono) clock.Mono {
-	t := f.tr.nextTimer()
+	t := f.tr.NextTimer()
 	if now.Before(f.start) {
-		return earliest(t, f.start)
+		return recovery.Earliest(t, f.start)
 	}
 	if !f.active(now) {
 		return t
 	}
 	switch {
 	case f.isBulk():
-		if f.hasData() && f.ctl.CanSend(f.tr.inFlight) {
-			t = earliest(t, max(f.nextSend, now))
+		if f.hasData() && f.ctl.CanSend(f.tr.TotalInFlight()) {
+			t = recovery.Earliest(t, max(f.nextSend, now))
 		}
 	case f.isUpdates():
-		t = earliest(t, max(f.policy.NextSendTime(), now, f.start))
+		t = recovery.Earliest(t, max(f.policy.NextSendTime(), now, f.start))
 	default: // cbr
-		t = earliest(t, max(f.nextSend, f.start))
+		t = recovery.Earliest(t, max(f.nextSend, f.start))
 	}
 	return t
 }
@@ -140,7 +141,7 @@ func (f *flow) trySend(w *world, now clock.Mono) {
 	}
 	switch {
 	case f.isBulk():
-		for f.hasData() && f.ctl.CanSend(f.tr.inFlight) && !now.Before(f.nextSend) {
+		for f.hasData() && f.ctl.CanSend(f.tr.TotalInFlight()) && !now.Before(f.nextSend) {
 			var chunk int64
 			if n := len(f.retx); n > 0 {
 				chunk = f.retx[0]
@@ -155,8 +156,8 @@ func (f *flow) trySend(w *world, now clock.Mono) {
 			}
 			p := f.makeData(w, now, kindData)
 			p.chunk = chunk
-			p.pn = f.tr.onSent(now, f.mss, chunk)
-			f.ctl.OnPacketSent(now, p.pn, f.mss, f.tr.inFlight)
+			p.pn = f.tr.OnSent(now, f.mss, 0, chunk, 1)
+			f.ctl.OnPacketSent(now, p.pn, f.mss, f.tr.TotalInFlight())
 			f.pace(now, p.net.Size, f.ctl.PacingRate())
 			w.send(now, f.reverse, p)
 		}
@@ -168,7 +169,7 @@ func (f *flow) trySend(w *world, now clock.Mono) {
 		// the moment the regulator lets one go (ACP's generate-at-will).
 		p := f.makeData(w, now, kindUpdate)
 		p.gen = now
-		p.pn = f.tr.onSent(now, cc.ByteCount(p.payload), -1)
+		p.pn = f.tr.OnSent(now, cc.ByteCount(p.payload), 0, -1, 0)
 		f.policy.OnUpdateSent(now, p.pn, now)
 		w.send(now, f.reverse, p)
 	default: // cbr
@@ -185,23 +186,23 @@ func (f *flow) onTimers(w *world, now clock.Mono) {
 	if f.rx.ackAt != 0 && !now.Before(f.rx.ackAt) {
 		w.sendAck(now, f)
 	}
-	if f.tr.lossTime != 0 && !now.Before(f.tr.lossTime) {
-		f.tr.detectLost(now, f.lostFunc(now))
-		f.tr.compact()
+	if t := f.tr.LossTime(); t != 0 && !now.Before(t) {
+		f.tr.DetectLost(now, f.lostFunc(now))
+		f.tr.Compact()
 	}
-	if f.tr.rtoAt != 0 && !now.Before(f.tr.rtoAt) {
+	if t := f.tr.RTOAt(); t != 0 && !now.Before(t) {
 		f.ctl.OnRetransmissionTimeout(now)
-		f.tr.onRTO(now, f.lostFunc(now))
+		f.tr.OnRTO(f.lostFunc(now))
 	}
 }
 
 // lostFunc reports a lost packet to the controller and queues its data.
-func (f *flow) lostFunc(now clock.Mono) func(pn cc.PacketNumber, p *sentPkt) {
-	return func(pn cc.PacketNumber, p *sentPkt) {
+func (f *flow) lostFunc(now clock.Mono) func(pn cc.PacketNumber, p *recovery.Packet) {
+	return func(pn cc.PacketNumber, p *recovery.Packet) {
 		f.st.lost++
-		f.ctl.OnLoss(now, cc.LossEvent{PacketNumber: pn, Bytes: p.bytes, SentTime: p.sent, PriorInFlight: f.tr.inFlight + p.bytes})
-		if p.chunk >= 0 {
-			f.retx = append(f.retx, p.chunk)
+		f.ctl.OnLoss(now, cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: f.tr.TotalInFlight() + p.Bytes})
+		if p.Len > 0 {
+			f.retx = append(f.retx, p.Offset)
 		}
 	}
 }
@@ -272,7 +273,7 @@ func (f *flow) deliverBytes(now clock.Mono, n int64) {
 // acknowledged packets and the RTT sample first, then loss detection).
 func (f *flow) onAck(now clock.Mono, a *ackFrame) {
 	f.echoT3, f.echoT4 = a.t3, senderStamp(now)
-	prior := f.tr.inFlight
+	prior := f.tr.TotalInFlight()
 	newLargest := false
 	var rttSample time.Duration
 	// The RTT sample comes from the largest acknowledged packet, if this
@@ -280,26 +281,26 @@ func (f *flow) onAck(now clock.Mono, a *ackFrame) {
 	// when that does not go below min RTT (§5.3).
 	if a.nRanges > 0 {
 		largest := a.ranges[0].hi
-		if sp := f.tr.get(largest); sp != nil && sp.state == stateInFlight {
+		if sp := f.tr.Get(largest); sp != nil && sp.State == recovery.InFlight {
 			newLargest = true
-			rttSample = now.Sub(sp.sent)
-			if m := f.tr.rtt.Min(); m == 0 || rttSample-a.ackDelay >= m {
+			rttSample = now.Sub(sp.Sent)
+			if m := f.tr.RTT().Min(); m == 0 || rttSample-a.ackDelay >= m {
 				rttSample -= a.ackDelay
 			}
-			f.tr.rtt.Update(rttSample)
+			f.tr.RTT().Update(rttSample)
 		}
 	}
 	acked := false
 	// Ranges are newest first; the controller wants packet-number order.
 	for i := a.nRanges - 1; i >= 0; i-- {
 		rg := a.ranges[i]
-		for pn := max(rg.lo, f.tr.base); pn <= rg.hi; pn++ {
-			sp, ok := f.tr.markAcked(pn)
+		for pn := max(rg.lo, f.tr.Base()); pn <= rg.hi; pn++ {
+			sp, ok := f.tr.Ack(pn)
 			if !ok {
 				continue
 			}
 			acked = true
-			s := cc.AckSample{PacketNumber: pn, Bytes: sp.bytes, SentTime: sp.sent, PriorInFlight: prior, ClockSynced: a.synced}
+			s := cc.AckSample{PacketNumber: pn, Bytes: sp.Bytes, SentTime: sp.Sent, PriorInFlight: prior, ClockSynced: a.synced}
 			if newLargest && pn == rg.hi && i == 0 {
 				s.RTT = rttSample
 			}
@@ -313,11 +314,11 @@ func (f *flow) onAck(now clock.Mono, a *ackFrame) {
 			f.noteControllerState(now)
 		}
 	}
-	f.tr.detectLost(now, f.lostFunc(now))
+	f.tr.DetectLost(now, f.lostFunc(now))
 	if acked {
-		f.tr.armRTO(now)
+		f.tr.ArmRTO(now)
 	}
-	f.tr.compact()
+	f.tr.Compact()
 }
 
 // noteControllerState accumulates the trace summary at every ACK.

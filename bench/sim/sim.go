@@ -11,7 +11,8 @@
 // every second packet, after 25 ms, or at once on a gap, with ranges and one
 // receiver-stamped OWD sample per packet; the sender detects loss by
 // packet and time threshold (RFC 9002 §6.1) and by RTO with backoff
-// (RFC 6298), retransmits lost chunks under new numbers, and paces at the
+// (RFC 6298) — both from internal/recovery, shared with transport —
+// retransmits lost chunks under new numbers, and paces at the
 // controller's rate. Update flows (acp, fixed, lazy) send the freshest update
 // whenever their policy allows and never retransmit; each update is ACKed.
 // CBR flows are unresponsive. Receivers' clocks may be offset and skewed
@@ -30,6 +31,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2", "owd-eq7"
 )
 
@@ -122,7 +124,7 @@ func newFlow(w *world, i int, spec scenario.Flow, mode syncMode) (*flow, error) 
 		start: clock.Mono(0).Add(spec.Start.D()),
 		end:   clock.Mono(0).Add(spec.End(s).D()),
 		mss:   cc.ByteCount(s.MSS),
-		tr:    newTracker(),
+		tr:    recovery.New(),
 	}
 	clk := rxClock{mode: mode, offset: s.ClockOffset.D(), skew: s.ClockSkewPPM * 1e-6}
 	if mode == syncInband {

@@ -1,0 +1,243 @@
+// Package recovery is the sender's loss detection and retransmission timer,
+// shared by the simulator (bench/sim) and the UDP endpoints (transport). It
+// is sans-I/O: every call carries now.
+//
+// Packet numbers are never reused (a retransmission is a new packet), so an
+// ACK names exactly one transmission and RTT samples are unambiguous.
+//
+//   - Loss (RFC 9002 §6.1): a packet below the largest acknowledged one is
+//     lost once 3 later packets are acknowledged (kPacketThreshold) or it is
+//     older than 9/8·max(SRTT, latest RTT) (kTimeThreshold), at least 1 ms.
+//   - RTO (RFC 6298 §2, §5): SRTT + 4·RTTVAR, at least 200 ms (Linux's
+//     TCP_RTO_MIN rather than RFC 6298's 1 s, as deployed stacks do), 1 s
+//     before the first sample, doubled per expiry (backoff) up to 60 s;
+//     restarted when an ACK acknowledges new data. On expiry every packet in
+//     flight is declared lost.
+package recovery
+
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// Constants of RFC 9002 §6.1 and RFC 6298.
+const (
+	PacketThreshold  = 3
+	timeThresholdNum = 9
+	timeThresholdDen = 8
+	minLossDelay     = time.Millisecond
+	MinRTO           = 200 * time.Millisecond
+	InitialRTO       = time.Second
+	MaxRTO           = 60 * time.Second
+)
+
+// State of a sent packet.
+type State uint8
+
+const (
+	InFlight State = iota
+	Acked
+	Lost
+)
+
+// MaxKinds is how many packet kinds the tracker keeps separate in-flight
+// counts for (stream data, updates, probes, …).
+const MaxKinds = 4
+
+// Packet is what the tracker remembers of one sent packet. Kind, Offset and
+// Len are the caller's: what the packet carried.
+type Packet struct {
+	Sent   clock.Mono
+	Bytes  cc.ByteCount
+	State  State
+	Kind   uint8
+	Offset int64
+	Len    int
+}
+
+// Tracker keeps one sender's packets in packet-number order.
+type Tracker struct {
+	base     cc.PacketNumber // packet number of pkts[0]
+	pkts     []Packet
+	next     cc.PacketNumber
+	inFlight [MaxKinds]cc.ByteCount
+
+	rtt          cc.RTTStats
+	largestAcked cc.PacketNumber
+	lossTime     clock.Mono // time-threshold timer; 0 = unset
+	rtoAt        clock.Mono // 0 = unset
+	backoff      uint
+}
+
+// New returns an empty tracker whose first packet number is 0.
+func New() *Tracker {
+	return &Tracker{largestAcked: cc.InvalidPacketNumber}
+}
+
+// OnSent registers a new packet and returns its number. kind must be below
+// MaxKinds.
+func (t *Tracker) OnSent(now clock.Mono, bytes cc.ByteCount, kind uint8, offset int64, n int) cc.PacketNumber {
+	pn := t.next
+	t.next++
+	t.pkts = append(t.pkts, Packet{Sent: now, Bytes: bytes, Kind: kind, Offset: offset, Len: n})
+	t.inFlight[kind] += bytes
+	if t.rtoAt == 0 {
+		t.rtoAt = now.Add(t.RTO())
+	}
+	return pn
+}
+
+// Next is the packet number the next OnSent returns.
+func (t *Tracker) Next() cc.PacketNumber { return t.next }
+
+// Get returns the record of pn, or nil if it is no longer (or never was)
+// tracked.
+func (t *Tracker) Get(pn cc.PacketNumber) *Packet {
+	i := int(pn - t.base)
+	if pn < t.base || i >= len(t.pkts) {
+		return nil
+	}
+	return &t.pkts[i]
+}
+
+// Base is the smallest packet number still tracked; ACK processing can
+// skip everything below it.
+func (t *Tracker) Base() cc.PacketNumber { return t.base }
+
+// InFlight is the bytes in flight of one kind.
+func (t *Tracker) InFlight(kind uint8) cc.ByteCount { return t.inFlight[kind] }
+
+// TotalInFlight is the bytes in flight of every kind.
+func (t *Tracker) TotalInFlight() cc.ByteCount {
+	var s cc.ByteCount
+	for _, b := range t.inFlight {
+		s += b
+	}
+	return s
+}
+
+// RTT gives access to the RTT estimators the timers use.
+func (t *Tracker) RTT() *cc.RTTStats { return &t.rtt }
+
+// LargestAcked is the largest packet number acknowledged so far.
+func (t *Tracker) LargestAcked() cc.PacketNumber { return t.largestAcked }
+
+// Compact drops finished packets from the front.
+func (t *Tracker) Compact() {
+	i := 0
+	for i < len(t.pkts) && t.pkts[i].State != InFlight {
+		i++
+	}
+	if i > 0 {
+		n := copy(t.pkts, t.pkts[i:])
+		t.pkts = t.pkts[:n]
+		t.base += cc.PacketNumber(i)
+	}
+}
+
+// RTO is the current retransmission timeout, backoff included.
+func (t *Tracker) RTO() time.Duration {
+	r := InitialRTO
+	if t.rtt.HasSample() {
+		r = max(t.rtt.Smoothed()+4*t.rtt.Var(), MinRTO)
+	}
+	r <<= t.backoff
+	return min(r, MaxRTO)
+}
+
+func (t *Tracker) lossDelay() time.Duration {
+	d := max(t.rtt.Smoothed(), t.rtt.Latest())
+	return max(d*timeThresholdNum/timeThresholdDen, minLossDelay)
+}
+
+// Ack moves pn to acknowledged; it reports false if pn was not in flight.
+func (t *Tracker) Ack(pn cc.PacketNumber) (*Packet, bool) {
+	p := t.Get(pn)
+	if p == nil || p.State != InFlight {
+		return nil, false
+	}
+	p.State = Acked
+	t.inFlight[p.Kind] -= p.Bytes
+	if pn > t.largestAcked {
+		t.largestAcked = pn
+	}
+	return p, true
+}
+
+// DetectLost calls lost for every packet declared lost at now and re-arms
+// the time-threshold timer (RFC 9002 §6.1).
+func (t *Tracker) DetectLost(now clock.Mono, lost func(pn cc.PacketNumber, p *Packet)) {
+	t.lossTime = 0
+	if t.largestAcked == cc.InvalidPacketNumber {
+		return
+	}
+	delay := t.lossDelay()
+	for i := range t.pkts {
+		pn := t.base + cc.PacketNumber(i)
+		if pn >= t.largestAcked {
+			break
+		}
+		p := &t.pkts[i]
+		if p.State != InFlight {
+			continue
+		}
+		if t.largestAcked-pn >= PacketThreshold || !now.Before(p.Sent.Add(delay)) {
+			p.State = Lost
+			t.inFlight[p.Kind] -= p.Bytes
+			lost(pn, p)
+			continue
+		}
+		if at := p.Sent.Add(delay); t.lossTime == 0 || at.Before(t.lossTime) {
+			t.lossTime = at
+		}
+	}
+}
+
+// OnRTO declares everything in flight lost and backs the timer off.
+func (t *Tracker) OnRTO(lost func(pn cc.PacketNumber, p *Packet)) {
+	for i := range t.pkts {
+		if p := &t.pkts[i]; p.State == InFlight {
+			p.State = Lost
+			t.inFlight[p.Kind] -= p.Bytes
+			lost(t.base+cc.PacketNumber(i), p)
+		}
+	}
+	t.backoff = min(t.backoff+1, 16)
+	t.lossTime = 0
+	t.rtoAt = 0
+	t.Compact()
+}
+
+// ArmRTO restarts the retransmission timer after new data was acknowledged.
+func (t *Tracker) ArmRTO(now clock.Mono) {
+	t.backoff = 0
+	if t.TotalInFlight() > 0 {
+		t.rtoAt = now.Add(t.RTO())
+	} else {
+		t.rtoAt = 0
+	}
+}
+
+// LossTime is the time-threshold deadline (0 = none).
+func (t *Tracker) LossTime() clock.Mono { return t.lossTime }
+
+// RTOAt is the retransmission deadline (0 = none).
+func (t *Tracker) RTOAt() clock.Mono { return t.rtoAt }
+
+// NextTimer is the earliest loss or RTO deadline (0 if none).
+func (t *Tracker) NextTimer() clock.Mono { return Earliest(t.lossTime, t.rtoAt) }
+
+// Earliest returns the earlier of two deadlines, 0 meaning unset.
+func Earliest(a, b clock.Mono) clock.Mono {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	case a < b:
+		return a
+	}
+	return b
+}
