@@ -167,7 +167,8 @@ func AppendAck(b []byte, a *Ack) []byte {
 }
 
 // ParseAck decodes an Ack body into a. Ranges must be descending and
-// disjoint, every packet number within MaxPacketNumber.
+// disjoint with a gap between them (ErrRanges), every packet number within
+// MaxPacketNumber (ErrPacketNum). On error a's contents are unspecified.
 func ParseAck(body []byte, a *Ack) error {
 	if len(body) < ackFixedLen {
 		return ErrShort
@@ -190,8 +191,11 @@ func ParseAck(body []byte, a *Ack) error {
 	for i := range nr {
 		hi, lo := binary.BigEndian.Uint64(p), binary.BigEndian.Uint64(p[8:])
 		p = p[ackRangeLen:]
+		if hi > MaxPacketNumber {
+			return ErrPacketNum // lo > MaxPacketNumber implies lo > hi or this
+		}
 		// Descending and disjoint with a gap: hi < previous smallest − 1.
-		if hi > MaxPacketNumber || lo > hi || hi+1 >= prev {
+		if lo > hi || hi+1 >= prev {
 			return ErrRanges
 		}
 		prev = lo
@@ -211,7 +215,8 @@ func ParseAck(body []byte, a *Ack) error {
 }
 
 // Initial opens a connection (type Initial): a 32-bit options field, then
-// zero padding to MinInitialSize bytes in all. Options is 0 in version 1.
+// zero padding to MinInitialSize bytes in all (more is allowed, as QUIC pads
+// to the path MTU). Options is 0 in version 1.
 type Initial struct {
 	Options uint32
 }
@@ -227,12 +232,21 @@ func AppendInitial(b []byte, in Initial) []byte {
 }
 
 // ParseInitial decodes an Initial body; datagram is its whole length, which
-// must be at least MinInitialSize.
+// must be at least MinInitialSize (ErrShort). Options and padding must be
+// zero (ErrReserved).
 func ParseInitial(body []byte, datagram int, in *Initial) error {
 	if datagram < MinInitialSize || len(body) < 4 {
 		return ErrShort
 	}
 	in.Options = binary.BigEndian.Uint32(body)
+	if in.Options != 0 {
+		return ErrReserved
+	}
+	for _, c := range body[4:] {
+		if c != 0 {
+			return ErrReserved
+		}
+	}
 	return nil
 }
 
