@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unicode/utf8"
+)
 
 // Echo carries the last ACK the sender received back to the receiver, for
 // in-band clock estimation (SPEC §4): T3 is that ACK's timestamp (receiver
@@ -40,7 +43,9 @@ const DataOverhead = echoLen + 8 + 2
 // MaxStreamOffset bounds stream offsets (2^62 − 1).
 const MaxStreamOffset = 1<<62 - 1
 
-// AppendData appends d's body to b.
+// AppendData appends d's body to b. The caller keeps len(d.Payload) at most
+// 65535 and 0 ≤ Offset, Offset+len(Payload) ≤ MaxStreamOffset; outside
+// those the encoding is one ParseData rejects.
 func AppendData(b []byte, d *Data) []byte {
 	b = appendEcho(b, d.Echo)
 	b = binary.BigEndian.AppendUint64(b, uint64(d.Offset))
@@ -82,7 +87,8 @@ type Update struct {
 // UpdateOverhead is the body bytes of an Update besides its payload.
 const UpdateOverhead = echoLen + 8 + 2
 
-// AppendUpdate appends u's body to b.
+// AppendUpdate appends u's body to b. The caller keeps len(u.Payload) at
+// most 65535; a longer payload yields an encoding ParseUpdate rejects.
 func AppendUpdate(b []byte, u *Update) []byte {
 	b = appendEcho(b, u.Echo)
 	b = binary.BigEndian.AppendUint64(b, uint64(u.Generated))
@@ -257,11 +263,21 @@ type Close struct {
 	Reason []byte // aliases the datagram
 }
 
-// AppendClose appends c's body to b (the reason cut to 255 bytes).
+// AppendClose appends c's body to b (the reason cut to at most 255 bytes,
+// at a rune boundary so that a UTF-8 reason stays valid UTF-8).
 func AppendClose(b []byte, c *Close) []byte {
 	r := c.Reason
 	if len(r) > 255 {
-		r = r[:255]
+		// Back off over continuation bytes of a rune r[:255] would split;
+		// more than UTFMax−1 of them means r is not UTF-8: cut at 255.
+		n := 255
+		for n > 255-(utf8.UTFMax-1) && !utf8.RuneStart(r[n]) {
+			n--
+		}
+		if !utf8.RuneStart(r[n]) {
+			n = 255
+		}
+		r = r[:n]
 	}
 	b = binary.BigEndian.AppendUint32(b, c.Code)
 	b = append(b, byte(len(r)))
@@ -279,5 +295,13 @@ func ParseClose(body []byte, c *Close) error {
 		return ErrLength
 	}
 	c.Reason = body[5:]
+	return nil
+}
+
+// ParsePing checks a Ping body, which is empty (ErrLength otherwise).
+func ParsePing(body []byte) error {
+	if len(body) != 0 {
+		return ErrLength
+	}
 	return nil
 }
