@@ -31,6 +31,9 @@ const (
 	MinRTO           = 200 * time.Millisecond
 	InitialRTO       = time.Second
 	MaxRTO           = 60 * time.Second
+	// initialRTT stands in for the RTT before the first sample in the time
+	// threshold (RFC 9002 §6.2.2's kInitialRtt).
+	initialRTT = 333 * time.Millisecond
 )
 
 // State of a sent packet.
@@ -149,6 +152,9 @@ func (t *Tracker) RTO() time.Duration {
 
 func (t *Tracker) lossDelay() time.Duration {
 	d := max(t.rtt.Smoothed(), t.rtt.Latest())
+	if !t.rtt.HasSample() {
+		d = initialRTT
+	}
 	return max(d*timeThresholdNum/timeThresholdDen, minLossDelay)
 }
 
