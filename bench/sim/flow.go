@@ -280,7 +280,7 @@ func (f *flow) onAck(now clock.Mono, a *ackFrame) {
 	// frame newly acknowledges it (RFC 9002 §5.1), less the ACK delay
 	// when that does not go below min RTT (§5.3).
 	if a.nRanges > 0 {
-		largest := a.ranges[0].hi
+		largest := a.ranges[0].Hi
 		if sp := f.tr.Get(largest); sp != nil && sp.State == recovery.InFlight {
 			newLargest = true
 			rttSample = now.Sub(sp.Sent)
@@ -294,14 +294,14 @@ func (f *flow) onAck(now clock.Mono, a *ackFrame) {
 	// Ranges are newest first; the controller wants packet-number order.
 	for i := a.nRanges - 1; i >= 0; i-- {
 		rg := a.ranges[i]
-		for pn := max(rg.lo, f.tr.Base()); pn <= rg.hi; pn++ {
+		for pn := max(rg.Lo, f.tr.Base()); pn <= rg.Hi; pn++ {
 			sp, ok := f.tr.Ack(pn)
 			if !ok {
 				continue
 			}
 			acked = true
 			s := cc.AckSample{PacketNumber: pn, Bytes: sp.Bytes, SentTime: sp.Sent, PriorInFlight: prior, ClockSynced: a.synced}
-			if newLargest && pn == rg.hi && i == 0 {
+			if newLargest && pn == rg.Hi && i == 0 {
 				s.RTT = rttSample
 			}
 			for j := 0; j < a.nSamples; j++ {

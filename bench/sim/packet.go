@@ -6,6 +6,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
 )
 
 // Wire sizes. A data packet carries MSS payload bytes plus headerBytes
@@ -32,8 +33,6 @@ const (
 	kindAck                   // ACK frame for data or updates
 )
 
-type pnRange struct{ lo, hi cc.PacketNumber } // inclusive
-
 type owdSample struct {
 	pn  cc.PacketNumber
 	owd time.Duration
@@ -45,7 +44,7 @@ type owdSample struct {
 // receiver's clock offset is trustworthy; and the receiver's send stamp T3
 // for in-band clock estimation.
 type ackFrame struct {
-	ranges   [maxAckRanges]pnRange
+	ranges   [maxAckRanges]recovery.Range
 	nRanges  int
 	ackDelay time.Duration
 	samples  [maxAckSamples]owdSample

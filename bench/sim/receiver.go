@@ -3,8 +3,8 @@ package sim
 import (
 	"time"
 
-	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
 )
 
 // ACK policy of a bulk receiver (RFC 9000 §13.2.1, RFC 5681 §4.2): ACK
@@ -19,8 +19,7 @@ type receiver struct {
 	clk      rxClock
 	ackEvery int
 
-	ranges  []pnRange // received packet numbers, newest range first
-	largest cc.PacketNumber
+	ranges recovery.AckRanges // received packet numbers, newest range first
 
 	samples  [maxAckSamples]owdSample
 	nSamples int
@@ -30,7 +29,7 @@ type receiver struct {
 }
 
 func newReceiver(clk rxClock, ackEvery int) receiver {
-	return receiver{clk: clk, ackEvery: ackEvery, largest: cc.InvalidPacketNumber, ranges: make([]pnRange, 0, maxAckRanges+1)}
+	return receiver{clk: clk, ackEvery: ackEvery, ranges: recovery.NewAckRanges(maxAckRanges)}
 }
 
 // onPacket records an arriving packet and returns the receiver's OWD
@@ -39,8 +38,7 @@ func (r *receiver) onPacket(now clock.Mono, p *packet) (est time.Duration, ok bo
 	recv := r.clk.stamp(now)
 	r.clk.reverse(p.echoT3, p.echoT4)
 	est, ok = r.clk.owd(p.stamp, recv)
-	gap := r.largest != cc.InvalidPacketNumber && p.pn != r.largest+1
-	r.insert(p.pn)
+	_, gap := r.ranges.Insert(p.pn)
 	if r.nSamples < maxAckSamples {
 		r.samples[r.nSamples] = owdSample{pn: p.pn, owd: est}
 		r.nSamples++
@@ -58,48 +56,9 @@ func (r *receiver) onPacket(now clock.Mono, p *packet) (est time.Duration, ok bo
 	return est, ok, false
 }
 
-// insert adds pn to the ranges (newest first), merging neighbours and
-// keeping at most maxAckRanges (the oldest fall off, as in a real encoder).
-func (r *receiver) insert(pn cc.PacketNumber) {
-	if pn > r.largest {
-		r.largest = pn
-	}
-	for i := range r.ranges {
-		rg := &r.ranges[i]
-		switch {
-		case pn >= rg.lo && pn <= rg.hi:
-			return // duplicate
-		case pn == rg.hi+1:
-			rg.hi = pn
-			return
-		case pn > rg.hi+1:
-			r.ranges = append(r.ranges, pnRange{})
-			copy(r.ranges[i+1:], r.ranges[i:])
-			r.ranges[i] = pnRange{pn, pn}
-			r.trim()
-			return
-		case pn == rg.lo-1:
-			rg.lo = pn
-			if i+1 < len(r.ranges) && r.ranges[i+1].hi+1 == pn {
-				rg.lo = r.ranges[i+1].lo
-				r.ranges = append(r.ranges[:i+1], r.ranges[i+2:]...)
-			}
-			return
-		}
-	}
-	r.ranges = append(r.ranges, pnRange{pn, pn})
-	r.trim()
-}
-
-func (r *receiver) trim() {
-	if len(r.ranges) > maxAckRanges {
-		r.ranges = r.ranges[:maxAckRanges]
-	}
-}
-
 // fillAck writes the ACK frame into f and resets the ACK state.
 func (r *receiver) fillAck(now clock.Mono, f *ackFrame) {
-	f.nRanges = copy(f.ranges[:], r.ranges)
+	f.nRanges = copy(f.ranges[:], r.ranges.Ranges())
 	f.nSamples = copy(f.samples[:], r.samples[:r.nSamples])
 	f.ackDelay = now.Sub(r.oldest)
 	f.synced = r.syncedNow()
