@@ -1,0 +1,537 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rawBody stands for an Accept body: version 1 defines none, so the test
+// endpoint below carries whatever follows the header unchanged.
+type rawBody []byte
+
+// parseDatagram decodes a datagram the way an endpoint does: the header,
+// then the body by type. The frame is an Initial, rawBody, *Data, *Update,
+// *Ack, *Close, or nil for Ping.
+func parseDatagram(dg []byte) (Header, any, error) {
+	h, body, err := ParseHeader(dg)
+	if err != nil {
+		return h, nil, err
+	}
+	switch h.Type {
+	case TypeInitial:
+		var in Initial
+		err := ParseInitial(body, len(dg), &in)
+		return h, in, err
+	case TypeAccept:
+		return h, rawBody(body), nil
+	case TypeData:
+		d := new(Data)
+		return h, d, ParseData(body, d)
+	case TypeUpdate:
+		u := new(Update)
+		return h, u, ParseUpdate(body, u)
+	case TypeAck:
+		a := new(Ack)
+		return h, a, ParseAck(body, a)
+	case TypeClose:
+		c := new(Close)
+		return h, c, ParseClose(body, c)
+	case TypePing:
+		return h, nil, ParsePing(body)
+	}
+	panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
+}
+
+// appendDatagram encodes a whole datagram; f is as parseDatagram returns.
+// For an Initial, b must be empty (the padding counts from b[0]).
+func appendDatagram(b []byte, h Header, f any) []byte {
+	b = AppendHeader(b, h)
+	switch f := f.(type) {
+	case Initial:
+		return AppendInitial(b, f)
+	case rawBody:
+		return append(b, f...)
+	case *Data:
+		return AppendData(b, f)
+	case *Update:
+		return AppendUpdate(b, f)
+	case *Ack:
+		return AppendAck(b, f)
+	case *Close:
+		return AppendClose(b, f)
+	case nil:
+		return b
+	}
+	panic(fmt.Sprintf("unknown frame %T", f))
+}
+
+// sentinels are the only errors a decoder may return.
+var sentinels = []error{ErrShort, ErrVersion, ErrType, ErrReserved, ErrLength, ErrTooMany, ErrRanges, ErrPacketNum}
+
+func isSentinel(err error) bool {
+	for _, s := range sentinels {
+		if err == s { // not errors.Is: decoders return the sentinel itself, unwrapped
+			return true
+		}
+	}
+	return false
+}
+
+// fullAck has every range and sample in use and the extreme field values:
+// the largest range ends at MaxPacketNumber, the smallest at 0, gaps of
+// one missing number, OWD samples of both signs and both int32 limits.
+func fullAck() *Ack {
+	a := &Ack{DelayMicros: math.MaxUint32, MaxData: MaxStreamOffset, NRanges: MaxAckRanges, NSamples: MaxAckSamples}
+	a.Ranges[0] = AckRange{Largest: MaxPacketNumber, Smallest: MaxPacketNumber - 5}
+	for i := 1; i < MaxAckRanges; i++ {
+		lo := int64(MaxAckRanges-1-i) * 10 // last range is [5, 0]
+		a.Ranges[i] = AckRange{Largest: lo + 5, Smallest: lo}
+	}
+	a.Ranges[1].Largest = MaxPacketNumber - 7 // only MaxPacketNumber−6 missing
+	a.Ranges[1].Smallest = 1 << 40
+	for i := range MaxAckSamples {
+		a.Samples[i] = OWDSample{PN: MaxPacketNumber - int64(i), OWDMicros: int32(i-MaxAckSamples/2) * 1000}
+	}
+	a.Samples[0].OWDMicros = math.MinInt32
+	a.Samples[1].OWDMicros = math.MaxInt32
+	a.Samples[2].PN = 0
+	return a
+}
+
+type datagramCase struct {
+	name string
+	h    Header
+	f    any
+}
+
+// validDatagrams covers every frame type and the limits of every field.
+func validDatagrams() []datagramCase {
+	big := bytes.Repeat([]byte{0xa5}, math.MaxUint16)
+	reason := bytes.Repeat([]byte("r"), 255)
+	hdr := func(t Type, flags uint8) Header {
+		return Header{Type: t, Flags: flags, ConnID: 0x0123456789abcdef, PN: 42, Timestamp: 1_700_000_000_000_000}
+	}
+	return []datagramCase{
+		{"initial", hdr(TypeInitial, 0), Initial{}},
+		{"initial extreme header", Header{Type: TypeInitial, ConnID: math.MaxUint64, PN: MaxPacketNumber, Timestamp: math.MinInt64}, Initial{}},
+		{"accept", hdr(TypeAccept, 0), rawBody{}},
+		{"ping", hdr(TypePing, 0), nil},
+		{"ping zero header", Header{Type: TypePing}, nil},
+		{"ping negative timestamp", Header{Type: TypePing, PN: MaxPacketNumber, Timestamp: -1}, nil},
+		{"data", hdr(TypeData, 0), &Data{Echo: Echo{T3: 5, T4: 7}, Offset: 1 << 20, Payload: []byte("hello")}},
+		{"data FIN empty", hdr(TypeData, FlagFIN), &Data{Offset: 99, Payload: []byte{}}},
+		{"data negative echo", hdr(TypeData, 0), &Data{Echo: Echo{T3: math.MinInt64, T4: -1}, Payload: []byte{0}}},
+		{"data max payload", hdr(TypeData, FlagFIN), &Data{Echo: Echo{T3: math.MaxInt64, T4: math.MaxInt64}, Payload: big}},
+		{"data ends at MaxStreamOffset", hdr(TypeData, FlagFIN), &Data{Offset: MaxStreamOffset - 3, Payload: []byte("end")}},
+		{"data empty at MaxStreamOffset", hdr(TypeData, 0), &Data{Offset: MaxStreamOffset, Payload: []byte{}}},
+		{"update", hdr(TypeUpdate, 0), &Update{Echo: Echo{T3: 1, T4: 2}, Generated: 1_700_000_000_000_000, Payload: []byte(`{"t":21.5}`)}},
+		{"update empty", hdr(TypeUpdate, 0), &Update{Payload: []byte{}}},
+		{"update negative", hdr(TypeUpdate, 0), &Update{Echo: Echo{T3: -3, T4: -4}, Generated: math.MinInt64, Payload: []byte{1}}},
+		{"update max payload", hdr(TypeUpdate, 0), &Update{Generated: math.MaxInt64, Payload: big}},
+		{"ack empty", hdr(TypeAck, 0), &Ack{}},
+		{"ack synced", hdr(TypeAck, FlagSynced), &Ack{DelayMicros: 250, MaxData: 1 << 30, NRanges: 2, NSamples: 1,
+			Ranges:  [MaxAckRanges]AckRange{{Largest: 10, Smallest: 5}, {Largest: 3, Smallest: 0}},
+			Samples: [MaxAckSamples]OWDSample{{PN: 10, OWDMicros: -1500}}}},
+		{"ack single packet ranges", hdr(TypeAck, 0), &Ack{NRanges: 2,
+			Ranges: [MaxAckRanges]AckRange{{Largest: 7, Smallest: 7}, {Largest: 5, Smallest: 5}}}},
+		{"ack full", hdr(TypeAck, FlagSynced), fullAck()},
+		{"close", hdr(TypeClose, 0), &Close{Code: 3, Reason: []byte("idle timeout")}},
+		{"close empty", hdr(TypeClose, 0), &Close{Reason: []byte{}}},
+		{"close max reason", hdr(TypeClose, 0), &Close{Code: math.MaxUint32, Reason: reason}},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, tc := range validDatagrams() {
+		t.Run(tc.name, func(t *testing.T) {
+			dg := appendDatagram(nil, tc.h, tc.f)
+			if tc.h.Type == TypeInitial {
+				require.Len(t, dg, MinInitialSize)
+			}
+			h, f, err := parseDatagram(dg)
+			require.NoError(t, err)
+			require.Equal(t, tc.h, h)
+			require.Equal(t, tc.f, f)
+			// Canonical: re-encoding what was decoded gives the same bytes.
+			require.Equal(t, dg, appendDatagram(nil, h, f))
+		})
+	}
+}
+
+func TestHeaderLayout(t *testing.T) {
+	h := Header{Type: TypeData, Flags: FlagFIN, ConnID: 0x0102030405060708, PN: 0x1112131415161718, Timestamp: -2}
+	b := AppendHeader([]byte{0xee}, h) // appends after what is there
+	want := []byte{0xee, Version, byte(TypeData), FlagFIN, 0,
+		1, 2, 3, 4, 5, 6, 7, 8,
+		0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}
+	require.Equal(t, want, b)
+	require.Len(t, b, 1+HeaderLen)
+}
+
+// bodyMin is the shortest body of each type that is not ErrShort.
+func bodyMin(t Type) int {
+	switch t {
+	case TypeData:
+		return DataOverhead
+	case TypeUpdate:
+		return UpdateOverhead
+	case TypeAck:
+		return ackFixedLen
+	case TypeClose:
+		return 5
+	}
+	return 0
+}
+
+// TestTruncated cuts every valid datagram at every length: inside the
+// header it is ErrShort; inside a body ErrShort until the fixed part is
+// there, then ErrLength (the length or count fields promise more). An
+// Initial cut anywhere is below MinInitialSize.
+func TestTruncated(t *testing.T) {
+	for _, tc := range validDatagrams() {
+		t.Run(tc.name, func(t *testing.T) {
+			dg := appendDatagram(nil, tc.h, tc.f)
+			for n := range len(dg) {
+				want := ErrLength
+				if n < HeaderLen || n-HeaderLen < bodyMin(tc.h.Type) || tc.h.Type == TypeInitial {
+					want = ErrShort
+				}
+				_, _, err := parseDatagram(dg[:n])
+				if err != want { // require per byte would be slow on 65 kB payloads
+					require.Equal(t, want, err, "cut to %d of %d bytes", n, len(dg))
+				}
+			}
+		})
+	}
+}
+
+// TestTrailingByte appends one byte to every valid datagram: frames with a
+// length reject it; Initial padding may be longer; Accept has no format.
+func TestTrailingByte(t *testing.T) {
+	for _, tc := range validDatagrams() {
+		t.Run(tc.name, func(t *testing.T) {
+			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
+			_, _, err := parseDatagram(dg)
+			switch tc.h.Type {
+			case TypeInitial, TypeAccept:
+				require.NoError(t, err)
+			default:
+				require.Equal(t, ErrLength, err)
+			}
+		})
+	}
+}
+
+// set returns a copy of b with the bytes from off replaced by v.
+func set(b []byte, off int, v ...byte) []byte {
+	c := bytes.Clone(b)
+	copy(c[off:], v)
+	return c
+}
+
+func set64(b []byte, off int, v uint64) []byte {
+	return set(b, off, binary.BigEndian.AppendUint64(nil, v)...)
+}
+
+func set16(b []byte, off int, v uint16) []byte {
+	return set(b, off, binary.BigEndian.AppendUint16(nil, v)...)
+}
+
+func ackDatagram(nr, ns int, ranges ...AckRange) []byte {
+	a := &Ack{NRanges: nr, NSamples: ns}
+	copy(a.Ranges[:], ranges)
+	return appendDatagram(nil, Header{Type: TypeAck}, a)
+}
+
+func TestRejected(t *testing.T) {
+	h := func(t Type) Header { return Header{Type: t, PN: 1} }
+	data := appendDatagram(nil, h(TypeData), &Data{Offset: 10, Payload: []byte("abc")})
+	update := appendDatagram(nil, h(TypeUpdate), &Update{Payload: []byte("abc")})
+	ack := appendDatagram(nil, h(TypeAck), fullAck())
+	closeDG := appendDatagram(nil, h(TypeClose), &Close{Reason: []byte("bye")})
+	initial := appendDatagram(nil, h(TypeInitial), Initial{})
+	ping := appendDatagram(nil, h(TypePing), nil)
+	const (
+		dataOff   = HeaderLen + echoLen     // Data offset field
+		dataLen   = dataOff + 8             // Data length field
+		updLen    = HeaderLen + echoLen + 8 // Update length field
+		ackMax    = HeaderLen + 4           // Ack max data
+		ackNR     = HeaderLen + 12          // Ack range count
+		ackNS     = ackNR + 1               // Ack sample count
+		ackRanges = HeaderLen + ackFixedLen
+		ackSample = ackRanges + MaxAckRanges*ackRangeLen // first sample of fullAck
+	)
+	// r builds ranges for ackDatagram.
+	r := func(hi, lo int64) AckRange { return AckRange{Largest: hi, Smallest: lo} }
+	cases := []struct {
+		name string
+		dg   []byte
+		want error
+	}{
+		{"empty", nil, ErrShort},
+		{"version 0", set(ping, 0, 0), ErrVersion},
+		{"version 2", set(ping, 0, 2), ErrVersion},
+		{"version 255", set(ping, 0, 0xff), ErrVersion},
+		{"version checked before length", set(data[:HeaderLen+1], 0, 2), ErrVersion},
+		{"type 0", set(ping, 1, 0), ErrType},
+		{"type retry (reserved)", set(ping, 1, byte(TypeRetry)), ErrType},
+		{"type version negotiation (reserved)", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
+		{"type 0x0a", set(ping, 1, 0x0a), ErrType},
+		{"type 0xff", set(ping, 1, 0xff), ErrType},
+		{"reserved byte", set(ping, 3, 1), ErrReserved},
+		{"reserved byte high bit", set(data, 3, 0x80), ErrReserved},
+		{"flag bit 1", set(data, 2, 1<<1), ErrReserved},
+		{"flag bit 6", set(ack, 2, 1<<6), ErrReserved},
+		{"flags all", set(data, 2, 0xff), ErrReserved},
+		{"protected data (no AEAD in v1)", set(data, 2, FlagProtected), ErrReserved},
+		{"protected ack", set(ack, 2, FlagProtected|FlagSynced), ErrReserved},
+		{"FIN on ping", set(ping, 2, FlagFIN), ErrReserved},
+		{"FIN on update", set(update, 2, FlagFIN), ErrReserved},
+		{"FIN on initial", set(initial, 2, FlagFIN), ErrReserved},
+		{"FIN on close", set(closeDG, 2, FlagFIN), ErrReserved},
+		{"FIN on accept", set(ping, 1, byte(TypeAccept), FlagFIN), ErrReserved},
+		{"pn MaxPacketNumber+1", set64(ping, 12, MaxPacketNumber+1), ErrPacketNum},
+		{"pn 2^63", set64(ping, 12, 1<<63), ErrPacketNum},
+		{"pn all ones", set64(ping, 12, math.MaxUint64), ErrPacketNum},
+
+		{"data length longer than payload", set16(data, dataLen, 4), ErrLength},
+		{"data length shorter than payload", set16(data, dataLen, 2), ErrLength},
+		{"data length max, payload 3", set16(data, dataLen, math.MaxUint16), ErrLength},
+		{"data offset above MaxStreamOffset", set64(data, dataOff, MaxStreamOffset+1), ErrLength},
+		{"data offset+len above MaxStreamOffset", set64(data, dataOff, MaxStreamOffset-2), ErrLength},
+		{"data offset+len overflows uint64", set64(data, dataOff, math.MaxUint64-1), ErrLength},
+		{"update length longer than payload", set16(update, updLen, 4), ErrLength},
+		{"update length shorter than payload", set16(update, updLen, 0), ErrLength},
+
+		{"ack 17 ranges", set(ack, ackNR, MaxAckRanges+1), ErrTooMany},
+		{"ack 255 ranges", set(ack, ackNR, 0xff), ErrTooMany},
+		{"ack 33 samples", set(ack, ackNS, MaxAckSamples+1), ErrTooMany},
+		{"ack 255 samples", set(ack, ackNS, 0xff), ErrTooMany},
+		{"ack fewer ranges than bytes", set(ack, ackNR, MaxAckRanges-1), ErrLength},
+		{"ack fewer samples than bytes", set(ack, ackNS, MaxAckSamples-1), ErrLength},
+		{"ack cut inside the fixed part", ackDatagram(0, 0)[:HeaderLen+ackFixedLen-2], ErrShort},
+		{"ack one range promised, none sent", set(ackDatagram(0, 0), ackNR, 1), ErrLength},
+		{"ack max data above MaxStreamOffset", set64(ack, ackMax, MaxStreamOffset+1), ErrLength},
+		{"ack max data negative", set64(ack, ackMax, math.MaxUint64), ErrLength},
+		{"ack ranges ascending", ackDatagram(2, 0, r(10, 5), r(20, 15)), ErrRanges},
+		{"ack ranges overlapping", ackDatagram(2, 0, r(10, 5), r(7, 1)), ErrRanges},
+		{"ack ranges touching", ackDatagram(2, 0, r(10, 5), r(5, 1)), ErrRanges},
+		{"ack ranges adjacent without a gap", ackDatagram(2, 0, r(10, 5), r(4, 1)), ErrRanges},
+		{"ack ranges equal", ackDatagram(2, 0, r(10, 5), r(10, 5)), ErrRanges},
+		{"ack range below a range ending at 0", ackDatagram(2, 0, r(10, 0), r(0, 0)), ErrRanges},
+		{"ack range smallest > largest", ackDatagram(1, 0, r(5, 10)), ErrRanges},
+		{"ack later range smallest > largest", ackDatagram(2, 0, r(100, 90), r(10, 20)), ErrRanges},
+		{"ack range largest > MaxPacketNumber", ackDatagram(1, 0, r(MaxPacketNumber+1, 0)), ErrPacketNum},
+		{"ack range largest 2^64-1", set64(ack, ackRanges, math.MaxUint64), ErrPacketNum},
+		{"ack range smallest > MaxPacketNumber", ackDatagram(1, 0, r(MaxPacketNumber, MaxPacketNumber+1)), ErrRanges},
+		{"ack sample pn > MaxPacketNumber", set64(ack, ackSample, MaxPacketNumber+1), ErrPacketNum},
+		{"ack last sample pn 2^64-1", set64(ack, len(ack)-ackSampleLen, math.MaxUint64), ErrPacketNum},
+
+		{"initial 1199 bytes", initial[:MinInitialSize-1], ErrShort},
+		{"initial header only", initial[:HeaderLen], ErrShort},
+		{"initial options set", set(initial, HeaderLen+3, 1), ErrReserved},
+		{"initial padding set", set(initial, MinInitialSize-1, 1), ErrReserved},
+		{"initial padding set after 1200", append(bytes.Clone(initial), 0, 1), ErrReserved},
+
+		{"close reason longer than length", set(closeDG, HeaderLen+4, 2), ErrLength},
+		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
+		{"close length 255, reason 3", set(closeDG, HeaderLen+4, 255), ErrLength},
+		{"ping with body", append(bytes.Clone(ping), 0), ErrLength},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := parseDatagram(tc.dg)
+			require.Equal(t, tc.want, err)
+		})
+	}
+}
+
+// TestParseInitialDatagramLength: the datagram length is the caller's, and
+// the body alone does not count (after AEAD the two would differ).
+func TestParseInitialDatagramLength(t *testing.T) {
+	var in Initial
+	body := make([]byte, MinInitialSize-HeaderLen)
+	require.NoError(t, ParseInitial(body, MinInitialSize, &in))
+	require.Equal(t, ErrShort, ParseInitial(body, MinInitialSize-1, &in))
+	require.Equal(t, ErrShort, ParseInitial(body[:3], MinInitialSize, &in))
+	require.NoError(t, ParseInitial(body[:4], MinInitialSize, &in))
+}
+
+func TestAppendAckLimits(t *testing.T) {
+	a := fullAck()
+	want := AppendAck(nil, a)
+	a.NRanges, a.NSamples = MaxAckRanges+5, MaxAckSamples+100
+	require.Equal(t, want, AppendAck(nil, a), "counts beyond the limits encode the first Max*")
+	require.Len(t, want, ackFixedLen+MaxAckRanges*ackRangeLen+MaxAckSamples*ackSampleLen)
+	require.LessOrEqual(t, HeaderLen+len(want), MinInitialSize, "a full ACK fits a minimum-size datagram")
+}
+
+func TestAppendCloseCutsReason(t *testing.T) {
+	a254 := strings.Repeat("a", 254)
+	cases := []struct {
+		name, reason, want string
+	}{
+		{"255 bytes kept", strings.Repeat("a", 255), strings.Repeat("a", 255)},
+		{"ASCII cut at 255", strings.Repeat("a", 300), strings.Repeat("a", 255)},
+		{"2-byte rune across 255 dropped", a254 + "é" + "x", a254},
+		{"2-byte rune ending at 255 kept", a254[1:] + "é" + "x", a254[1:] + "é"},
+		{"4-byte rune across 255 dropped", strings.Repeat("a", 252) + "😀", strings.Repeat("a", 252)},
+		{"not UTF-8 cut at 255", strings.Repeat("\x80", 300), strings.Repeat("\x80", 255)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var c Close
+			b := AppendClose(nil, &Close{Code: 1, Reason: []byte(tc.reason)})
+			require.NoError(t, ParseClose(b, &c))
+			require.Equal(t, tc.want, string(c.Reason))
+		})
+	}
+}
+
+func TestTypeString(t *testing.T) {
+	for ty, want := range map[Type]string{
+		TypeInitial: "initial", TypeAccept: "accept", TypeData: "data", TypeUpdate: "update",
+		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
+		TypeVersionNegotiation: "version-negotiation", 0: "unknown", 0xff: "unknown",
+	} {
+		require.Equal(t, want, ty.String())
+	}
+}
+
+// Sinks keep the compiler from discarding the work measured below.
+var (
+	sinkHeader Header
+	sinkErr    error
+	sinkBytes  []byte
+)
+
+func TestParseDoesNotAllocate(t *testing.T) {
+	data := appendDatagram(nil, Header{Type: TypeData, Flags: FlagFIN}, &Data{Payload: make([]byte, 1000)})
+	update := appendDatagram(nil, Header{Type: TypeUpdate}, &Update{Payload: make([]byte, 100)})
+	ack := appendDatagram(nil, Header{Type: TypeAck}, fullAck())
+	initial := appendDatagram(nil, Header{Type: TypeInitial}, Initial{})
+	closeDG := appendDatagram(nil, Header{Type: TypeClose}, &Close{Reason: []byte("bye")})
+	bad := set(ack, HeaderLen+ackFixedLen+ackRangeLen, 0xff) // second range above the first
+	var (
+		d  Data
+		u  Update
+		a  Ack
+		in Initial
+		c  Close
+	)
+	cases := []struct {
+		name string
+		fn   func() error
+	}{
+		{"data", func() error {
+			h, body, err := ParseHeader(data)
+			sinkHeader = h
+			if err != nil {
+				return err
+			}
+			return ParseData(body, &d)
+		}},
+		{"update", func() error {
+			_, body, err := ParseHeader(update)
+			if err != nil {
+				return err
+			}
+			return ParseUpdate(body, &u)
+		}},
+		{"ack", func() error {
+			_, body, err := ParseHeader(ack)
+			if err != nil {
+				return err
+			}
+			return ParseAck(body, &a)
+		}},
+		{"initial", func() error {
+			_, body, err := ParseHeader(initial)
+			if err != nil {
+				return err
+			}
+			return ParseInitial(body, len(initial), &in)
+		}},
+		{"close", func() error {
+			_, body, err := ParseHeader(closeDG)
+			if err != nil {
+				return err
+			}
+			return ParseClose(body, &c)
+		}},
+		{"rejected ack", func() error {
+			_, body, _ := ParseHeader(bad)
+			if err := ParseAck(body, &a); err != ErrPacketNum {
+				return fmt.Errorf("got %v", err)
+			}
+			return nil
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, tc.fn())
+			allocs := testing.AllocsPerRun(100, func() { sinkErr = tc.fn() })
+			require.Zero(t, allocs)
+		})
+	}
+}
+
+func TestAppendDoesNotAllocate(t *testing.T) {
+	buf := make([]byte, 0, 70_000)
+	h := Header{Type: TypeData, PN: 7}
+	d := &Data{Payload: make([]byte, 1200)}
+	u := &Update{Payload: make([]byte, 100)}
+	a := fullAck()
+	c := &Close{Reason: bytes.Repeat([]byte("x"), 300)}
+	cases := []struct {
+		name string
+		fn   func()
+	}{
+		{"data", func() { sinkBytes = AppendData(AppendHeader(buf[:0], h), d) }},
+		{"update", func() { sinkBytes = AppendUpdate(AppendHeader(buf[:0], h), u) }},
+		{"ack", func() { sinkBytes = AppendAck(AppendHeader(buf[:0], h), a) }},
+		{"initial", func() { sinkBytes = AppendInitial(AppendHeader(buf[:0], h), Initial{}) }},
+		{"close", func() { sinkBytes = AppendClose(AppendHeader(buf[:0], h), c) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Zero(t, testing.AllocsPerRun(100, tc.fn))
+		})
+	}
+}
+
+func BenchmarkParseAck(b *testing.B) {
+	dg := appendDatagram(nil, Header{Type: TypeAck, Flags: FlagSynced}, fullAck())
+	var a Ack
+	b.ReportAllocs()
+	b.SetBytes(int64(len(dg)))
+	for b.Loop() {
+		_, body, err := ParseHeader(dg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := ParseAck(body, &a); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAppendData(b *testing.B) {
+	const payload = 1200 - HeaderLen - DataOverhead // a full 1200-byte datagram
+	h := Header{Type: TypeData, ConnID: 1, PN: 1 << 20, Timestamp: 1_700_000_000_000_000}
+	d := &Data{Echo: Echo{T3: 1, T4: 2}, Offset: 1 << 30, Payload: make([]byte, payload)}
+	buf := make([]byte, 0, 1500)
+	b.ReportAllocs()
+	b.SetBytes(HeaderLen + DataOverhead + payload)
+	for b.Loop() {
+		buf = AppendData(AppendHeader(buf[:0], h), d)
+	}
+	sinkBytes = buf
+}
