@@ -1,0 +1,122 @@
+package transport
+
+// sendStream is the sending half of the reliable byte stream: the bytes the
+// application wrote and the peer has not yet acknowledged, what was sent,
+// what was lost. Retransmissions resend the same bytes under new packet
+// numbers. Memory is bounded by limit: Write takes at most limit − buffered.
+type sendStream struct {
+	buf   []byte // bytes [base, base+len(buf))
+	base  int64  // everything below is acknowledged and freed
+	next  int64  // next byte never sent
+	acked ranges // acknowledged bytes at or above base
+	retx  []span // lost ranges to send again, oldest first
+	limit int
+
+	finSet   bool // CloseWrite was called: the stream ends at end()
+	finSent  bool // a packet carried FIN (and is not known lost)
+	finAcked bool
+}
+
+// end is the offset after the last byte written.
+func (s *sendStream) end() int64 { return s.base + int64(len(s.buf)) }
+
+// space is how many more bytes Write may take now.
+func (s *sendStream) space() int { return max(s.limit-len(s.buf), 0) }
+
+// write appends as much of p as fits and returns the count.
+func (s *sendStream) write(p []byte) int {
+	if s.finSet {
+		return 0
+	}
+	n := min(len(p), s.space())
+	s.buf = append(s.buf, p[:n]...)
+	return n
+}
+
+// pending reports whether there is anything to (re)send.
+func (s *sendStream) pending() bool {
+	return len(s.retx) > 0 || s.next < s.end() || (s.finSet && !s.finSent)
+}
+
+// chunk picks the next bytes to send: lost bytes first, then new ones, at
+// most maxLen and never beyond the peer's flow-control limit peerMax. It
+// returns the offset, the bytes (aliasing the buffer) and whether FIN goes
+// with them; ok is false when nothing may be sent.
+func (s *sendStream) chunk(maxLen int, peerMax int64) (off int64, data []byte, fin, retx, ok bool) {
+	for len(s.retx) > 0 {
+		r := s.retx[0]
+		lo, hi, gap := s.acked.firstGap(max(r.lo, s.base), r.hi)
+		if !gap {
+			s.retx = s.retx[1:] // acknowledged after all
+			continue
+		}
+		hi = min(hi, lo+int64(maxLen))
+		if hi < r.hi {
+			s.retx[0].lo = hi
+		} else {
+			s.retx = s.retx[1:]
+		}
+		data = s.buf[lo-s.base : hi-s.base]
+		fin = s.finSet && hi == s.end() && !s.finSent
+		if fin {
+			s.finSent = true
+		}
+		return lo, data, fin, true, true
+	}
+	n := min(int64(maxLen), s.end()-s.next, peerMax-s.next)
+	if n < 0 {
+		n = 0
+	}
+	fin = s.finSet && !s.finSent && s.next+n == s.end()
+	if n == 0 && !fin {
+		return 0, nil, false, false, false
+	}
+	off = s.next
+	data = s.buf[off-s.base : off-s.base+n]
+	s.next += n
+	if fin {
+		s.finSent = true
+	}
+	return off, data, fin, false, true
+}
+
+// blocked reports whether new data waits only for the peer's flow-control
+// limit (so the sender should probe for a window update).
+func (s *sendStream) blocked(peerMax int64) bool {
+	return len(s.retx) == 0 && s.next < s.end() && s.next >= peerMax
+}
+
+// onAcked records that [off, off+n) (and FIN, if fin) arrived, and frees the
+// contiguous acknowledged prefix.
+func (s *sendStream) onAcked(off int64, n int, fin bool) {
+	if fin {
+		s.finAcked = true
+	}
+	s.acked.add(off, off+int64(n))
+	newBase := s.acked.prefix(s.base)
+	if newBase > s.base {
+		k := int(newBase - s.base)
+		s.buf = s.buf[k:]
+		s.base = newBase
+		s.acked.trimBelow(newBase)
+		if len(s.buf) == 0 {
+			s.buf = s.buf[:0:0] // let the old array go
+		}
+	}
+}
+
+// onLost queues [off, off+n) for retransmission.
+func (s *sendStream) onLost(off int64, n int, fin bool) {
+	if fin && !s.finAcked {
+		s.finSent = false
+	}
+	if n > 0 && off+int64(n) > s.base {
+		s.retx = append(s.retx, span{max(off, s.base), off + int64(n)})
+	}
+}
+
+// done reports whether every byte and the FIN were acknowledged.
+func (s *sendStream) done() bool { return s.finSet && s.finAcked && len(s.buf) == 0 }
+
+// unacked is how many written bytes the peer has not acknowledged.
+func (s *sendStream) unacked() int { return len(s.buf) }
