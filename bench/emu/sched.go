@@ -1,0 +1,316 @@
+package emu
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fresh-udp/fresh/bench/netem"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// item is one datagram inside the relay: a pooled buffer and the netem
+// packet that carries it across a link. Items are recycled, never freed,
+// until Close: the steady state allocates nothing.
+type item struct {
+	pkt   netem.Packet // Handle = index in Relay.items; Data = buf[:n]
+	buf   []byte
+	large bool // buf is from the large free list
+	idx   int  // index in Relay.items, -1 until the scheduler registers it
+	cl    *client
+	dir   direction
+	tos   uint8      // the whole TOS / traffic-class byte (DSCP << 2 | ECN)
+	at    clock.Mono // when the reader got it
+}
+
+// pool is the free list of items, in two buffer sizes: smallBuf for
+// ordinary datagrams, largeSize (MaxDatagram) for the rest. Readers take,
+// the scheduler gives back; a mutex is cheap next to the syscalls around
+// it. A sync.Pool would do too, but items must stay registered with the
+// scheduler (Packet.Handle), which a pool that forgets items at each GC
+// would make grow without bound.
+type pool struct {
+	largeSize int // set before any goroutine starts
+
+	mu           sync.Mutex
+	small, large []*item
+	dead         bool // after Close: drop instead of keeping
+}
+
+func (p *pool) get(n int) *item {
+	large := n > smallBuf
+	p.mu.Lock()
+	list := &p.small
+	if large {
+		list = &p.large
+	}
+	if k := len(*list); k > 0 {
+		it := (*list)[k-1]
+		(*list)[k-1] = nil
+		*list = (*list)[:k-1]
+		p.mu.Unlock()
+		return it
+	}
+	p.mu.Unlock()
+	size := smallBuf
+	if large {
+		size = p.largeSize
+	}
+	return &item{buf: make([]byte, size), large: large, idx: -1}
+}
+
+func (p *pool) put(it *item) {
+	it.cl = nil
+	it.pkt.Data = nil
+	p.mu.Lock()
+	if !p.dead {
+		if it.large {
+			p.large = append(p.large, it)
+		} else {
+			p.small = append(p.small, it)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// reset releases every buffer; later puts are dropped.
+func (p *pool) reset() {
+	p.mu.Lock()
+	p.dead = true
+	p.small, p.large = nil, nil
+	p.mu.Unlock()
+}
+
+// readFront reads the front socket: datagrams from clients, forward.
+func (r *Relay) readFront() {
+	defer r.wg.Done()
+	hdr := headerBytesV6
+	if r.frontV4 {
+		hdr = headerBytesV4
+	}
+	r.readLoop(r.front, forward, hdr, nil)
+}
+
+// readBack reads one client's back socket: the server's replies, reverse.
+func (r *Relay) readBack(cl *client) {
+	defer r.wg.Done()
+	hdr := headerBytesV6
+	if cl.backV4 {
+		hdr = headerBytesV4
+	}
+	r.readLoop(cl.back, reverse, hdr, cl)
+}
+
+// readLoop reads datagrams from c until it is closed and hands each, in a
+// pooled buffer, to the scheduler. cl is the owner of every datagram (a
+// back socket) or nil to look the client up by source address (front).
+func (r *Relay) readLoop(c *net.UDPConn, dir direction, hdr int, cl *client) {
+	ctr := &r.fwdC
+	if dir == reverse {
+		ctr = &r.revC
+	}
+	// One byte more than MaxDatagram, so a larger datagram shows as n >
+	// MaxDatagram (the kernel truncates it to the buffer).
+	scratch := make([]byte, r.cfg.MaxDatagram+1)
+	oob := make([]byte, oobSize)
+	for {
+		n, oobn, _, from, err := c.ReadMsgUDPAddrPort(scratch, oob)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			ctr.readErr.Add(1)
+			r.log.Debug("emu: read", "socket", c.LocalAddr(), "err", err)
+			select {
+			case <-r.done:
+				return
+			default:
+				continue
+			}
+		}
+		if n > r.cfg.MaxDatagram {
+			ctr.oversize.Add(1)
+			continue
+		}
+		owner := cl
+		if owner == nil {
+			if owner = r.clientFor(from); owner == nil {
+				continue
+			}
+		}
+		ctr.in.Add(1)
+		ctr.inBytes.Add(uint64(n))
+		it := r.pool.get(n)
+		it.pkt.Data = it.buf[:copy(it.buf, scratch[:n])]
+		it.pkt.Size = n + hdr
+		it.tos = parseTOS(oob[:oobn])
+		it.pkt.DSCP = it.tos >> 2
+		it.pkt.FlowKey = owner.flow | uint64(dir)
+		it.cl, it.dir = owner, dir
+		it.at = r.clk.Now()
+		select {
+		case r.in <- it:
+		case <-r.done:
+			r.pool.put(it)
+			return
+		}
+	}
+}
+
+// maxBatch bounds how many queued arrivals the scheduler admits before it
+// polls the links again.
+const maxBatch = 256
+
+// schedule is the scheduler goroutine: it owns the links (under r.mu)
+// and runs enqueue arrivals → poll due packets and write them → sleep
+// until the next link event or arrival.
+func (r *Relay) schedule() {
+	defer r.wg.Done()
+	timer := time.NewTimer(never)
+	defer timer.Stop()
+	spinning := false
+	for {
+		var first *item
+		if spinning {
+			select {
+			case <-r.done:
+				return
+			case first = <-r.in:
+			case <-r.wake:
+			default:
+				runtime.Gosched()
+			}
+		} else {
+			select {
+			case <-r.done:
+				return
+			case first = <-r.in:
+			case <-r.wake:
+			case <-timer.C:
+			}
+		}
+		wait, ok := r.service(first)
+		spinning = false
+		switch {
+		case !ok:
+			timer.Stop()
+		case wait <= r.cfg.Spin:
+			timer.Stop()
+			spinning = true
+		default:
+			// Go ≥ 1.23 timers: Reset needs no drain and never delivers
+			// a stale tick.
+			timer.Reset(wait - r.cfg.Spin)
+		}
+	}
+}
+
+// service enqueues first and whatever else has arrived, writes every
+// packet the links have delivered by now, and returns how long until the
+// links' next event (ok false: both idle and empty).
+func (r *Relay) service(first *item) (wait time.Duration, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if first != nil {
+		r.enqueue(first)
+	admit:
+		for range maxBatch {
+			select {
+			case it := <-r.in:
+				r.enqueue(it)
+			default:
+				break admit
+			}
+		}
+	}
+	now := r.clk.Now()
+	r.drain(now, r.fwd)
+	r.drain(now, r.rev)
+	next, ok := r.fwd.NextEvent()
+	if at, rok := r.rev.NextEvent(); rok && (!ok || at.Before(next)) {
+		next, ok = at, true
+	}
+	if !ok {
+		return 0, false
+	}
+	return next.Sub(now), true
+}
+
+// enqueue registers it (first time only) and offers it to its link.
+func (r *Relay) enqueue(it *item) {
+	if it.idx < 0 {
+		it.idx = len(r.items)
+		r.items = append(r.items, it)
+	}
+	it.pkt.Handle = uint64(it.idx)
+	l := r.fwd
+	if it.dir == reverse {
+		l = r.rev
+	}
+	l.Enqueue(it.at, &it.pkt)
+}
+
+// release returns the item behind p to the pool (under r.mu).
+func (r *Relay) release(p *netem.Packet) {
+	if p.Handle < uint64(len(r.items)) {
+		r.pool.put(r.items[p.Handle])
+	}
+}
+
+// drain writes every packet l has delivered by now.
+func (r *Relay) drain(now clock.Mono, l *netem.Link) {
+	for p := l.Poll(now); p != nil; p = l.Poll(now) {
+		if p.Handle >= uint64(len(r.items)) {
+			continue // not ours: impossible, but never panic
+		}
+		it := r.items[p.Handle]
+		r.send(it)
+		r.pool.put(it)
+	}
+}
+
+// send writes one datagram that crossed its link: forward through the
+// client's back socket to the server, reverse through the front socket to
+// the client, re-marked with the TOS it arrived with.
+func (r *Relay) send(it *item) {
+	ctr, v4 := &r.fwdC, it.cl.backV4
+	if it.dir == reverse {
+		ctr, v4 = &r.revC, it.cl.v4
+	}
+	var oob []byte
+	if it.tos != 0 && !r.noMark {
+		oob = tosOOB(r.oob, it.tos, v4)
+	}
+	err := r.write(it, oob)
+	if err != nil && oob != nil && errors.Is(err, syscall.EINVAL) {
+		r.noMark = true
+		r.log.Warn("emu: the kernel refused a TOS control message; DSCP is no longer re-marked on egress", "err", err)
+		err = r.write(it, nil)
+	}
+	if err != nil {
+		ctr.writeErr.Add(1)
+		r.log.Debug("emu: write", "client", it.cl.addr, "err", err)
+		return
+	}
+	ctr.out.Add(1)
+	ctr.outBytes.Add(uint64(len(it.pkt.Data)))
+}
+
+func (r *Relay) write(it *item, oob []byte) error {
+	var err error
+	switch {
+	case it.dir == forward && oob == nil:
+		_, err = it.cl.back.Write(it.pkt.Data)
+	case it.dir == forward:
+		_, _, err = it.cl.back.WriteMsgUDPAddrPort(it.pkt.Data, oob, netip.AddrPort{})
+	case oob == nil:
+		_, err = r.front.WriteToUDPAddrPort(it.pkt.Data, it.cl.addr)
+	default:
+		_, _, err = r.front.WriteMsgUDPAddrPort(it.pkt.Data, oob, it.cl.addr)
+	}
+	return err
+}
