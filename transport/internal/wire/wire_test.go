@@ -15,37 +15,66 @@ import (
 // endpoint below carries whatever follows the header unchanged.
 type rawBody []byte
 
-// parseDatagram decodes a datagram the way an endpoint does: the header,
-// then the body by type. The frame is an Initial, rawBody, *Data, *Update,
-// *Ack, *Close, or nil for Ping.
-func parseDatagram(dg []byte) (Header, any, error) {
+// endpoint decodes datagrams into frames it reuses, as a receive loop does,
+// so decoding through it must not allocate either.
+type endpoint struct {
+	in Initial
+	d  Data
+	u  Update
+	a  Ack
+	c  Close
+}
+
+// decode parses the header, then the body by type.
+func (e *endpoint) decode(dg []byte) (Header, error) {
 	h, body, err := ParseHeader(dg)
+	if err != nil {
+		return h, err
+	}
+	switch h.Type {
+	case TypeInitial:
+		err = ParseInitial(body, len(dg), &e.in)
+	case TypeAccept:
+		// Version 1 defines no Accept body: nothing to check.
+	case TypeData:
+		err = ParseData(body, &e.d)
+	case TypeUpdate:
+		err = ParseUpdate(body, &e.u)
+	case TypeAck:
+		err = ParseAck(body, &e.a)
+	case TypeClose:
+		err = ParseClose(body, &e.c)
+	case TypePing:
+		err = ParsePing(body)
+	default:
+		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
+	}
+	return h, err
+}
+
+// parseDatagram decodes dg and returns its frame: an Initial, rawBody,
+// *Data, *Update, *Ack, *Close, or nil for Ping.
+func parseDatagram(dg []byte) (Header, any, error) {
+	e := new(endpoint)
+	h, err := e.decode(dg)
 	if err != nil {
 		return h, nil, err
 	}
 	switch h.Type {
 	case TypeInitial:
-		var in Initial
-		err := ParseInitial(body, len(dg), &in)
-		return h, in, err
+		return h, e.in, nil
 	case TypeAccept:
-		return h, rawBody(body), nil
+		return h, rawBody(dg[HeaderLen:]), nil
 	case TypeData:
-		d := new(Data)
-		return h, d, ParseData(body, d)
+		return h, &e.d, nil
 	case TypeUpdate:
-		u := new(Update)
-		return h, u, ParseUpdate(body, u)
+		return h, &e.u, nil
 	case TypeAck:
-		a := new(Ack)
-		return h, a, ParseAck(body, a)
+		return h, &e.a, nil
 	case TypeClose:
-		c := new(Close)
-		return h, c, ParseClose(body, c)
-	case TypePing:
-		return h, nil, ParsePing(body)
+		return h, &e.c, nil
 	}
-	panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
+	return h, nil, nil
 }
 
 // appendDatagram encodes a whole datagram; f is as parseDatagram returns.
@@ -250,7 +279,14 @@ func ackDatagram(nr, ns int, ranges ...AckRange) []byte {
 	return appendDatagram(nil, Header{Type: TypeAck}, a)
 }
 
-func TestRejected(t *testing.T) {
+type rejectCase struct {
+	name string
+	dg   []byte
+	want error
+}
+
+// rejectedDatagrams has one malformed datagram per rejection path.
+func rejectedDatagrams() []rejectCase {
 	h := func(t Type) Header { return Header{Type: t, PN: 1} }
 	data := appendDatagram(nil, h(TypeData), &Data{Offset: 10, Payload: []byte("abc")})
 	update := appendDatagram(nil, h(TypeUpdate), &Update{Payload: []byte("abc")})
@@ -270,11 +306,7 @@ func TestRejected(t *testing.T) {
 	)
 	// r builds ranges for ackDatagram.
 	r := func(hi, lo int64) AckRange { return AckRange{Largest: hi, Smallest: lo} }
-	cases := []struct {
-		name string
-		dg   []byte
-		want error
-	}{
+	return []rejectCase{
 		{"empty", nil, ErrShort},
 		{"version 0", set(ping, 0, 0), ErrVersion},
 		{"version 2", set(ping, 0, 2), ErrVersion},
@@ -345,7 +377,10 @@ func TestRejected(t *testing.T) {
 		{"close length 255, reason 3", set(closeDG, HeaderLen+4, 255), ErrLength},
 		{"ping with body", append(bytes.Clone(ping), 0), ErrLength},
 	}
-	for _, tc := range cases {
+}
+
+func TestRejected(t *testing.T) {
+	for _, tc := range rejectedDatagrams() {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := parseDatagram(tc.dg)
 			require.Equal(t, tc.want, err)
