@@ -1,0 +1,170 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/transport/internal/wire"
+)
+
+// DSCP code points (RFC 2474, RFC 4594) for Config.
+const (
+	DSCPBestEffort uint8 = 0
+	DSCPCS6        uint8 = 48
+	DSCPCS7        uint8 = 56
+	DSCPEF         uint8 = 46
+)
+
+// Config configures an endpoint and every connection it carries. The zero
+// value is usable: every zero field takes the default written beside it.
+type Config struct {
+	// CC names the stream's congestion controller in the cc registry
+	// ("owd", "cubic", "reno", "htcp", "rttdelay", …). Default "owd".
+	CC string
+	// NewController, if set, builds the controller instead of CC (for a
+	// controller with a non-default configuration).
+	NewController func(mss cc.ByteCount) cc.Controller
+	// UpdatePolicy names the update-rate policy ("acp", "acp-literal",
+	// "lazy"). Default "acp".
+	UpdatePolicy string
+	// MaxUpdateRate bounds the update rate, updates per second: the
+	// application's sensing rate (λ_max of SPEC §2). Default 1000.
+	MaxUpdateRate float64
+
+	// MaxDatagram is the largest datagram sent, bytes. Default 1200 (fits the
+	// IPv6 minimum MTU with room for tunnels, as QUIC's default).
+	MaxDatagram int
+
+	// Clock is the endpoint's clock. Default clock.NewSystem(). Give it an
+	// *clock.NTPClock to have stamps NTP-corrected.
+	Clock clock.Clock
+	// NTPServer, if set, makes the endpoint wrap Clock in an NTP-corrected
+	// clock (github.com/beevik/ntp) and keep it synchronised in the
+	// background. host or host:port.
+	NTPServer string
+	// TrustPeerClock says both ends keep wall clocks in sync by other means
+	// (NTP, PTP, GPS): one-way delays are then computed from the raw stamps
+	// and marked trustworthy at once. By default the in-band estimator
+	// (clock.Inband) learns the offset from the packets themselves and
+	// trusts it once it has a few seconds of samples; until then the
+	// controller runs on RTT/2 (SPEC §1).
+	TrustPeerClock bool
+
+	// StreamDSCP and UpdateDSCP mark the stream's and the updates' packets
+	// (IPv4 TOS / IPv6 traffic class, DSCP in the upper 6 bits). Defaults
+	// best effort (0) and CS7 (56): updates ride the network-control class
+	// so a DiffServ bottleneck serves them first, as in the ACP Wi-Fi paper.
+	// UpdateDSCP −1 means best effort too.
+	StreamDSCP int
+	UpdateDSCP int
+
+	// AckEvery is how many ack-eliciting packets the receiver waits for
+	// before it ACKs (the ACK frequency). Default 2 (RFC 5681 §4.2).
+	AckEvery int
+	// MaxAckDelay is the delayed-ACK timer. Default 25 ms (RFC 9000 §18.2).
+	MaxAckDelay time.Duration
+
+	// SendBuffer bounds the bytes Write buffers before it blocks (written,
+	// not yet acknowledged). Default 4 MiB.
+	SendBuffer int
+	// ReceiveWindow is the stream's flow-control window and receive
+	// buffer, bytes: all the memory a slow reader can make the receiver
+	// hold. Default 4 MiB.
+	ReceiveWindow int
+
+	// HandshakeTimeout bounds Dial. Default 10 s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection that heard nothing for this long.
+	// Default 30 s.
+	IdleTimeout time.Duration
+	// Linger is how long Close waits for the peer to acknowledge stream
+	// data already written. Default 5 s; negative: do not wait.
+	Linger time.Duration
+
+	// Logger receives debug logs; nil is silent.
+	Logger *slog.Logger
+}
+
+// ErrConfig wraps every configuration error.
+var ErrConfig = errors.New("transport: invalid config")
+
+// withDefaults validates c and fills defaults.
+func (c Config) withDefaults() (Config, error) {
+	bad := func(f string, a ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(f, a...))
+	}
+	if c.CC == "" {
+		c.CC = "owd"
+	}
+	if c.UpdatePolicy == "" {
+		c.UpdatePolicy = "acp"
+	}
+	if c.MaxUpdateRate == 0 {
+		c.MaxUpdateRate = 1000
+	}
+	if c.MaxUpdateRate < 0 {
+		return bad("MaxUpdateRate %v < 0", c.MaxUpdateRate)
+	}
+	if c.MaxDatagram == 0 {
+		c.MaxDatagram = 1200
+	}
+	if c.MaxDatagram < 256 || c.MaxDatagram > 65000 {
+		return bad("MaxDatagram %d outside 256..65000", c.MaxDatagram)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.NewSystem()
+	}
+	if c.UpdateDSCP == 0 {
+		c.UpdateDSCP = int(DSCPCS7)
+	}
+	if c.UpdateDSCP < 0 {
+		c.UpdateDSCP = 0
+	}
+	if c.StreamDSCP < 0 || c.StreamDSCP > 63 || c.UpdateDSCP > 63 {
+		return bad("DSCP must be within 0..63")
+	}
+	if c.AckEvery == 0 {
+		c.AckEvery = 2
+	}
+	if c.AckEvery < 1 || c.AckEvery > 64 {
+		return bad("AckEvery %d outside 1..64", c.AckEvery)
+	}
+	if c.MaxAckDelay == 0 {
+		c.MaxAckDelay = 25 * time.Millisecond
+	}
+	if c.MaxAckDelay < 0 {
+		return bad("MaxAckDelay < 0")
+	}
+	if c.SendBuffer == 0 {
+		c.SendBuffer = 4 << 20
+	}
+	if c.ReceiveWindow == 0 {
+		c.ReceiveWindow = 4 << 20
+	}
+	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
+		return bad("SendBuffer and ReceiveWindow must hold at least one datagram")
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
+	if c.Linger == 0 {
+		c.Linger = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// mss is the stream payload per datagram.
+func (c *Config) mss() int { return c.MaxDatagram - wire.HeaderLen - wire.DataOverhead }
+
+// maxUpdatePayload is the largest update payload.
+func (c *Config) maxUpdatePayload() int { return c.MaxDatagram - wire.HeaderLen - wire.UpdateOverhead }

@@ -1,0 +1,505 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"golang.org/x/net/ipv4"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/transport/internal/wire"
+)
+
+// Conn is one fresh connection. It carries a reliable ordered byte stream
+// in each direction (Read, Write, CloseWrite) and status updates in each
+// direction (SendUpdate, ReadUpdate). It is safe for concurrent use, with
+// one reader and one writer of the stream at a time, as io.Reader and
+// io.Writer usually are.
+//
+// Each Conn runs one goroutine that owns sending and timers; a client Conn
+// also runs one that reads its socket (a Listener reads for its Conns).
+// Close stops both.
+type Conn struct {
+	cfg  *Config
+	sock *socket
+	peer *net.UDPAddr
+	clk  clock.Clock
+
+	mu sync.Mutex
+	s  *session
+
+	wake       chan struct{} // poke the send loop
+	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
+	writeReady chan struct{} // send buffer space freed
+	updReady   chan struct{} // a fresher update arrived
+	opened     chan struct{} // closed when the handshake completes
+	done       chan struct{} // closed when the send loop has exited
+	openOnce   sync.Once
+	closeOnce  sync.Once
+	closeErr   error
+
+	ownsSocket bool         // a client Conn closes its socket
+	readDone   chan struct{} // client: the socket reader has exited
+	stopNTP    context.CancelFunc
+	onDone     func() // a Listener's cleanup
+}
+
+// Update is one status update as the monitor receives it.
+type Update struct {
+	Payload []byte
+	// Generated is when the source produced it, on the source's clock
+	// corrected into this host's (in-band estimate; exact with
+	// TrustPeerClock on synchronised hosts).
+	Generated time.Time
+	// Age is how old it was on arrival: now − Generated.
+	Age time.Duration
+}
+
+func newConn(cfg *Config, sock *socket, peer *net.UDPAddr, s *session) *Conn {
+	c := &Conn{
+		cfg: cfg, sock: sock, peer: peer, clk: cfg.Clock, s: s,
+		wake:       make(chan struct{}, 1),
+		readReady:  make(chan struct{}, 1),
+		writeReady: make(chan struct{}, 1),
+		updReady:   make(chan struct{}, 1),
+		opened:     make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	return c
+}
+
+// now reads the connection's clock: monotonic time and wall µs.
+func (c *Conn) now() (clock.Mono, int64) { return c.clk.Now(), c.clk.Wall().UnixMicro() }
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLocked wakes waiters after the session changed; c.mu is held.
+func (c *Conn) notifyLocked() {
+	if c.s.state != stateHandshake {
+		c.openOnce.Do(func() { close(c.opened) })
+	}
+	if c.s.in.readable() > 0 || c.s.in.eof() || c.s.state == stateClosed {
+		signal(c.readReady)
+	}
+	if c.s.out.space() > 0 || c.s.state == stateClosed || c.s.out.done() {
+		signal(c.writeReady)
+	}
+	if c.s.inUpdReady || c.s.state == stateClosed {
+		signal(c.updReady)
+	}
+}
+
+// handleDatagrams feeds received datagrams to the session.
+func (c *Conn) handleDatagram(b []byte) bool {
+	h, body, err := wire.ParseHeader(b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || h.ConnID != c.s.connID {
+		c.s.st.Malformed++
+		return false
+	}
+	now, wall := c.now()
+	c.s.handle(now, wall, h, body, len(b))
+	c.notifyLocked()
+	return true
+}
+
+// loop is the connection's send and timer goroutine.
+func (c *Conn) loop() {
+	defer func() {
+		c.mu.Lock()
+		c.notifyLocked()
+		c.mu.Unlock()
+		close(c.done)
+		if c.onDone != nil {
+			c.onDone()
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	msgs := make([]ipv4.Message, batchSize)
+	bufs := make([][]byte, batchSize)
+	for i := range msgs {
+		bufs[i] = make([]byte, 0, max(c.cfg.MaxDatagram, wire.MinInitialSize))
+		msgs[i].Buffers = [][]byte{nil}
+	}
+	for {
+		c.mu.Lock()
+		now, wall := c.now()
+		if t := c.s.nextTimeout(now); t != 0 && !now.Before(t) {
+			c.s.timeout(now)
+		}
+		n := 0
+		for n < batchSize {
+			d, dscp, ok := c.s.poll(now, wall, bufs[n])
+			if !ok {
+				break
+			}
+			msgs[n].Buffers[0] = d
+			msgs[n].OOB = c.sock.oobFor(dscp)
+			msgs[n].Addr = c.peer
+			n++
+		}
+		next := c.s.nextTimeout(now)
+		closed := c.s.state == stateClosed
+		c.notifyLocked()
+		c.mu.Unlock()
+		if n > 0 {
+			if err := c.sock.writeBatch(msgs[:n]); err != nil {
+				c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
+				if errors.Is(err, net.ErrClosed) {
+					c.mu.Lock()
+					c.s.state, c.s.err = stateClosed, ErrClosed
+					c.mu.Unlock()
+					return
+				}
+			}
+		}
+		if closed {
+			return
+		}
+		if n == batchSize {
+			continue // more may be ready at once
+		}
+		if next != 0 {
+			timer.Reset(max(next.Sub(c.clk.Now()), 0))
+		}
+		select {
+		case <-c.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// kick wakes the send loop.
+func (c *Conn) kick() { signal(c.wake) }
+
+// Write writes p to the stream, blocking while the send buffer is full.
+func (c *Conn) Write(p []byte) (int, error) {
+	written := 0
+	for {
+		c.mu.Lock()
+		if c.s.state == stateClosed {
+			err := c.s.err
+			c.mu.Unlock()
+			return written, err
+		}
+		if c.s.out.finSet {
+			c.mu.Unlock()
+			return written, ErrWriteAfterClose
+		}
+		written += c.s.out.write(p[written:])
+		c.mu.Unlock()
+		c.kick()
+		if written == len(p) {
+			return written, nil
+		}
+		<-c.writeReady
+	}
+}
+
+// CloseWrite ends the stream in this direction (the peer reads io.EOF once
+// it has everything); updates and reading go on.
+func (c *Conn) CloseWrite() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s.state == stateClosed {
+		return c.s.err
+	}
+	c.s.out.finSet = true
+	c.kick()
+	return nil
+}
+
+// Read reads the stream, blocking until data, EOF or close.
+func (c *Conn) Read(p []byte) (int, error) {
+	for {
+		c.mu.Lock()
+		if n := c.s.in.read(p); n > 0 {
+			if c.s.in.windowUpdateDue() {
+				c.s.ackNow = true // tell the peer the window opened
+				c.kick()
+			}
+			c.mu.Unlock()
+			return n, nil
+		}
+		if c.s.in.eof() {
+			c.mu.Unlock()
+			return 0, io.EOF
+		}
+		if c.s.state == stateClosed {
+			err := c.s.err
+			c.mu.Unlock()
+			return 0, err
+		}
+		c.mu.Unlock()
+		<-c.readReady
+	}
+}
+
+// SendUpdate hands the newest sample to the update regulator. Only the
+// freshest update not yet sent is ever transmitted: a newer SendUpdate
+// replaces an older one still waiting for its turn, and updates are never
+// retransmitted (SPEC §2). It never blocks.
+func (c *Conn) SendUpdate(payload []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s.state == stateClosed {
+		return c.s.err
+	}
+	now, wall := c.now()
+	if err := c.s.sendUpdate(now, wall, payload); err != nil {
+		return err
+	}
+	c.kick()
+	return nil
+}
+
+// ReadUpdate returns the freshest update received since the last call,
+// blocking until one arrives, ctx ends or the connection closes. Updates
+// that arrive older than one already delivered are dropped, so successive
+// calls return strictly increasing generation times.
+func (c *Conn) ReadUpdate(ctx context.Context) (Update, error) {
+	for {
+		c.mu.Lock()
+		if c.s.inUpdReady {
+			s := c.s
+			s.inUpdReady = false
+			theta, _ := s.theta(s.inUpdGen)
+			u := Update{
+				Payload:   append([]byte(nil), s.inUpd...),
+				Generated: time.UnixMicro(s.inUpdGen).Add(theta),
+				Age:       s.inUpdAge,
+			}
+			c.mu.Unlock()
+			return u, nil
+		}
+		if c.s.state == stateClosed {
+			err := c.s.err
+			c.mu.Unlock()
+			return Update{}, err
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.updReady:
+		case <-ctx.Done():
+			return Update{}, ctx.Err()
+		}
+	}
+}
+
+// Stats returns a snapshot of the connection's counters and state.
+func (c *Conn) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, _ := c.now()
+	return c.s.stats(now)
+}
+
+// LocalAddr is the local UDP address.
+func (c *Conn) LocalAddr() net.Addr { return c.sock.conn.LocalAddr() }
+
+// RemoteAddr is the peer's UDP address.
+func (c *Conn) RemoteAddr() net.Addr { return c.peer }
+
+// Done is closed when the connection has ended (Close, peer close, idle
+// timeout or error); Err then says why.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the connection ended (nil while it is open).
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s.state != stateClosed {
+		return nil
+	}
+	return c.s.err
+}
+
+// Close ends the connection. It first ends the stream (CloseWrite) and
+// waits up to Config.Linger for the peer to acknowledge what was written,
+// so no data is lost to an early Close, then tells the peer and stops every
+// goroutine the Conn started. It is idempotent; later calls return the
+// first result.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		if c.s.state != stateClosed {
+			c.s.out.finSet = true
+		}
+		c.mu.Unlock()
+		c.kick()
+		if c.cfg.Linger > 0 {
+			deadline := time.NewTimer(c.cfg.Linger)
+		wait:
+			for {
+				c.mu.Lock()
+				finished := c.s.out.done() || c.s.state == stateClosed
+				c.mu.Unlock()
+				if finished {
+					break
+				}
+				select {
+				case <-c.writeReady:
+				case <-deadline.C:
+					c.closeErr = fmt.Errorf("%w: linger expired with %d bytes unacknowledged", ErrClosed, c.s.out.unacked())
+					break wait
+				}
+			}
+			deadline.Stop()
+		}
+		c.mu.Lock()
+		c.s.close()
+		c.mu.Unlock()
+		c.kick()
+		<-c.done
+		if c.ownsSocket {
+			_ = c.sock.conn.Close()
+			<-c.readDone
+		}
+		if c.stopNTP != nil {
+			c.stopNTP()
+		}
+	})
+	return c.closeErr
+}
+
+// Dial opens a connection to a fresh server at addr ("host:port") and
+// returns once the handshake completed, ctx ended or HandshakeTimeout passed.
+func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
+	conf, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+	}
+	network := "udp4"
+	if raddr.IP.To4() == nil {
+		network = "udp6"
+	}
+	udp, err := net.ListenUDP(network, nil)
+	if err != nil {
+		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+	}
+	stopNTP, err := startNTP(&conf)
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	sock, err := newSocket(udp, uint8(conf.StreamDSCP), uint8(conf.UpdateDSCP))
+	if err != nil {
+		udp.Close()
+		stopNTP()
+		return nil, err
+	}
+	s, err := newSession(&conf, randomID(), true, conf.Clock.Now())
+	if err != nil {
+		udp.Close()
+		stopNTP()
+		return nil, err
+	}
+	c := newConn(&conf, sock, raddr, s)
+	c.ownsSocket, c.stopNTP = true, stopNTP
+	c.readDone = make(chan struct{})
+	go c.readLoop()
+	go c.loop()
+
+	hs, cancel := context.WithTimeout(ctx, conf.HandshakeTimeout)
+	defer cancel()
+	select {
+	case <-c.opened:
+		if err := c.Err(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+		}
+		return c, nil
+	case <-hs.Done():
+		c.mu.Lock()
+		c.cfg.Linger = -1
+		c.mu.Unlock()
+		c.Close()
+		return nil, fmt.Errorf("transport: dial %s: %w: %w", addr, ErrHandshake, hs.Err())
+	}
+}
+
+// readLoop reads a client Conn's socket until it is closed.
+func (c *Conn) readLoop() {
+	defer close(c.readDone)
+	msgs := newReadBatch(c.cfg.MaxDatagram)
+	for {
+		n, err := c.sock.readBatch(msgs)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		for i := range n {
+			m := &msgs[i]
+			if m.N > c.cfg.MaxDatagram && m.N > wire.MinInitialSize {
+				continue // larger than any datagram we accept
+			}
+			c.handleDatagram(m.Buffers[0][:m.N])
+		}
+		c.kick()
+	}
+}
+
+// newReadBatch allocates the receive buffers once per reader.
+func newReadBatch(maxDatagram int) []ipv4.Message {
+	msgs := make([]ipv4.Message, batchSize)
+	size := max(maxDatagram, wire.MinInitialSize) + 1 // +1 detects oversize
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, size)}
+	}
+	return msgs
+}
+
+// randomID returns a random connection ID.
+func randomID() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// startNTP wraps cfg.Clock in an NTP-corrected clock when NTPServer is set
+// and keeps it synchronised until the returned stop is called.
+func startNTP(cfg *Config) (stop context.CancelFunc, err error) {
+	if cfg.NTPServer == "" {
+		return func() {}, nil
+	}
+	host, port := cfg.NTPServer, 0
+	if h, p, err := net.SplitHostPort(cfg.NTPServer); err == nil {
+		host = h
+		if _, err := fmt.Sscanf(p, "%d", &port); err != nil {
+			return nil, fmt.Errorf("%w: NTPServer port %q", ErrConfig, p)
+		}
+	}
+	nc, err := clock.NewNTPClock(cfg.Clock, clock.NTPConfig{Server: host, Port: port, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = nc.Run(ctx) // syncs at once, then every interval; errors are in Status
+	}()
+	cfg.Clock = nc
+	return func() { cancel(); <-done }, nil
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package transport
+
+import "errors"
+
+// Elsewhere only the socket's TOS is set (to the stream's DSCP); updates are
+// not marked separately.
+const perPacketTOSSupported = false
+
+var errInvalidArgument = errors.New("invalid argument")
+
+func tosControlMessage(bool, int) []byte { return nil }

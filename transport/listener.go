@@ -1,0 +1,190 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/fresh-udp/fresh/transport/internal/wire"
+)
+
+// maxPendingAccept bounds connections opened but not yet Accepted.
+const maxPendingAccept = 64
+
+// Listener accepts fresh connections on one UDP socket. Connections are
+// demultiplexed by connection ID, not by address.
+type Listener struct {
+	cfg  Config
+	sock *socket
+
+	mu     sync.Mutex
+	conns  map[uint64]*Conn
+	closed bool
+
+	accept    chan *Conn
+	done      chan struct{} // closed by Close
+	readDone  chan struct{}
+	closeOnce sync.Once
+	stopNTP   context.CancelFunc
+}
+
+// ErrListenerClosed is returned by Accept after Close.
+var ErrListenerClosed = errors.New("transport: listener closed")
+
+// Listen opens a listener on addr ("host:port"; port 0 picks one).
+func Listen(addr string, cfg Config) (*Listener, error) {
+	conf, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	laddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
+	}
+	network := "udp4"
+	if laddr.IP != nil && laddr.IP.To4() == nil {
+		network = "udp6"
+	}
+	udp, err := net.ListenUDP(network, laddr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
+	}
+	stopNTP, err := startNTP(&conf)
+	if err != nil {
+		udp.Close()
+		return nil, err
+	}
+	sock, err := newSocket(udp, uint8(conf.StreamDSCP), uint8(conf.UpdateDSCP))
+	if err != nil {
+		udp.Close()
+		stopNTP()
+		return nil, err
+	}
+	l := &Listener{
+		cfg: conf, sock: sock,
+		conns:    map[uint64]*Conn{},
+		accept:   make(chan *Conn, maxPendingAccept),
+		done:     make(chan struct{}),
+		readDone: make(chan struct{}),
+		stopNTP:  stopNTP,
+	}
+	go l.readLoop()
+	return l, nil
+}
+
+// Addr is the listener's UDP address.
+func (l *Listener) Addr() net.Addr { return l.sock.conn.LocalAddr() }
+
+// Accept waits for the next connection.
+func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
+	select {
+	case c := <-l.accept:
+		return c, nil
+	case <-l.done:
+		return nil, ErrListenerClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// readLoop demultiplexes datagrams to connections and opens new ones on
+// Initial.
+func (l *Listener) readLoop() {
+	defer close(l.readDone)
+	msgs := newReadBatch(l.cfg.MaxDatagram)
+	var touched [batchSize]*Conn
+	for {
+		n, err := l.sock.readBatch(msgs)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		k := 0
+		for i := range n {
+			m := &msgs[i]
+			if m.N > max(l.cfg.MaxDatagram, wire.MinInitialSize) {
+				continue
+			}
+			b := m.Buffers[0][:m.N]
+			c := l.route(b, m.Addr)
+			if c != nil && c.handleDatagram(b) {
+				touched[k] = c
+				k++
+			}
+		}
+		for _, c := range touched[:k] {
+			c.kick()
+		}
+		clear(touched[:k])
+	}
+}
+
+// route finds the connection a datagram belongs to, creating one for a
+// valid Initial from an unknown connection ID. Datagrams for nobody are
+// dropped.
+func (l *Listener) route(b []byte, from net.Addr) *Conn {
+	h, body, err := wire.ParseHeader(b)
+	if err != nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c, ok := l.conns[h.ConnID]; ok {
+		return c
+	}
+	var in wire.Initial
+	if l.closed || h.Type != wire.TypeInitial || wire.ParseInitial(body, len(b), &in) != nil {
+		return nil
+	}
+	peer, ok := from.(*net.UDPAddr)
+	if !ok {
+		return nil
+	}
+	if len(l.accept) == cap(l.accept) {
+		return nil // backlog full: the client will retry its Initial
+	}
+	s, err := newSession(&l.cfg, h.ConnID, false, l.cfg.Clock.Now())
+	if err != nil {
+		return nil
+	}
+	c := newConn(&l.cfg, l.sock, &net.UDPAddr{IP: append(net.IP(nil), peer.IP...), Port: peer.Port, Zone: peer.Zone}, s)
+	id := h.ConnID
+	c.onDone = func() {
+		l.mu.Lock()
+		delete(l.conns, id)
+		l.mu.Unlock()
+	}
+	l.conns[id] = c
+	go c.loop()
+	l.accept <- c
+	return c
+}
+
+// Close stops accepting, closes every connection (each lingers as Conn.Close
+// says) and the socket, and stops every goroutine. It is idempotent.
+func (l *Listener) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		conns := make([]*Conn, 0, len(l.conns))
+		for _, c := range l.conns {
+			conns = append(conns, c)
+		}
+		l.mu.Unlock()
+		close(l.done)
+		var wg sync.WaitGroup
+		for _, c := range conns {
+			wg.Add(1)
+			go func() { defer wg.Done(); c.Close() }()
+		}
+		wg.Wait()
+		_ = l.sock.conn.Close()
+		<-l.readDone
+		l.stopNTP()
+	})
+	return nil
+}

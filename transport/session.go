@@ -1,0 +1,595 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fresh-udp/fresh/acp"
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
+	_ "github.com/fresh-udp/fresh/owd" // registers "owd", the default controller
+	"github.com/fresh-udp/fresh/transport/internal/wire"
+)
+
+// session is one end of one connection as a sans-I/O state machine, in the
+// style of quinn-proto: the driver hands it datagrams (handle), asks it for
+// datagrams to send (poll) and for its next deadline (nextTimeout), and
+// calls timeout when that passes. It never reads a clock, sleeps or touches
+// a socket: every call carries the monotonic time and the local wall clock
+// in µs (for stamps). Not safe for concurrent use; Conn serialises calls.
+type session struct {
+	cfg    *Config
+	connID uint64
+	client bool
+	state  sessionState
+	err    error // why the session closed
+
+	// Sender side.
+	tr       *recovery.Tracker
+	ctl      cc.Controller // the stream's window controller
+	policy   acp.Policy    // the update-rate regulator
+	out      sendStream
+	peerMax  int64      // peer's MaxData
+	nextSend clock.Mono // pacer: earliest time for the next stream packet
+	echo     wire.Echo  // latest ACK's T3 and its arrival T4
+	probe    bool       // send a PING (RTO, or flow-control probe)
+	probeAt  clock.Mono // next flow-control probe when blocked
+	updBuf   []byte     // freshest unsent update …
+	updGen   int64      // … its generation time, local wall µs …
+	updMono  clock.Mono // … and on the monotonic clock
+	updFresh bool
+
+	// Receiver side.
+	ranges     recovery.AckRanges
+	samples    [wire.MaxAckSamples]wire.OWDSample
+	nSamples   int
+	elicited   int        // ack-eliciting packets not yet acknowledged
+	oldest     clock.Mono // arrival of the oldest of them
+	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
+	ackNow     bool
+	in         recvStream
+	inband     *clock.Inband
+	lastHeard  clock.Mono
+	inUpd      []byte // newest update delivered, not yet read by the app
+	inUpdGen   int64  // its generation time, sender wall µs
+	inUpdAge   time.Duration
+	inUpdRecv  clock.Mono
+	inUpdReady bool
+	newestGen  int64 // newest generation time delivered (freshest-first)
+	age        acp.AgeMeter
+
+	// Handshake and close.
+	hsNext        clock.Mono
+	hsTries       int
+	acceptPending bool
+	closePending  bool
+	closeCode     uint32
+
+	st Stats
+}
+
+type sessionState uint8
+
+const (
+	stateHandshake sessionState = iota
+	stateOpen
+	stateClosed
+)
+
+// Packet kinds in the recovery tracker.
+const (
+	kindData   uint8 = 0
+	kindUpdate uint8 = 1
+	kindProbe  uint8 = 2
+	flagFIN    uint8 = 1
+)
+
+// Errors a connection can end with.
+var (
+	ErrClosed          = errors.New("transport: connection closed")
+	ErrPeerClosed      = errors.New("transport: closed by peer")
+	ErrIdleTimeout     = errors.New("transport: idle timeout")
+	ErrHandshake       = errors.New("transport: handshake failed")
+	ErrProtocol        = errors.New("transport: protocol violation by peer")
+	ErrUpdateTooLarge  = errors.New("transport: update larger than a datagram")
+	ErrWriteAfterClose = errors.New("transport: write after CloseWrite")
+)
+
+// Close codes on the wire.
+const (
+	closeNormal   uint32 = 0
+	closeProtocol uint32 = 1
+	closeIdle     uint32 = 2
+)
+
+func newSession(cfg *Config, connID uint64, client bool, now clock.Mono) (*session, error) {
+	mss := cc.ByteCount(cfg.mss())
+	var ctl cc.Controller
+	var err error
+	if cfg.NewController != nil {
+		ctl = cfg.NewController(mss)
+	} else if ctl, err = cc.New(cfg.CC, mss); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	pol, err := newPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	inband, err := clock.NewInband(clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8})
+	if err != nil {
+		return nil, err
+	}
+	s := &session{
+		cfg: cfg, connID: connID, client: client,
+		tr: recovery.New(), ctl: ctl, policy: pol,
+		out:       sendStream{limit: cfg.SendBuffer},
+		peerMax:   int64(cfg.ReceiveWindow), // until the peer says otherwise
+		updBuf:    make([]byte, 0, cfg.maxUpdatePayload()),
+		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
+		in:        newRecvStream(cfg.ReceiveWindow),
+		inband:    inband,
+		lastHeard: now,
+		inUpd:     make([]byte, 0, cfg.maxUpdatePayload()),
+		newestGen: -1 << 63,
+		hsNext:    now,
+	}
+	if !client {
+		s.state = stateOpen
+		s.acceptPending = true
+	}
+	s.st.CC = ctl.Name()
+	return s, nil
+}
+
+// newPolicy builds the update-rate regulator from the config.
+func newPolicy(cfg *Config) (acp.Policy, error) {
+	size := cc.ByteCount(cfg.MaxDatagram)
+	var p acp.Policy
+	var err error
+	switch cfg.UpdatePolicy {
+	case "acp":
+		c := acp.Recommended(size)
+		c.MaxRate = acp.Rate(cfg.MaxUpdateRate)
+		p, err = acp.NewRegulator(c)
+	case "acp-literal":
+		p, err = acp.NewRegulator(acp.Config{UpdateSize: size, MaxRate: acp.Rate(cfg.MaxUpdateRate)})
+	case "lazy":
+		p, err = acp.NewLazy(acp.Config{UpdateSize: size, MaxRate: acp.Rate(cfg.MaxUpdateRate)})
+	default:
+		return nil, fmt.Errorf("%w: UpdatePolicy %q (want acp, acp-literal or lazy)", ErrConfig, cfg.UpdatePolicy)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return p, nil
+}
+
+// theta is the receiver − sender clock offset the session corrects OWD with,
+// and whether it is trustworthy.
+func (s *session) theta(sentUS int64) (time.Duration, bool) {
+	if s.cfg.TrustPeerClock {
+		return 0, true
+	}
+	if !s.inband.Synced() {
+		return 0, false
+	}
+	return s.inband.Offset(clock.Stamp(sentUS)), true
+}
+
+// handle processes one datagram received at now (local wall clock wallUS).
+// Malformed datagrams are counted and dropped; err is for protocol
+// violations that end the connection.
+func (s *session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byte, size int) {
+	if s.state == stateClosed {
+		return
+	}
+	s.lastHeard = now
+	s.st.PacketsReceived++
+	s.st.BytesReceived += int64(size)
+	switch h.Type {
+	case wire.TypeInitial:
+		if !s.client {
+			s.acceptPending = true // the client did not hear our Accept
+		}
+	case wire.TypeAccept:
+		if s.client && s.state == stateHandshake {
+			s.state = stateOpen
+		}
+	case wire.TypeData:
+		var d wire.Data
+		if err := wire.ParseData(body, &d); err != nil {
+			s.st.Malformed++
+			return
+		}
+		if s.client && s.state == stateHandshake {
+			s.state = stateOpen // the Accept was lost; data proves the server has us
+		}
+		s.onAckEliciting(now, wallUS, h, d.Echo, false)
+		if !s.in.onData(d.Offset, d.Payload, h.Flags&wire.FlagFIN != 0) {
+			s.fail(ErrProtocol, closeProtocol)
+			return
+		}
+		s.st.StreamBytesReceived += int64(len(d.Payload))
+		if s.in.windowUpdateDue() {
+			s.ackNow = true
+		}
+	case wire.TypeUpdate:
+		var u wire.Update
+		if err := wire.ParseUpdate(body, &u); err != nil {
+			s.st.Malformed++
+			return
+		}
+		s.onAckEliciting(now, wallUS, h, u.Echo, true)
+		s.deliverUpdate(now, wallUS, &u)
+	case wire.TypePing:
+		s.onAckEliciting(now, wallUS, h, wire.Echo{}, true)
+	case wire.TypeAck:
+		var a wire.Ack
+		if err := wire.ParseAck(body, &a); err != nil {
+			s.st.Malformed++
+			return
+		}
+		s.onAck(now, wallUS, h, &a)
+	case wire.TypeClose:
+		var c wire.Close
+		if err := wire.ParseClose(body, &c); err != nil {
+			s.st.Malformed++
+			return
+		}
+		s.state = stateClosed
+		s.err = ErrPeerClosed
+		if c.Code == closeProtocol {
+			s.err = fmt.Errorf("%w: %w", ErrPeerClosed, ErrProtocol)
+		}
+	default: // Retry, VersionNegotiation: reserved, not used in version 1
+		s.st.Malformed++
+	}
+}
+
+// onAckEliciting does the receiver's bookkeeping for a Data, Update or Ping:
+// clock samples, ACK ranges, the OWD sample, and when to ACK.
+func (s *session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, echo wire.Echo, urgent bool) {
+	if h.Type != wire.TypePing {
+		s.inband.AddForward(clock.Stamp(h.Timestamp), clock.Stamp(wallUS))
+	}
+	if echo.T3 != 0 {
+		s.inband.AddReverse(clock.Stamp(echo.T3), clock.Stamp(echo.T4))
+	}
+	dup, outOfOrder := s.ranges.Insert(cc.PacketNumber(h.PN))
+	if dup {
+		s.st.Duplicates++
+		s.ackNow = true // the peer may not have our ACK
+		return
+	}
+	if h.Type != wire.TypePing && s.nSamples < len(s.samples) {
+		theta, _ := s.theta(h.Timestamp)
+		owd := time.Duration(wallUS-h.Timestamp)*time.Microsecond - theta
+		s.samples[s.nSamples] = wire.OWDSample{PN: h.PN, OWDMicros: int32(max(min(owd.Microseconds(), 1<<31-1), -1<<31))}
+		s.nSamples++
+	}
+	if s.elicited == 0 {
+		s.oldest = now
+	}
+	s.elicited++
+	switch {
+	case urgent || outOfOrder || s.elicited >= s.cfg.AckEvery:
+		s.ackNow = true
+	case s.ackAt == 0:
+		s.ackAt = now.Add(s.cfg.MaxAckDelay)
+	}
+}
+
+// deliverUpdate keeps an update if it is fresher than every update already
+// delivered (an older one changes nothing at the monitor, SPEC §2).
+func (s *session) deliverUpdate(now clock.Mono, wallUS int64, u *wire.Update) {
+	s.st.UpdatesReceived++
+	if u.Generated <= s.newestGen {
+		s.st.UpdatesStale++
+		return
+	}
+	s.newestGen = u.Generated
+	theta, _ := s.theta(u.Generated)
+	age := time.Duration(wallUS-u.Generated)*time.Microsecond - theta
+	age = max(age, 0)
+	s.age.Deliver(now.Add(-age), now)
+	s.inUpd = append(s.inUpd[:0], u.Payload...)
+	s.inUpdGen = u.Generated
+	s.inUpdAge = age
+	s.inUpdRecv = now
+	s.inUpdReady = true
+}
+
+// onAck processes an ACK frame: RTT sample, newly acknowledged packets in
+// packet-number order, flow control, then loss detection (RFC 9002 §5–6).
+func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack) {
+	s.echo = wire.Echo{T3: h.Timestamp, T4: wallUS}
+	s.peerMax = max(s.peerMax, a.MaxData)
+	if a.NRanges == 0 {
+		return
+	}
+	synced := h.Flags&wire.FlagSynced != 0
+	priorData := s.tr.InFlight(kindData)
+	var rtt time.Duration
+	largest := cc.PacketNumber(a.Ranges[0].Largest)
+	if p := s.tr.Get(largest); p != nil && p.State == recovery.InFlight {
+		rtt = now.Sub(p.Sent)
+		delay := time.Duration(a.DelayMicros) * time.Microsecond
+		if m := s.tr.RTT().Min(); m == 0 || rtt-delay >= m { // RFC 9002 §5.3
+			rtt -= delay
+		}
+		s.tr.RTT().Update(rtt)
+	}
+	acked := false
+	for i := a.NRanges - 1; i >= 0; i-- {
+		r := a.Ranges[i]
+		if cc.PacketNumber(r.Largest) >= s.tr.Next() {
+			s.fail(ErrProtocol, closeProtocol) // acknowledges a packet never sent
+			return
+		}
+		for pn := max(cc.PacketNumber(r.Smallest), s.tr.Base()); pn <= cc.PacketNumber(r.Largest); pn++ {
+			p, ok := s.tr.Ack(pn)
+			if !ok {
+				continue
+			}
+			acked = true
+			sample := cc.AckSample{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: priorData, ClockSynced: synced}
+			if pn == largest {
+				sample.RTT = rtt
+			}
+			for j := range a.NSamples {
+				if a.Samples[j].PN == int64(pn) {
+					sample.OWD, sample.OWDValid = time.Duration(a.Samples[j].OWDMicros)*time.Microsecond, true
+					break
+				}
+			}
+			switch p.Kind {
+			case kindData:
+				s.out.onAcked(p.Offset, p.Len, p.Flags&flagFIN != 0)
+				s.st.StreamBytesAcked += int64(p.Len)
+				s.ctl.OnAck(now, sample)
+			case kindUpdate:
+				s.policy.OnAck(now, sample)
+			}
+		}
+	}
+	s.tr.DetectLost(now, s.onLost(now))
+	if acked {
+		s.tr.ArmRTO(now)
+	}
+	s.tr.Compact()
+}
+
+// onLost returns the loss handler for now: stream bytes are queued again,
+// the controllers are told; updates are never retransmitted.
+func (s *session) onLost(now clock.Mono) func(pn cc.PacketNumber, p *recovery.Packet) {
+	return func(pn cc.PacketNumber, p *recovery.Packet) {
+		s.st.PacketsLost++
+		ev := cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent}
+		switch p.Kind {
+		case kindData:
+			ev.PriorInFlight = s.tr.InFlight(kindData) + p.Bytes
+			s.out.onLost(p.Offset, p.Len, p.Flags&flagFIN != 0)
+			s.ctl.OnLoss(now, ev)
+		case kindUpdate:
+			s.st.UpdatesLost++
+			s.policy.OnLoss(now, ev)
+		}
+	}
+}
+
+// fail closes the session with err and tells the peer why.
+func (s *session) fail(err error, code uint32) {
+	if s.state == stateClosed {
+		return
+	}
+	s.err = err
+	s.closePending = true
+	s.closeCode = code
+}
+
+// close starts a local close: a Close frame goes out on the next poll.
+func (s *session) close() {
+	if s.state != stateClosed && !s.closePending {
+		s.err = ErrClosed
+		s.closePending = true
+		s.closeCode = closeNormal
+	}
+}
+
+// sendUpdate replaces the freshest unsent update (SPEC §2: only the
+// freshest is ever sent).
+func (s *session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error {
+	if len(payload) > cap(s.updBuf) {
+		return fmt.Errorf("%w: %d > %d bytes", ErrUpdateTooLarge, len(payload), cap(s.updBuf))
+	}
+	if s.updFresh {
+		s.st.UpdatesSuperseded++
+	}
+	s.updBuf = append(s.updBuf[:0], payload...)
+	s.updGen, s.updMono, s.updFresh = wallUS, now, true
+	return nil
+}
+
+// poll writes the next datagram to send at now into buf and returns it with
+// its DSCP; ok is false when there is nothing to send now.
+func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
+	hdr := func(t wire.Type, flags uint8, pn cc.PacketNumber) []byte {
+		return wire.AppendHeader(buf[:0], wire.Header{Type: t, Flags: flags, ConnID: s.connID, PN: int64(pn), Timestamp: wallUS})
+	}
+	streamDSCP, updDSCP := uint8(s.cfg.StreamDSCP), uint8(s.cfg.UpdateDSCP)
+	switch {
+	case s.closePending:
+		s.closePending = false
+		s.state = stateClosed
+		b := hdr(wire.TypeClose, 0, 0)
+		return s.sent(wire.AppendClose(b, &wire.Close{Code: s.closeCode})), streamDSCP, true
+	case s.state == stateClosed:
+		return nil, 0, false
+	case s.client && s.state == stateHandshake:
+		if now.Before(s.hsNext) {
+			return nil, 0, false
+		}
+		// Retransmit the Initial with exponential backoff from 250 ms.
+		s.hsNext = now.Add((250 * time.Millisecond) << min(s.hsTries, 5))
+		s.hsTries++
+		return s.sent(wire.AppendInitial(hdr(wire.TypeInitial, 0, 0), wire.Initial{})), streamDSCP, true
+	case s.acceptPending:
+		s.acceptPending = false
+		return s.sent(hdr(wire.TypeAccept, 0, 0)), streamDSCP, true
+	}
+	if s.ackDue(now) {
+		return s.sent(s.appendAck(now, hdr)), streamDSCP, true
+	}
+	if s.probe {
+		s.probe = false
+		pn := s.tr.OnSent(now, 0, kindProbe, 0, 0)
+		return s.sent(hdr(wire.TypePing, 0, pn)), streamDSCP, true
+	}
+	if s.updFresh && !now.Before(s.policy.NextSendTime()) {
+		s.updFresh = false
+		pn := s.tr.OnSent(now, cc.ByteCount(len(s.updBuf)+wire.HeaderLen+wire.UpdateOverhead), kindUpdate, 0, 0)
+		s.policy.OnUpdateSent(now, pn, s.updMono)
+		s.st.UpdatesSent++
+		b := wire.AppendUpdate(hdr(wire.TypeUpdate, 0, pn), &wire.Update{Echo: s.echo, Generated: s.updGen, Payload: s.updBuf})
+		return s.sent(b), updDSCP, true
+	}
+	if s.out.pending() && !now.Before(s.nextSend) && s.ctl.CanSend(s.tr.InFlight(kindData)) {
+		off, data, fin, retx, ok := s.out.chunk(s.cfg.mss(), s.peerMax)
+		if ok {
+			var flags uint8
+			if fin {
+				flags = wire.FlagFIN
+			}
+			size := wire.HeaderLen + wire.DataOverhead + len(data)
+			pn := s.tr.OnSent(now, cc.ByteCount(len(data)), kindData, off, len(data))
+			if fin {
+				s.tr.Get(pn).Flags = flagFIN
+			}
+			s.ctl.OnPacketSent(now, pn, cc.ByteCount(len(data)), s.tr.InFlight(kindData))
+			if retx {
+				s.st.Retransmitted++
+			}
+			s.pace(now, size)
+			b := wire.AppendData(hdr(wire.TypeData, flags, pn), &wire.Data{Echo: s.echo, Offset: off, Payload: data})
+			return s.sent(b), streamDSCP, true
+		}
+	}
+	return nil, 0, false
+}
+
+// sent counts an outgoing datagram.
+func (s *session) sent(b []byte) []byte {
+	s.st.PacketsSent++
+	s.st.BytesSent += int64(len(b))
+	return b
+}
+
+// pace moves the pacer on by one packet at the controller's rate, with a
+// burst allowance of 2 ms worth of sending: a user-space timer cannot wake
+// much more finely, and quic-go's pacer allows a similar burst.
+func (s *session) pace(now clock.Mono, size int) {
+	rate := s.ctl.PacingRate()
+	if rate == 0 {
+		s.nextSend = now
+		return
+	}
+	gap := time.Duration(float64(size*8) / float64(rate) * float64(time.Second))
+	floor := now.Add(-2 * time.Millisecond)
+	s.nextSend = max(s.nextSend, floor).Add(gap)
+}
+
+// ackDue reports whether an ACK should go out now.
+func (s *session) ackDue(now clock.Mono) bool {
+	if s.ackNow {
+		return true
+	}
+	return s.ackAt != 0 && !now.Before(s.ackAt)
+}
+
+// appendAck builds an ACK frame and resets the ACK state.
+func (s *session) appendAck(now clock.Mono, hdr func(wire.Type, uint8, cc.PacketNumber) []byte) []byte {
+	var a wire.Ack
+	for i, r := range s.ranges.Ranges() {
+		a.Ranges[i] = wire.AckRange{Largest: int64(r.Hi), Smallest: int64(r.Lo)}
+		a.NRanges = i + 1
+	}
+	a.NSamples = copy(a.Samples[:], s.samples[:s.nSamples])
+	if s.elicited > 0 {
+		a.DelayMicros = uint32(min(now.Sub(s.oldest).Microseconds(), 1<<32-1))
+	}
+	a.MaxData = s.in.maxData()
+	s.in.advertised = a.MaxData
+	var flags uint8
+	if _, ok := s.theta(0); ok {
+		flags = wire.FlagSynced
+	}
+	s.nSamples, s.elicited, s.ackAt, s.ackNow = 0, 0, 0, false
+	return wire.AppendAck(hdr(wire.TypeAck, flags, 0), &a)
+}
+
+// nextTimeout is the earliest time the session needs timeout or poll called
+// again, or 0 if none.
+func (s *session) nextTimeout(now clock.Mono) clock.Mono {
+	if s.state == stateClosed {
+		return 0
+	}
+	t := s.lastHeard.Add(s.cfg.IdleTimeout)
+	if s.client && s.state == stateHandshake {
+		return recovery.Earliest(t, s.hsNext)
+	}
+	t = recovery.Earliest(t, s.ackAt)
+	t = recovery.Earliest(t, s.tr.NextTimer())
+	if s.updFresh {
+		t = recovery.Earliest(t, max(s.policy.NextSendTime(), now))
+	}
+	if s.out.pending() && s.ctl.CanSend(s.tr.InFlight(kindData)) && !s.out.blocked(s.peerMax) {
+		t = recovery.Earliest(t, max(s.nextSend, now))
+	}
+	if s.out.blocked(s.peerMax) && s.tr.TotalInFlight() == 0 {
+		if s.probeAt == 0 {
+			s.probeAt = now.Add(s.tr.RTO())
+		}
+		t = recovery.Earliest(t, s.probeAt)
+	}
+	return t
+}
+
+// timeout fires the deadlines due at now.
+func (s *session) timeout(now clock.Mono) {
+	if s.state == stateClosed {
+		return
+	}
+	if !now.Before(s.lastHeard.Add(s.cfg.IdleTimeout)) {
+		if s.client && s.state == stateHandshake {
+			s.fail(ErrHandshake, closeIdle)
+		} else {
+			s.fail(ErrIdleTimeout, closeIdle)
+		}
+		return
+	}
+	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
+		s.tr.DetectLost(now, s.onLost(now))
+		s.tr.Compact()
+	}
+	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
+		data, upd := s.tr.InFlight(kindData) > 0, s.tr.InFlight(kindUpdate) > 0
+		s.tr.OnRTO(s.onLost(now))
+		if data {
+			s.ctl.OnRetransmissionTimeout(now)
+		}
+		if upd {
+			s.policy.OnRetransmissionTimeout(now)
+		}
+		if !data && !upd {
+			s.probe = true // only probes were out: ask for an ACK
+		}
+	}
+	if s.probeAt != 0 && !now.Before(s.probeAt) {
+		s.probeAt = 0
+		if s.out.blocked(s.peerMax) && s.tr.TotalInFlight() == 0 {
+			s.probe = true // zero-window probe: elicit a window update
+		}
+	}
+}
