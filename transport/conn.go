@@ -45,7 +45,7 @@ type Conn struct {
 	closeOnce  sync.Once
 	closeErr   error
 
-	ownsSocket bool         // a client Conn closes its socket
+	ownsSocket bool          // a client Conn closes its socket
 	readDone   chan struct{} // client: the socket reader has exited
 	stopNTP    context.CancelFunc
 	onDone     func() // a Listener's cleanup
