@@ -56,6 +56,7 @@ type Packet struct {
 	Bytes  cc.ByteCount
 	State  State
 	Kind   uint8
+	Flags  uint8 // the caller's, e.g. "carried FIN"
 	Offset int64
 	Len    int
 }
