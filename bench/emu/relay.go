@@ -137,7 +137,9 @@ type DirectionStats struct {
 	DatagramsIn, BytesIn   uint64
 	DatagramsOut, BytesOut uint64
 	// ReadErrors and WriteErrors count failed socket reads and writes
-	// (e.g. ECONNREFUSED while the server is not listening).
+	// (e.g. ECONNREFUSED while the server is not listening). Forward
+	// WriteErrors also count back sockets that could not be opened (the
+	// datagram that needed one is dropped).
 	ReadErrors, WriteErrors uint64
 	// Oversize counts datagrams larger than MaxDatagram, dropped unread.
 	Oversize uint64

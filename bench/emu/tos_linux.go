@@ -13,9 +13,9 @@ import (
 // every arriving datagram from the IP_TOS / IPV6_TCLASS control message
 // the kernel attaches once IP_RECVTOS / IPV6_RECVTCLASS is set, and marks
 // the datagram it sends with the same byte by passing an IP_TOS /
-// IPV6_TCLASS control message to sendmsg (per packet; IP_TOS as ancillary
-// data on send is supported since Linux 3.13). golang.org/x/net/ipv4 has no
-// TOS control message, so this file builds and parses the cmsg itself.
+// IPV6_TCLASS control message to sendmsg (per packet; the kernel reads
+// IP_TOS in ip_cmsg_send). golang.org/x/net/ipv4 has no TOS control
+// message, so this file builds and parses the cmsg itself.
 
 // tosSupported reports whether this platform reads and re-marks TOS.
 const tosSupported = true
@@ -59,20 +59,30 @@ func enableRecvTOS(c *net.UDPConn, v4 bool) error {
 // parseTOS returns the TOS byte carried by the control messages in oob,
 // or 0 if there is none. Malformed input yields 0, never a panic.
 func parseTOS(oob []byte) uint8 {
-	for len(oob) >= cmsgHdrLen {
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
-		l := int(h.Len)
-		if l < cmsgHdrLen || l > len(oob) {
+	// The header is read field by field (Len is a size_t: 8 bytes on
+	// 64-bit, 4 on 32-bit; then int32 level and type), so the buffer need
+	// not be aligned.
+	const lenSize = int(unsafe.Sizeof(syscall.Cmsghdr{}.Len))
+	for len(oob) >= cmsgHdrLen && cmsgHdrLen >= lenSize+8 {
+		var l uint64
+		if lenSize == 8 {
+			l = binary.NativeEndian.Uint64(oob)
+		} else {
+			l = uint64(binary.NativeEndian.Uint32(oob))
+		}
+		level := int32(binary.NativeEndian.Uint32(oob[lenSize:]))
+		typ := int32(binary.NativeEndian.Uint32(oob[lenSize+4:]))
+		if l < uint64(cmsgHdrLen) || l > uint64(len(oob)) {
 			return 0
 		}
 		data := oob[cmsgHdrLen:l]
 		switch {
-		case h.Level == syscall.IPPROTO_IP && h.Type == syscall.IP_TOS && len(data) >= 1:
+		case level == syscall.IPPROTO_IP && typ == syscall.IP_TOS && len(data) >= 1:
 			return data[0] // a single byte (ip_cmsg_recv_tos)
-		case h.Level == syscall.IPPROTO_IPV6 && h.Type == syscall.IPV6_TCLASS && len(data) >= 4:
+		case level == syscall.IPPROTO_IPV6 && typ == syscall.IPV6_TCLASS && len(data) >= 4:
 			return uint8(binary.NativeEndian.Uint32(data)) // an int
 		}
-		next := cmsgAlign(l)
+		next := cmsgAlign(int(l))
 		if next >= len(oob) {
 			return 0
 		}

@@ -1,0 +1,113 @@
+// Package emu runs the emulated bottleneck in real time. Relay is a
+// userspace UDP relay between loopback sockets: clients send to its front
+// address instead of the server's, and every datagram crosses a
+// bench/netem link (rate, queue discipline, delay, jitter, loss) before it
+// goes on. No root, TUN device or qdisc is needed, so it is the embedded
+// default for the demo, the examples and the end-to-end tests of
+// transport. The link model is the simulator's (the same netem.Link, built
+// by netem.LinkConfigFromPath from the same scenario.Path), so a scenario
+// means the same thing in bench/sim and here.
+//
+// # Topology
+//
+//	client A ─┐                      forward link (client → server)
+//	client B ─┼─▶ front socket ──▶ [ loss → queue → serialise → delay ] ──▶ back socket A ─┐
+//	   …      │   (Addr)                                                    back socket B ─┼─▶ server
+//	          │                                                                           │  (Target)
+//	          └── front socket ◀── [ loss → queue → serialise → delay ] ◀── back sockets ◀─┘
+//	                                 reverse link (server → client)
+//
+// For each distinct client address seen on the front socket the relay
+// opens one back socket (an ephemeral port, connected to Target), so the
+// server sees one source address per client and its replies map back to
+// that client. Both directions are each one link shared by all clients:
+// one bottleneck, as a dumbbell. Each client's datagrams form one flow for
+// the flow-queueing disciplines (FlowKey = a hash of the client's address,
+// low bit = direction), as a kernel fq_codel hashes the 5-tuple.
+//
+// Packet.Size is the UDP payload plus 28 bytes of IPv4+UDP header (48 for
+// IPv6), as bench/sim counts headers: at 2 Mbit/s a 1200-byte datagram
+// takes (1200+28)·8/2e6 = 4.91 ms.
+//
+// # Timing
+//
+// One goroutine per socket reads datagrams, stamps them with the injected
+// clock, copies them into a pooled buffer and hands them to a single
+// scheduler goroutine, which owns both links (netem is not safe for
+// concurrent use; a mutex lets Stats and SetPath in). The scheduler
+// enqueues arrivals at their stamp, polls both links at clock.Now(),
+// writes every due packet, and sleeps on one reused time.Timer until the
+// earlier of the links' NextEvent and the next arrival. netem replays its
+// own events at their exact times whenever it is called, so a late wake-up
+// does not change queueing, drops or the average rate; it delays the
+// moment a due packet is written, and packets due together leave in a
+// burst. (An arrival is enqueued at its stamp, or at the latest instant
+// the links have seen if that is later: by at most the time it waited
+// for the scheduler.)
+//
+// How late: Go's runtime sleeps in epoll_wait, whose timeout is in whole
+// milliseconds, so on Linux a timer fires up to ~1 ms late (measured on
+// the development VM, Linux 6.18, Go 1.26: a 50 µs timer p50 1.06 ms late,
+// a 4.8 ms one p50 0.42 ms, p90 0.53 ms). Through the relay an emulated
+// 40 ms RTT measures 41.0–41.5 ms. That is fine for what the relay is for:
+// at 2 Mbit/s a 1200-byte datagram serialises in 4.9 ms, and the RTTs of
+// our scenarios are tens of ms. RelayConfig.Spin trades CPU for precision:
+// the scheduler sleeps until Spin before an event and then busy-waits
+// (with runtime.Gosched, so other goroutines run); with Spin = 2 ms a
+// 20 ms RTT measures 20.2 ms. Spinning costs up to a core while packets are
+// in the links, so it is off by default.
+//
+// The clock is injected (clock.Clock, default the system clock) so that
+// the relay's timestamps share an origin with the endpoints', but it must
+// advance in real time: the relay sleeps on real timers. For virtual time
+// use bench/sim.
+//
+// # DSCP
+//
+// On Linux the relay reads each datagram's TOS byte (IP_RECVTOS; the
+// traffic class, IPV6_RECVTCLASS, on IPv6 sockets) and gives its DSCP to
+// the link, so the CAKE-like queue puts CS7 in its voice tin; it sends the
+// datagram on marked with the same TOS byte, per packet, through an
+// IP_TOS / IPV6_TCLASS control message on sendmsg (golang.org/x/net/ipv4
+// has no TOS control message, so the relay builds it; ipv4.SetTOS is per
+// socket, not per packet). If the kernel refuses the control message the
+// relay logs it once and stops re-marking. Elsewhere than Linux every
+// datagram is best effort and leaves unmarked.
+//
+// # Limits
+//
+//   - Loopback (or a local network) only: one process, no routing; the
+//     server must be reachable from the back sockets' ephemeral ports.
+//   - One bottleneck shared by every client and one client per source
+//     address; at most MaxClients (default 64) client slots, held for the
+//     relay's lifetime; datagrams from further clients are dropped and
+//     counted (RelayStats.DroppedNoClientSlot).
+//   - Datagrams above MaxDatagram (default 65535 bytes) are dropped and
+//     counted (DirectionStats.Oversize); anything IPv4 UDP can carry fits
+//     the default.
+//   - Kernel socket buffers sit before and after the link: a sender that
+//     bursts faster than the reader can be dropped by the kernel before
+//     the relay sees it. ReadBuffer/WriteBuffer ask for 4 MiB; Linux caps
+//     that at net.core.rmem_max / wmem_max.
+//   - Close drops the packets still in the links.
+//   - The steady state allocates nothing: buffers are recycled from a free
+//     list (2 KiB, and MaxDatagram-sized for larger datagrams), the links'
+//     rings only grow. BenchmarkRelayThroughput: 0 allocs per datagram.
+//
+// # Use
+//
+// Tests and examples start a server, put a relay in front of it and point
+// the client at Addr:
+//
+//	r, err := emu.NewRelay(emu.RelayConfig{
+//		Target:  server.LocalAddr().String(),
+//		Forward: scenario.Path{Rate: scenario.Rate(2e6), Delay: scenario.Duration(20 * time.Millisecond)},
+//		Reverse: scenario.Path{Rate: scenario.Rate(2e6), Delay: scenario.Duration(20 * time.Millisecond)},
+//	})
+//	if err != nil { … }
+//	defer r.Close()
+//	conn, err := net.DialUDP("udp", nil, r.Addr().(*net.UDPAddr))
+//
+// A scenario's scheduled changes are applied with SetPath at their time;
+// Stats reports both links' counters and the relay's own.
+package emu
