@@ -330,9 +330,10 @@ func (c *Conn) Err() error {
 }
 
 // Close ends the connection. It first ends the stream (CloseWrite) and
-// waits up to Config.Linger for the peer to acknowledge what was written,
+// waits up to Config.Linger for the peer to acknowledge every byte written,
 // so no data is lost to an early Close, then tells the peer and stops every
-// goroutine the Conn started. It is idempotent; later calls return the
+// goroutine the Conn started. If the linger expires first, Close returns an
+// error wrapping ErrClosed that says how many bytes were not acknowledged. It is idempotent; later calls return the
 // first result.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
@@ -347,7 +348,10 @@ func (c *Conn) Close() error {
 		wait:
 			for {
 				c.mu.Lock()
-				finished := c.s.out.done() || c.s.state == stateClosed
+				// Wait for data, not for the FIN's own ACK: a peer that
+				// has every byte loses nothing if our CLOSE overtakes it.
+				finished := c.s.out.unacked() == 0 || c.s.state == stateClosed
+				unacked := c.s.out.unacked()
 				c.mu.Unlock()
 				if finished {
 					break
@@ -355,7 +359,7 @@ func (c *Conn) Close() error {
 				select {
 				case <-c.writeReady:
 				case <-deadline.C:
-					c.closeErr = fmt.Errorf("%w: linger expired with %d bytes unacknowledged", ErrClosed, c.s.out.unacked())
+					c.closeErr = fmt.Errorf("%w: linger expired with %d bytes unacknowledged", ErrClosed, unacked)
 					break wait
 				}
 			}
