@@ -89,7 +89,10 @@ func (s *ranges) trimBelow(off int64) {
 	for i < len(s.r) && s.r[i].hi <= off {
 		i++
 	}
-	s.r = s.r[i:]
+	// Shift down rather than reslice, so the array keeps its capacity and
+	// later adds do not allocate.
+	n := copy(s.r, s.r[i:])
+	s.r = s.r[:n]
 	if len(s.r) > 0 && s.r[0].lo < off {
 		s.r[0].lo = off
 	}

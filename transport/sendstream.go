@@ -5,7 +5,8 @@ package transport
 // what was lost. Retransmissions resend the same bytes under new packet
 // numbers. Memory is bounded by limit: Write takes at most limit − buffered.
 type sendStream struct {
-	buf   []byte // bytes [base, base+len(buf))
+	buf   []byte // bytes [base, base+len(buf)), a window into arr
+	arr   []byte // backing array, reused: no allocation in steady state
 	base  int64  // everything below is acknowledged and freed
 	next  int64  // next byte never sent
 	acked ranges // acknowledged bytes at or above base
@@ -29,6 +30,9 @@ func (s *sendStream) write(p []byte) int {
 		return 0
 	}
 	n := min(len(p), s.space())
+	if len(s.buf)+n > cap(s.buf) {
+		s.compact(len(s.buf) + n)
+	}
 	s.buf = append(s.buf, p[:n]...)
 	return n
 }
@@ -99,9 +103,6 @@ func (s *sendStream) onAcked(off int64, n int, fin bool) {
 		s.buf = s.buf[k:]
 		s.base = newBase
 		s.acked.trimBelow(newBase)
-		if len(s.buf) == 0 {
-			s.buf = s.buf[:0:0] // let the old array go
-		}
 	}
 }
 
@@ -120,3 +121,16 @@ func (s *sendStream) done() bool { return s.finSet && s.finAcked && len(s.buf) =
 
 // unacked is how many written bytes the peer has not acknowledged.
 func (s *sendStream) unacked() int { return len(s.buf) }
+
+// compact makes room for need bytes: it moves the live bytes to the front
+// of the backing array, growing the array (doubling, up to limit) only when
+// that is not enough. Moving is amortised O(1) per byte written, and once
+// the array has grown to what the flow needs no write allocates.
+func (s *sendStream) compact(need int) {
+	if need > cap(s.arr) {
+		size := max(2*cap(s.arr), need, 64<<10)
+		s.arr = make([]byte, 0, min(size, max(s.limit, need)))
+	}
+	n := copy(s.arr[:len(s.buf)], s.buf)
+	s.buf = s.arr[:n]
+}

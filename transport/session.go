@@ -68,6 +68,9 @@ type session struct {
 	closeCode     uint32
 
 	st Stats
+
+	lostFn  func(pn cc.PacketNumber, p *recovery.Packet) // s.lost, bound once
+	lostNow clock.Mono                                   // its now
 }
 
 type sessionState uint8
@@ -140,6 +143,7 @@ func newSession(cfg *Config, connID uint64, client bool, now clock.Mono) (*sessi
 		s.acceptPending = true
 	}
 	s.st.CC = ctl.Name()
+	s.lostFn = s.lost
 	return s, nil
 }
 
@@ -354,17 +358,20 @@ func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 			}
 		}
 	}
-	s.tr.DetectLost(now, s.onLost(now))
+	s.lostNow = now
+	s.tr.DetectLost(now, s.lostFn)
 	if acked {
 		s.tr.ArmRTO(now)
 	}
 	s.tr.Compact()
 }
 
-// onLost returns the loss handler for now: stream bytes are queued again,
-// the controllers are told; updates are never retransmitted.
-func (s *session) onLost(now clock.Mono) func(pn cc.PacketNumber, p *recovery.Packet) {
-	return func(pn cc.PacketNumber, p *recovery.Packet) {
+// lost handles a packet declared lost at s.lostNow: stream bytes are queued
+// again, the controllers are told; updates are never retransmitted. It is
+// bound once (lostFn) so loss detection does not allocate a closure.
+func (s *session) lost(pn cc.PacketNumber, p *recovery.Packet) {
+	now := s.lostNow
+	{
 		s.st.PacketsLost++
 		ev := cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent}
 		switch p.Kind {
@@ -415,9 +422,7 @@ func (s *session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error
 // poll writes the next datagram to send at now into buf and returns it with
 // its DSCP; ok is false when there is nothing to send now.
 func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
-	hdr := func(t wire.Type, flags uint8, pn cc.PacketNumber) []byte {
-		return wire.AppendHeader(buf[:0], wire.Header{Type: t, Flags: flags, ConnID: s.connID, PN: int64(pn), Timestamp: wallUS})
-	}
+	hdr := func(t wire.Type, flags uint8, pn cc.PacketNumber) []byte { return s.header(buf, wallUS, t, flags, pn) }
 	streamDSCP, updDSCP := uint8(s.cfg.StreamDSCP), uint8(s.cfg.UpdateDSCP)
 	switch {
 	case s.closePending:
@@ -440,7 +445,7 @@ func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		return s.sent(hdr(wire.TypeAccept, 0, 0)), streamDSCP, true
 	}
 	if s.ackDue(now) {
-		return s.sent(s.appendAck(now, hdr)), streamDSCP, true
+		return s.sent(s.appendAck(now, wallUS, buf)), streamDSCP, true
 	}
 	if s.probe {
 		s.probe = false
@@ -508,8 +513,13 @@ func (s *session) ackDue(now clock.Mono) bool {
 	return s.ackAt != 0 && !now.Before(s.ackAt)
 }
 
-// appendAck builds an ACK frame and resets the ACK state.
-func (s *session) appendAck(now clock.Mono, hdr func(wire.Type, uint8, cc.PacketNumber) []byte) []byte {
+// header starts a datagram in buf.
+func (s *session) header(buf []byte, wallUS int64, t wire.Type, flags uint8, pn cc.PacketNumber) []byte {
+	return wire.AppendHeader(buf[:0], wire.Header{Type: t, Flags: flags, ConnID: s.connID, PN: int64(pn), Timestamp: wallUS})
+}
+
+// appendAck builds an ACK frame in buf and resets the ACK state.
+func (s *session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 	var a wire.Ack
 	for i, r := range s.ranges.Ranges() {
 		a.Ranges[i] = wire.AckRange{Largest: int64(r.Hi), Smallest: int64(r.Lo)}
@@ -526,7 +536,7 @@ func (s *session) appendAck(now clock.Mono, hdr func(wire.Type, uint8, cc.Packet
 		flags = wire.FlagSynced
 	}
 	s.nSamples, s.elicited, s.ackAt, s.ackNow = 0, 0, 0, false
-	return wire.AppendAck(hdr(wire.TypeAck, flags, 0), &a)
+	return wire.AppendAck(s.header(buf, wallUS, wire.TypeAck, flags, 0), &a)
 }
 
 // nextTimeout is the earliest time the session needs timeout or poll called
@@ -570,12 +580,14 @@ func (s *session) timeout(now clock.Mono) {
 		return
 	}
 	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
-		s.tr.DetectLost(now, s.onLost(now))
+		s.lostNow = now
+		s.tr.DetectLost(now, s.lostFn)
 		s.tr.Compact()
 	}
 	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
 		data, upd := s.tr.InFlight(kindData) > 0, s.tr.InFlight(kindUpdate) > 0
-		s.tr.OnRTO(s.onLost(now))
+		s.lostNow = now
+		s.tr.OnRTO(s.lostFn)
 		if data {
 			s.ctl.OnRetransmissionTimeout(now)
 		}
