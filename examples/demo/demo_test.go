@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDemoSmoke runs the whole demo, shortened to 2 s per phase, through the
+// embedded relay and checks that the final table compares both controllers
+// and that each moved data and delivered updates.
+func TestDemoSmoke(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, []string{"-duration", "2s"}, &out))
+	t.Log("\n" + out.String())
+
+	rows := tableRows(t, out.String())
+	for _, name := range []string{"owd", "cubic"} {
+		row, ok := rows[name]
+		require.True(t, ok, "the table has a row for %s", name)
+		goodput, err := strconv.ParseFloat(row[1], 64)
+		require.NoError(t, err)
+		require.Greater(t, goodput, 0.0, "%s moved data", name)
+		require.Less(t, goodput, 2.0, "%s stayed under the 2 Mbit/s bottleneck", name)
+		updates, err := strconv.ParseFloat(row[4], 64)
+		require.NoError(t, err)
+		require.Greater(t, updates, 0.0, "%s delivered updates", name)
+	}
+}
+
+func TestDemoUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"-cc", "nosuch"},
+		{"-rate", "fast"},
+		{"-duration", "0s"},
+		{"extra"},
+	} {
+		err := run(context.Background(), args, &bytes.Buffer{})
+		require.ErrorIs(t, err, errUsage, "%q", args)
+	}
+}
+
+// tableRows returns the final table's rows by controller name, each split
+// into fields.
+func tableRows(t *testing.T, out string) map[string][]string {
+	t.Helper()
+	_, table, ok := strings.Cut(out, "controller")
+	require.True(t, ok, "output has the final table")
+	rows := map[string][]string{}
+	for line := range strings.SplitSeq(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 11 {
+			rows[f[0]] = f
+		}
+	}
+	return rows
+}

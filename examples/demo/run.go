@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/cc"
+)
+
+// Sizes on the wire. The transport's default Config.MaxDatagram is 1200
+// bytes of UDP payload; the relay counts 28 more for the IPv4 and UDP
+// headers when it serialises a datagram (bench/emu, "Topology").
+const (
+	datagram   = 1200                  // bytes of UDP payload, transport's default MaxDatagram
+	ipv4UDPHdr = 28                    // bytes, IPv4 (20) + UDP (8) headers
+	wireSize   = datagram + ipv4UDPHdr // bytes a full datagram occupies on the link
+)
+
+// options are the parsed flags.
+type options struct {
+	rate     cc.Bandwidth  // bit/s, each way
+	rtt      time.Duration // round-trip propagation delay
+	queue    int           // FIFO limit, packets, each way
+	bdp      float64       // one bandwidth-delay product, full datagrams
+	loss     float64       // forward random loss, 0..1
+	duration time.Duration // per phase
+	ccs      []string
+	hz       float64 // sensing rate, readings/s
+	seed     uint64
+	logger   *slog.Logger
+}
+
+// parseFlags reads args into options; errors wrap errUsage.
+func parseFlags(args []string) (*options, error) {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	rate := fs.String("rate", "2Mbps", "bottleneck `rate` each way (bps, kbps, Mbps, Gbps)")
+	rtt := fs.Duration("rtt", 40*time.Millisecond, "round-trip propagation delay (half each way)")
+	queue := fs.Int("queue", 0, "FIFO limit in `packets` each way (0: one bandwidth-delay product)")
+	loss := fs.Float64("loss", 0, "random loss `probability` per packet on the forward path, 0..1")
+	duration := fs.Duration("duration", 12*time.Second, "length of each phase")
+	ccList := fs.String("cc", "owd,cubic", "comma-separated `controllers`, one phase each")
+	hz := fs.Float64("hz", 200, "sensing rate: readings per second offered to SendUpdate")
+	seed := fs.Uint64("seed", 1, "seed of the relay's random loss and of the uploaded bytes")
+	verbose := fs.Bool("v", false, "debug logs of transport and relay on stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, errors.Join(errUsage, err)
+		}
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	bad := func(format string, a ...any) error {
+		err := fmt.Errorf(format, a...)
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		fs.Usage()
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, bad("unexpected argument %q", fs.Arg(0))
+	}
+	o := &options{rtt: *rtt, queue: *queue, loss: *loss, duration: *duration, hz: *hz, seed: *seed}
+	var err error
+	if o.rate, err = scenario.ParseRate(*rate); err != nil || o.rate <= 0 {
+		return nil, bad("-rate %q: want a positive rate such as 2Mbps", *rate)
+	}
+	if o.rtt < 0 || o.duration <= 0 || o.queue < 0 || o.loss < 0 || o.loss >= 1 || o.hz <= 0 {
+		return nil, bad("-rtt ≥ 0, -duration > 0, -queue ≥ 0, 0 ≤ -loss < 1 and -hz > 0 are required")
+	}
+	for name := range strings.SplitSeq(*ccList, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(cc.Names(), name) {
+			return nil, bad("-cc: unknown controller %q (known: %s)", name, strings.Join(cc.Names(), ", "))
+		}
+		o.ccs = append(o.ccs, name)
+	}
+	if len(o.ccs) == 0 {
+		return nil, bad("-cc: no controller")
+	}
+	o.bdp = float64(o.rate) * o.rtt.Seconds() / 8 / wireSize
+	if o.queue == 0 {
+		o.queue = max(2, int(math.Round(o.bdp)))
+	}
+	o.logger = slog.New(slog.DiscardHandler)
+	if *verbose {
+		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return o, nil
+}
+
+// run is the whole demo: parse args, run one phase per controller, print
+// the comparison. It returns ctx's error if ctx ended first (after printing
+// what it measured).
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fresh demo: agent → monitor across an emulated bottleneck on loopback (bench/emu)\n")
+	fmt.Fprintf(stdout, "  path:   %s each way, RTT %v (%v each way), forward loss %g\n",
+		scenario.FormatRate(o.rate), o.rtt, o.rtt/2, o.loss)
+	fmt.Fprintf(stdout, "  queue:  FIFO of %d packets each way (one BDP = %s × %v / 8 / %d B = %.1f packets)\n",
+		o.queue, scenario.FormatRate(o.rate), o.rtt, wireSize, o.bdp)
+	fmt.Fprintf(stdout, "  agent:  sensor readings at %g Hz through SendUpdate (ACP, CS7) + a bulk upload of random bytes\n", o.hz)
+	fmt.Fprintf(stdout, "  phases: %s, %v each, a new connection each\n", strings.Join(o.ccs, ", "), o.duration)
+
+	var results []*result
+	for _, name := range o.ccs {
+		fmt.Fprintf(stdout, "\n== %s ==\n", name)
+		r, err := runPhase(ctx, o, name, stdout)
+		if r != nil {
+			results = append(results, r)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("phase %s: %w", name, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	printTable(stdout, results)
+	return ctx.Err()
+}
+
+// printTable writes the side-by-side comparison of the phases.
+func printTable(w io.Writer, results []*result) {
+	if len(results) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "controller\tgoodput\tage mean\tage p95\tupdates\tsrtt\tlost\tretx\tfwd queue max\tfwd drops\tfwd util\t")
+	fmt.Fprintln(tw, "\t(Mbit/s)\t\t\t(/s)\t\t(pkts)\t(pkts)\t(pkts)\t(pkts)\t\t")
+	for _, r := range results {
+		secs := r.elapsed.Seconds()
+		fwd := r.relay.Forward.Link
+		name := r.cc
+		if r.interrupted {
+			name += "*"
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%.1f\t%s\t%d\t%d\t%d/%d\t%d\t%.0f%%\t\n",
+			name, float64(r.bytes)*8/secs/1e6,
+			ms(r.monitor.Age.Mean), ms(r.monitor.Age.P95), float64(r.monitor.UpdatesReceived)/secs,
+			ms(r.agent.SRTT), r.agent.PacketsLost, r.agent.Retransmitted,
+			fwd.MaxBacklog, r.queue, fwd.DroppedOverflow+fwd.DroppedRandom,
+			100*fwd.BusyTime.Seconds()/secs)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\ngoodput: stream bytes the monitor read per second; age: time-average age of the monitor's")
+	fmt.Fprintln(w, "newest reading (transport Stats.Age); srtt/lost/retx: the agent's; fwd: the relay's agent→monitor queue")
+	for _, r := range results {
+		if r.interrupted {
+			fmt.Fprintf(w, "* %s was interrupted after %v\n", r.cc, r.elapsed.Round(10*time.Millisecond))
+		}
+	}
+}
+
+// ms formats d in milliseconds with one decimal.
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}
