@@ -444,9 +444,13 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 // readLoop reads a client Conn's socket until it is closed.
 func (c *Conn) readLoop() {
 	defer close(c.readDone)
-	msgs := newReadBatch(c.cfg.MaxDatagram)
+	rx, err := newRxBatch(c.sock, rxBufferSize(c.cfg.MaxDatagram))
+	if err != nil {
+		c.cfg.Logger.Error("fresh: cannot read socket", "err", err)
+		return
+	}
 	for {
-		n, err := c.sock.readBatch(msgs)
+		n, err := rx.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -454,25 +458,18 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		for i := range n {
-			m := &msgs[i]
-			if m.N > c.cfg.MaxDatagram && m.N > wire.MinInitialSize {
+			if rx.n[i] >= len(rx.bufs[i]) {
 				continue // larger than any datagram we accept
 			}
-			c.handleDatagram(m.Buffers[0][:m.N])
+			c.handleDatagram(rx.bufs[i][:rx.n[i]])
 		}
 		c.kick()
 	}
 }
 
-// newReadBatch allocates the receive buffers once per reader.
-func newReadBatch(maxDatagram int) []ipv4.Message {
-	msgs := make([]ipv4.Message, batchSize)
-	size := max(maxDatagram, wire.MinInitialSize) + 1 // +1 detects oversize
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, size)}
-	}
-	return msgs
-}
+// rxBufferSize is the receive buffer per datagram: the largest datagram we
+// accept plus one byte, so an oversize one shows as a full buffer.
+func rxBufferSize(maxDatagram int) int { return max(maxDatagram, wire.MinInitialSize) + 1 }
 
 // randomID returns a random connection ID.
 func randomID() uint64 {

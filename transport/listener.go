@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/fresh-udp/fresh/transport/internal/wire"
@@ -93,10 +95,14 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // Initial.
 func (l *Listener) readLoop() {
 	defer close(l.readDone)
-	msgs := newReadBatch(l.cfg.MaxDatagram)
+	rx, err := newRxBatch(l.sock, rxBufferSize(l.cfg.MaxDatagram))
+	if err != nil {
+		l.cfg.Logger.Error("fresh: cannot read socket", "err", err)
+		return
+	}
 	var touched [batchSize]*Conn
 	for {
-		n, err := l.sock.readBatch(msgs)
+		n, err := rx.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -105,13 +111,12 @@ func (l *Listener) readLoop() {
 		}
 		k := 0
 		for i := range n {
-			m := &msgs[i]
-			if m.N > max(l.cfg.MaxDatagram, wire.MinInitialSize) {
-				continue
+			if rx.n[i] >= len(rx.bufs[i]) {
+				continue // oversize
 			}
-			b := m.Buffers[0][:m.N]
-			c := l.route(b, m.Addr)
-			if c != nil && c.handleDatagram(b) {
+			b := rx.bufs[i][:rx.n[i]]
+			c := l.route(b, rx.addrs[i])
+			if c != nil && c.handleDatagram(b) && !slices.Contains(touched[:k], c) {
 				touched[k] = c
 				k++
 			}
@@ -126,7 +131,7 @@ func (l *Listener) readLoop() {
 // route finds the connection a datagram belongs to, creating one for a
 // valid Initial from an unknown connection ID. Datagrams for nobody are
 // dropped.
-func (l *Listener) route(b []byte, from net.Addr) *Conn {
+func (l *Listener) route(b []byte, from netip.AddrPort) *Conn {
 	h, body, err := wire.ParseHeader(b)
 	if err != nil {
 		return nil
@@ -140,8 +145,7 @@ func (l *Listener) route(b []byte, from net.Addr) *Conn {
 	if l.closed || h.Type != wire.TypeInitial || wire.ParseInitial(body, len(b), &in) != nil {
 		return nil
 	}
-	peer, ok := from.(*net.UDPAddr)
-	if !ok {
+	if !from.IsValid() {
 		return nil
 	}
 	if len(l.accept) == cap(l.accept) {
@@ -151,7 +155,7 @@ func (l *Listener) route(b []byte, from net.Addr) *Conn {
 	if err != nil {
 		return nil
 	}
-	c := newConn(&l.cfg, l.sock, &net.UDPAddr{IP: append(net.IP(nil), peer.IP...), Port: peer.Port, Zone: peer.Zone}, s)
+	c := newConn(&l.cfg, l.sock, net.UDPAddrFromAddrPort(from), s)
 	id := h.ConnID
 	c.onDone = func() {
 		l.mu.Lock()
