@@ -1,0 +1,288 @@
+// Command monitor is the receiving half of an IoT deployment built on
+// fresh: it accepts agents (examples/agent), shows the freshest status
+// update each one sends, and takes in their bulk uploads.
+//
+//	go run ./examples/monitor -listen :4433 [-out FILE] [-stats 10s] [-v]
+//
+// For every connected agent it prints at most one line per second: how
+// many updates arrived in that second, the age of the newest one when it
+// arrived (now − the time the agent generated it, on the agent's clock
+// corrected into ours) and its payload, and the upload's goodput. Every
+// -stats interval, and when the agent disconnects, it prints the
+// connection's transport.Stats: the time-average, 95th-percentile and peak
+// age of information, updates received and dropped as stale, stream bytes,
+// the clock offset the in-band estimator found.
+//
+// The upload (the connection's byte stream) is written to -out, or discarded
+// without it. With several agents, the first writes FILE, the n-th FILE.n.
+//
+// Flags:
+//
+//	-listen :4433   UDP address to listen on (host:port; port 0 picks one)
+//	-out FILE       write uploads to FILE (default: discard)
+//	-ntp SERVER     NTP-correct this host's clock (host or host:port)
+//	-stats 10s      interval of the full statistics (0: only at disconnect)
+//	-v              debug logs (log/slog) on stderr; silent otherwise
+//
+// It runs until Ctrl-C (or SIGTERM), then closes every connection and exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fresh-udp/fresh/transport"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "monitor:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the parsed flags.
+type options struct {
+	listen string
+	out    string
+	ntp    string
+	stats  time.Duration
+	logger *slog.Logger
+}
+
+func parseFlags(args []string) (*options, error) {
+	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
+	o := &options{}
+	fs.StringVar(&o.listen, "listen", ":4433", "UDP `address` to listen on")
+	fs.StringVar(&o.out, "out", "", "write uploads to `FILE` (default: discard); the n-th agent's to FILE.n")
+	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting this host's clock (host or host:port)")
+	fs.DurationVar(&o.stats, "stats", 10*time.Second, "interval of the full statistics (0: only when an agent leaves)")
+	verbose := fs.Bool("v", false, "debug logs on stderr")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o.logger = slog.New(slog.DiscardHandler)
+	if *verbose {
+		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return o, nil
+}
+
+// run listens until ctx ends. Lines go to stdout, which it serialises.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	ln, err := transport.Listen(o.listen, transport.Config{NTPServer: o.ntp, Logger: o.logger})
+	if err != nil {
+		return err
+	}
+	out := &lockedWriter{w: stdout}
+	fmt.Fprintf(out, "monitor: listening on %s\n", ln.Addr())
+
+	var wg sync.WaitGroup
+	for n := 1; ; n++ {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			ln.Close() // closes every connection, which ends their goroutines
+			wg.Wait()
+			if ctx.Err() != nil {
+				return nil // Ctrl-C: a normal end
+			}
+			return err
+		}
+		o.logger.Debug("accepted", "peer", conn.RemoteAddr(), "n", n)
+		wg.Go(func() { serve(ctx, conn, n, o, out) })
+	}
+}
+
+// serve handles one agent until it disconnects or ctx ends.
+func serve(ctx context.Context, conn *transport.Conn, n int, o *options, out io.Writer) {
+	peer := conn.RemoteAddr().String()
+	fmt.Fprintf(out, "%s connected\n", peer)
+
+	dst, closeDst, err := openOut(o.out, n)
+	if err != nil {
+		fmt.Fprintf(out, "%s: %v; discarding the upload\n", peer, err)
+		dst, closeDst = io.Discard, func() error { return nil }
+	}
+	var received atomic.Int64
+	uploadDone := make(chan struct{})
+	go func() {
+		defer close(uploadDone)
+		start := time.Now()
+		n, err := io.Copy(dst, countingReader{conn, &received})
+		if cerr := closeDst(); err == nil {
+			err = cerr
+		}
+		switch {
+		case err == nil:
+			d := time.Since(start)
+			fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
+				peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
+		case n > 0:
+			fmt.Fprintf(out, "%s upload ended after %d bytes: %v\n", peer, n, err)
+		}
+	}()
+
+	// Updates: remember the newest; the ticker below reports it.
+	type latest struct {
+		u     transport.Update
+		count int64
+	}
+	var mu sync.Mutex
+	var last latest
+	updCtx, cancel := context.WithCancel(ctx)
+	updDone := make(chan struct{})
+	defer func() {
+		// Closing the connection ends both readers; wait for them so the
+		// output file is closed before we return.
+		cancel()
+		conn.Close()
+		<-uploadDone
+		<-updDone
+	}()
+	go func() {
+		defer close(updDone)
+		for {
+			u, err := conn.ReadUpdate(updCtx)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			last.u = u
+			last.count++
+			mu.Unlock()
+		}
+	}()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var statsC <-chan time.Time
+	if o.stats > 0 {
+		st := time.NewTicker(o.stats)
+		defer st.Stop()
+		statsC = st.C
+	}
+	var prevCount, prevBytes int64
+	prevT := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			printStats(out, peer, conn.Stats())
+			return
+		case <-conn.Done():
+			<-uploadDone
+			printStats(out, peer, conn.Stats())
+			if err := conn.Err(); errors.Is(err, transport.ErrPeerClosed) {
+				fmt.Fprintf(out, "%s disconnected\n", peer)
+			} else {
+				fmt.Fprintf(out, "%s disconnected: %v\n", peer, err)
+			}
+			return
+		case <-statsC:
+			printStats(out, peer, conn.Stats())
+		case now := <-tick.C:
+			mu.Lock()
+			l := last
+			mu.Unlock()
+			b := received.Load()
+			dt := now.Sub(prevT).Seconds()
+			if l.count == prevCount && b == prevBytes {
+				continue // nothing new: stay quiet
+			}
+			line := fmt.Sprintf("%s %s", now.Format("15:04:05"), peer)
+			if l.count > prevCount {
+				line += fmt.Sprintf(" updates %.0f/s, newest age %v: %s",
+					float64(l.count-prevCount)/dt, l.u.Age.Round(100*time.Microsecond), printable(l.u.Payload))
+			}
+			if b > prevBytes {
+				line += fmt.Sprintf(" | upload %.2f Mbit/s", float64(b-prevBytes)*8/dt/1e6)
+			}
+			fmt.Fprintln(out, line)
+			prevCount, prevBytes, prevT = l.count, b, now
+		}
+	}
+}
+
+// printStats writes the connection's statistics on two lines.
+func printStats(w io.Writer, peer string, s transport.Stats) {
+	fmt.Fprintf(w, "%s stats: age mean %v p95 %v peak %v; updates %d received, %d stale; agent clock offset %v (synced %t)\n",
+		peer, s.Age.Mean.Round(100*time.Microsecond), s.Age.P95.Round(100*time.Microsecond), s.Age.Peak.Round(100*time.Microsecond),
+		s.UpdatesReceived, s.UpdatesStale, s.ClockOffset.Round(100*time.Microsecond), s.ClockSynced)
+	fmt.Fprintf(w, "%s stats: stream %d bytes received; %d packets received, %d duplicates, %d malformed\n",
+		peer, s.StreamBytesReceived, s.PacketsReceived, s.Duplicates, s.Malformed)
+}
+
+// openOut opens where the n-th agent's upload goes.
+func openOut(name string, n int) (io.Writer, func() error, error) {
+	if name == "" {
+		return io.Discard, func() error { return nil }, nil
+	}
+	if n > 1 {
+		name = fmt.Sprintf("%s.%d", name, n)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Close, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// printable quotes a payload unless it is short printable text.
+func printable(p []byte) string {
+	const max = 120
+	s := string(p)
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return fmt.Sprintf("%d bytes %x", len(p), p[:min(len(p), 32)])
+		}
+	}
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
