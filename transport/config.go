@@ -81,6 +81,10 @@ type Config struct {
 	// IdleTimeout closes a connection that heard nothing for this long.
 	// Default 30 s.
 	IdleTimeout time.Duration
+	// KeepAlive sends a PING after this long without sending anything the
+	// peer must acknowledge, so a quiet connection is not idled out (and NAT
+	// bindings stay open). Default IdleTimeout/3; negative: never.
+	KeepAlive time.Duration
 	// Linger is how long Close waits for the peer to acknowledge stream
 	// data already written. Default 5 s; negative: do not wait.
 	Linger time.Duration
@@ -153,6 +157,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 30 * time.Second
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = c.IdleTimeout / 3
 	}
 	if c.Linger == 0 {
 		c.Linger = 5 * time.Second

@@ -36,6 +36,7 @@ type session struct {
 	echo     wire.Echo  // latest ACK's T3 and its arrival T4
 	probe    bool       // send a PING (RTO, or flow-control probe)
 	probeAt  clock.Mono // next flow-control probe when blocked
+	lastSent clock.Mono // last ack-eliciting packet sent (keep-alive)
 	updBuf   []byte     // freshest unsent update …
 	updGen   int64      // … its generation time, local wall µs …
 	updMono  clock.Mono // … and on the monotonic clock
@@ -449,11 +450,13 @@ func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 	}
 	if s.probe {
 		s.probe = false
+		s.lastSent = now
 		pn := s.tr.OnSent(now, 0, kindProbe, 0, 0)
 		return s.sent(hdr(wire.TypePing, 0, pn)), streamDSCP, true
 	}
 	if s.updFresh && !now.Before(s.policy.NextSendTime()) {
 		s.updFresh = false
+		s.lastSent = now
 		pn := s.tr.OnSent(now, cc.ByteCount(len(s.updBuf)+wire.HeaderLen+wire.UpdateOverhead), kindUpdate, 0, 0)
 		s.policy.OnUpdateSent(now, pn, s.updMono)
 		s.st.UpdatesSent++
@@ -468,6 +471,7 @@ func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 				flags = wire.FlagFIN
 			}
 			size := wire.HeaderLen + wire.DataOverhead + len(data)
+			s.lastSent = now
 			pn := s.tr.OnSent(now, cc.ByteCount(len(data)), kindData, off, len(data))
 			if fin {
 				s.tr.Get(pn).Flags = flagFIN
@@ -557,6 +561,9 @@ func (s *session) nextTimeout(now clock.Mono) clock.Mono {
 	if s.out.pending() && s.ctl.CanSend(s.tr.InFlight(kindData)) && !s.out.blocked(s.peerMax) {
 		t = recovery.Earliest(t, max(s.nextSend, now))
 	}
+	if s.cfg.KeepAlive > 0 {
+		t = recovery.Earliest(t, max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive))
+	}
 	if s.out.blocked(s.peerMax) && s.tr.TotalInFlight() == 0 {
 		if s.probeAt == 0 {
 			s.probeAt = now.Add(s.tr.RTO())
@@ -597,6 +604,10 @@ func (s *session) timeout(now clock.Mono) {
 		if !data && !upd {
 			s.probe = true // only probes were out: ask for an ACK
 		}
+	}
+	if s.cfg.KeepAlive > 0 && !now.Before(max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive)) {
+		s.probe = true // keep-alive
+		s.lastSent = now
 	}
 	if s.probeAt != 0 && !now.Before(s.probeAt) {
 		s.probeAt = 0

@@ -123,3 +123,36 @@ func TestSessionPairMovesData(t *testing.T) {
 	require(p.srv.in.eof(), "FIN delivered")
 	require(string(got) == string(data), "bytes exact")
 }
+
+func TestKeepAliveKeepsQuietConnectionOpen(t *testing.T) {
+	p := newSessionPair(t)
+	// 2 minutes of silence from the application, in 1 s steps: keep-alive
+	// PINGs (every IdleTimeout/3 = 10 s) keep both ends from idling out.
+	for range 120 {
+		p.now = p.now.Add(time.Second)
+		for _, s := range []*session{p.cli, p.srv} {
+			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				s.timeout(p.now)
+			}
+		}
+		p.exchange()
+	}
+	if p.cli.state != stateOpen || p.srv.state != stateOpen {
+		t.Fatalf("idled out: client %v (%v), server %v (%v)", p.cli.state, p.cli.err, p.srv.state, p.srv.err)
+	}
+	// Without keep-alive they do idle out.
+	cfg, _ := Config{KeepAlive: -1}.withDefaults()
+	p.cli.cfg, p.srv.cfg = &cfg, &cfg
+	for range 40 {
+		p.now = p.now.Add(time.Second)
+		for _, s := range []*session{p.cli, p.srv} {
+			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				s.timeout(p.now)
+			}
+		}
+		p.exchange()
+	}
+	if p.cli.state != stateClosed || p.cli.err != ErrIdleTimeout {
+		t.Fatalf("client should idle out, state %v err %v", p.cli.state, p.cli.err)
+	}
+}
