@@ -1,0 +1,37 @@
+package transport_test
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/ntptest"
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// With Config.NTPServer both ends correct their wall clocks against a real
+// NTP server (chronyd on loopback); with TrustPeerClock the one-way delays
+// come straight from the corrected stamps. The client's clock is 3 s off:
+// without NTP its OWD samples would be 3 s wrong and the controller would
+// fall back to RTT/2.
+func TestNTPCorrectedClocksGiveTrueOWD(t *testing.T) {
+	addr := ntptest.StartChronyd(t, true)
+	const delay = 15 * time.Millisecond
+	srvCfg := transport.Config{NTPServer: addr, TrustPeerClock: true}
+	cliCfg := transport.Config{NTPServer: addr, TrustPeerClock: true,
+		Clock: offsetClock{clock.NewSystem(), 3 * time.Second}}
+	cli, srv := overRelay(t, path(100e6, delay, 0, 1000), path(100e6, delay, 0, 1000), srvCfg, cliCfg)
+	go io.Copy(io.Discard, srv)
+	chunk := make([]byte, 4096)
+	for range 200 {
+		_, err := cli.Write(chunk)
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := cli.Stats()
+	require.Equal(t, "owd", st.Signal.String(), "NTP-corrected stamps are trusted")
+	require.InDelta(t, float64(delay), float64(st.MinOWD), float64(3*time.Millisecond), "OWDmin %v", st.MinOWD)
+}
