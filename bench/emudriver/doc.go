@@ -1,0 +1,106 @@
+// Package emudriver runs a scenario (bench/scenario) in real time with
+// real fresh endpoints (transport) over loopback UDP through one
+// emulated bottleneck (bench/emu.Relay), and reports it as bench/sim does
+// (report.Run, driver "emu"): `freshbench emu --relay`.
+//
+// # Topology
+//
+//	forward flows: client Conn ───────────▶ relay ─▶ shim ─▶ proxy ─▶ Listener (server Conns)
+//	reverse flows: client Conn ─▶ tap ────▶ relay ─▶ shim ─▶ proxy ─▶ Listener
+//	forward cbr:   UDP socket ────────────▶ relay ─▶ shim (sink)
+//	reverse cbr:   UDP socket ◀─────────── relay ◀─ shim (source; the socket's hellos taught it where)
+//
+// One transport.Listener holds every server side. The relay forwards to
+// one address, so the shim stands there (see shim): it passes fresh
+// datagrams on to the Listener through one proxy socket per relay back
+// socket, sinks forward cbr datagrams, and sends reverse cbr datagrams to
+// the back socket the flow's client socket opened with a hello. A tap in
+// front of a reverse flow's client sees its datagrams arrive. Every
+// flow's Conns are dialled and accepted one at a time before the run's
+// time zero (a handshake each, through the emulated path), so that the
+// Initial the shim sees and the Conn Accept returns belong to the flow
+// being set up; then the flows start at their start times and stop at
+// their stops (both Conns closed, counters read just before).
+//
+// # What is measured how
+//
+// Both ends are in this process and read one host clock, so one-way
+// delays and ages are exact, not estimated:
+//
+//   - owd_ms: per delivered data or update datagram, arrival time (wall
+//     clock, µs) at the shim (forward) or the tap (reverse) minus the
+//     sender's timestamp in the fresh header; for cbr, the receiver's
+//     arrival minus the send time the driver wrote into the datagram.
+//     These are the same packets bench/sim measures (data, updates, cbr;
+//     not ACKs), delivered by the end of the run.
+//   - queue_ms: the relay does not report per-packet queueing delay, so
+//     per packet it is the OWD less the path's propagation delay at the
+//     send time (from the scenario and its changes) less the flow's
+//     smallest such excess (serialisation and the fixed cost of the
+//     loopback hops). Jitter counts as queueing here, unlike in bench/sim.
+//   - goodput_bps, bytes: bulk — stream bytes the receiving Conn's reader
+//     got within the flow's [start, end]; updates — the size of every
+//     update read with ReadUpdate that lowered the age (as bench/sim:
+//     fresh updates only); cbr — size × datagrams delivered by the flow's
+//     end.
+//   - age_ms: acp.AgeMeter over (generation, reception) pairs: the source
+//     samples at 1 kHz (transport's default MaxUpdateRate), writing the
+//     generation time into the first 8 bytes of each update; the
+//     monitor's ReadUpdate loop takes its return time as the reception.
+//     So age includes up to 1 ms of the sample waiting for the
+//     regulator, where bench/sim generates at will.
+//   - rate_hz: updates sent / active time (Stats.UpdatesSent), as bench/sim.
+//   - sent, delivered, lost, retransmitted: bulk — the sender's
+//     PacketsSent, the data datagrams observed arriving, PacketsLost and
+//     Retransmitted (transport.Stats); updates — UpdatesSent,
+//     UpdatesReceived, and their difference; cbr — datagrams sent,
+//     delivered, and their difference (so datagrams still in the pipe
+//     when the run ends count as lost, as in bench/sim).
+//   - send_rate_bps: the sender's BytesSent plus 28 bytes of IPv4+UDP per
+//     datagram, over the active time (cbr: size × sent).
+//   - slow_start_s, signal_share: the bulk sender's Stats sampled every
+//     10 ms while active (InSlowStart, Signal) — bench/sim counts per ACK.
+//   - clock_error_ms: under clock_sync "inband", the mean |ClockOffset| of
+//     the receiving Conn while it trusts its estimate (the truth is 0).
+//   - utilization: the relay's per-direction Link.BusyTime over the run
+//     (busy time of the setup's handshakes left out), so it includes every
+//     datagram: ACKs, hellos, handshakes of nobody.
+//   - jain: over the forward bulk flows' bytes read within the window
+//     from the last start to the first stop, as bench/sim.
+//   - Series (--plot): per SampleInterval, goodput and mean OWD of that
+//     interval's deliveries, the sender's Stats.Window (bulk), the age and
+//     the regulator's Stats.UpdateRate (updates).
+//
+// # Differences from bench/sim
+//
+//   - Real time: a 100 s scenario takes 100 s, plus a handshake per flow.
+//     Runs are not reproducible bit for bit: the seed fixes the links'
+//     random choices, not the scheduling of goroutines and the kernel.
+//   - Headers: a fresh datagram carries 54 bytes of fresh header and frame
+//     around the payload and the relay counts 28 more of IPv4+UDP, 82
+//     bytes in all where bench/sim counts 40. A bulk flow's payload per
+//     datagram is the scenario's mss (MaxDatagram = mss + 54, at least
+//     256); an update's is its size. A cbr datagram is size bytes on the
+//     link, as in bench/sim (UDP payload size − 28, at least 16).
+//   - The server side has one transport.Config (the Listener's): reverse
+//     bulk flows get their own controller (the Listener's NewController
+//     follows the flow being set up), but every reverse update flow must
+//     use the same policy, and reverse flows send with the Listener's
+//     MaxDatagram, the largest any flow needs.
+//   - DSCP: forward flows' datagrams carry their DSCP (transport marks
+//     them; the relay reads it). The server side's datagrams pass the
+//     shim, which does not carry the TOS byte: what crosses the reverse
+//     link (ACKs of forward flows, data of reverse flows, reverse cbr)
+//     is best effort. A reverse flow's ACKs leave its tap with the flow's
+//     DSCP. This matters only for DSCP-aware queues (cake).
+//   - clock_offset, clock_skew_ppm and clock_sync "none" are sim-only
+//     (ErrUnsupported): the endpoints share the host clock. "perfect" sets
+//     TrustPeerClock; "inband" lets the endpoints estimate the (zero)
+//     offset.
+//   - fixed flows are sim-only (transport has no fixed-rate update
+//     policy), iperf3 flows need the TUN/netns emulator (not done): both
+//     are ErrUnsupported.
+//   - The shim, the taps and the relay each add a loopback hop, and Go's
+//     timers wake the relay up to ~1 ms late (see bench/emu, "Timing"):
+//     OWDs measure ~1 ms above the path's delay.
+package emudriver

@@ -1,0 +1,829 @@
+package emudriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fresh-udp/fresh/bench/emu"
+	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/cc"
+	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2", "owd-eq7"
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// Options tune one run; they mirror bench/sim.Options.
+type Options struct {
+	// CC, if set, replaces the controller of every unpinned bulk flow
+	// (scenario.WithCC) and labels the run.
+	CC string
+	// Trace collects time series and per-packet OWD samples for plots
+	// (report.Flow.Series, OWDSamples).
+	Trace bool
+	// SampleInterval is the time-series step (default 100 ms).
+	SampleInterval time.Duration
+	// Progress, if set, is called now and then with the time done and the
+	// total (real time: a 100 s scenario takes 100 s).
+	Progress func(done, total time.Duration)
+}
+
+var (
+	// ErrUnsupported wraps scenario features the emulator cannot run (yet);
+	// the message says which and why.
+	ErrUnsupported = errors.New("emudriver: not supported")
+	// ErrScenario wraps errors in setting a run up (sockets, handshakes).
+	ErrScenario = errors.New("emudriver: cannot run scenario")
+)
+
+// Timing of the driver's own loops.
+const (
+	statsEvery     = 10 * time.Millisecond // controller state sampling (slow start, signal, clock error)
+	progressEvery  = 100 * time.Millisecond
+	sensePeriod    = time.Millisecond // update sources sample at 1 kHz (= transport's default MaxUpdateRate)
+	senseRate      = 1000             // Hz, Config.MaxUpdateRate
+	helloEvery     = 50 * time.Millisecond
+	setupTimeout   = 10 * time.Second // per handshake / reverse-cbr hello
+	maxFlows       = 250              // the cbr header's flow byte; the relay's client slots are set to fit
+	writeChunk     = 64 << 10
+	idleTimeoutPad = 30 * time.Second
+)
+
+// Run runs s in real time with real fresh endpoints over loopback UDP
+// through one emu.Relay and returns its result (driver "emu"). It takes
+// the scenario's duration plus setup (a handshake per flow). Cancelling
+// ctx stops the run at once; Run then returns ctx's error after closing
+// every socket and goroutine it opened. See the package doc for what is
+// measured how.
+func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*report.Run, error) {
+	if opts.CC != "" {
+		s = s.WithCC(opts.CC)
+	}
+	if opts.SampleInterval <= 0 {
+		opts.SampleInterval = 100 * time.Millisecond
+	}
+	if err := check(s); err != nil {
+		return nil, err
+	}
+	wallStart := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	d := &driver{s: s, opts: opts, ctx: ctx, cancel: cancel}
+	d.pending.Store(-1)
+	defer d.shutdown()
+	if err := d.setup(); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("emudriver: %s: %w", s.Name, ctx.Err())
+		}
+		return nil, err
+	}
+	if err := d.loop(); err != nil {
+		return nil, fmt.Errorf("emudriver: %s: %w", s.Name, err)
+	}
+	d.shutdown()
+	r := d.result()
+	r.WallS = time.Since(wallStart).Seconds()
+	return r, nil
+}
+
+// check refuses what the emulator cannot run, before anything is opened.
+func check(s *scenario.Scenario) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrUnsupported, s.Name, fmt.Sprintf(format, args...))
+	}
+	if s.ClockOffset != 0 || s.ClockSkewPPM != 0 {
+		return bad("clock_offset and clock_skew_ppm are sim-only (the emulator's endpoints share the host clock)")
+	}
+	if s.ClockSync == "none" {
+		return bad(`clock_sync "none" is sim-only (transport always corrects OWD, in-band or trusted)`)
+	}
+	if len(s.Flows) > maxFlows {
+		return bad("%d flows: at most %d", len(s.Flows), maxFlows)
+	}
+	revPolicy := ""
+	for _, f := range s.Flows {
+		switch f.Kind {
+		case scenario.KindIperf3:
+			return bad("flow %q: iperf3 flows need the TUN/netns emulator (kernel TCP), not the relay: not done", f.Name)
+		case scenario.KindFixed:
+			return bad("flow %q: fixed flows are sim-only: transport has no fixed-rate update policy (acp, acp-literal, lazy)", f.Name)
+		case scenario.KindBulk:
+			if _, err := cc.New(f.CC, 0); err != nil {
+				return bad("flow %q: %v", f.Name, err)
+			}
+		case scenario.KindACP, scenario.KindLazy:
+			switch f.CC {
+			case "acp", "acp-literal", "lazy":
+			default:
+				return bad("flow %q: update policy %q: want acp, acp-literal or lazy", f.Name, f.CC)
+			}
+			if f.Reverse {
+				if revPolicy != "" && revPolicy != f.CC {
+					return bad("reverse update flows with different policies (%s, %s): the server side has one policy (transport.Config of the Listener)", revPolicy, f.CC)
+				}
+				revPolicy = f.CC
+			}
+		}
+	}
+	return nil
+}
+
+// driver is one run's state.
+type driver struct {
+	s      *scenario.Scenario
+	opts   Options
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	listener *transport.Listener
+	shim     *shim
+	relay    *emu.Relay
+	flows    []*flowRun
+
+	// origin is the run's time zero (set once, before any flow starts);
+	// started says it is set.
+	origin  time.Time
+	started atomic.Bool
+
+	// Flow identification at the shim: the flow whose handshake is under
+	// way (flows are dialled one at a time), and the connection IDs
+	// learned from their Initials.
+	pending  atomic.Int64
+	regMu    sync.Mutex
+	byConnID map[uint64]*flowRun
+	// serverCC is the controller the Listener gives the next connection
+	// (a reverse bulk flow's sender is the accepted Conn).
+	serverCC atomic.Value // string
+
+	// Relay busy time at time zero, so utilisation covers the run only.
+	busy0 [2]time.Duration
+	// listenerDatagram is the Listener's MaxDatagram.
+	listenerDatagram int
+
+	wg           sync.WaitGroup
+	shutdownOnce sync.Once
+}
+
+// now is the time since the origin.
+func (d *driver) now() time.Duration { return time.Since(d.origin) }
+
+// sleepUntil waits until run time t; false if the run was cancelled.
+func (d *driver) sleepUntil(t time.Duration) bool {
+	w := t - d.now()
+	if w <= 0 {
+		return d.ctx.Err() == nil
+	}
+	tm := time.NewTimer(w)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-d.ctx.Done():
+		return false
+	}
+}
+
+func (d *driver) setup() error {
+	s := d.s
+	d.byConnID = map[uint64]*flowRun{}
+	d.serverCC.Store("owd")
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrScenario, s.Name, fmt.Errorf(format, args...))
+	}
+	for i, spec := range s.Flows {
+		dscp, err := scenario.ParseDSCP(spec.DSCP)
+		if err != nil {
+			return fail("flow %q: %w", spec.Name, err)
+		}
+		d.flows = append(d.flows, &flowRun{
+			idx: i, spec: spec, dscp: dscp,
+			start: spec.Start.D(), end: spec.End(s).D(),
+			learned: make(chan struct{}),
+		})
+	}
+
+	// The server: one Listener for every flow. Its datagram size is the
+	// largest any flow needs, since it must carry them all.
+	lcfg := d.baseConfig()
+	lcfg.MaxDatagram = 256
+	for _, f := range d.flows {
+		lcfg.MaxDatagram = max(lcfg.MaxDatagram, f.datagramSize(s))
+	}
+	d.listenerDatagram = lcfg.MaxDatagram
+	lcfg.NewController = func(mss cc.ByteCount) cc.Controller {
+		c, err := cc.New(d.serverCC.Load().(string), mss)
+		if err != nil { // names were checked; keep the Listener alive
+			c, _ = cc.New("owd", mss)
+		}
+		return c
+	}
+	for _, f := range d.flows {
+		if f.spec.IsUpdates() && f.spec.Reverse {
+			lcfg.UpdatePolicy = f.spec.CC
+		}
+	}
+	var err error
+	if d.listener, err = transport.Listen("127.0.0.1:0", lcfg); err != nil {
+		return fail("listen: %w", err)
+	}
+	if d.shim, err = newShim(d.listener.Addr().(*net.UDPAddr), d.onShimFresh, d.onShimCBR); err != nil {
+		return fail("shim: %w", err)
+	}
+	if d.relay, err = emu.NewRelay(emu.RelayConfig{
+		Target: d.shim.Addr().String(), Forward: s.Forward, Reverse: s.Reverse,
+		Seed: uint64(s.Seed), MaxClients: len(d.flows) + 1,
+	}); err != nil {
+		return fail("relay: %w", err)
+	}
+	relayAddr := d.relay.Addr().(*net.UDPAddr)
+
+	// Flows, one at a time, so that each handshake's Initial and each
+	// Accept belong to the flow being set up.
+	for _, f := range d.flows {
+		var err error
+		switch {
+		case f.spec.Kind == scenario.KindCBR:
+			err = d.setupCBR(f, relayAddr)
+		default:
+			err = d.setupFresh(f, relayAddr)
+		}
+		if err != nil {
+			return fail("flow %q: %w", f.spec.Name, err)
+		}
+	}
+
+	st := d.relay.Stats()
+	d.busy0 = [2]time.Duration{st.Forward.Link.BusyTime, st.Reverse.Link.BusyTime}
+	d.origin = time.Now()
+	d.started.Store(true)
+	for _, f := range d.flows {
+		d.startFlow(f)
+	}
+	return nil
+}
+
+// baseConfig is what every endpoint shares.
+func (d *driver) baseConfig() transport.Config {
+	return transport.Config{
+		// Both ends read the same host clock: "perfect" sync is exact here;
+		// "inband" lets the endpoints estimate the (zero) offset themselves.
+		TrustPeerClock: d.s.ClockSync == "perfect",
+		MaxUpdateRate:  senseRate,
+		IdleTimeout:    d.s.Duration.D() + idleTimeoutPad,
+		Linger:         -1, // the run's end is the end: nothing waits for ACKs
+	}
+}
+
+// setupFresh dials one bulk or update flow through the relay (a reverse
+// flow through a tap) and accepts its server side.
+func (d *driver) setupFresh(f *flowRun, relay *net.UDPAddr) error {
+	cfg := d.baseConfig()
+	cfg.MaxDatagram = f.datagramSize(d.s)
+	if f.spec.Reverse {
+		cfg.MaxDatagram = d.listenerDatagram // the server side sends with the Listener's size
+	}
+	if f.spec.Kind == scenario.KindBulk {
+		cfg.CC = f.spec.CC
+		cfg.StreamDSCP = int(f.dscp)
+	} else {
+		cfg.UpdatePolicy = f.spec.CC
+		cfg.UpdateDSCP = int(f.dscp)
+		if f.dscp == 0 {
+			cfg.UpdateDSCP = -1 // best effort (0 means the CS7 default)
+		}
+	}
+	addr := relay
+	if f.spec.Reverse {
+		t, err := newTap(relay, f.dscp, func(b []byte) { d.observeFresh(f, b) })
+		if err != nil {
+			return err
+		}
+		f.tap = t
+		addr = t.Addr()
+	}
+	if f.spec.Kind == scenario.KindBulk && f.spec.Reverse {
+		d.serverCC.Store(f.spec.CC)
+	} else {
+		d.serverCC.Store("owd")
+	}
+	d.pending.Store(int64(f.idx))
+	defer d.pending.Store(-1)
+	hctx, cancel := context.WithTimeout(d.ctx, setupTimeout)
+	defer cancel()
+	client, err := transport.Dial(hctx, addr.String(), cfg)
+	if err != nil {
+		return err
+	}
+	f.client = client
+	server, err := d.listener.Accept(hctx)
+	if err != nil {
+		return fmt.Errorf("accept: %w", err)
+	}
+	f.server = server
+	f.sender, f.receiver = client, server
+	if f.spec.Reverse {
+		f.sender, f.receiver = server, client
+	}
+	return nil
+}
+
+// setupCBR opens a cbr flow's client socket. A reverse flow's socket says
+// hello through the relay until the shim has learned the back socket that
+// stands for it, so the shim can send to it.
+func (d *driver) setupCBR(f *flowRun, relay *net.UDPAddr) error {
+	c, err := net.DialUDP("udp4", nil, relay)
+	if err != nil {
+		return err
+	}
+	f.cbr = c
+	setBuffers(c)
+	if !f.spec.Reverse {
+		return setTOS(c, f.dscp)
+	}
+	hello := make([]byte, cbrHeaderLen)
+	putCBR(hello, cbrHeader{kind: cbrHello, flow: f.idx})
+	deadline := time.NewTimer(setupTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(helloEvery)
+	defer tick.Stop()
+	for {
+		if _, err := c.Write(hello); err != nil {
+			return err
+		}
+		select {
+		case <-f.learned:
+			return nil
+		case <-tick.C:
+		case <-deadline.C:
+			return errors.New("reverse cbr: no hello crossed the relay")
+		case <-d.ctx.Done():
+			return d.ctx.Err()
+		}
+	}
+}
+
+// onShimFresh sees every fresh datagram that crossed the forward link.
+func (d *driver) onShimFresh(b []byte) {
+	h, ok := parseFresh(b)
+	if !ok {
+		return
+	}
+	d.regMu.Lock()
+	f := d.byConnID[h.connID]
+	if f == nil && h.typ == wireTypeInitial {
+		if i := d.pending.Load(); i >= 0 {
+			f = d.flows[i]
+			d.byConnID[h.connID] = f
+		}
+	}
+	d.regMu.Unlock()
+	if f != nil && !f.spec.Reverse {
+		d.record(f, h, time.Now())
+	}
+}
+
+// observeFresh sees a reverse flow's datagrams that crossed the reverse link.
+func (d *driver) observeFresh(f *flowRun, b []byte) {
+	if h, ok := parseFresh(b); ok {
+		d.record(f, h, time.Now())
+	}
+}
+
+// record notes the arrival at wall time at of a data or update datagram:
+// its one-way delay from the sender's stamp (both ends read this host's
+// clock, so it is exact to the µs of the stamp).
+func (d *driver) record(f *flowRun, h freshHeader, at time.Time) {
+	if (h.typ != wireTypeData && h.typ != wireTypeUpdate) || !d.started.Load() {
+		return
+	}
+	owd := time.Duration(at.UnixMicro()-h.stampUS) * time.Microsecond
+	d.arrival(f, at.Sub(d.origin), owd)
+}
+
+// arrival records one packet delivered at run time t after owd.
+func (d *driver) arrival(f *flowRun, t, owd time.Duration) {
+	base := d.delayAt(f.spec.Reverse, t-owd)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ms := float64(owd) / 1e6
+	f.m.owdMs = append(f.m.owdMs, ms)
+	f.m.baseMs = append(f.m.baseMs, float64(base)/1e6)
+	f.m.ivOWDSum += ms
+	f.m.ivOWDN++
+	if f.spec.Kind == scenario.KindCBR {
+		f.m.cbrDelivered++
+		if t <= f.end {
+			n := int64(f.spec.Size)
+			f.m.bytes += n
+			f.m.ivBytes += n
+		}
+	}
+}
+
+// delayAt is the propagation delay of a direction's path at run time t,
+// after the scenario's changes due by then.
+func (d *driver) delayAt(reverse bool, t time.Duration) time.Duration {
+	delay := d.s.Forward.Delay.D()
+	if reverse {
+		delay = d.s.Reverse.Delay.D()
+	}
+	var last time.Duration = -1
+	for _, c := range d.s.Changes {
+		pc := c.Forward
+		if reverse {
+			pc = c.Reverse
+		}
+		if pc == nil || pc.Delay == nil || c.At.D() > t || c.At.D() < last {
+			continue
+		}
+		delay, last = pc.Delay.D(), c.At.D()
+	}
+	return delay
+}
+
+// onShimCBR sees the driver's own cbr datagrams at the server side.
+func (d *driver) onShimCBR(b []byte, from netip.AddrPort) {
+	h, ok := parseCBR(b)
+	if !ok || h.flow >= len(d.flows) {
+		return
+	}
+	f := d.flows[h.flow]
+	if f.spec.Kind != scenario.KindCBR {
+		return
+	}
+	switch {
+	case h.kind == cbrHello && f.spec.Reverse:
+		f.learnOnce.Do(func() {
+			f.revAddr = from
+			close(f.learned)
+		})
+	case h.kind == cbrData && !f.spec.Reverse && d.started.Load():
+		t := d.now()
+		d.arrival(f, t, t-time.Duration(h.sentNS))
+	}
+}
+
+// startFlow starts a flow's goroutines; each waits for the flow's start.
+func (d *driver) startFlow(f *flowRun) {
+	switch {
+	case f.spec.Kind == scenario.KindBulk:
+		d.goFunc(func() { d.bulkReader(f) })
+		d.goFunc(func() { d.bulkWriter(f) })
+		// The writer may be blocked in Write at the end: stop from aside.
+		d.goFunc(func() {
+			if d.sleepUntil(f.end) {
+				d.stopFlow(f)
+			}
+		})
+	case f.spec.IsUpdates():
+		d.goFunc(func() { d.monitor(f) })
+		d.goFunc(func() { d.source(f) })
+	case f.spec.Kind == scenario.KindCBR:
+		if f.spec.Reverse {
+			d.goFunc(func() { d.cbrReceiver(f) })
+		}
+		d.goFunc(func() { d.cbrSender(f) })
+	}
+}
+
+func (d *driver) goFunc(fn func()) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		fn()
+	}()
+}
+
+// bulkWriter writes the flow's stream from start to end (or Bytes).
+func (d *driver) bulkWriter(f *flowRun) {
+	if !d.sleepUntil(f.start) {
+		return
+	}
+	// The stream's content does not matter; a fixed pseudo-random block
+	// keeps it incompressible and costs nothing per write.
+	buf := make([]byte, writeChunk)
+	x := uint64(f.idx)*0x9e3779b97f4a7c15 + 1
+	for i := range buf {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		buf[i] = byte(x)
+	}
+	left := f.spec.Bytes
+	for left > 0 || f.spec.Bytes == 0 {
+		p := buf
+		if f.spec.Bytes > 0 && int64(len(p)) > left {
+			p = p[:left]
+		}
+		n, err := f.sender.Write(p)
+		left -= int64(n)
+		if err != nil {
+			return // closed at the flow's end, or the run's
+		}
+	}
+	_ = f.sender.CloseWrite()
+}
+
+// bulkReader reads the stream at the receiver, counting the bytes read
+// within the flow's active time.
+func (d *driver) bulkReader(f *flowRun) {
+	buf := make([]byte, writeChunk)
+	jainLo, jainHi := d.jainWindow()
+	for {
+		n, err := f.receiver.Read(buf)
+		if n > 0 && d.started.Load() {
+			t := d.now()
+			f.mu.Lock()
+			if t >= f.start && t <= f.end {
+				f.m.bytes += int64(n)
+				f.m.ivBytes += int64(n)
+			}
+			if !f.spec.Reverse && t >= jainLo && t <= jainHi {
+				f.m.jainBytes += int64(n)
+			}
+			f.mu.Unlock()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// jainWindow is from the last forward bulk start to the first forward bulk
+// end, as in bench/sim.
+func (d *driver) jainWindow() (lo, hi time.Duration) {
+	hi = d.s.Duration.D()
+	for _, f := range d.flows {
+		if f.spec.Kind == scenario.KindBulk && !f.spec.Reverse {
+			lo, hi = max(lo, f.start), min(hi, f.end)
+		}
+	}
+	return lo, hi
+}
+
+// source is an update flow's sensor: from start to end it hands a fresh
+// sample (the first 8 bytes: its generation time, ns since the origin) to
+// SendUpdate every millisecond; the regulator sends the freshest when it
+// lets one go.
+func (d *driver) source(f *flowRun) {
+	if !d.sleepUntil(f.start) {
+		return
+	}
+	payload := make([]byte, f.spec.Size)
+	tick := time.NewTicker(sensePeriod)
+	defer tick.Stop()
+	for {
+		t := d.now()
+		if t >= f.end {
+			d.stopFlow(f)
+			return
+		}
+		putNS(payload, t)
+		if err := f.sender.SendUpdate(payload); err != nil {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-d.ctx.Done():
+			return
+		}
+	}
+}
+
+// monitor reads updates and measures the age of information with the
+// generation times they carry: one clock at both ends, so it is exact.
+func (d *driver) monitor(f *flowRun) {
+	for {
+		u, err := f.receiver.ReadUpdate(d.ctx)
+		if err != nil {
+			return
+		}
+		t := d.now()
+		if len(u.Payload) < 8 || t > f.end {
+			continue
+		}
+		gen := getNS(u.Payload)
+		f.mu.Lock()
+		if f.m.age.Deliver(monoOf(gen), monoOf(t)) {
+			f.m.bytes += int64(len(u.Payload))
+			f.m.ivBytes += int64(len(u.Payload))
+		}
+		f.mu.Unlock()
+	}
+}
+
+// cbrSender sends a cbr flow's datagrams at its rate from start to end:
+// forward from the client socket, reverse from the shim.
+func (d *driver) cbrSender(f *flowRun) {
+	if !d.sleepUntil(f.start) {
+		return
+	}
+	b := make([]byte, cbrPayload(f.spec.Size))
+	gap := time.Duration(float64(f.spec.Size*8) / float64(f.spec.Rate) * 1e9)
+	next := f.start
+	var seq uint32
+	for next < f.end {
+		if !d.sleepUntil(next) {
+			return
+		}
+		// Send every datagram due by now (a late wake-up sends a burst,
+		// so the mean rate holds).
+		for t := d.now(); next <= t && next < f.end; next += gap {
+			putCBR(b, cbrHeader{kind: cbrData, flow: f.idx, seq: seq, sentNS: int64(d.now())})
+			seq++
+			var err error
+			if f.spec.Reverse {
+				err = d.shim.WriteTo(b, f.revAddr)
+			} else {
+				_, err = f.cbr.Write(b)
+			}
+			if err != nil && errors.Is(err, net.ErrClosed) {
+				return
+			}
+			f.mu.Lock()
+			f.m.cbrSent++
+			f.m.cbrSentBytes += int64(f.spec.Size)
+			f.mu.Unlock()
+		}
+	}
+}
+
+// cbrReceiver is a reverse cbr flow's sink at the client side.
+func (d *driver) cbrReceiver(f *flowRun) {
+	buf := make([]byte, maxDatagram)
+	for {
+		n, err := f.cbr.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		if h, ok := parseCBR(buf[:n]); ok && h.kind == cbrData && h.flow == f.idx {
+			t := d.now()
+			d.arrival(f, t, t-time.Duration(h.sentNS))
+		}
+	}
+}
+
+// stopFlow ends a fresh flow: its endpoints' counters are read, then both
+// Conns are closed (which ends its goroutines). Idempotent.
+func (d *driver) stopFlow(f *flowRun) {
+	f.stopOnce.Do(func() {
+		if f.sender != nil {
+			ss, rs := f.sender.Stats(), f.receiver.Stats()
+			f.mu.Lock()
+			f.fin.sender, f.fin.receiver, f.fin.ok = ss, rs, true
+			f.mu.Unlock()
+		}
+		if f.client != nil {
+			_ = f.client.Close()
+		}
+		if f.server != nil {
+			_ = f.server.Close()
+		}
+	})
+}
+
+// loop runs the scenario's clock: path changes at their times, controller
+// sampling, the time series and the progress, until the duration is up.
+func (d *driver) loop() error {
+	s := d.s
+	total := s.Duration.D()
+	changes := slices.Clone(s.Changes)
+	slices.SortStableFunc(changes, func(a, b scenario.Change) int { return int(a.At - b.At) })
+	step := d.opts.SampleInterval
+	nextSample, nextProgress := step, time.Duration(0)
+	tick := time.NewTicker(statsEvery)
+	defer tick.Stop()
+	for {
+		t := d.now()
+		for len(changes) > 0 && changes[0].At.D() <= t {
+			if err := d.relay.SetPath(changes[0].Forward, changes[0].Reverse); err != nil {
+				return fmt.Errorf("change at %v: %w", changes[0].At.D(), err)
+			}
+			changes = changes[1:]
+		}
+		d.sampleControllers(t)
+		for nextSample <= t && nextSample <= total {
+			d.sampleSeries(nextSample, step)
+			nextSample += step
+		}
+		if d.opts.Progress != nil && t >= nextProgress {
+			d.opts.Progress(min(t, total), total)
+			nextProgress = t + progressEvery
+		}
+		if t >= total {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-d.ctx.Done():
+			return d.ctx.Err()
+		}
+	}
+	for _, f := range d.flows {
+		d.stopFlow(f)
+	}
+	return nil
+}
+
+// sampleControllers reads the state of every active bulk sender (slow
+// start, delay signal) and, under in-band sync, the receiver's clock
+// error (the true offset is 0: one host clock).
+func (d *driver) sampleControllers(t time.Duration) {
+	for _, f := range d.flows {
+		if f.spec.Kind != scenario.KindBulk || t < f.start || t >= f.end {
+			continue
+		}
+		ss, rs := f.sender.Stats(), f.receiver.Stats()
+		f.mu.Lock()
+		f.m.samples++
+		if ss.InSlowStart {
+			f.m.slowStart++
+		}
+		if f.m.signals == nil {
+			f.m.signals = map[string]int64{}
+		}
+		f.m.signals[ss.Signal.String()]++
+		if d.s.ClockSync == "inband" && rs.ClockSynced {
+			f.m.clockErrSum += math.Abs(float64(rs.ClockOffset) / 1e6)
+			f.m.clockErrN++
+		}
+		f.mu.Unlock()
+	}
+}
+
+// sampleSeries closes one time-series interval ending at t.
+func (d *driver) sampleSeries(t, step time.Duration) {
+	for _, f := range d.flows {
+		var ss transport.Stats
+		live := f.sender != nil && t >= f.start && t < f.end
+		if live {
+			ss = f.sender.Stats()
+		}
+		f.mu.Lock()
+		if d.opts.Trace {
+			se := &f.m.series
+			se.T = append(se.T, t.Seconds())
+			se.GoodputBps = append(se.GoodputBps, float64(f.m.ivBytes*8)/step.Seconds())
+			owd := math.NaN()
+			if f.m.ivOWDN > 0 {
+				owd = f.m.ivOWDSum / float64(f.m.ivOWDN)
+			}
+			se.OWDms = append(se.OWDms, owd)
+			cwnd, age, rate := math.NaN(), math.NaN(), math.NaN()
+			if f.spec.Kind == scenario.KindBulk && live {
+				cwnd = float64(ss.Window)
+			}
+			if f.spec.IsUpdates() {
+				if f.m.age.Started() {
+					age = float64(f.m.age.Age(monoOf(t))) / 1e6
+				}
+				if live {
+					rate = ss.UpdateRate
+				}
+			}
+			se.CwndBytes = append(se.CwndBytes, cwnd)
+			se.AgeMs = append(se.AgeMs, age)
+			se.RateHz = append(se.RateHz, rate)
+		}
+		f.m.ivBytes, f.m.ivOWDSum, f.m.ivOWDN = 0, 0, 0
+		f.mu.Unlock()
+	}
+}
+
+// shutdown stops every goroutine and closes every socket the run opened;
+// safe to call more than once and from any state of setup.
+func (d *driver) shutdown() {
+	d.shutdownOnce.Do(func() {
+		d.cancel()
+		for _, f := range d.flows {
+			d.stopFlow(f)
+		}
+		for _, f := range d.flows {
+			if f.cbr != nil {
+				_ = f.cbr.Close()
+			}
+			if f.tap != nil {
+				f.tap.Close()
+			}
+		}
+		if d.relay != nil {
+			_ = d.relay.Close()
+		}
+		if d.shim != nil {
+			d.shim.Close()
+		}
+		if d.listener != nil {
+			_ = d.listener.Close()
+		}
+		d.wg.Wait()
+	})
+}

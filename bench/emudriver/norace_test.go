@@ -1,0 +1,5 @@
+//go:build !race
+
+package emudriver
+
+const raceEnabled = false

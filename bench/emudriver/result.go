@@ -1,0 +1,140 @@
+package emudriver
+
+import (
+	"math"
+	"strings"
+
+	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/scenario"
+)
+
+// result turns the finished run into a report.Run, with bench/sim's field
+// meanings; the package doc lists where the numbers come from.
+func (d *driver) result() *report.Run {
+	s := d.s
+	dur := s.Duration.D()
+	r := &report.Run{
+		Scenario:  s.Name,
+		Driver:    "emu",
+		Seed:      s.Seed,
+		CC:        d.opts.CC,
+		DurationS: dur.Seconds(),
+	}
+	var jain []float64
+	for _, f := range d.flows {
+		f.mu.Lock()
+		fr := f.report(d)
+		if f.spec.Kind == scenario.KindBulk && !f.spec.Reverse {
+			jain = append(jain, float64(f.m.jainBytes))
+		}
+		f.mu.Unlock()
+		r.Flows = append(r.Flows, fr)
+	}
+	r.Jain = report.Jain(jain)
+	st := d.relay.Stats()
+	r.Utilization = report.Utilization{
+		Forward: report.Round3(min((st.Forward.Link.BusyTime-d.busy0[0]).Seconds()/dur.Seconds(), 1)),
+		Reverse: report.Round3(min((st.Reverse.Link.BusyTime-d.busy0[1]).Seconds()/dur.Seconds(), 1)),
+	}
+	if r.CC == "" {
+		r.CC = defaultLabel(s.Flows)
+	}
+	return r
+}
+
+// report is the flow's result; f.mu held.
+func (f *flowRun) report(d *driver) report.Flow {
+	active := (f.end - f.start).Seconds()
+	m := &f.m
+	fr := report.Flow{
+		Name:   f.spec.Name,
+		Kind:   f.spec.Kind,
+		CC:     f.spec.CC,
+		Bytes:  m.bytes,
+		StartS: f.start.Seconds(),
+		EndS:   f.end.Seconds(),
+	}
+	// Queueing delay: the OWD less the path's propagation delay at send
+	// time less the flow's smallest such excess (serialisation and the
+	// fixed cost of the loopback hops), per packet.
+	queue := make([]float64, len(m.owdMs))
+	minExcess := math.Inf(1)
+	for i, o := range m.owdMs {
+		minExcess = min(minExcess, o-m.baseMs[i])
+	}
+	for i, o := range m.owdMs {
+		queue[i] = max(o-m.baseMs[i]-minExcess, 0)
+	}
+	if d.opts.Trace {
+		fr.OWDSamples = append([]float64(nil), m.owdMs...)
+		se := m.series
+		fr.Series = &se
+	}
+	delivered := int64(len(m.owdMs))
+	fr.OWDms = report.Summarize(m.owdMs)
+	fr.QueueMs = report.Summarize(queue)
+
+	var sentBytes int64
+	switch {
+	case f.spec.Kind == scenario.KindCBR:
+		fr.Sent, fr.Delivered = m.cbrSent, m.cbrDelivered
+		fr.Lost = max(m.cbrSent-m.cbrDelivered, 0)
+		sentBytes = m.cbrSentBytes
+	case f.spec.Kind == scenario.KindBulk:
+		ss := f.fin.sender
+		fr.Sent, fr.Delivered = ss.PacketsSent, delivered
+		fr.Lost, fr.Retransmitted = ss.PacketsLost, ss.Retransmitted
+		sentBytes = ss.BytesSent + ipUDPHeader*ss.PacketsSent
+		fr.SlowStartS = report.Round3(float64(m.slowStart) * statsEvery.Seconds())
+		if m.samples > 0 {
+			fr.SignalShare = map[string]float64{}
+			for sig, n := range m.signals {
+				if n > 0 {
+					fr.SignalShare[sig] = report.Round3(float64(n) / float64(m.samples))
+				}
+			}
+		}
+		if m.clockErrN > 0 {
+			e := report.Round3(m.clockErrSum / float64(m.clockErrN))
+			fr.ClockErrorMs = &e
+		}
+	case f.spec.IsUpdates():
+		ss, rs := f.fin.sender, f.fin.receiver
+		fr.Sent, fr.Delivered = ss.UpdatesSent, rs.UpdatesReceived
+		fr.Lost = max(ss.UpdatesSent-rs.UpdatesReceived, 0)
+		sentBytes = ss.BytesSent + ipUDPHeader*ss.PacketsSent
+		sum := m.age.Summary(monoOf(min(f.end, d.s.Duration.D())))
+		fr.AgeMs = &report.AgeStats{
+			Mean: report.Round3(float64(sum.Mean) / 1e6),
+			P95:  report.Round3(float64(sum.P95) / 1e6),
+			Peak: report.Round3(float64(sum.PeakMax) / 1e6),
+		}
+		rate := 0.0
+		if active > 0 {
+			rate = report.Round3(float64(ss.UpdatesSent) / active)
+		}
+		fr.RateHz = &rate
+	}
+	if active > 0 {
+		fr.GoodputBps = report.Round3(float64(m.bytes*8) / active)
+		fr.SendRateBps = report.Round3(float64(sentBytes*8) / active)
+	}
+	return fr
+}
+
+// defaultLabel names a run without Options.CC: the controllers of its
+// bulk flows, as bench/sim does.
+func defaultLabel(flows []scenario.Flow) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, f := range flows {
+		if f.Kind == scenario.KindBulk && !seen[f.CC] {
+			seen[f.CC] = true
+			names = append(names, f.CC)
+		}
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, "+")
+}
