@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+)
+
+// writeChunk is the one buffer every in-process client writes from, bytes.
+const writeChunk = 64 << 10
+
+// bytesPerGB is the GB of "CPU-seconds per GB": 10⁹ bytes of payload.
+const bytesPerGB = 1e9
+
+// Names of the baseline stacks in the report.
+const (
+	stackQUIC = "quic-go"
+	stackTCP  = "kernel TCP"
+)
+
+// freshStack names fresh with controller name in the report.
+func freshStack(name string) string { return "fresh/" + name }
+
+// transfer is what one stack reports for one transfer.
+type transfer struct {
+	bytes   cc.ByteCount  // payload the receiver counted
+	elapsed time.Duration // first write to the receiver's EOF
+	goodput cc.Bandwidth  // payload bit/s over elapsed
+	cpu     time.Duration // user+system CPU time charged to the transfer
+	detail  string        // what else is worth knowing ("GSO on", "cc bbr")
+}
+
+// stack is one contender: a name and a function that moves n bytes once.
+type stack struct {
+	name string
+	run  func(ctx context.Context, n cc.ByteCount) (transfer, error)
+}
+
+// Sample is one transfer of one stack, as written to -json.
+type Sample struct {
+	Stack           string  `json:"stack"`
+	Run             int     `json:"run"`                // round, from 1
+	Bytes           int64   `json:"bytes"`              // payload received
+	Seconds         float64 `json:"seconds"`            // transfer time
+	GoodputGbps     float64 `json:"goodput_gbps"`       // payload, 10⁹ bit/s
+	CPUSeconds      float64 `json:"cpu_seconds"`        // user+system
+	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb"` // per 10⁹ bytes of payload
+	Load1           float64 `json:"load1"`              // 1-minute load average just before
+	Detail          string  `json:"detail,omitempty"`
+	Err             string  `json:"error,omitempty"`
+}
+
+// Summary is one stack's medians over its successful samples.
+type Summary struct {
+	Stack           string  `json:"stack"`
+	Runs            int     `json:"runs"`   // successful samples
+	Failed          int     `json:"failed"` // samples that ended in an error
+	GoodputGbps     float64 `json:"goodput_gbps"`
+	GoodputMinGbps  float64 `json:"goodput_min_gbps"`
+	GoodputMaxGbps  float64 `json:"goodput_max_gbps"`
+	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb"`
+	Detail          string  `json:"detail,omitempty"`
+}
+
+// Ratio compares one fresh stack's medians with a baseline's.
+type Ratio struct {
+	Stack    string  `json:"stack"`
+	Baseline string  `json:"baseline"`
+	Goodput  float64 `json:"goodput"` // median goodput, stack / baseline
+	CPU      float64 `json:"cpu"`     // median CPU-s/GB, stack / baseline; 0 if unmeasured
+}
+
+// Machine describes where the benchmark ran.
+type Machine struct {
+	NumCPU     int     `json:"num_cpu"`
+	CPUModel   string  `json:"cpu_model"`
+	Kernel     string  `json:"kernel"`
+	GoVersion  string  `json:"go_version"`
+	Load1Start float64 `json:"load1_start"` // 1-minute load average before the first run
+	Load1End   float64 `json:"load1_end"`   // … after the last
+	Load1Max   float64 `json:"load1_max"`   // highest seen before any sample
+}
+
+// Report is everything one invocation measured.
+type Report struct {
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+	Machine Machine   `json:"machine"`
+	Bytes   int64     `json:"bytes"` // payload per transfer
+	Runs    int       `json:"runs"`
+	Samples []Sample  `json:"samples"`
+	Summary []Summary `json:"summary"`
+	Ratios  []Ratio   `json:"ratios"`
+}
+
+// failed reports whether any transfer failed.
+func (r *Report) failed() bool {
+	for _, s := range r.Samples {
+		if s.Err != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// benchmark runs every stack opts.runs times, interleaved, and summarises.
+// Progress goes to log.
+func benchmark(opts options, command string, log io.Writer) (*Report, error) {
+	cert, err := selfSignedCert()
+	if err != nil {
+		return nil, err
+	}
+	var stacks []stack
+	for _, name := range opts.ccs {
+		stacks = append(stacks, stack{freshStack(name), func(ctx context.Context, n cc.ByteCount) (transfer, error) {
+			return runFresh(ctx, name, n)
+		}})
+	}
+	stacks = append(stacks, stack{stackQUIC, func(ctx context.Context, n cc.ByteCount) (transfer, error) {
+		return runQUIC(ctx, cert, n)
+	}})
+	if opts.iperf3 {
+		stacks = append(stacks, stack{stackTCP, func(ctx context.Context, n cc.ByteCount) (transfer, error) {
+			return runIperf3(ctx, n, opts.iperf3CC)
+		}})
+	}
+
+	rep := &Report{
+		Command: command,
+		Started: time.Now().UTC().Truncate(time.Second),
+		Machine: describeMachine(),
+		Bytes:   opts.bytes,
+		Runs:    opts.runs,
+	}
+	rep.Machine.Load1Max = rep.Machine.Load1Start
+	for r := 1; r <= opts.runs; r++ {
+		for _, st := range stacks {
+			s := measure(st, r, cc.ByteCount(opts.bytes), opts.timeout)
+			rep.Machine.Load1Max = max(rep.Machine.Load1Max, s.Load1)
+			rep.Samples = append(rep.Samples, s)
+			if s.Err != "" {
+				fmt.Fprintf(log, "run %d/%d  %-18s error: %s\n", r, opts.runs, s.Stack, s.Err)
+				continue
+			}
+			fmt.Fprintf(log, "run %d/%d  %-18s %7.2f Gbit/s  %6.2f CPU-s/GB  %6.2f s  load %.2f  %s\n",
+				r, opts.runs, s.Stack, s.GoodputGbps, s.CPUSecondsPerGB, s.Seconds, s.Load1, s.Detail)
+		}
+	}
+	rep.Machine.Load1End = load1()
+	rep.Summary = summarize(rep.Samples, stacks)
+	rep.Ratios = ratios(rep.Summary, opts.ccs)
+	return rep, nil
+}
+
+// measure runs one transfer of st and turns it into a Sample.
+func measure(st stack, round int, n cc.ByteCount, timeout time.Duration) Sample {
+	// Collect the previous transfer's garbage now, not during this one.
+	runtime.GC()
+	s := Sample{Stack: st.name, Run: round, Load1: load1()}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	t, err := st.run(ctx, n)
+	if err == nil && t.bytes != n {
+		err = fmt.Errorf("receiver counted %d bytes, want %d", t.bytes, n)
+	}
+	if err == nil && (t.elapsed <= 0 || t.goodput == 0) {
+		err = errors.New("no transfer time measured")
+	}
+	if err != nil {
+		s.Err = err.Error()
+		return s
+	}
+	s.Bytes = int64(t.bytes)
+	s.Seconds = t.elapsed.Seconds()
+	s.GoodputGbps = float64(t.goodput) / 1e9
+	s.CPUSeconds = t.cpu.Seconds()
+	s.CPUSecondsPerGB = s.CPUSeconds / (float64(t.bytes) / bytesPerGB)
+	s.Detail = t.detail
+	return s
+}
+
+// goodputOf is n bytes over elapsed, bit/s.
+func goodputOf(n cc.ByteCount, elapsed time.Duration) cc.Bandwidth {
+	if elapsed <= 0 {
+		return 0
+	}
+	return cc.Bandwidth(float64(n) * 8 / elapsed.Seconds())
+}
+
+// summarize computes each stack's medians, in stack order.
+func summarize(samples []Sample, stacks []stack) []Summary {
+	var out []Summary
+	for _, st := range stacks {
+		sum := Summary{Stack: st.name}
+		var goodput, cpu []float64
+		for _, s := range samples {
+			if s.Stack != st.name {
+				continue
+			}
+			if s.Err != "" {
+				sum.Failed++
+				continue
+			}
+			sum.Runs++
+			goodput = append(goodput, s.GoodputGbps)
+			cpu = append(cpu, s.CPUSecondsPerGB)
+			sum.Detail = s.Detail
+		}
+		if sum.Runs > 0 {
+			sum.GoodputGbps = median(goodput)
+			sum.GoodputMinGbps = slices.Min(goodput)
+			sum.GoodputMaxGbps = slices.Max(goodput)
+			sum.CPUSecondsPerGB = median(cpu)
+		}
+		out = append(out, sum)
+	}
+	return out
+}
+
+// ratios compares every fresh stack with quic-go and kernel TCP, where both
+// sides have at least one successful sample.
+func ratios(sums []Summary, ccs []string) []Ratio {
+	byName := make(map[string]Summary, len(sums))
+	for _, s := range sums {
+		byName[s.Stack] = s
+	}
+	var out []Ratio
+	for _, name := range ccs {
+		f, ok := byName[freshStack(name)]
+		if !ok || f.Runs == 0 {
+			continue
+		}
+		for _, base := range []string{stackQUIC, stackTCP} {
+			b, ok := byName[base]
+			if !ok || b.Runs == 0 {
+				continue
+			}
+			out = append(out, Ratio{
+				Stack:    f.Stack,
+				Baseline: base,
+				Goodput:  f.GoodputGbps / b.GoodputGbps,
+			})
+			if b.CPUSecondsPerGB > 0 {
+				out[len(out)-1].CPU = f.CPUSecondsPerGB / b.CPUSecondsPerGB
+			}
+		}
+	}
+	return out
+}
+
+// median is the middle of xs (the mean of the two middle values for an even
+// count); NaN for none. xs is not modified.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}

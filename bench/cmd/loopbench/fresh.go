@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// runFresh moves n bytes over one fresh stream on loopback, with controller
+// ccName and every other Config field at its default.
+func runFresh(ctx context.Context, ccName string, n cc.ByteCount) (transfer, error) {
+	cfg := transport.Config{CC: ccName}
+	ln, err := transport.Listen("127.0.0.1:0", cfg)
+	if err != nil {
+		return transfer{}, fmt.Errorf("fresh listen: %w", err)
+	}
+	defer ln.Close()
+
+	received := make(chan copyResult, 1)
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			received <- copyResult{err: fmt.Errorf("fresh accept: %w", err)}
+			return
+		}
+		received <- drain(conn)
+	}()
+
+	conn, err := transport.Dial(ctx, ln.Addr().String(), cfg)
+	if err != nil {
+		return transfer{}, fmt.Errorf("fresh dial: %w", err)
+	}
+	defer conn.Close()
+	// A stalled Write must not outlive the timeout.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	t, err := timeTransfer(n, conn, conn.CloseWrite, received)
+	if err != nil {
+		return transfer{}, fmt.Errorf("fresh: %w", err)
+	}
+	st := conn.Stats()
+	t.detail = fmt.Sprintf("lost %d, retx %d, pkts %d", st.PacketsLost, st.Retransmitted, st.PacketsSent)
+	return t, nil
+}

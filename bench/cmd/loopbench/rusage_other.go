@@ -1,0 +1,13 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd)
+
+package main
+
+import (
+	"errors"
+	"time"
+)
+
+var errNoRusage = errors.New("CPU time needs getrusage(2), which this platform lacks")
+
+func processCPU() (time.Duration, error)  { return 0, errNoRusage }
+func childrenCPU() (time.Duration, error) { return 0, errNoRusage }

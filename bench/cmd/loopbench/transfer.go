@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+)
+
+// copyResult is what a receiving side reports at the end of its stream.
+type copyResult struct {
+	bytes cc.ByteCount
+	end   time.Time // when Read returned io.EOF
+	err   error
+}
+
+// drain copies r to io.Discard and stamps the EOF.
+func drain(r io.Reader) copyResult {
+	n, err := io.Copy(io.Discard, r)
+	return copyResult{bytes: cc.ByteCount(n), end: time.Now(), err: err}
+}
+
+// timeTransfer writes n bytes to w from one reused writeChunk buffer, calls
+// closeWrite, and waits for the receiver's result. The transfer runs from
+// just before the first Write to the receiver's EOF; its CPU time is this
+// process's user+system time over the same window.
+func timeTransfer(n cc.ByteCount, w io.Writer, closeWrite func() error, received <-chan copyResult) (transfer, error) {
+	buf := make([]byte, writeChunk)
+	cpu0, err := processCPU()
+	if err != nil {
+		return transfer{}, err
+	}
+	start := time.Now()
+	for left := n; left > 0; {
+		chunk := buf[:min(left, cc.ByteCount(len(buf)))]
+		m, err := w.Write(chunk)
+		left -= cc.ByteCount(m)
+		if err != nil {
+			return transfer{}, fmt.Errorf("write after %d bytes: %w", n-left, err)
+		}
+	}
+	if err := closeWrite(); err != nil {
+		return transfer{}, fmt.Errorf("close write: %w", err)
+	}
+	r := <-received
+	cpu1, err := processCPU()
+	if err != nil {
+		return transfer{}, err
+	}
+	if r.err != nil {
+		return transfer{}, fmt.Errorf("receiver: %w", r.err)
+	}
+	elapsed := r.end.Sub(start)
+	return transfer{
+		bytes:   r.bytes,
+		elapsed: elapsed,
+		goodput: goodputOf(r.bytes, elapsed),
+		cpu:     cpu1 - cpu0,
+	}, nil
+}
