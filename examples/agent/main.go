@@ -33,6 +33,10 @@
 //	-dscp CS7           DSCP of the updates: CS7, CS6, EF, AF41, BE, CS0..CS7, or 0..63
 //	-upload FILE        upload FILE ("-": standard input)
 //	-upload-bytes N     upload N random bytes (if no -upload; 0: updates only)
+//	-send-buffer 0      bytes the upload may have written but not yet acknowledged
+//	                    (transport.Config.SendBuffer; 0: its default, 4 MiB). It is
+//	                    most of the agent's memory; it needs about one bandwidth-delay
+//	                    product for full speed
 //	-ntp SERVER         NTP-correct the clock that stamps updates (host or host:port)
 //	-duration 0         stop after this long (0: run until Ctrl-C)
 //	-stats 1s           interval of the status line (0: only at the end)
@@ -83,6 +87,7 @@ type options struct {
 	dscp        int // for transport.Config.UpdateDSCP: -1 is best effort
 	upload      string
 	uploadBytes int64
+	sendBuffer  int
 	ntp         string
 	duration    time.Duration
 	stats       time.Duration
@@ -98,6 +103,7 @@ func parseFlags(args []string) (*options, error) {
 	dscp := fs.String("dscp", "CS7", "DSCP of the updates: CS7, CS6, EF, AFxy, BE, CSn or 0..63")
 	fs.StringVar(&o.upload, "upload", "", "upload `FILE` (\"-\": standard input)")
 	fs.Int64Var(&o.uploadBytes, "upload-bytes", 0, "upload `N` random bytes (without -upload)")
+	fs.IntVar(&o.sendBuffer, "send-buffer", 0, "upload `bytes` written but not yet acknowledged (0: transport default)")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting the clock (host or host:port)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")
@@ -112,6 +118,8 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("-server HOST:PORT is required")
 	case o.hz <= 0:
 		return nil, errors.New("-rate-hz must be positive")
+	case o.sendBuffer < 0:
+		return nil, errors.New("-send-buffer must not be negative")
 	case o.uploadBytes < 0:
 		return nil, errors.New("-upload-bytes must not be negative")
 	case o.upload != "" && o.uploadBytes > 0:
@@ -185,6 +193,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		CC:            o.cc,
 		MaxUpdateRate: o.hz,
 		UpdateDSCP:    o.dscp,
+		SendBuffer:    o.sendBuffer,
 		NTPServer:     o.ntp,
 		Logger:        o.logger,
 	})

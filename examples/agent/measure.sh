@@ -1,0 +1,62 @@
+#!/bin/sh
+# measure.sh — how big the agent is and how much memory it uses.
+#
+#   examples/agent/measure.sh [agent flags…]      (from anywhere in the repo)
+#
+# 1. Sizes: cross-builds the agent (CGO_ENABLED=0, GOOS=linux) for arm (GOARM=7),
+#    arm64, mipsle and amd64, with and without -ldflags='-s -w', and prints the
+#    binaries' sizes in bytes.
+# 2. Memory: builds agent and monitor for this machine, starts the monitor on
+#    127.0.0.1:$PORT, runs the agent for $DUR seconds sending updates at $HZ Hz
+#    and an endless random upload as fast as loopback takes it, and samples the
+#    agent's /proc/PID/status every 0.2 s: the largest VmRSS seen and VmHWM
+#    (the kernel's peak RSS) at the last sample. Extra arguments go to the
+#    agent, e.g. -send-buffer 262144 or -cc cubic.
+#
+# Environment: DUR (default 10), HZ (200), PORT (44330). Linux only (/proc).
+set -eu
+DUR=${DUR:-10}
+HZ=${HZ:-200}
+PORT=${PORT:-44330}
+cd "$(dirname "$0")/../.."
+tmp=$(mktemp -d)
+mon=
+cleanup() {
+	if [ -n "$mon" ]; then kill "$mon" 2>/dev/null || true; wait "$mon" 2>/dev/null || true; fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+echo "agent binary size, bytes (CGO_ENABLED=0 GOOS=linux, $(go version | cut -d' ' -f3)):"
+printf '  %-10s %10s %14s\n' GOARCH default "-s -w"
+for t in arm:7 arm64: mipsle: amd64:; do
+	arch=${t%%:*} arm=${t#*:}
+	env CGO_ENABLED=0 GOOS=linux GOARCH="$arch" GOARM="$arm" go build -o "$tmp/a" ./examples/agent
+	env CGO_ENABLED=0 GOOS=linux GOARCH="$arch" GOARM="$arm" go build -ldflags='-s -w' -o "$tmp/b" ./examples/agent
+	printf '  %-10s %10d %14d\n' "$arch${arm:+ v$arm}" "$(wc -c <"$tmp/a")" "$(wc -c <"$tmp/b")"
+done
+
+go build -o "$tmp/agent" ./examples/agent
+go build -o "$tmp/monitor" ./examples/monitor
+"$tmp/monitor" -listen "127.0.0.1:$PORT" -stats 0 >"$tmp/monitor.out" 2>&1 &
+mon=$!
+sleep 0.5
+"$tmp/agent" -server "127.0.0.1:$PORT" -rate-hz "$HZ" -upload-bytes 1000000000000 \
+	-duration "${DUR}s" -stats 0 "$@" >"$tmp/agent.out" 2>&1 &
+agent=$!
+maxrss=0 hwm=0 n=0
+while kill -0 "$agent" 2>/dev/null; do
+	st=$(cat "/proc/$agent/status" 2>/dev/null) || break
+	rss=$(echo "$st" | awk '/^VmRSS:/ {print $2}')
+	h=$(echo "$st" | awk '/^VmHWM:/ {print $2}')
+	[ -n "$rss" ] || break
+	[ "$rss" -gt "$maxrss" ] && maxrss=$rss
+	hwm=$h
+	n=$((n + 1))
+	sleep 0.2
+done
+wait "$agent" || { echo "agent failed:"; cat "$tmp/agent.out"; exit 1; }
+echo
+echo "agent memory over ${DUR}s (updates at $HZ Hz + upload through a local monitor${*:+, flags: $*}):"
+echo "  largest VmRSS sampled: $maxrss kB ($n samples); VmHWM: $hwm kB"
+echo "  $(tail -n 1 "$tmp/agent.out")"
