@@ -92,6 +92,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*report.Run, 
 	return r, nil
 }
 
+// Check reports whether Run can run s (after Options.CC, if any, is
+// applied): an error wrapping ErrUnsupported names the flow or field the
+// emulator cannot run. Run checks too; Check lets a caller refuse a batch
+// of scenarios before the first one takes its real time.
+func Check(s *scenario.Scenario) error { return check(s) }
+
 // check refuses what the emulator cannot run, before anything is opened.
 func check(s *scenario.Scenario) error {
 	bad := func(format string, args ...any) error {

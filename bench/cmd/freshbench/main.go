@@ -2,10 +2,13 @@
 // reports, stores and plots their results.
 //
 //	freshbench sim [flags] SCENARIO.json...
+//	freshbench emu --relay [flags] SCENARIO.json...
 //	freshbench results [--out FILE] [--plots DIR]
 //
-// runs each scenario in the virtual-time simulator (bench/sim), once per
-// controller given with --cc, and prints an iperf3-like summary table. Every
+// runs each scenario in the virtual-time simulator (bench/sim), or in real
+// time with fresh endpoints through the emulated bottleneck (bench/emudriver),
+// once per controller given with --cc, and prints an iperf3-like summary
+// table. Every
 // flag, the scenario file and the result JSON are documented in
 // bench/README.md.
 //
@@ -31,6 +34,9 @@ const mainUsage = `usage: freshbench <command> [flags] [arguments]
 
 Commands:
   sim      run scenarios in the virtual-time simulator (bench/sim)
+  emu      run scenarios in real time with fresh endpoints through the
+           emulated bottleneck (--relay: userspace UDP relay; the TUN/netns
+           emulator is a later issue)
   results  regenerate bench/RESULTS.md: the paper's experiments, fairness,
            ACP against the oracle, with plots in bench/results
 
@@ -54,6 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "sim":
 		return runSimCommand(args[1:], stdout, stderr)
+	case "emu":
+		return runEmuCommand(args[1:], stdout, stderr)
 	case "results":
 		return runResultsCommand(args[1:], stdout, stderr)
 	}

@@ -60,16 +60,23 @@ type simConfig struct {
 	SweepJSON string        // --sweep-json file
 	PlotDir   string        // --plot directory, "" for none
 	ACPSweep  bool
+	Relay     bool     // emu: --relay (the userspace relay emulator)
 	Scenarios []string // scenario files, in argument order
 }
 
 // parseSimArgs parses the flags and scenario files of "freshbench sim".
 // Flags and files may be interleaved; "--" ends the flags. It returns
 // flag.ErrHelp for -h and a *usageError for anything wrong.
-func parseSimArgs(args []string) (*simConfig, error) {
+func parseSimArgs(args []string) (*simConfig, error) { return parseRunArgs("sim", args) }
+
+// parseRunArgs parses the command line of "freshbench sim" or "freshbench
+// emu" (cmd): the same flags, but --relay only in emu and --acp-sweep,
+// --sweep-json only in sim.
+func parseRunArgs(cmd string, args []string) (*simConfig, error) {
 	cfg := &simConfig{}
 	var ccList string
-	fs := flag.NewFlagSet("freshbench sim", flag.ContinueOnError)
+	prefix := "freshbench " + cmd
+	fs := flag.NewFlagSet(prefix, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by the caller, usage by simUsage
 	fs.StringVar(&ccList, "cc", "", "")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "")
@@ -78,13 +85,16 @@ func parseSimArgs(args []string) (*simConfig, error) {
 	fs.StringVar(&cfg.SweepJSON, "sweep-json", "", "")
 	fs.StringVar(&cfg.PlotDir, "plot", "", "")
 	fs.BoolVar(&cfg.ACPSweep, "acp-sweep", false, "")
+	if cmd == "emu" {
+		fs.BoolVar(&cfg.Relay, "relay", false, "")
+	}
 
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usagef("freshbench sim: %v", err)
+			return nil, usagef("%s: %v", prefix, err)
 		}
 		rest := fs.Args()
 		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
@@ -109,23 +119,26 @@ func parseSimArgs(args []string) (*simConfig, error) {
 		}
 	})
 	if cfg.Duration < 0 {
-		return nil, usagef("freshbench sim: --duration must be positive")
+		return nil, usagef("%s: --duration must be positive", prefix)
 	}
 	if ccList != "" || flagGiven(fs, "cc") {
-		ccs, err := parseCCList(ccList)
+		ccs, err := parseCCList(prefix, ccList)
 		if err != nil {
 			return nil, err
 		}
 		cfg.CCs = ccs
 	}
+	if cmd != "sim" && (cfg.ACPSweep || cfg.SweepJSON != "") {
+		return nil, usagef("%s: --acp-sweep and --sweep-json are sim-only (a sweep is dozens of runs)", prefix)
+	}
 	if cfg.SweepJSON != "" && !cfg.ACPSweep {
-		return nil, usagef("freshbench sim: --sweep-json needs --acp-sweep")
+		return nil, usagef("%s: --sweep-json needs --acp-sweep", prefix)
 	}
 	if cfg.JSON == "-" && cfg.SweepJSON == "-" {
-		return nil, usagef("freshbench sim: --json and --sweep-json cannot both be - (stdout)")
+		return nil, usagef("%s: --json and --sweep-json cannot both be - (stdout)", prefix)
 	}
 	if len(cfg.Scenarios) == 0 {
-		return nil, usagef("freshbench sim: no scenario file given")
+		return nil, usagef("%s: no scenario file given", prefix)
 	}
 	return cfg, nil
 }
@@ -138,18 +151,18 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 
 // parseCCList splits a --cc list and checks every name against the cc
 // registry.
-func parseCCList(list string) ([]string, error) {
+func parseCCList(prefix, list string) ([]string, error) {
 	known := cc.Names()
 	var out []string
 	for name := range strings.SplitSeq(list, ",") {
 		name = strings.TrimSpace(name)
 		switch {
 		case name == "":
-			return nil, usagef("freshbench sim: --cc %q: empty controller name", list)
+			return nil, usagef("%s: --cc %q: empty controller name", prefix, list)
 		case !slices.Contains(known, name):
-			return nil, usagef("freshbench sim: --cc: unknown controller %q (known: %s)", name, strings.Join(known, ","))
+			return nil, usagef("%s: --cc: unknown controller %q (known: %s)", prefix, name, strings.Join(known, ","))
 		case slices.Contains(out, name):
-			return nil, usagef("freshbench sim: --cc: %q given twice", name)
+			return nil, usagef("%s: --cc: %q given twice", prefix, name)
 		}
 		out = append(out, name)
 	}
@@ -158,12 +171,16 @@ func parseCCList(list string) ([]string, error) {
 
 // loadScenarios reads every scenario file and applies --seed and
 // --duration. Errors are usage errors naming the file.
-func loadScenarios(cfg *simConfig) ([]*scenario.Scenario, error) {
+func loadScenarios(cfg *simConfig) ([]*scenario.Scenario, error) { return loadScenariosFor("sim", cfg) }
+
+// loadScenariosFor is loadScenarios for command cmd (in its messages).
+func loadScenariosFor(cmd string, cfg *simConfig) ([]*scenario.Scenario, error) {
+	prefix := "freshbench " + cmd
 	var out []*scenario.Scenario
 	for _, path := range cfg.Scenarios {
 		s, err := scenario.Load(path)
 		if err != nil {
-			return nil, usagef("freshbench sim: %v", err)
+			return nil, usagef("%s: %v", prefix, err)
 		}
 		if cfg.SeedSet {
 			s.Seed = cfg.Seed
@@ -171,7 +188,7 @@ func loadScenarios(cfg *simConfig) ([]*scenario.Scenario, error) {
 		if cfg.Duration > 0 {
 			s.Duration = scenario.Duration(cfg.Duration)
 			if err := s.Validate(); err != nil {
-				return nil, usagef("freshbench sim: %s with --duration %v: %v", path, cfg.Duration, err)
+				return nil, usagef("%s: %s with --duration %v: %v", prefix, path, cfg.Duration, err)
 			}
 		}
 		out = append(out, s)
@@ -184,6 +201,7 @@ type simFunc func(*scenario.Scenario, sim.Options) (*report.Run, error)
 
 // simCommand runs the scenarios of one "freshbench sim" invocation.
 type simCommand struct {
+	name     string // "sim" or "emu": the command, in messages
 	cfg      *simConfig
 	sim      simFunc
 	table    io.Writer // the summary tables: stdout, or stderr if stdout carries JSON
@@ -217,7 +235,7 @@ func runSimCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 func newSimCommand(cfg *simConfig, run simFunc, stdout, stderr io.Writer) *simCommand {
-	c := &simCommand{cfg: cfg, sim: run, table: stdout, stdout: stdout, stderr: stderr}
+	c := &simCommand{name: "sim", cfg: cfg, sim: run, table: stdout, stdout: stdout, stderr: stderr}
 	if cfg.JSON == "-" || cfg.SweepJSON == "-" {
 		c.table = stderr
 	}
@@ -229,7 +247,7 @@ func newSimCommand(cfg *simConfig, run simFunc, stdout, stderr io.Writer) *simCo
 func (c *simCommand) run(scs []*scenario.Scenario) error {
 	if c.cfg.PlotDir != "" {
 		if err := os.MkdirAll(c.cfg.PlotDir, 0o755); err != nil {
-			return fmt.Errorf("freshbench sim: --plot: %w", err)
+			return fmt.Errorf("freshbench %s: --plot: %w", c.name, err)
 		}
 	}
 	var all []*report.Run
@@ -245,7 +263,7 @@ func (c *simCommand) run(scs []*scenario.Scenario) error {
 		all = append(all, runs...)
 		if c.cfg.PlotDir != "" {
 			if err := writePlots(c.cfg.PlotDir, s, runs); err != nil {
-				return fmt.Errorf("freshbench sim: plots of %s: %w", s.Name, err)
+				return fmt.Errorf("freshbench %s: plots of %s: %w", c.name, s.Name, err)
 			}
 		}
 		for _, r := range runs { // plotted: free the traces
@@ -263,7 +281,7 @@ func (c *simCommand) run(scs []*scenario.Scenario) error {
 			}
 			if c.cfg.PlotDir != "" {
 				if err := writeSweepPlot(c.cfg.PlotDir, sum); err != nil {
-					return fmt.Errorf("freshbench sim: sweep plot of %s: %w", s.Name, err)
+					return fmt.Errorf("freshbench %s: sweep plot of %s: %w", c.name, s.Name, err)
 				}
 			}
 			all = append(all, sruns...)
@@ -335,14 +353,14 @@ func (c *simCommand) runOne(s *scenario.Scenario, name, label string, bar func(f
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("freshbench sim: %s, cc %s: simulator panicked: %v\n%s", s.Name, label, p, debug.Stack())
+			err = fmt.Errorf("freshbench %s: %s, cc %s: %s panicked: %v\n%s", c.name, s.Name, label, c.engine(), p, debug.Stack())
 		}
 	}()
 	start := time.Now()
 	run, err = c.sim(s, opts)
 	wall := time.Since(start)
 	if err != nil {
-		return nil, fmt.Errorf("freshbench sim: %s, cc %s: %w", s.Name, label, err)
+		return nil, fmt.Errorf("freshbench %s: %s, cc %s: %w", c.name, s.Name, label, err)
 	}
 	run.CC = label
 	if run.WallS == 0 {
@@ -351,12 +369,20 @@ func (c *simCommand) runOne(s *scenario.Scenario, name, label string, bar func(f
 	return run, nil
 }
 
+// engine names what runs the scenarios, for messages.
+func (c *simCommand) engine() string {
+	if c.name == "emu" {
+		return "emulator"
+	}
+	return "simulator"
+}
+
 // writeJSON writes v indented to path ("-": stdout). The same runs give the
 // same bytes: report.Run keeps wall-clock times out of its JSON.
 func (c *simCommand) writeJSON(path string, v any) error {
 	b, err := marshalStable(v)
 	if err != nil {
-		return fmt.Errorf("freshbench sim: %s: %w", path, err)
+		return fmt.Errorf("freshbench %s: %s: %w", c.name, path, err)
 	}
 	if path == "-" {
 		_, err = c.stdout.Write(b)
@@ -364,7 +390,7 @@ func (c *simCommand) writeJSON(path string, v any) error {
 		err = os.WriteFile(path, b, 0o644)
 	}
 	if err != nil {
-		return fmt.Errorf("freshbench sim: %w", err)
+		return fmt.Errorf("freshbench %s: %w", c.name, err)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func writeRunTable(w io.Writer, runs []*report.Run) error {
 	fmt.Fprintln(tw, "SCENARIO\tCC\tSEED\tJAIN\tUTIL fwd\tUTIL rev\tSPEED")
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%s\t%s\t%s\n", r.Scenario, r.CC, r.Seed, r.Jain,
-			formatPercent(r.Utilization.Forward), formatPercent(r.Utilization.Reverse), formatSpeed(r.DurationS, r.WallS))
+			formatPercent(r.Utilization.Forward), formatPercent(r.Utilization.Reverse), runSpeed(r))
 	}
 	fmt.Fprintln(tw)
 	return tw.Flush()
@@ -115,6 +115,23 @@ func formatRatio(x float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", x)
+}
+
+// runSpeed is the SPEED column: the simulator's speed-up, or for an emu
+// run (real time) how long it took with its setup.
+func runSpeed(r *report.Run) string {
+	if r.Driver == "emu" {
+		return formatRealTime(r.DurationS, r.WallS)
+	}
+	return formatSpeed(r.DurationS, r.WallS)
+}
+
+// formatRealTime is "emulated 10 s in 10.31 s (real time)".
+func formatRealTime(runS, wallS float64) string {
+	if wallS <= 0 {
+		return fmt.Sprintf("emulated %s s (real time)", strconv.FormatFloat(runS, 'g', 4, 64))
+	}
+	return fmt.Sprintf("emulated %s s in %.2f s (real time)", strconv.FormatFloat(runS, 'g', 4, 64), wallS)
 }
 
 // formatSpeed is "simulated 100 s in 0.41 s (244× real time)".

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/fresh-udp/fresh/bench/emudriver"
+	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/bench/sim"
+)
+
+const emuUsage = `usage: freshbench emu --relay [flags] SCENARIO.json...
+
+Runs each scenario in real time with real fresh endpoints over loopback UDP
+through one emulated bottleneck (bench/emu.Relay: the scenario's forward and
+reverse paths, changes applied at their times), once per controller of --cc,
+and prints the same table and writes the same JSON and plots as sim (driver
+"emu"). A 100 s scenario takes 100 s. Flags may come before or after the
+files; Ctrl-C stops the run in progress and the command.
+
+Flags:
+  --relay            run through the userspace UDP relay (required: the only
+                     emulator so far; the TUN/netns emulator with kernel TCP
+                     for iperf3 flows is a later issue)
+  --cc LIST          comma-separated controllers for every unpinned bulk flow,
+                     e.g. owd,cubic; one run per name. Default: one run with
+                     the controllers the file names
+  --seed N           random seed of the links (loss, jitter) (default: the
+                     file's "seed")
+  --duration D       run time, a Go duration such as 30s (default: the
+                     file's "duration"); must be positive
+  --json FILE        write all runs as one indented JSON array ("-": stdout,
+                     and the tables go to stderr)
+  --plot DIR         write PNG plots into DIR (created if missing)
+  -h, --help         print this help
+
+Not in emu: --acp-sweep (sim only); fixed and iperf3 flows, clock_offset,
+clock_skew_ppm and clock_sync "none" are refused (see bench/README.md).
+
+Exit status: 0 ok, 2 usage error (bad flag or scenario file, or a scenario
+the emulator cannot run), 1 run failure or interrupted.
+`
+
+// runEmuCommand is "freshbench emu": it returns the exit code.
+func runEmuCommand(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return runEmu(ctx, args, stdout, stderr, emudriver.Run)
+}
+
+// emuFunc runs one emulation; emudriver.Run, or a fake in tests.
+type emuFunc func(context.Context, *scenario.Scenario, emudriver.Options) (*report.Run, error)
+
+func runEmu(ctx context.Context, args []string, stdout, stderr io.Writer, emu emuFunc) int {
+	cfg, err := parseRunArgs("emu", args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, emuUsage)
+		return exitOK
+	}
+	if err == nil && !cfg.Relay {
+		err = usagef("freshbench emu: --relay is required (the userspace relay is the only emulator so far; the TUN/netns one is a later issue)")
+	}
+	if err == nil {
+		var scs []*scenario.Scenario
+		if scs, err = loadScenariosFor("emu", cfg); err == nil {
+			err = checkEmu(cfg, scs)
+		}
+		if err == nil {
+			c := newSimCommand(cfg, emuAsSim(ctx, emu), stdout, stderr)
+			c.name = "emu"
+			c.progress = isTerminal(stderr)
+			err = c.run(scs)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		if exitCode(err) == exitUsage {
+			fmt.Fprintln(stderr, `run "freshbench emu -h" for usage`)
+		}
+	}
+	return exitCode(err)
+}
+
+// checkEmu refuses, before the first run takes its real time, every
+// scenario the emulator cannot run under any of the --cc controllers.
+func checkEmu(cfg *simConfig, scs []*scenario.Scenario) error {
+	for i, s := range scs {
+		variants := []*scenario.Scenario{s}
+		for _, name := range cfg.CCs {
+			variants = append(variants, s.WithCC(name))
+		}
+		for _, v := range variants {
+			if err := emudriver.Check(v); err != nil {
+				return usagef("freshbench emu: %s: %v", cfg.Scenarios[i], err)
+			}
+		}
+	}
+	return nil
+}
+
+// emuAsSim adapts an emulation to the simCommand's run function: the same
+// options, and ctx for cancellation.
+func emuAsSim(ctx context.Context, emu emuFunc) simFunc {
+	return func(s *scenario.Scenario, o sim.Options) (*report.Run, error) {
+		return emu(ctx, s, emudriver.Options{CC: o.CC, Trace: o.Trace, SampleInterval: o.SampleInterval, Progress: o.Progress})
+	}
+}
