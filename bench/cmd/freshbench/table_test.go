@@ -34,6 +34,8 @@ func TestFormatters(t *testing.T) {
 		{formatRatio(1.23456), "1.23"},
 		{formatSpeed(100, 0.4), "simulated 100 s in 0.40 s (250× real time)"},
 		{formatSpeed(100, 0), "simulated 100 s"},
+		{formatRealTime(10, 10.314), "emulated 10 s in 10.31 s (real time)"},
+		{formatRealTime(10, 0), "emulated 10 s (real time)"},
 	} {
 		require.Equal(t, tc.want, tc.got)
 	}

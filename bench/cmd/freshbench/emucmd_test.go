@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/bench/emudriver"
+	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/bench/sim"
+)
+
+// fakeEmu stands in for emudriver.Run: the fake simulator's result,
+// relabelled as the emulator's, and it records what it was given.
+func fakeEmu(got *[]emudriver.Options) emuFunc {
+	return func(_ context.Context, s *scenario.Scenario, o emudriver.Options) (*report.Run, error) {
+		*got = append(*got, o)
+		r, err := fakeSim(s, sim.Options{CC: o.CC, Trace: o.Trace})
+		if err == nil {
+			r.Driver = "emu"
+			r.WallS = r.DurationS + 0.3
+		}
+		return r, err
+	}
+}
+
+// TestEmuCommandWithFake: the emu command drives the shared table, JSON
+// and plot code with the emulator's options, and labels the speed as
+// real time.
+func TestEmuCommandWithFake(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, "s.json", testScenario)
+	var opts []emudriver.Options
+	var stdout, stderr bytes.Buffer
+	code := runEmu(context.Background(), []string{"--relay", "--cc", "owd,cubic", "--duration", "12s", "--json", "-", scen},
+		&stdout, &stderr, fakeEmu(&opts))
+	require.Equal(t, exitOK, code, stderr.String())
+	require.Len(t, opts, 2)
+	require.Equal(t, "owd", opts[0].CC)
+	require.Equal(t, "cubic", opts[1].CC)
+	require.False(t, opts[0].Trace, "traced only with --plot")
+	require.Contains(t, stderr.String(), "emulated 12 s in 12.30 s (real time)", "the table goes to stderr with --json -")
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &runs))
+	require.Len(t, runs, 2)
+	require.Equal(t, "emu", runs[0]["driver"])
+
+	// The options reach the emulator as the simCommand sets them.
+	progress := func(time.Duration, time.Duration) {}
+	_, err := emuAsSim(context.Background(), fakeEmu(&opts))(loadTestScenario(t), sim.Options{CC: "reno", Trace: true, SampleInterval: time.Second, Progress: progress})
+	require.NoError(t, err)
+	o := opts[len(opts)-1]
+	require.Equal(t, "reno", o.CC)
+	require.True(t, o.Trace)
+	require.Equal(t, time.Second, o.SampleInterval)
+	require.NotNil(t, o.Progress)
+}
+
+func TestEmuCommandUsage(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, "s.json", testScenario)
+	fixed := writeScenario(t, dir, "fixed.json", `{"name": "f", "duration": "5s",
+	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
+	  "flows": [{"kind": "bulk"}, {"kind": "fixed", "update_rate": 10}]}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{scen}, "--relay is required"},
+		{[]string{"--relay", "--acp-sweep", scen}, "sim-only"},
+		{[]string{"--relay", "--cc", "nope", scen}, `freshbench emu: --cc: unknown controller "nope"`},
+		{[]string{"--relay"}, "freshbench emu: no scenario file given"},
+		{[]string{"--relay", scen, fixed}, "fixed flows are sim-only"},
+	} {
+		var opts []emudriver.Options
+		var stdout, stderr bytes.Buffer
+		code := runEmu(context.Background(), tc.args, &stdout, &stderr, fakeEmu(&opts))
+		require.Equal(t, exitUsage, code, tc.args)
+		require.Contains(t, stderr.String(), tc.want)
+		require.Empty(t, opts, "nothing ran: %v", tc.args)
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitOK, run([]string{"emu", "-h"}, &stdout, &stderr))
+	require.Contains(t, stdout.String(), "freshbench emu --relay")
+}
+
+// TestEmuEndToEnd runs the real emulator through the command line: a 2 s
+// scenario with a bulk flow and a reverse cbr flow.
+func TestEmuEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	scen := writeScenario(t, dir, "s.json", `{"name": "emu-e2e", "duration": "2s", "seed": 1,
+	  "forward": {"rate": "5Mbps", "delay": "10ms", "queue": {"limit": 100}},
+	  "reverse": {"rate": "5Mbps", "delay": "10ms", "queue": {"limit": 100}},
+	  "flows": [{"name": "bulk", "kind": "bulk"}, {"name": "rev", "kind": "cbr", "rate": "500kbps", "reverse": true}]}`)
+	out := filepath.Join(dir, "runs.json")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := run([]string{"emu", "--relay", "--cc", "cubic", "--json", out, scen}, &stdout, &stderr)
+	require.Equal(t, exitOK, code, stderr.String())
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.Contains(t, stdout.String(), "emulated 2 s in")
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var runs []report.Run
+	require.NoError(t, json.Unmarshal(b, &runs))
+	require.Len(t, runs, 1)
+	r := runs[0]
+	require.Equal(t, "emu", r.Driver)
+	require.Equal(t, "cubic", r.CC)
+	require.Len(t, r.Flows, 2)
+	require.Greater(t, r.Flows[0].GoodputBps, 0.0)
+	require.InDelta(t, 500e3, r.Flows[1].GoodputBps, 100e3, "the reverse cbr flow crosses the reverse link")
+	require.Greater(t, r.Flows[1].OWDms.P50, 10.0)
+}
