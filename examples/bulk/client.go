@@ -182,8 +182,7 @@ func runClient(ctx context.Context, o *options, stdout io.Writer, res *result) e
 	var prev transport.Stats
 	prevT := begin
 	var maxCwnd, maxRTT, minRTT, sumRTT, nRTT int64
-	report := func(now time.Time) {
-		s := conn.Stats()
+	report := func(now time.Time, s transport.Stats) {
 		dt := now.Sub(prevT).Seconds()
 		if dt <= 0 {
 			return
@@ -211,6 +210,8 @@ func runClient(ctx context.Context, o *options, stdout io.Writer, res *result) e
 		prev, prevT = s, now
 	}
 	interrupted := false
+	var end time.Time        // when -t ended
+	var sent transport.Stats // at end
 loop:
 	for {
 		select {
@@ -219,15 +220,16 @@ loop:
 			break loop
 		case <-conn.Done():
 			return fmt.Errorf("connection ended: %w", conn.Err())
-		case now := <-deadline.C:
-			report(now)
+		case end = <-deadline.C:
+			sent = conn.Stats()
+			if o.interval > 0 {
+				report(end, sent) // the last interval ends where the test does
+			}
 			break loop
 		case now := <-tick:
-			report(now)
+			report(now, conn.Stats())
 		}
 	}
-	end := time.Now()
-	sent := conn.Stats()
 	stop.Store(true)
 	if interrupted {
 		conn.Close()

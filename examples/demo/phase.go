@@ -178,8 +178,8 @@ func runPhase(ctx context.Context, o *options, name string, out io.Writer) (*res
 	wg.Go(func() { ag.upload(chunk) })
 	defer wg.Wait() // after Close (deferred later, runs first) ends them
 
-	fmt.Fprintf(out, "%5s %9s %7s %13s %7s %8s %8s %7s\n", "time", "goodput", "srtt", "owd min/cur", "cwnd", "acp", "updates", "age")
-	fmt.Fprintf(out, "%5s %9s %7s %13s %7s %8s %8s %7s\n", "", "(Mbit/s)", "(ms)", "(ms)", "(kB)", "(/s)", "(/s)", "(ms)")
+	fmt.Fprintf(out, "%6s %9s %7s %13s %7s %8s %8s %7s\n", "time", "goodput", "srtt", "owd min/cur", "cwnd", "acp", "updates", "age")
+	fmt.Fprintf(out, "%6s %9s %7s %13s %7s %8s %8s %7s\n", "", "(Mbit/s)", "(ms)", "(ms)", "(kB)", "(/s)", "(/s)", "(ms)")
 	start := clk.Now()
 	end := time.NewTimer(o.duration)
 	defer end.Stop()
@@ -188,6 +188,25 @@ func runPhase(ctx context.Context, o *options, name string, out io.Writer) (*res
 	prevT, prevBytes := start, int64(0)
 	prevAge, prevUpd := mon.mark(start)
 	interrupted := false
+	line := func(now clock.Mono) {
+		dt := now.Sub(prevT).Seconds()
+		b := mon.bytes.Load()
+		st := cli.Stats()
+		am, upd := mon.mark(now)
+		age := "-" // undefined until the monitor has a reading
+		if mean, ok := am.MeanSince(prevAge); ok {
+			age = fmt.Sprintf("%.1f", msf(mean))
+		}
+		owd := "-" // loss-based controllers do not track one-way delay
+		if st.MinOWD > 0 {
+			owd = fmt.Sprintf("%.1f/%.1f", msf(st.MinOWD), msf(st.CurOWD))
+		}
+		fmt.Fprintf(out, "%5.1fs %9.2f %7.1f %13s %7.1f %8.1f %8.1f %7s\n",
+			now.Sub(start).Seconds(), float64(b-prevBytes)*8/dt/1e6,
+			msf(st.SRTT), owd, float64(st.Window)/1e3, st.UpdateRate,
+			float64(upd-prevUpd)/dt, age)
+		prevT, prevBytes, prevAge, prevUpd = now, b, am, upd
+	}
 loop:
 	for {
 		select {
@@ -195,29 +214,15 @@ loop:
 			interrupted = true
 			break loop
 		case <-end.C:
+			if now := clk.Now(); now.Sub(prevT) >= 500*time.Millisecond {
+				line(now) // the last, partial second
+			}
 			break loop
 		case <-cli.Done():
 			return nil, fmt.Errorf("agent connection ended: %w", cli.Err())
 		case <-tick.C:
+			line(clk.Now())
 		}
-		now := clk.Now()
-		dt := now.Sub(prevT).Seconds()
-		b := mon.bytes.Load()
-		st := cli.Stats()
-		am, upd := mon.mark(now)
-		age := "-"
-		if mean, ok := am.MeanSince(prevAge); ok {
-			age = fmt.Sprintf("%.1f", float64(mean)/float64(time.Millisecond))
-		}
-		owd := "-" // loss-based controllers do not track one-way delay
-		if st.MinOWD > 0 {
-			owd = fmt.Sprintf("%.1f/%.1f", msf(st.MinOWD), msf(st.CurOWD))
-		}
-		fmt.Fprintf(out, "%4.0fs %9.2f %7.1f %13s %7.1f %8.1f %8.1f %7s\n",
-			now.Sub(start).Seconds(), float64(b-prevBytes)*8/dt/1e6,
-			msf(st.SRTT), owd, float64(st.Window)/1e3, st.UpdateRate,
-			float64(upd-prevUpd)/dt, age)
-		prevT, prevBytes, prevAge, prevUpd = now, b, am, upd
 	}
 	r := &result{
 		cc: name, elapsed: clk.Now().Sub(start), bytes: mon.bytes.Load(), queue: o.queue,

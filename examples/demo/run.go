@@ -143,7 +143,7 @@ func printTable(w io.Writer, results []*result) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "controller\tgoodput\tage mean\tage p95\tupdates\tsrtt\tlost\tretx\tfwd queue max\tfwd drops\tfwd util\t")
-	fmt.Fprintln(tw, "\t(Mbit/s)\t\t\t(/s)\t\t(pkts)\t(pkts)\t(pkts)\t(pkts)\t\t")
+	fmt.Fprintln(tw, "\t(Mbit/s)\t(ms)\t(ms)\t(/s)\t(ms)\t(pkts)\t(pkts)\t(pkts)\t(pkts)\t\t")
 	for _, r := range results {
 		secs := r.elapsed.Seconds()
 		fwd := r.relay.Forward.Link
@@ -151,24 +151,20 @@ func printTable(w io.Writer, results []*result) {
 		if r.interrupted {
 			name += "*"
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%s\t%s\t%.1f\t%s\t%d\t%d\t%d/%d\t%d\t%.0f%%\t\n",
+		fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d/%d\t%d\t%.0f%%\t\n",
 			name, float64(r.bytes)*8/secs/1e6,
-			ms(r.monitor.Age.Mean), ms(r.monitor.Age.P95), float64(r.monitor.UpdatesReceived)/secs,
-			ms(r.agent.SRTT), r.agent.PacketsLost, r.agent.Retransmitted,
+			msf(r.monitor.Age.Mean), msf(r.monitor.Age.P95), float64(r.monitor.UpdatesReceived)/secs,
+			msf(r.agent.SRTT), r.agent.PacketsLost, r.agent.Retransmitted,
 			fwd.MaxBacklog, r.queue, fwd.DroppedOverflow+fwd.DroppedRandom,
 			100*fwd.BusyTime.Seconds()/secs)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\ngoodput: stream bytes the monitor read per second; age: time-average age of the monitor's")
-	fmt.Fprintln(w, "newest reading (transport Stats.Age); srtt/lost/retx: the agent's; fwd: the relay's agent→monitor queue")
+	fmt.Fprintln(w, "\ngoodput: upload bytes the monitor read; age: time-average and 95th-percentile age of the monitor's")
+	fmt.Fprintln(w, "newest reading (its transport Stats.Age); updates: readings received per second; srtt, lost, retx:")
+	fmt.Fprintln(w, "the agent's; fwd: the relay's agent→monitor FIFO (largest backlog/limit, drops, link utilisation)")
 	for _, r := range results {
 		if r.interrupted {
 			fmt.Fprintf(w, "* %s was interrupted after %v\n", r.cc, r.elapsed.Round(10*time.Millisecond))
 		}
 	}
-}
-
-// ms formats d in milliseconds with one decimal.
-func ms(d time.Duration) string {
-	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
 }
