@@ -72,7 +72,7 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
+			return // -h: the usage is out
 		}
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)

@@ -57,6 +57,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -68,7 +69,7 @@ func main() {
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout)
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	case errors.Is(err, context.Canceled):
