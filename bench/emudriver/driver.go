@@ -721,12 +721,12 @@ func (d *driver) loop() error {
 			d.sampleSeries(nextSample, step)
 			nextSample += step
 		}
-		if d.opts.Progress != nil && t >= nextProgress {
-			d.opts.Progress(min(t, total), total)
-			nextProgress = t + progressEvery
-		}
 		if t >= total {
 			break
+		}
+		if d.opts.Progress != nil && t >= nextProgress {
+			d.opts.Progress(t, total)
+			nextProgress = t + progressEvery
 		}
 		select {
 		case <-tick.C:
@@ -736,6 +736,9 @@ func (d *driver) loop() error {
 	}
 	for _, f := range d.flows {
 		d.stopFlow(f)
+	}
+	if d.opts.Progress != nil {
+		d.opts.Progress(total, total)
 	}
 	return nil
 }
