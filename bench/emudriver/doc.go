@@ -34,10 +34,11 @@
 //     These are the same packets bench/sim measures (data, updates, cbr;
 //     not ACKs), delivered by the end of the run.
 //   - queue_ms: the relay does not report per-packet queueing delay, so
-//     per packet it is the OWD less the path's propagation delay at the
-//     send time (from the scenario and its changes) less the flow's
-//     smallest such excess (serialisation and the fixed cost of the
-//     loopback hops). Jitter counts as queueing here, unlike in bench/sim.
+//     per packet it is the OWD less the propagation delay the packet had
+//     (the scenario's, or a change's if the packet left the serialiser
+//     after the relay got the change) less the flow's smallest such
+//     excess (serialisation and the fixed cost of the loopback hops).
+//     Jitter counts as queueing here, unlike in bench/sim.
 //   - goodput_bps, bytes: bulk — stream bytes the receiving Conn's reader
 //     got within the flow's [start, end]; updates — the size of every
 //     update read with ReadUpdate that lowered the age (as bench/sim:

@@ -167,6 +167,10 @@ type driver struct {
 	// (a reverse bulk flow's sender is the accepted Conn).
 	serverCC atomic.Value // string
 
+	// applied are the path changes made so far, in order (read by the
+	// shim's and taps' goroutines; replaced, never modified).
+	applied atomic.Pointer[[]appliedChange]
+
 	// Relay busy time at time zero, so utilisation covers the run only.
 	busy0 [2]time.Duration
 	// listenerDatagram is the Listener's MaxDatagram.
@@ -414,7 +418,7 @@ func (d *driver) record(f *flowRun, h freshHeader, at time.Time) {
 
 // arrival records one packet delivered at run time t after owd.
 func (d *driver) arrival(f *flowRun, t, owd time.Duration) {
-	base := d.delayAt(f.spec.Reverse, t-owd)
+	base := d.delayAt(f.spec.Reverse, t)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ms := float64(owd) / 1e6
@@ -432,23 +436,37 @@ func (d *driver) arrival(f *flowRun, t, owd time.Duration) {
 	}
 }
 
-// delayAt is the propagation delay of a direction's path at run time t,
-// after the scenario's changes due by then.
+// appliedChange is a path change as the relay got it: at run time at.
+type appliedChange struct {
+	at               time.Duration
+	forward, reverse *scenario.PathChange
+}
+
+// delayAt is the propagation delay a packet of one direction arriving at
+// run time t had. A delay change applies to the packets that finish
+// serialising after it (netem.Link.SetDelay), so the packet had change
+// c's delay if it arrived at least that delay after c was applied (the
+// real time, not the scheduled one: the loop applies changes up to a tick
+// late). This never credits a packet with more propagation delay than it
+// had when the delay grew, so queueing delay is never under-estimated
+// around a change.
 func (d *driver) delayAt(reverse bool, t time.Duration) time.Duration {
 	delay := d.s.Forward.Delay.D()
 	if reverse {
 		delay = d.s.Reverse.Delay.D()
 	}
-	var last time.Duration = -1
-	for _, c := range d.s.Changes {
-		pc := c.Forward
+	applied := d.applied.Load()
+	if applied == nil {
+		return delay
+	}
+	for _, c := range *applied {
+		pc := c.forward
 		if reverse {
-			pc = c.Reverse
+			pc = c.reverse
 		}
-		if pc == nil || pc.Delay == nil || c.At.D() > t || c.At.D() < last {
-			continue
+		if pc != nil && pc.Delay != nil && t-pc.Delay.D() >= c.at {
+			delay = pc.Delay.D()
 		}
-		delay, last = pc.Delay.D(), c.At.D()
 	}
 	return delay
 }
@@ -711,9 +729,12 @@ func (d *driver) loop() error {
 	for {
 		t := d.now()
 		for len(changes) > 0 && changes[0].At.D() <= t {
-			if err := d.relay.SetPath(changes[0].Forward, changes[0].Reverse); err != nil {
-				return fmt.Errorf("change at %v: %w", changes[0].At.D(), err)
+			c := changes[0]
+			if err := d.relay.SetPath(c.Forward, c.Reverse); err != nil {
+				return fmt.Errorf("change at %v: %w", c.At.D(), err)
 			}
+			list := append(slices.Clone(d.appliedList()), appliedChange{at: d.now(), forward: c.Forward, reverse: c.Reverse})
+			d.applied.Store(&list)
 			changes = changes[1:]
 		}
 		d.sampleControllers(t)
@@ -739,6 +760,13 @@ func (d *driver) loop() error {
 	}
 	if d.opts.Progress != nil {
 		d.opts.Progress(total, total)
+	}
+	return nil
+}
+
+func (d *driver) appliedList() []appliedChange {
+	if p := d.applied.Load(); p != nil {
+		return *p
 	}
 	return nil
 }
