@@ -141,7 +141,8 @@ func printTable(w io.Writer, results []*result) {
 		return
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "controller\tgoodput\tage mean\tage p95\tupdates\tsrtt\tlost\tretx\tfwd queue max\tfwd drops\tfwd util\t")
 	fmt.Fprintln(tw, "\t(Mbit/s)\t(ms)\t(ms)\t(/s)\t(ms)\t(pkts)\t(pkts)\t(pkts)\t(pkts)\t\t")
 	for _, r := range results {
@@ -159,6 +160,9 @@ func printTable(w io.Writer, results []*result) {
 			100*fwd.BusyTime.Seconds()/secs)
 	}
 	tw.Flush()
+	for line := range strings.Lines(buf.String()) {
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
 	fmt.Fprintln(w, "\ngoodput: upload bytes the monitor read; age: time-average and 95th-percentile age of the monitor's")
 	fmt.Fprintln(w, "newest reading (its transport Stats.Age); updates: readings received per second; srtt, lost, retx:")
 	fmt.Fprintln(w, "the agent's; fwd: the relay's agent→monitor FIFO (largest backlog/limit, drops, link utilisation)")
