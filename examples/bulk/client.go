@@ -293,11 +293,16 @@ func readReport(ctx context.Context, conn *transport.Conn, timeout time.Duration
 	ch := make(chan got, 1)
 	go func() {
 		var g got
-		line, err := bufio.NewReader(io.LimitReader(conn, 4096)).ReadBytes('\n')
+		br := bufio.NewReader(io.LimitReader(conn, 4096))
+		line, err := br.ReadBytes('\n')
 		if err != nil {
 			g.err = fmt.Errorf("reading the receiver's report: %w", err)
 		} else if err := json.Unmarshal(line, &g.rep); err != nil {
 			g.err = fmt.Errorf("the receiver's report %q: %w", line, err)
+		} else {
+			// Read on to the server's FIN, so our Close does not
+			// overtake its CloseWrite.
+			_, _ = io.Copy(io.Discard, br)
 		}
 		ch <- g
 	}()

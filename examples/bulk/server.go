@@ -141,7 +141,8 @@ loop:
 	if _, err := conn.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("sending the report: %w", err)
 	}
-	if err := conn.CloseWrite(); err != nil {
+	// The client may have read the report and hung up already.
+	if err := conn.CloseWrite(); err != nil && !errors.Is(err, transport.ErrPeerClosed) {
 		return fmt.Errorf("sending the report: %w", err)
 	}
 	// Wait for the client to read the report and hang up (Close lingers
