@@ -53,8 +53,14 @@ type Sample struct {
 	CPUSeconds      float64 `json:"cpu_seconds"`        // user+system
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb"` // per 10⁹ bytes of payload
 	Load1           float64 `json:"load1"`              // 1-minute load average just before
-	Detail          string  `json:"detail,omitempty"`
-	Err             string  `json:"error,omitempty"`
+	// OthersCores is the CPU the rest of the machine used meanwhile, in
+	// cores: /proc/stat busy time (all CPUs, softirq included) minus this
+	// stack's CPU, over the sample's wall time (setup and teardown
+	// included). Other jobs, and kernel work for this stack that ran in
+	// ksoftirqd, show up here; above ~0.2 the sample shared the machine.
+	OthersCores float64 `json:"others_cores"`
+	Detail      string  `json:"detail,omitempty"`
+	Err         string  `json:"error,omitempty"`
 }
 
 // Summary is one stack's medians over its successful samples.
@@ -66,6 +72,7 @@ type Summary struct {
 	GoodputMinGbps  float64 `json:"goodput_min_gbps"`
 	GoodputMaxGbps  float64 `json:"goodput_max_gbps"`
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb"`
+	OthersCores     float64 `json:"others_cores"` // median of the samples'
 	Detail          string  `json:"detail,omitempty"`
 }
 
@@ -149,8 +156,8 @@ func benchmark(opts options, command string, log io.Writer) (*Report, error) {
 				fmt.Fprintf(log, "run %d/%d  %-18s error: %s\n", r, opts.runs, s.Stack, s.Err)
 				continue
 			}
-			fmt.Fprintf(log, "run %d/%d  %-18s %7.2f Gbit/s  %6.2f CPU-s/GB  %6.2f s  load %.2f  %s\n",
-				r, opts.runs, s.Stack, s.GoodputGbps, s.CPUSecondsPerGB, s.Seconds, s.Load1, s.Detail)
+			fmt.Fprintf(log, "run %d/%d  %-12s %6.2f Gbit/s  %5.2f CPU-s/GB  %5.2f s  load %.2f  others %.2f cores  %s\n",
+				r, opts.runs, s.Stack, s.GoodputGbps, s.CPUSecondsPerGB, s.Seconds, s.Load1, s.OthersCores, s.Detail)
 		}
 	}
 	rep.Machine.Load1End = load1()
@@ -166,7 +173,11 @@ func measure(st stack, round int, n cc.ByteCount, timeout time.Duration) Sample 
 	s := Sample{Stack: st.name, Run: round, Load1: load1()}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	busy0, busyErr := machineBusy()
+	wall0 := time.Now()
 	t, err := st.run(ctx, n)
+	wall := time.Since(wall0)
+	busy1, busyErr1 := machineBusy()
 	if err == nil && t.bytes != n {
 		err = fmt.Errorf("receiver counted %d bytes, want %d", t.bytes, n)
 	}
@@ -183,6 +194,9 @@ func measure(st stack, round int, n cc.ByteCount, timeout time.Duration) Sample 
 	s.CPUSeconds = t.cpu.Seconds()
 	s.CPUSecondsPerGB = s.CPUSeconds / (float64(t.bytes) / bytesPerGB)
 	s.Detail = t.detail
+	if busyErr == nil && busyErr1 == nil {
+		s.OthersCores = max(0, (busy1-busy0-t.cpu).Seconds()/wall.Seconds())
+	}
 	return s
 }
 
@@ -199,7 +213,7 @@ func summarize(samples []Sample, stacks []stack) []Summary {
 	var out []Summary
 	for _, st := range stacks {
 		sum := Summary{Stack: st.name}
-		var goodput, cpu []float64
+		var goodput, cpu, others []float64
 		for _, s := range samples {
 			if s.Stack != st.name {
 				continue
@@ -211,6 +225,7 @@ func summarize(samples []Sample, stacks []stack) []Summary {
 			sum.Runs++
 			goodput = append(goodput, s.GoodputGbps)
 			cpu = append(cpu, s.CPUSecondsPerGB)
+			others = append(others, s.OthersCores)
 			sum.Detail = s.Detail
 		}
 		if sum.Runs > 0 {
@@ -218,6 +233,7 @@ func summarize(samples []Sample, stacks []stack) []Summary {
 			sum.GoodputMinGbps = slices.Min(goodput)
 			sum.GoodputMaxGbps = slices.Max(goodput)
 			sum.CPUSecondsPerGB = median(cpu)
+			sum.OthersCores = median(others)
 		}
 		out = append(out, sum)
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // describeMachine says what loopbench runs on; fields it cannot read
@@ -73,4 +74,32 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("bad size %q: not a whole number of bytes", s)
 	}
 	return int64(n), nil
+}
+
+// userHZ is the unit of /proc/stat's CPU times: ticks per second (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const userHZ = 100
+
+// machineBusy is the CPU time every CPU of the machine has spent busy since
+// boot, from the "cpu" line of /proc/stat: user, nice, system, irq, softirq
+// and steal (guest time is already inside user). 10 ms resolution.
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} { // user nice system irq softirq steal
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }

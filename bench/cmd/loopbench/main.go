@@ -30,9 +30,14 @@
 // RUSAGE_SELF delta over the transfer window (both endpoints and the Go
 // runtime: GC, scheduler); for iperf3 the RUSAGE_CHILDREN delta over both
 // processes' whole lives (setup included, a few ms). On loopback the kernel
-// does the receiver's protocol work in softirq context on the sender's CPU,
-// and it is charged to whichever process is running there; so both columns
-// count the kernel's work for both ends too, as closely as rusage allows.
+// does the receiver's protocol work in softirq context, mostly right after
+// the sender's transmit on the same CPU; with tick-based CPU accounting (as
+// on Debian kernels) a softirq tick is charged to the task it interrupted,
+// so both columns include the kernel's work for both ends, except what ran
+// in ksoftirqd. That part, and every other job on the machine, shows in the
+// "others, cores" column: /proc/stat busy time minus the stack's own CPU,
+// over the sample's wall time.
+//
 // CPU cost is reported per GB of payload (10⁹ bytes): CPU-seconds / GB.
 //
 // # Noise
