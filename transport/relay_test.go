@@ -216,3 +216,25 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	require.LessOrEqual(t, runtime.NumGoroutine(), before)
 }
+
+// Updates share ACKs with the stream: the regulator must still get RTT
+// samples and leave its 1 s initial RTT at once (regression test).
+func TestUpdatesRegulatedDuringUpload(t *testing.T) {
+	cli, srv := overRelay(t, path(50e6, 5*time.Millisecond, 0, 1000), path(50e6, 5*time.Millisecond, 0, 1000),
+		transport.Config{}, transport.Config{MaxUpdateRate: 200, Linger: -1})
+	go io.Copy(io.Discard, srv)
+	go func() {
+		b := make([]byte, 64<<10)
+		for {
+			if _, err := cli.Write(b); err != nil {
+				return
+			}
+		}
+	}()
+	for t0 := time.Now(); time.Since(t0) < 500*time.Millisecond; {
+		require.NoError(t, cli.SendUpdate([]byte("x")))
+		time.Sleep(5 * time.Millisecond)
+	}
+	st := cli.Stats()
+	require.Greater(t, st.UpdatesSent, int64(10), "rate %v Hz", st.UpdateRate)
+}

@@ -355,6 +355,13 @@ func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 				s.st.StreamBytesAcked += int64(p.Len)
 				s.ctl.OnAck(now, sample)
 			case kindUpdate:
+				// The regulator needs an RTT per update (its epoch is one
+				// RTT, SPEC §2), and updates usually share an ACK with
+				// larger-numbered stream packets. Packet numbers are never
+				// reused, so every update's own RTT is unambiguous.
+				if sample.RTT == 0 {
+					sample.RTT = now.Sub(p.Sent)
+				}
 				s.policy.OnAck(now, sample)
 			}
 		}
