@@ -22,6 +22,11 @@ type Policy interface {
 	NextSendTime() clock.Mono
 	// Rate is the current update rate in updates per second.
 	Rate() Rate
+	// SeedRTT offers an RTT measured elsewhere on the same path (the
+	// handshake, the stream's ACKs). A policy uses it only while it has no
+	// RTT sample of its own, so a lost first update does not leave it at
+	// the initial RTT (1 s) until an update is acknowledged.
+	SeedRTT(rtt time.Duration)
 }
 
 func init() {
@@ -65,6 +70,13 @@ type ratePolicy struct {
 	rtt      cc.RTTStats
 	lastSent clock.Mono
 	sentAny  bool
+}
+
+// SeedRTT implements Policy.
+func (p *ratePolicy) SeedRTT(rtt time.Duration) {
+	if !p.rtt.HasSample() {
+		p.rtt.Update(rtt)
+	}
 }
 
 // OnUpdateSent records the send time; the generation time does not matter

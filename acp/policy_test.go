@@ -112,3 +112,23 @@ func BenchmarkLazyOnAck(b *testing.B) {
 		l.OnAck(clock.Mono(i), cc.AckSample{PacketNumber: cc.PacketNumber(i), RTT: 50 * time.Millisecond})
 	}
 }
+
+func TestSeedRTT(t *testing.T) {
+	r, err := NewRegulator(Config{})
+	require.NoError(t, err)
+	require.InDelta(t, 1.0, float64(r.Rate()), 1e-9, "one update per initial RTT (1 s)")
+	r.SeedRTT(50 * time.Millisecond)
+	require.InDelta(t, 20.0, float64(r.Rate()), 1e-9, "one update per seeded RTT")
+	r.SeedRTT(10 * time.Millisecond)
+	require.InDelta(t, 20.0, float64(r.Rate()), 1e-9, "only the first seed counts")
+
+	l, err := NewLazy(Config{})
+	require.NoError(t, err)
+	l.SeedRTT(100 * time.Millisecond)
+	require.InDelta(t, 10.0, float64(l.Rate()), 1e-9)
+	r2, err := NewRegulator(Config{})
+	require.NoError(t, err)
+	r2.OnAck(0, cc.AckSample{PacketNumber: 0, RTT: 40 * time.Millisecond})
+	r2.SeedRTT(500 * time.Millisecond)
+	require.InDelta(t, 25.0, float64(r2.Rate()), 1e-9, "its own sample wins")
+}

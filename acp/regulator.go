@@ -402,6 +402,18 @@ func (r *Regulator) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _ cc.ByteCo
 	r.OnUpdateSent(now, pn, now)
 }
 
+// SeedRTT implements Policy: an RTT from elsewhere on the path, used only
+// until the regulator has a sample of its own.
+func (r *Regulator) SeedRTT(rtt time.Duration) {
+	if rtt <= 0 || r.rtt.HasSample() {
+		return
+	}
+	r.rtt.Update(rtt)
+	if !r.ruled {
+		r.setRate(r.startRate())
+	}
+}
+
 // OnAck implements cc.Controller: update ack.PacketNumber was delivered. It
 // updates SRTT (from ack.RTT), Z, the backlog and the monitor's sawtooth.
 func (r *Regulator) OnAck(now clock.Mono, ack cc.AckSample) {

@@ -63,6 +63,7 @@ type session struct {
 
 	// Handshake and close.
 	hsNext        clock.Mono
+	hsSent        clock.Mono // when the latest Initial went out
 	hsTries       int
 	acceptPending bool
 	closePending  bool
@@ -201,6 +202,10 @@ func (s *session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	case wire.TypeAccept:
 		if s.client && s.state == stateHandshake {
 			s.state = stateOpen
+			// The handshake's RTT (against the latest Initial: the Accept
+			// may answer an earlier one, which only overestimates) seeds
+			// the update regulator until updates give it samples.
+			s.policy.SeedRTT(now.Sub(s.hsSent))
 		}
 	case wire.TypeData:
 		var d wire.Data
@@ -325,6 +330,7 @@ func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 			rtt -= delay
 		}
 		s.tr.RTT().Update(rtt)
+		s.policy.SeedRTT(rtt)
 	}
 	acked := false
 	for i := a.NRanges - 1; i >= 0; i-- {
@@ -447,6 +453,7 @@ func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		// Retransmit the Initial with exponential backoff from 250 ms.
 		s.hsNext = now.Add((250 * time.Millisecond) << min(s.hsTries, 5))
 		s.hsTries++
+		s.hsSent = now
 		return s.sent(wire.AppendInitial(hdr(wire.TypeInitial, 0, 0), wire.Initial{})), streamDSCP, true
 	case s.acceptPending:
 		s.acceptPending = false
