@@ -34,6 +34,7 @@ type transfer struct {
 	elapsed time.Duration // first write to the receiver's EOF
 	goodput cc.Bandwidth  // payload bit/s over elapsed
 	cpu     time.Duration // user+system CPU time charged to the transfer
+	lost    int64         // packets the sender declared lost (TCP: retransmitted segments)
 	detail  string        // what else is worth knowing ("GSO on", "cc bbr")
 }
 
@@ -52,6 +53,7 @@ type Sample struct {
 	GoodputGbps     float64 `json:"goodput_gbps"`       // payload, 10⁹ bit/s
 	CPUSeconds      float64 `json:"cpu_seconds"`        // user+system
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb"` // per 10⁹ bytes of payload
+	LostPackets     int64   `json:"lost_packets"`       // declared lost by the sender (TCP: retransmits)
 	Load1           float64 `json:"load1"`              // 1-minute load average just before
 	// OthersCores is the CPU the rest of the machine used meanwhile, in
 	// cores: /proc/stat busy time (all CPUs, softirq included) minus this
@@ -72,6 +74,7 @@ type Summary struct {
 	GoodputMinGbps  float64 `json:"goodput_min_gbps"`
 	GoodputMaxGbps  float64 `json:"goodput_max_gbps"`
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb"`
+	LostPackets     float64 `json:"lost_packets"` // median per transfer
 	OthersCores     float64 `json:"others_cores"` // median of the samples'
 	Detail          string  `json:"detail,omitempty"`
 }
@@ -156,8 +159,8 @@ func benchmark(opts options, command string, log io.Writer) (*Report, error) {
 				fmt.Fprintf(log, "run %d/%d  %-18s error: %s\n", r, opts.runs, s.Stack, s.Err)
 				continue
 			}
-			fmt.Fprintf(log, "run %d/%d  %-12s %6.2f Gbit/s  %5.2f CPU-s/GB  %5.2f s  load %.2f  others %.2f cores  %s\n",
-				r, opts.runs, s.Stack, s.GoodputGbps, s.CPUSecondsPerGB, s.Seconds, s.Load1, s.OthersCores, s.Detail)
+			fmt.Fprintf(log, "run %d/%d  %-12s %6.2f Gbit/s  %5.2f CPU-s/GB  %5.2f s  lost %d  load %.2f  others %.2f cores  %s\n",
+				r, opts.runs, s.Stack, s.GoodputGbps, s.CPUSecondsPerGB, s.Seconds, s.LostPackets, s.Load1, s.OthersCores, s.Detail)
 		}
 	}
 	rep.Machine.Load1End = load1()
@@ -194,6 +197,7 @@ func measure(st stack, round int, n cc.ByteCount, timeout time.Duration) Sample 
 	s.CPUSeconds = t.cpu.Seconds()
 	s.CPUSecondsPerGB = s.CPUSeconds / (float64(t.bytes) / bytesPerGB)
 	s.Detail = t.detail
+	s.LostPackets = t.lost
 	if busyErr == nil && busyErr1 == nil {
 		s.OthersCores = max(0, (busy1-busy0-t.cpu).Seconds()/wall.Seconds())
 	}
@@ -213,7 +217,7 @@ func summarize(samples []Sample, stacks []stack) []Summary {
 	var out []Summary
 	for _, st := range stacks {
 		sum := Summary{Stack: st.name}
-		var goodput, cpu, others []float64
+		var goodput, cpu, lost, others []float64
 		for _, s := range samples {
 			if s.Stack != st.name {
 				continue
@@ -226,6 +230,7 @@ func summarize(samples []Sample, stacks []stack) []Summary {
 			goodput = append(goodput, s.GoodputGbps)
 			cpu = append(cpu, s.CPUSecondsPerGB)
 			others = append(others, s.OthersCores)
+			lost = append(lost, float64(s.LostPackets))
 			sum.Detail = s.Detail
 		}
 		if sum.Runs > 0 {
@@ -234,6 +239,7 @@ func summarize(samples []Sample, stacks []stack) []Summary {
 			sum.GoodputMaxGbps = slices.Max(goodput)
 			sum.CPUSecondsPerGB = median(cpu)
 			sum.OthersCores = median(others)
+			sum.LostPackets = median(lost)
 		}
 		out = append(out, sum)
 	}

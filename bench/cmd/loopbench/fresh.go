@@ -42,6 +42,7 @@ func runFresh(ctx context.Context, ccName string, n cc.ByteCount) (transfer, err
 		return transfer{}, fmt.Errorf("fresh: %w", err)
 	}
 	st := conn.Stats()
-	t.detail = fmt.Sprintf("lost %d, retx %d, pkts %d", st.PacketsLost, st.Retransmitted, st.PacketsSent)
+	t.lost = st.PacketsLost
+	t.detail = fmt.Sprintf("avg datagram %d B", avgSize(st.BytesSent, st.PacketsSent))
 	return t, nil
 }

@@ -25,6 +25,9 @@ type iperf3Result struct {
 			Bytes         int64   `json:"bytes"`
 			BitsPerSecond float64 `json:"bits_per_second"`
 		} `json:"sum_received"`
+		SumSent struct {
+			Retransmits int64 `json:"retransmits"`
+		} `json:"sum_sent"`
 		SenderCC   string `json:"sender_tcp_congestion"`
 		ReceiverCC string `json:"receiver_tcp_congestion"`
 	} `json:"end"`
@@ -127,6 +130,7 @@ func runIperf3(ctx context.Context, n cc.ByteCount, ccName string) (transfer, er
 		elapsed: time.Duration(sum.Seconds * float64(time.Second)),
 		goodput: cc.Bandwidth(sum.BitsPerSecond),
 		cpu:     cpu1 - cpu0,
+		lost:    r.End.SumSent.Retransmits,
 		detail:  "cc " + r.End.SenderCC,
 	}, nil
 }

@@ -38,6 +38,7 @@ func TestParseIperf3(t *testing.T) {
 	require.InDelta(t, 0.018987, r.End.SumReceived.Seconds, 1e-9)
 	require.Equal(t, int64(50069504), r.End.SumReceived.Bytes)
 	require.Equal(t, "bbr", r.End.SenderCC)
+	require.Zero(t, r.End.SumSent.Retransmits)
 }
 
 func TestParseIperf3Errors(t *testing.T) {

@@ -118,7 +118,10 @@ func runQUIC(ctx context.Context, certs tlsConfigs, n cc.ByteCount) (transfer, e
 	if err != nil {
 		return transfer{}, fmt.Errorf("quic-go: %w", err)
 	}
-	t.detail = fmt.Sprintf("GSO %s, ECN %s", onOff(conn.ConnectionState().GSO), onOff(!quicECNDisabled()))
+	st := conn.ConnectionStats()
+	t.lost = int64(st.PacketsLost)
+	t.detail = fmt.Sprintf("avg datagram %d B, GSO %s, ECN %s", avgSize(int64(st.BytesSent), int64(st.PacketsSent)),
+		onOff(conn.ConnectionState().GSO), onOff(!quicECNDisabled()))
 	return t, nil
 }
 

@@ -20,14 +20,14 @@ func writeTable(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "\nloopback bulk transfer: %d bytes × %d runs, medians over runs (%d CPUs, load %.2f → %.2f, max %.2f)\n\n",
 		rep.Bytes, rep.Runs, rep.Machine.NumCPU, rep.Machine.Load1Start, rep.Machine.Load1End, rep.Machine.Load1Max)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "stack\truns\tgoodput Gbit/s\tmin…max\tCPU-s/GB\tothers, cores\tdetail")
+	fmt.Fprintln(tw, "stack\truns\tgoodput Gbit/s\tmin…max\tCPU-s/GB\tlost/run\tothers, cores\tdetail")
 	for _, s := range rep.Summary {
 		if s.Runs == 0 {
-			fmt.Fprintf(tw, "%s\t0/%d\t-\t-\t-\t-\tall failed\n", s.Stack, s.Failed)
+			fmt.Fprintf(tw, "%s\t0/%d\t-\t-\t-\t-\t-\tall failed\n", s.Stack, s.Failed)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d/%d\t%.2f\t%.2f…%.2f\t%.2f\t%.2f\t%s\n", s.Stack, s.Runs, s.Runs+s.Failed,
-			s.GoodputGbps, s.GoodputMinGbps, s.GoodputMaxGbps, s.CPUSecondsPerGB, s.OthersCores, s.Detail)
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.2f\t%.2f…%.2f\t%.2f\t%.0f\t%.2f\t%s\n", s.Stack, s.Runs, s.Runs+s.Failed,
+			s.GoodputGbps, s.GoodputMinGbps, s.GoodputMaxGbps, s.CPUSecondsPerGB, s.LostPackets, s.OthersCores, s.Detail)
 	}
 	tw.Flush()
 	if len(rep.Ratios) == 0 {
@@ -64,16 +64,19 @@ func verdict(r Ratio) string {
 
 // writeMarkdown writes the medians and ratios as Markdown tables.
 func writeMarkdown(w io.Writer, rep *Report) {
-	fmt.Fprintf(w, "Medians over %d runs of %d bytes each:\n\n", rep.Runs, rep.Bytes)
-	fmt.Fprintln(w, "| stack | runs | goodput, Gbit/s | min … max | CPU-s/GB | others, cores | notes |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|")
+	fmt.Fprintf(w, "Medians over %d runs of %d bytes each (min … max of goodput beside; lost: packets\n", rep.Runs, rep.Bytes)
+	fmt.Fprintln(w, "the sender declared lost, TCP: retransmitted segments; others: CPU the rest of the machine")
+	fmt.Fprintln(w, "used meanwhile, in cores):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| stack | runs | goodput, Gbit/s | min … max | CPU-s/GB | lost pkts/run | others, cores | notes |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
 	for _, s := range rep.Summary {
 		if s.Runs == 0 {
-			fmt.Fprintf(w, "| %s | 0/%d | – | – | – | – | all failed |\n", s.Stack, s.Failed)
+			fmt.Fprintf(w, "| %s | 0/%d | – | – | – | – | – | all failed |\n", s.Stack, s.Failed)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %d/%d | %.2f | %.2f … %.2f | %.2f | %.2f | %s |\n", s.Stack, s.Runs, s.Runs+s.Failed,
-			s.GoodputGbps, s.GoodputMinGbps, s.GoodputMaxGbps, s.CPUSecondsPerGB, s.OthersCores, s.Detail)
+		fmt.Fprintf(w, "| %s | %d/%d | %.2f | %.2f … %.2f | %.2f | %.0f | %.2f | %s |\n", s.Stack, s.Runs, s.Runs+s.Failed,
+			s.GoodputGbps, s.GoodputMinGbps, s.GoodputMaxGbps, s.CPUSecondsPerGB, s.LostPackets, s.OthersCores, s.Detail)
 	}
 	if len(rep.Ratios) == 0 {
 		return

@@ -8,6 +8,15 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 )
 
+// avgSize is the mean datagram size the sender's counters imply, bytes
+// (UDP payload; acknowledgements the client sent are in both counts).
+func avgSize(bytes, packets int64) int64 {
+	if packets == 0 {
+		return 0
+	}
+	return bytes / packets
+}
+
 // copyResult is what a receiving side reports at the end of its stream.
 type copyResult struct {
 	bytes cc.ByteCount
