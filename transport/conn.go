@@ -93,7 +93,10 @@ func (c *Conn) notifyLocked() {
 	if c.s.in.readable() > 0 || c.s.in.eof() || c.s.state == stateClosed {
 		signal(c.readReady)
 	}
-	if c.s.out.space() > 0 || c.s.state == stateClosed || c.s.out.done() {
+	// Wake a blocked writer once an eighth of the send buffer is free, not
+	// on every ACK: each wake-up is a goroutine hand-off (8 % of the CPU in
+	// the loopback profile when it happened per ACK).
+	if c.s.out.space() >= c.s.out.limit/8 || c.s.out.unacked() == 0 || c.s.state == stateClosed {
 		signal(c.writeReady)
 	}
 	if c.s.inUpdReady || c.s.state == stateClosed {

@@ -31,6 +31,7 @@ type rxBatch struct {
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrAny
 	rc    syscall.RawConn
+	recvF func(fd uintptr) bool // b.recv, bound once: a method value made per call escapes
 	err   error
 	got   int
 }
@@ -49,6 +50,7 @@ func newRxBatch(s *socket, size int) (*rxBatch, error) {
 		names: make([]unix.RawSockaddrAny, batchSize),
 		rc:    rc,
 	}
+	b.recvF = b.recv
 	for i := range b.bufs {
 		b.bufs[i] = make([]byte, size)
 		b.iovs[i].Base = &b.bufs[i][0]
@@ -67,7 +69,7 @@ func (b *rxBatch) read() (int, error) {
 		b.hdrs[i].Hdr.Flags = 0
 	}
 	b.err, b.got = nil, 0
-	if err := b.rc.Read(b.recv); err != nil {
+	if err := b.rc.Read(b.recvF); err != nil {
 		return 0, err
 	}
 	if b.err != nil {

@@ -122,14 +122,17 @@ func (s *sendStream) done() bool { return s.finSet && s.finAcked && len(s.buf) =
 // unacked is how many written bytes the peer has not acknowledged.
 func (s *sendStream) unacked() int { return len(s.buf) }
 
-// compact makes room for need bytes: it moves the live bytes to the front
-// of the backing array, growing the array (doubling, up to limit) only when
-// that is not enough. Moving is amortised O(1) per byte written, and once
-// the array has grown to what the flow needs no write allocates.
+// compact makes room for need bytes. The backing array grows (doubling)
+// up to twice the buffer limit, so that after it has grown every compaction
+// frees at least as much room as it copies: moving the live bytes (at most
+// limit) to the front happens at most once per limit bytes written, an
+// amortised copy of at most one byte per byte sent. (With an array of
+// exactly limit bytes, a writer that keeps the buffer full would move the
+// whole buffer on every ACK: 26 % of the CPU in the loopback profile.)
 func (s *sendStream) compact(need int) {
-	if need > cap(s.arr) {
-		size := max(2*cap(s.arr), need, 64<<10)
-		s.arr = make([]byte, 0, min(size, max(s.limit, need)))
+	if 2*need > cap(s.arr) && cap(s.arr) < 2*max(s.limit, need) {
+		size := max(2*cap(s.arr), 2*need, 64<<10)
+		s.arr = make([]byte, 0, min(size, 2*max(s.limit, need)))
 	}
 	n := copy(s.arr[:len(s.buf)], s.buf)
 	s.buf = s.arr[:n]
