@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/ipv4"
-
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport/internal/wire"
 )
@@ -132,35 +130,29 @@ func (c *Conn) loop() {
 	}()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	msgs := make([]ipv4.Message, batchSize)
-	bufs := make([][]byte, batchSize)
-	for i := range msgs {
-		bufs[i] = make([]byte, 0, max(c.cfg.MaxDatagram, wire.MinInitialSize))
-		msgs[i].Buffers = [][]byte{nil}
-	}
+	size := max(c.cfg.MaxDatagram, wire.MinInitialSize)
+	tx := newTxBatch(c.sock, size)
+	scratch := make([]byte, 0, size)
 	for {
 		c.mu.Lock()
 		now, wall := c.now()
 		if t := c.s.nextTimeout(now); t != 0 && !now.Before(t) {
 			c.s.timeout(now)
 		}
-		n := 0
-		for n < batchSize {
-			d, dscp, ok := c.s.poll(now, wall, bufs[n])
+		for !tx.full() {
+			d, dscp, ok := c.s.poll(now, wall, scratch)
 			if !ok {
 				break
 			}
-			msgs[n].Buffers[0] = d
-			msgs[n].OOB = c.sock.oobFor(dscp)
-			msgs[n].Addr = c.peer
-			n++
+			tx.add(d, dscp)
 		}
+		n, full := tx.n, tx.full()
 		next := c.s.nextTimeout(now)
 		closed := c.s.state == stateClosed
 		c.notifyLocked()
 		c.mu.Unlock()
 		if n > 0 {
-			if err := c.sock.writeBatch(msgs[:n]); err != nil {
+			if err := tx.send(c.peer); err != nil {
 				c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
 				if errors.Is(err, net.ErrClosed) {
 					c.mu.Lock()
@@ -173,7 +165,7 @@ func (c *Conn) loop() {
 		if closed {
 			return
 		}
-		if n == batchSize {
+		if full {
 			continue // more may be ready at once
 		}
 		if next != 0 {

@@ -27,6 +27,9 @@ type socket struct {
 	// used for everything: the stream's DSCP).
 	oob      map[uint8][]byte
 	perPktOK atomic.Bool
+	// gso: send runs of equal-sized datagrams as one segmented message
+	// (Linux UDP_SEGMENT); cleared the first time the kernel refuses it.
+	gso atomic.Bool
 }
 
 func newSocket(conn *net.UDPConn, defaultDSCP uint8, dscps ...uint8) (*socket, error) {
@@ -46,6 +49,7 @@ func newSocket(conn *net.UDPConn, defaultDSCP uint8, dscps ...uint8) (*socket, e
 		}
 	}
 	s.perPktOK.Store(perPacketTOSSupported)
+	s.gso.Store(gsoSupported)
 	for _, d := range append(dscps, defaultDSCP) {
 		if perPacketTOSSupported {
 			s.oob[d] = tosControlMessage(s.v6, int(d)<<2)

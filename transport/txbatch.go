@@ -1,0 +1,144 @@
+package transport
+
+import (
+	"errors"
+	"net"
+	"syscall"
+
+	"golang.org/x/net/ipv4"
+)
+
+// GSO limits (Linux UDP_SEGMENT): at most 64 segments and 64 KiB of payload
+// in one send (include/linux/udp.h UDP_MAX_SEGMENTS; the IP length field).
+const (
+	gsoMaxSegments = 64
+	gsoMaxBytes    = 65000
+)
+
+// txBatch builds the datagrams of one sendmmsg call. With generic
+// segmentation offload (GSO, Linux's UDP_SEGMENT), a run of datagrams of
+// one size and DSCP (the last of the run may be shorter) travels as one
+// message the kernel cuts into datagrams: one trip through the socket and
+// UDP layers for up to 64 datagrams, which is how quic-go sends bulk data.
+// Without GSO every datagram is its own message.
+type txBatch struct {
+	sock *socket
+	msgs []ipv4.Message
+	bufs [][]byte
+	oobs [][]byte
+	seg  []int   // segment size of each message
+	segs []int   // datagrams in each message
+	dscp []uint8 // DSCP of each message
+	n    int     // messages in use
+	open bool    // the last message can take another segment
+	// carry holds a datagram that did not fit a full batch; it starts the
+	// next one.
+	carry     []byte
+	carryDSCP uint8
+	hasCarry  bool
+}
+
+func newTxBatch(sock *socket, maxDatagram int) *txBatch {
+	b := &txBatch{
+		sock:  sock,
+		msgs:  make([]ipv4.Message, batchSize),
+		bufs:  make([][]byte, batchSize),
+		oobs:  make([][]byte, batchSize),
+		seg:   make([]int, batchSize),
+		segs:  make([]int, batchSize),
+		dscp:  make([]uint8, batchSize),
+		carry: make([]byte, 0, maxDatagram),
+	}
+	size := maxDatagram
+	if sock.gso.Load() {
+		size = gsoMaxBytes
+	}
+	for i := range b.msgs {
+		b.bufs[i] = make([]byte, 0, size)
+		b.oobs[i] = make([]byte, 0, 64)
+		b.msgs[i].Buffers = [][]byte{nil}
+	}
+	return b
+}
+
+// full reports whether no further datagram can be taken for sure.
+func (b *txBatch) full() bool { return b.hasCarry }
+
+// add takes one datagram (copied). When every message is used and d cannot
+// join the last one, d is carried into the next batch and full() turns true.
+func (b *txBatch) add(d []byte, dscp uint8) {
+	if b.n > 0 && b.open && b.sock.gso.Load() {
+		i := b.n - 1
+		if dscp == b.dscp[i] && len(d) <= b.seg[i] && b.segs[i] < gsoMaxSegments && len(b.bufs[i])+len(d) <= gsoMaxBytes {
+			b.bufs[i] = append(b.bufs[i], d...)
+			b.segs[i]++
+			b.open = len(d) == b.seg[i] // a short segment ends the run
+			return
+		}
+	}
+	if b.n == len(b.msgs) {
+		b.carry = append(b.carry[:0], d...)
+		b.carryDSCP, b.hasCarry = dscp, true
+		return
+	}
+	i := b.n
+	b.n++
+	b.bufs[i] = append(b.bufs[i][:0], d...)
+	b.seg[i], b.segs[i], b.dscp[i] = len(d), 1, dscp
+	b.open = true
+}
+
+// send writes the batch to peer and starts the next one (with the carried
+// datagram, if any).
+func (b *txBatch) send(peer *net.UDPAddr) error {
+	for i := range b.n {
+		m := &b.msgs[i]
+		m.Buffers[0] = b.bufs[i]
+		m.Addr = peer
+		oob := append(b.oobs[i][:0], b.sock.oobFor(b.dscp[i])...)
+		if b.segs[i] > 1 {
+			oob = appendSegmentControl(oob, b.seg[i])
+		}
+		b.oobs[i] = oob
+		m.OOB = oob
+		if len(oob) == 0 {
+			m.OOB = nil
+		}
+	}
+	err := b.sock.writeBatch(b.msgs[:b.n])
+	if err != nil && b.sock.gso.Load() && isGSOUnsupported(err) {
+		// The device or route cannot segment: send every datagram on
+		// its own from now on (quic-go falls back the same way).
+		b.sock.gso.Store(false)
+		err = b.resendUnsegmented(peer)
+	}
+	b.n, b.open = 0, false
+	if b.hasCarry {
+		b.hasCarry = false
+		b.add(b.carry, b.carryDSCP)
+	}
+	return err
+}
+
+// resendUnsegmented splits every message into single datagrams.
+func (b *txBatch) resendUnsegmented(peer *net.UDPAddr) error {
+	var one [1]ipv4.Message
+	one[0].Buffers = [][]byte{nil}
+	for i := range b.n {
+		for off := 0; off < len(b.bufs[i]); off += b.seg[i] {
+			end := min(off+b.seg[i], len(b.bufs[i]))
+			one[0].Buffers[0] = b.bufs[i][off:end]
+			one[0].Addr = peer
+			one[0].OOB = b.sock.oobFor(b.dscp[i])
+			if err := b.sock.writeBatch(one[:]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// isGSOUnsupported recognises the kernel's refusal of UDP_SEGMENT.
+func isGSOUnsupported(err error) bool {
+	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EOPNOTSUPP)
+}
