@@ -387,28 +387,13 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
-	network := "udp4"
-	if raddr.IP.To4() == nil {
-		network = "udp6"
-	}
-	udp, err := net.ListenUDP(network, nil)
+	sock, stopNTP, err := openSocket(&conf, raddr.IP.To4() == nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
-	stopNTP, err := startNTP(&conf)
-	if err != nil {
-		udp.Close()
-		return nil, err
-	}
-	sock, err := newSocket(udp, uint8(conf.StreamDSCP), uint8(conf.UpdateDSCP))
-	if err != nil {
-		udp.Close()
-		stopNTP()
-		return nil, err
-	}
 	s, err := newSession(&conf, randomID(), true, conf.Clock.Now())
 	if err != nil {
-		udp.Close()
+		sock.conn.Close()
 		stopNTP()
 		return nil, err
 	}
@@ -434,6 +419,30 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		c.Close()
 		return nil, fmt.Errorf("transport: dial %s: %w: %w", addr, ErrHandshake, hs.Err())
 	}
+}
+
+// openSocket opens the UDP socket of a client (laddr nil) or a listener,
+// with its DSCP marking, and starts the NTP clock if the config asks for
+// one (cfg.Clock is replaced by it). stop ends the NTP loop.
+func openSocket(cfg *Config, v6 bool, laddr *net.UDPAddr) (sock *socket, stop context.CancelFunc, err error) {
+	network := "udp4"
+	if v6 {
+		network = "udp6"
+	}
+	udp, err := net.ListenUDP(network, laddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if stop, err = startNTP(cfg); err != nil {
+		udp.Close()
+		return nil, nil, err
+	}
+	if sock, err = newSocket(udp, uint8(cfg.StreamDSCP), uint8(cfg.UpdateDSCP)); err != nil {
+		udp.Close()
+		stop()
+		return nil, nil, err
+	}
+	return sock, stop, nil
 }
 
 // readLoop reads a client Conn's socket until it is closed.

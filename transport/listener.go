@@ -45,24 +45,9 @@ func Listen(addr string, cfg Config) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}
-	network := "udp4"
-	if laddr.IP != nil && laddr.IP.To4() == nil {
-		network = "udp6"
-	}
-	udp, err := net.ListenUDP(network, laddr)
+	sock, stopNTP, err := openSocket(&conf, laddr.IP != nil && laddr.IP.To4() == nil, laddr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
-	}
-	stopNTP, err := startNTP(&conf)
-	if err != nil {
-		udp.Close()
-		return nil, err
-	}
-	sock, err := newSocket(udp, uint8(conf.StreamDSCP), uint8(conf.UpdateDSCP))
-	if err != nil {
-		udp.Close()
-		stopNTP()
-		return nil, err
 	}
 	l := &Listener{
 		cfg: conf, sock: sock,
