@@ -128,7 +128,7 @@ func newSession(cfg *Config, connID uint64, client bool, now clock.Mono) (*sessi
 	}
 	s := &session{
 		cfg: cfg, connID: connID, client: client,
-		tr: recovery.New(), ctl: ctl, policy: pol,
+		tr: recovery.NewWithAckDelay(cfg.MaxAckDelay), ctl: ctl, policy: pol,
 		out:       sendStream{limit: cfg.SendBuffer},
 		peerMax:   int64(cfg.ReceiveWindow), // until the peer says otherwise
 		updBuf:    make([]byte, 0, cfg.maxUpdatePayload()),

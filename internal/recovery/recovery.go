@@ -8,11 +8,16 @@
 //   - Loss (RFC 9002 §6.1): a packet below the largest acknowledged one is
 //     lost once 3 later packets are acknowledged (kPacketThreshold) or it is
 //     older than 9/8·max(SRTT, latest RTT) (kTimeThreshold), at least 1 ms.
-//   - RTO (RFC 6298 §2, §5): SRTT + 4·RTTVAR, at least 200 ms (Linux's
-//     TCP_RTO_MIN rather than RFC 6298's 1 s, as deployed stacks do), 1 s
-//     before the first sample, doubled per expiry (backoff) up to 60 s;
-//     restarted when an ACK acknowledges new data. On expiry every packet in
-//     flight is declared lost.
+//   - RTO (RFC 6298 §2, §5): SRTT + max(4·RTTVAR, 1 ms) + the peer's
+//     maximum ACK delay, at least 200 ms (Linux's TCP_RTO_MIN rather than
+//     RFC 6298's 1 s, as deployed stacks do), 1 s before the first sample,
+//     doubled per expiry (backoff) up to 60 s; restarted when an ACK
+//     acknowledges new data. On expiry every packet in flight is declared
+//     lost. The ACK-delay term is RFC 9002 §6.2.1's: RTT samples have the
+//     receiver's ACK delay taken out, so on a steady path (RTTVAR → 0) a
+//     timer of SRTT + 4·RTTVAR fires before the delayed ACK of a lone packet
+//     arrives — a spurious timeout that collapses the window. The 1 ms floor
+//     is RFC 9002's kGranularity.
 package recovery
 
 import (
@@ -34,6 +39,11 @@ const (
 	// initialRTT stands in for the RTT before the first sample in the time
 	// threshold (RFC 9002 §6.2.2's kInitialRtt).
 	initialRTT = 333 * time.Millisecond
+	// granularity is RFC 9002's kGranularity: the smallest variance term.
+	granularity = time.Millisecond
+	// DefaultMaxAckDelay is the peer's ACK delay assumed by New (RFC 9000
+	// §18.2's default max_ack_delay).
+	DefaultMaxAckDelay = 25 * time.Millisecond
 )
 
 // State of a sent packet.
@@ -69,15 +79,20 @@ type Tracker struct {
 	inFlight [MaxKinds]cc.ByteCount
 
 	rtt          cc.RTTStats
+	maxAckDelay  time.Duration
 	largestAcked cc.PacketNumber
 	lossTime     clock.Mono // time-threshold timer; 0 = unset
 	rtoAt        clock.Mono // 0 = unset
 	backoff      uint
 }
 
-// New returns an empty tracker whose first packet number is 0.
-func New() *Tracker {
-	return &Tracker{largestAcked: cc.InvalidPacketNumber}
+// New returns an empty tracker whose first packet number is 0, for a peer
+// that delays ACKs by at most DefaultMaxAckDelay.
+func New() *Tracker { return NewWithAckDelay(DefaultMaxAckDelay) }
+
+// NewWithAckDelay is New for a peer whose maximum ACK delay is maxAckDelay.
+func NewWithAckDelay(maxAckDelay time.Duration) *Tracker {
+	return &Tracker{largestAcked: cc.InvalidPacketNumber, maxAckDelay: max(maxAckDelay, 0)}
 }
 
 // OnSent registers a new packet and returns its number. kind must be below
@@ -145,7 +160,7 @@ func (t *Tracker) Compact() {
 func (t *Tracker) RTO() time.Duration {
 	r := InitialRTO
 	if t.rtt.HasSample() {
-		r = max(t.rtt.Smoothed()+4*t.rtt.Var(), MinRTO)
+		r = max(t.rtt.Smoothed()+max(4*t.rtt.Var(), granularity)+t.maxAckDelay, MinRTO)
 	}
 	r <<= t.backoff
 	return min(r, MaxRTO)

@@ -59,3 +59,23 @@ func TestRTOBackoffAndKinds(t *testing.T) {
 	tr.ArmRTO(at(2000))
 	require.Equal(t, MinRTO, tr.RTO(), "reset and floored at 200 ms")
 }
+
+// A steady long path: RTTVAR decays to ~0, yet the RTO must outlast the
+// peer's delayed ACK of a lone packet (RFC 9002 §6.2.1).
+func TestRTOIncludesAckDelay(t *testing.T) {
+	tr := New()
+	for range 50 {
+		tr.RTT().Update(600 * time.Millisecond)
+	}
+	require.Less(t, tr.RTT().Var(), time.Millisecond)
+	require.GreaterOrEqual(t, tr.RTO(), 600*time.Millisecond+DefaultMaxAckDelay+granularity)
+	require.Equal(t, 600*time.Millisecond+time.Millisecond, NewWithAckDelay(0).rtoAfter(600*time.Millisecond))
+}
+
+// rtoAfter is the RTO of a fresh tracker after one steady sample train.
+func (t *Tracker) rtoAfter(rtt time.Duration) time.Duration {
+	for range 200 {
+		t.RTT().Update(rtt)
+	}
+	return t.RTO()
+}
