@@ -95,3 +95,29 @@ func TestAnalyzerMuDecay(t *testing.T) {
 	long := clock.Mono(0).Add(time.Minute)
 	require.InDelta(t, 0.5, a.Mu(long), 1e-12, "decays to the floor")
 }
+
+func TestAnalyzerJitterRaisesNoiseFloor(t *testing.T) {
+	quiet, noisy := NewAnalyzer(AnalyzerConfig{}), NewAnalyzer(AnalyzerConfig{})
+	var now clock.Mono
+	for i := range 400 {
+		now = now.Add(time.Millisecond)
+		// A smooth ramp (a queue building) barely moves J …
+		quiet.Add(now, 30*time.Millisecond+time.Duration(i)*10*time.Microsecond)
+		// … alternating ±4 ms per packet (random delay) does.
+		d := 30 * time.Millisecond
+		if i%2 == 0 {
+			d += 8 * time.Millisecond
+		}
+		noisy.Add(now, d)
+	}
+	require.Less(t, quiet.Jitter(), 100*time.Microsecond)
+	require.InDelta(t, float64(8*time.Millisecond), float64(noisy.Jitter()), float64(500*time.Microsecond), "RFC 3550 J")
+	require.Equal(t, 5*time.Millisecond, quiet.NoiseFloor(), "MuFloorDelay")
+	require.InDelta(t, float64(40*time.Millisecond), float64(noisy.NoiseFloor()), float64(3*time.Millisecond), "JitterGain·J")
+	// μ's floor follows: 40 ms of noise on a 30 ms base is OWDv 1.33.
+	require.InDelta(t, 40.0/30, noisy.Mu(now), 0.1)
+	off := NewAnalyzer(AnalyzerConfig{JitterGain: -1})
+	off.Add(0, 30*time.Millisecond)
+	off.Add(1, 38*time.Millisecond)
+	require.Equal(t, 5*time.Millisecond, off.NoiseFloor(), "jitter ignored")
+}

@@ -208,10 +208,12 @@ func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limit
 	}
 }
 
-// slowStartExitDelay is clamp(OWDmin·fraction, min, max).
+// slowStartExitDelay is clamp(OWDmin·fraction, min, max), raised to the
+// path's delay noise (Analyzer.NoiseFloor) so jitter does not end slow start.
 func (c *Controller) slowStartExitDelay(a *Analyzer) time.Duration {
 	t := time.Duration(float64(a.Min()) * c.cfg.SlowStartExitFraction)
-	return min(max(t, c.cfg.SlowStartExitMin), c.cfg.SlowStartExitMax)
+	t = min(max(t, c.cfg.SlowStartExitMin), c.cfg.SlowStartExitMax)
+	return max(t, a.NoiseFloor())
 }
 
 // exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis

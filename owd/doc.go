@@ -52,9 +52,13 @@
 // # Interpretations chosen (the paper is vague here)
 //
 //   - μ: SPEC §1 defines μ = max(μ_floor, β·OWDv_max), β = 0.5. μ_floor is
-//     given as a delay (MuFloorDelay, 5 ms, the CoDel target) and converted to
-//     OWDv units with the current OWDmin, so μ never means less than 5 ms of
-//     queueing on any path. OWDv_max is seeded at every slow-start exit with
+//     given as a delay, max(MuFloorDelay = 5 ms (the CoDel target),
+//     JitterGain·J) with J the RFC 3550 interarrival jitter of the samples,
+//     converted to OWDv units with the current OWDmin: μ never means less
+//     than 5 ms of queueing, nor less than the path's own delay noise (on a
+//     path with 0–10 ms of random per-packet delay, owd held 79 % of the
+//     link without the jitter term and 96 % with it). The slow-start exit
+//     threshold is raised to the same noise floor. OWDv_max is seeded at every slow-start exit with
 //     the largest OWDv seen during that slow start ("measured in slow
 //     start"), then "continuously updated": every sample in congestion
 //     avoidance may raise it, and it decays exponentially with a 10 s time
