@@ -51,7 +51,7 @@ type Analyzer struct {
 	jitter    float64       // RFC 3550 interarrival jitter J, ns
 	last      time.Duration // previous raw sample
 	owdvMax   float64       // OWDv_max, decayed
-	maxUpdate clock.Mono // when owdvMax was last decayed
+	maxUpdate clock.Mono    // when owdvMax was last decayed
 	samples   uint64
 }
 
