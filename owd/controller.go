@@ -57,7 +57,7 @@ func init() {
 
 // New returns fresh's default OWD controller, "owd". It is the Eq. 7
 // variant: in the simulator benchmark (bench/RESULTS.md) it kept four flows
-// at Jain 1.00 where Eq. 2's additive decrease left them at 0.86, and it
+// at Jain 1.00 where Eq. 2's additive decrease left them at 0.84, and it
 // held lower queueing delay everywhere, at a cost of a few percent of link
 // utilisation on clean paths.
 func New(cfg Config) *Controller { return newController("owd", cfg, eq7{}) }

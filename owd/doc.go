@@ -72,7 +72,7 @@
 //     Δw = (1 − D/d)/(D/d)² per ACK while OWDv > μ, Eq. 2's +1/cwnd
 //     otherwise. SPEC asks to keep whichever wins as the default. Measured
 //     side by side in the simulator (bench/RESULTS.md), Eq. 7 won: four
-//     staggered flows reach Jain 1.00 (Eq. 2: 0.86, since additive
+//     staggered flows reach Jain 1.00 (Eq. 2: 0.84, since additive
 //     decrease never equalises windows), p95 queueing is lower on every
 //     path, goodput under 2 % loss is higher; Eq. 2 keeps 2–3 % more
 //     utilisation on clean paths. So "owd" is Eq. 7 and Eq. 2 stays
