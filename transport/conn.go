@@ -499,12 +499,25 @@ func startNTP(cfg *Config) (stop context.CancelFunc, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	// Synchronise once before any packet is stamped: the first sync steps
+	// the clock (by seconds, on a device that booted without RTC), and a
+	// step in the middle of a connection would scramble the in-band
+	// estimator's history for up to a minute. Later syncs slew. A server
+	// that does not answer in time is not fatal: Run keeps trying.
+	first, cancelFirst := context.WithTimeout(context.Background(), ntpFirstSyncTimeout)
+	if err := nc.Sync(first); err != nil {
+		cfg.Logger.Warn("fresh: first NTP sync failed; continuing unsynchronised", "server", cfg.NTPServer, "err", err)
+	}
+	cancelFirst()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = nc.Run(ctx) // syncs at once, then every interval; errors are in Status
+		_ = nc.Run(ctx) // re-syncs every interval; errors are in Status
 	}()
 	cfg.Clock = nc
 	return func() { cancel(); <-done }, nil
 }
+
+// ntpFirstSyncTimeout bounds the synchronous first NTP query of Dial/Listen.
+const ntpFirstSyncTimeout = 2 * time.Second
