@@ -241,12 +241,7 @@ func (c *resultsCommand) generate() error {
 	c.printf("payload (1000-byte segments; 40 bytes of headers per packet on the wire).\n\n")
 
 	// --- RTT sweep ---
-	rtts := []int{60, 75, 90, 105, 120, 135, 150}
-	var names, cols []string
-	for _, r := range rtts {
-		names = append(names, fmt.Sprintf("paper-rtt-%dms", r))
-		cols = append(cols, fmt.Sprintf("%d ms", r))
-	}
+	names, cols := series("paper-rtt-%dms", "%d ms", 60, 75, 90, 105, 120, 135, 150)
 	c.printf("## RTT sweep (Fig. 9/10)\n\n")
 	c.printf("Dumbbell, 1.5 Mbit/s bottleneck both ways, 50-packet drop-tail FIFO, CBR\n")
 	c.printf("200 kbit/s forward and 1000 kbit/s reverse, RTT 60…150 ms\n")
@@ -282,12 +277,7 @@ func (c *resultsCommand) generate() error {
 	c.printf("![owd one-way delay at RTT 90 ms](%s)\n\n", rel("paper-rtt-90ms-owd-owd.png"))
 
 	// --- Loss sweep ---
-	losses := []int{1, 2, 4, 6, 8, 10}
-	names, cols = nil, nil
-	for _, l := range losses {
-		names = append(names, fmt.Sprintf("paper-loss-%dpct", l))
-		cols = append(cols, fmt.Sprintf("%d %%", l))
-	}
+	names, cols = series("paper-loss-%dpct", "%d %%", 1, 2, 4, 6, 8, 10)
 	c.printf("## Loss sweep (Fig. 11/12)\n\n")
 	c.printf("As the RTT sweep at 100 ms RTT, with Bernoulli loss of 1…10 %% on the forward\n")
 	c.printf("(data) path (`paper-loss-*`; the paper does not say which direction or RTT).\n")
@@ -310,11 +300,7 @@ func (c *resultsCommand) generate() error {
 	}
 
 	// --- Table 3 ---
-	names, cols = nil, nil
-	for i := 1; i <= 10; i++ {
-		names = append(names, fmt.Sprintf("paper-table3-%d", i))
-		cols = append(cols, fmt.Sprintf("%d", i))
-	}
+	names, cols = series("paper-table3-%d", "%d", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 	c.printf("## Table 3 instances (Fig. 13)\n\n")
 	c.printf("Bandwidth 1…10 Mbit/s, RTT 340…50 ms, loss 1…10 %% as Table 3 lists; background\n")
 	c.printf("UDP scaled to the bandwidth in the RTT sweep's proportions (2/15 forward,\n")
@@ -364,6 +350,15 @@ func (c *resultsCommand) measured() error {
 		c.printf("\n")
 	}
 	return nil
+}
+
+// series names the scenarios of one sweep and their table column labels.
+func series(nameFmt, colFmt string, values ...int) (names, cols []string) {
+	for _, v := range values {
+		names = append(names, fmt.Sprintf(nameFmt, v))
+		cols = append(cols, fmt.Sprintf(colFmt, v))
+	}
+	return names, cols
 }
 
 // paperRow prints the paper's averages beside ours.
