@@ -8,6 +8,14 @@ type ranges struct{ r []span }
 
 type span struct{ lo, hi int64 }
 
+// end is the highest byte held, or from if nothing at or above it is.
+func (s *ranges) end(from int64) int64 {
+	if len(s.r) == 0 || s.r[len(s.r)-1].hi < from {
+		return from
+	}
+	return s.r[len(s.r)-1].hi
+}
+
 // add inserts [lo, hi), merging overlaps and neighbours.
 func (s *ranges) add(lo, hi int64) {
 	if lo >= hi {

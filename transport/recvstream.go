@@ -86,3 +86,17 @@ func (r *recvStream) eof() bool { return r.finOff >= 0 && r.readOff >= r.finOff 
 func (r *recvStream) windowUpdateDue() bool {
 	return r.maxData()-r.advertised >= int64(len(r.ring))/4
 }
+
+// closeAt ends the stream at the last byte received, when the peer closed
+// normally (closeNormal: it saw every byte acknowledged) before its FIN
+// arrived. With a hole below that byte the peer broke that promise, and
+// the stream is left without a FIN, so Read reports the close, not EOF.
+func (r *recvStream) closeAt() {
+	if r.finOff >= 0 {
+		return
+	}
+	end := r.have.end(r.readOff)
+	if r.have.prefix(r.readOff) == end {
+		r.finOff = end
+	}
+}

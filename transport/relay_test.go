@@ -238,3 +238,27 @@ func TestUpdatesRegulatedDuringUpload(t *testing.T) {
 	st := cli.Stats()
 	require.Greater(t, st.UpdatesSent, int64(10), "rate %v Hz", st.UpdateRate)
 }
+
+// TestCloseDeliversEOF writes and closes at once (no CloseWrite) through a
+// lossy path: the reader must still end with io.EOF after every byte, never
+// with ErrPeerClosed. Close used to wait for the data's ACKs but not the
+// FIN's, so a CLOSE could overtake a paced or lost FIN.
+func TestCloseDeliversEOF(t *testing.T) {
+	for i := range 5 {
+		fwd := path(20e6, 5*time.Millisecond, 0.05, 200)
+		rev := path(20e6, 5*time.Millisecond, 0.05, 200)
+		cli, srv := overRelay(t, fwd, rev, transport.Config{}, transport.Config{})
+		data := randomBytes(30_000+i*7_000, uint64(10+i))
+		_, err := cli.Write(data)
+		require.NoError(t, err)
+		// Let the data leave first, so that the FIN goes in a packet of
+		// its own, the one a CLOSE could overtake.
+		time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+		closed := make(chan error, 1)
+		go func() { closed <- cli.Close() }()
+		got, err := io.ReadAll(srv)
+		require.NoError(t, err, "run %d: the reader must see io.EOF, not an error", i)
+		require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
+		require.NoError(t, <-closed)
+	}
+}

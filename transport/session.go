@@ -104,9 +104,16 @@ var (
 
 // Close codes on the wire.
 const (
+	// closeNormal promises that the peer acknowledged every stream byte
+	// we wrote, so the receiver may take it as the stream's FIN (see
+	// recvStream.closeAt): a CLOSE that overtakes a paced or lost FIN still
+	// ends the peer's Read with io.EOF.
 	closeNormal   uint32 = 0
 	closeProtocol uint32 = 1
 	closeIdle     uint32 = 2
+	// closeAbort: closed with stream bytes unacknowledged (linger expired
+	// or disabled); the peer's Read ends with an error, not io.EOF.
+	closeAbort uint32 = 3
 )
 
 func newSession(cfg *Config, connID uint64, client bool, now clock.Mono) (*session, error) {
@@ -250,8 +257,16 @@ func (s *session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		}
 		s.state = stateClosed
 		s.err = ErrPeerClosed
-		if c.Code == closeProtocol {
+		switch c.Code {
+		case closeProtocol:
 			s.err = fmt.Errorf("%w: %w", ErrPeerClosed, ErrProtocol)
+		case closeNormal:
+			// Every byte the peer wrote was acknowledged, so what we
+			// hold is the whole stream: end it there even if the FIN
+			// itself has not arrived.
+			s.in.closeAt()
+		case closeAbort:
+			s.err = fmt.Errorf("%w: stream cut with bytes unacknowledged", ErrPeerClosed)
 		}
 	default: // Retry, VersionNegotiation: reserved, not used in version 1
 		s.st.Malformed++
@@ -416,6 +431,9 @@ func (s *session) close() {
 		s.err = ErrClosed
 		s.closePending = true
 		s.closeCode = closeNormal
+		if s.out.unacked() > 0 {
+			s.closeCode = closeAbort
+		}
 	}
 }
 

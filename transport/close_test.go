@@ -1,0 +1,107 @@
+package transport
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/transport/internal/wire"
+)
+
+// deliverOne polls from once and hands the datagram to to unless drop.
+func (p *sessionPair) deliverOne(from, to *session, drop bool) (wire.Type, bool) {
+	wall := int64(p.now) / 1000
+	d, _, ok := from.poll(p.now, wall, p.buf)
+	if !ok {
+		return 0, false
+	}
+	h, body, err := wire.ParseHeader(d)
+	if err != nil {
+		panic(err)
+	}
+	if !drop {
+		to.handle(p.now, wall+5000, h, body, len(d))
+	}
+	return h.Type, true
+}
+
+// settle runs both sessions' timers and exchanges for 100 ms of virtual
+// time, long enough for delayed ACKs to go out.
+func (p *sessionPair) settle() {
+	for range 100 {
+		p.now = p.now.Add(time.Millisecond)
+		for _, s := range []*session{p.cli, p.srv} {
+			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				s.timeout(p.now)
+			}
+		}
+		p.exchange()
+	}
+}
+
+// A normal CLOSE promises every byte was acknowledged, so it ends the
+// peer's stream even when the FIN itself was lost (or still paced).
+func TestNormalCloseEndsStreamWithoutFIN(t *testing.T) {
+	p := newSessionPair(t)
+	data := []byte("every byte acknowledged")
+	p.cli.out.write(data)
+	p.settle()
+	require.Zero(t, p.cli.out.unacked())
+
+	p.cli.out.finSet = true
+	typ, ok := p.deliverOne(p.cli, p.srv, true) // the FIN, lost
+	require.True(t, ok)
+	require.Equal(t, wire.TypeData, typ)
+	p.cli.close()
+	typ, _ = p.deliverOne(p.cli, p.srv, false)
+	require.Equal(t, wire.TypeClose, typ)
+
+	rd := make([]byte, 64)
+	n := p.srv.in.read(rd)
+	require.Equal(t, data, rd[:n])
+	require.True(t, p.srv.in.eof(), "Read must end with io.EOF")
+}
+
+// A CLOSE with bytes still unacknowledged is an abort: the peer's stream
+// gets no FIN, so its Read ends with an error rather than a silent EOF on
+// a truncated stream.
+func TestCloseWithUnackedBytesAborts(t *testing.T) {
+	p := newSessionPair(t)
+	p.cli.out.write(make([]byte, 5000))
+	p.cli.out.finSet = true
+	for {
+		typ, ok := p.deliverOne(p.cli, p.srv, true) // the data, all lost
+		if !ok {
+			break
+		}
+		require.Equal(t, wire.TypeData, typ)
+	}
+	p.cli.close()
+	typ, _ := p.deliverOne(p.cli, p.srv, false)
+	require.Equal(t, wire.TypeClose, typ)
+	require.Equal(t, stateClosed, p.srv.state)
+	require.False(t, p.srv.in.eof())
+	require.True(t, errors.Is(p.srv.err, ErrPeerClosed))
+	require.Contains(t, p.srv.err.Error(), "unacknowledged")
+}
+
+// A normal CLOSE cannot paper over a hole: with a byte range missing the
+// stream is not ended (the peer broke its promise; Read reports the close).
+func TestNormalCloseDoesNotHideAHole(t *testing.T) {
+	var r recvStream = newRecvStream(1 << 16)
+	require.True(t, r.onData(0, make([]byte, 100), false))
+	require.True(t, r.onData(200, make([]byte, 100), false))
+	r.closeAt()
+	require.False(t, r.eof())
+	rd := make([]byte, 1000)
+	require.Equal(t, 100, r.read(rd))
+	require.False(t, r.eof())
+
+	var whole recvStream = newRecvStream(1 << 16)
+	require.True(t, whole.onData(0, make([]byte, 100), false))
+	require.Equal(t, 100, whole.read(rd))
+	whole.closeAt() // everything already read: the stream ends here
+	require.True(t, whole.eof())
+}
