@@ -1,0 +1,77 @@
+// Package transport is fresh's UDP endpoint: a connection carrying a
+// reliable, ordered byte stream under any cc.Controller, and status updates
+// paced by an age-of-information regulator (package acp), between an IoT
+// agent and a monitor.
+//
+//	l, _ := transport.Listen("0.0.0.0:4433", transport.Config{})
+//	c, _ := l.Accept(ctx)                     // monitor side
+//	c, _ := transport.Dial(ctx, addr, cfg)    // agent side
+//	c.Write(p); c.Read(p)                     // the stream (io.Reader/io.Writer)
+//	c.SendUpdate(sample); c.ReadUpdate(ctx)   // freshest-only updates
+//	c.Stats(); c.Close()
+//
+// # Stream
+//
+// Data frames carry (offset, bytes, FIN), as QUIC's STREAM frames (RFC 9000
+// §19.8). Every packet has a new packet number; a retransmission re-sends
+// the lost bytes in a new packet (RFC 9000 §13.3), so an ACK always says
+// which transmission arrived and the RTT sample is never ambiguous (Karn's
+// problem does not arise). Loss detection is RFC 9002 §6: a packet is lost
+// when three later ones are acknowledged or after 9/8 of the RTT, and the
+// retransmission timeout backs off exponentially (internal/recovery). The
+// controller (Config.CC, "owd" by default) gates sending by its window and
+// the pacer spaces packets at its PacingRate. Flow control is a single
+// MaxData limit (RFC 9000 §4.1) advertised on every ACK: the receiver's
+// ring is Config.ReceiveWindow bytes, so a slow reader closes the window
+// and neither end's memory grows.
+//
+// # Updates
+//
+// SendUpdate hands the newest sample to the regulator (Config.UpdatePolicy,
+// "acp" by default). When the regulator's next send time comes, the
+// freshest unsent update goes out in an Update frame; a newer SendUpdate
+// replaces one still waiting, and updates are never retransmitted (SPEC
+// §2): a lost update is superseded, not repaired. The monitor's ReadUpdate
+// returns updates in increasing generation time, dropping any that arrive
+// older than one already delivered, with the generation time in the
+// monitor's clock and the age on arrival. Updates are marked CS7 by
+// default (Config.UpdateDSCP), the stream best effort.
+//
+// # One-way delay and clocks
+//
+// Every Data and Update packet carries the sender's wall-clock stamp. The
+// receiver computes each packet's one-way delay with its own clock and the
+// in-band offset estimate (clock.Inband, SPEC §4), and returns it on the
+// ACK together with the timestamps the estimator needs from the other
+// direction (the four-timestamp exchange of NTP, RFC 5905 §8). The sender's
+// controller gets the OWD with a flag saying whether the clocks are
+// trustworthy; until they are, owd runs on RTT/2 (SPEC §1). Config.NTPServer
+// corrects the local clock with NTP (clock.NTPClock) first;
+// Config.TrustPeerClock says the clocks are already synchronised.
+//
+// # Closing
+//
+// Close ends the stream (a FIN), waits up to Config.Linger for the peer to
+// acknowledge every byte written, then sends a CLOSE frame. Code 0 (normal)
+// promises the peer that all its bytes were acknowledged, so the peer ends
+// its stream where its data ends even if the FIN itself is still paced or
+// lost: its Read returns io.EOF, never an error after a complete stream.
+// A Close with bytes still unacknowledged (linger expired, or Linger < 0)
+// sends code 3 (abort), and the peer's Read reports ErrPeerClosed. Code 1
+// is a protocol violation, code 2 an idle timeout (Config.IdleTimeout).
+//
+// # I/O
+//
+// The protocol is a sans-I/O state machine (session): the Conn and Listener
+// goroutines feed it datagrams and timer expiries and send what it
+// returns. On Linux, datagrams are received with recvmmsg in batches and
+// sent with sendmmsg, as UDP_SEGMENT (GSO) runs when the kernel allows;
+// elsewhere with plain reads and writes. DSCP is set per packet
+// (IP_TOS / IPV6_TCLASS control messages), so the stream and the updates can
+// share one socket.
+//
+// The wire format (version 1, internal/wire) keeps room for a stateless
+// retry, a pre-shared-key AEAD mode and version negotiation without
+// changing the header; none is implemented yet. There is no path-MTU
+// discovery: datagrams are Config.MaxDatagram (1200) bytes.
+package transport
