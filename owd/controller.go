@@ -233,7 +233,7 @@ func (c *Controller) maybeStartProbe(now clock.Mono) {
 	if c.cfg.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
 		return
 	}
-	hold := time.Duration(c.cfg.ProbeHoldRTTs * float64(c.rtt.Smoothed()))
+	hold := time.Duration(c.cfg.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
 	c.probe.begin(now, c.cwnd, hold)
 	c.cwnd = cc.MinWindowPackets * c.mss
 }

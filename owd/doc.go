@@ -108,6 +108,10 @@
 //     slow-start exit, the next ones max(9 × the last slowdown's length,
 //     20 s) later. Unlike LEDBAT++ the window is restored at once after the
 //     hold rather than slow-started back: the ramp cost 5–8 % of the link
-//     in the simulator, the restore about 1 %. DisableBaseDelayProbe turns
-//     it off.
+//     in the simulator, the restore about 1 %. With reverse-path
+//     compensation on, the hold is 2 round trips of the forward loop,
+//     2·SRTT·(RTT − revQ)/RTT: the hold waits for the forward queue to
+//     drain, and a queued ACK path would otherwise stretch every hold
+//     (reverse-congested scenario: 13 % below the uncongested goodput
+//     instead of 15 %). DisableBaseDelayProbe turns it off.
 package owd

@@ -11,8 +11,10 @@ import (
 // standing queue takes that queue for its base delay and then defends it.
 // As LEDBAT++'s slowdown (draft-irtf-iccrg-ledbat-plus-plus §4.4), the
 // controller drops its window to the 2-packet floor for ProbeHoldRTTs·SRTT,
-// which lets the queue drain so every flow re-measures OWDmin. The first
-// slowdown comes 2 SRTT after the first slow-start exit (so a newcomer
+// which lets the queue drain so every flow re-measures OWDmin. The SRTT is
+// taken without the ACK path's queueing (divided by reverseScale) when
+// reverse compensation is on: the hold waits for the forward queue only.
+// The first slowdown comes 2 SRTT after the first slow-start exit (so a newcomer
 // re-measures soon), the next ones max(ProbeSpacing × the last slowdown's
 // length, ProbeMinInterval) later.
 //

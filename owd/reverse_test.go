@@ -56,3 +56,29 @@ func TestWindowFollowsReverseQueueing(t *testing.T) {
 		require.InDelta(t, h.c.cwnd, float64(h.c.Window()), 1)
 	}
 }
+
+// The base-delay probe holds for ProbeHoldRTTs round trips of the forward
+// loop only: what it waits for is the forward queue to drain, and an ACK
+// path queued behind someone else's bulk flow would otherwise stretch every
+// hold (2 × 300 ms instead of 2 × 105 ms here) and cost that much goodput.
+func TestProbeHoldExcludesReverseQueueing(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		cfg := Config{MSS: mss, DisableReverseCompensation: disabled}
+		h := newHarness(NewEq2(cfg))
+		h.toAvoidance()
+		h.ackN(8, 55*time.Millisecond, 100*time.Millisecond)
+		h.ackN(100, 55*time.Millisecond, 300*time.Millisecond) // ACK path queues 200 ms
+		require.False(t, h.c.probe.active)
+		srtt := h.c.rtt.Smoothed()
+		h.c.probe.schedule(h.now.Add(h.step))
+		h.ack(55*time.Millisecond, 300*time.Millisecond)
+		require.True(t, h.c.probe.active)
+		hold := h.c.probe.holdUntil.Sub(h.c.probe.start)
+		if disabled {
+			require.InDelta(t, float64(2*srtt), float64(hold), float64(time.Millisecond), "without compensation: 2 SRTT")
+			continue
+		}
+		// revQ = 195 ms of the 300 ms RTT: hold 2·SRTT·105/300.
+		require.InDelta(t, float64(2*srtt)*105/300, float64(hold), float64(5*time.Millisecond))
+	}
+}
