@@ -27,27 +27,13 @@ func (p *sessionPair) deliverOne(from, to *session, drop bool) (wire.Type, bool)
 	return h.Type, true
 }
 
-// settle runs both sessions' timers and exchanges for 100 ms of virtual
-// time, long enough for delayed ACKs to go out.
-func (p *sessionPair) settle() {
-	for range 100 {
-		p.now = p.now.Add(time.Millisecond)
-		for _, s := range []*session{p.cli, p.srv} {
-			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.timeout(p.now)
-			}
-		}
-		p.exchange()
-	}
-}
-
 // A normal CLOSE promises every byte was acknowledged, so it ends the
 // peer's stream even when the FIN itself was lost (or still paced).
 func TestNormalCloseEndsStreamWithoutFIN(t *testing.T) {
 	p := newSessionPair(t)
 	data := []byte("every byte acknowledged")
 	p.cli.out.write(data)
-	p.settle()
+	p.advance(100, time.Millisecond) // delayed ACKs go out
 	require.Zero(t, p.cli.out.unacked())
 
 	p.cli.out.finSet = true

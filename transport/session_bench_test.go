@@ -63,6 +63,20 @@ func (p *sessionPair) exchange() int {
 	}
 }
 
+// advance runs n steps of virtual time: each moves the clock by step, fires
+// both sessions' due timers and exchanges what they send.
+func (p *sessionPair) advance(n int, step time.Duration) {
+	for range n {
+		p.now = p.now.Add(step)
+		for _, s := range []*session{p.cli, p.srv} {
+			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				s.timeout(p.now)
+			}
+		}
+		p.exchange()
+	}
+}
+
 // BenchmarkSessionStream measures the sans-I/O core per stream packet in
 // steady state: the sender's poll, the receiver's handle and read, and the
 // ACK's poll and handle. Allocations per packet must be 0.
@@ -128,30 +142,14 @@ func TestKeepAliveKeepsQuietConnectionOpen(t *testing.T) {
 	p := newSessionPair(t)
 	// 2 minutes of silence from the application, in 1 s steps: keep-alive
 	// PINGs (every IdleTimeout/3 = 10 s) keep both ends from idling out.
-	for range 120 {
-		p.now = p.now.Add(time.Second)
-		for _, s := range []*session{p.cli, p.srv} {
-			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.timeout(p.now)
-			}
-		}
-		p.exchange()
-	}
+	p.advance(120, time.Second)
 	if p.cli.state != stateOpen || p.srv.state != stateOpen {
 		t.Fatalf("idled out: client %v (%v), server %v (%v)", p.cli.state, p.cli.err, p.srv.state, p.srv.err)
 	}
 	// Without keep-alive they do idle out.
 	cfg, _ := Config{KeepAlive: -1}.withDefaults()
 	p.cli.cfg, p.srv.cfg = &cfg, &cfg
-	for range 40 {
-		p.now = p.now.Add(time.Second)
-		for _, s := range []*session{p.cli, p.srv} {
-			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.timeout(p.now)
-			}
-		}
-		p.exchange()
-	}
+	p.advance(40, time.Second)
 	if p.cli.state != stateClosed || p.cli.err != ErrIdleTimeout {
 		t.Fatalf("client should idle out, state %v err %v", p.cli.state, p.cli.err)
 	}
