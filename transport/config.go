@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport/internal/wire"
@@ -31,6 +32,11 @@ type Config struct {
 	// UpdatePolicy names the update-rate policy ("acp", "acp-literal",
 	// "lazy"). Default "acp".
 	UpdatePolicy string
+	// NewUpdatePolicy, if set, builds the update-rate policy instead of
+	// UpdatePolicy: a fixed rate (acp.NewFixed), or a regulator with a
+	// non-default acp.Config. size is the update size the policy paces
+	// by (MaxDatagram). MaxUpdateRate does not apply to it.
+	NewUpdatePolicy func(size cc.ByteCount) (acp.Policy, error)
 	// MaxUpdateRate bounds the update rate, updates per second: the
 	// application's sensing rate (λ_max of SPEC §2). Default 1000.
 	MaxUpdateRate float64

@@ -161,14 +161,18 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 	size := cc.ByteCount(cfg.MaxDatagram)
 	var p acp.Policy
 	var err error
-	switch cfg.UpdatePolicy {
-	case "acp":
+	switch {
+	case cfg.NewUpdatePolicy != nil:
+		if p, err = cfg.NewUpdatePolicy(size); err == nil && p == nil {
+			err = errors.New("NewUpdatePolicy returned no policy")
+		}
+	case cfg.UpdatePolicy == "acp":
 		c := acp.Recommended(size)
 		c.MaxRate = acp.Rate(cfg.MaxUpdateRate)
 		p, err = acp.NewRegulator(c)
-	case "acp-literal":
+	case cfg.UpdatePolicy == "acp-literal":
 		p, err = acp.NewRegulator(acp.Config{UpdateSize: size, MaxRate: acp.Rate(cfg.MaxUpdateRate)})
-	case "lazy":
+	case cfg.UpdatePolicy == "lazy":
 		p, err = acp.NewLazy(acp.Config{UpdateSize: size, MaxRate: acp.Rate(cfg.MaxUpdateRate)})
 	default:
 		return nil, fmt.Errorf("%w: UpdatePolicy %q (want acp, acp-literal or lazy)", ErrConfig, cfg.UpdatePolicy)

@@ -98,9 +98,9 @@
 //     (ErrUnsupported): the endpoints share the host clock. "perfect" sets
 //     TrustPeerClock; "inband" lets the endpoints estimate the (zero)
 //     offset.
-//   - fixed flows are sim-only (transport has no fixed-rate update
-//     policy), iperf3 flows need the TUN/netns emulator (not done): both
-//     are ErrUnsupported.
+//   - fixed flows run acp.NewFixed through Config.NewUpdatePolicy, as
+//     sim does. iperf3 flows need the TUN/netns emulator (not done):
+//     ErrUnsupported.
 //   - The shim, the taps and the relay each add a loopback hop, and Go's
 //     timers wake the relay up to ~1 ms late (see bench/emu, "Timing"):
 //     OWDs measure ~1 ms above the path's delay.

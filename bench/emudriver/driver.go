@@ -15,6 +15,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2", "owd-eq7"
 	"github.com/fresh-udp/fresh/transport"
@@ -117,23 +118,23 @@ func check(s *scenario.Scenario) error {
 		switch f.Kind {
 		case scenario.KindIperf3:
 			return bad("flow %q: iperf3 flows need the TUN/netns emulator (kernel TCP), not the relay: not done", f.Name)
-		case scenario.KindFixed:
-			return bad("flow %q: fixed flows are sim-only: transport has no fixed-rate update policy (acp, acp-literal, lazy)", f.Name)
 		case scenario.KindBulk:
 			if _, err := cc.New(f.CC, 0); err != nil {
 				return bad("flow %q: %v", f.Name, err)
 			}
-		case scenario.KindACP, scenario.KindLazy:
-			switch f.CC {
-			case "acp", "acp-literal", "lazy":
+		case scenario.KindACP, scenario.KindLazy, scenario.KindFixed:
+			switch {
+			case f.Kind == scenario.KindFixed:
+			case f.CC == "acp", f.CC == "acp-literal", f.CC == "lazy":
 			default:
 				return bad("flow %q: update policy %q: want acp, acp-literal or lazy", f.Name, f.CC)
 			}
 			if f.Reverse {
-				if revPolicy != "" && revPolicy != f.CC {
-					return bad("reverse update flows with different policies (%s, %s): the server side has one policy (transport.Config of the Listener)", revPolicy, f.CC)
+				name := policyName(&f)
+				if revPolicy != "" && revPolicy != name {
+					return bad("reverse update flows with different policies (%s, %s): the server side has one policy (transport.Config of the Listener)", revPolicy, name)
 				}
-				revPolicy = f.CC
+				revPolicy = name
 			}
 		}
 	}
@@ -235,7 +236,7 @@ func (d *driver) setup() error {
 	}
 	for _, f := range d.flows {
 		if f.spec.IsUpdates() && f.spec.Reverse {
-			lcfg.UpdatePolicy = f.spec.CC
+			setPolicy(&lcfg, &f.spec)
 		}
 	}
 	var err error
@@ -302,7 +303,7 @@ func (d *driver) setupFresh(f *flowRun, relay *net.UDPAddr) error {
 		cfg.CC = f.spec.CC
 		cfg.StreamDSCP = int(f.dscp)
 	} else {
-		cfg.UpdatePolicy = f.spec.CC
+		setPolicy(&cfg, &f.spec)
 		cfg.UpdateDSCP = int(f.dscp)
 		if f.dscp == 0 {
 			cfg.UpdateDSCP = -1 // best effort (0 means the CS7 default)
@@ -863,4 +864,26 @@ func (d *driver) shutdown() {
 		}
 		d.wg.Wait()
 	})
+}
+
+// setPolicy configures an update flow's rate policy: a fixed rate
+// (acp.NewFixed at the flow's update_rate) or a named one (acp, acp-literal,
+// lazy).
+func setPolicy(cfg *transport.Config, f *scenario.Flow) {
+	if f.Kind != scenario.KindFixed {
+		cfg.UpdatePolicy = f.CC
+		return
+	}
+	hz := acp.Rate(f.UpdateRate)
+	cfg.NewUpdatePolicy = func(size cc.ByteCount) (acp.Policy, error) {
+		return acp.NewFixed(hz, acp.Config{UpdateSize: size})
+	}
+}
+
+// policyName names a flow's update policy, the rate included for fixed.
+func policyName(f *scenario.Flow) string {
+	if f.Kind == scenario.KindFixed {
+		return fmt.Sprintf("fixed %g Hz", f.UpdateRate)
+	}
+	return f.CC
 }

@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/acp"
+	"github.com/fresh-udp/fresh/cc"
+)
+
+func TestUpdatePolicyByNameOrHook(t *testing.T) {
+	for _, name := range []string{"acp", "acp-literal", "lazy"} {
+		cfg, err := Config{UpdatePolicy: name}.withDefaults()
+		require.NoError(t, err)
+		_, err = newPolicy(&cfg)
+		require.NoError(t, err, name)
+	}
+	cfg, err := Config{UpdatePolicy: "fastest"}.withDefaults()
+	require.NoError(t, err)
+	_, err = newPolicy(&cfg)
+	require.ErrorIs(t, err, ErrConfig)
+
+	// The hook wins over the name and gets the datagram size.
+	var gotSize cc.ByteCount
+	cfg, err = Config{UpdatePolicy: "lazy", MaxDatagram: 900, NewUpdatePolicy: func(size cc.ByteCount) (acp.Policy, error) {
+		gotSize = size
+		return acp.NewFixed(25, acp.Config{UpdateSize: size})
+	}}.withDefaults()
+	require.NoError(t, err)
+	p, err := newPolicy(&cfg)
+	require.NoError(t, err)
+	require.Equal(t, cc.ByteCount(900), gotSize)
+	p.OnUpdateSent(0, 1, 0)
+	require.Equal(t, 40*time.Millisecond, time.Duration(p.NextSendTime()), "25 Hz")
+
+	// Its failures are configuration errors.
+	for _, hook := range []func(cc.ByteCount) (acp.Policy, error){
+		func(cc.ByteCount) (acp.Policy, error) { return nil, errors.New("no") },
+		func(cc.ByteCount) (acp.Policy, error) { return nil, nil },
+	} {
+		cfg.NewUpdatePolicy = hook
+		_, err = newPolicy(&cfg)
+		require.ErrorIs(t, err, ErrConfig)
+	}
+}
