@@ -134,7 +134,9 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	}
 	v := a.Variation()
 	mu := a.Mu(now)
-	d := c.rule.delta(v, mu, a.Current(), a.floored(), c.cwnd/c.mss) * acked
+	// Per-ACK steps divided by the reverse scale keep the loop gain of the
+	// forward loop when the ACK path queues (reverse.go).
+	d := c.rule.delta(v, mu, a.Current(), a.floored(), c.cwnd/c.mss) * acked / c.reverseScale()
 	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
 		c.grow(d * c.mss)
 	}

@@ -73,9 +73,12 @@ func TestEq2ThroughController(t *testing.T) {
 			h := newHarness(NewEq2(noProbe()))
 			h.toAvoidance()
 			require.False(t, h.c.Metrics().InSlowStart)
-			h.ackN(4, tc.owd, 110*time.Millisecond) // fill the OWDcur filter
+			// The RTT grows by the forward queueing only: no ACK-path
+			// queue, so reverse compensation stays out of the way.
+			rtt := 100*time.Millisecond + tc.owd - 50*time.Millisecond
+			h.ackN(4, tc.owd, rtt) // fill the OWDcur filter
 			before := h.cwndPackets()
-			h.ackN(int(math.Round(before)), tc.owd, 110*time.Millisecond)
+			h.ackN(int(math.Round(before)), tc.owd, rtt)
 			tc.want(t, before, h.cwndPackets())
 		})
 	}

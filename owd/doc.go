@@ -95,9 +95,13 @@
 //     of the RTT increase that forward OWD does not explain, i.e. ACK-path
 //     queueing. The paper's argument is that OWD is blind to reverse
 //     congestion; a window controller is not, since it sends at
-//     cwnd/RTT. In the simulator's reverse-congested scenario this took
-//     "owd" from 26 % to 15 % below its uncongested goodput.
-//     DisableReverseCompensation turns it off.
+//     cwnd/RTT. The per-ACK window steps are divided by the same factor,
+//     so the control loop keeps the gain it has on an uncongested ACK path
+//     although its feedback now takes the whole inflated RTT. In the
+//     simulator's reverse-congested scenario the window scaling took
+//     "owd" from 26 % to 15 % below its uncongested goodput, the step
+//     scaling (with the probe hold below) to 5 %.
+//     DisableReverseCompensation turns both off.
 //   - Application-limited: the window grows only when the flow was using it
 //     (cc.WindowLimited, RFC 7661); decreases always apply.
 //   - Latecomers: a flow that starts on a standing queue takes that queue

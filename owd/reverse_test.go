@@ -82,3 +82,40 @@ func TestProbeHoldExcludesReverseQueueing(t *testing.T) {
 		require.InDelta(t, float64(2*srtt)*105/300, float64(hold), float64(5*time.Millisecond))
 	}
 }
+
+// With the ACK path queued, each per-ACK step is divided by the reverse
+// scale: the feedback loop is RTT/(RTT − revQ) times longer than the
+// forward loop, so undivided steps would over-correct by that factor.
+func TestStepsScaledByReverseQueueing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		owd  time.Duration // forward: base 50 ms
+	}{
+		{"increase (empty forward queue)", 50 * time.Millisecond},
+		{"Eq. 7 decrease (forward queue 25 ms)", 75 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			step := func(disabled bool) float64 {
+				cfg := noProbe()
+				cfg.DisableReverseCompensation = disabled
+				h := newHarness(New(cfg))
+				h.toAvoidance()
+				// Forward queueing as given, plus 200 ms on the ACK path.
+				rtt := 300*time.Millisecond + tc.owd - 50*time.Millisecond
+				h.ackN(4, tc.owd, rtt)
+				before := h.c.cwnd
+				h.ack(tc.owd, rtt)
+				return h.c.cwnd - before
+			}
+			off, on := step(true), step(false)
+			require.NotZero(t, off)
+			// revQ = 200 ms of the RTT: scale = RTT/(RTT − 200 ms).
+			rtt := 300*time.Millisecond + tc.owd - 50*time.Millisecond
+			scale := float64(rtt) / float64(rtt-200*time.Millisecond)
+			// (1 %: the steps before this one were scaled too, so the
+			// windows the two steps start from differ slightly.)
+			require.InEpsilon(t, off/scale, on, 0.01)
+			require.Greater(t, scale, 2.0)
+		})
+	}
+}
