@@ -66,9 +66,11 @@ func TestEmuCommandWithFake(t *testing.T) {
 func TestEmuCommandUsage(t *testing.T) {
 	dir := t.TempDir()
 	scen := writeScenario(t, dir, "s.json", testScenario)
-	fixed := writeScenario(t, dir, "fixed.json", `{"name": "f", "duration": "5s",
+	// The server side has one update policy: reverse flows must share it.
+	mixed := writeScenario(t, dir, "mixed.json", `{"name": "f", "duration": "5s",
 	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
-	  "flows": [{"kind": "bulk"}, {"kind": "fixed", "update_rate": 10}]}`)
+	  "flows": [{"kind": "bulk"}, {"name": "a", "kind": "fixed", "update_rate": 10, "reverse": true},
+	            {"name": "b", "kind": "lazy", "reverse": true}]}`)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -77,7 +79,7 @@ func TestEmuCommandUsage(t *testing.T) {
 		{[]string{"--relay", "--acp-sweep", scen}, "sim-only"},
 		{[]string{"--relay", "--cc", "nope", scen}, `freshbench emu: --cc: unknown controller "nope"`},
 		{[]string{"--relay"}, "freshbench emu: no scenario file given"},
-		{[]string{"--relay", scen, fixed}, "fixed flows are sim-only"},
+		{[]string{"--relay", scen, mixed}, "reverse update flows with different policies"},
 	} {
 		var opts []emudriver.Options
 		var stdout, stderr bytes.Buffer
