@@ -40,7 +40,7 @@ Flags:
   --plot DIR         write PNG plots into DIR (created if missing)
   -h, --help         print this help
 
-Not in emu: --acp-sweep (sim only); fixed and iperf3 flows, clock_offset,
+Not in emu: --acp-sweep (sim only); iperf3 flows, clock_offset,
 clock_skew_ppm and clock_sync "none" are refused (see bench/README.md).
 
 Exit status: 0 ok, 2 usage error (bad flag or scenario file, or a scenario
