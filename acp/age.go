@@ -242,10 +242,15 @@ type AgeSummary struct {
 	P95        time.Duration // time-weighted 95th percentile of age
 	PeakMean   time.Duration // mean of the peak ages
 	PeakMax    time.Duration // largest peak age
-	Deliveries int64         // every call to Deliver
-	Useful     int64         // deliveries that lowered the age (incl. the first)
-	Stale      int64         // deliveries older than g*: no effect
-	Clamped    int64         // useful deliveries received before the frontier, counted at it
+	// Max is the largest age over [Start, End]: the top of the highest
+	// tooth, or the age at End if no update arrived for longer than that.
+	// PeakMax alone misses that last, unfinished tooth, and P95 could then
+	// exceed it; P95 ≤ Max always.
+	Max        time.Duration
+	Deliveries int64 // every call to Deliver
+	Useful     int64 // deliveries that lowered the age (incl. the first)
+	Stale      int64 // deliveries older than g*: no effect
+	Clamped    int64 // useful deliveries received before the frontier, counted at it
 }
 
 // Summary returns the statistics over [Start, end].
@@ -267,7 +272,10 @@ func (m *AgeMeter) Summary(end clock.Mono) AgeSummary {
 	s.Start, s.End = m.saw.start, end
 	s.Duration = end.Sub(m.saw.start)
 	s.Mean = m.Mean(end)
-	s.P95 = m.Percentile(end, 0.95)
+	s.Max = max(m.peakMax, m.Age(end))
+	// The histogram's bins are 2.2 % wide: keep the percentile within the
+	// exact maximum.
+	s.P95 = min(m.Percentile(end, 0.95), s.Max)
 	return s
 }
 

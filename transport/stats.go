@@ -51,7 +51,8 @@ type Stats struct {
 
 // AgeStats is the age of information at this end (monitor side): the
 // time-average age since the first update, its 95th percentile and the
-// largest peak, as acp.AgeMeter measures them.
+// largest age so far (acp.AgeSummary.Max: the highest tooth of the
+// sawtooth, or the current age if no update came for longer than that).
 type AgeStats struct {
 	Mean, P95, Peak time.Duration
 }
@@ -72,7 +73,7 @@ func (s *session) stats(now clock.Mono) Stats {
 	st.UpdateRate = float64(s.policy.Rate())
 	if s.age.Started() {
 		sum := s.age.Summary(now)
-		st.Age = AgeStats{Mean: sum.Mean, P95: sum.P95, Peak: sum.PeakMax}
+		st.Age = AgeStats{Mean: sum.Mean, P95: sum.P95, Peak: sum.Max}
 	}
 	return st
 }

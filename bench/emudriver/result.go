@@ -107,7 +107,7 @@ func (f *flowRun) report(d *driver) report.Flow {
 		fr.AgeMs = &report.AgeStats{
 			Mean: report.Round3(float64(sum.Mean) / 1e6),
 			P95:  report.Round3(float64(sum.P95) / 1e6),
-			Peak: report.Round3(float64(sum.PeakMax) / 1e6),
+			Peak: report.Round3(float64(sum.Max) / 1e6),
 		}
 		rate := 0.0
 		if active > 0 {

@@ -74,7 +74,7 @@ func (w *world) result(opts Options) *report.Run {
 		}
 		if f.isUpdates() {
 			sum := f.age.Summary(min(end, f.end))
-			fr.AgeMs = &report.AgeStats{Mean: report.Round3(ms(sum.Mean)), P95: report.Round3(ms(sum.P95)), Peak: report.Round3(ms(sum.PeakMax))}
+			fr.AgeMs = &report.AgeStats{Mean: report.Round3(ms(sum.Mean)), P95: report.Round3(ms(sum.P95)), Peak: report.Round3(ms(sum.Max))}
 			fr.Lost = f.st.sent - f.st.delivered
 			rate := 0.0
 			if active > 0 {
