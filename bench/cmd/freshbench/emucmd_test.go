@@ -106,7 +106,7 @@ func TestEmuEndToEnd(t *testing.T) {
 	start := time.Now()
 	code := run([]string{"emu", "--relay", "--cc", "cubic", "--json", out, scen}, &stdout, &stderr)
 	require.Equal(t, exitOK, code, stderr.String())
-	require.Less(t, time.Since(start), 10*time.Second)
+	require.Less(t, time.Since(start), 30*time.Second, "no hang")
 	require.Contains(t, stdout.String(), "emulated 2 s in")
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
@@ -118,6 +118,9 @@ func TestEmuEndToEnd(t *testing.T) {
 	require.Equal(t, "cubic", r.CC)
 	require.Len(t, r.Flows, 2)
 	require.Greater(t, r.Flows[0].GoodputBps, 0.0)
-	require.InDelta(t, 500e3, r.Flows[1].GoodputBps, 100e3, "the reverse cbr flow crosses the reverse link")
+	// The cbr sender runs on real timers: a busy host makes it late, never
+	// early, so only the upper bound is tight.
+	require.Greater(t, r.Flows[1].GoodputBps, 250e3, "the reverse cbr flow crosses the reverse link")
+	require.Less(t, r.Flows[1].GoodputBps, 1.1*500e3)
 	require.Greater(t, r.Flows[1].OWDms.P50, 10.0)
 }
