@@ -94,7 +94,7 @@ func TestAgeMeterSawtooth(t *testing.T) {
 		Mean: msd(25), P95: m.Percentile(end, 0.95),
 		PeakMean: msd(30), PeakMax: msd(35),
 		// The last tooth is unfinished at 70 ms: age 40 ms > PeakMax.
-		Max: msd(40),
+		Max:        msd(40),
 		Deliveries: 5, Useful: 4, Stale: 1,
 	}, s)
 	require.LessOrEqual(t, s.P95, s.Max)
