@@ -159,6 +159,47 @@ type Config struct {
 	// epoch, so a path whose age-optimal backlog is a hundred updates (a
 	// long fat path) takes minutes to get there. 0 = the literal +κ.
 	IncFraction float64
+	// ZCountsLosses makes an update declared lost (OnLoss) a departure for
+	// Z, like an acknowledged one. SPEC §2's λ = 1/Z + b*/T relies on 1/Z
+	// being the rate at which updates leave the backlog ("delivers at the
+	// rate ACKs return, which keeps the backlog where it is"), and a lost
+	// update leaves the backlog too (see the package doc, Loss). Counting
+	// ACKs alone makes 1/Z the delivery rate, (1 − p)·λ at loss rate p, so
+	// every step of the table is biased down by p·λ: at 5 % loss and
+	// 100 Hz an INC of κ per 200 ms epoch is cancelled outright, and the
+	// regulator random-walks far below the path's capacity. A loss is
+	// counted like an update of the same ACK frame (a zero interval when it
+	// comes with the ACK that revealed it). false = ACKs only (the paper).
+	ZCountsLosses bool
+	// EpochZ, when > 0, measures Z over the epoch the table just judged:
+	// if at least EpochZ updates left the backlog during it (acknowledged,
+	// or lost with ZCountsLosses), the rate uses Z = epoch length / that
+	// count instead of the EWMA (EpochStats.Z reports the one used). B̄ and
+	// Δ̄ are averages over the epoch; the EWMA of gain 1/8 averages the last
+	// ~8 ACK intervals only, a few milliseconds on a fast path, so delay
+	// jitter that bunches ACKs makes 1/Z, hence λ, swing by tens of percent
+	// from one epoch to the next (at 5 ms of jitter on a 5 Mbit/s path the
+	// regulator ran the queue full). Below EpochZ departures (slow rates)
+	// the epoch count is too coarse and the EWMA is kept. 0 = always the
+	// EWMA (the paper).
+	EpochZ int
+	// BinaryInc bounds INC by a binary search (BIC, L. Xu, K. Harfoush,
+	// I. Rhee, "Binary Increase Congestion Control for Fast, Long Distance
+	// Networks", INFOCOM 2004) below the ceiling, the rate λ_k of the last
+	// epoch that started a (b>0, δ>0) run (its DEC, not the MDECs that
+	// follow: those epochs' rates are already the reaction). An INC from λ
+	// below the ceiling C goes to at most max(λ + κ/T, (λ + C)/2); an INC
+	// from λ ≥ C clears the ceiling (the path got faster) and is not
+	// bounded. The table finds out that a rate was too fast an epoch or two
+	// late (the age is seen one ACK lag behind), and INC's step, +κ or
+	// IncFraction·B̄ over one epoch, lands at the same rate again: with
+	// IncFraction the literal table oscillates with a period of a few
+	// epochs around the service rate, building a queue each time, and where
+	// the backlog is large (a long path, a full queue) one INC can jump
+	// past the capacity by half the backlog. The bisection approaches the
+	// last rate that hurt in halving steps and probes past it by κ per
+	// epoch. false = INC as the table says.
+	BinaryInc bool
 }
 
 // withDefaults returns c with zero fields defaulted, or an error wrapping
@@ -217,6 +258,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(c.MinUpdatesPerRTT >= 0) || math.IsInf(c.MinUpdatesPerRTT, 1) {
 		return bad("MinUpdatesPerRTT %v", c.MinUpdatesPerRTT)
+	}
+	if c.EpochZ < 0 || c.EpochZ > 1<<20 {
+		return bad("EpochZ %d outside [0, 2^20]", c.EpochZ)
 	}
 	if !(c.IncFraction >= 0) || c.IncFraction > 1 {
 		return bad("IncFraction %v outside [0, 1]", c.IncFraction)

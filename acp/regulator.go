@@ -104,7 +104,9 @@ type EpochStats struct {
 	Action         Action         //
 	Gamma          int            // γ after this epoch
 	BStar          float64        // b*, target backlog change in updates
-	Z              time.Duration  // smoothed ACK inter-arrival time at the close (0 = unknown)
+	Z              time.Duration  // Z used for the rate: the EWMA at the close, or the epoch's (Config.EpochZ); 0 = unknown
+	Departures     int            // updates that left the backlog for Z during the epoch (ACKs; losses with ZCountsLosses)
+	Ceiling        Rate           // Config.BinaryInc's ceiling after this epoch; 0 = none
 	T              time.Duration  // next epoch length, used in b*/T
 	Rate           Rate           // λ_{k+1}, the rate from now on
 	RateBefore     Rate           // λ_k
@@ -162,11 +164,13 @@ type Regulator struct {
 	lagValid     bool
 	signal       cc.DelaySignal
 
-	// Z: EWMA of ACK inter-arrival times.
-	z       time.Duration
-	zValid  bool
-	lastAck clock.Mono
-	ackSeen bool
+	// Z: EWMA of ACK (and, with ZCountsLosses, loss) inter-arrival times;
+	// departures counts them in the current epoch (Config.EpochZ).
+	z          time.Duration
+	zValid     bool
+	lastAck    clock.Mono
+	ackSeen    bool
+	departures int
 
 	// Decision state.
 	prevBacklog float64
@@ -174,6 +178,7 @@ type Regulator struct {
 	prevValid   bool // previous epoch had both B̄ and Δ̄
 	gamma       int
 	prevWasUpUp bool // previous epoch fell in row (b>0, δ>0)
+	ceiling     Rate // Config.BinaryInc: λ of the last epoch that started a (b>0, δ>0) run; 0 = none
 	lastEpoch   EpochStats
 	counters    Counters
 }
@@ -309,9 +314,14 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		T:          r.epochLength(),
 		RateBefore: r.rate,
 	}
-	if r.zValid {
-		st.Z = r.z
+	z := r.z
+	if r.cfg.EpochZ > 0 && r.departures >= r.cfg.EpochZ {
+		z = now.Sub(r.epochStart) / time.Duration(r.departures)
 	}
+	if r.zValid {
+		st.Z = z
+	}
+	st.Departures = r.departures
 	st.AgeFrom, st.AgeTo, st.Age, st.AgeValid = r.epochAge(now)
 
 	var bstar float64
@@ -337,14 +347,18 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		st.Action, bstar = r.apply(rowNone, st.Backlog)
 	}
 	if st.Action != ActionHold {
-		r.setRate(nextRate(r.z, bstar, st.T, r.minRate(), r.cfg.MaxRate))
+		lambda := nextRate(z, bstar, st.T, r.minRate(), r.cfg.MaxRate)
+		if r.cfg.BinaryInc {
+			lambda = r.binaryInc(st.Action, r.prevWasUpUp, st.RateBefore, lambda, st.T)
+		}
+		r.setRate(lambda)
 		r.ruled = true
 	}
-	st.BStar, st.Gamma, st.Rate = bstar, r.gamma, r.rate
+	st.BStar, st.Gamma, st.Rate, st.Ceiling = bstar, r.gamma, r.rate, r.ceiling
 	r.lastEpoch = st
 
 	r.prevBacklog, r.prevAge, r.prevValid = st.Backlog, st.Age, st.AgeValid
-	r.epochStart, r.backlogArea = now, 0
+	r.epochStart, r.backlogArea, r.departures = now, 0, 0
 	r.epochIndex++
 	r.counters.Epochs++
 }
@@ -375,6 +389,41 @@ func (r *Regulator) apply(rw row, backlog float64) (Action, float64) {
 	default:
 		return ActionHold, 0
 	}
+}
+
+// binaryInc is Config.BinaryInc: it records the ceiling at the DEC that
+// starts a (b>0, δ>0) run (upUp: this epoch fell in that row; before: the
+// epoch's rate) and bounds an INC from λ below the ceiling C to
+// max(λ + κ/T, (λ + C)/2); an INC from λ ≥ C clears the ceiling. Other
+// actions pass lambda through.
+func (r *Regulator) binaryInc(a Action, upUp bool, before, lambda Rate, t time.Duration) Rate {
+	switch {
+	case a == ActionDec && upUp:
+		r.ceiling = before
+	case a == ActionInc && r.ceiling > 0 && lambda > r.rate:
+		if r.rate >= r.ceiling {
+			r.ceiling = 0 // probed past it without a (b>0, δ>0): the path got faster
+			return lambda
+		}
+		return min(lambda, max(r.rate+Rate(r.cfg.Kappa/t.Seconds()), (r.rate+r.ceiling)/2))
+	}
+	return lambda
+}
+
+// depart is an update leaving the backlog, for Z: an ACK, or with
+// ZCountsLosses a loss. Z is the EWMA of the intervals between departures;
+// departures counts them in the current epoch (Config.EpochZ).
+func (r *Regulator) depart(now clock.Mono) {
+	if r.ackSeen {
+		sample := now.Sub(r.lastAck)
+		if r.zValid {
+			r.z += time.Duration(r.cfg.ZGain * float64(sample-r.z))
+		} else {
+			r.z, r.zValid = sample, true
+		}
+	}
+	r.lastAck, r.ackSeen = now, true
+	r.departures++
 }
 
 // OnUpdateSent records that the update generated at gen was sent now as
@@ -424,15 +473,7 @@ func (r *Regulator) OnAck(now clock.Mono, ack cc.AckSample) {
 			r.setRate(r.startRate())
 		}
 	}
-	if r.ackSeen {
-		sample := now.Sub(r.lastAck)
-		if r.zValid {
-			r.z += time.Duration(r.cfg.ZGain * float64(sample-r.z))
-		} else {
-			r.z, r.zValid = sample, true
-		}
-	}
-	r.lastAck, r.ackSeen = now, true
+	r.depart(now)
 
 	s := r.ring.get(ack.PacketNumber)
 	if s == nil {
@@ -479,6 +520,9 @@ func (r *Regulator) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	r.setBacklog(now, r.backlog-1)
 	s.state = slotLost
 	r.counters.Lost++
+	if r.cfg.ZCountsLosses {
+		r.depart(now)
+	}
 }
 
 // OnRetransmissionTimeout implements cc.Controller. The path may have changed
@@ -488,6 +532,7 @@ func (r *Regulator) OnLoss(now clock.Mono, loss cc.LossEvent) {
 func (r *Regulator) OnRetransmissionTimeout(now clock.Mono) {
 	r.tick(now)
 	r.prevValid, r.prevWasUpUp, r.gamma, r.ruled = false, false, 0, false
+	r.ceiling = 0
 	r.setRate(r.startRate())
 }
 

@@ -548,6 +548,7 @@ func TestConfigValidation(t *testing.T) {
 		{BacklogNoise: -1},
 		{MinUpdatesPerRTT: -1},
 		{MinUpdatesPerRTT: math.Inf(1)},
+		{EpochZ: -1},
 	}
 	for _, c := range bad {
 		_, err := NewRegulator(c)
@@ -641,4 +642,158 @@ func TestIncFraction(t *testing.T) {
 	}
 	_, err := NewRegulator(Config{IncFraction: 1.5})
 	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
+// TestZCountsLosses: with ZCountsLosses a loss is a departure for Z (an
+// interval sample, and one more departure in the epoch); without it only
+// ACKs are. Updates 0–3 are sent at 0 ms; 0 is acknowledged at 100 ms, 1
+// declared lost at 110 ms, 2 acknowledged at 120 ms; 3 is lost at 120 ms,
+// with the ACK that revealed it (a zero interval).
+func TestZCountsLosses(t *testing.T) {
+	tests := []struct {
+		name       string
+		on         bool
+		z          time.Duration
+		departures int
+	}{
+		{"ACKs only (paper)", false, msd(20), 2},    // one interval: 120 − 100
+		{"losses count", true, msd(10 - 10.0/8), 4}, // 10, 10, then 0: 10 + (0 − 10)/8
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRegulator(Config{ZCountsLosses: tc.on, InitialRTT: time.Hour})
+			require.NoError(t, err)
+			for pn := range cc.PacketNumber(4) {
+				r.OnUpdateSent(0, pn, 0)
+			}
+			r.OnAck(ms(100), cc.AckSample{PacketNumber: 0})
+			r.OnLoss(ms(110), cc.LossEvent{PacketNumber: 1})
+			r.OnAck(ms(120), cc.AckSample{PacketNumber: 2})
+			r.OnLoss(ms(120), cc.LossEvent{PacketNumber: 3})
+			r.OnLoss(ms(120), cc.LossEvent{PacketNumber: 3}) // repeated: not a departure
+			require.Equal(t, tc.z, r.Z())
+			require.Zero(t, r.Backlog())
+			r.Tick(clock.Mono(time.Hour)) // closes the epoch
+			require.Equal(t, tc.departures, r.LastEpoch().Departures)
+		})
+	}
+}
+
+// TestEpochZ: with EpochZ = n and at least n departures in the epoch, the
+// rate uses Z = epoch length / departures; with fewer, or EpochZ = 0, the
+// EWMA. Epoch 0 is [0, 100 ms] (InitialRTT 100 ms, no RTT sample); five ACKs
+// at 50, 51, 52, 53 and 90 ms give the EWMA 1, 1, 1, then 1 + (37 − 1)/8 =
+// 5.5 ms, while the epoch delivered at one update per 100/5 = 20 ms.
+func TestEpochZ(t *testing.T) {
+	tests := []struct {
+		epochZ int
+		z      time.Duration
+	}{
+		{0, msd(5.5)},
+		{4, msd(20)},
+		{5, msd(20)},
+		{6, msd(5.5)},
+	}
+	for _, tc := range tests {
+		r, err := NewRegulator(Config{EpochZ: tc.epochZ, InitialRTT: hRTT})
+		require.NoError(t, err)
+		for pn := range cc.PacketNumber(10) {
+			r.OnUpdateSent(0, pn, 0)
+		}
+		for i, at := range []float64{50, 51, 52, 53, 90} {
+			r.OnAck(ms(at), cc.AckSample{PacketNumber: cc.PacketNumber(i)})
+		}
+		require.Equal(t, msd(5.5), r.Z(), "the EWMA itself is unchanged")
+		r.Tick(ms(100))
+		st := r.LastEpoch()
+		require.EqualValues(t, 0, st.Index)
+		require.Equal(t, 5, st.Departures)
+		require.Equal(t, tc.z, st.Z, "EpochZ %d", tc.epochZ)
+	}
+}
+
+// TestEpochZSetsTheRate: the harness's "b<0, δ>0: INC" epoch with two
+// losses declared at its start. Its Z is 10 ms by either estimate unless
+// losses count, and 100 ms / 12 departures with ZCountsLosses and EpochZ.
+func TestEpochZSetsTheRate(t *testing.T) {
+	p := plan([]int{0, 0, 2, 1}, []float64{0, 0, 5, 0})
+	tests := []struct {
+		cfg  Config
+		z    time.Duration
+		rate Rate
+	}{
+		{Config{}, hZ, wantRate(1)},                                   // 110 Hz
+		{Config{EpochZ: 8}, hZ, wantRate(1)},                          // 10 ACKs in 100 ms
+		{Config{ZCountsLosses: true, EpochZ: 8}, hRTT / 12, 120 + 10}, // 10 ACKs + 2 losses
+	}
+	for _, tc := range tests {
+		st := newHarness(t, tc.cfg).run(p)
+		e := st[3]
+		require.Equal(t, ActionInc, e.Action, "%+v", tc.cfg)
+		require.Equal(t, tc.z, e.Z, "%+v", tc.cfg)
+		require.InDelta(t, float64(tc.rate), float64(e.Rate), 1e-4, "%+v", tc.cfg)
+	}
+}
+
+// TestBinaryInc: the ceiling is λ_k of the DEC that starts a (b>0, δ>0) run;
+// an INC below it goes at most halfway (or +κ/T if that is more); an INC at
+// or above it clears it. T = 100 ms, κ = 1: κ/T = 10 Hz.
+func TestBinaryInc(t *testing.T) {
+	tests := []struct {
+		name        string
+		ceiling     Rate // before
+		rate        Rate // λ_k
+		action      Action
+		upUp        bool
+		lambda      Rate // the table's λ_{k+1}
+		want        Rate
+		wantCeiling Rate
+	}{
+		{"DEC starting a (+,+) run records λ_k", 0, 300, ActionDec, true, 290, 290, 300},
+		{"later DEC of a new run replaces it", 500, 300, ActionDec, true, 290, 290, 300},
+		{"MDEC keeps it", 300, 290, ActionMDec, true, 150, 150, 300},
+		{"DEC on (−,−) keeps it", 300, 200, ActionDec, false, 190, 190, 300},
+		{"INC bisects", 300, 100, ActionInc, false, 400, 200, 300},
+		{"INC below the bisection is kept", 300, 100, ActionInc, false, 150, 150, 300},
+		{"INC close below: +κ/T", 300, 295, ActionInc, false, 400, 305, 300},
+		{"INC from the ceiling clears it", 300, 300, ActionInc, false, 400, 400, 0},
+		{"INC that lowers λ is untouched", 300, 250, ActionInc, false, 240, 240, 300},
+		{"no ceiling: INC untouched", 0, 100, ActionInc, false, 400, 400, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRegulator(Config{BinaryInc: true})
+			require.NoError(t, err)
+			r.ceiling, r.rate = tc.ceiling, tc.rate
+			got := r.binaryInc(tc.action, tc.upUp, tc.rate, tc.lambda, hRTT)
+			require.InDelta(t, float64(tc.want), float64(got), 1e-9)
+			require.Equal(t, tc.wantCeiling, r.ceiling)
+		})
+	}
+}
+
+// TestBinaryIncInTheTable: the γ run of TestGammaGrowthAndReset. Epoch 3's
+// DEC starts the run at the start rate, 10 Hz, which becomes the ceiling;
+// the MDECs take λ to λ_min (0.1 Hz), and epoch 7's INC, 110 Hz by the
+// table, goes only to max(0.1 + 10, (0.1 + 10)/2) = 10.1 Hz. Without
+// BinaryInc it is 110 Hz. An RTO clears the ceiling.
+func TestBinaryIncInTheTable(t *testing.T) {
+	extra := []int{0, 0, 0, 1, 2, 3, 4, 3}
+	off := []float64{0, 0, 5, 10, 15, 20, 25, 30}
+	st := newHarness(t, Config{}).run(plan(extra, off))
+	require.Equal(t, ActionInc, st[7].Action)
+	require.InDelta(t, float64(wantRate(1)), float64(st[7].Rate), 1e-9)
+
+	h := newHarness(t, Config{BinaryInc: true})
+	st = h.run(plan(extra, off))
+	require.Equal(t, ActionDec, st[3].Action)
+	require.Equal(t, Rate(10), st[3].Ceiling)
+	require.Equal(t, ActionMDec, st[6].Action)
+	require.Equal(t, Rate(10), st[6].Ceiling, "MDECs keep it")
+	require.Equal(t, ActionInc, st[7].Action)
+	require.InDelta(t, 10.1, float64(st[7].Rate), 1e-9)
+	require.Equal(t, Rate(10), h.r.ceiling)
+	h.r.OnRetransmissionTimeout(ms(800)) // the close of epoch 7: no epoch closes now
+	require.EqualValues(t, 8, h.r.Counters().Epochs)
+	require.Zero(t, h.r.ceiling)
 }
