@@ -30,6 +30,7 @@ type session struct {
 	tr       *recovery.Tracker
 	ctl      cc.Controller // the stream's window controller
 	policy   acp.Policy    // the update-rate regulator
+	owd      owdStats      // Stats' OWD when the controller keeps none
 	out      sendStream
 	peerMax  int64      // peer's MaxData
 	nextSend clock.Mono // pacer: earliest time for the next stream packet
@@ -379,6 +380,9 @@ func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 				s.out.onAcked(p.Offset, p.Len, p.Flags&flagFIN != 0)
 				s.st.StreamBytesAcked += int64(p.Len)
 				s.ctl.OnAck(now, sample)
+				if sample.OWDValid {
+					s.owd.add(sample.OWD, sample.ClockSynced)
+				}
 			case kindUpdate:
 				// The regulator needs an RTT per update (its epoch is one
 				// RTT, SPEC §2), and updates usually share an ACK with

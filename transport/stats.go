@@ -17,9 +17,13 @@ type Stats struct {
 	InSlowStart bool          //
 	SRTT        time.Duration // smoothed RTT (RFC 6298)
 	MinRTT      time.Duration //
-	MinOWD      time.Duration // OWDmin the controller uses
-	CurOWD      time.Duration // filtered current OWD
-	Signal      cc.DelaySignal
+	// MinOWD and CurOWD are the stream's one-way delays: the owd
+	// controller's OWDmin and OWDcur, or, for a controller without them,
+	// the smallest trusted sample since the connection opened and the
+	// smallest of the last four (0 until the clocks are trusted).
+	MinOWD time.Duration
+	CurOWD time.Duration
+	Signal cc.DelaySignal
 	// Clocks: the estimated receiver − sender offset of the peer's clock
 	// (in-band, clock.Inband) and whether it is trusted.
 	ClockOffset time.Duration
@@ -64,6 +68,9 @@ func (s *session) stats(now clock.Mono) Stats {
 	st.Window, st.PacingRate, st.InSlowStart = m.Window, m.PacingRate, m.InSlowStart
 	st.SRTT, st.MinRTT = s.tr.RTT().Smoothed(), s.tr.RTT().Min()
 	st.MinOWD, st.CurOWD, st.Signal = m.OWDMin, m.OWDCur, m.Signal
+	if st.MinOWD == 0 { // a controller without a delay analyzer
+		st.MinOWD, st.CurOWD = s.owd.min, s.owd.current()
+	}
 	if s.cfg.TrustPeerClock {
 		st.ClockSynced = true
 	} else {

@@ -1,0 +1,40 @@
+package transport
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestOWDStats(t *testing.T) {
+	var o owdStats
+	require.Zero(t, o.current())
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	o.add(ms(1), false) // clocks not trusted yet: ignored
+	require.Zero(t, o.min)
+	for _, v := range []int{30, 25, 40, 50, 45, 60} {
+		o.add(ms(v), true)
+	}
+	require.Equal(t, ms(25), o.min)
+	require.Equal(t, ms(40), o.current(), "min of 40, 50, 45, 60")
+}
+
+// A controller without a delay analyzer (cubic) still gets the OWD columns
+// of Stats from the ACKs' samples.
+func TestStatsOWDWithCubic(t *testing.T) {
+	cfg, err := Config{CC: "cubic", TrustPeerClock: true}.withDefaults()
+	require.NoError(t, err)
+	p := newSessionPair(t)
+	p.cli, err = newSession(&cfg, 1, true, p.now)
+	require.NoError(t, err)
+	p.srv, err = newSession(&cfg, 1, false, p.now)
+	require.NoError(t, err)
+	p.exchange()
+	p.cli.out.write(make([]byte, 50_000))
+	p.advance(200, time.Millisecond)
+	st := p.cli.stats(p.now)
+	require.Equal(t, "cubic", st.CC)
+	require.Equal(t, 5*time.Millisecond, st.MinOWD, "the pair's one-way delay")
+	require.Equal(t, 5*time.Millisecond, st.CurOWD)
+}
