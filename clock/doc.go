@@ -128,12 +128,20 @@
 //   - Persistent queues. A queue that never drains during the whole history
 //     looks like base delay on that path and biases θ the same way.
 //   - Clock steps. A step of either host's wall clock (e.g. an NTPClock's
-//     first sync; NTPStatus.Steps counts them) breaks the envelope: call
-//     Reset. Skew changes (temperature) are followed within the history
-//     length.
+//     step beyond 128 ms) breaks the envelope. A step of θ moves one
+//     direction's apparent delays *below* that direction's envelope, which
+//     queueing never does, so StepSamples (3) samples in a row more than
+//     StepThreshold (20 ms) under it are taken as a step: the history is
+//     reset and relearnt (Status().Steps counts these). Smaller steps, or
+//     steps in the one direction the sender cannot see in one-direction
+//     mode (θ rising: forward delays only go up, like queueing), are not
+//     detected: call Reset. A path that became 20 ms shorter resets too,
+//     which is right: its old envelope is obsolete. Skew changes
+//     (temperature) are followed within the history length.
 //   - Bogus stamps. A stamp far in the future empties the history (windows
-//     age out); a forged low delay pulls the envelope down. Inband trusts its
-//     inputs, which come from the validated wire decoder.
+//     age out). A sample more than StepThreshold under the envelope is held
+//     out until confirmed, so one forged or corrupt low delay cannot pull
+//     the envelope down; a smaller one can, until it ages out.
 //   - Resolution. Stamps are whole µs; θ is evaluated at the send time,
 //     not mid-flight (an error of skew × OWD, 2 µs at 100 ppm and 20 ms).
 //

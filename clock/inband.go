@@ -56,14 +56,29 @@ type InbandConfig struct {
 	// NTPConfig.MaxSlewPPM). A fit beyond ±MaxSkewPPM is clamped and the
 	// estimator reports itself not Synced. Default 1000.
 	MaxSkewPPM float64
+	// StepThreshold detects a clock step (see Inband.Steps): StepSamples
+	// consecutive samples of one direction whose apparent delay, skew
+	// removed, lies more than StepThreshold below that direction's
+	// envelope minimum cannot come from queueing (queueing only adds
+	// delay), so θ changed under the history (a host's clock was stepped,
+	// as ntpd/chrony do beyond 128 ms) or the path got shorter. Either way
+	// the history no longer describes the clocks: the estimator resets and
+	// relearns from the current sample. Default 20 ms (a step well below
+	// NTP's 128 ms, well above envelope noise); negative disables.
+	StepThreshold time.Duration
+	// StepSamples is how many consecutive samples confirm a step (one
+	// corrupt stamp must not wipe the history). Default 3.
+	StepSamples int
 }
 
 // Defaults of InbandConfig (see the fields).
 const (
-	DefaultInbandWindow     = time.Second
-	DefaultInbandWindows    = 64
-	DefaultInbandMinWindows = 8
-	DefaultInbandMaxSkewPPM = 1000.0
+	DefaultInbandWindow        = time.Second
+	DefaultInbandWindows       = 64
+	DefaultInbandMinWindows    = 8
+	DefaultInbandMaxSkewPPM    = 1000.0
+	DefaultInbandStepThreshold = 20 * time.Millisecond
+	DefaultInbandStepSamples   = 3
 )
 
 func (c InbandConfig) withDefaults() (InbandConfig, error) {
@@ -76,6 +91,12 @@ func (c InbandConfig) withDefaults() (InbandConfig, error) {
 	if c.MinWindows == 0 {
 		c.MinWindows = min(DefaultInbandMinWindows, c.Windows)
 	}
+	if c.StepThreshold == 0 {
+		c.StepThreshold = DefaultInbandStepThreshold
+	}
+	if c.StepSamples == 0 {
+		c.StepSamples = DefaultInbandStepSamples
+	}
 	if c.MaxSkewPPM == 0 {
 		c.MaxSkewPPM = DefaultInbandMaxSkewPPM
 	}
@@ -86,6 +107,8 @@ func (c InbandConfig) withDefaults() (InbandConfig, error) {
 		return c, fmt.Errorf("%w: inband Windows %d < 4", ErrInvalidConfig, c.Windows)
 	case c.MinWindows < 2 || c.MinWindows > c.Windows:
 		return c, fmt.Errorf("%w: inband MinWindows %d not in [2, Windows=%d]", ErrInvalidConfig, c.MinWindows, c.Windows)
+	case c.StepSamples < 1:
+		return c, fmt.Errorf("%w: inband StepSamples %d < 1", ErrInvalidConfig, c.StepSamples)
 	case !(c.MaxSkewPPM > 0) || math.IsInf(c.MaxSkewPPM, 0):
 		return c, fmt.Errorf("%w: inband MaxSkewPPM %v must be positive and finite", ErrInvalidConfig, c.MaxSkewPPM)
 	}
@@ -115,6 +138,11 @@ type Inband struct {
 
 	samples uint64 // samples accepted (a forward or reverse one-way delay each)
 	dropped uint64 // samples older than the history, or impossible exchanges
+
+	// Step detection (InbandConfig.StepThreshold): consecutive samples
+	// below each direction's envelope, and resets done.
+	belowF, belowR int
+	steps          uint64
 
 	// Scratch for the fit, sized Windows at construction so refit never
 	// allocates.
@@ -154,6 +182,7 @@ type inbandFit struct {
 	theta0   float64 // θ at ref, µs
 	skew     float64 // dθ/dt, µs per µs (×1e6 = ppm)
 	bound    float64 // ±bound µs contains θ if one-way delays are ≥ 0
+	f0, r0   float64 // the envelopes' minima, skew removed (+Inf: no samples)
 	nf, nr   int     // windows with forward / reverse samples
 	hasTheta bool    // both directions seen: θ is defined
 	hasSkew  bool    // a slope could be fitted
@@ -183,19 +212,58 @@ func NewInband(cfg InbandConfig) (*Inband, error) {
 func (e *Inband) Config() InbandConfig { return e.cfg }
 
 // Reset forgets every sample (call it after either host's wall clock was
-// stepped: the old envelope no longer describes the clocks).
+// stepped: the old envelope no longer describes the clocks). Steps larger
+// than InbandConfig.StepThreshold are detected and reset automatically.
 func (e *Inband) Reset() {
+	e.reset()
+	e.samples, e.dropped, e.steps = 0, 0, 0
+}
+
+// reset forgets the history but keeps the counters.
+func (e *Inband) reset() {
 	clear(e.ring)
 	e.started, e.newest, e.latest = false, 0, 0
-	e.samples, e.dropped = 0, 0
 	e.dirty, e.fit = false, inbandFit{}
+	e.belowF, e.belowR = 0, 0
 }
+
+// screen decides whether a sample may enter the envelope. d is its
+// detrended apparent delay, base its direction's envelope minimum, *below
+// the run of samples more than StepThreshold under base. Such a sample is
+// held out (one corrupt stamp would otherwise be the window's minimum for
+// the whole history) until StepSamples in a row confirm a step: then the
+// history is reset, the step counted, and the sample used. It reads the
+// cached fit, which may lag a few samples: a step is tens of milliseconds
+// or more, the lag's effect microseconds.
+func (e *Inband) screen(below *int, base float64, d int64) bool {
+	if e.cfg.StepThreshold < 0 || !e.fit.hasSkew || math.IsInf(base, 0) {
+		return true
+	}
+	if float64(d) >= base-float64(e.cfg.StepThreshold.Microseconds()) {
+		*below = 0
+		return true
+	}
+	*below++
+	if *below < e.cfg.StepSamples {
+		return false
+	}
+	e.steps++
+	e.reset()
+	return true
+}
+
+// Steps counts the clock steps detected (and reset for) since construction
+// or Reset.
+func (e *Inband) Steps() uint64 { return e.steps }
 
 // AddForward records a data packet: sent is its send stamp (sender clock),
 // recv its arrival stamp (receiver clock). recv − sent = OWD + θ(sent).
 // This is the one-direction mode: the receiver of a flow calls it for every
 // data packet, and it alone yields the skew but not θ (see AddReverse).
 func (e *Inband) AddForward(sent, recv Stamp) {
+	if !e.screen(&e.belowF, e.fit.f0, int64(recv-sent)-e.fit.detrend(int64(sent))) {
+		return
+	}
 	if w := e.window(int64(sent)); w != nil && w.fwd.offer(int64(sent), int64(recv-sent)) {
 		e.dirty = true
 	}
@@ -206,6 +274,9 @@ func (e *Inband) AddForward(sent, recv Stamp) {
 // clock (T4). recv − sent = OWD_reverse − θ(recv). At least one reverse
 // sample is needed to split apparent delay into delay and offset.
 func (e *Inband) AddReverse(sent, recv Stamp) {
+	if !e.screen(&e.belowR, e.fit.r0, int64(recv-sent)+e.fit.detrend(int64(recv))) {
+		return
+	}
 	if w := e.window(int64(recv)); w != nil && w.rev.offer(int64(recv), int64(recv-sent)) {
 		e.dirty = true
 	}
@@ -306,6 +377,8 @@ type InbandStatus struct {
 	// Samples counts accepted one-way samples (an exchange is two);
 	// Dropped counts those older than the history and impossible exchanges.
 	Samples, Dropped uint64
+	// Steps counts clock steps detected (see InbandConfig.StepThreshold).
+	Steps uint64
 	// Synced is Inband.Synced.
 	Synced bool
 }
@@ -321,9 +394,15 @@ func (e *Inband) Status() InbandStatus {
 		ReverseWindows: f.nr,
 		Samples:        e.samples,
 		Dropped:        e.dropped,
+		Steps:          e.steps,
 		Synced:         e.synced(f),
 	}
 }
+
+// detrend is the skew's contribution at sender time at, relative to the
+// line's anchor: a forward apparent delay minus it (a reverse one plus it)
+// is comparable with f0 (r0).
+func (f *inbandFit) detrend(at int64) int64 { return int64(f.skew * float64(at-f.ref)) }
 
 func (f *inbandFit) theta(at int64) float64 {
 	if !f.hasTheta {
@@ -396,16 +475,16 @@ func (e *Inband) refit() {
 	f.skewOK = f.hasSkew && math.Abs(f.skew) <= maxSkew
 	f.skew = max(-maxSkew, min(maxSkew, f.skew))
 
+	f.f0, f.r0 = math.Inf(1), math.Inf(1)
+	for i := range fx {
+		f.f0 = min(f.f0, fy[i]-f.skew*fx[i])
+	}
+	for i := range rx {
+		f.r0 = min(f.r0, ry[i]+f.skew*rx[i])
+	}
 	if f.nf > 0 && f.nr > 0 {
-		f0, r0 := math.Inf(1), math.Inf(1)
-		for i := range fx {
-			f0 = min(f0, fy[i]-f.skew*fx[i])
-		}
-		for i := range rx {
-			r0 = min(r0, ry[i]+f.skew*rx[i])
-		}
-		f.theta0 = (f0 - r0) / 2
-		f.bound = max(0, (f0+r0)/2)
+		f.theta0 = (f.f0 - f.r0) / 2
+		f.bound = max(0, (f.f0+f.r0)/2)
 		f.hasTheta = true
 	}
 	e.fit = f

@@ -316,7 +316,8 @@ func TestInbandNegativeStamps(t *testing.T) {
 func TestInbandConfig(t *testing.T) {
 	e, err := NewInband(InbandConfig{})
 	require.NoError(t, err)
-	require.Equal(t, InbandConfig{Window: time.Second, Windows: 64, MinWindows: 8, MaxSkewPPM: 1000}, e.Config())
+	require.Equal(t, InbandConfig{Window: time.Second, Windows: 64, MinWindows: 8, MaxSkewPPM: 1000,
+		StepThreshold: 20 * time.Millisecond, StepSamples: 3}, e.Config())
 	for _, bad := range []InbandConfig{
 		{Window: time.Microsecond},
 		{Window: -time.Second},
@@ -325,6 +326,7 @@ func TestInbandConfig(t *testing.T) {
 		{MinWindows: 1},
 		{MaxSkewPPM: -1},
 		{MaxSkewPPM: math.NaN()},
+		{StepSamples: -1},
 	} {
 		_, err := NewInband(bad)
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", bad)
@@ -415,4 +417,92 @@ func BenchmarkInbandExchangeAndOWD(b *testing.B) {
 		_ = e.AddExchange(x.t1, x.t2, x.t3, x.t4)
 		_, _ = e.OWD(x.t1, x.t2)
 	})
+}
+
+// feedFrom runs packets every ~10 ms from true elapsed time from for dur,
+// all full exchanges, and returns the OWD errors of the last second (only
+// for packets the estimator could stamp).
+func feedFrom(t *testing.T, e *Inband, h *twoHosts, from, dur time.Duration) (errs []time.Duration) {
+	t.Helper()
+	start, end := h.start+int64(from), h.start+int64(from+dur)
+	for tt := start; tt < end; {
+		x := h.packet(tt)
+		require.NoError(t, e.AddExchange(x.t1, x.t2, x.t3, x.t4))
+		if end-tt <= int64(time.Second) {
+			if owd, ok := e.OWD(x.t1, x.t2); ok {
+				errs = append(errs, owd-x.owd)
+			}
+		}
+		tt += int64(10*time.Millisecond) + int64(h.rng.IntN(1000)-500)*int64(time.Microsecond)
+	}
+	return errs
+}
+
+// A clock step under the history (NTP steps beyond 128 ms) is detected from
+// the envelope: the direction whose apparent delay fell below its minimum
+// cannot be queueing. The estimator resets and is right again within a few
+// seconds; without detection the old history keeps the OWD wrong by the step
+// for up to the history length (a minute here). A standing queue of the same
+// size is not a step.
+func TestInbandDetectsClockSteps(t *testing.T) {
+	cfg := InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8} // as transport
+	for _, tc := range []struct {
+		name      string
+		step      time.Duration // added to the receiver's clock at 30 s
+		queue     time.Duration // standing forward queue from 30 s instead
+		disabled  bool
+		wantSteps uint64
+		wantErr   time.Duration // max |OWD error| over the last second
+	}{
+		{name: "receiver clock stepped forward", step: 300 * time.Millisecond, wantSteps: 1, wantErr: time.Millisecond},
+		{name: "receiver clock stepped back", step: -300 * time.Millisecond, wantSteps: 1, wantErr: time.Millisecond},
+		{name: "a 300 ms standing queue is not a step", queue: 300 * time.Millisecond, wantSteps: 0, wantErr: time.Millisecond},
+		{name: "detection off: the old history misleads", step: 300 * time.Millisecond, disabled: true, wantErr: -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			if tc.disabled {
+				c.StepThreshold = -1
+			}
+			e, err := NewInband(c)
+			require.NoError(t, err)
+			h := newTwoHosts(3, 500*time.Millisecond, 100, jittery, jittery)
+			feedFrom(t, e, h, 0, 30*time.Second)
+			require.True(t, e.Synced())
+			h.offset += tc.step
+			if tc.queue > 0 {
+				h.extraFwd = func(el time.Duration) time.Duration {
+					if el >= 30*time.Second {
+						return tc.queue
+					}
+					return 0
+				}
+			}
+			errs := feedFrom(t, e, h, 30*time.Second, 6*time.Second)
+			require.Equal(t, tc.wantSteps, e.Steps())
+			require.Equal(t, tc.wantSteps, e.Status().Steps)
+			if tc.wantErr < 0 {
+				// Either unsynced (the step reads as an impossible skew)
+				// or wrong by about the step: no usable OWD either way.
+				require.True(t, len(errs) < 90 || maxAbs(errs) > 100*time.Millisecond,
+					"%d samples, max error %v", len(errs), maxAbs(errs))
+				return
+			}
+			require.Greater(t, len(errs), 90, "synced again for the last second")
+			require.Less(t, maxAbs(errs), tc.wantErr)
+		})
+	}
+}
+
+// One corrupt stamp far below the envelope is not a step (StepSamples).
+func TestInbandOneWildSampleIsNotAStep(t *testing.T) {
+	e, err := NewInband(InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8})
+	require.NoError(t, err)
+	h := newTwoHosts(5, 500*time.Millisecond, 0, jittery, jittery)
+	feedFrom(t, e, h, 0, 10*time.Second)
+	x := h.packet(h.start + int64(10*time.Second))
+	e.AddForward(x.t1, x.t2-Stamp(time.Second.Microseconds()))
+	errs := feedFrom(t, e, h, 10*time.Second+10*time.Millisecond, 2*time.Second)
+	require.Zero(t, e.Steps())
+	require.Less(t, maxAbs(errs), time.Millisecond, "history kept")
 }
