@@ -327,9 +327,14 @@ func (c *Conn) Err() error {
 // Close ends the connection. It first ends the stream (CloseWrite) and
 // waits up to Config.Linger for the peer to acknowledge every byte written,
 // so no data is lost to an early Close, then tells the peer and stops every
-// goroutine the Conn started. If the linger expires first, Close returns an
-// error wrapping ErrClosed that says how many bytes were not acknowledged. It is idempotent; later calls return the
-// first result.
+// goroutine the Conn started. The peer's Read then ends with io.EOF after
+// the last byte, even if the FIN itself is still in flight (a normal CLOSE
+// says every byte was acknowledged).
+//
+// If the linger expires first, the peer's Read ends with ErrPeerClosed and
+// Close returns an error wrapping ErrClosed that says how many bytes were
+// not acknowledged. Close is idempotent; later calls return the first
+// result.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
