@@ -453,32 +453,29 @@ func openSocket(cfg *Config, v6 bool, laddr *net.UDPAddr) (sock *socket, stop co
 // readLoop reads a client Conn's socket until it is closed.
 func (c *Conn) readLoop() {
 	defer close(c.readDone)
-	rx, err := newRxBatch(c.sock, rxBufferSize(c.cfg.MaxDatagram))
+	rx, err := newRxBatch(c.sock, maxAccepted(c.cfg.MaxDatagram))
 	if err != nil {
 		c.cfg.Logger.Error("fresh: cannot read socket", "err", err)
 		return
 	}
 	for {
-		n, err := rx.read()
+		dgs, err := rx.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		for i := range n {
-			if rx.n[i] >= len(rx.bufs[i]) {
-				continue // larger than any datagram we accept
-			}
-			c.handleDatagram(rx.bufs[i][:rx.n[i]])
+		for _, d := range dgs {
+			c.handleDatagram(d.b)
 		}
 		c.kick()
 	}
 }
 
-// rxBufferSize is the receive buffer per datagram: the largest datagram we
-// accept plus one byte, so an oversize one shows as a full buffer.
-func rxBufferSize(maxDatagram int) int { return max(maxDatagram, wire.MinInitialSize) + 1 }
+// maxAccepted is the largest datagram an endpoint accepts: its own
+// MaxDatagram, and never less than an Initial's padded size.
+func maxAccepted(maxDatagram int) int { return max(maxDatagram, wire.MinInitialSize) }
 
 // randomID returns a random connection ID.
 func randomID() uint64 {

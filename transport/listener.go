@@ -80,36 +80,31 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // Initial.
 func (l *Listener) readLoop() {
 	defer close(l.readDone)
-	rx, err := newRxBatch(l.sock, rxBufferSize(l.cfg.MaxDatagram))
+	rx, err := newRxBatch(l.sock, maxAccepted(l.cfg.MaxDatagram))
 	if err != nil {
 		l.cfg.Logger.Error("fresh: cannot read socket", "err", err)
 		return
 	}
-	var touched [batchSize]*Conn
+	touched := make([]*Conn, 0, batchSize)
 	for {
-		n, err := rx.read()
+		dgs, err := rx.read()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		k := 0
-		for i := range n {
-			if rx.n[i] >= len(rx.bufs[i]) {
-				continue // oversize
-			}
-			b := rx.bufs[i][:rx.n[i]]
-			c := l.route(b, rx.addrs[i])
-			if c != nil && c.handleDatagram(b) && !slices.Contains(touched[:k], c) {
-				touched[k] = c
-				k++
+		for _, d := range dgs {
+			c := l.route(d.b, d.addr)
+			if c != nil && c.handleDatagram(d.b) && !slices.Contains(touched, c) {
+				touched = append(touched, c)
 			}
 		}
-		for _, c := range touched[:k] {
+		for _, c := range touched {
 			c.kick()
 		}
-		clear(touched[:k])
+		clear(touched)
+		touched = touched[:0]
 	}
 }
 

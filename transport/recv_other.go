@@ -7,21 +7,32 @@ import "net/netip"
 // rxBatch elsewhere reads one datagram per call (ReadFromUDPAddrPort does
 // not allocate either).
 type rxBatch struct {
-	s     *socket
-	bufs  [][]byte
-	n     []int
-	addrs []netip.AddrPort
+	s   *socket
+	max int
+	buf []byte
+	dg  []datagram
 }
 
-func newRxBatch(s *socket, size int) (*rxBatch, error) {
-	return &rxBatch{s: s, bufs: [][]byte{make([]byte, size)}, n: make([]int, 1), addrs: make([]netip.AddrPort, 1)}, nil
+// datagram is one received datagram: its bytes (aliasing the batch's
+// buffer until the next read) and its source.
+type datagram struct {
+	b    []byte
+	addr netip.AddrPort
 }
 
-func (b *rxBatch) read() (int, error) {
-	n, addr, err := b.s.conn.ReadFromUDPAddrPort(b.bufs[0])
+func newRxBatch(s *socket, maxDatagram int) (*rxBatch, error) {
+	return &rxBatch{s: s, max: maxDatagram, buf: make([]byte, maxDatagram+1), dg: make([]datagram, 0, 1)}, nil
+}
+
+// read returns the next datagram (none if it was oversize).
+func (b *rxBatch) read() ([]datagram, error) {
+	n, addr, err := b.s.conn.ReadFromUDPAddrPort(b.buf)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	b.n[0], b.addrs[0] = n, addr
-	return 1, nil
+	b.dg = b.dg[:0]
+	if n <= b.max {
+		b.dg = append(b.dg, datagram{b: b.buf[:n], addr: addr})
+	}
+	return b.dg, nil
 }
