@@ -64,9 +64,11 @@
 //
 // The protocol is a sans-I/O state machine (session): the Conn and Listener
 // goroutines feed it datagrams and timer expiries and send what it
-// returns. On Linux, datagrams are received with recvmmsg in batches and
-// sent with sendmmsg, as UDP_SEGMENT (GSO) runs when the kernel allows;
-// elsewhere with plain reads and writes. DSCP is set per packet
+// returns. On Linux, datagrams are received with recvmmsg in batches, with
+// UDP_GRO when the kernel allows (several datagrams of a flow in one buffer,
+// split by the segment size it reports), and sent with sendmmsg, as
+// UDP_SEGMENT (GSO) runs when the kernel allows; elsewhere with plain reads
+// and writes. DSCP is set per packet
 // (IP_TOS / IPV6_TCLASS control messages), so the stream and the updates can
 // share one socket.
 //
