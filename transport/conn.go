@@ -392,7 +392,11 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
-	sock, stopNTP, err := openSocket(&conf, raddr.IP.To4() == nil, nil)
+	network := "udp4"
+	if raddr.IP.To4() == nil {
+		network = "udp6"
+	}
+	sock, stopNTP, err := openSocket(&conf, network, nil)
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
@@ -428,12 +432,9 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 
 // openSocket opens the UDP socket of a client (laddr nil) or a listener,
 // with its DSCP marking, and starts the NTP clock if the config asks for
-// one (cfg.Clock is replaced by it). stop ends the NTP loop.
-func openSocket(cfg *Config, v6 bool, laddr *net.UDPAddr) (sock *socket, stop context.CancelFunc, err error) {
-	network := "udp4"
-	if v6 {
-		network = "udp6"
-	}
+// one (cfg.Clock is replaced by it). stop ends the NTP loop. network is
+// "udp4", "udp6", or "udp" for a dual-stack listener on a wildcard address.
+func openSocket(cfg *Config, network string, laddr *net.UDPAddr) (sock *socket, stop context.CancelFunc, err error) {
 	udp, err := net.ListenUDP(network, laddr)
 	if err != nil {
 		return nil, nil, err
@@ -442,7 +443,7 @@ func openSocket(cfg *Config, v6 bool, laddr *net.UDPAddr) (sock *socket, stop co
 		udp.Close()
 		return nil, nil, err
 	}
-	if sock, err = newSocket(udp, uint8(cfg.StreamDSCP), uint8(cfg.UpdateDSCP)); err != nil {
+	if sock, err = newSocket(udp, network == "udp", uint8(cfg.StreamDSCP), uint8(cfg.UpdateDSCP)); err != nil {
 		udp.Close()
 		stop()
 		return nil, nil, err

@@ -35,7 +35,10 @@ type Listener struct {
 // ErrListenerClosed is returned by Accept after Close.
 var ErrListenerClosed = errors.New("transport: listener closed")
 
-// Listen opens a listener on addr ("host:port"; port 0 picks one).
+// Listen opens a listener on addr ("host:port"; port 0 picks one). A
+// wildcard host (":port", "0.0.0.0:port", "[::]:port") serves IPv4 and IPv6
+// clients on one dual-stack socket, as net.ListenUDP("udp", …) does; a
+// specific address serves its own family only.
 func Listen(addr string, cfg Config) (*Listener, error) {
 	conf, err := cfg.withDefaults()
 	if err != nil {
@@ -45,7 +48,17 @@ func Listen(addr string, cfg Config) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}
-	sock, stopNTP, err := openSocket(&conf, laddr.IP != nil && laddr.IP.To4() == nil, laddr)
+	// A wildcard address (":port", "0.0.0.0:port", "[::]:port") serves
+	// IPv4 and IPv6 clients on one dual-stack socket, as net.ListenUDP
+	// with "udp" does; a specific address serves its own family.
+	network := "udp4"
+	switch {
+	case laddr.IP == nil || laddr.IP.IsUnspecified():
+		network = "udp"
+	case laddr.IP.To4() == nil:
+		network = "udp6"
+	}
+	sock, stopNTP, err := openSocket(&conf, network, laddr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}

@@ -18,41 +18,55 @@ const batchSize = 32
 // does by itself) and per-datagram DSCP marking.
 type socket struct {
 	conn *net.UDPConn
-	v6   bool
+	v6   bool // an AF_INET6 socket
+	dual bool // AF_INET6 and IPv4 too (v4-mapped peers): a wildcard Listen
 	pc4  *ipv4.PacketConn
 	pc6  *ipv6.PacketConn
-	// oob[dscp] is the control message that marks one datagram with that
-	// DSCP (IP_TOS / IPV6_TCLASS ancillary data on Linux); nil where the
-	// platform cannot mark per datagram (then the socket's default TOS is
-	// used for everything: the stream's DSCP).
-	oob      map[uint8][]byte
-	perPktOK atomic.Bool
+	// oob4[dscp] and oob6[dscp] are the control messages that mark one
+	// datagram with that DSCP (IP_TOS for an IPv4 peer, IPV6_TCLASS for an
+	// IPv6 one, as Linux ancillary data; a dual-stack socket needs the one
+	// of the peer's family: the kernel ignores IPV6_TCLASS on a datagram to
+	// an IPv4 peer and refuses IP_TOS on one to an IPv6 peer); nil where
+	// the platform cannot mark per datagram (then the socket's default TOS
+	// is used for everything: the stream's DSCP).
+	oob4, oob6 map[uint8][]byte
+	perPktOK   atomic.Bool
 	// gso: send runs of equal-sized datagrams as one segmented message
 	// (Linux UDP_SEGMENT); cleared the first time the kernel refuses it.
 	gso atomic.Bool
 }
 
-func newSocket(conn *net.UDPConn, defaultDSCP uint8, dscps ...uint8) (*socket, error) {
-	s := &socket{conn: conn, oob: map[uint8][]byte{}}
+// newSocket wraps conn. Its family comes from the local address: an IPv6
+// one is an AF_INET6 socket, dual-stack if dual (opened with network "udp"
+// on a wildcard address), IPv6-only otherwise.
+func newSocket(conn *net.UDPConn, dual bool, defaultDSCP uint8, dscps ...uint8) (*socket, error) {
+	s := &socket{conn: conn, oob4: map[uint8][]byte{}, oob6: map[uint8][]byte{}}
 	la, _ := conn.LocalAddr().(*net.UDPAddr)
-	s.v6 = la != nil && la.IP.To4() == nil && !la.IP.IsUnspecified()
+	s.v6 = la != nil && la.IP.To4() == nil
+	s.dual = s.v6 && dual
 	tos := int(defaultDSCP) << 2
 	if s.v6 {
 		s.pc6 = ipv6.NewPacketConn(conn)
 		if err := s.pc6.SetTrafficClass(tos); err != nil && tos != 0 {
 			return nil, fmt.Errorf("transport: set IPv6 traffic class: %w", err)
 		}
-	} else {
-		s.pc4 = ipv4.NewPacketConn(conn)
-		if err := s.pc4.SetTOS(tos); err != nil && tos != 0 {
+	}
+	if !s.v6 || s.dual {
+		// On a dual-stack socket IP_TOS marks what goes to IPv4 peers.
+		pc4 := ipv4.NewPacketConn(conn)
+		if err := pc4.SetTOS(tos); err != nil && tos != 0 {
 			return nil, fmt.Errorf("transport: set IPv4 TOS: %w", err)
+		}
+		if !s.v6 {
+			s.pc4 = pc4
 		}
 	}
 	s.perPktOK.Store(perPacketTOSSupported)
 	s.gso.Store(gsoSupported)
 	for _, d := range append(dscps, defaultDSCP) {
 		if perPacketTOSSupported {
-			s.oob[d] = tosControlMessage(s.v6, int(d)<<2)
+			s.oob4[d] = tosControlMessage(false, int(d)<<2)
+			s.oob6[d] = tosControlMessage(true, int(d)<<2)
 		}
 	}
 	// Big socket buffers: a fast sender fills the default 208 KiB quickly.
@@ -96,12 +110,16 @@ func (s *socket) writeBatch(ms []ipv4.Message) error {
 	return nil
 }
 
-// oobFor returns the control message for dscp (nil if not per-packet).
-func (s *socket) oobFor(dscp uint8) []byte {
+// oobFor returns the control message for dscp on a datagram to peer (nil
+// if not per-packet).
+func (s *socket) oobFor(dscp uint8, peer *net.UDPAddr) []byte {
 	if !s.perPktOK.Load() {
 		return nil
 	}
-	return s.oob[dscp]
+	if s.v6 && !(s.dual && peer.IP.To4() != nil) {
+		return s.oob6[dscp]
+	}
+	return s.oob4[dscp]
 }
 
 func isInvalid(err error) bool {

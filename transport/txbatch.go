@@ -95,7 +95,7 @@ func (b *txBatch) send(peer *net.UDPAddr) error {
 		m := &b.msgs[i]
 		m.Buffers[0] = b.bufs[i]
 		m.Addr = peer
-		oob := append(b.oobs[i][:0], b.sock.oobFor(b.dscp[i])...)
+		oob := append(b.oobs[i][:0], b.sock.oobFor(b.dscp[i], peer)...)
 		if b.segs[i] > 1 {
 			oob = appendSegmentControl(oob, b.seg[i])
 		}
@@ -129,7 +129,7 @@ func (b *txBatch) resendUnsegmented(peer *net.UDPAddr) error {
 			end := min(off+b.seg[i], len(b.bufs[i]))
 			one[0].Buffers[0] = b.bufs[i][off:end]
 			one[0].Addr = peer
-			one[0].OOB = b.sock.oobFor(b.dscp[i])
+			one[0].OOB = b.sock.oobFor(b.dscp[i], peer)
 			if err := b.sock.writeBatch(one[:]); err != nil {
 				return err
 			}
