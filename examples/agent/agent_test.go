@@ -83,3 +83,16 @@ func TestParseDSCP(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, -1, o.dscp)
 }
+
+// A monitor that never answers within -duration is an error, not a silent
+// exit 0; the user's own interrupt before the answer is not.
+func TestAgentReportsNoAnswer(t *testing.T) {
+	var out bytes.Buffer
+	// Port 9 (discard) on loopback: nothing answers a fresh Initial.
+	err := run(context.Background(), []string{"-server", "127.0.0.1:9", "-duration", "300ms"}, &out)
+	require.ErrorContains(t, err, "no answer from 127.0.0.1:9 within -duration 300ms")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	require.NoError(t, run(ctx, []string{"-server", "127.0.0.1:9"}, &out))
+}

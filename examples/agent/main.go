@@ -134,10 +134,13 @@ func parseFlags(args []string) (*options, error) {
 	if d == 0 {
 		o.dscp = -1
 	}
-	o.logger = slog.New(slog.DiscardHandler)
+	// Warnings (an NTP server that does not answer, a socket error) go to
+	// stderr; -v adds the transport's debug logs.
+	level := slog.LevelWarn
 	if *verbose {
-		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		level = slog.LevelDebug
 	}
+	o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return o, nil
 }
 
@@ -183,6 +186,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case o.uploadBytes > 0:
 		src = io.LimitReader(rand.Reader, o.uploadBytes)
 	}
+	interrupted := ctx // Ctrl-C or SIGTERM, as opposed to -duration running out
 	if o.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
@@ -198,8 +202,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Logger:        o.logger,
 	})
 	if err != nil {
+		if interrupted.Err() != nil {
+			return nil // stopped by the user before the monitor answered
+		}
 		if ctx.Err() != nil {
-			return nil // stopped before the monitor answered
+			return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
 		}
 		return err
 	}

@@ -158,10 +158,13 @@ func parseFlags(args []string) (*options, error) {
 	case !slices.Contains(cc.Names(), o.cc):
 		return nil, fmt.Errorf("-C %q: unknown controller (known: %s)", o.cc, strings.Join(cc.Names(), ", "))
 	}
-	o.logger = slog.New(slog.DiscardHandler)
+	// Warnings (an NTP server that does not answer, a socket error) go to
+	// stderr; -v adds the transport's debug logs.
+	level := slog.LevelWarn
 	if *verbose {
-		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		level = slog.LevelDebug
 	}
+	o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return o, nil
 }
 

@@ -79,10 +79,13 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	o.logger = slog.New(slog.DiscardHandler)
+	// Warnings (an NTP server that does not answer, a socket error) go to
+	// stderr; -v adds the transport's debug logs.
+	level := slog.LevelWarn
 	if *verbose {
-		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		level = slog.LevelDebug
 	}
+	o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return o, nil
 }
 
