@@ -113,6 +113,20 @@ func (c Config) withDefaults() (Config, error) {
 	if c.UpdatePolicy == "" {
 		c.UpdatePolicy = "acp"
 	}
+	// Unknown names fail here, at Listen or Dial, not when the first
+	// connection builds its controller.
+	if c.NewController == nil {
+		if _, err := cc.New(c.CC, 1200); err != nil {
+			return bad("CC: %v", err)
+		}
+	}
+	if c.NewUpdatePolicy == nil {
+		switch c.UpdatePolicy {
+		case "acp", "acp-literal", "lazy":
+		default:
+			return bad("UpdatePolicy %q (want acp, acp-literal or lazy, or set NewUpdatePolicy)", c.UpdatePolicy)
+		}
+	}
 	if c.MaxUpdateRate == 0 {
 		c.MaxUpdateRate = 1000
 	}
@@ -157,6 +171,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
 		return bad("SendBuffer and ReceiveWindow must hold at least one datagram")
+	}
+	if c.HandshakeTimeout < 0 || c.IdleTimeout < 0 {
+		return bad("HandshakeTimeout %v and IdleTimeout %v must not be negative (0: the default)", c.HandshakeTimeout, c.IdleTimeout)
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = 10 * time.Second

@@ -18,10 +18,11 @@ func TestUpdatePolicyByNameOrHook(t *testing.T) {
 		_, err = newPolicy(&cfg)
 		require.NoError(t, err, name)
 	}
-	cfg, err := Config{UpdatePolicy: "fastest"}.withDefaults()
-	require.NoError(t, err)
+	_, err := Config{UpdatePolicy: "fastest"}.withDefaults()
+	require.ErrorIs(t, err, ErrConfig, "unknown names fail in the config")
+	cfg := Config{UpdatePolicy: "fastest"}
 	_, err = newPolicy(&cfg)
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorIs(t, err, ErrConfig, "and in newPolicy")
 
 	// The hook wins over the name and gets the datagram size.
 	var gotSize cc.ByteCount
