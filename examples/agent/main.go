@@ -57,27 +57,16 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is out
-		}
-		fmt.Fprintln(os.Stderr, "agent:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("agent", run) }
 
 // options are the parsed flags.
 type options struct {
@@ -134,13 +123,7 @@ func parseFlags(args []string) (*options, error) {
 	if d == 0 {
 		o.dscp = -1
 	}
-	// Warnings (an NTP server that does not answer, a socket error) go to
-	// stderr; -v adds the transport's debug logs.
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	o.logger = cli.Logger(*verbose)
 	return o, nil
 }
 

@@ -81,29 +81,17 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is out
-		}
-		fmt.Fprintln(os.Stderr, "bulk:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("bulk", run) }
 
 // options are the parsed flags.
 type options struct {
@@ -158,13 +146,7 @@ func parseFlags(args []string) (*options, error) {
 	case !slices.Contains(cc.Names(), o.cc):
 		return nil, fmt.Errorf("-C %q: unknown controller (known: %s)", o.cc, strings.Join(cc.Names(), ", "))
 	}
-	// Warnings (an NTP server that does not answer, a socket error) go to
-	// stderr; -v adds the transport's debug logs.
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	o.logger = cli.Logger(*verbose)
 	return o, nil
 }
 

@@ -35,26 +35,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return // -h: the usage is out
-		}
-		fmt.Fprintln(os.Stderr, "monitor:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("monitor", run) }
 
 // options are the parsed flags.
 type options struct {
@@ -79,13 +68,7 @@ func parseFlags(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	// Warnings (an NTP server that does not answer, a socket error) go to
-	// stderr; -v adds the transport's debug logs.
-	level := slog.LevelWarn
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	o.logger = cli.Logger(*verbose)
 	return o, nil
 }
 

@@ -1,0 +1,41 @@
+// Package cli holds what the example programs (agent, monitor, bulk) share
+// around their run functions: the main wrapper and the logger.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Main runs run with the process arguments until it returns or Ctrl-C /
+// SIGTERM cancels its context, and exits 1 with "name: error" on failure
+// (-h, which prints the usage, is not a failure).
+func Main(name string, run func(ctx context.Context, args []string, stdout io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage is out
+		}
+		fmt.Fprintln(os.Stderr, name+":", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// Logger writes warnings (an NTP server that does not answer, a socket
+// error) to stderr; verbose (-v) adds the transport's debug logs.
+func Logger(verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
