@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,7 +8,8 @@ import (
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/transport/internal/wire"
+	"github.com/fresh-udp/fresh/internal/session"
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // DSCP code points (RFC 2474, RFC 4594) for Config.
@@ -99,8 +99,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ErrConfig wraps every configuration error.
-var ErrConfig = errors.New("transport: invalid config")
 
 // withDefaults validates c and fills defaults.
 func (c Config) withDefaults() (Config, error) {
@@ -193,8 +191,47 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// mss is the stream payload per datagram.
-func (c *Config) mss() int { return c.MaxDatagram - wire.HeaderLen - wire.DataOverhead }
+// sessionConfig is what the protocol session needs of a validated Config.
+func (c *Config) sessionConfig() session.Config {
+	newController := func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(c.CC, mss) }
+	if c.NewController != nil {
+		newController = func(mss cc.ByteCount) (cc.Controller, error) { return c.NewController(mss), nil }
+	}
+	newPolicy := c.NewUpdatePolicy
+	if newPolicy == nil {
+		newPolicy = func(size cc.ByteCount) (acp.Policy, error) { return namedPolicy(c.UpdatePolicy, size, c.MaxUpdateRate) }
+	}
+	return session.Config{
+		MaxDatagram:    c.MaxDatagram,
+		NewController:  newController,
+		NewPolicy:      newPolicy,
+		TrustPeerClock: c.TrustPeerClock,
+		StreamDSCP:     uint8(c.StreamDSCP),
+		UpdateDSCP:     uint8(c.UpdateDSCP),
+		AckEvery:       c.AckEvery,
+		MaxAckDelay:    c.MaxAckDelay,
+		IdleTimeout:    c.IdleTimeout,
+		KeepAlive:      c.KeepAlive,
+		SendBuffer:     c.SendBuffer,
+		ReceiveWindow:  c.ReceiveWindow,
+	}
+}
 
-// maxUpdatePayload is the largest update payload.
-func (c *Config) maxUpdatePayload() int { return c.MaxDatagram - wire.HeaderLen - wire.UpdateOverhead }
+// namedPolicy builds the update policy called name.
+func namedPolicy(name string, size cc.ByteCount, maxRate float64) (acp.Policy, error) {
+	switch name {
+	case "acp":
+		c := acp.Recommended(size)
+		c.MaxRate = acp.Rate(maxRate)
+		return acp.NewRegulator(c)
+	case "acp-literal":
+		return acp.NewRegulator(acp.Config{UpdateSize: size, MaxRate: acp.Rate(maxRate)})
+	case "lazy":
+		return acp.NewLazy(acp.Config{UpdateSize: size, MaxRate: acp.Rate(maxRate)})
+	}
+	return nil, fmt.Errorf("UpdatePolicy %q (want acp, acp-literal or lazy)", name)
+}
+
+// maxAccepted is the largest datagram an endpoint accepts: its own
+// MaxDatagram, and never less than an Initial's padded size.
+func maxAccepted(maxDatagram int) int { return max(maxDatagram, wire.MinInitialSize) }

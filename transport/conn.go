@@ -6,13 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/transport/internal/wire"
+	"github.com/fresh-udp/fresh/internal/session"
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // Conn is one fresh connection. It carries a reliable ordered byte stream
@@ -31,7 +31,7 @@ type Conn struct {
 	clk  clock.Clock
 
 	mu sync.Mutex
-	s  *session
+	s  *session.Session
 
 	wake       chan struct{} // poke the send loop
 	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
@@ -60,7 +60,7 @@ type Update struct {
 	Age time.Duration
 }
 
-func newConn(cfg *Config, sock *socket, peer *net.UDPAddr, s *session) *Conn {
+func newConn(cfg *Config, sock *socket, peer *net.UDPAddr, s *session.Session) *Conn {
 	c := &Conn{
 		cfg: cfg, sock: sock, peer: peer, clk: cfg.Clock, s: s,
 		wake:       make(chan struct{}, 1),
@@ -85,36 +85,28 @@ func signal(ch chan struct{}) {
 
 // notifyLocked wakes waiters after the session changed; c.mu is held.
 func (c *Conn) notifyLocked() {
-	if c.s.state != stateHandshake {
+	if c.s.Opened() {
 		c.openOnce.Do(func() { close(c.opened) })
 	}
-	if c.s.in.readable() > 0 || c.s.in.eof() || c.s.state == stateClosed {
+	if c.s.ReadReady() {
 		signal(c.readReady)
 	}
-	// Wake a blocked writer once an eighth of the send buffer is free, not
-	// on every ACK: each wake-up is a goroutine hand-off (8 % of the CPU in
-	// the loopback profile when it happened per ACK).
-	if c.s.out.space() >= c.s.out.limit/8 || c.s.out.unacked() == 0 || c.s.state == stateClosed {
+	if c.s.WriteReady() {
 		signal(c.writeReady)
 	}
-	if c.s.inUpdReady || c.s.state == stateClosed {
+	if c.s.UpdateReady() {
 		signal(c.updReady)
 	}
 }
 
-// handleDatagrams feeds received datagrams to the session.
+// handleDatagram feeds a received datagram to the session.
 func (c *Conn) handleDatagram(b []byte) bool {
-	h, body, err := wire.ParseHeader(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err != nil || h.ConnID != c.s.connID {
-		c.s.st.Malformed++
-		return false
-	}
 	now, wall := c.now()
-	c.s.handle(now, wall, h, body, len(b))
+	ok := c.s.Handle(now, wall, b)
 	c.notifyLocked()
-	return true
+	return ok
 }
 
 // loop is the connection's send and timer goroutine.
@@ -136,19 +128,19 @@ func (c *Conn) loop() {
 	for {
 		c.mu.Lock()
 		now, wall := c.now()
-		if t := c.s.nextTimeout(now); t != 0 && !now.Before(t) {
-			c.s.timeout(now)
+		if t := c.s.NextTimeout(now); t != 0 && !now.Before(t) {
+			c.s.Timeout(now)
 		}
 		for !tx.full() {
-			d, dscp, ok := c.s.poll(now, wall, scratch)
+			d, dscp, ok := c.s.Poll(now, wall, scratch)
 			if !ok {
 				break
 			}
 			tx.add(d, dscp)
 		}
 		n, full := tx.n, tx.full()
-		next := c.s.nextTimeout(now)
-		closed := c.s.state == stateClosed
+		next := c.s.NextTimeout(now)
+		closed := c.s.Closed()
 		c.notifyLocked()
 		c.mu.Unlock()
 		if n > 0 {
@@ -156,7 +148,7 @@ func (c *Conn) loop() {
 				c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
 				if errors.Is(err, net.ErrClosed) {
 					c.mu.Lock()
-					c.s.state, c.s.err = stateClosed, ErrClosed
+					c.s.Abort(ErrClosed)
 					c.mu.Unlock()
 					return
 				}
@@ -187,17 +179,12 @@ func (c *Conn) Write(p []byte) (int, error) {
 	written := 0
 	for {
 		c.mu.Lock()
-		if c.s.state == stateClosed {
-			err := c.s.err
-			c.mu.Unlock()
+		n, err := c.s.Write(p[written:])
+		written += n
+		c.mu.Unlock()
+		if err != nil {
 			return written, err
 		}
-		if c.s.out.finSet {
-			c.mu.Unlock()
-			return written, ErrWriteAfterClose
-		}
-		written += c.s.out.write(p[written:])
-		c.mu.Unlock()
 		c.kick()
 		if written == len(p) {
 			return written, nil
@@ -211,10 +198,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 func (c *Conn) CloseWrite() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.s.state == stateClosed {
-		return c.s.err
+	if err := c.s.CloseWrite(); err != nil {
+		return err
 	}
-	c.s.out.finSet = true
 	c.kick()
 	return nil
 }
@@ -223,24 +209,15 @@ func (c *Conn) CloseWrite() error {
 func (c *Conn) Read(p []byte) (int, error) {
 	for {
 		c.mu.Lock()
-		if n := c.s.in.read(p); n > 0 {
-			if c.s.in.windowUpdateDue() {
-				c.s.ackNow = true // tell the peer the window opened
-				c.kick()
-			}
-			c.mu.Unlock()
-			return n, nil
-		}
-		if c.s.in.eof() {
-			c.mu.Unlock()
-			return 0, io.EOF
-		}
-		if c.s.state == stateClosed {
-			err := c.s.err
-			c.mu.Unlock()
-			return 0, err
-		}
+		n, err := c.s.Read(p)
+		ack := c.s.AckNow()
 		c.mu.Unlock()
+		if ack {
+			c.kick() // the read opened the window: tell the peer
+		}
+		if n > 0 || err != nil {
+			return n, err
+		}
 		<-c.readReady
 	}
 }
@@ -252,11 +229,8 @@ func (c *Conn) Read(p []byte) (int, error) {
 func (c *Conn) SendUpdate(payload []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.s.state == stateClosed {
-		return c.s.err
-	}
 	now, wall := c.now()
-	if err := c.s.sendUpdate(now, wall, payload); err != nil {
+	if err := c.s.SendUpdate(now, wall, payload); err != nil {
 		return err
 	}
 	c.kick()
@@ -270,24 +244,20 @@ func (c *Conn) SendUpdate(payload []byte) error {
 func (c *Conn) ReadUpdate(ctx context.Context) (Update, error) {
 	for {
 		c.mu.Lock()
-		if c.s.inUpdReady {
-			s := c.s
-			s.inUpdReady = false
-			theta, _ := s.theta(s.inUpdGen)
-			u := Update{
-				Payload:   append([]byte(nil), s.inUpd...),
-				Generated: time.UnixMicro(s.inUpdGen).Add(theta),
-				Age:       s.inUpdAge,
+		if u, ok := c.s.TakeUpdate(); ok {
+			out := Update{
+				Payload:   append([]byte(nil), u.Payload...),
+				Generated: time.UnixMicro(u.GeneratedMicros),
+				Age:       u.Age,
 			}
 			c.mu.Unlock()
-			return u, nil
+			return out, nil
 		}
-		if c.s.state == stateClosed {
-			err := c.s.err
-			c.mu.Unlock()
+		err := c.s.Err()
+		c.mu.Unlock()
+		if err != nil {
 			return Update{}, err
 		}
-		c.mu.Unlock()
 		select {
 		case <-c.updReady:
 		case <-ctx.Done():
@@ -301,7 +271,7 @@ func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now, _ := c.now()
-	return c.s.stats(now)
+	return c.s.Stats(now)
 }
 
 // LocalAddr is the local UDP address.
@@ -318,10 +288,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.s.state != stateClosed {
-		return nil
-	}
-	return c.s.err
+	return c.s.Err()
 }
 
 // Close ends the connection. It first ends the stream (CloseWrite) and
@@ -338,9 +305,7 @@ func (c *Conn) Err() error {
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
-		if c.s.state != stateClosed {
-			c.s.out.finSet = true
-		}
+		_ = c.s.CloseWrite() // an error means it is closed already
 		c.mu.Unlock()
 		c.kick()
 		if c.cfg.Linger > 0 {
@@ -350,8 +315,8 @@ func (c *Conn) Close() error {
 				c.mu.Lock()
 				// Wait for data, not for the FIN's own ACK: a peer that
 				// has every byte loses nothing if our CLOSE overtakes it.
-				finished := c.s.out.unacked() == 0 || c.s.state == stateClosed
-				unacked := c.s.out.unacked()
+				unacked := c.s.Unacked()
+				finished := unacked == 0 || c.s.Closed()
 				c.mu.Unlock()
 				if finished {
 					break
@@ -366,7 +331,7 @@ func (c *Conn) Close() error {
 			deadline.Stop()
 		}
 		c.mu.Lock()
-		c.s.close()
+		c.s.Close()
 		c.mu.Unlock()
 		c.kick()
 		<-c.done
@@ -400,7 +365,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
 	}
-	s, err := newSession(&conf, randomID(), true, conf.Clock.Now())
+	s, err := session.New(conf.sessionConfig(), randomID(), true, conf.Clock.Now())
 	if err != nil {
 		sock.conn.Close()
 		stopNTP()
@@ -474,9 +439,6 @@ func (c *Conn) readLoop() {
 	}
 }
 
-// maxAccepted is the largest datagram an endpoint accepts: its own
-// MaxDatagram, and never less than an Initial's padded size.
-func maxAccepted(maxDatagram int) int { return max(maxDatagram, wire.MinInitialSize) }
 
 // randomID returns a random connection ID.
 func randomID() uint64 {

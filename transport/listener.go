@@ -9,7 +9,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/fresh-udp/fresh/transport/internal/wire"
+	"github.com/fresh-udp/fresh/internal/session"
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // maxPendingAccept bounds connections opened but not yet Accepted.
@@ -32,8 +33,6 @@ type Listener struct {
 	stopNTP   context.CancelFunc
 }
 
-// ErrListenerClosed is returned by Accept after Close.
-var ErrListenerClosed = errors.New("transport: listener closed")
 
 // Listen opens a listener on addr ("host:port"; port 0 picks one). A
 // wildcard host (":port", "0.0.0.0:port", "[::]:port") serves IPv4 and IPv6
@@ -144,7 +143,7 @@ func (l *Listener) route(b []byte, from netip.AddrPort) *Conn {
 	if len(l.accept) == cap(l.accept) {
 		return nil // backlog full: the client will retry its Initial
 	}
-	s, err := newSession(&l.cfg, h.ConnID, false, l.cfg.Clock.Now())
+	s, err := session.New(l.cfg.sessionConfig(), h.ConnID, false, l.cfg.Clock.Now())
 	if err != nil {
 		return nil
 	}

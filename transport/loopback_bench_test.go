@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // BenchmarkLoopbackStream moves b.N datagram-sized writes through a real
@@ -27,7 +29,7 @@ func BenchmarkLoopbackStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg, _ := Config{}.withDefaults()
-	chunk := make([]byte, cfg.mss())
+	chunk := make([]byte, cfg.MaxDatagram-wire.HeaderLen-wire.DataOverhead)
 	done := make(chan int64)
 	go func() {
 		n, _ := io.Copy(io.Discard, s)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/session"
 )
 
 func TestUpdatePolicyByNameOrHook(t *testing.T) {
@@ -22,7 +23,7 @@ func TestUpdatePolicyByNameOrHook(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig, "unknown names fail in the config")
 	cfg := Config{UpdatePolicy: "fastest"}
 	_, err = newPolicy(&cfg)
-	require.ErrorIs(t, err, ErrConfig, "and in newPolicy")
+	require.ErrorIs(t, err, ErrConfig, "and when a session is built")
 
 	// The hook wins over the name and gets the datagram size.
 	var gotSize cc.ByteCount
@@ -46,4 +47,13 @@ func TestUpdatePolicyByNameOrHook(t *testing.T) {
 		_, err = newPolicy(&cfg)
 		require.ErrorIs(t, err, ErrConfig)
 	}
+}
+
+// newPolicy builds the update policy a session of cfg would run.
+func newPolicy(cfg *Config) (acp.Policy, error) {
+	s, err := session.New(cfg.sessionConfig(), 1, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	return s.Policy(), nil
 }

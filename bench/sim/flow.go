@@ -192,13 +192,13 @@ func (f *flow) onTimers(w *world, now clock.Mono) {
 	}
 	if t := f.tr.RTOAt(); t != 0 && !now.Before(t) {
 		f.ctl.OnRetransmissionTimeout(now)
-		f.tr.OnRTO(f.lostFunc(now))
+		f.tr.OnRTO(now, f.lostFunc(now))
 	}
 }
 
 // lostFunc reports a lost packet to the controller and queues its data.
-func (f *flow) lostFunc(now clock.Mono) func(pn cc.PacketNumber, p *recovery.Packet) {
-	return func(pn cc.PacketNumber, p *recovery.Packet) {
+func (f *flow) lostFunc(now clock.Mono) recovery.LostFunc {
+	return func(_ clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 		f.st.lost++
 		f.ctl.OnLoss(now, cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: f.tr.TotalInFlight() + p.Bytes})
 		if p.Len > 0 {

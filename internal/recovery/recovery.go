@@ -190,7 +190,7 @@ func (t *Tracker) Ack(pn cc.PacketNumber) (*Packet, bool) {
 
 // DetectLost calls lost for every packet declared lost at now and re-arms
 // the time-threshold timer (RFC 9002 §6.1).
-func (t *Tracker) DetectLost(now clock.Mono, lost func(pn cc.PacketNumber, p *Packet)) {
+func (t *Tracker) DetectLost(now clock.Mono, lost LostFunc) {
 	t.lossTime = 0
 	if t.largestAcked == cc.InvalidPacketNumber {
 		return
@@ -208,7 +208,7 @@ func (t *Tracker) DetectLost(now clock.Mono, lost func(pn cc.PacketNumber, p *Pa
 		if t.largestAcked-pn >= PacketThreshold || !now.Before(p.Sent.Add(delay)) {
 			p.State = Lost
 			t.inFlight[p.Kind] -= p.Bytes
-			lost(pn, p)
+			lost(now, pn, p)
 			continue
 		}
 		if at := p.Sent.Add(delay); t.lossTime == 0 || at.Before(t.lossTime) {
@@ -217,13 +217,16 @@ func (t *Tracker) DetectLost(now clock.Mono, lost func(pn cc.PacketNumber, p *Pa
 	}
 }
 
-// OnRTO declares everything in flight lost and backs the timer off.
-func (t *Tracker) OnRTO(lost func(pn cc.PacketNumber, p *Packet)) {
+// LostFunc is told of each packet declared lost at now.
+type LostFunc func(now clock.Mono, pn cc.PacketNumber, p *Packet)
+
+// OnRTO declares everything in flight lost at now and backs the timer off.
+func (t *Tracker) OnRTO(now clock.Mono, lost LostFunc) {
 	for i := range t.pkts {
 		if p := &t.pkts[i]; p.State == InFlight {
 			p.State = Lost
 			t.inFlight[p.Kind] -= p.Bytes
-			lost(t.base+cc.PacketNumber(i), p)
+			lost(now, t.base+cc.PacketNumber(i), p)
 		}
 	}
 	t.backoff = min(t.backoff+1, 16)

@@ -18,7 +18,7 @@ func TestPacketThreshold(t *testing.T) {
 		tr.OnSent(at(i), 1000, 0, int64(i), 1)
 	}
 	var lost []cc.PacketNumber
-	rec := func(pn cc.PacketNumber, _ *Packet) { lost = append(lost, pn) }
+	rec := func(_ clock.Mono, pn cc.PacketNumber, _ *Packet) { lost = append(lost, pn) }
 	_, ok := tr.Ack(3)
 	require.True(t, ok)
 	tr.DetectLost(at(10), rec)
@@ -35,10 +35,10 @@ func TestTimeThreshold(t *testing.T) {
 	tr.OnSent(at(1), 1000, 0, 1, 1)
 	tr.Ack(1)
 	var lost []cc.PacketNumber
-	tr.DetectLost(at(50), func(pn cc.PacketNumber, _ *Packet) { lost = append(lost, pn) })
+	tr.DetectLost(at(50), func(_ clock.Mono, pn cc.PacketNumber, _ *Packet) { lost = append(lost, pn) })
 	require.Empty(t, lost)
 	require.Equal(t, at(0).Add(112500*time.Microsecond), tr.LossTime(), "9/8 · 100 ms after sending")
-	tr.DetectLost(at(113), func(pn cc.PacketNumber, _ *Packet) { lost = append(lost, pn) })
+	tr.DetectLost(at(113), func(_ clock.Mono, pn cc.PacketNumber, _ *Packet) { lost = append(lost, pn) })
 	require.Equal(t, []cc.PacketNumber{0}, lost)
 }
 
@@ -51,7 +51,7 @@ func TestRTOBackoffAndKinds(t *testing.T) {
 	require.Equal(t, cc.ByteCount(200), tr.InFlight(1))
 	require.Equal(t, at(1000), tr.RTOAt())
 	n := 0
-	tr.OnRTO(func(cc.PacketNumber, *Packet) { n++ })
+	tr.OnRTO(at(60), func(clock.Mono, cc.PacketNumber, *Packet) { n++ })
 	require.Equal(t, 2, n)
 	require.Zero(t, tr.TotalInFlight())
 	require.Equal(t, 2*InitialRTO, tr.RTO(), "backoff doubles")

@@ -1,4 +1,4 @@
-package transport
+package session
 
 // ranges is a set of disjoint, non-adjacent half-open byte ranges
 // [lo, hi), sorted ascending: the acknowledged bytes of the send stream, or

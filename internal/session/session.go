@@ -1,4 +1,4 @@
-package transport
+package session
 
 import (
 	"errors"
@@ -9,18 +9,32 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/recovery"
+	"github.com/fresh-udp/fresh/internal/wire"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", the default controller
-	"github.com/fresh-udp/fresh/transport/internal/wire"
 )
 
-// session is one end of one connection as a sans-I/O state machine, in the
-// style of quinn-proto: the driver hands it datagrams (handle), asks it for
-// datagrams to send (poll) and for its next deadline (nextTimeout), and
-// calls timeout when that passes. It never reads a clock, sleeps or touches
-// a socket: every call carries the monotonic time and the local wall clock
-// in µs (for stamps). Not safe for concurrent use; Conn serialises calls.
-type session struct {
-	cfg    *Config
+// Session is one end of one connection as a sans-I/O state machine, in the
+// style of quinn-proto. It never reads a clock, sleeps or touches a socket:
+// every call that depends on time carries the monotonic time now and, where
+// a packet is stamped, the local wall clock in µs. Not safe for concurrent
+// use: the driver serialises calls.
+//
+// The driver's contract:
+//
+//   - Handle(now, wall, datagram) for every datagram that arrives;
+//   - then Poll(now, wall, buf) until it reports nothing to send, and send
+//     what it returns with the DSCP it gives;
+//   - NextTimeout(now) is the latest time by which the driver must call
+//     Timeout and poll again (0: no deadline). It answers without changing
+//     anything, so a driver may ask as often as it likes;
+//   - Timeout(now) once that time has passed, then Poll as above;
+//   - after the application calls Write, CloseWrite, Read, SendUpdate or
+//     Close, Poll again (the call may have made something sendable).
+//
+// The transport's Conn drives it over a UDP socket; the simulator (bench/sim)
+// drives pairs of sessions over emulated links in virtual time.
+type Session struct {
+	cfg    Config
 	connID uint64
 	client bool
 	state  sessionState
@@ -72,8 +86,7 @@ type session struct {
 
 	st Stats
 
-	lostFn  func(pn cc.PacketNumber, p *recovery.Packet) // s.lost, bound once
-	lostNow clock.Mono                                   // its now
+	lostFn func(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) // s.lost, bound once
 }
 
 type sessionState uint8
@@ -92,17 +105,6 @@ const (
 	flagFIN    uint8 = 1
 )
 
-// Errors a connection can end with.
-var (
-	ErrClosed          = errors.New("transport: connection closed")
-	ErrPeerClosed      = errors.New("transport: closed by peer")
-	ErrIdleTimeout     = errors.New("transport: idle timeout")
-	ErrHandshake       = errors.New("transport: handshake failed")
-	ErrProtocol        = errors.New("transport: protocol violation by peer")
-	ErrUpdateTooLarge  = errors.New("transport: update larger than a datagram")
-	ErrWriteAfterClose = errors.New("transport: write after CloseWrite")
-)
-
 // Close codes on the wire.
 const (
 	// closeNormal promises that the peer acknowledged every stream byte
@@ -117,34 +119,43 @@ const (
 	closeAbort uint32 = 3
 )
 
-func newSession(cfg *Config, connID uint64, client bool, now clock.Mono) (*session, error) {
-	mss := cc.ByteCount(cfg.mss())
-	var ctl cc.Controller
-	var err error
-	if cfg.NewController != nil {
-		ctl = cfg.NewController(mss)
-	} else if ctl, err = cc.New(cfg.CC, mss); err != nil {
+// New returns the session of a client (which opens the connection with an
+// Initial on its first Poll) or of a server (which answers with an Accept),
+// created at now with connection ID connID.
+func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctl, err := cfg.NewController(cc.ByteCount(cfg.MSS()))
+	if err == nil && ctl == nil {
+		err = errors.New("NewController returned no controller")
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	pol, err := newPolicy(cfg)
+	pol, err := cfg.NewPolicy(cc.ByteCount(cfg.MaxDatagram))
+	if err == nil && pol == nil {
+		err = errors.New("NewPolicy returned no policy")
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	inband, err := clock.NewInband(clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8})
 	if err != nil {
 		return nil, err
 	}
-	s := &session{
+	s := &Session{
 		cfg: cfg, connID: connID, client: client,
 		tr: recovery.NewWithAckDelay(cfg.MaxAckDelay), ctl: ctl, policy: pol,
 		out:       sendStream{limit: cfg.SendBuffer},
 		peerMax:   int64(cfg.ReceiveWindow), // until the peer says otherwise
-		updBuf:    make([]byte, 0, cfg.maxUpdatePayload()),
+		updBuf:    make([]byte, 0, cfg.MaxUpdatePayload()),
 		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
 		in:        newRecvStream(cfg.ReceiveWindow),
 		inband:    inband,
 		lastHeard: now,
-		inUpd:     make([]byte, 0, cfg.maxUpdatePayload()),
+		inUpd:     make([]byte, 0, cfg.MaxUpdatePayload()),
 		newestGen: -1 << 63,
 		hsNext:    now,
 	}
@@ -157,36 +168,9 @@ func newSession(cfg *Config, connID uint64, client bool, now clock.Mono) (*sessi
 	return s, nil
 }
 
-// newPolicy builds the update-rate regulator from the config.
-func newPolicy(cfg *Config) (acp.Policy, error) {
-	size := cc.ByteCount(cfg.MaxDatagram)
-	var p acp.Policy
-	var err error
-	switch {
-	case cfg.NewUpdatePolicy != nil:
-		if p, err = cfg.NewUpdatePolicy(size); err == nil && p == nil {
-			err = errors.New("NewUpdatePolicy returned no policy")
-		}
-	case cfg.UpdatePolicy == "acp":
-		c := acp.Recommended(size)
-		c.MaxRate = acp.Rate(cfg.MaxUpdateRate)
-		p, err = acp.NewRegulator(c)
-	case cfg.UpdatePolicy == "acp-literal":
-		p, err = acp.NewRegulator(acp.Config{UpdateSize: size, MaxRate: acp.Rate(cfg.MaxUpdateRate)})
-	case cfg.UpdatePolicy == "lazy":
-		p, err = acp.NewLazy(acp.Config{UpdateSize: size, MaxRate: acp.Rate(cfg.MaxUpdateRate)})
-	default:
-		return nil, fmt.Errorf("%w: UpdatePolicy %q (want acp, acp-literal or lazy)", ErrConfig, cfg.UpdatePolicy)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	return p, nil
-}
-
 // theta is the receiver − sender clock offset the session corrects OWD with,
 // and whether it is trustworthy.
-func (s *session) theta(sentUS int64) (time.Duration, bool) {
+func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 	if s.cfg.TrustPeerClock {
 		return 0, true
 	}
@@ -196,10 +180,23 @@ func (s *session) theta(sentUS int64) (time.Duration, bool) {
 	return s.inband.Offset(clock.Stamp(sentUS)), true
 }
 
-// handle processes one datagram received at now (local wall clock wallUS).
-// Malformed datagrams are counted and dropped; err is for protocol
-// violations that end the connection.
-func (s *session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byte, size int) {
+// Handle processes one datagram b received at now (local wall clock wallUS).
+// It reports false, counting the datagram as malformed, when b is not a
+// packet of this connection; malformed frames are counted and dropped, and
+// protocol violations close the session (Err says why).
+func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
+	h, body, err := wire.ParseHeader(b)
+	if err != nil || h.ConnID != s.connID {
+		s.st.Malformed++
+		return false
+	}
+	s.handle(now, wallUS, h, body, len(b))
+	s.armProbe(now)
+	return true
+}
+
+// handle processes one parsed datagram.
+func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byte, size int) {
 	if s.state == stateClosed {
 		return
 	}
@@ -280,7 +277,7 @@ func (s *session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 
 // onAckEliciting does the receiver's bookkeeping for a Data, Update or Ping:
 // clock samples, ACK ranges, the OWD sample, and when to ACK.
-func (s *session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, echo wire.Echo, urgent bool) {
+func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, echo wire.Echo, urgent bool) {
 	if h.Type != wire.TypePing {
 		s.inband.AddForward(clock.Stamp(h.Timestamp), clock.Stamp(wallUS))
 	}
@@ -313,7 +310,7 @@ func (s *session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 
 // deliverUpdate keeps an update if it is fresher than every update already
 // delivered (an older one changes nothing at the monitor, SPEC §2).
-func (s *session) deliverUpdate(now clock.Mono, wallUS int64, u *wire.Update) {
+func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, u *wire.Update) {
 	s.st.UpdatesReceived++
 	if u.Generated <= s.newestGen {
 		s.st.UpdatesStale++
@@ -333,7 +330,7 @@ func (s *session) deliverUpdate(now clock.Mono, wallUS int64, u *wire.Update) {
 
 // onAck processes an ACK frame: RTT sample, newly acknowledged packets in
 // packet-number order, flow control, then loss detection (RFC 9002 §5–6).
-func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack) {
+func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack) {
 	s.echo = wire.Echo{T3: h.Timestamp, T4: wallUS}
 	s.peerMax = max(s.peerMax, a.MaxData)
 	if a.NRanges == 0 {
@@ -395,7 +392,6 @@ func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 			}
 		}
 	}
-	s.lostNow = now
 	s.tr.DetectLost(now, s.lostFn)
 	if acked {
 		s.tr.ArmRTO(now)
@@ -403,28 +399,25 @@ func (s *session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	s.tr.Compact()
 }
 
-// lost handles a packet declared lost at s.lostNow: stream bytes are queued
+// lost handles a packet declared lost at now: stream bytes are queued
 // again, the controllers are told; updates are never retransmitted. It is
 // bound once (lostFn) so loss detection does not allocate a closure.
-func (s *session) lost(pn cc.PacketNumber, p *recovery.Packet) {
-	now := s.lostNow
-	{
-		s.st.PacketsLost++
-		ev := cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent}
-		switch p.Kind {
-		case kindData:
-			ev.PriorInFlight = s.tr.InFlight(kindData) + p.Bytes
-			s.out.onLost(p.Offset, p.Len, p.Flags&flagFIN != 0)
-			s.ctl.OnLoss(now, ev)
-		case kindUpdate:
-			s.st.UpdatesLost++
-			s.policy.OnLoss(now, ev)
-		}
+func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
+	s.st.PacketsLost++
+	ev := cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent}
+	switch p.Kind {
+	case kindData:
+		ev.PriorInFlight = s.tr.InFlight(kindData) + p.Bytes
+		s.out.onLost(p.Offset, p.Len, p.Flags&flagFIN != 0)
+		s.ctl.OnLoss(now, ev)
+	case kindUpdate:
+		s.st.UpdatesLost++
+		s.policy.OnLoss(now, ev)
 	}
 }
 
 // fail closes the session with err and tells the peer why.
-func (s *session) fail(err error, code uint32) {
+func (s *Session) fail(err error, code uint32) {
 	if s.state == stateClosed {
 		return
 	}
@@ -434,7 +427,7 @@ func (s *session) fail(err error, code uint32) {
 }
 
 // close starts a local close: a Close frame goes out on the next poll.
-func (s *session) close() {
+func (s *Session) close() {
 	if s.state != stateClosed && !s.closePending {
 		s.err = ErrClosed
 		s.closePending = true
@@ -447,7 +440,7 @@ func (s *session) close() {
 
 // sendUpdate replaces the freshest unsent update (SPEC §2: only the
 // freshest is ever sent).
-func (s *session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error {
+func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error {
 	if len(payload) > cap(s.updBuf) {
 		return fmt.Errorf("%w: %d > %d bytes", ErrUpdateTooLarge, len(payload), cap(s.updBuf))
 	}
@@ -459,11 +452,17 @@ func (s *session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error
 	return nil
 }
 
-// poll writes the next datagram to send at now into buf and returns it with
-// its DSCP; ok is false when there is nothing to send now.
-func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
+// Poll writes the next datagram to send at now into buf and returns it with
+// its DSCP code point; ok is false when there is nothing to send now.
+func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
+	dgram, dscp, ok = s.poll(now, wallUS, buf)
+	s.armProbe(now)
+	return dgram, dscp, ok
+}
+
+func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
 	hdr := func(t wire.Type, flags uint8, pn cc.PacketNumber) []byte { return s.header(buf, wallUS, t, flags, pn) }
-	streamDSCP, updDSCP := uint8(s.cfg.StreamDSCP), uint8(s.cfg.UpdateDSCP)
+	streamDSCP, updDSCP := s.cfg.StreamDSCP, s.cfg.UpdateDSCP
 	switch {
 	case s.closePending:
 		s.closePending = false
@@ -504,7 +503,7 @@ func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		return s.sent(b), updDSCP, true
 	}
 	if s.out.pending() && !now.Before(s.nextSend) && s.ctl.CanSend(s.tr.InFlight(kindData)) {
-		off, data, fin, retx, ok := s.out.chunk(s.cfg.mss(), s.peerMax)
+		off, data, fin, retx, ok := s.out.chunk(s.cfg.MSS(), s.peerMax)
 		if ok {
 			var flags uint8
 			if fin {
@@ -529,7 +528,7 @@ func (s *session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 }
 
 // sent counts an outgoing datagram.
-func (s *session) sent(b []byte) []byte {
+func (s *Session) sent(b []byte) []byte {
 	s.st.PacketsSent++
 	s.st.BytesSent += int64(len(b))
 	return b
@@ -538,7 +537,7 @@ func (s *session) sent(b []byte) []byte {
 // pace moves the pacer on by one packet at the controller's rate, with a
 // burst allowance of 2 ms worth of sending: a user-space timer cannot wake
 // much more finely, and quic-go's pacer allows a similar burst.
-func (s *session) pace(now clock.Mono, size int) {
+func (s *Session) pace(now clock.Mono, size int) {
 	rate := s.ctl.PacingRate()
 	if rate == 0 {
 		s.nextSend = now
@@ -550,7 +549,7 @@ func (s *session) pace(now clock.Mono, size int) {
 }
 
 // ackDue reports whether an ACK should go out now.
-func (s *session) ackDue(now clock.Mono) bool {
+func (s *Session) ackDue(now clock.Mono) bool {
 	if s.ackNow {
 		return true
 	}
@@ -558,12 +557,12 @@ func (s *session) ackDue(now clock.Mono) bool {
 }
 
 // header starts a datagram in buf.
-func (s *session) header(buf []byte, wallUS int64, t wire.Type, flags uint8, pn cc.PacketNumber) []byte {
+func (s *Session) header(buf []byte, wallUS int64, t wire.Type, flags uint8, pn cc.PacketNumber) []byte {
 	return wire.AppendHeader(buf[:0], wire.Header{Type: t, Flags: flags, ConnID: s.connID, PN: int64(pn), Timestamp: wallUS})
 }
 
 // appendAck builds an ACK frame in buf and resets the ACK state.
-func (s *session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
+func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 	var a wire.Ack
 	for i, r := range s.ranges.Ranges() {
 		a.Ranges[i] = wire.AckRange{Largest: int64(r.Hi), Smallest: int64(r.Lo)}
@@ -583,9 +582,9 @@ func (s *session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 	return wire.AppendAck(s.header(buf, wallUS, wire.TypeAck, flags, 0), &a)
 }
 
-// nextTimeout is the earliest time the session needs timeout or poll called
-// again, or 0 if none.
-func (s *session) nextTimeout(now clock.Mono) clock.Mono {
+// NextTimeout is the earliest time the session needs Timeout or Poll
+// called again, or 0 if none. It changes nothing.
+func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 	if s.state == stateClosed {
 		return 0
 	}
@@ -604,20 +603,29 @@ func (s *session) nextTimeout(now clock.Mono) clock.Mono {
 	if s.cfg.KeepAlive > 0 {
 		t = recovery.Earliest(t, max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive))
 	}
-	if s.out.blocked(s.peerMax) && s.tr.TotalInFlight() == 0 {
+	return recovery.Earliest(t, s.probeAt)
+}
+
+// armProbe keeps the flow-control probe timer: armed one RTO ahead while
+// the stream is blocked by the peer's window with nothing in flight (no
+// ACK will come to open it), disarmed otherwise. Every call that changes
+// that condition ends with it, so NextTimeout only reads probeAt.
+func (s *Session) armProbe(now clock.Mono) {
+	if s.state == stateOpen && s.out.blocked(s.peerMax) && s.tr.TotalInFlight() == 0 {
 		if s.probeAt == 0 {
 			s.probeAt = now.Add(s.tr.RTO())
 		}
-		t = recovery.Earliest(t, s.probeAt)
+		return
 	}
-	return t
+	s.probeAt = 0
 }
 
-// timeout fires the deadlines due at now.
-func (s *session) timeout(now clock.Mono) {
+// Timeout fires the deadlines due at now.
+func (s *Session) Timeout(now clock.Mono) {
 	if s.state == stateClosed {
 		return
 	}
+	defer s.armProbe(now)
 	if !now.Before(s.lastHeard.Add(s.cfg.IdleTimeout)) {
 		if s.client && s.state == stateHandshake {
 			s.fail(ErrHandshake, closeIdle)
@@ -627,14 +635,12 @@ func (s *session) timeout(now clock.Mono) {
 		return
 	}
 	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
-		s.lostNow = now
 		s.tr.DetectLost(now, s.lostFn)
 		s.tr.Compact()
 	}
 	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
 		data, upd := s.tr.InFlight(kindData) > 0, s.tr.InFlight(kindUpdate) > 0
-		s.lostNow = now
-		s.tr.OnRTO(s.lostFn)
+		s.tr.OnRTO(now, s.lostFn)
 		if data {
 			s.ctl.OnRetransmissionTimeout(now)
 		}

@@ -1,31 +1,28 @@
-package transport
+package session
 
 import (
 	"testing"
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/transport/internal/wire"
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // sessionPair runs two sessions back to back in memory (no sockets), in
 // virtual time: the sans-I/O core under test without the drivers.
 type sessionPair struct {
-	cli, srv  *session
+	cli, srv  *Session
 	now       clock.Mono
 	buf, buf2 []byte
 }
 
 func newSessionPair(tb testing.TB) *sessionPair {
-	cfg, err := Config{}.withDefaults()
+	var cfg Config
+	cli, err := New(cfg, 1, true, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cli, err := newSession(&cfg, 1, true, 0)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv, err := newSession(&cfg, 1, false, 0)
+	srv, err := New(cfg, 1, false, 0)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -40,7 +37,7 @@ func (p *sessionPair) exchange() int {
 	moved := 0
 	for {
 		n := 0
-		for _, dir := range [2][2]*session{{p.cli, p.srv}, {p.srv, p.cli}} {
+		for _, dir := range [2][2]*Session{{p.cli, p.srv}, {p.srv, p.cli}} {
 			from, to := dir[0], dir[1]
 			wall := int64(p.now) / 1000
 			for {
@@ -68,9 +65,9 @@ func (p *sessionPair) exchange() int {
 func (p *sessionPair) advance(n int, step time.Duration) {
 	for range n {
 		p.now = p.now.Add(step)
-		for _, s := range []*session{p.cli, p.srv} {
-			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.timeout(p.now)
+		for _, s := range []*Session{p.cli, p.srv} {
+			if d := s.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				s.Timeout(p.now)
 			}
 		}
 		p.exchange()
@@ -82,7 +79,7 @@ func (p *sessionPair) advance(n int, step time.Duration) {
 // ACK's poll and handle. Allocations per packet must be 0.
 func BenchmarkSessionStream(b *testing.B) {
 	p := newSessionPair(b)
-	chunk := make([]byte, p.cli.cfg.mss())
+	chunk := make([]byte, p.cli.cfg.MSS())
 	rd := make([]byte, 64<<10)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(chunk)))
@@ -127,8 +124,8 @@ func TestSessionPairMovesData(t *testing.T) {
 	rd := make([]byte, 4096)
 	for i := 0; i < 10_000 && !p.srv.in.eof(); i++ {
 		p.now = p.now.Add(time.Millisecond)
-		if t := p.cli.nextTimeout(p.now); t != 0 && !p.now.Before(t) {
-			p.cli.timeout(p.now)
+		if t := p.cli.NextTimeout(p.now); t != 0 && !p.now.Before(t) {
+			p.cli.Timeout(p.now)
 		}
 		p.exchange()
 		n := p.srv.in.read(rd)
@@ -147,8 +144,7 @@ func TestKeepAliveKeepsQuietConnectionOpen(t *testing.T) {
 		t.Fatalf("idled out: client %v (%v), server %v (%v)", p.cli.state, p.cli.err, p.srv.state, p.srv.err)
 	}
 	// Without keep-alive they do idle out.
-	cfg, _ := Config{KeepAlive: -1}.withDefaults()
-	p.cli.cfg, p.srv.cfg = &cfg, &cfg
+	p.cli.cfg.KeepAlive, p.srv.cfg.KeepAlive = -1, -1
 	p.advance(40, time.Second)
 	if p.cli.state != stateClosed || p.cli.err != ErrIdleTimeout {
 		t.Fatalf("client should idle out, state %v err %v", p.cli.state, p.cli.err)

@@ -1,4 +1,4 @@
-package transport
+package session
 
 // recvStream is the receiving half of the reliable byte stream: a ring of
 // window bytes holding everything from the next byte the application reads

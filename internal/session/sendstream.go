@@ -1,4 +1,4 @@
-package transport
+package session
 
 // sendStream is the sending half of the reliable byte stream: the bytes the
 // application wrote and the peer has not yet acknowledged, what was sent,

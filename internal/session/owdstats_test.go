@@ -1,6 +1,7 @@
-package transport
+package session
 
 import (
+	"github.com/fresh-udp/fresh/cc"
 	"testing"
 	"time"
 
@@ -23,17 +24,17 @@ func TestOWDStats(t *testing.T) {
 // A controller without a delay analyzer (cubic) still gets the OWD columns
 // of Stats from the ACKs' samples.
 func TestStatsOWDWithCubic(t *testing.T) {
-	cfg, err := Config{CC: "cubic", TrustPeerClock: true}.withDefaults()
-	require.NoError(t, err)
+	cfg := Config{TrustPeerClock: true, NewController: func(mss cc.ByteCount) (cc.Controller, error) { return cc.New("cubic", mss) }}
+	var err error
 	p := newSessionPair(t)
-	p.cli, err = newSession(&cfg, 1, true, p.now)
+	p.cli, err = New(cfg, 1, true, p.now)
 	require.NoError(t, err)
-	p.srv, err = newSession(&cfg, 1, false, p.now)
+	p.srv, err = New(cfg, 1, false, p.now)
 	require.NoError(t, err)
 	p.exchange()
 	p.cli.out.write(make([]byte, 50_000))
 	p.advance(200, time.Millisecond)
-	st := p.cli.stats(p.now)
+	st := p.cli.Stats(p.now)
 	require.Equal(t, "cubic", st.CC)
 	require.Equal(t, 5*time.Millisecond, st.MinOWD, "the pair's one-way delay")
 	require.Equal(t, 5*time.Millisecond, st.CurOWD)

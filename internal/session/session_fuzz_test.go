@@ -1,11 +1,11 @@
-package transport
+package session
 
 import (
 	"encoding/binary"
 	"testing"
 	"time"
 
-	"github.com/fresh-udp/fresh/transport/internal/wire"
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // FuzzSession feeds arbitrary datagrams to an open session, as the drivers
@@ -45,8 +45,8 @@ func FuzzSession(f *testing.F) {
 			if h, body, err := wire.ParseHeader(dg); err == nil && h.ConnID == s.connID {
 				s.handle(p.now, int64(p.now)/1000, h, body, len(dg))
 			}
-			if d := s.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.timeout(p.now)
+			if d := s.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				s.Timeout(p.now)
 			}
 			for range 64 { // drain what it wants to send, bounded
 				if _, _, ok := s.poll(p.now, int64(p.now)/1000, p.buf); !ok {
@@ -60,7 +60,7 @@ func FuzzSession(f *testing.F) {
 			if s.out.unacked() > s.out.limit {
 				t.Fatalf("send buffer grew to %d > %d", s.out.unacked(), s.out.limit)
 			}
-			if st := s.stats(p.now); st.BytesReceived < 0 || st.PacketsReceived < 0 {
+			if st := s.Stats(p.now); st.BytesReceived < 0 || st.PacketsReceived < 0 {
 				t.Fatalf("negative counters: %+v", st)
 			}
 		}
@@ -80,11 +80,11 @@ func sessionSeeds(tb testing.TB) [][]byte {
 	for range 60 {
 		p.now = p.now.Add(5 * time.Millisecond)
 		for _, dir := range []struct {
-			from, to *session
+			from, to *Session
 			log      *[][]byte
 		}{{p.cli, p.srv, &toSrv}, {p.srv, p.cli, &toCli}} {
-			if d := dir.from.nextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				dir.from.timeout(p.now)
+			if d := dir.from.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				dir.from.Timeout(p.now)
 			}
 			for {
 				d, _, ok := dir.from.poll(p.now, int64(p.now)/1000, p.buf)

@@ -1,4 +1,4 @@
-package transport
+package session
 
 import (
 	"errors"
@@ -7,11 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/transport/internal/wire"
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // deliverOne polls from once and hands the datagram to to unless drop.
-func (p *sessionPair) deliverOne(from, to *session, drop bool) (wire.Type, bool) {
+func (p *sessionPair) deliverOne(from, to *Session, drop bool) (wire.Type, bool) {
 	wall := int64(p.now) / 1000
 	d, _, ok := from.poll(p.now, wall, p.buf)
 	if !ok {

@@ -1,0 +1,105 @@
+package session
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fresh-udp/fresh/acp"
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/wire"
+	"github.com/fresh-udp/fresh/owd"
+)
+
+// Config is a session's resolved settings. The transport builds it from
+// its public Config (which documents the defaults and validates user
+// input); the simulator builds it from a scenario. Zero fields take the
+// defaults below, so both drivers run the same protocol unless they say
+// otherwise.
+type Config struct {
+	// MaxDatagram is the largest datagram sent, bytes. Default 1200.
+	MaxDatagram int
+	// NewController builds the stream's window controller for the stream
+	// payload size mss. Default: owd.New.
+	NewController func(mss cc.ByteCount) (cc.Controller, error)
+	// NewPolicy builds the update-rate regulator; size is the size the
+	// policy paces by (MaxDatagram). Default: the ACP regulator.
+	NewPolicy func(size cc.ByteCount) (acp.Policy, error)
+
+	// TrustPeerClock: both wall clocks are synchronised by other means, so
+	// OWD is computed from the raw stamps and trusted at once.
+	TrustPeerClock bool
+	// NoInband disables the in-band offset estimator: OWD samples then
+	// carry the raw clock offset and are never trusted (the simulator's
+	// "no clock correction" model; the transport always estimates).
+	NoInband bool
+
+	// StreamDSCP and UpdateDSCP are the 6-bit code points Poll returns
+	// with stream and update datagrams (0: best effort).
+	StreamDSCP, UpdateDSCP uint8
+
+	// AckEvery: ack-eliciting packets per ACK. Default 2.
+	AckEvery int
+	// MaxAckDelay is the delayed-ACK timer. Default 25 ms.
+	MaxAckDelay time.Duration
+	// IdleTimeout closes a session that heard nothing for this long.
+	// Default 30 s.
+	IdleTimeout time.Duration
+	// KeepAlive: a PING after this long without ack-eliciting traffic.
+	// Default IdleTimeout/3; negative: never.
+	KeepAlive time.Duration
+
+	// SendBuffer bounds the bytes written and not yet acknowledged.
+	// Default 4 MiB.
+	SendBuffer int
+	// ReceiveWindow is the stream's flow-control window, bytes. Default 4 MiB.
+	ReceiveWindow int
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.MaxDatagram == 0 {
+		c.MaxDatagram = 1200
+	}
+	if c.NewController == nil {
+		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}), nil }
+	}
+	if c.NewPolicy == nil {
+		c.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Recommended(size)) }
+	}
+	if c.AckEvery == 0 {
+		c.AckEvery = 2
+	}
+	if c.MaxAckDelay == 0 {
+		c.MaxAckDelay = 25 * time.Millisecond
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = c.IdleTimeout / 3
+	}
+	if c.SendBuffer == 0 {
+		c.SendBuffer = 4 << 20
+	}
+	if c.ReceiveWindow == 0 {
+		c.ReceiveWindow = 4 << 20
+	}
+	return c
+}
+
+// validate rejects settings the session cannot run with.
+func (c *Config) validate() error {
+	if c.MaxDatagram < 256 || c.MaxDatagram > 65000 {
+		return fmt.Errorf("%w: MaxDatagram %d outside 256..65000", ErrConfig, c.MaxDatagram)
+	}
+	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
+		return fmt.Errorf("%w: SendBuffer and ReceiveWindow must hold at least one datagram", ErrConfig)
+	}
+	return nil
+}
+
+// MSS is the stream payload carried by one full-size datagram.
+func (c *Config) MSS() int { return c.MaxDatagram - wire.HeaderLen - wire.DataOverhead }
+
+// MaxUpdatePayload is the largest update payload.
+func (c *Config) MaxUpdatePayload() int { return c.MaxDatagram - wire.HeaderLen - wire.UpdateOverhead }

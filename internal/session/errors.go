@@ -1,0 +1,17 @@
+package session
+
+import "errors"
+
+// Errors a connection can end with or a call can return. The transport
+// package re-exports them (transport.ErrClosed is ErrClosed), so callers
+// match them with errors.Is whichever package they import.
+var (
+	ErrConfig          = errors.New("transport: invalid config")
+	ErrClosed          = errors.New("transport: connection closed")
+	ErrPeerClosed      = errors.New("transport: closed by peer")
+	ErrIdleTimeout     = errors.New("transport: idle timeout")
+	ErrHandshake       = errors.New("transport: handshake failed")
+	ErrProtocol        = errors.New("transport: protocol violation by peer")
+	ErrUpdateTooLarge  = errors.New("transport: update larger than a datagram")
+	ErrWriteAfterClose = errors.New("transport: write after CloseWrite")
+)

@@ -1,0 +1,86 @@
+package session
+
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// Stats is a snapshot of one connection. Counters count since the
+// connection began; units are in the field names or comments.
+type Stats struct {
+	// Stream congestion control.
+	CC          string        // controller name
+	Window      cc.ByteCount  // congestion window, bytes
+	PacingRate  cc.Bandwidth  // bit/s
+	InSlowStart bool          //
+	SRTT        time.Duration // smoothed RTT (RFC 6298)
+	MinRTT      time.Duration //
+	// MinOWD and CurOWD are the stream's one-way delays: the owd
+	// controller's OWDmin and OWDcur, or, for a controller without them,
+	// the smallest trusted sample since the connection opened and the
+	// smallest of the last four (0 until the clocks are trusted).
+	MinOWD time.Duration
+	CurOWD time.Duration
+	Signal cc.DelaySignal
+	// Clocks: the estimated receiver − sender offset of the peer's clock
+	// (in-band, clock.Inband) and whether it is trusted.
+	ClockOffset time.Duration
+	ClockSynced bool
+
+	// Datagrams and bytes on the wire.
+	PacketsSent, PacketsReceived int64
+	BytesSent, BytesReceived     int64
+	PacketsLost                  int64 // declared lost by this sender
+	Retransmitted                int64 // stream packets that carried resent bytes
+	Duplicates                   int64 // packets received twice
+	Malformed                    int64 // datagrams dropped as malformed
+
+	// Stream.
+	StreamBytesAcked    int64 // sent and acknowledged
+	StreamBytesReceived int64 // received, duplicates included
+
+	// Updates sent (source side).
+	UpdatesSent       int64
+	UpdatesSuperseded int64   // replaced by a fresher one before they could go
+	UpdatesLost       int64   // never retransmitted
+	UpdateRate        float64 // the regulator's current rate, updates/s
+
+	// Updates received (monitor side).
+	UpdatesReceived int64
+	UpdatesStale    int64 // older than one already delivered: dropped
+	Age             AgeStats
+}
+
+// AgeStats is the age of information at this end (monitor side): the
+// time-average age since the first update, its 95th percentile and the
+// largest age so far (acp.AgeSummary.Max: the highest tooth of the
+// sawtooth, or the current age if no update came for longer than that).
+type AgeStats struct {
+	Mean, P95, Peak time.Duration
+}
+
+// Stats is a snapshot of the session at now.
+func (s *Session) Stats(now clock.Mono) Stats {
+	st := s.st
+	m := s.ctl.Metrics()
+	st.Window, st.PacingRate, st.InSlowStart = m.Window, m.PacingRate, m.InSlowStart
+	st.SRTT, st.MinRTT = s.tr.RTT().Smoothed(), s.tr.RTT().Min()
+	st.MinOWD, st.CurOWD, st.Signal = m.OWDMin, m.OWDCur, m.Signal
+	if st.MinOWD == 0 { // a controller without a delay analyzer
+		st.MinOWD, st.CurOWD = s.owd.min, s.owd.current()
+	}
+	if s.cfg.TrustPeerClock {
+		st.ClockSynced = true
+	} else {
+		ib := s.inband.Status()
+		st.ClockOffset, st.ClockSynced = ib.Offset, ib.Synced
+	}
+	st.UpdateRate = float64(s.policy.Rate())
+	if s.age.Started() {
+		sum := s.age.Summary(now)
+		st.Age = AgeStats{Mean: sum.Mean, P95: sum.P95, Peak: sum.Max}
+	}
+	return st
+}

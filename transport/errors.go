@@ -1,0 +1,34 @@
+package transport
+
+import (
+	"errors"
+
+	"github.com/fresh-udp/fresh/internal/session"
+)
+
+// Errors, in one place. Match them with errors.Is: the errors returned
+// wrap them with context.
+var (
+	// ErrConfig wraps every configuration error of Listen and Dial.
+	ErrConfig = session.ErrConfig
+	// ErrClosed: the connection was closed locally (Close), or Close's
+	// linger expired with bytes unacknowledged.
+	ErrClosed = session.ErrClosed
+	// ErrPeerClosed: the peer closed the connection; wrapped with
+	// ErrProtocol when it closed because of our protocol violation, or
+	// with a note when it aborted with stream bytes unacknowledged.
+	ErrPeerClosed = session.ErrPeerClosed
+	// ErrIdleTimeout: nothing was heard from the peer for IdleTimeout.
+	ErrIdleTimeout = session.ErrIdleTimeout
+	// ErrHandshake: Dial did not complete the handshake in time.
+	ErrHandshake = session.ErrHandshake
+	// ErrProtocol: the peer broke the protocol (data beyond the window,
+	// an ACK for a packet never sent, a contradicting FIN).
+	ErrProtocol = session.ErrProtocol
+	// ErrUpdateTooLarge: SendUpdate's payload does not fit one datagram.
+	ErrUpdateTooLarge = session.ErrUpdateTooLarge
+	// ErrWriteAfterClose: Write after CloseWrite or Close.
+	ErrWriteAfterClose = session.ErrWriteAfterClose
+	// ErrListenerClosed: Accept after the Listener's Close.
+	ErrListenerClosed = errors.New("transport: listener closed")
+)
