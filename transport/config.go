@@ -99,7 +99,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-
 // withDefaults validates c and fills defaults.
 func (c Config) withDefaults() (Config, error) {
 	bad := func(f string, a ...any) (Config, error) {

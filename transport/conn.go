@@ -439,7 +439,6 @@ func (c *Conn) readLoop() {
 	}
 }
 
-
 // randomID returns a random connection ID.
 func randomID() uint64 {
 	var b [8]byte

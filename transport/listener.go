@@ -33,7 +33,6 @@ type Listener struct {
 	stopNTP   context.CancelFunc
 }
 
-
 // Listen opens a listener on addr ("host:port"; port 0 picks one). A
 // wildcard host (":port", "0.0.0.0:port", "[::]:port") serves IPv4 and IPv6
 // clients on one dual-stack socket, as net.ListenUDP("udp", …) does; a
