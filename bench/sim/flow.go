@@ -1,16 +1,23 @@
 package sim
 
 import (
+	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/recovery"
+	"github.com/fresh-udp/fresh/internal/session"
+	"github.com/fresh-udp/fresh/internal/wire"
 )
 
-// flow is one scenario flow: its sender at one end and receiver at the other.
+// flow is one scenario flow. Bulk and update flows are one connection of
+// the shipped protocol: a client session at the sending end and a server
+// session at the receiving end, created when the client's Initial arrives
+// (as transport's Listener does). CBR flows are the simulator's own
+// unresponsive senders.
 type flow struct {
 	idx     int
 	spec    scenario.Flow
@@ -18,41 +25,32 @@ type flow struct {
 	end     clock.Mono
 	reverse bool // data through the reverse link
 	dscp    uint8
-	mss     cc.ByteCount
 
-	// Sender.
-	ctl      cc.Controller // bulk: window controller; updates: the policy
-	policy   acp.Policy    // update flows only
-	tr       *recovery.Tracker
-	nextSend clock.Mono
-	// Bulk stream: chunks of mss bytes; retx holds chunks to send again.
-	nextChunk   int64
-	totalChunks int64 // -1 = unlimited
-	retx        []int64
-	// Latest ACK's T3 and its arrival T4, echoed on data for in-band clocks.
-	echoT3, echoT4 clock.Stamp
-	lastAck        clock.Mono
+	// The connection (bulk and update flows).
+	cfg      session.Config
+	cli, srv *session.Session
+	cliClock wallClock // the data sender's clock: the truth
+	srvClock wallClock // the receiver's clock, offset and skewed
+	written  int64     // stream bytes written so far (bulk)
+	closed   bool      // CloseWrite called (bulk with a byte limit)
+	stopped  bool      // past end: neither end is driven any more
 
-	// Receiver.
-	rx         receiver
-	contiguous int64          // chunks delivered in order
-	ooo        map[int64]bool // chunks received above contiguous
-	age        acp.AgeMeter
-
-	st flowStats
+	nextSend clock.Mono // cbr: next packet
+	age      acp.AgeMeter
+	lastAck  clock.Mono
+	st       flowStats
 }
 
 // flowStats accumulates what report.Flow needs.
 type flowStats struct {
-	sent, delivered     int64
-	sentBytes           int64
-	bytes               int64 // application bytes delivered (in order for bulk)
-	lost, retransmitted int64
-	owdMs, queueMs      []float64
-	slowStart           time.Duration
-	signals             [3]int64 // by cc.DelaySignal
-	clockErrSum         float64  // ms
-	clockErrN           int64
+	sent, delivered int64 // data-bearing datagrams (stream data, updates, cbr)
+	sentBytes       int64 // … their bytes on the wire
+	bytes           int64 // application bytes delivered (in order for bulk)
+	owdMs, queueMs  []float64
+	slowStart       time.Duration
+	signals         [3]int64 // by cc.DelaySignal
+	clockErrSum     float64  // ms
+	clockErrN       int64
 	// Jain window marks.
 	bytesAtMark [2]int64
 	// Series interval accumulators.
@@ -63,152 +61,218 @@ type flowStats struct {
 
 func (f *flow) isBulk() bool    { return f.spec.Kind == scenario.KindBulk }
 func (f *flow) isUpdates() bool { return f.spec.IsUpdates() }
-func (f *flow) active(now clock.Mono) bool {
-	return !now.Before(f.start) && now.Before(f.end)
-}
+func (f *flow) isCBR() bool     { return !f.isBulk() && !f.isUpdates() }
 
-// wireSize is the size on the wire of one data packet of this flow.
-func (f *flow) wireSize() int {
-	if f.spec.Kind == scenario.KindCBR {
-		return f.spec.Size
+// zeros is the stream content of bulk flows: the bytes do not matter, only
+// that the session moves them.
+var zeros = make([]byte, 64<<10)
+
+func newFlow(s *scenario.Scenario, i int, spec scenario.Flow, mode syncMode) (*flow, error) {
+	dscp, err := scenario.ParseDSCP(spec.DSCP)
+	if err != nil {
+		return nil, err
 	}
-	return f.payload() + headerBytes
-}
-
-func (f *flow) payload() int {
+	f := &flow{
+		idx: i, spec: spec, dscp: dscp, reverse: spec.Reverse,
+		start:    clock.Mono(0).Add(spec.Start.D()),
+		end:      clock.Mono(0).Add(spec.End(s).D()),
+		srvClock: wallClock{offset: s.ClockOffset.D(), skew: s.ClockSkewPPM * 1e-6},
+	}
+	f.nextSend = f.start
+	if f.isCBR() {
+		return f, nil
+	}
+	// The session as transport.Config's defaults build it, but for what
+	// the scenario sets: the segment size, the controller or update
+	// policy, the DSCP and the clock model.
+	f.cfg = session.Config{StreamDSCP: f.dscp, UpdateDSCP: f.dscp}
+	switch mode {
+	case syncPerfect:
+		f.cfg.TrustPeerClock = true
+		f.srvClock = wallClock{}
+	case syncNone:
+		f.cfg.NoInband = true
+	}
 	if f.isBulk() {
-		return int(f.mss)
+		f.cfg.MaxDatagram = s.MSS + wire.HeaderLen + wire.DataOverhead
+		name := spec.CC
+		f.cfg.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(name, mss) }
+	} else {
+		// One update per datagram: the datagram is sized to the update.
+		f.cfg.MaxDatagram = max(spec.Size+wire.HeaderLen+wire.UpdateOverhead, 256)
+		f.cfg.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return updatePolicy(spec, size) }
 	}
-	return f.spec.Size
+	// Build one session now so a bad controller or policy name fails the
+	// run before it starts.
+	if _, err := session.New(f.cfg, 0, true, 0); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
-// hasData reports whether a bulk sender has something to send.
-func (f *flow) hasData() bool {
-	return len(f.retx) > 0 || f.totalChunks < 0 || f.nextChunk < f.totalChunks
+// updatePolicy builds an update flow's policy: a fixed rate, or the policy
+// named by the flow's CC, as transport builds it.
+func updatePolicy(spec scenario.Flow, size cc.ByteCount) (acp.Policy, error) {
+	if spec.Kind == scenario.KindFixed {
+		return acp.NewFixed(acp.Rate(spec.UpdateRate), acp.Config{UpdateSize: size})
+	}
+	c, err := cc.New(spec.CC, size)
+	if err != nil {
+		return nil, err
+	}
+	p, ok := c.(acp.Policy)
+	if !ok {
+		return nil, fmt.Errorf("cc %q is not an update policy (want acp, acp-literal or lazy)", spec.CC)
+	}
+	return p, nil
 }
 
-// nextEvent is the sender's next deadline (0 = none).
+// nextEvent is the flow's next deadline after now (0: none).
 func (f *flow) nextEvent(now clock.Mono) clock.Mono {
-	t := f.tr.NextTimer()
+	if f.stopped {
+		return 0
+	}
 	if now.Before(f.start) {
-		return recovery.Earliest(t, f.start)
+		return f.start
 	}
-	if !f.active(now) {
-		return t
+	if f.isCBR() {
+		return f.nextSend
 	}
-	switch {
-	case f.isBulk():
-		if f.hasData() && f.ctl.CanSend(f.tr.TotalInFlight()) {
-			t = recovery.Earliest(t, max(f.nextSend, now))
+	var t clock.Mono
+	for _, s := range []*session.Session{f.cli, f.srv} {
+		if s != nil {
+			t = earliest(t, s.NextTimeout(now))
 		}
-	case f.isUpdates():
-		t = recovery.Earliest(t, max(f.policy.NextSendTime(), now, f.start))
-	default: // cbr
-		t = recovery.Earliest(t, max(f.nextSend, f.start))
+	}
+	if f.isUpdates() && f.cli != nil {
+		// The source samples at will: the next update is generated when
+		// the regulator will let it go.
+		t = earliest(t, max(f.cli.Policy().NextSendTime(), now))
 	}
 	return t
 }
 
-// pace moves nextSend on by one packet at rate (bit/s); no pacing if 0.
-func (f *flow) pace(now clock.Mono, size int, rate cc.Bandwidth) {
-	if rate == 0 {
-		f.nextSend = now
-		return
+func earliest(a, b clock.Mono) clock.Mono {
+	if a == 0 || (b != 0 && b.Before(a)) {
+		return b
 	}
-	gap := time.Duration(float64(size*8) / float64(rate) * 1e9)
-	f.nextSend = max(f.nextSend, now).Add(gap)
+	return a
 }
 
-// makeData fills a new outgoing packet of this flow.
-func (f *flow) makeData(w *world, now clock.Mono, kind pktKind) *packet {
-	p := w.pool.get()
-	p.kind = kind
-	p.flow = f.idx
-	p.payload = f.payload()
-	p.sent = now
-	p.stamp = senderStamp(now)
-	p.echoT3, p.echoT4 = f.echoT3, f.echoT4
-	p.net.FlowKey = uint64(f.idx)<<1 | 0
-	p.net.Size = f.wireSize()
-	p.net.DSCP = f.dscp
-	return p
-}
-
-// trySend sends whatever the flow may send at now.
-func (f *flow) trySend(w *world, now clock.Mono) {
-	if !f.active(now) {
+// drive runs the flow's endpoints at now: due timers, the application
+// (stream writes, fresh updates), and everything they may send.
+func (f *flow) drive(w *world, now clock.Mono) {
+	if f.stopped || now.Before(f.start) {
 		return
 	}
+	if !now.Before(f.end) {
+		f.stopped = true // the flow ends: neither end acts again
+		return
+	}
+	if f.isCBR() {
+		for !now.Before(f.nextSend) {
+			w.sendCBR(now, f)
+			f.nextSend = f.nextSend.Add(time.Duration(float64(f.spec.Size*8) / float64(f.spec.Rate) * 1e9))
+		}
+		return
+	}
+	if f.cli == nil {
+		var err error
+		if f.cli, err = session.New(f.cfg, uint64(f.idx)+1, true, now); err != nil {
+			panic(err) // validated in newFlow
+		}
+	}
+	f.feed(now)
+	for _, s := range []*session.Session{f.cli, f.srv} {
+		if s == nil {
+			continue
+		}
+		if t := s.NextTimeout(now); t != 0 && !now.Before(t) {
+			s.Timeout(now)
+		}
+		w.pollAll(now, f, s == f.srv)
+	}
+}
+
+// feed is the sending application: a bulk flow keeps the send buffer full
+// (up to its byte limit, then closes the stream); an update flow generates
+// a fresh update whenever the regulator would send one (ACP's
+// generate-at-will source), stamped with its true generation time.
+func (f *flow) feed(now clock.Mono) {
 	switch {
 	case f.isBulk():
-		for f.hasData() && f.ctl.CanSend(f.tr.TotalInFlight()) && !now.Before(f.nextSend) {
-			var chunk int64
-			if n := len(f.retx); n > 0 {
-				chunk = f.retx[0]
-				f.retx = f.retx[1:]
-				if chunk < f.contiguous || f.ooo[chunk] {
-					continue // delivered after all (spurious loss)
-				}
-				f.st.retransmitted++
-			} else {
-				chunk = f.nextChunk
-				f.nextChunk++
+		for !f.closed {
+			n := f.cli.WriteSpace()
+			if f.spec.Bytes > 0 {
+				n = int(min(int64(n), f.spec.Bytes-f.written))
 			}
-			p := f.makeData(w, now, kindData)
-			p.chunk = chunk
-			p.pn = f.tr.OnSent(now, f.mss, 0, chunk, 1)
-			f.ctl.OnPacketSent(now, p.pn, f.mss, f.tr.TotalInFlight())
-			f.pace(now, p.net.Size, f.ctl.PacingRate())
-			w.send(now, f.reverse, p)
+			if n == 0 {
+				break
+			}
+			k, _ := f.cli.Write(zeros[:min(n, len(zeros))])
+			f.written += int64(k)
+			if k == 0 {
+				break
+			}
+		}
+		if f.spec.Bytes > 0 && f.written >= f.spec.Bytes && !f.closed {
+			f.closed = true
+			_ = f.cli.CloseWrite()
 		}
 	case f.isUpdates():
-		if now.Before(f.policy.NextSendTime()) {
+		if f.cli.Opened() && !now.Before(f.cli.Policy().NextSendTime()) {
+			var buf [1 << 16]byte
+			u := buf[:f.spec.Size]
+			binary.BigEndian.PutUint64(u, uint64(now))
+			_ = f.cli.SendUpdate(now, f.cliClock.micros(now), u)
+		}
+	}
+}
+
+// arrive hands a datagram that crossed a link to its endpoint.
+func (f *flow) arrive(w *world, now clock.Mono, p *packet) {
+	if f.stopped {
+		return
+	}
+	if p.cbr {
+		f.measure(w, now, p, 0, false)
+		f.deliverBytes(now, int64(p.net.Size))
+		return
+	}
+	if !p.toSrv {
+		if f.cli == nil || !f.cli.Handle(now, f.cliClock.micros(now), p.dgram) {
 			return
 		}
-		// The source samples at will: the freshest update is generated
-		// the moment the regulator lets one go (ACP's generate-at-will).
-		p := f.makeData(w, now, kindUpdate)
-		p.gen = now
-		p.pn = f.tr.OnSent(now, cc.ByteCount(p.payload), 0, -1, 0)
-		f.policy.OnUpdateSent(now, p.pn, now)
-		w.send(now, f.reverse, p)
-	default: // cbr
-		for !now.Before(f.nextSend) {
-			p := f.makeData(w, now, kindCBR)
-			f.nextSend = max(f.nextSend, f.start).Add(time.Duration(float64(f.spec.Size*8) / float64(f.spec.Rate) * 1e9))
-			w.send(now, f.reverse, p)
+		if typ, ok := frameType(p.dgram); ok && typ == wire.TypeAck {
+			f.noteControllerState(now)
+		}
+		return
+	}
+	wall := f.srvClock.micros(now)
+	if f.srv == nil {
+		h, body, err := wire.ParseHeader(p.dgram)
+		var in wire.Initial
+		if err != nil || h.Type != wire.TypeInitial || wire.ParseInitial(body, len(p.dgram), &in) != nil {
+			return // for nobody, as transport's Listener drops it
+		}
+		if f.srv, err = session.New(f.cfg, h.ConnID, false, now); err != nil {
+			panic(err) // validated in newFlow
 		}
 	}
+	if !f.srv.Handle(now, wall, p.dgram) {
+		return
+	}
+	if p.data {
+		h, _, _ := wire.ParseHeader(p.dgram)
+		est, ok := f.srv.OWDEstimate(h.Timestamp, wall)
+		f.measure(w, now, p, est, ok)
+	}
+	f.read(now)
 }
 
-// onTimers fires loss-detection, RTO and delayed-ACK deadlines due at now.
-func (f *flow) onTimers(w *world, now clock.Mono) {
-	if f.rx.ackAt != 0 && !now.Before(f.rx.ackAt) {
-		w.sendAck(now, f)
-	}
-	if t := f.tr.LossTime(); t != 0 && !now.Before(t) {
-		f.tr.DetectLost(now, f.lostFunc(now))
-		f.tr.Compact()
-	}
-	if t := f.tr.RTOAt(); t != 0 && !now.Before(t) {
-		f.ctl.OnRetransmissionTimeout(now)
-		f.tr.OnRTO(now, f.lostFunc(now))
-	}
-}
-
-// lostFunc reports a lost packet to the controller and queues its data.
-func (f *flow) lostFunc(now clock.Mono) recovery.LostFunc {
-	return func(_ clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
-		f.st.lost++
-		f.ctl.OnLoss(now, cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: f.tr.TotalInFlight() + p.Bytes})
-		if p.Len > 0 {
-			f.retx = append(f.retx, p.Offset)
-		}
-	}
-}
-
-// onData handles a data/update/cbr packet at the receiver.
-func (f *flow) onData(w *world, now clock.Mono, p *packet) {
+// measure records a data-bearing datagram's true one-way and queueing
+// delay, and how far the receiver's estimate (if trusted) was off.
+func (f *flow) measure(w *world, now clock.Mono, p *packet, est time.Duration, trusted bool) {
 	trueOWD := now.Sub(p.sent)
 	f.st.delivered++
 	f.st.owdMs = append(f.st.owdMs, ms(trueOWD))
@@ -218,47 +282,30 @@ func (f *flow) onData(w *world, now clock.Mono, p *packet) {
 	if w.trace {
 		w.owdSamples[f.idx] = append(w.owdSamples[f.idx], ms(trueOWD))
 	}
-	if p.kind == kindCBR {
-		f.deliverBytes(now, int64(p.net.Size))
-		return
-	}
-	est, ok, ackNow := f.rx.onPacket(now, p)
-	if ok {
+	if trusted {
 		f.st.clockErrSum += ms(absDur(est - trueOWD))
 		f.st.clockErrN++
 	}
-	switch p.kind {
-	case kindUpdate:
-		if f.age.Deliver(p.gen, now) {
-			f.deliverBytes(now, int64(p.payload))
-		}
-	case kindData:
-		f.deliverChunk(now, p.chunk)
-	}
-	if ackNow {
-		w.sendAck(now, f)
-	}
 }
 
-func (f *flow) deliverChunk(now clock.Mono, chunk int64) {
-	if chunk < f.contiguous || f.ooo[chunk] {
-		return // duplicate
-	}
-	if chunk > f.contiguous {
-		if f.ooo == nil {
-			f.ooo = map[int64]bool{}
+// read is the receiving application: it drains the stream (counting
+// in-order bytes) and takes the freshest update (measuring its true age
+// from the generation time in its payload).
+func (f *flow) read(now clock.Mono) {
+	var buf [64 << 10]byte
+	for {
+		n, _ := f.srv.Read(buf[:])
+		if n == 0 {
+			break
 		}
-		f.ooo[chunk] = true
-		return
+		f.deliverBytes(now, int64(n))
 	}
-	n := int64(1)
-	f.contiguous++
-	for f.ooo[f.contiguous] {
-		delete(f.ooo, f.contiguous)
-		f.contiguous++
-		n++
+	if u, ok := f.srv.TakeUpdate(); ok && len(u.Payload) >= 8 {
+		gen := clock.Mono(binary.BigEndian.Uint64(u.Payload))
+		if f.age.Deliver(gen, now) {
+			f.deliverBytes(now, int64(len(u.Payload)))
+		}
 	}
-	f.deliverBytes(now, n*int64(f.mss))
 }
 
 func (f *flow) deliverBytes(now clock.Mono, n int64) {
@@ -269,61 +316,14 @@ func (f *flow) deliverBytes(now clock.Mono, n int64) {
 	f.st.ivBytes += n
 }
 
-// onAck handles an ACK frame at the sender (RFC 9002 §5–6 order: newly
-// acknowledged packets and the RTT sample first, then loss detection).
-func (f *flow) onAck(now clock.Mono, a *ackFrame) {
-	f.echoT3, f.echoT4 = a.t3, senderStamp(now)
-	prior := f.tr.TotalInFlight()
-	newLargest := false
-	var rttSample time.Duration
-	// The RTT sample comes from the largest acknowledged packet, if this
-	// frame newly acknowledges it (RFC 9002 §5.1), less the ACK delay
-	// when that does not go below min RTT (§5.3).
-	if a.nRanges > 0 {
-		largest := a.ranges[0].Hi
-		if sp := f.tr.Get(largest); sp != nil && sp.State == recovery.InFlight {
-			newLargest = true
-			rttSample = now.Sub(sp.Sent)
-			if m := f.tr.RTT().Min(); m == 0 || rttSample-a.ackDelay >= m {
-				rttSample -= a.ackDelay
-			}
-			f.tr.RTT().Update(rttSample)
-		}
-	}
-	acked := false
-	// Ranges are newest first; the controller wants packet-number order.
-	for i := a.nRanges - 1; i >= 0; i-- {
-		rg := a.ranges[i]
-		for pn := max(rg.Lo, f.tr.Base()); pn <= rg.Hi; pn++ {
-			sp, ok := f.tr.Ack(pn)
-			if !ok {
-				continue
-			}
-			acked = true
-			s := cc.AckSample{PacketNumber: pn, Bytes: sp.Bytes, SentTime: sp.Sent, PriorInFlight: prior, ClockSynced: a.synced}
-			if newLargest && pn == rg.Hi && i == 0 {
-				s.RTT = rttSample
-			}
-			for j := 0; j < a.nSamples; j++ {
-				if a.samples[j].pn == pn {
-					s.OWD, s.OWDValid = a.samples[j].owd, true
-					break
-				}
-			}
-			f.ctl.OnAck(now, s)
-			f.noteControllerState(now)
-		}
-	}
-	f.tr.DetectLost(now, f.lostFunc(now))
-	if acked {
-		f.tr.ArmRTO(now)
-	}
-	f.tr.Compact()
-}
-
 // noteControllerState accumulates the trace summary at every ACK.
 func (f *flow) noteControllerState(now clock.Mono) {
-	m := f.ctl.Metrics()
+	var m cc.Metrics
+	if f.isBulk() {
+		m = f.cli.Controller().Metrics()
+	} else {
+		m = f.cli.Policy().Metrics()
+	}
 	if m.InSlowStart && f.lastAck != 0 {
 		f.st.slowStart += now.Sub(f.lastAck)
 	}
@@ -331,6 +331,12 @@ func (f *flow) noteControllerState(now clock.Mono) {
 	if int(m.Signal) < len(f.st.signals) {
 		f.st.signals[m.Signal]++
 	}
+}
+
+// frameType is a datagram's frame type (without validating the rest).
+func frameType(b []byte) (wire.Type, bool) {
+	h, _, err := wire.ParseHeader(b)
+	return h.Type, err == nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }

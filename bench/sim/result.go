@@ -28,18 +28,20 @@ func (w *world) result(opts Options) *report.Run {
 	for _, f := range w.flows {
 		active := f.end.Sub(f.start).Seconds()
 		fr := report.Flow{
-			Name:          f.spec.Name,
-			Kind:          f.spec.Kind,
-			CC:            f.spec.CC,
-			Bytes:         f.st.bytes,
-			Lost:          f.st.lost,
-			Retransmitted: f.st.retransmitted,
-			Sent:          f.st.sent,
-			Delivered:     f.st.delivered,
-			StartS:        f.start.Sub(0).Seconds(),
-			EndS:          f.end.Sub(0).Seconds(),
-			OWDms:         report.Summarize(f.st.owdMs),
-			QueueMs:       report.Summarize(f.st.queueMs),
+			Name:      f.spec.Name,
+			Kind:      f.spec.Kind,
+			CC:        f.spec.CC,
+			Bytes:     f.st.bytes,
+			Sent:      f.st.sent,
+			Delivered: f.st.delivered,
+			StartS:    f.start.Sub(0).Seconds(),
+			EndS:      f.end.Sub(0).Seconds(),
+			OWDms:     report.Summarize(f.st.owdMs),
+			QueueMs:   report.Summarize(f.st.queueMs),
+		}
+		if f.cli != nil {
+			st := f.cli.Stats(end)
+			fr.Lost, fr.Retransmitted = st.PacketsLost, st.Retransmitted
 		}
 		if active > 0 {
 			fr.GoodputBps = report.Round3(float64(f.st.bytes*8) / active)

@@ -1,22 +1,22 @@
 // Package sim is a discrete-event simulator in virtual time. It drives the
-// real controllers of cc, owd and acp — the same code the UDP endpoints run —
-// through two bench/netem links (forward and reverse, possibly asymmetric),
-// so 100 simulated seconds take well under a second and a run is
-// reproducible bit for bit from its seed.
+// shipped protocol — internal/session, the sans-I/O session that
+// transport's UDP endpoints run, with its stream buffers, wire format, loss
+// recovery, pacing and the real controllers of cc, owd and acp — through two
+// bench/netem links (forward and reverse, possibly asymmetric), so 100
+// simulated seconds take well under a second and a run is reproducible bit
+// for bit from its seed.
 //
-// Model. Every flow has a sender at one end and a receiver at the other;
-// forward flows send data through the forward link and get ACKs through the
-// reverse link, reverse flows the other way round. Bulk flows are reliable
-// QUIC-like streams: packet numbers are never reused, the receiver ACKs
-// every second packet, after 25 ms, or at once on a gap, with ranges and one
-// receiver-stamped OWD sample per packet; the sender detects loss by
-// packet and time threshold (RFC 9002 §6.1) and by RTO with backoff
-// (RFC 6298) — both from internal/recovery, shared with transport —
-// retransmits lost chunks under new numbers, and paces at the
-// controller's rate. Update flows (acp, fixed, lazy) send the freshest update
-// whenever their policy allows and never retransmit; each update is ACKed.
-// CBR flows are unresponsive. Receivers' clocks may be offset and skewed
-// (see clock.go). Times are exact: the loop jumps from event to event.
+// Model. Every bulk or update flow is one connection: a client session at
+// the sending end (created at the flow's start; its first datagram is the
+// Initial) and a server session at the receiving end (created when the
+// Initial arrives). Datagrams cross the links with 28 bytes of IPv4 and UDP
+// headers added to their size. The sending application keeps a bulk
+// flow's send buffer full (up to its byte limit) and generates a fresh
+// update whenever an update flow's regulator would send one; the receiving
+// application reads the stream and the freshest update at once. CBR flows
+// are the simulator's own unresponsive senders. Receivers' clocks may be
+// offset and skewed (clock.go). Times are exact: the loop jumps from event
+// to event.
 package sim
 
 import (
@@ -25,13 +25,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
-	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/recovery"
+	"github.com/fresh-udp/fresh/internal/wire"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2", "owd-eq7"
 )
 
@@ -60,6 +58,7 @@ type world struct {
 	fwd, rev *netem.Link
 	flows    []*flow
 	trace    bool
+	buf      []byte // Poll's scratch datagram
 
 	owdSamples [][]float64
 	series     []report.Series
@@ -88,7 +87,7 @@ func Run(s *scenario.Scenario, opts Options) (*report.Run, error) {
 }
 
 func build(s *scenario.Scenario, opts Options) (*world, error) {
-	w := &world{s: s, trace: opts.Trace}
+	w := &world{s: s, trace: opts.Trace, buf: make([]byte, 0, 65536)}
 	onDrop := func(_ clock.Mono, p *netem.Packet, _ netem.DropReason) {
 		w.pool.put(w.pool.byHandle(p.Handle))
 	}
@@ -102,7 +101,7 @@ func build(s *scenario.Scenario, opts Options) (*world, error) {
 	}
 	mode := map[string]syncMode{"perfect": syncPerfect, "inband": syncInband, "none": syncNone}[s.ClockSync]
 	for i, spec := range s.Flows {
-		f, err := newFlow(w, i, spec, mode)
+		f, err := newFlow(s, i, spec, mode)
 		if err != nil {
 			return nil, fmt.Errorf("%w: flow %q: %w", ErrScenario, spec.Name, err)
 		}
@@ -113,101 +112,63 @@ func build(s *scenario.Scenario, opts Options) (*world, error) {
 	return w, nil
 }
 
-func newFlow(w *world, i int, spec scenario.Flow, mode syncMode) (*flow, error) {
-	s := w.s
-	dscp, err := scenario.ParseDSCP(spec.DSCP)
-	if err != nil {
-		return nil, err
+// link returns the link a datagram of flow f takes: data toward the server
+// crosses the flow's forward direction, everything else the other one.
+func (w *world) link(f *flow, toSrv bool) *netem.Link {
+	if toSrv != f.reverse {
+		return w.fwd
 	}
-	f := &flow{
-		idx: i, spec: spec, dscp: dscp, reverse: spec.Reverse,
-		start: clock.Mono(0).Add(spec.Start.D()),
-		end:   clock.Mono(0).Add(spec.End(s).D()),
-		mss:   cc.ByteCount(s.MSS),
-		tr:    recovery.New(),
-	}
-	clk := rxClock{mode: mode, offset: s.ClockOffset.D(), skew: s.ClockSkewPPM * 1e-6}
-	if mode == syncInband {
-		if clk.inband, err = clock.NewInband(clock.InbandConfig{}); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case f.isBulk():
-		if f.ctl, err = cc.New(spec.CC, f.mss); err != nil {
-			return nil, err
-		}
-		f.totalChunks = -1
-		if spec.Bytes > 0 {
-			f.totalChunks = (spec.Bytes + int64(f.mss) - 1) / int64(f.mss)
-		}
-		f.rx = newReceiver(clk, 2)
-	case f.isUpdates():
-		cfg := acp.Config{UpdateSize: cc.ByteCount(spec.Size)}
-		var p acp.Policy
-		switch spec.Kind {
-		case scenario.KindFixed:
-			p, err = acp.NewFixed(acp.Rate(spec.UpdateRate), cfg)
-		default:
-			var c cc.Controller
-			c, err = cc.New(spec.CC, cc.ByteCount(spec.Size))
-			if err == nil {
-				var ok bool
-				if p, ok = c.(acp.Policy); !ok {
-					err = fmt.Errorf("cc %q is not an update policy (want acp, acp-literal or lazy)", spec.CC)
-				}
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		f.policy, f.ctl = p, p
-		f.rx = newReceiver(clk, 1)
-	default: // cbr
-		f.ctl = nil
-	}
-	f.nextSend = f.start
-	return f, nil
+	return w.rev
 }
 
-// link returns the link data of a flow takes (reverse=false: forward).
-func (w *world) link(reverse bool) *netem.Link {
-	if reverse {
-		return w.rev
+// pollAll sends everything one end of f has to send at now.
+func (w *world) pollAll(now clock.Mono, f *flow, fromSrv bool) {
+	s, wall := f.cli, f.cliClock.micros(now)
+	if fromSrv {
+		s, wall = f.srv, f.srvClock.micros(now)
 	}
-	return w.fwd
+	for {
+		d, dscp, ok := s.Poll(now, wall, w.buf)
+		if !ok {
+			return
+		}
+		p := w.pool.get()
+		p.flow, p.toSrv, p.sent = f.idx, !fromSrv, now
+		p.dgram = append(p.dgram, d...)
+		if typ, ok := frameType(d); ok && (typ == wire.TypeData || typ == wire.TypeUpdate) {
+			p.data = true
+		}
+		w.enqueue(now, f, p, len(d)+ipUDPOverhead, dscp)
+	}
 }
 
-// send puts p on the link of its direction.
-func (w *world) send(now clock.Mono, reverse bool, p *packet) {
-	f := w.flows[p.flow]
-	f.st.sent++
-	f.st.sentBytes += int64(p.net.Size)
-	w.link(reverse).Enqueue(now, &p.net)
-}
-
-// sendAck sends the receiver's ACK frame back toward the flow's sender.
-func (w *world) sendAck(now clock.Mono, f *flow) {
+// sendCBR sends one packet of a CBR flow.
+func (w *world) sendCBR(now clock.Mono, f *flow) {
 	p := w.pool.get()
-	p.kind = kindAck
-	p.flow = f.idx
-	p.sent = now
-	f.rx.fillAck(now, &p.ack)
-	p.net.FlowKey = uint64(f.idx)<<1 | 1
-	p.net.Size = ackBytes
-	p.net.DSCP = f.dscp
-	w.link(!f.reverse).Enqueue(now, &p.net)
+	p.flow, p.toSrv, p.sent, p.cbr, p.data = f.idx, true, now, true, true
+	w.enqueue(now, f, p, f.spec.Size, f.dscp)
+}
+
+// enqueue puts p on its link. Data toward the server and everything back
+// are two flows to a flow-queueing discipline, as two 5-tuples would be.
+func (w *world) enqueue(now clock.Mono, f *flow, p *packet, size int, dscp uint8) {
+	if p.data {
+		f.st.sent++
+		f.st.sentBytes += int64(size)
+	}
+	p.net.FlowKey = uint64(f.idx) << 1
+	if !p.toSrv {
+		p.net.FlowKey |= 1
+	}
+	p.net.Size = size
+	p.net.DSCP = dscp
+	w.link(f, p.toSrv).Enqueue(now, &p.net)
 }
 
 // deliver hands a packet that crossed a link to its endpoint.
 func (w *world) deliver(now clock.Mono, np *netem.Packet) {
 	p := w.pool.byHandle(np.Handle)
-	f := w.flows[p.flow]
-	if p.kind == kindAck {
-		f.onAck(now, &p.ack)
-	} else {
-		f.onData(w, now, p)
-	}
+	w.flows[p.flow].arrive(w, now, p)
 	w.pool.put(p)
 }
 
@@ -244,8 +205,7 @@ func (w *world) loop(opts Options) error {
 			}
 		}
 		for _, f := range w.flows {
-			f.onTimers(w, now)
-			f.trySend(w, now)
+			f.drive(w, now)
 		}
 		for marked < 2 && !now.Before(markAt[marked]) {
 			for _, f := range w.flows {
@@ -279,7 +239,6 @@ func (w *world) loop(opts Options) error {
 		}
 		for _, f := range w.flows {
 			consider(f.nextEvent(now))
-			consider(f.rx.ackAt)
 		}
 		if len(changes) > 0 {
 			consider(clock.Mono(0).Add(changes[0].At.D()))
@@ -332,14 +291,16 @@ func (w *world) sample(t clock.Mono, step time.Duration) {
 		}
 		se.OWDms = append(se.OWDms, owd)
 		cwnd, age, rate := nan(), nan(), nan()
-		if f.isBulk() {
-			cwnd = float64(f.ctl.Window())
+		if f.isBulk() && f.cli != nil {
+			cwnd = float64(f.cli.Controller().Window())
 		}
 		if f.isUpdates() {
 			if f.age.Started() {
 				age = ms(f.age.Age(t))
 			}
-			rate = float64(f.policy.Rate())
+			if f.cli != nil {
+				rate = float64(f.cli.Policy().Rate())
+			}
 		}
 		se.CwndBytes = append(se.CwndBytes, cwnd)
 		se.AgeMs = append(se.AgeMs, age)

@@ -157,3 +157,12 @@ func (s *Session) ConnID() uint64 { return s.connID }
 // AckNow reports whether an ACK is due at once (a Read that opened the
 // window, a gap, a duplicate): the driver should poll without waiting.
 func (s *Session) AckNow() bool { return s.ackNow }
+
+// OWDEstimate is the one-way delay this end estimates for a packet stamped
+// sentUS by the peer and received at wallUS (both µs), and whether the
+// clock-offset estimate behind it is trusted: the value the session puts
+// on its ACKs.
+func (s *Session) OWDEstimate(sentUS, wallUS int64) (time.Duration, bool) {
+	theta, ok := s.theta(sentUS)
+	return time.Duration(wallUS-sentUS)*time.Microsecond - theta, ok
+}

@@ -174,7 +174,7 @@ func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 	if s.cfg.TrustPeerClock {
 		return 0, true
 	}
-	if !s.inband.Synced() {
+	if s.cfg.NoInband || !s.inband.Synced() {
 		return 0, false
 	}
 	return s.inband.Offset(clock.Stamp(sentUS)), true
@@ -291,8 +291,7 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 		return
 	}
 	if h.Type != wire.TypePing && s.nSamples < len(s.samples) {
-		theta, _ := s.theta(h.Timestamp)
-		owd := time.Duration(wallUS-h.Timestamp)*time.Microsecond - theta
+		owd, _ := s.OWDEstimate(h.Timestamp, wallUS)
 		s.samples[s.nSamples] = wire.OWDSample{PN: h.PN, OWDMicros: int32(max(min(owd.Microseconds(), 1<<31-1), -1<<31))}
 		s.nSamples++
 	}

@@ -75,7 +75,7 @@ func (s *Session) Stats(now clock.Mono) Stats {
 		st.ClockSynced = true
 	} else {
 		ib := s.inband.Status()
-		st.ClockOffset, st.ClockSynced = ib.Offset, ib.Synced
+		st.ClockOffset, st.ClockSynced = ib.Offset, ib.Synced && !s.cfg.NoInband
 	}
 	st.UpdateRate = float64(s.policy.Rate())
 	if s.age.Started() {
