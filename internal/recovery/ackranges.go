@@ -71,3 +71,20 @@ func (a *AckRanges) Ranges() []Range { return a.r }
 
 // Largest is the largest packet number received (InvalidPacketNumber if none).
 func (a *AckRanges) Largest() cc.PacketNumber { return a.largest }
+
+// Forget stops acknowledging packet numbers up to and including pn: the
+// peer has seen an ACK that covered them (RFC 9000 §13.2.4), so repeating
+// them only makes every later ACK larger. A packet at or below pn that
+// arrives afterwards is recorded again as usual.
+func (a *AckRanges) Forget(pn cc.PacketNumber) {
+	n := 0
+	for _, rg := range a.r {
+		if rg.Hi <= pn {
+			break // this and every older range are covered
+		}
+		rg.Lo = max(rg.Lo, pn+1)
+		a.r[n] = rg
+		n++
+	}
+	a.r = a.r[:n]
+}

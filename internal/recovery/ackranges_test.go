@@ -29,3 +29,21 @@ func TestAckRanges(t *testing.T) {
 	require.Equal(t, []Range{{11, 11}, {9, 9}, {7, 7}}, a.Ranges())
 	require.Equal(t, cc.PacketNumber(11), a.Largest())
 }
+
+func TestForgetDropsWhatThePeerHasSeen(t *testing.T) {
+	a := NewAckRanges(16)
+	for _, pn := range []cc.PacketNumber{1, 2, 3, 5, 6, 8, 10, 11} {
+		a.Insert(pn)
+	}
+	require.Equal(t, []Range{{10, 11}, {8, 8}, {5, 6}, {1, 3}}, a.Ranges())
+	a.Forget(5)
+	require.Equal(t, []Range{{10, 11}, {8, 8}, {6, 6}}, a.Ranges(), "ranges at or below 5 go; 5..6 is cut to 6")
+	a.Forget(11)
+	require.Empty(t, a.Ranges())
+	dup, _ := a.Insert(12)
+	require.False(t, dup)
+	require.Equal(t, []Range{{12, 12}}, a.Ranges())
+	dup, _ = a.Insert(4) // a straggler below the forgotten floor
+	require.False(t, dup, "recorded again, not taken for a duplicate")
+	require.Equal(t, []Range{{12, 12}, {4, 4}}, a.Ranges())
+}

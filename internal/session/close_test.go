@@ -91,3 +91,47 @@ func TestNormalCloseDoesNotHideAHole(t *testing.T) {
 	whole.closeAt() // everything already read: the stream ends here
 	require.True(t, whole.eof())
 }
+
+// ACK ranges the sender has seen acknowledged are not repeated: after many
+// gaps (every 7th data packet lost), ACKs stay small instead of carrying 16
+// ranges (288 bytes of them) for the rest of the connection.
+func TestAckRangesForgottenOnceEchoed(t *testing.T) {
+	p := newSessionPair(t)
+	p.cli.out.write(make([]byte, 400_000))
+	largestAck, n := 0, 0
+	for range 20_000 {
+		p.now = p.now.Add(100 * time.Microsecond)
+		for _, s := range []*Session{p.cli, p.srv} {
+			if d := s.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
+				s.Timeout(p.now)
+			}
+		}
+		for {
+			typ, ok := p.deliverOne(p.cli, p.srv, n%7 == 3)
+			if !ok {
+				break
+			}
+			if typ == wire.TypeData {
+				n++
+			}
+		}
+		wall := int64(p.now) / 1000
+		for {
+			d, _, ok := p.srv.Poll(p.now, wall, p.buf)
+			if !ok {
+				break
+			}
+			if n > 200 { // past the first gaps
+				largestAck = max(largestAck, len(d))
+			}
+			h, body, err := wire.ParseHeader(d)
+			require.NoError(t, err)
+			p.cli.handle(p.now, wall+5000, h, body, len(d))
+		}
+	}
+	require.Greater(t, n, 300, "data moved")
+	// An ACK here carries a couple of OWD samples (12 bytes each): with
+	// 16 ranges it would be 28 + 14 + 256 + samples > 298 bytes.
+	require.Less(t, largestAck, wire.HeaderLen+14+6*16+4*12,
+		"ACKs carry a few ranges, not all 16")
+}

@@ -59,6 +59,8 @@ type Session struct {
 
 	// Receiver side.
 	ranges     recovery.AckRanges
+	acksSent   [16]ackSent // the latest ACKs sent, a ring (ackSentAt)
+	ackSentAt  int
 	samples    [wire.MaxAckSamples]wire.OWDSample
 	nSamples   int
 	elicited   int        // ack-eliciting packets not yet acknowledged
@@ -87,6 +89,14 @@ type Session struct {
 	st Stats
 
 	lostFn func(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) // s.lost, bound once
+}
+
+// ackSent is what one ACK acknowledged: once the peer echoes its stamp
+// (Echo.T3 on its data), it has seen that ACK, and the ranges up to
+// largest need not be repeated (RFC 9000 §13.2.4).
+type ackSent struct {
+	stamp   int64 // the ACK's header timestamp, local wall µs
+	largest cc.PacketNumber
 }
 
 type sessionState uint8
@@ -283,6 +293,7 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 	}
 	if echo.T3 != 0 {
 		s.inband.AddReverse(clock.Stamp(echo.T3), clock.Stamp(echo.T4))
+		s.forgetAcked(echo.T3)
 	}
 	dup, outOfOrder := s.ranges.Insert(cc.PacketNumber(h.PN))
 	if dup {
@@ -560,6 +571,19 @@ func (s *Session) header(buf []byte, wallUS int64, t wire.Type, flags uint8, pn 
 	return wire.AppendHeader(buf[:0], wire.Header{Type: t, Flags: flags, ConnID: s.connID, PN: int64(pn), Timestamp: wallUS})
 }
 
+// forgetAcked drops the ACK ranges the peer has seen acknowledged: t3 is
+// the stamp of the latest ACK it received, echoed on its data. Without
+// this, every ACK after 16 gaps would carry all 16 ranges (288 bytes of
+// them) for the rest of the connection, a real load on a thin ACK path.
+func (s *Session) forgetAcked(t3 int64) {
+	for _, a := range s.acksSent {
+		if a.stamp == t3 && a.largest != cc.InvalidPacketNumber {
+			s.ranges.Forget(a.largest)
+			return
+		}
+	}
+}
+
 // appendAck builds an ACK frame in buf and resets the ACK state.
 func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 	var a wire.Ack
@@ -578,6 +602,8 @@ func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 		flags = wire.FlagSynced
 	}
 	s.nSamples, s.elicited, s.ackAt, s.ackNow = 0, 0, 0, false
+	s.acksSent[s.ackSentAt] = ackSent{stamp: wallUS, largest: s.ranges.Largest()}
+	s.ackSentAt = (s.ackSentAt + 1) % len(s.acksSent)
 	return wire.AppendAck(s.header(buf, wallUS, wire.TypeAck, flags, 0), &a)
 }
 
