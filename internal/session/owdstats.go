@@ -7,7 +7,7 @@ import "time"
 // the receiver's OWD samples whatever the controller, and a user comparing
 // controllers wants the same columns for all. min is the smallest trusted
 // sample since the connection opened; cur the smallest of the last four
-// (the owd analyzer's noise filter, SPEC §1).
+// (the noise filter of the owd analyzer's OWDcur).
 type owdStats struct {
 	min    time.Duration
 	recent [4]time.Duration

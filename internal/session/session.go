@@ -319,7 +319,9 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 }
 
 // deliverUpdate keeps an update if it is fresher than every update already
-// delivered (an older one changes nothing at the monitor, SPEC §2).
+// delivered: an older one changes nothing at the monitor, whose age of
+// information only drops when a fresher update arrives (Kaul, Yates and
+// Gruteser, "Real-Time Status: How Often Should One Update?", INFOCOM 2012).
 func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, u *wire.Update) {
 	s.st.UpdatesReceived++
 	if u.Generated <= s.newestGen {
@@ -392,7 +394,7 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 				}
 			case kindUpdate:
 				// The regulator needs an RTT per update (its epoch is one
-				// RTT, SPEC §2), and updates usually share an ACK with
+				// RTT in the Age Control Protocol), and updates usually share an ACK with
 				// larger-numbered stream packets. Packet numbers are never
 				// reused, so every update's own RTT is unambiguous.
 				if sample.RTT == 0 {
@@ -448,7 +450,7 @@ func (s *Session) close() {
 	}
 }
 
-// sendUpdate replaces the freshest unsent update (SPEC §2: only the
+// sendUpdate replaces the freshest unsent update (ACP's rule: only the
 // freshest is ever sent).
 func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error {
 	if len(payload) > cap(s.updBuf) {

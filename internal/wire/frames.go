@@ -6,7 +6,7 @@ import (
 )
 
 // Echo carries the last ACK the sender received back to the receiver, for
-// in-band clock estimation (SPEC §4): T3 is that ACK's timestamp (receiver
+// in-band clock estimation (NTP's four-timestamp exchange, RFC 5905 §8): T3 is that ACK's timestamp (receiver
 // clock), T4 when the sender received it (sender clock). Zero T3 means none
 // yet. With T1/T2 from the data packet itself, the receiver has NTP's four
 // timestamps without an extra exchange.

@@ -31,7 +31,7 @@
 //	    may skip (a later issue skips some on purpose against optimistic
 //	    ACKs), so receivers must not assume contiguity.
 //	  - timestamp: the sender's wall clock in µs when the packet was sent:
-//	    PStime of SPEC §1 on Data and Update, T3 of the in-band clock
+//	    the send stamp PStime of the one-way delay estimator on Data and Update, T3 of the in-band clock
 //	    exchange on Ack.
 //
 // Frame types and bodies are documented on each type below.
