@@ -182,7 +182,7 @@ func (f *flow) drive(w *world, now clock.Mono) {
 			panic(err) // validated in newFlow
 		}
 	}
-	f.feed(now)
+	f.feed(now, w.scratch)
 	for _, s := range []*session.Session{f.cli, f.srv} {
 		if s == nil {
 			continue
@@ -198,7 +198,7 @@ func (f *flow) drive(w *world, now clock.Mono) {
 // (up to its byte limit, then closes the stream); an update flow generates
 // a fresh update whenever the regulator would send one (ACP's
 // generate-at-will source), stamped with its true generation time.
-func (f *flow) feed(now clock.Mono) {
+func (f *flow) feed(now clock.Mono, buf []byte) {
 	switch {
 	case f.isBulk():
 		for !f.closed {
@@ -221,7 +221,6 @@ func (f *flow) feed(now clock.Mono) {
 		}
 	case f.isUpdates():
 		if f.cli.Opened() && !now.Before(f.cli.Policy().NextSendTime()) {
-			var buf [1 << 16]byte
 			u := buf[:f.spec.Size]
 			binary.BigEndian.PutUint64(u, uint64(now))
 			_ = f.cli.SendUpdate(now, f.cliClock.micros(now), u)
@@ -267,7 +266,7 @@ func (f *flow) arrive(w *world, now clock.Mono, p *packet) {
 		est, ok := f.srv.OWDEstimate(h.Timestamp, wall)
 		f.measure(w, now, p, est, ok)
 	}
-	f.read(now)
+	f.read(now, w.scratch)
 }
 
 // measure records a data-bearing datagram's true one-way and queueing
@@ -291,10 +290,9 @@ func (f *flow) measure(w *world, now clock.Mono, p *packet, est time.Duration, t
 // read is the receiving application: it drains the stream (counting
 // in-order bytes) and takes the freshest update (measuring its true age
 // from the generation time in its payload).
-func (f *flow) read(now clock.Mono) {
-	var buf [64 << 10]byte
+func (f *flow) read(now clock.Mono, buf []byte) {
 	for {
-		n, _ := f.srv.Read(buf[:])
+		n, _ := f.srv.Read(buf)
 		if n == 0 {
 			break
 		}

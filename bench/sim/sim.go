@@ -59,6 +59,7 @@ type world struct {
 	flows    []*flow
 	trace    bool
 	buf      []byte // Poll's scratch datagram
+	scratch  []byte // the applications' read and update buffer
 
 	owdSamples [][]float64
 	series     []report.Series
@@ -87,7 +88,7 @@ func Run(s *scenario.Scenario, opts Options) (*report.Run, error) {
 }
 
 func build(s *scenario.Scenario, opts Options) (*world, error) {
-	w := &world{s: s, trace: opts.Trace, buf: make([]byte, 0, 65536)}
+	w := &world{s: s, trace: opts.Trace, buf: make([]byte, 0, 65536), scratch: make([]byte, 65536)}
 	onDrop := func(_ clock.Mono, p *netem.Packet, _ netem.DropReason) {
 		w.pool.put(w.pool.byHandle(p.Handle))
 	}
