@@ -1,5 +1,6 @@
 // Package sansio holds a test that keeps the core sans-I/O: no file of cc,
-// owd, acp or clock may read the host clock, sleep, start a goroutine or
+// owd, acp, clock or the protocol session (internal/session, wire,
+// recovery) may read the host clock, sleep, start a goroutine or
 // import a networking package, except the few files listed in allowed,
 // which are the documented edges (the system clock itself, the NTP query).
 package sansio
@@ -17,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var corePackages = []string{"cc", "owd", "acp", "clock"}
+var corePackages = []string{"cc", "owd", "acp", "clock", "internal/session", "internal/wire", "internal/recovery"}
 
 // allowed lists the files that may do I/O, and why.
 var allowed = map[string]string{
