@@ -1,71 +1,31 @@
 // Package clock is fresh's only source of time: the Clock interface and its
-// implementations (manual, system, NTP-corrected), and Inband, the estimator
-// that relates two hosts' wall clocks from the timestamps already on data
-// packets and ACKs (SPEC §4).
+// implementations (manual, system), and Inband, the estimator that relates
+// two hosts' wall clocks from the timestamps already on data packets and
+// ACKs. The NTP-corrected clock, which needs a network client, lives in the
+// subpackage ntpclock, so that this package (and every controller built on
+// it) depends on the standard library alone.
 //
 // # Monotonic and wall time
 //
-// A Clock has two readings that are never mixed (STYLE principle 5):
+// A Clock has two readings that are never mixed:
 //
 //   - Now() Mono: monotonic nanoseconds from an arbitrary origin, for
 //     intervals (RTT, pacing, timers, epochs). No correction ever touches it.
 //   - Wall() time.Time: wall-clock time, for the timestamps that cross the
 //     wire and are compared with another host's clock (one-way delay, age).
 //
+// Keeping them apart means an NTP step or an in-band offset correction can
+// never corrupt an RTT or a pacing interval: corrections are offsets applied
+// only where a one-way delay is computed.
+//
 // Implementations: Manual (moved by its owner; WallOffset and SkewPPM give a
-// host a deliberately wrong clock), System (the host clock), NTPClock (a base
-// Clock whose wall time is corrected by NTP). Wall stamps cross the wire as
-// Stamp, microseconds since the Unix epoch.
+// host a deliberately wrong clock), System (the host clock), and
+// ntpclock.Clock (a base Clock whose wall time is corrected by NTP). Wall
+// stamps cross the wire as Stamp, microseconds since the Unix epoch.
 //
 // Controllers never read a clock: they get "now" as an argument. Only
-// System.Now/Wall, QueryNTP and NTPClock.Run touch the host clock or the
-// network, all in system.go and ntp.go (internal/sansio enforces this); the
-// NTP state (NTPState, ntpstate.go) and Inband are pure.
-//
-// # NTP-corrected clock
-//
-// NTPClock = base clock + correction. QueryNTP does one NTPv4 exchange with
-// github.com/beevik/ntp, stamping T1 and T4 with the base clock's Wall (the
-// library's GetSystemTime hook, so the measured offset is that of the base
-// clock, whatever it is; this gives up kernel receive timestamps, a few µs),
-// and rejects answers that fail ntp's Response.Validate (RFC 5905 sanity
-// checks: kiss-of-death/stratum 0, leap indicator 3 "not synchronized",
-// stale reference time, root distance over 16 s). A rejected answer wraps
-// both ErrInvalidResponse and ntp's sentinel and changes nothing but the
-// recorded error and the retry time. NTPState turns valid samples into a
-// correction:
-//
-//   - Step or slew. The first valid sample is stepped (applied at once:
-//     there is nothing to slew from; ntpd steps a large initial offset too,
-//     and chrony does with makestep, e.g. Debian's default "makestep 1 3").
-//     Later samples whose offset differs from the current correction by more
-//     than StepThreshold (default 128 ms, ntpd's step threshold, RFC 5905
-//     Appendix A STEPT) are stepped too; smaller ones are slewed: the
-//     correction moves toward the new offset at MaxSlewPPM (default 500 ppm,
-//     ntpd's and Linux adjtime's maximum slew; chrony's maxslewrate default
-//     is far higher, 83 333 ppm). A slewed Wall stays continuous and
-//     monotonic; a stepped Wall jumps, possibly backwards. A negative
-//     StepThreshold never steps after the first sample, as ntpd's "tinker
-//     step 0".
-//   - Polling. A sync is due Interval (default 64 s, ntpd's and chrony's
-//     default minpoll 6 = 2^6 s) after a success and RetryInterval (default
-//     16 s, RFC 5905 MINPOLL 4) after a failure. The fixed interval, without
-//     NTP's adaptive poll exponent, is our simplification.
-//   - Synchronized. True while the last valid sync is no older than MaxAge
-//     (default 4·Interval: four missed polls). After that the correction is
-//     kept (holdover) but Synchronized is false and SyncedWall returns
-//     ErrNotSynchronized, the signal for owd to fall back to RTT/2.
-//   - No frequency discipline. Unlike ntpd's PLL/FLL, the correction holds
-//     between syncs, so a base clock drifting 100 ppm gains up to 6.4 ms per
-//     64 s interval. Inband tracks skew where it matters (OWD), so the NTP
-//     clock stays simple; NTPStatus.Offset shows the drift at each sync.
-//
-// Driving it: call Sync(ctx) yourself when NextSync is due, or run Run(ctx)
-// in a goroutine the endpoint owns; Run is the package's only waiting loop
-// and returns when ctx is cancelled (cancelling also interrupts a query in
-// flight: QueryNTP arms a context.AfterFunc that expires the socket's
-// deadline). NTPClock starts no goroutine of its own. Observe/ObserveError are
-// the sans-I/O entry for samples obtained elsewhere (the simulator).
+// System.Now/Wall touch the host clock (system.go; internal/sansio enforces
+// this); Inband is pure.
 //
 // # In-band offset and skew estimation
 //
@@ -76,8 +36,9 @@
 //
 //	θ = ((T2−T1) + (T3−T4)) / 2    δ = (T4−T1) − (T3−T2)
 //
-// where θ is receiver − sender (NTP's sign; SPEC §1's "offset", sender −
-// receiver, is −θ) and δ the round trip. A single θ is off by half the
+// where θ is receiver − sender (NTP's sign; the "offset" added to
+// PRtime − PStime to get a one-way delay, sender − receiver, is −θ) and δ
+// the round trip. A single θ is off by half the
 // difference of the two paths' queueing delays, so, as NTP's clock filter
 // (RFC 5905 §10) keeps the minimum-delay sample of the last eight, Inband
 // keeps minimum-delay samples, but per direction and per window of time:
@@ -104,8 +65,8 @@
 //     ErrorBound = (F₀ + R₀)/2 is NTP's bound: θ lies within ±ErrorBound of
 //     the estimate whatever the paths' asymmetry, if one-way delays are ≥ 0.
 //
-// OWD(sent, recv) = recv − sent − θ(sent) is the one-way delay SPEC §1 asks
-// for. Synced reports whether it may be used: both directions seen, at least
+// OWD(sent, recv) = recv − sent − θ(sent) is the one-way delay the owd
+// controller needs. Synced reports whether it may be used: both directions seen, at least
 // MinWindows (default 8) windows of samples, a fitted skew within
 // ±MaxSkewPPM (default 1000 ppm).
 //
@@ -127,7 +88,7 @@
 //     controller reacts to) is unaffected.
 //   - Persistent queues. A queue that never drains during the whole history
 //     looks like base delay on that path and biases θ the same way.
-//   - Clock steps. A step of either host's wall clock (e.g. an NTPClock's
+//   - Clock steps. A step of either host's wall clock (e.g. an ntpclock.Clock's
 //     step beyond 128 ms) breaks the envelope. A step of θ moves one
 //     direction's apparent delays *below* that direction's envelope, which
 //     queueing never does, so StepSamples (3) samples in a row more than
@@ -145,12 +106,11 @@
 //   - Resolution. Stamps are whole µs; θ is evaluated at the send time,
 //     not mid-flight (an error of skew × OWD, 2 µs at 100 ppm and 20 ms).
 //
-// Interpretations chosen where SPEC §4 is silent: Offset's sign is NTP's
+// Choices made where the literature leaves room: Offset's sign is NTP's
 // (receiver − sender); the time axis is the sender's clock; the skew fit is
 // the convex-hull lower envelope rather than least squares (robust to
 // standing queues); the offset uses per-direction minima (a refinement of
 // the clock filter); Synced is "enough windows and a plausible skew" rather
-// than a test of fit stability over time; the NTP clock has no frequency
-// discipline and a fixed poll interval; OWD returns ok=false rather than an
-// error on the hot path (no allocation).
+// than a test of fit stability over time; OWD returns ok=false rather than
+// an error on the hot path (no allocation).
 package clock

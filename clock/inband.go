@@ -8,9 +8,10 @@ import (
 )
 
 // Stamp is a wall-clock timestamp in microseconds since the Unix epoch, read
-// from one host's clock (Clock.Wall). It is the unit the wire carries (SPEC §1:
-// PStime, PRtime). Stamps from two different hosts differ by those hosts'
-// clock offset; only the Inband estimator relates them.
+// from one host's clock (Clock.Wall). It is the unit the wire carries (the
+// send stamp PStime and arrival stamp PRtime of a one-way delay). Stamps
+// from two different hosts differ by those hosts' clock offset; only the Inband
+// estimator relates them.
 type Stamp int64
 
 // StampOf returns t as a Stamp (truncated to the microsecond).
@@ -53,7 +54,7 @@ type InbandConfig struct {
 	// MaxSkewPPM bounds a believable relative skew, parts per million. Two
 	// free-running crystals rarely differ by more than 200 ppm, and a host
 	// slewed by ntpd/chrony adds at most 500 ppm each (both slew limits, see
-	// NTPConfig.MaxSlewPPM). A fit beyond ±MaxSkewPPM is clamped and the
+	// ntpclock.Config.MaxSlewPPM). A fit beyond ±MaxSkewPPM is clamped and the
 	// estimator reports itself not Synced. Default 1000.
 	MaxSkewPPM float64
 	// StepThreshold detects a clock step (see Inband.Steps): StepSamples
@@ -125,7 +126,7 @@ func (c InbandConfig) withDefaults() (InbandConfig, error) {
 // T1, T4); the "receiver" stamps data arrivals and sends ACKs (NTP's server:
 // T2, T3). Offset is θ = receiver clock − sender clock, NTP's sign (RFC 5905
 // §8), and is a function of time because of skew: θ(t) = θ₀ + skew·(t − t₀),
-// with t read on the sender's clock. SPEC §1's "offset" (sender − receiver,
+// with t read on the sender's clock. The "offset" of a one-way delay (sender − receiver,
 // added to PRtime − PStime) is −θ. See the package doc for the method.
 type Inband struct {
 	cfg   InbandConfig
@@ -341,7 +342,7 @@ func (e *Inband) SkewPPM() float64 { return e.current().skew * 1e6 }
 // while the estimator is not Synced, or when sent lies beyond the history
 // horizon (more than Windows windows after the newest sample), where the
 // skew extrapolation is no longer backed by data; the caller then falls
-// back to RTT/2 (SPEC §1). It does not record the sample: call AddForward.
+// back to RTT/2. It does not record the sample: call AddForward.
 func (e *Inband) OWD(sent, recv Stamp) (owd time.Duration, ok bool) {
 	f := e.current()
 	if !e.synced(f) || floorDiv(int64(sent), e.winUS) > e.newest+int64(len(e.ring)) {

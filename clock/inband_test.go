@@ -77,7 +77,7 @@ func newTwoHosts(seed uint64, offset time.Duration, skewPPM float64, fwd, rev si
 	}
 }
 
-// jittery is SPEC-like test traffic: 20 ms base each way plus exponential
+// jittery is realistic test traffic: 20 ms base each way plus exponential
 // queueing of mean 8 ms, capped at 60 ms.
 var jittery = simPath{Base: 20 * time.Millisecond, MeanQ: 8 * time.Millisecond, MaxQ: 60 * time.Millisecond}
 

@@ -46,7 +46,7 @@ type Config struct {
 	MaxDatagram int
 
 	// Clock is the endpoint's clock. Default clock.NewSystem(). Give it an
-	// *clock.NTPClock to have stamps NTP-corrected.
+	// *ntpclock.Clock to have stamps NTP-corrected.
 	Clock clock.Clock
 	// NTPServer, if set, makes the endpoint wrap Clock in an NTP-corrected
 	// clock (github.com/beevik/ntp) and keep it synchronised in the

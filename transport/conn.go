@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -459,7 +460,7 @@ func startNTP(cfg *Config) (stop context.CancelFunc, err error) {
 			return nil, fmt.Errorf("%w: NTPServer port %q", ErrConfig, p)
 		}
 	}
-	nc, err := clock.NewNTPClock(cfg.Clock, clock.NTPConfig{Server: host, Port: port, Logger: cfg.Logger})
+	nc, err := ntpclock.New(cfg.Clock, ntpclock.Config{Server: host, Port: port, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}

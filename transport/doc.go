@@ -46,7 +46,7 @@
 // direction (the four-timestamp exchange of NTP, RFC 5905 §8). The sender's
 // controller gets the OWD with a flag saying whether the clocks are
 // trustworthy; until they are, owd runs on RTT/2 (SPEC §1). Config.NTPServer
-// corrects the local clock with NTP (clock.NTPClock) first;
+// corrects the local clock with NTP (ntpclock.Clock) first;
 // Config.TrustPeerClock says the clocks are already synchronised.
 //
 // # Closing

@@ -1,5 +1,5 @@
 // Package ntptest starts a real NTP server (Debian's chronyd) on a loopback
-// port for tests: the clock package's NTP client and the endpoints' NTP
+// port for tests: package ntpclock (the NTP client) and the endpoints' NTP
 // option are tested against it, not against a mock of the NTP library.
 package ntptest
 
@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
 )
 
 // StartChronyd starts a chronyd serving NTP on a spare 127.0.0.1 UDP port
@@ -103,8 +103,8 @@ driftfile %s
 			t.Fatalf("chronyd exited early (%v):\n%s", err, b)
 		default:
 		}
-		_, err := clock.QueryNTP(context.Background(), clock.NTPConfig{Server: addr, Timeout: 200 * time.Millisecond}, nil)
-		if err == nil || errors.Is(err, clock.ErrInvalidResponse) {
+		_, err := ntpclock.Query(context.Background(), ntpclock.Config{Server: addr, Timeout: 200 * time.Millisecond}, nil)
+		if err == nil || errors.Is(err, ntpclock.ErrInvalidResponse) {
 			return addr
 		}
 		require.True(t, time.Now().Before(deadline), "chronyd on %s did not answer: %v", addr, err)

@@ -2,7 +2,7 @@
 // owd, acp, clock or the protocol session (internal/session, wire,
 // recovery) may read the host clock, sleep, start a goroutine or
 // import a networking package, except the few files listed in allowed,
-// which are the documented edges (the system clock itself, the NTP query).
+// which are the documented edges (the system clock itself).
 package sansio
 
 import (
@@ -23,7 +23,6 @@ var corePackages = []string{"cc", "owd", "acp", "clock", "internal/session", "in
 // allowed lists the files that may do I/O, and why.
 var allowed = map[string]string{
 	"clock/system.go": "the system clock reads the host clock by definition",
-	"clock/ntp.go":    "the NTP query and its re-sync loop are the clock package's only network I/O",
 }
 
 var forbiddenCalls = map[string]bool{

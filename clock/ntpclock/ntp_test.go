@@ -1,8 +1,9 @@
-package clock
+package ntpclock
 
 import (
 	"context"
 	"errors"
+	"github.com/fresh-udp/fresh/clock"
 	"net"
 	"testing"
 	"time"
@@ -11,32 +12,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ---- pure NTPState / NTPClock tests (no network) ----
+// ---- pure State / Clock tests (no network) ----
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func newState(t *testing.T, cfg NTPConfig) *NTPState {
+func newState(t *testing.T, cfg Config) *State {
 	t.Helper()
-	s, err := NewNTPState(cfg, 0)
+	s, err := NewState(cfg, 0)
 	require.NoError(t, err)
 	return s
 }
 
 func TestNTPConfigDefaults(t *testing.T) {
-	s := newState(t, NTPConfig{})
+	s := newState(t, Config{})
 	cfg := s.Config()
 	cfg.Logger = nil
-	require.Equal(t, NTPConfig{
+	require.Equal(t, Config{
 		Server: "pool.ntp.org", Port: 123, Timeout: 5 * time.Second,
 		Interval: 64 * time.Second, RetryInterval: 16 * time.Second, MaxAge: 256 * time.Second,
 		StepThreshold: 128 * time.Millisecond, MaxSlewPPM: 500,
 	}, cfg)
 
-	for _, bad := range []NTPConfig{
+	for _, bad := range []Config{
 		{Port: -1}, {Port: 70000}, {Timeout: -1}, {Interval: -time.Second},
 		{RetryInterval: -1}, {MaxAge: -1}, {MaxSlewPPM: -1}, {MaxSlewPPM: 1e6},
 	} {
-		_, err := NewNTPState(bad, 0)
+		_, err := NewState(bad, 0)
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", bad)
 	}
 }
@@ -50,21 +51,21 @@ func TestNTPAddress(t *testing.T) {
 		"[::1]":             "[::1]:123",
 		"[::1]:5":           "[::1]:5",
 	} {
-		cfg, err := NTPConfig{Server: in}.withDefaults()
+		cfg, err := Config{Server: in}.withDefaults()
 		require.NoError(t, err)
 		require.Equal(t, want, cfg.address(), in)
 	}
 }
 
 func TestNTPFirstSyncSteps(t *testing.T) {
-	s := newState(t, NTPConfig{})
+	s := newState(t, Config{})
 	require.False(t, s.Synchronized(0))
 	require.True(t, s.Due(0), "a new state wants a sync at once")
 	require.Equal(t, time.Duration(0), s.Correction(0))
 
 	// Even a small first offset is stepped: there is nothing to slew from.
-	now := Mono(time.Second)
-	require.Equal(t, Stepped, s.Observe(now, NTPSample{Offset: 40 * time.Millisecond}))
+	now := clock.Mono(time.Second)
+	require.Equal(t, Stepped, s.Observe(now, Sample{Offset: 40 * time.Millisecond}))
 	require.Equal(t, 40*time.Millisecond, s.Correction(now))
 	require.True(t, s.Synchronized(now))
 	require.Equal(t, now.Add(64*time.Second), s.NextSync())
@@ -83,11 +84,11 @@ func TestNTPSlewBoundedRate(t *testing.T) {
 		{"up 10ms at 50ppm", 10 * time.Millisecond, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newState(t, NTPConfig{MaxSlewPPM: tc.ppm})
+			s := newState(t, Config{MaxSlewPPM: tc.ppm})
 			first := 3 * time.Second
-			s.Observe(0, NTPSample{Offset: first})
-			start := Mono(10 * time.Second)
-			require.Equal(t, Slewed, s.Observe(start, NTPSample{Offset: first + tc.delta}))
+			s.Observe(0, Sample{Offset: first})
+			start := clock.Mono(10 * time.Second)
+			require.Equal(t, Slewed, s.Observe(start, Sample{Offset: first + tc.delta}))
 			require.Equal(t, first, s.Correction(start), "a slew starts where the correction was")
 			require.True(t, s.Status(start).Slewing)
 
@@ -119,15 +120,15 @@ func TestNTPSlewBoundedRate(t *testing.T) {
 }
 
 func TestNTPStepAboveThreshold(t *testing.T) {
-	s := newState(t, NTPConfig{})
-	s.Observe(0, NTPSample{Offset: 0})
-	require.Equal(t, Slewed, s.Observe(Mono(time.Second), NTPSample{Offset: 128 * time.Millisecond}), "at the threshold: slew")
+	s := newState(t, Config{})
+	s.Observe(0, Sample{Offset: 0})
+	require.Equal(t, Slewed, s.Observe(clock.Mono(time.Second), Sample{Offset: 128 * time.Millisecond}), "at the threshold: slew")
 	// Midway through that slew, a sample 200 ms from the current correction
 	// is stepped.
-	now := Mono(2 * time.Second)
+	now := clock.Mono(2 * time.Second)
 	cur := s.Correction(now)
 	require.Equal(t, 500*time.Microsecond, cur)
-	require.Equal(t, Stepped, s.Observe(now, NTPSample{Offset: cur - 200*time.Millisecond}))
+	require.Equal(t, Stepped, s.Observe(now, Sample{Offset: cur - 200*time.Millisecond}))
 	require.Equal(t, cur-200*time.Millisecond, s.Correction(now))
 	st := s.Status(now)
 	require.Equal(t, uint64(3), st.Syncs)
@@ -135,16 +136,16 @@ func TestNTPStepAboveThreshold(t *testing.T) {
 	require.False(t, st.Slewing)
 
 	// A negative threshold never steps after the first sync.
-	s = newState(t, NTPConfig{StepThreshold: -1})
-	require.Equal(t, Stepped, s.Observe(0, NTPSample{Offset: time.Second}))
-	require.Equal(t, Slewed, s.Observe(Mono(time.Second), NTPSample{Offset: -time.Hour}))
-	require.Equal(t, time.Second-500*time.Microsecond, s.Correction(Mono(2*time.Second)))
+	s = newState(t, Config{StepThreshold: -1})
+	require.Equal(t, Stepped, s.Observe(0, Sample{Offset: time.Second}))
+	require.Equal(t, Slewed, s.Observe(clock.Mono(time.Second), Sample{Offset: -time.Hour}))
+	require.Equal(t, time.Second-500*time.Microsecond, s.Correction(clock.Mono(2*time.Second)))
 }
 
 func TestNTPSynchronizedExpires(t *testing.T) {
-	s := newState(t, NTPConfig{Interval: 10 * time.Second}) // MaxAge 40 s
-	at := Mono(5 * time.Second)
-	s.Observe(at, NTPSample{Offset: time.Millisecond})
+	s := newState(t, Config{Interval: 10 * time.Second}) // MaxAge 40 s
+	at := clock.Mono(5 * time.Second)
+	s.Observe(at, Sample{Offset: time.Millisecond})
 	require.True(t, s.Synchronized(at.Add(40*time.Second)))
 	require.False(t, s.Synchronized(at.Add(40*time.Second+1)))
 	// Holdover: the correction is kept after expiry.
@@ -159,21 +160,21 @@ func TestNTPSynchronizedExpires(t *testing.T) {
 	require.ErrorIs(t, st.Err, boom)
 	require.True(t, st.Synchronized)
 	require.Equal(t, time.Millisecond, st.Correction)
-	s.Observe(fail.Add(time.Second), NTPSample{Offset: time.Millisecond})
+	s.Observe(fail.Add(time.Second), Sample{Offset: time.Millisecond})
 	require.NoError(t, s.Status(fail).Err, "a success clears the error")
 }
 
 func TestNTPClockManualBase(t *testing.T) {
-	base := NewManual(epoch)
+	base := clock.NewManual(epoch)
 	base.WallOffset = 3 * time.Second // a wrong local clock
-	c, err := NewNTPClock(base, NTPConfig{})
+	c, err := New(base, Config{})
 	require.NoError(t, err)
 	require.Equal(t, epoch.Add(3*time.Second), c.Wall(), "unsynchronized: the base clock's time")
 	_, err = c.SyncedWall()
 	require.ErrorIs(t, err, ErrNotSynchronized)
 
 	base.Advance(time.Second)
-	require.Equal(t, Stepped, c.Observe(NTPSample{Offset: -3 * time.Second, Stratum: 2, Server: "x:123"}))
+	require.Equal(t, Stepped, c.Observe(Sample{Offset: -3 * time.Second, Stratum: 2, Server: "x:123"}))
 	require.Equal(t, epoch.Add(time.Second), c.Wall())
 	w, err := c.SyncedWall()
 	require.NoError(t, err)
@@ -183,7 +184,7 @@ func TestNTPClockManualBase(t *testing.T) {
 	// The base clock drifts 2 ms fast; the next sample slews it out.
 	base.Advance(64 * time.Second)
 	base.WallOffset += 2 * time.Millisecond
-	require.Equal(t, Slewed, c.Observe(NTPSample{Offset: -3*time.Second - 2*time.Millisecond}))
+	require.Equal(t, Slewed, c.Observe(Sample{Offset: -3*time.Second - 2*time.Millisecond}))
 	require.Equal(t, epoch.Add(65*time.Second+2*time.Millisecond), c.Wall(), "slewing: not jumped")
 	base.Advance(2 * time.Second)
 	require.Equal(t, epoch.Add(67*time.Second+time.Millisecond), c.Wall(), "1 ms slewed out in 2 s")
@@ -207,7 +208,7 @@ func TestNTPValidateRejectsBadResponses(t *testing.T) {
 	}
 	smp, err := sampleFromResponse("s:123", &good)
 	require.NoError(t, err)
-	require.Equal(t, NTPSample{Offset: 5 * time.Millisecond, RTT: time.Millisecond, Stratum: 2, Server: "s:123"}, smp)
+	require.Equal(t, Sample{Offset: 5 * time.Millisecond, RTT: time.Millisecond, Stratum: 2, Server: "s:123"}, smp)
 
 	for _, tc := range []struct {
 		name string
@@ -239,7 +240,7 @@ func TestNTPNoServer(t *testing.T) {
 	addr := pc.LocalAddr().String()
 	require.NoError(t, pc.Close())
 
-	c, err := NewNTPClock(NewSystem(), NTPConfig{Server: addr, Timeout: time.Second})
+	c, err := New(clock.NewSystem(), Config{Server: addr, Timeout: time.Second})
 	require.NoError(t, err)
 	err = c.Sync(context.Background())
 	require.Error(t, err)
@@ -260,20 +261,20 @@ func TestNTPQueryCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	_, err = QueryNTP(ctx, NTPConfig{Server: pc.LocalAddr().String(), Timeout: 5 * time.Second}, nil)
+	_, err = Query(ctx, Config{Server: pc.LocalAddr().String(), Timeout: 5 * time.Second}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, time.Since(start), 2*time.Second)
 
 	// Already cancelled, or a deadline already past: no query at all.
-	_, err = QueryNTP(ctx, NTPConfig{Server: pc.LocalAddr().String()}, nil)
+	_, err = Query(ctx, Config{Server: pc.LocalAddr().String()}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 	dctx, dcancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer dcancel()
-	_, err = QueryNTP(dctx, NTPConfig{Server: pc.LocalAddr().String()}, nil)
+	_, err = Query(dctx, Config{Server: pc.LocalAddr().String()}, nil)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	// Run stops on cancel while waiting for a silent server too.
-	c, err := NewNTPClock(NewSystem(), NTPConfig{Server: pc.LocalAddr().String(), Timeout: 5 * time.Second})
+	c, err := New(clock.NewSystem(), Config{Server: pc.LocalAddr().String(), Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	rctx, rcancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

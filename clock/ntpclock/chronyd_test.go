@@ -1,4 +1,4 @@
-package clock_test
+package ntpclock_test
 
 // The NTP clock against a real NTP server: chronyd on a loopback port
 // (internal/ntptest), no mock of the NTP library.
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/internal/ntptest"
 )
 
@@ -26,7 +27,7 @@ func (s shiftedClock) Wall() time.Time { return s.System.Wall().Add(s.by) }
 func TestNTPClockAgainstChronyd(t *testing.T) {
 	addr := ntptest.StartChronyd(t, true)
 	base := shiftedClock{System: clock.NewSystem(), by: 3 * time.Second}
-	c, err := clock.NewNTPClock(base, clock.NTPConfig{Server: addr, Timeout: time.Second})
+	c, err := ntpclock.New(base, ntpclock.Config{Server: addr, Timeout: time.Second})
 	require.NoError(t, err)
 
 	require.InDelta(t, float64(3*time.Second), float64(time.Until(c.Wall())), float64(50*time.Millisecond),
@@ -64,7 +65,7 @@ func TestNTPClockAgainstChronyd(t *testing.T) {
 func TestNTPRunAgainstChronyd(t *testing.T) {
 	addr := ntptest.StartChronyd(t, true)
 	base := shiftedClock{System: clock.NewSystem(), by: 3 * time.Second}
-	c, err := clock.NewNTPClock(base, clock.NTPConfig{Server: addr, Timeout: time.Second, Interval: 50 * time.Millisecond})
+	c, err := ntpclock.New(base, ntpclock.Config{Server: addr, Timeout: time.Second, Interval: 50 * time.Millisecond})
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -89,16 +90,16 @@ func TestNTPRejectsUnsynchronizedChronyd(t *testing.T) {
 	// stratum first and names it a kiss-of-death).
 	addr := ntptest.StartChronyd(t, false)
 	base := shiftedClock{System: clock.NewSystem(), by: 3 * time.Second}
-	c, err := clock.NewNTPClock(base, clock.NTPConfig{Server: addr, Timeout: time.Second})
+	c, err := ntpclock.New(base, ntpclock.Config{Server: addr, Timeout: time.Second})
 	require.NoError(t, err)
 
 	err = c.Sync(context.Background())
-	require.ErrorIs(t, err, clock.ErrInvalidResponse)
+	require.ErrorIs(t, err, ntpclock.ErrInvalidResponse)
 	require.ErrorIs(t, err, ntp.ErrKissOfDeath)
 	st := c.Status()
 	require.False(t, st.Synchronized)
 	require.Equal(t, uint64(0), st.Syncs)
-	require.ErrorIs(t, st.Err, clock.ErrInvalidResponse)
+	require.ErrorIs(t, st.Err, ntpclock.ErrInvalidResponse)
 	require.InDelta(t, float64(16*time.Second), float64(st.NextSync.Sub(c.Now())), float64(time.Second),
 		"a failure retries after RetryInterval")
 	require.InDelta(t, float64(3*time.Second), float64(time.Until(c.Wall())), float64(50*time.Millisecond),

@@ -1,8 +1,9 @@
-package clock
+package ntpclock
 
 import (
 	"context"
 	"fmt"
+	"github.com/fresh-udp/fresh/clock"
 	"net"
 	"strconv"
 	"strings"
@@ -13,25 +14,25 @@ import (
 )
 
 // address returns Server as host:port, adding Port when Server has none.
-func (c NTPConfig) address() string {
+func (c Config) address() string {
 	if _, _, err := net.SplitHostPort(c.Server); err == nil {
 		return c.Server
 	}
 	return net.JoinHostPort(strings.Trim(c.Server, "[]"), strconv.Itoa(c.Port))
 }
 
-// QueryNTP performs one NTP query to cfg's server and validates the answer
-// with ntp's Response.Validate. It is the only function of package clock
+// Query performs one NTP query to cfg's server and validates the answer
+// with ntp's Response.Validate. It is the only function of this package
 // that does network I/O. wall supplies the local timestamps T1 and T4 (pass
 // the base clock's Wall, so the offset is measured against that clock); nil
 // means the system clock (read in user space: the context-aware dialer
 // hides the *net.UDPConn ntp needs for kernel timestamps). ctx bounds the
 // query together with cfg.Timeout, and cancelling it interrupts the wait
 // for the answer.
-func QueryNTP(ctx context.Context, cfg NTPConfig, wall func() time.Time) (NTPSample, error) {
+func Query(ctx context.Context, cfg Config, wall func() time.Time) (Sample, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return NTPSample{}, err
+		return Sample{}, err
 	}
 	addr := cfg.address()
 	timeout := cfg.Timeout
@@ -39,10 +40,10 @@ func QueryNTP(ctx context.Context, cfg NTPConfig, wall func() time.Time) (NTPSam
 		timeout = min(timeout, time.Until(dl))
 	}
 	if err := ctx.Err(); err != nil {
-		return NTPSample{}, fmt.Errorf("clock: ntp query %s: %w", addr, err)
+		return Sample{}, fmt.Errorf("ntpclock: query %s: %w", addr, err)
 	}
 	if timeout <= 0 {
-		return NTPSample{}, fmt.Errorf("clock: ntp query %s: %w", addr, context.DeadlineExceeded)
+		return Sample{}, fmt.Errorf("ntpclock: query %s: %w", addr, context.DeadlineExceeded)
 	}
 	resp, err := ntp.QueryWithOptions(addr, ntp.QueryOptions{
 		Timeout:       timeout,
@@ -55,19 +56,19 @@ func QueryNTP(ctx context.Context, cfg NTPConfig, wall func() time.Time) (NTPSam
 		if cerr := ctx.Err(); cerr != nil {
 			err = cerr
 		}
-		return NTPSample{}, fmt.Errorf("clock: ntp query %s: %w", addr, err)
+		return Sample{}, fmt.Errorf("ntpclock: query %s: %w", addr, err)
 	}
 	return sampleFromResponse(addr, resp)
 }
 
 // sampleFromResponse validates resp (RFC 5905 sanity checks as implemented
 // by ntp.Response.Validate) and converts it.
-func sampleFromResponse(addr string, resp *ntp.Response) (NTPSample, error) {
+func sampleFromResponse(addr string, resp *ntp.Response) (Sample, error) {
 	if err := resp.Validate(); err != nil {
-		return NTPSample{}, fmt.Errorf("clock: ntp query %s (stratum %d, leap %d): %w: %w",
+		return Sample{}, fmt.Errorf("ntpclock: query %s (stratum %d, leap %d): %w: %w",
 			addr, resp.Stratum, resp.Leap, ErrInvalidResponse, err)
 	}
-	return NTPSample{
+	return Sample{
 		Offset:         resp.ClockOffset,
 		RTT:            resp.RTT,
 		RootDelay:      resp.RootDelay,
@@ -129,35 +130,35 @@ func (c *ctxConn) Close() error {
 	return c.Conn.Close()
 }
 
-// NTPClock is a Clock whose wall time is a base clock's wall time plus an
+// Clock is a clock.Clock whose wall time is a base clock's wall time plus an
 // NTP-measured correction (slewed, or stepped on first sync and above
 // StepThreshold); its monotonic time is the base clock's, untouched. It is
 // safe for concurrent use. It starts no goroutine: the owner calls Sync
 // itself, or runs Run in a goroutine it owns and stops it by cancelling the
 // context.
-type NTPClock struct {
-	base Clock
+type Clock struct {
+	base clock.Clock
 	mu   sync.Mutex
-	st   *NTPState
+	st   *State
 }
 
-// NewNTPClock returns an unsynchronized NTP clock over base (zero cfg fields
+// New returns an unsynchronized NTP clock over base (zero cfg fields
 // take defaults). Until the first valid sync Wall equals base.Wall.
-func NewNTPClock(base Clock, cfg NTPConfig) (*NTPClock, error) {
-	st, err := NewNTPState(cfg, base.Now())
+func New(base clock.Clock, cfg Config) (*Clock, error) {
+	st, err := NewState(cfg, base.Now())
 	if err != nil {
 		return nil, err
 	}
-	return &NTPClock{base: base, st: st}, nil
+	return &Clock{base: base, st: st}, nil
 }
 
-var _ Clock = (*NTPClock)(nil)
+var _ clock.Clock = (*Clock)(nil)
 
 // Now returns the base clock's monotonic time.
-func (c *NTPClock) Now() Mono { return c.base.Now() }
+func (c *Clock) Now() clock.Mono { return c.base.Now() }
 
 // Wall returns the base clock's wall time plus the current correction.
-func (c *NTPClock) Wall() time.Time {
+func (c *Clock) Wall() time.Time {
 	now := c.base.Now()
 	c.mu.Lock()
 	corr := c.st.Correction(now)
@@ -167,7 +168,7 @@ func (c *NTPClock) Wall() time.Time {
 
 // SyncedWall returns Wall, or an error wrapping ErrNotSynchronized when
 // there is no valid sync younger than MaxAge.
-func (c *NTPClock) SyncedWall() (time.Time, error) {
+func (c *Clock) SyncedWall() (time.Time, error) {
 	now := c.base.Now()
 	c.mu.Lock()
 	ok, err := c.st.Synchronized(now), c.st.err
@@ -183,20 +184,20 @@ func (c *NTPClock) SyncedWall() (time.Time, error) {
 }
 
 // Config returns the configuration in use, defaults filled in.
-func (c *NTPClock) Config() NTPConfig { return c.st.Config() }
+func (c *Clock) Config() Config { return c.st.Config() }
 
 // Interval returns the time between successful syncs.
-func (c *NTPClock) Interval() time.Duration { return c.st.cfg.Interval }
+func (c *Clock) Interval() time.Duration { return c.st.cfg.Interval }
 
 // NextSync returns the base-clock monotonic time the next sync is due.
-func (c *NTPClock) NextSync() Mono {
+func (c *Clock) NextSync() clock.Mono {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.st.NextSync()
 }
 
 // Synchronized reports whether there was a valid sync no older than MaxAge.
-func (c *NTPClock) Synchronized() bool {
+func (c *Clock) Synchronized() bool {
 	now := c.base.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -204,7 +205,7 @@ func (c *NTPClock) Synchronized() bool {
 }
 
 // Status returns a snapshot.
-func (c *NTPClock) Status() NTPStatus {
+func (c *Clock) Status() Status {
 	now := c.base.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -212,8 +213,8 @@ func (c *NTPClock) Status() NTPStatus {
 }
 
 // Observe applies a sample measured against the base clock (the sans-I/O
-// entry: Sync is QueryNTP followed by Observe or ObserveError).
-func (c *NTPClock) Observe(smp NTPSample) Adjustment {
+// entry: Sync is Query followed by Observe or ObserveError).
+func (c *Clock) Observe(smp Sample) Adjustment {
 	now := c.base.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -221,7 +222,7 @@ func (c *NTPClock) Observe(smp NTPSample) Adjustment {
 }
 
 // ObserveError records a failed query.
-func (c *NTPClock) ObserveError(err error) {
+func (c *Clock) ObserveError(err error) {
 	now := c.base.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -231,13 +232,13 @@ func (c *NTPClock) ObserveError(err error) {
 // Sync queries the server now, whatever NextSync says, and applies the
 // result. The error (wrapped, with ErrInvalidResponse when the server's
 // answer failed validation) is also kept in Status().Err.
-func (c *NTPClock) Sync(ctx context.Context) error {
+func (c *Clock) Sync(ctx context.Context) error {
 	_, err := c.sync(ctx)
 	return err
 }
 
-func (c *NTPClock) sync(ctx context.Context) (Adjustment, error) {
-	smp, err := QueryNTP(ctx, c.st.cfg, c.base.Wall)
+func (c *Clock) sync(ctx context.Context) (Adjustment, error) {
+	smp, err := Query(ctx, c.st.cfg, c.base.Wall)
 	if err != nil {
 		c.ObserveError(err)
 		return 0, err
@@ -246,12 +247,12 @@ func (c *NTPClock) sync(ctx context.Context) (Adjustment, error) {
 }
 
 // Run syncs whenever NextSync is due until ctx is cancelled, then returns
-// ctx's error. It is the only part of package clock that waits on real
+// ctx's error. It is the only part of this package that waits on real
 // time, so base must advance in real time (a System clock, or a wrapper of
 // one). Run it in a goroutine owned by the endpoint; cancelling ctx also
 // interrupts a query in flight. Failures are logged to cfg.Logger, kept in
 // Status, and retried after RetryInterval.
-func (c *NTPClock) Run(ctx context.Context) error {
+func (c *Clock) Run(ctx context.Context) error {
 	log := c.st.cfg.Logger
 	for {
 		if wait := c.NextSync().Sub(c.base.Now()); wait > 0 {
@@ -272,10 +273,10 @@ func (c *NTPClock) Run(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			log.Warn("clock: ntp sync failed", "err", err)
+			log.Warn("ntpclock: sync failed", "err", err)
 		} else if adj == Stepped {
 			st := c.Status()
-			log.Info("clock: ntp stepped", "offset", st.Offset, "rtt", st.RTT, "server", st.Server)
+			log.Info("ntpclock: stepped", "offset", st.Offset, "rtt", st.RTT, "server", st.Server)
 		}
 	}
 }

@@ -1,8 +1,9 @@
-package clock
+package ntpclock
 
 import (
 	"errors"
 	"fmt"
+	"github.com/fresh-udp/fresh/clock"
 	"log/slog"
 	"math"
 	"strconv"
@@ -10,9 +11,9 @@ import (
 )
 
 // ErrNotSynchronized is returned where a caller needs synchronized wall time
-// and the NTP clock has no valid sync younger than NTPConfig.MaxAge. The
-// caller acts on it by not trusting one-way delays (SPEC §1: run on RTT/2).
-var ErrNotSynchronized = errors.New("clock: not synchronized")
+// and the NTP clock has no valid sync younger than Config.MaxAge. The
+// caller acts on it by not trusting one-way delays (the owd controller then runs on RTT/2).
+var ErrNotSynchronized = errors.New("ntpclock: not synchronized")
 
 // ErrInvalidResponse is wrapped (together with the ntp package's own
 // sentinel, e.g. ntp.ErrKissOfDeath) when a server answered but
@@ -20,12 +21,16 @@ var ErrNotSynchronized = errors.New("clock: not synchronized")
 // indicator 3 / stratum 0), kiss-of-death, stale reference, too large root
 // distance. Retrying later or choosing another server is the remedy; a
 // network error does not wrap it.
-var ErrInvalidResponse = errors.New("clock: invalid NTP response")
+var ErrInvalidResponse = errors.New("ntpclock: invalid NTP response")
 
-// NTPConfig configures an NTP-corrected clock. The zero value is valid: each
+// ErrInvalidConfig is wrapped by New and NewState when a Config field is out
+// of range.
+var ErrInvalidConfig = errors.New("ntpclock: invalid config")
+
+// Config configures an NTP-corrected clock. The zero value is valid: each
 // zero field takes the default written beside it. Negative durations are
 // rejected with ErrInvalidConfig, except StepThreshold (see there).
-type NTPConfig struct {
+type Config struct {
 	// Server is the NTP server, "host" or "host:port". Default
 	// "pool.ntp.org".
 	Server string
@@ -57,18 +62,18 @@ type NTPConfig struct {
 	Logger *slog.Logger
 }
 
-// Defaults of NTPConfig (see the fields).
+// Defaults of Config (see the fields).
 const (
-	DefaultNTPServer        = "pool.ntp.org"
-	DefaultNTPPort          = 123
-	DefaultNTPTimeout       = 5 * time.Second
-	DefaultNTPInterval      = 64 * time.Second
-	DefaultNTPRetryInterval = 16 * time.Second
-	DefaultNTPStepThreshold = 128 * time.Millisecond
-	DefaultNTPMaxSlewPPM    = 500.0
+	DefaultServer        = "pool.ntp.org"
+	DefaultPort          = 123
+	DefaultTimeout       = 5 * time.Second
+	DefaultInterval      = 64 * time.Second
+	DefaultRetryInterval = 16 * time.Second
+	DefaultStepThreshold = 128 * time.Millisecond
+	DefaultMaxSlewPPM    = 500.0
 )
 
-func (c NTPConfig) withDefaults() (NTPConfig, error) {
+func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Port < 0 || c.Port > 65535:
 		return c, fmt.Errorf("%w: ntp Port %d", ErrInvalidConfig, c.Port)
@@ -81,34 +86,34 @@ func (c NTPConfig) withDefaults() (NTPConfig, error) {
 		return c, fmt.Errorf("%w: ntp MaxSlewPPM %v not in [0, 1e6)", ErrInvalidConfig, c.MaxSlewPPM)
 	}
 	if c.Server == "" {
-		c.Server = DefaultNTPServer
+		c.Server = DefaultServer
 	}
 	if c.Port == 0 {
-		c.Port = DefaultNTPPort
+		c.Port = DefaultPort
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultNTPTimeout
+		c.Timeout = DefaultTimeout
 	}
 	if c.Interval == 0 {
-		c.Interval = DefaultNTPInterval
+		c.Interval = DefaultInterval
 	}
 	if c.RetryInterval == 0 {
-		c.RetryInterval = DefaultNTPRetryInterval
+		c.RetryInterval = DefaultRetryInterval
 	}
 	if c.MaxAge == 0 {
 		c.MaxAge = 4 * c.Interval
 	}
 	if c.StepThreshold == 0 {
-		c.StepThreshold = DefaultNTPStepThreshold
+		c.StepThreshold = DefaultStepThreshold
 	}
 	if c.MaxSlewPPM == 0 {
-		c.MaxSlewPPM = DefaultNTPMaxSlewPPM
+		c.MaxSlewPPM = DefaultMaxSlewPPM
 	}
 	return c, nil
 }
 
-// NTPSample is one validated NTP measurement.
-type NTPSample struct {
+// Sample is one validated NTP measurement.
+type Sample struct {
 	// Offset is server time − local (base clock) time: add it to the base
 	// clock's wall reading to get the server's time (RFC 5905 θ).
 	Offset time.Duration
@@ -145,7 +150,7 @@ func (a Adjustment) String() string {
 	return "Adjustment(" + strconv.Itoa(int(a)) + ")"
 }
 
-// NTPState is the sans-I/O core of the NTP clock: the correction to add to a
+// State is the sans-I/O core of the NTP clock: the correction to add to a
 // base clock's wall time, driven only by explicit calls carrying the base
 // clock's monotonic time. It never reads a clock or touches the network, so
 // tests and the simulator drive it directly. Not safe for concurrent use.
@@ -154,36 +159,36 @@ func (a Adjustment) String() string {
 // sample it moves from its value at that moment toward the sample's offset
 // at MaxSlewPPM, then holds. Between syncs it holds the last estimate (no
 // frequency discipline: see the package doc).
-type NTPState struct {
-	cfg NTPConfig
+type State struct {
+	cfg Config
 
 	from, target time.Duration // correction at `since`, and where it slews to
-	since        Mono
+	since        clock.Mono
 
-	next     Mono // next sync due
-	lastSync Mono
-	last     NTPSample
+	next     clock.Mono // next sync due
+	lastSync clock.Mono
+	last     Sample
 	err      error
 
 	syncs, steps uint64
 }
 
-// NewNTPState returns a state for cfg (zero fields take defaults), created at
+// NewState returns a state for cfg (zero fields take defaults), created at
 // base-clock monotonic time now. A first sync is due at once.
-func NewNTPState(cfg NTPConfig, now Mono) (*NTPState, error) {
+func NewState(cfg Config, now clock.Mono) (*State, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	return &NTPState{cfg: cfg, next: now, since: now}, nil
+	return &State{cfg: cfg, next: now, since: now}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.
-func (s *NTPState) Config() NTPConfig { return s.cfg }
+func (s *State) Config() Config { return s.cfg }
 
 // Correction returns the offset to add to the base clock's wall time at
 // monotonic time now.
-func (s *NTPState) Correction(now Mono) time.Duration {
+func (s *State) Correction(now clock.Mono) time.Duration {
 	d := s.target - s.from
 	if d == 0 {
 		return s.target
@@ -200,7 +205,7 @@ func (s *NTPState) Correction(now Mono) time.Duration {
 // the next sync one Interval later. The first sample, and one whose offset
 // differs from the current correction by more than StepThreshold, is
 // stepped; any other is slewed.
-func (s *NTPState) Observe(now Mono, smp NTPSample) Adjustment {
+func (s *State) Observe(now clock.Mono, smp Sample) Adjustment {
 	cur := s.Correction(now)
 	diff := smp.Offset - cur
 	adj := Slewed
@@ -221,24 +226,24 @@ func (s *NTPState) Observe(now Mono, smp NTPSample) Adjustment {
 // ObserveError records a failed query at monotonic time now and schedules a
 // retry one RetryInterval later. The correction is kept (holdover): it is
 // still the best estimate, and Synchronized decays with MaxAge.
-func (s *NTPState) ObserveError(now Mono, err error) {
+func (s *State) ObserveError(now clock.Mono, err error) {
 	s.err = err
 	s.next = now.Add(s.cfg.RetryInterval)
 }
 
 // NextSync returns the monotonic time the next query is due.
-func (s *NTPState) NextSync() Mono { return s.next }
+func (s *State) NextSync() clock.Mono { return s.next }
 
 // Due reports whether a query is due at now.
-func (s *NTPState) Due(now Mono) bool { return !now.Before(s.next) }
+func (s *State) Due(now clock.Mono) bool { return !now.Before(s.next) }
 
 // Synchronized reports whether there was a valid sync no older than MaxAge.
-func (s *NTPState) Synchronized(now Mono) bool {
+func (s *State) Synchronized(now clock.Mono) bool {
 	return s.syncs > 0 && now.Sub(s.lastSync) <= s.cfg.MaxAge
 }
 
-// NTPStatus is a snapshot of an NTP clock.
-type NTPStatus struct {
+// Status is a snapshot of an NTP clock.
+type Status struct {
 	// Offset is the last measured offset, server − base clock.
 	Offset time.Duration
 	// Correction is the offset applied now; it differs from Offset while
@@ -251,7 +256,7 @@ type NTPStatus struct {
 	RTT, RootDelay, RootDispersion time.Duration
 	// LastSync is the monotonic time of the last valid sync (meaningful
 	// when Syncs > 0); NextSync when the next query is due.
-	LastSync, NextSync Mono
+	LastSync, NextSync clock.Mono
 	// Synchronized: a valid sync no older than MaxAge.
 	Synchronized bool
 	// Server and Stratum describe the last valid sample's server.
@@ -264,9 +269,9 @@ type NTPStatus struct {
 }
 
 // Status returns a snapshot at monotonic time now.
-func (s *NTPState) Status(now Mono) NTPStatus {
+func (s *State) Status(now clock.Mono) Status {
 	c := s.Correction(now)
-	return NTPStatus{
+	return Status{
 		Offset:         s.target,
 		Correction:     c,
 		Slewing:        c != s.target,
