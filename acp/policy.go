@@ -1,8 +1,10 @@
 package acp
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
@@ -29,37 +31,44 @@ type Policy interface {
 	SeedRTT(rtt time.Duration)
 }
 
-func init() {
-	// "acp" is the regulator as fresh recommends it (Recommended); "acp-literal"
-	// is SPEC §2's rule alone, kept for comparison.
-	// "acp-literal" is SPEC §2's rule alone, kept for comparison.
-	cc.Register("acp", func(mss cc.ByteCount) cc.Controller {
-		return mustRegulator(Recommended(registryUpdateSize(mss)))
-	})
-	cc.Register("acp-literal", func(mss cc.ByteCount) cc.Controller {
-		r := mustRegulator(Config{UpdateSize: registryUpdateSize(mss)})
-		r.name = "acp-literal"
-		return r
-	})
-	cc.Register("lazy", func(mss cc.ByteCount) cc.Controller {
-		l, err := NewLazy(Config{UpdateSize: registryUpdateSize(mss)})
-		if err != nil {
-			panic(err)
-		}
-		return l
-	})
-	// "fixed" is deliberately not registered: a fixed rate only means
-	// something for a given path (the benchmark sweeps it to find the
-	// oracle), so there is no sensible default. Use NewFixed.
-}
+// Names of the update policies NewPolicy builds.
+const (
+	// PolicyACP is the Age Control Protocol regulator as fresh recommends
+	// it (NewRegulator with a zero Config): the default.
+	PolicyACP = "acp"
+	// PolicyLiteral is ACP's rule as published, without fresh's
+	// refinements (NewLiteral), kept as a baseline.
+	PolicyLiteral = "acp-literal"
+	// PolicyLazy sends one update per round trip (NewLazy), the zero-wait
+	// baseline.
+	PolicyLazy = "lazy"
+)
 
-// registryUpdateSize is the update size of registry-built policies: the
-// default 1024 bytes, or the MSS if that is smaller (an update is one packet).
-func registryUpdateSize(mss cc.ByteCount) cc.ByteCount {
-	if mss > 0 && mss < DefaultUpdateSize {
-		return mss
+// ErrUnknownPolicy is returned (wrapped) by NewPolicy for a name it does not
+// know.
+var ErrUnknownPolicy = errors.New("acp: unknown update policy")
+
+// PolicyNames lists the names NewPolicy accepts, sorted.
+func PolicyNames() []string { return []string{PolicyACP, PolicyLiteral, PolicyLazy} }
+
+// NewPolicy builds the update policy called name with cfg: PolicyACP (also
+// for ""), PolicyLiteral or PolicyLazy. A fixed rate has no name, since it
+// only means something for a given path: build it with NewFixed.
+//
+// Update policies are not congestion controllers: they pace status updates
+// to keep the monitor's age low, and their window never limits
+// (RateOnlyWindow). They are therefore not in the cc registry, so a
+// congestion-controller name can never select one by mistake.
+func NewPolicy(name string, cfg Config) (Policy, error) {
+	switch name {
+	case PolicyACP, "":
+		return NewRegulator(cfg)
+	case PolicyLiteral:
+		return NewLiteral(cfg)
+	case PolicyLazy:
+		return NewLazy(cfg)
 	}
-	return DefaultUpdateSize
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownPolicy, name, strings.Join(PolicyNames(), ", "))
 }
 
 // ratePolicy is the part Lazy and Fixed share: a send clock, an RTT
@@ -144,7 +153,7 @@ func NewLazy(cfg Config) (*Lazy, error) {
 }
 
 // Name implements cc.Controller.
-func (l *Lazy) Name() string { return "lazy" }
+func (l *Lazy) Name() string { return PolicyLazy }
 
 func (l *Lazy) srtt() time.Duration {
 	if s := l.rtt.Smoothed(); s > 0 {
@@ -230,51 +239,3 @@ func (f *Fixed) PacingRate() cc.Bandwidth { return f.rate.bandwidth(f.cfg.Update
 
 // Metrics implements cc.Controller.
 func (f *Fixed) Metrics() cc.Metrics { return f.metrics(f.rate, cc.SignalNone) }
-
-// mustRegulator builds a registry regulator; its configs are constants, so an
-// error is a broken invariant.
-func mustRegulator(cfg Config) *Regulator {
-	r, err := NewRegulator(cfg)
-	if err != nil {
-		panic(err)
-	}
-	return r
-}
-
-// Recommended is the configuration of the registered "acp": SPEC §2's rule
-// with seven improvements that bring it within 1.02–1.07× of the best
-// fixed rate on every path of bench/scenarios/acp-* (the literal rule:
-// 1.2–1.7×, or a collapse to λ_min; numbers in bench/RESULTS.md). Four
-// were chosen on those five paths:
-//
-//   - MinUpdatesPerRTT 1: never slower than Lazy (the literal rule collapses
-//     to λ_min when about one update is in flight);
-//   - ExploreOnHold: a steady path shows b = 0 for ever; probe upward;
-//   - IncFraction 0.5: climb by half the backlog, so long fat paths whose
-//     best backlog is a hundred updates get there in seconds;
-//   - MinEpoch 200 ms: epochs of one short SRTT hold one update or none, so
-//     B̄ and Δ̄ are noise there (the ESP32 study's short-path failure);
-//
-// and three keep it stable on paths those five do not cover (a long thin
-// path, delay jitter, constant-rate cross traffic, a capacity change: up to
-// 6× the oracle with the four alone, within 1.28× with all seven, on 25
-// further simulated paths):
-//
-//   - ZCountsLosses: 1/Z counts lost updates as departures, so on a lossy
-//     path "keep the backlog" is not a decrease by the loss rate;
-//   - EpochZ 8: Z over the epoch rather than the last 8 ACKs, so ACK jitter
-//     does not swing λ;
-//   - BinaryInc: INC bisects toward the rate that last made backlog and age
-//     rise, instead of jumping back to it every few epochs.
-func Recommended(updateSize cc.ByteCount) Config {
-	return Config{
-		UpdateSize:       updateSize,
-		MinUpdatesPerRTT: 1,
-		ExploreOnHold:    true,
-		IncFraction:      0.5,
-		MinEpoch:         200 * time.Millisecond,
-		ZCountsLosses:    true,
-		EpochZ:           8,
-		BinaryInc:        true,
-	}
-}

@@ -105,36 +105,69 @@ func TestRateInterval(t *testing.T) {
 	require.Zero(t, Rate(-3).Interval())
 }
 
-func TestRegistry(t *testing.T) {
+func TestNewPolicy(t *testing.T) {
 	tests := []struct {
-		name     string
-		mss      cc.ByteCount
-		wantSize cc.ByteCount
+		name, want string
+		size       cc.ByteCount
+		wantSize   cc.ByteCount
 	}{
-		{"acp", 0, DefaultUpdateSize}, // DefaultMSS 1200 > 1024
-		{"acp", 500, 500},             // updates fit one packet
-		{"acp-literal", 0, DefaultUpdateSize},
-		{"lazy", 1400, DefaultUpdateSize},
-		{"lazy", 256, 256},
+		{"acp", "acp", 0, DefaultUpdateSize},
+		{"", "acp", 500, 500}, // "" is the default, "acp"
+		{"acp-literal", "acp-literal", 0, DefaultUpdateSize},
+		{"lazy", "lazy", 1400, 1400},
 	}
 	for _, tc := range tests {
-		c, err := cc.New(tc.name, tc.mss)
+		p, err := NewPolicy(tc.name, Config{UpdateSize: tc.size})
 		require.NoError(t, err)
-		require.Equal(t, tc.name, c.Name())
-		p, ok := c.(Policy)
-		require.True(t, ok, "%s is a Policy", tc.name)
-		require.Equal(t, RateOnlyWindow, c.Window())
+		require.Equal(t, tc.want, p.Name())
+		require.Equal(t, RateOnlyWindow, p.Window())
 		// Pacing rate reveals the update size: rate × size × 8.
-		require.Equal(t, p.Rate().bandwidth(tc.wantSize), c.PacingRate(), "%s mss %d", tc.name, tc.mss)
+		require.Equal(t, p.Rate().bandwidth(tc.wantSize), p.PacingRate(), "%q size %d", tc.name, tc.size)
 	}
-	// "acp" never sends slower than one update per RTT; "acp-literal" may.
-	a, _ := cc.New("acp", 0)
-	l, _ := cc.New("acp-literal", 0)
-	require.Equal(t, 1.0, a.(*Regulator).Config().MinUpdatesPerRTT)
-	require.Zero(t, l.(*Regulator).Config().MinUpdatesPerRTT)
+	require.Equal(t, []string{"acp", "acp-literal", "lazy"}, PolicyNames())
 
-	_, err := cc.New("fixed", 0)
-	require.ErrorIs(t, err, cc.ErrUnknown, "fixed needs a rate: NewFixed, not the registry")
+	// "acp" is the recommended regulator, "acp-literal" the rule alone.
+	a, err := NewPolicy("acp", Config{})
+	require.NoError(t, err)
+	l, err := NewPolicy("acp-literal", Config{})
+	require.NoError(t, err)
+	require.Equal(t, RecommendedTuning().MinUpdatesPerRTT, a.(*Regulator).Config().Tuning.MinUpdatesPerRTT)
+	require.Zero(t, l.(*Regulator).Config().Tuning.MinUpdatesPerRTT)
+
+	_, err = NewPolicy("acp-literal", Config{Tuning: &Tuning{}})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	for _, bad := range []string{"fixed", "owd", "cubic", "ACP"} {
+		_, err := NewPolicy(bad, Config{})
+		require.ErrorIs(t, err, ErrUnknownPolicy, bad)
+		require.ErrorContains(t, err, "acp, acp-literal, lazy", "the error names the valid policies")
+	}
+}
+
+// TestZeroConfigIsRecommended pins the zero Config to the refinements the
+// regulator was benchmarked with: changing one changes every "acp" result.
+func TestZeroConfigIsRecommended(t *testing.T) {
+	r, err := NewRegulator(Config{})
+	require.NoError(t, err)
+	require.Equal(t, Tuning{
+		Kappa: 1, ZGain: 1.0 / 8, AgeSource: AgeFromOWD,
+		MinEpoch: 200 * time.Millisecond, MinUpdatesPerRTT: 1, ExploreOnHold: true,
+		IncFraction: 0.5, ZCountsLosses: true, EpochZ: 8, BinaryInc: true,
+	}, *r.Config().Tuning)
+	require.Equal(t, "acp", r.Name())
+
+	// Config hands out a copy: changing it changes nothing in use.
+	r.Config().Tuning.EpochZ = 0
+	require.Equal(t, 8, r.Config().Tuning.EpochZ)
+	tun := RecommendedTuning()
+	r2, err := NewRegulator(Config{Tuning: &tun})
+	require.NoError(t, err)
+	tun.BinaryInc = false
+	require.True(t, r2.Config().Tuning.BinaryInc, "the caller's Tuning is copied at construction")
+
+	lit, err := NewLiteral(Config{})
+	require.NoError(t, err)
+	require.Equal(t, Tuning{Kappa: 1, ZGain: 1.0 / 8}, *lit.Config().Tuning)
+	require.Equal(t, "acp-literal", lit.Name())
 }
 
 func BenchmarkLazyOnAck(b *testing.B) {

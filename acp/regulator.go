@@ -99,14 +99,14 @@ type EpochStats struct {
 	AgeValid       bool
 	Signal         cc.DelaySignal // how the latest r_i was learned: SignalOWD or SignalRTT
 	Compared       bool           // b_k and δ_k were defined (this and the previous epoch measured, Z known)
-	B              float64        // b_k = B̄_k − B̄_{k−1}, before BacklogNoise
-	Delta          time.Duration  // δ_k = Δ̄_k − Δ̄_{k−1}, before AgeNoise
+	B              float64        // b_k = B̄_k − B̄_{k−1}
+	Delta          time.Duration  // δ_k = Δ̄_k − Δ̄_{k−1}
 	Action         Action         //
 	Gamma          int            // γ after this epoch
 	BStar          float64        // b*, target backlog change in updates
-	Z              time.Duration  // Z used for the rate: the EWMA at the close, or the epoch's (Config.EpochZ); 0 = unknown
+	Z              time.Duration  // Z used for the rate: the EWMA at the close, or the epoch's (Tuning.EpochZ); 0 = unknown
 	Departures     int            // updates that left the backlog for Z during the epoch (ACKs; losses with ZCountsLosses)
-	Ceiling        Rate           // Config.BinaryInc's ceiling after this epoch; 0 = none
+	Ceiling        Rate           // Tuning.BinaryInc's ceiling after this epoch; 0 = none
 	T              time.Duration  // next epoch length, used in b*/T
 	Rate           Rate           // λ_{k+1}, the rate from now on
 	RateBefore     Rate           // λ_k
@@ -129,8 +129,9 @@ type Counters struct {
 // machine: every event carries now; it is not safe for concurrent use. After
 // NewRegulator no method allocates.
 type Regulator struct {
-	name string // registry name; "acp" unless built as "acp-literal"
-	cfg  Config
+	name string // PolicyACP, or PolicyLiteral if built by NewLiteral
+	cfg  Config // defaults filled in; Tuning nil (see tun)
+	tun  Tuning // defaults filled in
 	rtt  cc.RTTStats
 	ring updateRing
 
@@ -165,7 +166,7 @@ type Regulator struct {
 	signal       cc.DelaySignal
 
 	// Z: EWMA of ACK (and, with ZCountsLosses, loss) inter-arrival times;
-	// departures counts them in the current epoch (Config.EpochZ).
+	// departures counts them in the current epoch (Tuning.EpochZ).
 	z          time.Duration
 	zValid     bool
 	lastAck    clock.Mono
@@ -178,7 +179,7 @@ type Regulator struct {
 	prevValid   bool // previous epoch had both B̄ and Δ̄
 	gamma       int
 	prevWasUpUp bool // previous epoch fell in row (b>0, δ>0)
-	ceiling     Rate // Config.BinaryInc: λ of the last epoch that started a (b>0, δ>0) run; 0 = none
+	ceiling     Rate // Tuning.BinaryInc: λ of the last epoch that started a (b>0, δ>0) run; 0 = none
 	lastEpoch   EpochStats
 	counters    Counters
 }
@@ -188,27 +189,47 @@ var (
 	_ Policy        = (*Regulator)(nil)
 )
 
-// NewRegulator returns a regulator; the error wraps ErrInvalidConfig.
+// NewRegulator returns the regulator fresh recommends, "acp": ACP's rule
+// with the refinements of RecommendedTuning, unless cfg.Tuning says
+// otherwise. The error wraps ErrInvalidConfig.
 func NewRegulator(cfg Config) (*Regulator, error) {
+	return newRegulator(PolicyACP, cfg)
+}
+
+// NewLiteral returns a regulator running ACP's rule alone, without fresh's
+// refinements ("acp-literal"): the rule as published, kept as a baseline.
+// It is NewRegulator with a zero Tuning, so cfg.Tuning must be nil. The
+// error wraps ErrInvalidConfig.
+func NewLiteral(cfg Config) (*Regulator, error) {
+	if cfg.Tuning != nil {
+		return nil, fmt.Errorf("%w: NewLiteral with a Tuning (the literal rule is the zero Tuning; use NewRegulator)", ErrInvalidConfig)
+	}
+	cfg.Tuning = &Tuning{}
+	return newRegulator(PolicyLiteral, cfg)
+}
+
+func newRegulator(name string, cfg Config) (*Regulator, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	r := &Regulator{cfg: cfg, ring: newUpdateRing(cfg.Capacity)}
+	r := &Regulator{name: name, cfg: cfg, tun: *cfg.Tuning, ring: newUpdateRing(cfg.Capacity)}
+	r.cfg.Tuning = nil // r.tun is the one in use; Config hands out copies
 	r.setRate(r.startRate())
 	return r, nil
 }
 
-// Config returns the configuration in use, defaults filled in.
-func (r *Regulator) Config() Config { return r.cfg }
-
-// Name implements cc.Controller.
-func (r *Regulator) Name() string {
-	if r.name == "" {
-		return "acp"
-	}
-	return r.name
+// Config returns the configuration in use, defaults filled in; its Tuning
+// is a copy of the tuning in use.
+func (r *Regulator) Config() Config {
+	c, t := r.cfg, r.tun
+	c.Tuning = &t
+	return c
 }
+
+// Name implements cc.Controller: "acp", or "acp-literal" if built by
+// NewLiteral.
+func (r *Regulator) Name() string { return r.name }
 
 // smoothedRTT is SRTT, or the configured initial RTT before the first sample.
 func (r *Regulator) smoothedRTT() time.Duration {
@@ -220,7 +241,7 @@ func (r *Regulator) smoothedRTT() time.Duration {
 
 // epochLength is T = max(SRTT, MinEpoch).
 func (r *Regulator) epochLength() time.Duration {
-	return max(r.smoothedRTT(), r.cfg.MinEpoch)
+	return max(r.smoothedRTT(), r.tun.MinEpoch)
 }
 
 // startRate is one update per RTT (SPEC §2), clamped.
@@ -232,8 +253,8 @@ func (r *Regulator) startRate() Rate {
 // is on (never above MaxRate).
 func (r *Regulator) minRate() Rate {
 	lo := r.cfg.MinRate
-	if r.cfg.MinUpdatesPerRTT > 0 {
-		lo = max(lo, Rate(r.cfg.MinUpdatesPerRTT/r.smoothedRTT().Seconds()))
+	if r.tun.MinUpdatesPerRTT > 0 {
+		lo = max(lo, Rate(r.tun.MinUpdatesPerRTT/r.smoothedRTT().Seconds()))
 	}
 	return min(lo, r.cfg.MaxRate)
 }
@@ -315,7 +336,7 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		RateBefore: r.rate,
 	}
 	z := r.z
-	if r.cfg.EpochZ > 0 && r.departures >= r.cfg.EpochZ {
+	if r.tun.EpochZ > 0 && r.departures >= r.tun.EpochZ {
 		z = now.Sub(r.epochStart) / time.Duration(r.departures)
 	}
 	if r.zValid {
@@ -329,16 +350,9 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		st.Compared = true
 		st.B = st.Backlog - r.prevBacklog
 		st.Delta = st.Age - r.prevAge
-		b, d := st.B, st.Delta.Seconds()
-		if math.Abs(b) <= r.cfg.BacklogNoise {
-			b = 0
-		}
-		if st.Delta <= r.cfg.AgeNoise && st.Delta >= -r.cfg.AgeNoise {
-			d = 0
-		}
-		rw := decide(b, d)
-		if rw == rowNone && r.cfg.ExploreOnHold {
-			rw = rowUpDown // INC: see Config.ExploreOnHold
+		rw := decide(st.B, st.Delta.Seconds())
+		if rw == rowNone && r.tun.ExploreOnHold {
+			rw = rowUpDown // INC: see Tuning.ExploreOnHold
 		}
 		st.Action, bstar = r.apply(rw, st.Backlog)
 	} else {
@@ -348,7 +362,7 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 	}
 	if st.Action != ActionHold {
 		lambda := nextRate(z, bstar, st.T, r.minRate(), r.cfg.MaxRate)
-		if r.cfg.BinaryInc {
+		if r.tun.BinaryInc {
 			lambda = r.binaryInc(st.Action, r.prevWasUpUp, st.RateBefore, lambda, st.T)
 		}
 		r.setRate(lambda)
@@ -379,19 +393,19 @@ func (r *Regulator) apply(rw row, backlog float64) (Action, float64) {
 			return ActionMDec, -(1 - math.Exp2(-float64(r.gamma))) * backlog
 		}
 		r.gamma = 0
-		return ActionDec, -r.cfg.Kappa
+		return ActionDec, -r.tun.Kappa
 	case rowDownUp, rowUpDown:
 		r.gamma = 0
-		return ActionInc, math.Max(r.cfg.Kappa, r.cfg.IncFraction*backlog)
+		return ActionInc, math.Max(r.tun.Kappa, r.tun.IncFraction*backlog)
 	case rowDownDown:
 		r.gamma = 0
-		return ActionDec, -r.cfg.Kappa
+		return ActionDec, -r.tun.Kappa
 	default:
 		return ActionHold, 0
 	}
 }
 
-// binaryInc is Config.BinaryInc: it records the ceiling at the DEC that
+// binaryInc is Tuning.BinaryInc: it records the ceiling at the DEC that
 // starts a (b>0, δ>0) run (upUp: this epoch fell in that row; before: the
 // epoch's rate) and bounds an INC from λ below the ceiling C to
 // max(λ + κ/T, (λ + C)/2); an INC from λ ≥ C clears the ceiling. Other
@@ -405,19 +419,19 @@ func (r *Regulator) binaryInc(a Action, upUp bool, before, lambda Rate, t time.D
 			r.ceiling = 0 // probed past it without a (b>0, δ>0): the path got faster
 			return lambda
 		}
-		return min(lambda, max(r.rate+Rate(r.cfg.Kappa/t.Seconds()), (r.rate+r.ceiling)/2))
+		return min(lambda, max(r.rate+Rate(r.tun.Kappa/t.Seconds()), (r.rate+r.ceiling)/2))
 	}
 	return lambda
 }
 
 // depart is an update leaving the backlog, for Z: an ACK, or with
 // ZCountsLosses a loss. Z is the EWMA of the intervals between departures;
-// departures counts them in the current epoch (Config.EpochZ).
+// departures counts them in the current epoch (Tuning.EpochZ).
 func (r *Regulator) depart(now clock.Mono) {
 	if r.ackSeen {
 		sample := now.Sub(r.lastAck)
 		if r.zValid {
-			r.z += time.Duration(r.cfg.ZGain * float64(sample-r.z))
+			r.z += time.Duration(r.tun.ZGain * float64(sample-r.z))
 		} else {
 			r.z, r.zValid = sample, true
 		}
@@ -497,7 +511,7 @@ func (r *Regulator) OnAck(now clock.Mono, ack cc.AckSample) {
 // ACK arrival − RTT/2 with the ACK's own RTT sample (SRTT, then InitialRTT, if
 // it has none). The result lies in [sent, now].
 func (r *Regulator) deliveryTime(now, sent clock.Mono, ack cc.AckSample) (clock.Mono, cc.DelaySignal) {
-	if r.cfg.AgeSource == AgeFromOWD && ack.OWDValid && ack.ClockSynced &&
+	if r.tun.AgeSource == AgeFromOWD && ack.OWDValid && ack.ClockSynced &&
 		ack.OWD >= 0 && (ack.RTT <= 0 || ack.OWD <= ack.RTT) {
 		return min(sent.Add(ack.OWD), now), cc.SignalOWD
 	}
@@ -520,7 +534,7 @@ func (r *Regulator) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	r.setBacklog(now, r.backlog-1)
 	s.state = slotLost
 	r.counters.Lost++
-	if r.cfg.ZCountsLosses {
+	if r.tun.ZCountsLosses {
 		r.depart(now)
 	}
 }

@@ -64,6 +64,11 @@ type harness struct {
 	epochsOf int
 }
 
+// literal is a Config running ACP's literal rule plus the refinements set in
+// tun: the harness's arithmetic is the rule's, each test turns on what it
+// tests.
+func literal(tun Tuning) Config { return Config{Tuning: &tun} }
+
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
 	if cfg.InitialRTT == 0 {
@@ -148,7 +153,7 @@ func wantRate(bstar float64) Rate {
 
 func TestHarnessMeasurements(t *testing.T) {
 	extra, off := []int{0, 2, 5, 1}, []float64{0, 5, 7, 0}
-	h := newHarness(t, Config{})
+	h := newHarness(t, literal(Tuning{}))
 	st := h.run(plan(extra, off))
 	require.False(t, st[0].AgeValid, "no delivery known in epoch 0")
 	require.Equal(t, ActionHold, st[1].Action, "epoch 1: epoch 0 had no age")
@@ -169,7 +174,7 @@ func TestHarnessMeasurements(t *testing.T) {
 	// at 90 ms (generated at 90 ms) and change nothing. Over epoch 2's window
 	// [150, 250] the age rises from 60 to 80 ms until the delivery at 170,
 	// then eight teeth of 70→80 ms: (1400 + 8·750) ms² / 100 ms = 74 ms.
-	st = newHarness(t, Config{}).run(plan([]int{0, 0, 0}, []float64{0, 20, 0}))
+	st = newHarness(t, literal(Tuning{})).run(plan([]int{0, 0, 0}, []float64{0, 20, 0}))
 	require.Equal(t, msd(74), st[2].Age)
 }
 
@@ -195,7 +200,7 @@ func TestDecisionTableRows(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{})
+			h := newHarness(t, literal(Tuning{}))
 			st := h.run(plan(tc.extra, tc.offMS))
 			require.Equal(t, ActionHold, st[2].Action, "set-up epoch must hold")
 			e := st[3]
@@ -219,7 +224,7 @@ func TestDecisionTableRows(t *testing.T) {
 // MDEC(2), MDEC(3) (clamped at λ_min), an INC resets γ, and the next
 // (b>0, δ>0) epoch is a DEC again, then MDEC(1).
 func TestGammaGrowthAndReset(t *testing.T) {
-	h := newHarness(t, Config{})
+	h := newHarness(t, literal(Tuning{}))
 	extra := []int{0, 0, 0, 1, 2, 3, 4, 3, 4, 5}
 	off := []float64{0, 0, 5, 10, 15, 20, 25, 30, 35, 40}
 	st := h.run(plan(extra, off))
@@ -264,19 +269,19 @@ func TestMinUpdatesPerRTT(t *testing.T) {
 		{0.5, 5},
 	}
 	for _, tc := range tests {
-		st := newHarness(t, Config{MinUpdatesPerRTT: tc.perRTT}).run(plan(extra, off))
+		st := newHarness(t, literal(Tuning{MinUpdatesPerRTT: tc.perRTT})).run(plan(extra, off))
 		require.InDelta(t, float64(wantRate(-6)), float64(st[4].Rate), 1e-9, "40 Hz is above any floor")
 		require.InDelta(t, float64(max(tc.floor, wantRate(-9.75))), float64(st[5].Rate), 1e-9, "perRTT %v", tc.perRTT)
 		require.InDelta(t, float64(tc.floor), float64(st[6].Rate), 1e-9, "perRTT %v", tc.perRTT)
 	}
 	// The floor never exceeds MaxRate.
-	r, err := NewRegulator(Config{MinUpdatesPerRTT: 1, MaxRate: 2, InitialRTT: hRTT})
+	r, err := NewRegulator(Config{MaxRate: 2, InitialRTT: hRTT, Tuning: &Tuning{MinUpdatesPerRTT: 1}})
 	require.NoError(t, err)
 	require.Equal(t, Rate(2), r.minRate())
 }
 
 func TestRateClampedAtMax(t *testing.T) {
-	h := newHarness(t, Config{MaxRate: 105})
+	h := newHarness(t, Config{MaxRate: 105, Tuning: &Tuning{}})
 	st := h.run(plan([]int{0, 0, 2, 1}, []float64{0, 0, 5, 0})) // INC → 110 Hz
 	require.Equal(t, ActionInc, st[3].Action)
 	require.Equal(t, Rate(105), st[3].Rate)
@@ -303,7 +308,7 @@ func TestAgeSource(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Config{AgeSource: tc.source})
+			h := newHarness(t, literal(Tuning{AgeSource: tc.source}))
 			h.ack = tc.mode
 			st := h.run(plan([]int{0, 0, 0}, []float64{0, 5, 0}))
 			require.True(t, st[2].AgeValid)
@@ -314,33 +319,9 @@ func TestAgeSource(t *testing.T) {
 	}
 }
 
-// TestNoiseOptions: the epoch that is a DEC under the literal rule holds when
-// |b| or |δ| is within the configured noise.
-func TestNoiseOptions(t *testing.T) {
-	p := plan([]int{0, 0, 0, 1}, []float64{0, 0, 5, 0}) // epoch 3: b = 1, δ = 5 ms
-	tests := []struct {
-		name   string
-		cfg    Config
-		action Action
-	}{
-		{"literal rule", Config{}, ActionDec},
-		{"BacklogNoise 1.01", Config{BacklogNoise: 1.01}, ActionHold},
-		{"BacklogNoise 0.99", Config{BacklogNoise: 0.99}, ActionDec},
-		{"AgeNoise 5ms", Config{AgeNoise: msd(5)}, ActionHold},
-		{"AgeNoise 4ms", Config{AgeNoise: msd(4)}, ActionDec},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			st := newHarness(t, tc.cfg).run(p)
-			require.Equal(t, tc.action, st[3].Action)
-			require.InDelta(t, 1, st[3].B, 1e-9, "raw b_k is reported before the threshold")
-		})
-	}
-}
-
 // TestMinEpoch: with MinEpoch above SRTT, epochs last MinEpoch and b*/T uses it.
 func TestMinEpoch(t *testing.T) {
-	h := newHarness(t, Config{MinEpoch: 2 * hRTT})
+	h := newHarness(t, literal(Tuning{MinEpoch: 2 * hRTT}))
 	h.epochsOf = 2
 	h.run(plan([]int{0, 0, 0, 0, 0, 0}, []float64{0, 0, 0, 0, 0, 0})) // 600 ms
 	require.EqualValues(t, 3, h.r.Counters().Epochs, "closed at 200, 400, 600 ms")
@@ -371,7 +352,7 @@ func TestDecide(t *testing.T) {
 
 // TestApplyGamma runs rows through the γ state machine directly.
 func TestApplyGamma(t *testing.T) {
-	r, err := NewRegulator(Config{Kappa: 2})
+	r, err := NewRegulator(literal(Tuning{Kappa: 2}))
 	require.NoError(t, err)
 	const backlog = 8.0
 	steps := []struct {
@@ -427,7 +408,7 @@ func TestNextRate(t *testing.T) {
 }
 
 func TestStartRateAndPacing(t *testing.T) {
-	r, err := NewRegulator(Config{})
+	r, err := NewRegulator(literal(Tuning{}))
 	require.NoError(t, err)
 	require.Equal(t, Rate(1), r.Rate(), "one update per InitialRTT = 1 s")
 	require.Equal(t, clock.Mono(0), r.NextSendTime(), "nothing sent: send now")
@@ -449,7 +430,7 @@ func TestStartRateAndPacing(t *testing.T) {
 }
 
 func TestBacklogLossAndLateAck(t *testing.T) {
-	r, err := NewRegulator(Config{})
+	r, err := NewRegulator(literal(Tuning{}))
 	require.NoError(t, err)
 	for pn := range cc.PacketNumber(3) {
 		r.OnUpdateSent(ms(float64(pn)), pn, ms(float64(pn)))
@@ -473,7 +454,7 @@ func TestBacklogLossAndLateAck(t *testing.T) {
 // TestRingOverflow: with capacity 4, the fifth and sixth outstanding updates
 // evict the oldest two, which are counted lost.
 func TestRingOverflow(t *testing.T) {
-	r, err := NewRegulator(Config{Capacity: 3}) // rounded up to 4
+	r, err := NewRegulator(Config{Capacity: 3, Tuning: &Tuning{}}) // rounded up to 4
 	require.NoError(t, err)
 	require.Equal(t, 4, r.ring.len())
 	for pn := range cc.PacketNumber(6) {
@@ -488,7 +469,7 @@ func TestRingOverflow(t *testing.T) {
 }
 
 func TestZIsEWMA(t *testing.T) {
-	r, err := NewRegulator(Config{ZGain: 0.25})
+	r, err := NewRegulator(literal(Tuning{ZGain: 0.25}))
 	require.NoError(t, err)
 	require.Zero(t, r.Z())
 	r.OnAck(ms(0), cc.AckSample{PacketNumber: 100})
@@ -504,7 +485,7 @@ func TestZIsEWMA(t *testing.T) {
 // TestEventsNeverGoBack: an event stamped before the previous one is taken at
 // the previous one's time, so integrals never run backwards.
 func TestEventsNeverGoBack(t *testing.T) {
-	r, err := NewRegulator(Config{})
+	r, err := NewRegulator(literal(Tuning{}))
 	require.NoError(t, err)
 	r.OnUpdateSent(ms(100), 0, ms(100))
 	r.OnUpdateSent(ms(50), 1, ms(50))
@@ -515,7 +496,7 @@ func TestEventsNeverGoBack(t *testing.T) {
 // TestRetransmissionTimeoutRestarts: after an RTO the regulator is back at one
 // update per SRTT and needs two measured epochs before acting again.
 func TestRetransmissionTimeoutRestarts(t *testing.T) {
-	h := newHarness(t, Config{})
+	h := newHarness(t, literal(Tuning{}))
 	st := h.run(plan([]int{0, 0, 2, 1}, []float64{0, 0, 5, 0}))
 	require.Equal(t, ActionInc, st[3].Action)
 	require.InDelta(t, 110, float64(h.r.Rate()), 1e-9)
@@ -527,37 +508,40 @@ func TestRetransmissionTimeoutRestarts(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	good, err := Config{}.withDefaults()
 	require.NoError(t, err)
+	rec := RecommendedTuning()
+	rec.Kappa, rec.ZGain = 1, 0.125
 	require.Equal(t, Config{
-		UpdateSize: 1024, InitialRTT: time.Second, Kappa: 1,
-		MinRate: 0.1, MaxRate: 1000, ZGain: 0.125, Capacity: 1024,
+		UpdateSize: 1024, InitialRTT: time.Second,
+		MinRate: 0.1, MaxRate: 1000, Capacity: 1024, Tuning: &rec,
 	}, good)
 	bad := []Config{
 		{UpdateSize: -1},
 		{InitialRTT: -1},
-		{Kappa: -1},
-		{Kappa: math.Inf(1)},
 		{MinRate: -1},
 		{MaxRate: Rate(math.NaN())},
 		{MinRate: 10, MaxRate: 5},
 		{MinRate: 2000}, // above the default MaxRate
-		{ZGain: 1.5},
 		{Capacity: -1},
-		{AgeSource: 7},
-		{MinEpoch: -1},
-		{AgeNoise: -1},
-		{BacklogNoise: -1},
-		{MinUpdatesPerRTT: -1},
-		{MinUpdatesPerRTT: math.Inf(1)},
-		{EpochZ: -1},
+		{Tuning: &Tuning{Kappa: -1}},
+		{Tuning: &Tuning{Kappa: math.Inf(1)}},
+		{Tuning: &Tuning{ZGain: 1.5}},
+		{Tuning: &Tuning{AgeSource: 7}},
+		{Tuning: &Tuning{MinEpoch: -1}},
+		{Tuning: &Tuning{MinUpdatesPerRTT: -1}},
+		{Tuning: &Tuning{MinUpdatesPerRTT: math.Inf(1)}},
+		{Tuning: &Tuning{EpochZ: -1}},
+		{Tuning: &Tuning{IncFraction: 1.5}},
 	}
 	for _, c := range bad {
 		_, err := NewRegulator(c)
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", c)
 	}
+	_, err = NewLiteral(Config{Tuning: &Tuning{}})
+	require.ErrorIs(t, err, ErrInvalidConfig, "NewLiteral takes no Tuning")
 }
 
 func TestRegulatorNoAllocs(t *testing.T) {
-	h := newHarness(t, Config{})
+	h := newHarness(t, literal(Tuning{}))
 	h.run(plan([]int{0, 0, 1}, []float64{0, 0, 0})) // warm up: epochs closing
 	r := h.r
 	now := clock.Mono(time.Hour)
@@ -575,7 +559,7 @@ func TestRegulatorNoAllocs(t *testing.T) {
 }
 
 func BenchmarkRegulatorOnPacketSent(b *testing.B) {
-	r, err := NewRegulator(Config{})
+	r, err := NewRegulator(literal(Tuning{}))
 	require.NoError(b, err)
 	b.ReportAllocs()
 	now := clock.Mono(0)
@@ -586,7 +570,7 @@ func BenchmarkRegulatorOnPacketSent(b *testing.B) {
 }
 
 func BenchmarkRegulatorOnAck(b *testing.B) {
-	r, err := NewRegulator(Config{})
+	r, err := NewRegulator(literal(Tuning{}))
 	require.NoError(b, err)
 	const batch = 512 // < ring capacity: every ACK finds its update
 	now := clock.Mono(0)
@@ -615,9 +599,9 @@ func BenchmarkRegulatorOnAck(b *testing.B) {
 // takes an INC step with ExploreOnHold.
 func TestExploreOnHold(t *testing.T) {
 	p := plan([]int{0, 0, 0, 0}, []float64{0, 0, 0, 0})
-	st := newHarness(t, Config{}).run(p)
+	st := newHarness(t, literal(Tuning{})).run(p)
 	require.Equal(t, ActionHold, st[3].Action)
-	st = newHarness(t, Config{ExploreOnHold: true}).run(p)
+	st = newHarness(t, literal(Tuning{ExploreOnHold: true})).run(p)
 	require.True(t, st[3].Compared)
 	require.Equal(t, ActionInc, st[3].Action)
 	require.InDelta(t, 1, st[3].BStar, 1e-9, "+κ")
@@ -635,12 +619,12 @@ func TestIncFraction(t *testing.T) {
 		{0.25, 100, 25}, // a long fat path climbs fast
 	}
 	for _, tc := range tests {
-		h := newHarness(t, Config{IncFraction: tc.frac})
+		h := newHarness(t, literal(Tuning{IncFraction: tc.frac}))
 		act, bstar := h.r.apply(rowUpDown, tc.backlog)
 		require.Equal(t, ActionInc, act)
 		require.InDelta(t, tc.want, bstar, 1e-12, "frac %v backlog %v", tc.frac, tc.backlog)
 	}
-	_, err := NewRegulator(Config{IncFraction: 1.5})
+	_, err := NewRegulator(literal(Tuning{IncFraction: 1.5}))
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 
@@ -661,7 +645,7 @@ func TestZCountsLosses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewRegulator(Config{ZCountsLosses: tc.on, InitialRTT: time.Hour})
+			r, err := NewRegulator(Config{InitialRTT: time.Hour, Tuning: &Tuning{ZCountsLosses: tc.on}})
 			require.NoError(t, err)
 			for pn := range cc.PacketNumber(4) {
 				r.OnUpdateSent(0, pn, 0)
@@ -695,7 +679,7 @@ func TestEpochZ(t *testing.T) {
 		{6, msd(5.5)},
 	}
 	for _, tc := range tests {
-		r, err := NewRegulator(Config{EpochZ: tc.epochZ, InitialRTT: hRTT})
+		r, err := NewRegulator(Config{InitialRTT: hRTT, Tuning: &Tuning{EpochZ: tc.epochZ}})
 		require.NoError(t, err)
 		for pn := range cc.PacketNumber(10) {
 			r.OnUpdateSent(0, pn, 0)
@@ -722,9 +706,9 @@ func TestEpochZSetsTheRate(t *testing.T) {
 		z    time.Duration
 		rate Rate
 	}{
-		{Config{}, hZ, wantRate(1)},                                   // 110 Hz
-		{Config{EpochZ: 8}, hZ, wantRate(1)},                          // 10 ACKs in 100 ms
-		{Config{ZCountsLosses: true, EpochZ: 8}, hRTT / 12, 120 + 10}, // 10 ACKs + 2 losses
+		{literal(Tuning{}), hZ, wantRate(1)},                                   // 110 Hz
+		{literal(Tuning{EpochZ: 8}), hZ, wantRate(1)},                          // 10 ACKs in 100 ms
+		{literal(Tuning{ZCountsLosses: true, EpochZ: 8}), hRTT / 12, 120 + 10}, // 10 ACKs + 2 losses
 	}
 	for _, tc := range tests {
 		st := newHarness(t, tc.cfg).run(p)
@@ -762,7 +746,7 @@ func TestBinaryInc(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := NewRegulator(Config{BinaryInc: true})
+			r, err := NewRegulator(literal(Tuning{BinaryInc: true}))
 			require.NoError(t, err)
 			r.ceiling, r.rate = tc.ceiling, tc.rate
 			got := r.binaryInc(tc.action, tc.upUp, tc.rate, tc.lambda, hRTT)
@@ -780,11 +764,11 @@ func TestBinaryInc(t *testing.T) {
 func TestBinaryIncInTheTable(t *testing.T) {
 	extra := []int{0, 0, 0, 1, 2, 3, 4, 3}
 	off := []float64{0, 0, 5, 10, 15, 20, 25, 30}
-	st := newHarness(t, Config{}).run(plan(extra, off))
+	st := newHarness(t, literal(Tuning{})).run(plan(extra, off))
 	require.Equal(t, ActionInc, st[7].Action)
 	require.InDelta(t, float64(wantRate(1)), float64(st[7].Rate), 1e-9)
 
-	h := newHarness(t, Config{BinaryInc: true})
+	h := newHarness(t, literal(Tuning{BinaryInc: true}))
 	st = h.run(plan(extra, off))
 	require.Equal(t, ActionDec, st[3].Action)
 	require.Equal(t, Rate(10), st[3].Ceiling)

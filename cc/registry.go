@@ -18,11 +18,14 @@ var (
 	registry   = map[string]Factory{}
 )
 
-// Register makes a controller available to New under name. Packages register
-// their controllers in init (cc registers reno, cubic, htcp, rttdelay; owd
-// registers owd and owd-eq7; acp registers acp, lazy): import the package
-// (blank import if need be) to make its names available. Registering a name
-// twice panics, since that is a programming error, as in database/sql.
+// Register makes a congestion controller available to New under name.
+// Packages register their controllers in init (cc registers reno, cubic,
+// htcp, rttdelay; owd registers owd and owd-eq2): import the package (blank
+// import if need be) to make its names available. Only window or rate
+// controllers for a congestion-controlled stream belong here; update-rate
+// policies (package acp) have their own constructor, acp.NewPolicy.
+// Registering a name twice panics, since that is a programming error, as
+// in database/sql.
 func Register(name string, f Factory) {
 	registryMu.Lock()
 	defer registryMu.Unlock()

@@ -3,6 +3,8 @@ package transport
 import (
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
@@ -29,8 +31,8 @@ type Config struct {
 	// NewController, if set, builds the controller instead of CC (for a
 	// controller with a non-default configuration).
 	NewController func(mss cc.ByteCount) cc.Controller
-	// UpdatePolicy names the update-rate policy ("acp", "acp-literal",
-	// "lazy"). Default "acp".
+	// UpdatePolicy names the update-rate policy, one of acp.PolicyNames()
+	// ("acp", "acp-literal", "lazy"; see acp.NewPolicy). Default "acp".
 	UpdatePolicy string
 	// NewUpdatePolicy, if set, builds the update-rate policy instead of
 	// UpdatePolicy: a fixed rate (acp.NewFixed), or a regulator with a
@@ -118,10 +120,8 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.NewUpdatePolicy == nil {
-		switch c.UpdatePolicy {
-		case "acp", "acp-literal", "lazy":
-		default:
-			return bad("UpdatePolicy %q (want acp, acp-literal or lazy, or set NewUpdatePolicy)", c.UpdatePolicy)
+		if !slices.Contains(acp.PolicyNames(), c.UpdatePolicy) {
+			return bad("UpdatePolicy %q (want one of %s, or set NewUpdatePolicy)", c.UpdatePolicy, strings.Join(acp.PolicyNames(), ", "))
 		}
 	}
 	if c.MaxUpdateRate == 0 {
@@ -216,19 +216,9 @@ func (c *Config) sessionConfig() session.Config {
 	}
 }
 
-// namedPolicy builds the update policy called name.
+// namedPolicy builds the update policy called name (acp.NewPolicy).
 func namedPolicy(name string, size cc.ByteCount, maxRate float64) (acp.Policy, error) {
-	switch name {
-	case "acp":
-		c := acp.Recommended(size)
-		c.MaxRate = acp.Rate(maxRate)
-		return acp.NewRegulator(c)
-	case "acp-literal":
-		return acp.NewRegulator(acp.Config{UpdateSize: size, MaxRate: acp.Rate(maxRate)})
-	case "lazy":
-		return acp.NewLazy(acp.Config{UpdateSize: size, MaxRate: acp.Rate(maxRate)})
-	}
-	return nil, fmt.Errorf("UpdatePolicy %q (want acp, acp-literal or lazy)", name)
+	return acp.NewPolicy(name, acp.Config{UpdateSize: size, MaxRate: acp.Rate(maxRate)})
 }
 
 // maxAccepted is the largest datagram an endpoint accepts: its own

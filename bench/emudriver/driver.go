@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
-	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2", "owd-eq7"
+	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -123,11 +124,8 @@ func check(s *scenario.Scenario) error {
 				return bad("flow %q: %v", f.Name, err)
 			}
 		case scenario.KindACP, scenario.KindLazy, scenario.KindFixed:
-			switch {
-			case f.Kind == scenario.KindFixed:
-			case f.CC == "acp", f.CC == "acp-literal", f.CC == "lazy":
-			default:
-				return bad("flow %q: update policy %q: want acp, acp-literal or lazy", f.Name, f.CC)
+			if f.Kind != scenario.KindFixed && !slices.Contains(acp.PolicyNames(), f.CC) {
+				return bad("flow %q: update policy %q: want one of %s", f.Name, f.CC, strings.Join(acp.PolicyNames(), ", "))
 			}
 			if f.Reverse {
 				name := policyName(&f)

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"encoding/binary"
-	"fmt"
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
@@ -116,15 +115,7 @@ func updatePolicy(spec scenario.Flow, size cc.ByteCount) (acp.Policy, error) {
 	if spec.Kind == scenario.KindFixed {
 		return acp.NewFixed(acp.Rate(spec.UpdateRate), acp.Config{UpdateSize: size})
 	}
-	c, err := cc.New(spec.CC, size)
-	if err != nil {
-		return nil, err
-	}
-	p, ok := c.(acp.Policy)
-	if !ok {
-		return nil, fmt.Errorf("cc %q is not an update policy (want acp, acp-literal or lazy)", spec.CC)
-	}
-	return p, nil
+	return acp.NewPolicy(spec.CC, acp.Config{UpdateSize: size})
 }
 
 // nextEvent is the flow's next deadline after now (0: none).

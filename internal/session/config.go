@@ -64,7 +64,7 @@ func (c Config) withDefaults() Config {
 		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}), nil }
 	}
 	if c.NewPolicy == nil {
-		c.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Recommended(size)) }
+		c.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Config{UpdateSize: size}) }
 	}
 	if c.AckEvery == 0 {
 		c.AckEvery = 2
