@@ -28,7 +28,7 @@ func benchmarkOnAck(b *testing.B, c *Controller) {
 }
 
 func BenchmarkOWDEq2OnAck(b *testing.B) { benchmarkOnAck(b, NewEq2(Config{MSS: mss})) }
-func BenchmarkOWDEq7OnAck(b *testing.B) { benchmarkOnAck(b, NewEq7(Config{MSS: mss})) }
+func BenchmarkOWDEq7OnAck(b *testing.B) { benchmarkOnAck(b, New(Config{MSS: mss})) }
 
 func BenchmarkOWDOnPacketSent(b *testing.B) {
 	c := New(Config{MSS: mss})

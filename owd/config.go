@@ -6,16 +6,38 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 )
 
-// Config holds the OWD controller's options. Every zero field takes the
-// default documented on it (the SPEC §1 default where SPEC gives one).
+// Config holds the OWD controller's options. The zero Config is the
+// recommended controller: every zero field takes the default written beside
+// it.
 type Config struct {
-	// MSS is the packet size the window is counted in. Default cc.DefaultMSS.
+	// MSS is the packet size the window is counted in, bytes. Default
+	// cc.DefaultMSS.
 	MSS cc.ByteCount
 	// InitialWindow is the initial window in bytes. Default
-	// cc.InitialWindowPackets·MSS (RFC 6928).
+	// cc.InitialWindowPackets·MSS (RFC 6928); never below the 2-packet
+	// floor.
 	InitialWindow cc.ByteCount
+	// NonCongestiveLossFactor multiplies the window on a loss seen while
+	// the queue was short (OWDv ≤ μ), i.e. a loss that was most likely
+	// random (radio noise) rather than a full queue; a loss with a long
+	// queue halves the window as NewReno does. In (0, 1]; 1 means random
+	// losses do not reduce the window at all. Default 0.9; values outside
+	// (0, 1] take the default.
+	NonCongestiveLossFactor float64
 
-	// Analyzer configures OWDmin history, the OWDcur filter and μ.
+	// Tuning holds the controller's internal parameters and the switches
+	// that turn its mechanisms off. For benchmarks that measure what each
+	// mechanism buys; its fields may change between versions. Applications
+	// leave it zero.
+	Tuning Tuning
+}
+
+// Tuning holds the OWD controller's internal parameters, for benchmarks and
+// experiments; it may change between versions. Every zero field takes the
+// default documented on it, so the zero Tuning is the recommended
+// controller.
+type Tuning struct {
+	// Analyzer configures the OWDmin history, the OWDcur filter and μ.
 	Analyzer AnalyzerConfig
 
 	// DisableEarlySlowStartExit keeps classic slow start (exit only at
@@ -32,11 +54,6 @@ type Config struct {
 
 	// DisableLossDifferentiation makes every loss halve the window, as NewReno.
 	DisableLossDifferentiation bool
-	// NonCongestiveLossFactor multiplies the window on a loss seen while
-	// OWDv ≤ μ (the queue was short, so the loss was most likely random).
-	// Default 0.9; 1 means such losses do not reduce the window at all;
-	// values outside (0, 1] take the default.
-	NonCongestiveLossFactor float64
 
 	// FallbackRecoverySamples is how many consecutive trustworthy OWD
 	// samples (ClockSynced and consistent with RTT) end the RTT/2 fallback.
@@ -74,34 +91,39 @@ func (c Config) withDefaults() Config {
 		c.InitialWindow = cc.InitialWindowPackets * c.MSS
 	}
 	c.InitialWindow = max(c.InitialWindow, cc.MinWindowPackets*c.MSS)
-	c.Analyzer = c.Analyzer.withDefaults()
-	if c.SlowStartExitFraction <= 0 {
-		c.SlowStartExitFraction = 1.0 / 8
-	}
-	if c.SlowStartExitMin <= 0 {
-		c.SlowStartExitMin = 4 * time.Millisecond
-	}
-	if c.SlowStartExitMax <= 0 {
-		c.SlowStartExitMax = 16 * time.Millisecond
-	}
-	c.SlowStartExitMax = max(c.SlowStartExitMax, c.SlowStartExitMin)
 	if c.NonCongestiveLossFactor <= 0 || c.NonCongestiveLossFactor > 1 {
 		c.NonCongestiveLossFactor = 0.9
 	}
-	if c.FallbackRecoverySamples <= 0 {
-		c.FallbackRecoverySamples = 16
-	}
-	if c.OWDTolerance <= 0 {
-		c.OWDTolerance = 2 * time.Millisecond
-	}
-	if c.ProbeHoldRTTs <= 0 {
-		c.ProbeHoldRTTs = 2
-	}
-	if c.ProbeSpacing <= 0 {
-		c.ProbeSpacing = 9
-	}
-	if c.ProbeMinInterval <= 0 {
-		c.ProbeMinInterval = 20 * time.Second
-	}
+	c.Tuning = c.Tuning.withDefaults()
 	return c
+}
+
+func (t Tuning) withDefaults() Tuning {
+	t.Analyzer = t.Analyzer.withDefaults()
+	if t.SlowStartExitFraction <= 0 {
+		t.SlowStartExitFraction = 1.0 / 8
+	}
+	if t.SlowStartExitMin <= 0 {
+		t.SlowStartExitMin = 4 * time.Millisecond
+	}
+	if t.SlowStartExitMax <= 0 {
+		t.SlowStartExitMax = 16 * time.Millisecond
+	}
+	t.SlowStartExitMax = max(t.SlowStartExitMax, t.SlowStartExitMin)
+	if t.FallbackRecoverySamples <= 0 {
+		t.FallbackRecoverySamples = 16
+	}
+	if t.OWDTolerance <= 0 {
+		t.OWDTolerance = 2 * time.Millisecond
+	}
+	if t.ProbeHoldRTTs <= 0 {
+		t.ProbeHoldRTTs = 2
+	}
+	if t.ProbeSpacing <= 0 {
+		t.ProbeSpacing = 9
+	}
+	if t.ProbeMinInterval <= 0 {
+		t.ProbeMinInterval = 20 * time.Second
+	}
+	return t
 }

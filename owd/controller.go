@@ -8,10 +8,10 @@ import (
 	"github.com/fresh-udp/fresh/clock"
 )
 
-// Controller is the OWD-based window controller of SPEC §1. Build it with New
-// (the default, "owd": the Eq. 7 rule), NewEq2 (the paper's Eq. 2,
-// "owd-eq2") or NewEq7 ("owd-eq7", the same rule as New).
-// It is a sans-I/O state machine, not safe for concurrent use.
+// Controller is the one-way-delay window controller described in the
+// package doc. Build it with New (the default, "owd": the normalised Eq. 7
+// rule) or NewEq2 (the paper's Eq. 2, "owd-eq2"). It is a sans-I/O state
+// machine, not safe for concurrent use.
 type Controller struct {
 	name string
 	cfg  Config
@@ -52,22 +52,18 @@ var _ cc.Controller = (*Controller)(nil)
 func init() {
 	cc.Register("owd", func(mss cc.ByteCount) cc.Controller { return New(Config{MSS: mss}) })
 	cc.Register("owd-eq2", func(mss cc.ByteCount) cc.Controller { return NewEq2(Config{MSS: mss}) })
-	cc.Register("owd-eq7", func(mss cc.ByteCount) cc.Controller { return NewEq7(Config{MSS: mss}) })
 }
 
-// New returns fresh's default OWD controller, "owd". It is the Eq. 7
-// variant: in the simulator benchmark (bench/RESULTS.md) it kept four flows
-// at Jain 1.00 where Eq. 2's additive decrease left them at 0.84, and it
-// held lower queueing delay everywhere, at a cost of a few percent of link
-// utilisation on clean paths.
+// New returns fresh's default OWD controller, "owd": the Eq. 7 rule,
+// normalised by the base delay. Its decrease is multiplicative per round
+// trip, so competing flows converge to equal windows (Chiu and Jain's AIMD
+// argument), which Eq. 2's additive decrease does not do; see the package
+// doc.
 func New(cfg Config) *Controller { return newController("owd", cfg, eq7{}) }
 
-// NewEq2 returns the paper's Eq. 2 controller ("owd-eq2").
+// NewEq2 returns the paper's Eq. 2 controller ("owd-eq2"), kept as the
+// literal baseline.
 func NewEq2(cfg Config) *Controller { return newController("owd-eq2", cfg, eq2{}) }
-
-// NewEq7 returns the Eq. 7 variant under its own name ("owd-eq7"); it
-// behaves as New.
-func NewEq7(cfg Config) *Controller { return newController("owd-eq7", cfg, eq7{}) }
 
 func newController(name string, cfg Config, rule windowRule) *Controller {
 	cfg = cfg.withDefaults()
@@ -82,8 +78,8 @@ func newController(name string, cfg Config, rule windowRule) *Controller {
 		largestSent: cc.InvalidPacketNumber,
 		recoverPN:   cc.InvalidPacketNumber,
 	}
-	c.owdA.init(cfg.Analyzer)
-	c.rttA.init(cfg.Analyzer)
+	c.owdA.init(cfg.Tuning.Analyzer)
+	c.rttA.init(cfg.Tuning.Analyzer)
 	return c
 }
 
@@ -109,7 +105,7 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 		if c.probe.holding(now) {
 			return
 		}
-		c.cwnd = math.Max(c.cwnd, c.probe.finish(now, c.cfg.ProbeSpacing, c.cfg.ProbeMinInterval))
+		c.cwnd = math.Max(c.cwnd, c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval))
 	}
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
@@ -153,8 +149,9 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 // takeDelaySample feeds the analyzers and decides which signal is in use.
 // OWD is trusted when the receiver says its clock offset is synchronised and
 // the sample is physically possible: 0 < OWD ≤ RTT (+ tolerance). Otherwise
-// the controller falls back to RTT/2 (SPEC §1 "RTT fallback") until
-// FallbackRecoverySamples good samples in a row say clocks are good again.
+// the controller falls back to RTT/2 (see the package doc, "RTT fallback")
+// until Tuning.FallbackRecoverySamples good samples in a row say clocks are
+// good again.
 func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
 	if ack.RTT > 0 {
 		c.rttA.Add(now, ack.RTT/2)
@@ -164,7 +161,7 @@ func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
 	}
 	good := ack.ClockSynced && ack.OWD > 0
 	if good && c.rtt.HasSample() {
-		ceiling := max(c.rtt.Latest(), c.rtt.Smoothed()) + c.cfg.OWDTolerance
+		ceiling := max(c.rtt.Latest(), c.rtt.Smoothed()) + c.cfg.Tuning.OWDTolerance
 		good = ack.OWD <= ceiling
 	}
 	if !good {
@@ -175,7 +172,7 @@ func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
 	c.owdA.Add(now, ack.OWD)
 	if c.signal == cc.SignalRTT {
 		c.goodRun++
-		if c.goodRun >= c.cfg.FallbackRecoverySamples && c.owdA.Ready() {
+		if c.goodRun >= c.cfg.Tuning.FallbackRecoverySamples && c.owdA.Ready() {
 			c.signal = cc.SignalOWD
 		}
 	}
@@ -196,7 +193,7 @@ func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limit
 	if a.Ready() {
 		v := a.Variation()
 		c.ssMaxOWDv = math.Max(c.ssMaxOWDv, v)
-		if !c.cfg.DisableEarlySlowStartExit && a.QueueingDelay() > c.slowStartExitDelay(a) {
+		if !c.cfg.Tuning.DisableEarlySlowStartExit && a.QueueingDelay() > c.slowStartExitDelay(a) {
 			c.ssthresh = c.cwnd
 			c.exitSlowStart(now)
 			return
@@ -213,8 +210,8 @@ func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limit
 // slowStartExitDelay is clamp(OWDmin·fraction, min, max), raised to the
 // path's delay noise (Analyzer.NoiseFloor) so jitter does not end slow start.
 func (c *Controller) slowStartExitDelay(a *Analyzer) time.Duration {
-	t := time.Duration(float64(a.Min()) * c.cfg.SlowStartExitFraction)
-	t = min(max(t, c.cfg.SlowStartExitMin), c.cfg.SlowStartExitMax)
+	t := time.Duration(float64(a.Min()) * c.cfg.Tuning.SlowStartExitFraction)
+	t = min(max(t, c.cfg.Tuning.SlowStartExitMin), c.cfg.Tuning.SlowStartExitMax)
 	return max(t, a.NoiseFloor())
 }
 
@@ -232,10 +229,10 @@ func (c *Controller) exitSlowStart(now clock.Mono) {
 
 // maybeStartProbe begins a base-delay slowdown when one is due.
 func (c *Controller) maybeStartProbe(now clock.Mono) {
-	if c.cfg.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
+	if c.cfg.Tuning.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
 		return
 	}
-	hold := time.Duration(c.cfg.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
+	hold := time.Duration(c.cfg.Tuning.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
 	c.probe.begin(now, c.cwnd, hold)
 	c.cwnd = cc.MinWindowPackets * c.mss
 }
@@ -245,9 +242,9 @@ func (c *Controller) grow(d float64) {
 	c.cwnd = math.Max(c.cwnd+d, cc.MinWindowPackets*c.mss)
 }
 
-// OnLoss implements cc.Controller with SPEC §1's loss differentiation: a loss
-// while OWDv ≤ μ (short queue) is taken as non-congestive and costs a factor
-// NonCongestiveLossFactor; otherwise the window halves as in NewReno.
+// OnLoss implements cc.Controller with loss differentiation: a loss while
+// OWDv ≤ μ (short queue) is taken as non-congestive and costs a factor
+// Config.NonCongestiveLossFactor; otherwise the window halves as in NewReno.
 // One reduction per recovery episode.
 func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	if loss.PacketNumber <= c.recoverPN {
@@ -256,7 +253,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	if c.probe.active {
 		// The lost packet was sent before the slowdown: judge the loss
 		// against the window the flow had then.
-		c.cwnd = c.probe.finish(now, c.cfg.ProbeSpacing, c.cfg.ProbeMinInterval)
+		c.cwnd = c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
 	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
@@ -276,7 +273,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 // history every loss counts as congestion, as in TCP.
 func (c *Controller) congestiveLoss(now clock.Mono) bool {
 	a := c.active()
-	if c.cfg.DisableLossDifferentiation || !a.Ready() {
+	if c.cfg.Tuning.DisableLossDifferentiation || !a.Ready() {
 		return true
 	}
 	return a.Variation() > a.Mu(now)
@@ -284,14 +281,14 @@ func (c *Controller) congestiveLoss(now clock.Mono) bool {
 
 // OnRetransmissionTimeout implements cc.Controller: the whole window was lost,
 // so restart from the 2-packet floor in slow start (RFC 5681 §3.1 sets the
-// loss window to one segment; SPEC's floor is two packets).
+// loss window to one segment; this controller's floor is two packets).
 func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	c.cwnd = cc.MinWindowPackets * c.mss
 	c.inRecovery = false
 	c.recoverPN = c.largestSent
 	if c.probe.active {
-		c.probe.finish(now, c.cfg.ProbeSpacing, c.cfg.ProbeMinInterval)
+		c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
 	}
 }
 
@@ -302,7 +299,7 @@ func (c *Controller) Window() cc.ByteCount { return cc.ByteCount(c.cwnd * c.reve
 
 // reverseScale is the reverse-path compensation factor (1 when off).
 func (c *Controller) reverseScale() float64 {
-	if c.cfg.DisableReverseCompensation || c.signal != cc.SignalOWD || !c.owdA.Ready() || !c.rttA.Ready() {
+	if c.cfg.Tuning.DisableReverseCompensation || c.signal != cc.SignalOWD || !c.owdA.Ready() || !c.rttA.Ready() {
 		return 1
 	}
 	return reverseScale(c.rttA.Current(), c.rttA.Min(), c.owdA.Current(), c.owdA.Min())

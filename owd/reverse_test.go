@@ -36,7 +36,7 @@ func TestReverseScale(t *testing.T) {
 func TestWindowFollowsReverseQueueing(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
 		cfg := noProbe()
-		cfg.DisableReverseCompensation = disabled
+		cfg.Tuning.DisableReverseCompensation = disabled
 		h := newHarness(NewEq2(cfg))
 		h.toAvoidance()
 		h.ackN(8, 55*time.Millisecond, 100*time.Millisecond) // RTT back to base
@@ -63,7 +63,7 @@ func TestWindowFollowsReverseQueueing(t *testing.T) {
 // hold (2 × 300 ms instead of 2 × 105 ms here) and cost that much goodput.
 func TestProbeHoldExcludesReverseQueueing(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
-		cfg := Config{MSS: mss, DisableReverseCompensation: disabled}
+		cfg := Config{MSS: mss, Tuning: Tuning{DisableReverseCompensation: disabled}}
 		h := newHarness(NewEq2(cfg))
 		h.toAvoidance()
 		h.ackN(8, 55*time.Millisecond, 100*time.Millisecond)
@@ -97,7 +97,7 @@ func TestStepsScaledByReverseQueueing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			step := func(disabled bool) float64 {
 				cfg := noProbe()
-				cfg.DisableReverseCompensation = disabled
+				cfg.Tuning.DisableReverseCompensation = disabled
 				h := newHarness(New(cfg))
 				h.toAvoidance()
 				// Forward queueing as given, plus 200 ms on the ACK path.

@@ -30,7 +30,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/wire"
-	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2", "owd-eq7"
+	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2"
 )
 
 // Options tune one run.
