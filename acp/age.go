@@ -7,7 +7,7 @@ import (
 )
 
 // sawtooth integrates the age process at the monitor, Δ(t) = t − g*(t), where
-// g*(t) is the newest generation time delivered by t (SPEC §2). It is the O(1)
+// g*(t) is the newest generation time delivered by t. It is the O(1)
 // core shared by AgeMeter (whole-run statistics) and Regulator (per-epoch
 // averages): three instants and one running integral, whatever the number of
 // deliveries.
@@ -68,7 +68,7 @@ func (s *sawtooth) deliver(gen, recv clock.Mono) sawStep {
 	}
 	if gen <= s.gen {
 		// Older than (or as old as) what the monitor already has: the
-		// sawtooth is unchanged (SPEC §2).
+		// sawtooth is unchanged.
 		return sawStep{}
 	}
 	var st sawStep

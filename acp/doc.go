@@ -1,5 +1,7 @@
 // Package acp measures the age of information and regulates the rate of
-// status updates with the Age Control Protocol (SPEC §2).
+// status updates with the Age Control Protocol (T. Shreedhar, S. K. Kaul,
+// R. D. Yates, "An Age Control Transport Protocol for Delivering Fresh
+// Updates in the Internet-of-Things", arXiv:1811.03353).
 //
 // # Age of information
 //
@@ -46,13 +48,13 @@
 //
 // # Interpretations
 //
-// SPEC §2 leaves these open, or the paper is vague; each is a choice made
+// The paper leaves these open or is vague about them; each is a choice made
 // here.
 //
 // Epoch boundaries. The first epoch starts at the regulator's first event.
 // Epoch k ends at the first event (OnUpdateSent, OnPacketSent, OnAck, OnLoss,
 // OnRetransmissionTimeout or Tick) at which now − start ≥ T, where
-// T = max(SRTT, Config.MinEpoch) is evaluated at that moment (InitialRTT
+// T = max(SRTT, Tuning.MinEpoch) is evaluated at that moment (InitialRTT
 // before the first RTT sample, so the first epoch shrinks as soon as a sample
 // arrives). Averages are over the epoch's actual length. An event closes the
 // due epoch before applying its own change, so an update sent or acknowledged
@@ -77,12 +79,12 @@
 // the first delivery (the sawtooth starts at the first r_i) and in an epoch
 // whose horizon did not advance.
 //
-// True age or RTT approximation (Config.AgeSource). The original ACP
+// True age or RTT approximation (Tuning.AgeSource). The original ACP
 // estimates age from ACK arrivals. fresh's ACKs carry the receiver's
 // offset-corrected OWD, so by default r_i = send time + OWD: the true monitor
-// age (SPEC §2, our improvement). That needs AckSample.OWDValid, ClockSynced,
-// and a plausible sample (0 ≤ OWD ≤ RTT sample, the same consistency test as
-// SPEC §1's RTT fallback); otherwise, per ACK, the regulator falls back to the
+// age, an improvement over the original. That needs AckSample.OWDValid,
+// ClockSynced, and a plausible sample (0 ≤ OWD ≤ RTT sample, the same
+// consistency test as the owd controller's RTT fallback); otherwise, per ACK, the regulator falls back to the
 // original approximation r_i ≈ ACK arrival − RTT/2, with the ACK's own RTT
 // sample (SRTT, then InitialRTT, if it carries none). Metrics().Signal and
 // EpochStats.Signal say which was used (cc.SignalOWD or cc.SignalRTT).
@@ -106,14 +108,14 @@
 // in the row, literally).
 //
 // Z. An EWMA of the time between successive OnAck calls, gain 1/8
-// (Config.ZGain, as SRTT's α in RFC 6298). OnAck is called per acknowledged
+// (Tuning.ZGain, as SRTT's α in RFC 6298). OnAck is called per acknowledged
 // update, so an ACK covering two updates contributes a zero interval and 1/Z
 // stays the delivery rate in updates per second. Z = 0 makes 1/Z unbounded:
-// the rate is then λ_max. With Config.ZCountsLosses an OnLoss that takes an
+// the rate is then λ_max. With Tuning.ZCountsLosses an OnLoss that takes an
 // update out of the backlog is a departure too (an interval sample, zero if
 // it comes at the ACK's instant), so 1/Z is the rate at which the backlog
 // empties, which is what "1/Z keeps the backlog where it is" needs. With
-// Config.EpochZ = n, the rate set at the close of an epoch in which n or
+// Tuning.EpochZ = n, the rate set at the close of an epoch in which n or
 // more departures happened uses Z = epoch length / departures (the epoch's
 // own average, like B̄ and Δ̄); the EWMA goes on underneath and is used
 // otherwise. EpochStats.Z is the Z the rate used.
@@ -127,8 +129,9 @@
 // Clamps. λ_min defaults to 0.1 Hz, one update per 10 s: the regulator learns
 // only from ACKs, so the rate must never reach 0, and a flow that MDEC drove
 // down still probes the path every 10 s. λ_max defaults to 1000 Hz (8.2 Mbit/s
-// of 1024-byte updates); SPEC §2 takes it from the application's sensing rate,
-// which the application should set. It also bounds 1/Z under ACK compression.
+// of 1024-byte updates); it should be the application's sensing rate (no
+// update can be fresher than the data it carries), which the application
+// should set. It also bounds 1/Z under ACK compression.
 //
 // Loss. A lost update is never retransmitted, so OnLoss takes it out of the
 // backlog. Its record stays, so if it was only late, its ACK still counts for
@@ -150,74 +153,60 @@
 // with its generation time. Events stamped earlier than a previous event are
 // taken at the previous event's time, so integrals never run backwards.
 //
-// # Improvements (options, off by default)
+// # Refinements
 //
-// SPEC §2 warns that ACP misbehaves on short, low-delay links and makes the
-// age against the best fixed rate the judge. Three weaknesses of the literal
-// rule are visible on paper:
+// Read literally, the rule has seven weaknesses. fresh's regulator fixes each
+// with one refinement; all seven are on by default (RecommendedTuning), and
+// NewLiteral runs the rule without them for comparison. Tuning switches
+// them one by one, for benchmarks.
 //
 //   - Near the start rate about one update is in flight, so 1/Z ≈ 1/T and a
 //     single DEC (b*/T = −κ/T) sets λ ≈ 0, i.e. λ_min; from there an epoch
 //     holds one update or none and recovery is slow. A queue with random
 //     service times takes the literal rule there within seconds.
+//     MinUpdatesPerRTT 1: λ_min is raised to MinUpdatesPerRTT/SRTT, so the
+//     regulator never sends slower than Lazy (the zero-wait policy; slower
+//     only leaves the path idle).
 //   - On a path without noise the backlog is exactly constant at the start
 //     rate, so b = 0 and the rule keeps one update per RTT for ever.
+//     ExploreOnHold: a hold becomes an INC, so a steady path still gets
+//     explored; if the step was wrong, the next epoch reads (b>0, δ>0) and
+//     decreases.
+//   - With κ = 1 the rule climbs one update per epoch, so a long fat path
+//     whose age-optimal backlog is a hundred updates takes minutes to get
+//     there. IncFraction 0.5: INC's b* = +max(κ, IncFraction·B̄_k), the
+//     mirror of MDEC, so the climb is geometric.
 //   - On a short link an epoch of one SRTT holds one update or none, so B̄
-//     and Δ̄ are sampling noise and the sign table acts on noise.
-//
-// Three more showed on simulated paths outside bench/scenarios (see
-// Recommended):
-//
+//     and Δ̄ are sampling noise and the sign table acts on noise (the
+//     short-path failure reported for ACP on ESP32 devices). MinEpoch
+//     200 ms: T = max(SRTT, MinEpoch), so each epoch averages over several
+//     updates.
 //   - 1/Z counts ACKs only, so under loss p the "keep the backlog" rate is
-//     (1 − p)·λ: each step is biased down by p·λ and, at 5 % loss, the
-//     regulator random-walks far below the capacity for tens of seconds.
+//     (1 − p)·λ and every step of the table is biased down by p·λ: at 5 %
+//     loss and 100 Hz an INC of κ per 200 ms epoch is cancelled outright.
+//     ZCountsLosses: a loss is a departure for Z (see Z above).
 //   - The EWMA of Z spans the last ~8 ACKs, milliseconds on a fast path:
 //     delay jitter bunches ACKs and λ = 1/Z + b*/T swings by tens of
-//     percent between epochs; with a few milliseconds of jitter the
-//     regulator ran the bottleneck queue full (5× the oracle's age).
+//     percent between epochs, enough to run the bottleneck queue full.
+//     EpochZ 8: Z over the epoch (like B̄ and Δ̄) when it had at least 8
+//     departures.
 //   - The age reveals a too-fast rate an epoch or two late, and INC lands
-//     at that rate again: with IncFraction the regulator cycles through
-//     the same overshoot every few epochs (periodic 2–3 update queues on
-//     1 Mbit/s/40 ms), and where the backlog is large a single INC jumps
-//     past the capacity by half of it (2× the oracle on 500 kbit/s/200 ms).
+//     at that rate again: the rule cycles through the same overshoot every
+//     few epochs, and where the backlog is large a single INC jumps past
+//     the capacity by half of it. BinaryInc: the rate λ_k of an epoch whose
+//     DEC starts a (b>0, δ>0) run is a ceiling C (the MDECs of the run
+//     leave it); an INC from λ < C goes to at most
+//     max(λ + κ/T, (λ + C)/2), the bisection of BIC (L. Xu, K. Harfoush,
+//     I. Rhee, "Binary Increase Congestion Control for Fast, Long Distance
+//     Networks", INFOCOM 2004), so the climb slows as it nears the rate
+//     that last hurt and then probes past it by κ per epoch; an INC from
+//     λ ≥ C clears C (the path got faster). DEC, MDEC and a first INC are
+//     as the table says. EpochStats.Ceiling shows C; an RTO clears it.
 //
-// The literal rule is the zero Config (NewRegulator(Config{}), registered as
-// "acp-literal"). The registered "acp" is Recommended(): the literal rule
-// plus MinUpdatesPerRTT 1, ExploreOnHold, IncFraction 0.5, MinEpoch 200 ms,
-// ZCountsLosses, EpochZ 8 and BinaryInc. Measured in the simulator against
-// the best fixed rate (the oracle, freshbench --acp-sweep) on the five
-// bench/scenarios/acp-* paths, it comes within 1.02–1.07× of the oracle's
-// mean age and 0.52–0.74× of Lazy's; the literal rule was at 1.2–1.7× of
-// the oracle where it did not collapse. The first four options were chosen
-// on those five paths; the last three were added after 25 other simulated
-// paths (thin and long, lossy, jittery, CoDel/FQ-CoDel/CAKE, CBR and CUBIC
-// cross traffic, capacity and delay changes) showed the first four at up
-// to 6× the oracle; with all seven the worst of those was 1.28× (a
-// capacity change, where no single fixed rate is right) and the rest
-// within 1.20×. Where a CUBIC flow fills the queue the first four were at
-// 0.89–1.41× of the oracle and all seven are at 1.03–1.05×. See
-// bench/RESULTS.md for the numbers and the seeds checked.
-//
-//   - Config.MinUpdatesPerRTT: λ_min is raised to MinUpdatesPerRTT/SRTT, so
-//     with 1 the regulator never sends slower than Lazy (the zero-wait
-//     policy; slower only leaves the path idle).
-//   - Config.MinEpoch: T = max(SRTT, MinEpoch), so each epoch averages over
-//     several updates.
-//   - Config.BacklogNoise, Config.AgeNoise: |b_k| or |δ_k| within the
-//     threshold counts as 0, "no new information, keep the rate".
-//   - Config.ExploreOnHold: a hold becomes an INC, so a steady path where
-//     b_k is exactly 0 still gets explored.
-//   - Config.IncFraction: INC's b* = +max(κ, IncFraction·B̄_k), the mirror
-//     of MDEC, so the climb is geometric rather than one update per epoch.
-//   - Config.ZCountsLosses: a loss is a departure for Z (see Z above).
-//   - Config.EpochZ: Z over the epoch when it had enough departures.
-//   - Config.BinaryInc: the rate λ_k of an epoch whose DEC starts a
-//     (b>0, δ>0) run is a ceiling C (the MDECs of the run leave it); an INC
-//     from λ < C goes to at most max(λ + κ/T, (λ + C)/2), the bisection of
-//     BIC (Xu, Harfoush, Rhee, INFOCOM 2004), so the climb slows as it nears
-//     the rate that last hurt and then probes past it by κ per epoch; an
-//     INC from λ ≥ C clears C. DEC, MDEC and a first INC are as the table
-//     says. EpochStats.Ceiling shows C; an RTO clears it.
+// The judge is the time-average age against the best fixed rate for the
+// same path (found by sweeping NewFixed), on long and short, clean, lossy,
+// jittery and shared paths; the benchmark results are in the repository's
+// bench directory, not here.
 //
 // # Age metrics
 //
@@ -228,13 +217,16 @@
 // log-spaced histogram, 32 bins per octave (2.2 % resolution) from 10 µs to
 // about 3 h, with an O(1) update per delivery. See AgeMeter.
 //
-// # Policies and the registry
+// # Policies
 //
-// Policy is the common method set. init registers "acp" (Regulator with
-// Recommended(), see above), "acp-literal" (Regulator, zero Config: SPEC
-// §2's rule alone) and
-// "lazy" (Lazy) with cc.Register; both use 1024-byte updates, or
-// the MSS if smaller. A fixed rate only means something for a given path (a
-// benchmark sweeps it to find the oracle), so "fixed" is not registered:
-// build it with NewFixed.
+// Policy is the common method set of Regulator, Lazy and Fixed. NewPolicy
+// builds one by name: "acp" (NewRegulator, the default), "acp-literal"
+// (NewLiteral) or "lazy" (NewLazy); PolicyNames lists them. A fixed rate
+// only means something for a given path (a benchmark sweeps it to find the
+// best one), so it has no name: build it with NewFixed.
+//
+// Update policies are not congestion controllers and are not in the cc
+// registry, although they satisfy cc.Controller (a transport drives both
+// through the same events): their window never limits, so a stream run
+// with one would have no congestion control at all.
 package acp

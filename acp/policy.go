@@ -133,7 +133,7 @@ func (p *ratePolicy) metrics(rate Rate, sig cc.DelaySignal) cc.Metrics {
 }
 
 // Lazy sends one update per round trip: λ = 1/SRTT (1/InitialRTT before the
-// first sample), the "Lazy" baseline of SPEC §2. It keeps the pipe at one
+// first sample), the "Lazy" baseline of the ACP paper (the zero-wait policy). It keeps the pipe at one
 // update in flight, which is age-optimal only when the path has no queue to
 // fill; it is not clamped by MinRate/MaxRate. It ignores loss.
 type Lazy struct{ ratePolicy }
@@ -175,7 +175,7 @@ func (l *Lazy) PacingRate() cc.Bandwidth { return l.Rate().bandwidth(l.cfg.Updat
 func (l *Lazy) Metrics() cc.Metrics { return l.metrics(l.Rate(), cc.SignalRTT) }
 
 // Fixed sends updates at a constant rate: the fixed-rate baseline whose sweep
-// finds the age-optimal rate of a path (the oracle of SPEC §2). It ignores
+// finds the age-optimal rate of a path (the oracle ACP is judged against). It ignores
 // loss, ACKs (except for SRTT in Metrics) and timeouts.
 type Fixed struct {
 	ratePolicy

@@ -9,7 +9,8 @@ import (
 	"github.com/fresh-udp/fresh/clock"
 )
 
-// Action is the regulator's decision at the end of a control epoch (SPEC §2).
+// Action is the regulator's decision at the end of a control epoch (ACP's
+// Algorithm 1; see the package doc).
 type Action uint8
 
 const (
@@ -45,7 +46,7 @@ const (
 	rowDownDown            // b < 0, δ < 0: DEC, reset γ
 )
 
-// decide is the sign table of SPEC §2 (ACP Algorithm 1): the row for backlog
+// decide is ACP's sign table (Algorithm 1 of the paper): the row for backlog
 // change b and age change delta (any units; only signs matter).
 func decide(b, delta float64) row {
 	switch {
@@ -62,7 +63,7 @@ func decide(b, delta float64) row {
 	}
 }
 
-// nextRate is λ_{k+1} = 1/Z + b*/T clamped to [lo, hi] (SPEC §2): deliver at
+// nextRate is λ_{k+1} = 1/Z + b*/T clamped to [lo, hi]: deliver at
 // the rate ACKs come back (1/Z keeps the backlog where it is) plus b* extra
 // updates over the next epoch of length T. Z ≤ 0 (ACKs compressed into one
 // instant) means an unbounded delivery rate, so the result is hi.
@@ -123,7 +124,7 @@ type Counters struct {
 	Epochs      int64 // control epochs closed
 }
 
-// Regulator is the Age Control Protocol update-rate regulator of SPEC §2. See
+// Regulator is the Age Control Protocol update-rate regulator. See
 // the package doc for the algorithm and every interpretation. It satisfies
 // cc.Controller (as a rate-only controller) and Policy. It is a sans-I/O state
 // machine: every event carries now; it is not safe for concurrent use. After
@@ -244,7 +245,7 @@ func (r *Regulator) epochLength() time.Duration {
 	return max(r.smoothedRTT(), r.tun.MinEpoch)
 }
 
-// startRate is one update per RTT (SPEC §2), clamped.
+// startRate is one update per RTT, ACP's start rate, clamped.
 func (r *Regulator) startRate() Rate {
 	return min(max(Rate(1/r.smoothedRTT().Seconds()), r.cfg.MinRate), r.cfg.MaxRate)
 }
@@ -377,7 +378,7 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 	r.counters.Epochs++
 }
 
-// apply turns a table row into an action and b*, updating γ (SPEC §2). γ
+// apply turns a table row into an action and b*, updating γ as ACP's table says. γ
 // counts the MDECs of the current run of consecutive (b>0, δ>0) epochs: the
 // first epoch of a run is a DEC and sets γ = 0, each further one increments γ
 // and applies MDEC(γ); any other row ends the run (and the INC/DEC rows reset
@@ -555,7 +556,7 @@ func (r *Regulator) Rate() Rate { return r.rate }
 
 // NextSendTime is when the next update may be sent: the last send plus 1/λ.
 // Before the first send it is 0, i.e. immediately (fresh clocks start at 0).
-// The transport then sends the freshest update it has (SPEC §2).
+// The transport then sends the freshest update it has.
 func (r *Regulator) NextSendTime() clock.Mono {
 	if !r.sentAny {
 		return 0

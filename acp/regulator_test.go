@@ -178,7 +178,7 @@ func TestHarnessMeasurements(t *testing.T) {
 	require.Equal(t, msd(74), st[2].Age)
 }
 
-// TestDecisionTableRows drives one epoch into each row of the SPEC §2 table
+// TestDecisionTableRows drives one epoch into each row of ACP's decision table
 // through the public event API. Epochs 0–2 are arranged to hold (epoch 2 has
 // b = 0 or δ = 0), so epoch 3's row is reached from a non-(+,+) epoch.
 func TestDecisionTableRows(t *testing.T) {

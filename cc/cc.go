@@ -46,14 +46,14 @@ type AckSample struct {
 	// removed), or 0 if it yields none (e.g. not the largest acknowledged).
 	RTT time.Duration
 	// OWD is the forward one-way delay of this packet as stamped by the
-	// receiver with its offset-corrected clock (SPEC §1). Valid only if
+	// receiver with its offset-corrected clock. Valid only if
 	// OWDValid; it may be wrong in sign or size if clocks are bad, which is
 	// what ClockSynced and the RTT cross-check are for.
 	OWD      time.Duration
 	OWDValid bool
 	// ClockSynced is the receiver's (or local estimator's) statement that the
 	// clock offset used for OWD is trustworthy. When false, delay-based
-	// controllers fall back to RTT/2 (SPEC §1, "RTT fallback").
+	// controllers fall back to RTT/2 (see package owd, "RTT fallback").
 	ClockSynced bool
 	// PriorInFlight is the bytes in flight before this ACK was processed; a
 	// controller compares it with its window to tell whether the flow is

@@ -36,8 +36,11 @@
 // Register makes a Factory available under a name and New builds a fresh
 // controller by name with a given MSS; Names lists what is registered. This
 // package registers "reno", "cubic", "htcp" and "rttdelay" in init, each
-// with its zero-value Config; owd and acp register their own names. Every
-// benchmark scenario therefore swaps controllers by name alone.
+// with its zero-value Config; owd registers "owd" and "owd-eq2". Every
+// benchmark scenario therefore swaps controllers by name alone. The
+// update-rate policies of package acp satisfy Controller too but are not
+// registered: they never limit a window, so they are no congestion control
+// for a stream (acp.NewPolicy builds them by name).
 //
 // # Units
 //

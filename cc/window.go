@@ -5,7 +5,8 @@ import "time"
 // Shared window arithmetic used by every window-based controller.
 
 // MinWindowPackets is the window floor in packets: RFC 5681 §3.1 never lets
-// ssthresh fall below 2·SMSS, and SPEC §1 sets the same 2-packet floor for owd.
+// ssthresh fall below 2·SMSS, and the owd controller keeps the same 2-packet
+// floor.
 const MinWindowPackets = 2
 
 // InitialWindowPackets is the initial window in packets (RFC 6928 allows 10;

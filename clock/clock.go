@@ -6,7 +6,7 @@ import "time"
 // by the Clock that produced it. Only differences between two Mono values of the
 // same Clock mean anything; a Mono is never converted to wall time. Keeping it a
 // distinct type stops wall-clock corrections (NTP steps, in-band offsets) from
-// leaking into RTT, pacing and epoch arithmetic (STYLE principle 5).
+// leaking into RTT, pacing and epoch arithmetic.
 type Mono int64
 
 // Add returns m advanced by d.

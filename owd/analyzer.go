@@ -7,7 +7,7 @@ import (
 	"github.com/fresh-udp/fresh/clock"
 )
 
-// Analyzer keeps the delay state of one flow (SPEC §1 "Analyzer"):
+// Analyzer keeps the delay state of one flow:
 //
 //   - OWDmin: the base delay, the minimum over a history of buckets (LEDBAT's
 //     base-delay history, RFC 6817 §4.4), so a route change to a longer path
@@ -70,27 +70,28 @@ type AnalyzerConfig struct {
 	// BucketLength is the time one bucket covers. Default 1 minute (RFC 6817).
 	BucketLength time.Duration
 	// CurrentFilter is how many recent samples OWDcur is the minimum of.
-	// Default 4 (SPEC §1). At most 32.
+	// Default 4: enough to filter one packet's scheduling noise, few enough
+	// to follow a queue within a fraction of an RTT. At most 32.
 	CurrentFilter int
 	// MinBaseDelay floors OWDmin in Eq. 1's denominator. Default 1 ms:
 	// below that, timestamp resolution and scheduling noise dominate.
 	MinBaseDelay time.Duration
-	// Beta scales OWDv_max into μ. Default 0.5 (SPEC §1).
+	// Beta scales OWDv_max into μ. Default 0.5: the window stops growing
+	// at half the largest queueing seen, and shrinks above it.
 	Beta float64
 	// MuFloorDelay is the queueing delay μ never goes below. Default 5 ms,
 	// the CoDel target (RFC 8289 §4.3): less than that is noise on most paths.
 	MuFloorDelay time.Duration
-	// MaxDecay is the time constant with which OWDv_max decays. Default 10 s
-	// (SPEC §1).
+	// MaxDecay is the time constant with which OWDv_max decays, so a peak
+	// from long ago stops setting μ. Default 10 s: several RTTs of any path
+	// this controller is for, short against the base-delay history.
 	MaxDecay time.Duration
 	// JitterGain scales the interarrival jitter J into the noise floor of
 	// μ (and of the slow-start exit): queueing below JitterGain·J is not
-	// taken for congestion. Default 5, chosen by benchmark: on a 5 Mbit/s
-	// path with 0–10 ms of per-packet jitter, gain 3 (J alone would be the
-	// noise's mean deviation) left owd at 79 % of the link, 5 at 96 % with a
-	// 4.7 ms p95 queue, 8 at 97 % with 10 ms; on the paper's scenarios
-	// (little jitter) the gain changes goodput by under 1 %.
-	// Negative: ignore jitter.
+	// taken for congestion. J is about the noise's mean deviation, so a
+	// gain of a few is needed before random per-packet delay stops looking
+	// like a queue; larger gains let a real queue grow unnoticed. Default
+	// 5. Negative: ignore jitter.
 	JitterGain float64
 }
 

@@ -2,7 +2,7 @@ package owd
 
 import "time"
 
-// Reverse-path compensation (our addition; Config.DisableReverseCompensation).
+// Reverse-path compensation (our addition; Tuning.DisableReverseCompensation).
 //
 // A window controller sends at cwnd/RTT. When the ACK path queues — the
 // scenario the paper's Fig. 7 is about — RTT grows while the forward path is
@@ -29,10 +29,8 @@ import "time"
 // controller applies RTT/(RTT − revQ) = W/cwnd times as many steps as on an
 // uncongested ACK path: it keeps decreasing long after the forward queue has
 // drained (and the link idles), then overshoots on the way up. Dividing each
-// step by the scale restores the loop gain of the forward loop alone. In the
-// simulator's reverse-congested scenario this took owd from 13 % to 5 %
-// below its uncongested goodput, with lower forward queueing (p95 29 → 21
-// ms); with the ACK path uncongested the scale is 1 and nothing changes.
+// step by the scale restores the loop gain of the forward loop alone; with
+// the ACK path uncongested the scale is 1 and nothing changes.
 
 // maxReverseScale caps W/cwnd: reverse queueing up to 3× the rest of the
 // round trip is compensated, beyond that the flow slows down as plain TCP.

@@ -19,7 +19,7 @@ type windowRule interface {
 //	OWDv ≤ μ       cwnd += 1/cwnd  (about +1 packet per RTT)
 //
 // The paper prints the middle row as "OWDv > μ" and the last as "cwnd < μ";
-// SPEC §1 resolves both to the ranges above.
+// read as ranges of OWDv, they are the three rows above.
 type eq2 struct{}
 
 func (eq2) delta(v, mu float64, _, _ time.Duration, cwnd float64) float64 {
@@ -36,7 +36,7 @@ func (eq2) delta(v, mu float64, _, _ time.Duration, cwnd float64) float64 {
 // eq7 is the paper's Eq. 7, w(t+1) = w(t) + (d_s − D_s(t))/D_s(t)², with
 // d_s = OWDmin and D_s = OWDcur. Read literally the step depends on the unit
 // of time (−4 packets per ACK in seconds at d = 50 ms, D = 70 ms; −0.004 in
-// ms), so SPEC §1 normalises the delays by d_s:
+// ms), so the delays are normalised by d_s:
 //
 //	Δw = (1 − D/d) / (D/d)²   per ACK, when OWDv > μ
 //

@@ -4,9 +4,8 @@ import "encoding/binary"
 
 // The fresh datagram header, version 1 (transport/internal/wire, which
 // bench cannot import): ver(1) type(1) flags(1) rsvd(1) connID(8) pn(8)
-// sender timestamp µs(8). The format is versioned and fixed (DESIGN.md
-// "Wire format"); the driver reads only these fields, and only to
-// measure.
+// sender timestamp µs(8). The format is versioned and fixed; the driver
+// reads only these fields, and only to measure.
 const (
 	wireVersion     = 1
 	wireHeaderLen   = 28

@@ -168,8 +168,8 @@
 //     Comprehensive Queue Management Solution for Home Gateways", IEEE
 //     LANMAN 2018; tc-cake(8).
 //   - Wang et al., "Assisting Mission-Critical Traffic Flows with Active
-//     Queue Management in Industrial Internet of Things" (seeds/
-//     aqm-iiot-mission-critical.txt), Table 1 parameters.
+//     Queue Management in Industrial Internet of Things", arXiv:2607.14478,
+//     Table 1 parameters.
 //   - E. N. Gilbert, "Capacity of a burst-noise channel", 1960;
 //     E. O. Elliott, "Estimates of error rates for codes on burst-noise
 //     channels", 1963.

@@ -1,5 +1,5 @@
-// Package report defines the result of one benchmark run (DESIGN.md "Result
-// JSON"), shared by the simulator (bench/sim), the emulator (bench/emu) and
+// Package report defines the result of one benchmark run (the result JSON),
+// shared by the simulator (bench/sim), the emulator (bench/emu) and
 // freshbench, which writes it with --json and plots it with --plot. The JSON
 // names are read by other tools: keep them stable.
 package report

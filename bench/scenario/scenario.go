@@ -1,7 +1,7 @@
 // Package scenario reads the experiment files of bench/scenarios: one JSON
 // object describes one experiment that runs unchanged in the simulator
-// (bench/sim) and the emulator (bench/emu). The shape follows DESIGN.md
-// "Scenario file"; every field is documented in bench/README.md.
+// (bench/sim) and the emulator (bench/emu). Every field is documented in
+// bench/README.md.
 package scenario
 
 import (

@@ -39,7 +39,8 @@ Flags:
 // The controllers compared in every bulk experiment, in table order.
 var resultsCCs = []string{"owd", "owd-eq2", "cubic", "htcp", "reno", "rttdelay"}
 
-// The paper's averages (seeds/owd-congestion-control-iot.txt §5, Fig. 10, 12).
+// The paper's averages ("Adaptive congestion control in IoT networks:
+// Leveraging one-way delay for enhanced performance", §5, Fig. 10 and 12).
 var (
 	paperRTT  = map[string]float64{"owd": 542.9, "cubic": 521, "htcp": 494, "reno": 485}
 	paperLoss = map[string]float64{"owd": 528.5, "htcp": 508.1, "cubic": 472.3, "reno": 459.2}
@@ -561,16 +562,16 @@ func (c *resultsCommand) acp(rel func(string) string) error {
 	}
 	c.printf("\nTargets on every path: acp ≤ 1.10× the oracle: worst %.2f× %s; ≤ 0.8× Lazy:\n", worstO, c.target("ACP: worst acp / oracle age (≤ 1.10×)", fmt.Sprintf("%.2f×", worstO), worstO <= 1.10))
 	c.printf("worst %.2f× %s.\n\n", worstL, c.target("ACP: worst acp / Lazy age (≤ 0.8×)", fmt.Sprintf("%.2f×", worstL), worstL <= 0.8))
-	c.printf("`acp-literal` is SPEC §2's table alone. On a steady path its backlog is\n")
+	c.printf("`acp-literal` is ACP's decision table alone. On a steady path its backlog is\n")
 	c.printf("exactly constant, so b = 0 and it never leaves one update per RTT; where a\n")
 	c.printf("DEC fires with about one update in flight, 1/Z − κ/T is about zero and it\n")
-	c.printf("collapses to λ_min. fresh's `acp` (acp.Recommended) adds seven named options:\n")
+	c.printf("collapses to λ_min. fresh's `acp` (acp.RecommendedTuning) adds seven refinements:\n")
 	c.printf("never slower than Lazy, explore on a hold, INC by half the backlog, epochs\n")
 	c.printf("of at least 200 ms (chosen on these five paths), and losses counted in Z,\n")
 	c.printf("Z measured over the epoch, INC bisecting toward the last rate that made\n")
 	c.printf("backlog and age rise (added after paths outside this set — long thin,\n")
 	c.printf("jittery, CBR cross traffic, capacity changes — put the first four at up to\n")
-	c.printf("6× the oracle; see the acp package doc). The regulator's up-and-down\n")
+	c.printf("6× the oracle; see docs/history.md). The regulator's up-and-down\n")
 	c.printf("probing still costs most where the optimum is a fixed rate just under the\n")
 	c.printf("bottleneck's service rate.\n\n")
 	c.printf("![sweep, 1 Mbit/s/40 ms](%s)\n\n", rel("acp-1mbps-40ms-sweep.png"))
