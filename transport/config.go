@@ -116,6 +116,9 @@ func (c Config) withDefaults() (Config, error) {
 	// connection builds its controller.
 	if c.NewController == nil {
 		if _, err := cc.New(c.CC, 1200); err != nil {
+			if slices.Contains(acp.PolicyNames(), c.CC) {
+				return bad("CC %q is an update policy, not a congestion controller: set UpdatePolicy to it, and CC to one of %v", c.CC, cc.Names())
+			}
 			return bad("CC: %v", err)
 		}
 	}

@@ -57,3 +57,16 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 	}
 	return s.Policy(), nil
 }
+
+// An update policy's name is not a congestion controller: Config{CC:
+// "lazy"} once passed validation and ran the stream with a 2^40-byte
+// window. It fails at Listen and Dial with ErrConfig and says what to do.
+func TestUpdatePolicyNameAsCCFails(t *testing.T) {
+	for _, name := range acp.PolicyNames() {
+		_, err := Listen("127.0.0.1:0", Config{CC: name})
+		require.ErrorIs(t, err, ErrConfig, name)
+		require.ErrorContains(t, err, "is an update policy")
+		_, err = Dial(t.Context(), "127.0.0.1:9", Config{CC: name})
+		require.ErrorIs(t, err, ErrConfig, name)
+	}
+}
