@@ -571,7 +571,7 @@ func (c *resultsCommand) acp(rel func(string) string) error {
 	c.printf("Z measured over the epoch, INC bisecting toward the last rate that made\n")
 	c.printf("backlog and age rise (added after paths outside this set — long thin,\n")
 	c.printf("jittery, CBR cross traffic, capacity changes — put the first four at up to\n")
-	c.printf("6× the oracle; see docs/history.md). The regulator's up-and-down\n")
+	c.printf("6× the oracle; see the history section at the end). The regulator's up-and-down\n")
 	c.printf("probing still costs most where the optimum is a fixed rate just under the\n")
 	c.printf("bottleneck's service rate.\n\n")
 	c.printf("![sweep, 1 Mbit/s/40 ms](%s)\n\n", rel("acp-1mbps-40ms-sweep.png"))
