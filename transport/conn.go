@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -25,6 +26,14 @@ import (
 // Each Conn runs one goroutine that owns sending and timers; a client Conn
 // also runs one that reads its socket (a Listener reads for its Conns).
 // Close stops both.
+//
+// Conn is a net.Conn: SetDeadline, SetReadDeadline and SetWriteDeadline
+// bound Read and Write with the net package's semantics (a passed deadline
+// fails them with an error wrapping os.ErrDeadlineExceeded, a net.Error
+// whose Timeout is true), so it plugs into code written for TCP (bufio,
+// io.Copy, net/http's transports, TLS). The deadlines do not apply to
+// SendUpdate, which never blocks, nor to ReadUpdate, which takes a
+// context.
 type Conn struct {
 	cfg  *Config
 	sock *socket
@@ -39,6 +48,8 @@ type Conn struct {
 	writeReady chan struct{} // send buffer space freed
 	updReady   chan struct{} // a fresher update arrived
 	opened     chan struct{} // closed when the handshake completes
+	readDL     deadline      // SetReadDeadline
+	writeDL    deadline      // SetWriteDeadline
 	done       chan struct{} // closed when the send loop has exited
 	openOnce   sync.Once
 	closeOnce  sync.Once
@@ -49,6 +60,8 @@ type Conn struct {
 	stopNTP    context.CancelFunc
 	onDone     func() // a Listener's cleanup
 }
+
+var _ net.Conn = (*Conn)(nil)
 
 // Update is one status update as the monitor receives it.
 type Update struct {
@@ -70,6 +83,8 @@ func newConn(cfg *Config, sock *socket, peer *net.UDPAddr, s *session.Session) *
 		updReady:   make(chan struct{}, 1),
 		opened:     make(chan struct{}),
 		done:       make(chan struct{}),
+		readDL:     newDeadline(),
+		writeDL:    newDeadline(),
 	}
 	return c
 }
@@ -153,7 +168,7 @@ func (c *Conn) loop() {
 					c.mu.Unlock()
 					return
 				}
-			}
+				}
 		}
 		if closed {
 			return
@@ -176,9 +191,15 @@ func (c *Conn) loop() {
 func (c *Conn) kick() { signal(c.wake) }
 
 // Write writes p to the stream, blocking while the send buffer is full.
+// Once the write deadline has passed it returns how much it took with an
+// error wrapping os.ErrDeadlineExceeded.
 func (c *Conn) Write(p []byte) (int, error) {
 	written := 0
 	for {
+		expired := c.writeDL.wait()
+		if isClosed(expired) {
+			return written, c.timeoutError("write")
+		}
 		c.mu.Lock()
 		n, err := c.s.Write(p[written:])
 		written += n
@@ -190,7 +211,10 @@ func (c *Conn) Write(p []byte) (int, error) {
 		if written == len(p) {
 			return written, nil
 		}
-		<-c.writeReady
+		select {
+		case <-c.writeReady:
+		case <-expired:
+		}
 	}
 }
 
@@ -206,9 +230,15 @@ func (c *Conn) CloseWrite() error {
 	return nil
 }
 
-// Read reads the stream, blocking until data, EOF or close.
+// Read reads the stream, blocking until data, EOF or close. Once the read
+// deadline has passed it returns an error wrapping os.ErrDeadlineExceeded,
+// even if data is waiting (as a net.Conn does).
 func (c *Conn) Read(p []byte) (int, error) {
 	for {
+		expired := c.readDL.wait()
+		if isClosed(expired) {
+			return 0, c.timeoutError("read")
+		}
 		c.mu.Lock()
 		n, err := c.s.Read(p)
 		ack := c.s.AckNow()
@@ -219,14 +249,17 @@ func (c *Conn) Read(p []byte) (int, error) {
 		if n > 0 || err != nil {
 			return n, err
 		}
-		<-c.readReady
+		select {
+		case <-c.readReady:
+		case <-expired:
+		}
 	}
 }
 
 // SendUpdate hands the newest sample to the update regulator. Only the
 // freshest update not yet sent is ever transmitted: a newer SendUpdate
 // replaces an older one still waiting for its turn, and updates are never
-// retransmitted (SPEC §2). It never blocks.
+// retransmitted. It never blocks, and the write deadline does not apply.
 func (c *Conn) SendUpdate(payload []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -280,6 +313,42 @@ func (c *Conn) LocalAddr() net.Addr { return c.sock.conn.LocalAddr() }
 
 // RemoteAddr is the peer's UDP address.
 func (c *Conn) RemoteAddr() net.Addr { return c.peer }
+
+// SetDeadline sets the read and write deadlines, as SetReadDeadline and
+// SetWriteDeadline do.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.readDL.set(t)
+	c.writeDL.set(t)
+	return nil
+}
+
+// SetReadDeadline sets when blocked and future Read calls give up with an
+// error wrapping os.ErrDeadlineExceeded (a net.Error whose Timeout is
+// true). A deadline in the past fails them at once, one set or extended
+// while a Read is blocked takes effect at once, and the zero time clears
+// it. A timed-out Read loses nothing: the stream is intact and a Read after
+// the deadline was moved carries on. ReadUpdate is not affected: its ctx
+// bounds it.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.readDL.set(t)
+	return nil
+}
+
+// SetWriteDeadline sets when blocked and future Write calls give up with an
+// error wrapping os.ErrDeadlineExceeded, as SetReadDeadline does for Read.
+// A Write that times out has buffered the count it returns, and the
+// connection goes on sending it. SendUpdate never blocks and ignores it.
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	c.writeDL.set(t)
+	return nil
+}
+
+// timeoutError is the error of a Read or Write whose deadline passed: a
+// *net.OpError around os.ErrDeadlineExceeded, as the net package's own
+// connections return.
+func (c *Conn) timeoutError(op string) error {
+	return &net.OpError{Op: op, Net: "fresh", Source: c.LocalAddr(), Addr: c.peer, Err: os.ErrDeadlineExceeded}
+}
 
 // Done is closed when the connection has ended (Close, peer close, idle
 // timeout or error); Err then says why.
@@ -437,6 +506,61 @@ func (c *Conn) readLoop() {
 			c.handleDatagram(d.b)
 		}
 		c.kick()
+	}
+}
+
+// deadline is one of a Conn's deadlines: a channel closed when it passes,
+// which blocked calls select on (the pattern of net.Pipe).
+type deadline struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	expired chan struct{} // closed when the deadline has passed
+}
+
+func newDeadline() deadline { return deadline{expired: make(chan struct{})} }
+
+// set moves the deadline to t; the zero time clears it.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.expired // the timer fired: wait until its func closed the channel
+	}
+	d.timer = nil
+	passed := isClosed(d.expired)
+	if t.IsZero() {
+		if passed {
+			d.expired = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if passed {
+			d.expired = make(chan struct{})
+		}
+		ch := d.expired
+		d.timer = time.AfterFunc(dur, func() { close(ch) })
+		return
+	}
+	if !passed {
+		close(d.expired)
+	}
+}
+
+// wait returns the channel closed when the current deadline passes. A
+// caller that blocked on it re-reads it after waking: set may replace it.
+func (d *deadline) wait() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.expired
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 
