@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
@@ -168,7 +170,8 @@ func (c *Conn) loop() {
 					c.mu.Unlock()
 					return
 				}
-				}
+				c.socketError(err)
+			}
 		}
 		if closed {
 			return
@@ -418,6 +421,16 @@ func (c *Conn) Close() error {
 
 // Dial opens a connection to a fresh server at addr ("host:port") and
 // returns once the handshake completed, ctx ended or HandshakeTimeout passed.
+// A handshake that fails returns an error wrapping ErrHandshake and the
+// cause: ctx's error, context.DeadlineExceeded for HandshakeTimeout, or
+// syscall.ECONNREFUSED ("connection refused") at once when the kernel
+// reports that nothing listens at addr (an ICMP port unreachable).
+//
+// The client's socket is connected to addr, so it takes datagrams from
+// addr only and hears of such ICMP errors. Once the connection is open a
+// refusal is ignored, as TCP treats ICMP errors on an established
+// connection as soft (they are unauthenticated and may be transient): a
+// peer that went away is noticed by IdleTimeout.
 func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	conf, err := cfg.withDefaults()
 	if err != nil {
@@ -425,15 +438,15 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	}
 	raddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+		return nil, &dialError{addr, err}
 	}
 	network := "udp4"
 	if raddr.IP.To4() == nil {
 		network = "udp6"
 	}
-	sock, stopNTP, err := openSocket(&conf, network, nil)
+	sock, stopNTP, err := openSocket(&conf, network, nil, raddr)
 	if err != nil {
-		return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+		return nil, &dialError{addr, err}
 	}
 	s, err := session.New(conf.sessionConfig(), randomID(), true, conf.Clock.Now())
 	if err != nil {
@@ -453,7 +466,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	case <-c.opened:
 		if err := c.Err(); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("transport: dial %s: %w", addr, err)
+			return nil, &dialError{addr, err}
 		}
 		return c, nil
 	case <-hs.Done():
@@ -461,16 +474,39 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		c.cfg.Linger = -1
 		c.mu.Unlock()
 		c.Close()
-		return nil, fmt.Errorf("transport: dial %s: %w: %w", addr, ErrHandshake, hs.Err())
+		return nil, &dialError{addr, fmt.Errorf("%w: %w", ErrHandshake, hs.Err())}
 	}
 }
 
-// openSocket opens the UDP socket of a client (laddr nil) or a listener,
-// with its DSCP marking, and starts the NTP clock if the config asks for
-// one (cfg.Clock is replaced by it). stop ends the NTP loop. network is
-// "udp4", "udp6", or "udp" for a dual-stack listener on a wildcard address.
-func openSocket(cfg *Config, network string, laddr *net.UDPAddr) (sock *socket, stop context.CancelFunc, err error) {
-	udp, err := net.ListenUDP(network, laddr)
+// dialError is an error of Dial: "transport: dial addr: " and the cause,
+// without the cause's own "transport: " prefix (ErrHandshake's and the
+// others').
+type dialError struct {
+	addr string
+	err  error
+}
+
+func (e *dialError) Error() string {
+	return "transport: dial " + e.addr + ": " + strings.TrimPrefix(e.err.Error(), "transport: ")
+}
+
+func (e *dialError) Unwrap() error { return e.err }
+
+// openSocket opens the UDP socket of a client (raddr: the server, which the
+// socket is connected to) or of a listener (laddr, raddr nil), with its
+// DSCP marking, and starts the NTP clock if the config asks for one
+// (cfg.Clock is replaced by it). stop ends the NTP loop. network is "udp4",
+// "udp6", or "udp" for a dual-stack listener on a wildcard address.
+func openSocket(cfg *Config, network string, laddr, raddr *net.UDPAddr) (sock *socket, stop context.CancelFunc, err error) {
+	var udp *net.UDPConn
+	if raddr != nil {
+		// Connected: the kernel reports ICMP errors for this peer
+		// (ECONNREFUSED) on the socket, which an unconnected one does
+		// not, and drops datagrams from anyone else.
+		udp, err = net.DialUDP(network, laddr, raddr)
+	} else {
+		udp, err = net.ListenUDP(network, laddr)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -483,6 +519,7 @@ func openSocket(cfg *Config, network string, laddr *net.UDPAddr) (sock *socket, 
 		stop()
 		return nil, nil, err
 	}
+	sock.connected = raddr != nil
 	return sock, stop, nil
 }
 
@@ -500,6 +537,7 @@ func (c *Conn) readLoop() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			c.socketError(err)
 			continue
 		}
 		for _, d := range dgs {
@@ -561,6 +599,29 @@ func isClosed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// socketError handles an error of the client socket's reads or writes
+// other than its close. The one that matters is ECONNREFUSED: the kernel
+// received an ICMP port unreachable for a datagram we sent (reported on
+// whichever call comes first, a read or a write). During the handshake
+// nothing listens at the address, and Dial fails at once; afterwards it
+// is ignored (see Dial). Other errors (a full buffer, a transient route
+// error) are left to retransmission.
+func (c *Conn) socketError(err error) {
+	if !c.ownsSocket || !errors.Is(err, syscall.ECONNREFUSED) {
+		return
+	}
+	c.mu.Lock()
+	aborted := !c.s.Opened()
+	if aborted {
+		c.s.Abort(fmt.Errorf("%w: %w", ErrHandshake, syscall.ECONNREFUSED))
+		c.notifyLocked()
+	}
+	c.mu.Unlock()
+	if aborted {
+		c.kick() // the send loop sees the session closed and exits
 	}
 }
 

@@ -56,7 +56,7 @@ func Listen(addr string, cfg Config) (*Listener, error) {
 	case laddr.IP.To4() == nil:
 		network = "udp6"
 	}
-	sock, stopNTP, err := openSocket(&conf, network, laddr)
+	sock, stopNTP, err := openSocket(&conf, network, laddr, nil)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}

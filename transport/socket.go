@@ -20,8 +20,12 @@ type socket struct {
 	conn *net.UDPConn
 	v6   bool // an AF_INET6 socket
 	dual bool // AF_INET6 and IPv4 too (v4-mapped peers): a wildcard Listen
-	pc4  *ipv4.PacketConn
-	pc6  *ipv6.PacketConn
+	// connected: a client's socket, connected to its peer; its datagrams
+	// go without a destination address (BSD kernels refuse one with
+	// EISCONN on a connected socket).
+	connected bool
+	pc4       *ipv4.PacketConn
+	pc6       *ipv6.PacketConn
 	// oob4[dscp] and oob6[dscp] are the control messages that mark one
 	// datagram with that DSCP (IP_TOS for an IPv4 peer, IPV6_TCLASS for an
 	// IPv6 one, as Linux ancillary data; a dual-stack socket needs the one
@@ -108,6 +112,16 @@ func (s *socket) writeBatch(ms []ipv4.Message) error {
 		ms = ms[n:]
 	}
 	return nil
+}
+
+// dest is the destination address for a datagram to peer: nil on a
+// connected socket. It is an untyped nil: a nil *net.UDPAddr in a net.Addr
+// would not be taken for "no address".
+func (s *socket) dest(peer *net.UDPAddr) net.Addr {
+	if s.connected {
+		return nil
+	}
+	return peer
 }
 
 // oobFor returns the control message for dscp on a datagram to peer (nil

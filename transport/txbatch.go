@@ -94,7 +94,7 @@ func (b *txBatch) send(peer *net.UDPAddr) error {
 	for i := range b.n {
 		m := &b.msgs[i]
 		m.Buffers[0] = b.bufs[i]
-		m.Addr = peer
+		m.Addr = b.sock.dest(peer)
 		oob := append(b.oobs[i][:0], b.sock.oobFor(b.dscp[i], peer)...)
 		if b.segs[i] > 1 {
 			oob = appendSegmentControl(oob, b.seg[i])
@@ -128,7 +128,7 @@ func (b *txBatch) resendUnsegmented(peer *net.UDPAddr) error {
 		for off := 0; off < len(b.bufs[i]); off += b.seg[i] {
 			end := min(off+b.seg[i], len(b.bufs[i]))
 			one[0].Buffers[0] = b.bufs[i][off:end]
-			one[0].Addr = peer
+			one[0].Addr = b.sock.dest(peer)
 			one[0].OOB = b.sock.oobFor(b.dscp[i], peer)
 			if err := b.sock.writeBatch(one[:]); err != nil {
 				return err
