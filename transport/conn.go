@@ -278,6 +278,14 @@ func (c *Conn) SendUpdate(payload []byte) error {
 // blocking until one arrives, ctx ends or the connection closes. Updates
 // that arrive older than one already delivered are dropped, so successive
 // calls return strictly increasing generation times.
+//
+// When the peer has closed normally (Close, whether or not it wrote to the
+// stream), ReadUpdate returns io.EOF once the updates that arrived are
+// taken, as Read does at the stream's end; Err then says ErrPeerClosed.
+// Any other end is an error: ErrClosed after our own Close, ErrIdleTimeout,
+// or one wrapping ErrPeerClosed when the peer aborted (closed with stream
+// bytes unacknowledged) or found a protocol violation. The read deadline
+// does not apply; ctx bounds the wait.
 func (c *Conn) ReadUpdate(ctx context.Context) (Update, error) {
 	for {
 		c.mu.Lock()
@@ -290,7 +298,7 @@ func (c *Conn) ReadUpdate(ctx context.Context) (Update, error) {
 			c.mu.Unlock()
 			return out, nil
 		}
-		err := c.s.Err()
+		err := c.s.UpdateErr()
 		c.mu.Unlock()
 		if err != nil {
 			return Update{}, err

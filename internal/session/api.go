@@ -87,6 +87,21 @@ func (s *Session) TakeUpdate() (Update, bool) {
 	return Update{Payload: s.inUpd, GeneratedMicros: s.inUpdGen + theta.Microseconds(), Age: s.inUpdAge}, true
 }
 
+// UpdateErr is what a reader of updates gets once TakeUpdate has nothing:
+// nil while the session is open; io.EOF after the peer closed normally
+// (its updates ended with it, as a stream ends with its FIN); otherwise
+// why the session closed (Err), such as ErrPeerClosed wrapped with a note
+// after the peer's abort.
+func (s *Session) UpdateErr() error {
+	if s.state != stateClosed {
+		return nil
+	}
+	if s.peerClean {
+		return io.EOF
+	}
+	return s.err
+}
+
 // Close starts a local close: a CLOSE goes out on the next Poll. It is a
 // normal close when the peer acknowledged every stream byte, an abort
 // otherwise (the peer's Read then reports ErrPeerClosed, not io.EOF).

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -134,4 +135,94 @@ func TestAckRangesForgottenOnceEchoed(t *testing.T) {
 	// 16 ranges it would be 28 + 14 + 256 + samples > 298 bytes.
 	require.Less(t, largestAck, wire.HeaderLen+14+6*16+4*12,
 		"ACKs carry a few ranges, not all 16")
+}
+
+// closeAndDeliver closes from with Close and delivers what it sends until
+// to has the CLOSE.
+func (p *sessionPair) closeAndDeliver(t *testing.T, from, to *Session) {
+	t.Helper()
+	from.Close()
+	for {
+		typ, ok := p.deliverOne(from, to, false)
+		require.True(t, ok, "no CLOSE was sent")
+		if typ == wire.TypeClose {
+			break
+		}
+	}
+	require.True(t, to.Closed())
+}
+
+// An update-only connection closes normally: the peer's update reader gets
+// io.EOF after the last update, and Err is ErrPeerClosed itself, not the
+// abort's wrapped "stream cut" error. Both directions.
+func TestUpdateOnlyCloseIsClean(t *testing.T) {
+	for _, dir := range []string{"client closes", "server closes"} {
+		t.Run(dir, func(t *testing.T) {
+			p := newSessionPair(t)
+			from, to := p.cli, p.srv
+			if dir == "server closes" {
+				from, to = p.srv, p.cli
+			}
+			wall := int64(p.now) / 1000
+			require.NoError(t, from.SendUpdate(p.now, wall, []byte("reading")))
+			p.advance(100, time.Millisecond)
+			u, ok := to.TakeUpdate()
+			require.True(t, ok)
+			require.Equal(t, "reading", string(u.Payload))
+			require.Zero(t, from.Unacked())
+
+			p.closeAndDeliver(t, from, to)
+			require.Equal(t, ErrPeerClosed, to.Err(), "a normal close is not an abort")
+			require.Equal(t, io.EOF, to.UpdateErr())
+			require.Equal(t, ErrClosed, from.Err())
+			n, err := to.Read(make([]byte, 8))
+			require.Zero(t, n)
+			require.Equal(t, io.EOF, err, "an empty stream, ended normally")
+		})
+	}
+}
+
+// A connection whose stream was written, ended and fully acknowledged,
+// with updates alongside, closes normally too; an update that arrived
+// before the CLOSE is still taken first.
+func TestAckedStreamAndUpdatesCloseIsClean(t *testing.T) {
+	p := newSessionPair(t)
+	data := []byte("the whole upload")
+	n, err := p.cli.Write(data)
+	require.NoError(t, err)
+	require.Equal(t, len(data), n)
+	require.NoError(t, p.cli.CloseWrite())
+	wall := int64(p.now) / 1000
+	require.NoError(t, p.cli.SendUpdate(p.now, wall, []byte("last reading")))
+	p.advance(100, time.Millisecond)
+	require.Zero(t, p.cli.Unacked())
+
+	p.closeAndDeliver(t, p.cli, p.srv)
+	require.Equal(t, ErrPeerClosed, p.srv.Err())
+	rd := make([]byte, 64)
+	n, err = p.srv.Read(rd)
+	require.NoError(t, err)
+	require.Equal(t, data, rd[:n])
+	_, err = p.srv.Read(rd)
+	require.Equal(t, io.EOF, err)
+	u, ok := p.srv.TakeUpdate()
+	require.True(t, ok)
+	require.Equal(t, "last reading", string(u.Payload))
+	require.Equal(t, io.EOF, p.srv.UpdateErr())
+}
+
+// After an abort the update reader gets the abort's error, not io.EOF.
+func TestAbortIsNotEOFForUpdates(t *testing.T) {
+	p := newSessionPair(t)
+	p.cli.out.write(make([]byte, 5000))
+	for {
+		if _, ok := p.deliverOne(p.cli, p.srv, true); !ok { // all lost
+			break
+		}
+	}
+	p.closeAndDeliver(t, p.cli, p.srv)
+	err := p.srv.UpdateErr()
+	require.ErrorIs(t, err, ErrPeerClosed)
+	require.NotEqual(t, ErrPeerClosed, err)
+	require.Contains(t, err.Error(), "unacknowledged")
 }

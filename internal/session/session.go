@@ -85,6 +85,7 @@ type Session struct {
 	acceptPending bool
 	closePending  bool
 	closeCode     uint32
+	peerClean     bool // the peer closed with closeNormal
 
 	st Stats
 
@@ -277,6 +278,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			// hold is the whole stream: end it there even if the FIN
 			// itself has not arrived.
 			s.in.closeAt()
+			s.peerClean = true
 		case closeAbort:
 			s.err = fmt.Errorf("%w: stream cut with bytes unacknowledged", ErrPeerClosed)
 		}
