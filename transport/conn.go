@@ -32,10 +32,9 @@ import (
 // Conn is a net.Conn: SetDeadline, SetReadDeadline and SetWriteDeadline
 // bound Read and Write with the net package's semantics (a passed deadline
 // fails them with an error wrapping os.ErrDeadlineExceeded, a net.Error
-// whose Timeout is true), so it plugs into code written for TCP (bufio,
-// io.Copy, net/http's transports, TLS). The deadlines do not apply to
-// SendUpdate, which never blocks, nor to ReadUpdate, which takes a
-// context.
+// whose Timeout is true), so it plugs into code written for a net.Conn.
+// The deadlines do not apply to SendUpdate, which never blocks, nor to
+// ReadUpdate, which takes a context.
 type Conn struct {
 	cfg  *Config
 	sock *socket
@@ -377,12 +376,13 @@ func (c *Conn) Err() error {
 // so no data is lost to an early Close, then tells the peer and stops every
 // goroutine the Conn started. The peer's Read then ends with io.EOF after
 // the last byte, even if the FIN itself is still in flight (a normal CLOSE
-// says every byte was acknowledged).
+// says every byte was acknowledged), and its ReadUpdate with io.EOF after
+// the last update.
 //
-// If the linger expires first, the peer's Read ends with ErrPeerClosed and
-// Close returns an error wrapping ErrClosed that says how many bytes were
-// not acknowledged. Close is idempotent; later calls return the first
-// result.
+// If the linger expires first, the peer's Read and ReadUpdate end with an
+// error wrapping ErrPeerClosed, and Close returns an error wrapping
+// ErrClosed that says how many bytes were not acknowledged. Close is
+// idempotent; later calls return the first result.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()

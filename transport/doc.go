@@ -6,7 +6,7 @@
 //	l, _ := transport.Listen("0.0.0.0:4433", transport.Config{})
 //	c, _ := l.Accept(ctx)                     // monitor side
 //	c, _ := transport.Dial(ctx, addr, cfg)    // agent side
-//	c.Write(p); c.Read(p)                     // the stream (io.Reader/io.Writer)
+//	c.Write(p); c.Read(p)                     // the stream (a net.Conn, deadlines too)
 //	c.SendUpdate(sample); c.ReadUpdate(ctx)   // freshest-only updates
 //	c.Stats(); c.Close()
 //
@@ -25,13 +25,32 @@
 // ring is Config.ReceiveWindow bytes, so a slow reader closes the window
 // and neither end's memory grows.
 //
+// A Conn is a net.Conn: SetDeadline, SetReadDeadline and SetWriteDeadline
+// bound Read and Write as the net package's connections do (an error
+// wrapping os.ErrDeadlineExceeded, a net.Error whose Timeout is true), so
+// bufio, io.Copy and other code written for a net.Conn run over the
+// stream. The deadlines leave updates alone: SendUpdate never blocks and
+// ReadUpdate takes a context.
+//
+// # Connecting
+//
+// Dial sends Initial packets with exponential backoff until the server's
+// Accept arrives, ctx ends or Config.HandshakeTimeout passes; its errors
+// wrap ErrHandshake. The client's socket is connected to the server's
+// address, so when nothing listens there the kernel's ICMP port
+// unreachable ends Dial at once with an error wrapping
+// syscall.ECONNREFUSED ("connection refused"). On an open connection such
+// an error is ignored, as TCP ignores it on an established connection (it
+// is unauthenticated, and may be transient); a peer that is gone is found
+// by Config.IdleTimeout.
+//
 // # Updates
 //
 // SendUpdate hands the newest sample to the regulator (Config.UpdatePolicy,
 // "acp" by default). When the regulator's next send time comes, the
 // freshest unsent update goes out in an Update frame; a newer SendUpdate
-// replaces one still waiting, and updates are never retransmitted (SPEC
-// §2): a lost update is superseded, not repaired. The monitor's ReadUpdate
+// replaces one still waiting, and updates are never retransmitted: a
+// lost update is superseded, not repaired. The monitor's ReadUpdate
 // returns updates in increasing generation time, dropping any that arrive
 // older than one already delivered, with the generation time in the
 // monitor's clock and the age on arrival. Updates are marked CS7 by
@@ -41,11 +60,11 @@
 //
 // Every Data and Update packet carries the sender's wall-clock stamp. The
 // receiver computes each packet's one-way delay with its own clock and the
-// in-band offset estimate (clock.Inband, SPEC §4), and returns it on the
+// in-band offset estimate (clock.Inband), and returns it on the
 // ACK together with the timestamps the estimator needs from the other
 // direction (the four-timestamp exchange of NTP, RFC 5905 §8). The sender's
 // controller gets the OWD with a flag saying whether the clocks are
-// trustworthy; until they are, owd runs on RTT/2 (SPEC §1). Config.NTPServer
+// trustworthy; until they are, owd runs on RTT/2. Config.NTPServer
 // corrects the local clock with NTP (ntpclock.Clock) first;
 // Config.TrustPeerClock says the clocks are already synchronised.
 //
@@ -59,6 +78,10 @@
 // A Close with bytes still unacknowledged (linger expired, or Linger < 0)
 // sends code 3 (abort), and the peer's Read reports ErrPeerClosed. Code 1
 // is a protocol violation, code 2 an idle timeout (Config.IdleTimeout).
+//
+// Updates end with the connection: after a normal close the peer's
+// ReadUpdate returns io.EOF once it has taken what arrived (its Err says
+// ErrPeerClosed), after any other close an error saying why.
 //
 // # I/O
 //

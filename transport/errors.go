@@ -12,22 +12,28 @@ var (
 	// ErrConfig wraps every configuration error of Listen and Dial.
 	ErrConfig = session.ErrConfig
 	// ErrClosed: the connection was closed locally (Close), or Close's
-	// linger expired with bytes unacknowledged.
+	// linger expired with bytes unacknowledged (Close's error says how
+	// many).
 	ErrClosed = session.ErrClosed
-	// ErrPeerClosed: the peer closed the connection; wrapped with
-	// ErrProtocol when it closed because of our protocol violation, or
-	// with a note when it aborted with stream bytes unacknowledged.
+	// ErrPeerClosed: the peer closed the connection. Err returns it as is
+	// after a normal close (when ReadUpdate returns io.EOF); it is wrapped
+	// with ErrProtocol when the peer closed because of our protocol
+	// violation, or with a note when it aborted with stream bytes
+	// unacknowledged (then Read and ReadUpdate return that error).
 	ErrPeerClosed = session.ErrPeerClosed
 	// ErrIdleTimeout: nothing was heard from the peer for IdleTimeout.
 	ErrIdleTimeout = session.ErrIdleTimeout
-	// ErrHandshake: Dial did not complete the handshake in time.
+	// ErrHandshake: Dial did not complete the handshake. The error wraps
+	// the cause too: context.DeadlineExceeded (HandshakeTimeout), ctx's
+	// error, or syscall.ECONNREFUSED when nothing listens at the address.
 	ErrHandshake = session.ErrHandshake
 	// ErrProtocol: the peer broke the protocol (data beyond the window,
 	// an ACK for a packet never sent, a contradicting FIN).
 	ErrProtocol = session.ErrProtocol
 	// ErrUpdateTooLarge: SendUpdate's payload does not fit one datagram.
 	ErrUpdateTooLarge = session.ErrUpdateTooLarge
-	// ErrWriteAfterClose: Write after CloseWrite or Close.
+	// ErrWriteAfterClose: Write after CloseWrite (after Close, Write
+	// returns why the connection ended: ErrClosed).
 	ErrWriteAfterClose = session.ErrWriteAfterClose
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
