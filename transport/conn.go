@@ -630,7 +630,9 @@ func (c *Conn) socketError(err error) {
 	c.mu.Unlock()
 	if aborted {
 		c.kick() // the send loop sees the session closed and exits
+		return
 	}
+	c.cfg.Logger.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer)
 }
 
 // randomID returns a random connection ID.

@@ -1,10 +1,13 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -53,4 +56,45 @@ func TestDialTimeoutError(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.False(t, errors.Is(err, syscall.ECONNREFUSED))
 	require.Equal(t, "transport: dial "+pc.LocalAddr().String()+": handshake failed: context deadline exceeded", err.Error())
+}
+
+// lockedBuffer is a bytes.Buffer safe for the Conn's goroutines to log to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Once the connection is open, an ICMP port unreachable (the server's
+// socket is gone without a CLOSE) does not end it: ICMP is unauthenticated
+// and may be transient, so it is left to the idle timeout, as TCP does.
+func TestRefusedAfterHandshakeIsIgnored(t *testing.T) {
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	l, cli, _ := pair(t, Config{}, Config{Logger: logger})
+	defer l.Close()
+	defer cli.Close()
+
+	require.NoError(t, l.sock.conn.Close()) // the server vanishes, no CLOSE sent
+	require.Eventually(t, func() bool {
+		_ = cli.SendUpdate([]byte("anyone there?"))
+		return strings.Contains(logs.String(), "unreachable") || strings.Contains(logs.String(), "connection refused")
+	}, 5*time.Second, 10*time.Millisecond, "no ICMP error was reported")
+	require.NoError(t, cli.Err(), "the connection stays open")
+	select {
+	case <-cli.Done():
+		t.Fatal("the connection ended")
+	default:
+	}
 }
