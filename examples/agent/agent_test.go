@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -88,11 +89,23 @@ func TestParseDSCP(t *testing.T) {
 // exit 0; the user's own interrupt before the answer is not.
 func TestAgentReportsNoAnswer(t *testing.T) {
 	var out bytes.Buffer
-	// Port 9 (discard) on loopback: nothing answers a fresh Initial.
-	err := run(context.Background(), []string{"-server", "127.0.0.1:9", "-duration", "300ms"}, &out)
-	require.ErrorContains(t, err, "no answer from 127.0.0.1:9 within -duration 300ms")
+	// A UDP socket that reads nothing: no answer, and no ICMP refusal
+	// either (a closed port would fail Dial at once: connection refused).
+	silent, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer silent.Close()
+	addr := silent.LocalAddr().String()
+	err = run(context.Background(), []string{"-server", addr, "-duration", "300ms"}, &out)
+	require.ErrorContains(t, err, "no answer from "+addr+" within -duration 300ms")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	require.NoError(t, run(ctx, []string{"-server", "127.0.0.1:9"}, &out))
+	require.NoError(t, run(ctx, []string{"-server", addr}, &out))
+
+	// Nothing listening at all (a port just closed) is reported at once.
+	closed, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	require.NoError(t, closed.Close())
+	err = run(context.Background(), []string{"-server", closed.LocalAddr().String(), "-duration", "5s"}, &out)
+	require.ErrorContains(t, err, "connection refused")
 }
