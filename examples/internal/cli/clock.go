@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// NTPClock returns the system clock corrected by the NTP server (host or
+// host:port) for transport.Config.Clock, synchronised once (for up to 2 s)
+// before it returns and then in the background until stop is called. The
+// program keeps it to report its state (ClockState); Config.NTPServer
+// does the same without giving the clock back.
+//
+// A server that does not answer is not fatal: the clock stays
+// unsynchronised, ClockState says so, and it keeps trying.
+func NTPClock(server string, logger *slog.Logger) (nc *clock.NTPClock, stop func(), err error) {
+	nc, err = clock.NewNTPClock(clock.NewSystem(), clock.NTPConfig{Server: server, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	first, cancelFirst := context.WithTimeout(context.Background(), 2*time.Second)
+	if err := nc.Sync(first); err != nil {
+		logger.Warn("first NTP sync failed; continuing unsynchronised", "server", server, "err", err)
+	}
+	cancelFirst()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = nc.Run(ctx) })
+	return nc, func() { cancel(); wg.Wait() }, nil
+}
+
+// ClockState says in a few words how far the connection's clocks can be
+// trusted: this host's NTP state (if ntp is not nil) and the in-band
+// estimate of the peer's clock offset (transport.Stats.ClockOffset), which
+// one-way delays need. "learning" means the estimator has not seen enough
+// packets yet; until then delay-based control falls back to RTT/2.
+func ClockState(s transport.Stats, ntp *clock.NTPClock) string {
+	out := ""
+	if ntp != nil {
+		st := ntp.Status()
+		switch {
+		case st.Synchronized:
+			out = fmt.Sprintf("ntp synced (offset %v, stratum %d) ", st.Offset.Round(100*time.Microsecond), st.Stratum)
+		case st.Err != nil:
+			out = fmt.Sprintf("ntp NOT synced (%v) ", st.Err)
+		default:
+			out = "ntp NOT synced "
+		}
+	}
+	if s.ClockSynced {
+		return out + fmt.Sprintf("peer clock offset %v (in-band, synced)", s.ClockOffset.Round(100*time.Microsecond))
+	}
+	return out + "peer clock offset learning (in-band)"
+}
