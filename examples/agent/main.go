@@ -26,7 +26,7 @@
 //
 // Once per -stats interval it prints a status line:
 //
-//	  3.0s upload  0.75 MB acked  1.92 Mbit/s | srtt 43.1ms owd min/cur 20.2/23.9ms | cwnd 14.4 kB | updates 27 sent (acp 26.3/s)
+//	3.0s upload  0.75 MB acked  1.92 Mbit/s | srtt 43.1ms owd min/cur 20.2/23.9ms | cwnd 14.4 kB | updates 27 sent (acp 26.3/s)
 //
 // upload: stream bytes the monitor acknowledged so far, and the goodput over
 // the interval; srtt: smoothed round-trip time; owd min/cur: the one-way
