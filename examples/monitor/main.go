@@ -15,6 +15,10 @@
 //
 // The upload (the connection's byte stream) is written to -out, or discarded
 // without it. With several agents, the first writes FILE, the n-th FILE.n.
+// FILE is created before the monitor listens, so a path it cannot write
+// fails at start-up. If writing an upload fails later (a full disk), the
+// monitor closes that agent's connection at once rather than go on reading
+// data it cannot keep, so the agent sees its upload fail.
 //
 // Flags:
 //
@@ -66,7 +70,10 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
+	}
+	if o.stats < 0 {
+		return nil, fmt.Errorf("-stats %v: must not be negative (0 prints only when an agent leaves)", o.stats)
 	}
 	o.logger = cli.Logger(*verbose)
 	return o, nil
@@ -78,9 +85,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := transport.Listen(o.listen, transport.Config{NTPServer: o.ntp, Logger: o.logger})
+	outs, err := newOutputs(o.out)
 	if err != nil {
 		return err
+	}
+	defer outs.Close()
+	ln, err := transport.Listen(o.listen, transport.Config{NTPServer: o.ntp, Logger: o.logger})
+	if err != nil {
+		return fmt.Errorf("-listen %s: %w", o.listen, err)
 	}
 	out := &lockedWriter{w: stdout}
 	fmt.Fprintf(out, "monitor: listening on %s\n", ln.Addr())
@@ -97,27 +109,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		o.logger.Debug("accepted", "peer", conn.RemoteAddr(), "n", n)
-		wg.Go(func() { serve(ctx, conn, n, o, out) })
+		wg.Go(func() { serve(ctx, conn, n, o, outs, out) })
 	}
 }
 
 // serve handles one agent until it disconnects or ctx ends.
-func serve(ctx context.Context, conn *transport.Conn, n int, o *options, out io.Writer) {
+func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *outputs, out io.Writer) {
 	peer := conn.RemoteAddr().String()
-	fmt.Fprintf(out, "%s connected\n", peer)
-
-	dst, closeDst, err := openOut(o.out, n)
+	dst, err := outs.open(n)
 	if err != nil {
-		fmt.Fprintf(out, "%s: %v; discarding the upload\n", peer, err)
-		dst, closeDst = io.Discard, func() error { return nil }
+		// Nowhere to keep its upload: turn the agent away rather than
+		// accept bytes that would be thrown away.
+		fmt.Fprintf(out, "%s refused: %v\n", peer, err)
+		conn.Close()
+		return
 	}
+	fmt.Fprintf(out, "%s connected\n", peer)
 	var received atomic.Int64
 	uploadDone := make(chan struct{})
 	go func() {
 		defer close(uploadDone)
 		start := time.Now()
 		n, err := io.Copy(dst, countingReader{conn, &received})
-		if cerr := closeDst(); err == nil {
+		if cerr := dst.Close(); err == nil {
 			err = cerr
 		}
 		switch {
@@ -125,6 +139,12 @@ func serve(ctx context.Context, conn *transport.Conn, n int, o *options, out io.
 			d := time.Since(start)
 			fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
 				peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
+		case errors.As(err, new(*os.PathError)):
+			// The file failed, not the connection: close it so the
+			// agent's upload fails too instead of being acknowledged
+			// into a buffer nobody keeps.
+			fmt.Fprintf(out, "%s upload failed after %d bytes: %v; closing the connection\n", peer, n, err)
+			conn.Close()
 		case n > 0:
 			fmt.Fprintf(out, "%s upload ended after %d bytes: %v\n", peer, n, err)
 		}
@@ -219,20 +239,51 @@ func printStats(w io.Writer, peer string, s transport.Stats) {
 		peer, s.StreamBytesReceived, s.PacketsReceived, s.Duplicates, s.Malformed)
 }
 
-// openOut opens where the n-th agent's upload goes.
-func openOut(name string, n int) (io.Writer, func() error, error) {
+// outputs are the files uploads go to: FILE for the first agent, created
+// before the monitor listens, and FILE.n for the n-th.
+type outputs struct {
+	name  string
+	first *os.File // until the first agent takes it
+}
+
+func newOutputs(name string) (*outputs, error) {
+	o := &outputs{name: name}
 	if name == "" {
-		return io.Discard, func() error { return nil }, nil
-	}
-	if n > 1 {
-		name = fmt.Sprintf("%s.%d", name, n)
+		return o, nil
 	}
 	f, err := os.Create(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("-out: %w", err)
 	}
-	return f, f.Close, nil
+	o.first = f
+	return o, nil
 }
+
+// open returns where the n-th agent's upload goes (n counts from 1, each
+// once).
+func (o *outputs) open(n int) (io.WriteCloser, error) {
+	switch {
+	case o.name == "":
+		return nopCloser{io.Discard}, nil
+	case n == 1:
+		f := o.first
+		o.first = nil
+		return f, nil
+	}
+	return os.Create(fmt.Sprintf("%s.%d", o.name, n))
+}
+
+// Close closes FILE if no agent came to take it.
+func (o *outputs) Close() error {
+	if o.first != nil {
+		return o.first.Close()
+	}
+	return nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // countingReader counts the bytes read through it.
 type countingReader struct {
