@@ -33,7 +33,7 @@
 // delay the congestion controller acts on, its minimum (the path's
 // propagation delay) and current value (propagation plus queueing). One-way
 // delays need the two clocks' offset, which the in-band estimator learns
-// from the packets in about ten seconds; until then the controller uses
+// from the packets in a few seconds; until then the controller uses
 // delays derived from the round-trip time and the field reads "delay … (from
 // rtt)" instead of "owd".
 // cwnd: the congestion window; updates: readings sent in the interval and
@@ -41,7 +41,10 @@
 //
 // A "clock:" line says, whenever it changes, whether this host's clock is
 // NTP-synchronised (with -ntp: offset and server stratum) and whether the
-// in-band estimate of the monitor's clock offset is trusted yet.
+// one-way delays are measured yet: the monitor corrects them with its
+// in-band estimate of the clock offset, trusted after a few seconds.
+// NTP on both hosts does not make that estimate unnecessary: fresh does not
+// assume the two clocks agree unless told so (transport.Config.TrustPeerClock).
 //
 // Flags:
 //
@@ -153,11 +156,12 @@ Status line (every -stats):
   owd min/cur               one-way delay the congestion controller acts on: its minimum (the
                             path's propagation delay) and current value (plus queueing)
   delay min/cur (from rtt)  the same, derived from the round-trip time: shown until the in-band
-                            estimator has learned the clock offset (about ten seconds)
+                            estimator has learned the clock offset (a few seconds)
   cwnd                      congestion window
   updates sent (acp /s)     readings sent in the interval; the update rate ACP allows now
 The "clock:" line (when it changes): this host's NTP state (-ntp: offset, stratum) and
-whether the in-band estimate of the monitor's clock offset is trusted yet.
+whether one-way delays are measured yet (the monitor's in-band estimate of the clock
+offset is trusted after a few seconds of packets; until then RTT/2 stands in).
 `
 
 // openUpload opens what to upload before anything is dialled, so a missing

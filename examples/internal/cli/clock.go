@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -35,26 +36,33 @@ func NTPClock(server string, logger *slog.Logger) (nc *clock.NTPClock, stop func
 	return nc, func() { cancel(); wg.Wait() }, nil
 }
 
-// ClockState says in a few words how far the connection's clocks can be
-// trusted: this host's NTP state (if ntp is not nil) and the in-band
-// estimate of the peer's clock offset (transport.Stats.ClockOffset), which
-// one-way delays need. "learning" means the estimator has not seen enough
-// packets yet; until then delay-based control falls back to RTT/2.
+// ClockState says in a few words how far a sender's clocks can be trusted:
+// this host's NTP state (if ntp is not nil) and whether the one-way delays
+// its controller gets back are measured yet. The receiver corrects each
+// sample with its in-band estimate of the clock offset (clock.Inband);
+// until that estimate is trusted (a few seconds of packets) a delay-based
+// controller acts on half the round-trip time instead.
 func ClockState(s transport.Stats, ntp *clock.NTPClock) string {
 	out := ""
 	if ntp != nil {
 		st := ntp.Status()
 		switch {
 		case st.Synchronized:
-			out = fmt.Sprintf("ntp synced (offset %v, stratum %d) ", st.Offset.Round(100*time.Microsecond), st.Stratum)
+			out = fmt.Sprintf("ntp synced (offset %v, stratum %d); ", st.Offset.Round(100*time.Microsecond), st.Stratum)
 		case st.Err != nil:
-			out = fmt.Sprintf("ntp NOT synced (%v) ", st.Err)
+			out = fmt.Sprintf("ntp NOT synced (%v); ", st.Err)
 		default:
-			out = "ntp NOT synced "
+			out = "ntp NOT synced; "
 		}
 	}
-	if s.ClockSynced {
-		return out + fmt.Sprintf("peer clock offset %v (in-band, synced)", s.ClockOffset.Round(100*time.Microsecond))
+	switch {
+	case s.Signal == cc.SignalOWD, s.Signal == cc.SignalNone && s.MinOWD > 0:
+		return out + "one-way delays measured (the peer's clock-offset estimate is trusted)"
+	case s.Signal == cc.SignalRTT && s.CC == "owd":
+		return out + "one-way delays not available (the peer is still learning the clock offset, " +
+			"or no stream data flows to measure): RTT/2 stands in"
+	case s.Signal == cc.SignalRTT:
+		return out + "the controller acts on round-trip times"
 	}
-	return out + "peer clock offset learning (in-band)"
+	return out + "no delay samples yet"
 }
