@@ -144,6 +144,9 @@ func parseFlags(args []string) (*options, error) {
 	case int64(o.sendBuffer) > 1<<40:
 		return nil, fmt.Errorf("-send-buffer %d: too large", o.sendBuffer)
 	}
+	if _, err := cc.New(o.cc, cc.DefaultMSS); err != nil {
+		return nil, fmt.Errorf("-cc: %w", err)
+	}
 	o.logger = cli.Logger(*verbose)
 	return o, nil
 }
@@ -239,7 +242,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if ctx.Err() != nil {
 			return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
 		}
-		return err
+		return fmt.Errorf("-server %s: %w", o.server, err)
 	}
 	fmt.Fprintf(stdout, "agent: connected to %s from %s, cc %s, updates at up to %g Hz marked %v\n",
 		conn.RemoteAddr(), conn.LocalAddr(), o.cc, o.hz, o.dscp)
@@ -269,7 +272,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			prevClock = c
 		}
 	}
-	showClock(conn.Stats())
 	var runErr error
 	uploadDone := src == nil
 loop:
