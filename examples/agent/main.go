@@ -198,7 +198,9 @@ func openUpload(o *options) (src io.Reader, size int64, closeFn func() error, er
 	return nil, 0, noop, nil
 }
 
-// run dials the monitor and runs until ctx ends or -duration passes.
+// run dials the monitor and runs until ctx ends or -duration passes: the
+// sensor offers readings, the upload streams, and a status line shows what
+// the connection does.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseFlags(args)
 	if err != nil {
@@ -235,19 +237,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	conn, err := transport.Dial(ctx, o.server, cfg)
-	if err != nil {
-		if interrupted.Err() != nil {
-			return nil // stopped by the user before the monitor answered
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
-		}
+	switch {
+	case err != nil && interrupted.Err() != nil:
+		return nil // stopped by the user before the monitor answered
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
+	case err != nil:
 		return fmt.Errorf("-server %s: %w", o.server, err)
 	}
 	fmt.Fprintf(stdout, "agent: connected to %s from %s, cc %s, updates at up to %g Hz marked %v\n",
 		conn.RemoteAddr(), conn.LocalAddr(), o.cc, o.hz, o.dscp)
 	start := time.Now()
 
+	// The two jobs: readings as updates, the upload on the stream.
 	var wg sync.WaitGroup
 	sensCtx, stopSensing := context.WithCancel(ctx)
 	defer stopSensing()
@@ -258,59 +260,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		wg.Go(func() { uploaded <- upload(conn, src, &written) })
 	}
 
-	var tick <-chan time.Time
-	if o.stats > 0 {
-		t := time.NewTicker(o.stats)
-		defer t.Stop()
-		tick = t.C
-	}
-	var prev transport.Stats
-	prevT, prevClock := start, ""
-	showClock := func(s transport.Stats) {
-		if c := cli.ClockState(s, ntp); clockKey(c) != clockKey(prevClock) {
-			fmt.Fprintf(stdout, "agent: clock: %s\n", c)
-			prevClock = c
-		}
-	}
-	var runErr error
-	uploadDone := src == nil
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-conn.Done():
-			runErr = fmt.Errorf("connection ended: %w", conn.Err())
-			break loop
-		case err := <-uploaded:
-			if err != nil {
-				runErr = fmt.Errorf("upload: %w", err)
-				break loop
-			}
-			uploadDone = true
-			s := conn.Stats()
-			fmt.Fprintf(stdout, "agent: upload of %d bytes written (%d acknowledged so far) after %v; updates go on\n",
-				written.Load(), s.StreamBytesAcked, time.Since(start).Round(time.Millisecond))
-		case now := <-tick:
-			s := conn.Stats()
-			showClock(s)
-			printLine(stdout, now.Sub(start), now.Sub(prevT), s, prev)
-			prev, prevT = s, now
-		}
-	}
+	uploadDone, runErr := watch(ctx, conn, o, ntp, uploaded, &written, stdout)
+
 	stopSensing()
 	closeErr := conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
 	wg.Wait()
+	select {
+	case err := <-uploaded: // it finished as watch returned
+		uploadDone = uploadDone || err == nil
+	default:
+	}
+	uploadDone = uploadDone || src == nil
 	s := conn.Stats()
 	fmt.Fprintf(stdout, "agent: done after %v: %d stream bytes acknowledged, %d packets lost, %d retransmitted; "+
 		"updates %d sent, %d superseded, %d lost\n",
 		time.Since(start).Round(time.Millisecond), s.StreamBytesAcked, s.PacketsLost, s.Retransmitted,
 		s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost)
 	fmt.Fprintf(stdout, "agent: clock: %s\n", cli.ClockState(s, ntp))
-	if runErr != nil {
+	switch {
+	case runErr != nil:
 		return runErr
-	}
-	if src != nil && (!uploadDone || s.StreamBytesAcked < written.Load()) {
+	case !uploadDone || s.StreamBytesAcked < written.Load():
 		of := "an upload of unknown size"
 		if size >= 0 {
 			of = fmt.Sprintf("%d bytes", size)
@@ -320,11 +290,49 @@ loop:
 			why = fmt.Sprintf("-duration %v (raise it, or upload less)", o.duration)
 		}
 		return fmt.Errorf("upload incomplete: %d of %s acknowledged when the agent stopped at %s", s.StreamBytesAcked, of, why)
-	}
-	if closeErr != nil && !errors.Is(closeErr, transport.ErrPeerClosed) {
+	case closeErr != nil && !errors.Is(closeErr, transport.ErrPeerClosed):
 		return closeErr
 	}
 	return nil
+}
+
+// watch prints the status line every -stats and a clock line when the
+// clock state changes, until ctx ends, the connection ends or the upload
+// fails. uploadDone says the upload was written and half-closed.
+func watch(ctx context.Context, conn *transport.Conn, o *options, ntp *clock.NTPClock,
+	uploaded <-chan error, written *atomic.Int64, stdout io.Writer) (uploadDone bool, err error) {
+	var tick <-chan time.Time
+	if o.stats > 0 {
+		t := time.NewTicker(o.stats)
+		defer t.Stop()
+		tick = t.C
+	}
+	start := time.Now()
+	var prev transport.Stats
+	prevT, prevClock := start, ""
+	for {
+		select {
+		case <-ctx.Done():
+			return uploadDone, nil
+		case <-conn.Done():
+			return uploadDone, fmt.Errorf("connection ended: %w", conn.Err())
+		case err := <-uploaded:
+			if err != nil {
+				return false, fmt.Errorf("upload: %w", err)
+			}
+			uploadDone = true
+			fmt.Fprintf(stdout, "agent: upload of %d bytes written (%d acknowledged so far) after %v; updates go on\n",
+				written.Load(), conn.Stats().StreamBytesAcked, time.Since(start).Round(time.Millisecond))
+		case now := <-tick:
+			s := conn.Stats()
+			if c := cli.ClockState(s, ntp); clockKey(c) != clockKey(prevClock) {
+				fmt.Fprintf(stdout, "agent: clock: %s\n", c)
+				prevClock = c
+			}
+			printLine(stdout, now.Sub(start), now.Sub(prevT), s, prev)
+			prev, prevT = s, now
+		}
+	}
 }
 
 // clockKey is the part of a ClockState line whose change is worth a new
