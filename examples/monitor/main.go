@@ -113,7 +113,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 }
 
-// serve handles one agent until it disconnects or ctx ends.
+// serve handles one agent until it disconnects or ctx ends: its upload goes
+// to the n-th output, its updates to the newest-reading tracker, and once a
+// second a line reports both.
 func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *outputs, out io.Writer) {
 	peer := conn.RemoteAddr().String()
 	dst, err := outs.open(n)
@@ -125,40 +127,20 @@ func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *o
 		return
 	}
 	fmt.Fprintf(out, "%s connected\n", peer)
+
 	var received atomic.Int64
 	uploadDone := make(chan struct{})
 	go func() {
 		defer close(uploadDone)
-		start := time.Now()
-		n, err := io.Copy(dst, countingReader{conn, &received})
-		if cerr := dst.Close(); err == nil {
-			err = cerr
-		}
-		switch {
-		case err == nil:
-			d := time.Since(start)
-			fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
-				peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
-		case errors.As(err, new(*os.PathError)):
-			// The file failed, not the connection: close it so the
-			// agent's upload fails too instead of being acknowledged
-			// into a buffer nobody keeps.
-			fmt.Fprintf(out, "%s upload failed after %d bytes: %v; closing the connection\n", peer, n, err)
-			conn.Close()
-		case n > 0:
-			fmt.Fprintf(out, "%s upload ended after %d bytes: %v\n", peer, n, err)
-		}
+		receiveUpload(conn, dst, &received, peer, out)
 	}()
-
-	// Updates: remember the newest; the ticker below reports it.
-	type latest struct {
-		u     transport.Update
-		count int64
-	}
-	var mu sync.Mutex
-	var last latest
+	var newest newestUpdate
 	updCtx, cancel := context.WithCancel(ctx)
 	updDone := make(chan struct{})
+	go func() {
+		defer close(updDone)
+		newest.read(updCtx, conn)
+	}()
 	defer func() {
 		// Closing the connection ends both readers; wait for them so the
 		// output file is closed before we return.
@@ -166,19 +148,6 @@ func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *o
 		conn.Close()
 		<-uploadDone
 		<-updDone
-	}()
-	go func() {
-		defer close(updDone)
-		for {
-			u, err := conn.ReadUpdate(updCtx)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			last.u = u
-			last.count++
-			mu.Unlock()
-		}
 	}()
 
 	tick := time.NewTicker(time.Second)
@@ -208,26 +177,76 @@ func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *o
 		case <-statsC:
 			printStats(out, peer, conn.Stats())
 		case now := <-tick.C:
-			mu.Lock()
-			l := last
-			mu.Unlock()
+			u, count := newest.get()
 			b := received.Load()
 			dt := now.Sub(prevT).Seconds()
-			if l.count == prevCount && b == prevBytes {
+			if count == prevCount && b == prevBytes {
 				continue // nothing new: stay quiet
 			}
 			line := fmt.Sprintf("%s %s", now.Format("15:04:05"), peer)
-			if l.count > prevCount {
+			if count > prevCount {
 				line += fmt.Sprintf(" updates %.0f/s, newest age %v: %s",
-					float64(l.count-prevCount)/dt, l.u.Age.Round(100*time.Microsecond), printable(l.u.Payload))
+					float64(count-prevCount)/dt, u.Age.Round(100*time.Microsecond), printable(u.Payload))
 			}
 			if b > prevBytes {
 				line += fmt.Sprintf(" | upload %.2f Mbit/s", float64(b-prevBytes)*8/dt/1e6)
 			}
 			fmt.Fprintln(out, line)
-			prevCount, prevBytes, prevT = l.count, b, now
+			prevCount, prevBytes, prevT = count, b, now
 		}
 	}
+}
+
+// receiveUpload copies the connection's stream to dst until EOF, counting
+// the bytes in received, and closes dst. If dst fails (a full disk) it
+// closes the connection, so the agent's upload fails too instead of being
+// acknowledged into a buffer nobody keeps.
+func receiveUpload(conn *transport.Conn, dst io.WriteCloser, received *atomic.Int64, peer string, out io.Writer) {
+	start := time.Now()
+	n, err := io.Copy(dst, countingReader{conn, received})
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err == nil:
+		d := time.Since(start)
+		fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
+			peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
+	case errors.As(err, new(*os.PathError)): // the file failed, not the connection
+		fmt.Fprintf(out, "%s upload failed after %d bytes: %v; closing the connection\n", peer, n, err)
+		conn.Close()
+	case n > 0:
+		fmt.Fprintf(out, "%s upload ended after %d bytes: %v\n", peer, n, err)
+	}
+}
+
+// newestUpdate keeps the freshest update an agent sent and how many came.
+type newestUpdate struct {
+	mu    sync.Mutex
+	u     transport.Update
+	count int64
+}
+
+// read takes updates as they arrive until ctx ends or the connection closes.
+// ReadUpdate returns the freshest received since the last call; any older
+// one that arrives later is dropped as stale.
+func (l *newestUpdate) read(ctx context.Context, conn *transport.Conn) {
+	for {
+		u, err := conn.ReadUpdate(ctx)
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		l.u = u
+		l.count++
+		l.mu.Unlock()
+	}
+}
+
+func (l *newestUpdate) get() (transport.Update, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.u, l.count
 }
 
 // printStats writes the connection's statistics on two lines.
