@@ -74,8 +74,17 @@ func parseFlags(args []string) (*options, error) {
 	if o.rate, err = scenario.ParseRate(*rate); err != nil || o.rate <= 0 {
 		return nil, bad("-rate %q: want a positive rate such as 2Mbps", *rate)
 	}
-	if o.rtt < 0 || o.duration <= 0 || o.queue < 0 || o.loss < 0 || o.loss >= 1 || o.hz <= 0 {
-		return nil, bad("-rtt ≥ 0, -duration > 0, -queue ≥ 0, 0 ≤ -loss < 1 and -hz > 0 are required")
+	switch {
+	case o.rtt < 0:
+		return nil, bad("-rtt %v: must not be negative", o.rtt)
+	case o.duration <= 0:
+		return nil, bad("-duration %v: must be positive", o.duration)
+	case o.queue < 0:
+		return nil, bad("-queue %d: must not be negative (0: one bandwidth-delay product)", o.queue)
+	case o.loss < 0 || o.loss >= 1:
+		return nil, bad("-loss %g: want a probability in [0, 1)", o.loss)
+	case o.hz <= 0:
+		return nil, bad("-hz %g: must be positive", o.hz)
 	}
 	for name := range strings.SplitSeq(*ccList, ",") {
 		name = strings.TrimSpace(name)
