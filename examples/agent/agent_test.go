@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/internal/ntptest"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -165,4 +166,26 @@ func TestAgentReportsNoAnswer(t *testing.T) {
 	require.NoError(t, closed.Close())
 	err = run(context.Background(), []string{"-server", closed.LocalAddr().String(), "-duration", "5s"}, &out)
 	require.ErrorContains(t, err, "connection refused")
+}
+
+// With -ntp the agent says whether the clock synchronised, with the
+// server's stratum (chronyd with "local stratum 8").
+func TestAgentShowsNTPState(t *testing.T) {
+	server := ntptest.StartChronyd(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, conn)
+		}
+	}()
+	var out bytes.Buffer
+	err = run(ctx, []string{"-server", ln.Addr().String(), "-ntp", server, "-duration", "300ms", "-stats", "0"}, &out)
+	require.NoError(t, err, out.String())
+	require.Contains(t, out.String(), "agent: clock: ntp synced (offset ")
+	require.Contains(t, out.String(), "stratum 8)", "chronyd's local stratum 8")
 }

@@ -56,7 +56,9 @@ func ClockState(s transport.Stats, ntp *clock.NTPClock) string {
 		}
 	}
 	switch {
-	case s.Signal == cc.SignalOWD, s.Signal == cc.SignalNone && s.MinOWD > 0:
+	// A loss-based controller reports no signal; its MinOWD is the smallest
+	// trusted sample (0 until the peer's estimate is trusted).
+	case s.Signal == cc.SignalOWD, s.Signal == cc.SignalNone && s.CC != "owd" && s.MinOWD > 0:
 		return out + "one-way delays measured (the peer's clock-offset estimate is trusted)"
 	case s.Signal == cc.SignalRTT && s.CC == "owd":
 		return out + "one-way delays not available (the peer is still learning the clock offset, " +

@@ -18,6 +18,7 @@ func TestClockState(t *testing.T) {
 	require.Contains(t, ClockState(owd, nil), "one-way delays measured")
 	require.Contains(t, ClockState(rtt, nil), "RTT/2 stands in")
 	require.Contains(t, ClockState(transport.Stats{CC: "cubic"}, nil), "no delay samples yet")
+	require.Contains(t, ClockState(transport.Stats{CC: "owd", MinOWD: time.Millisecond}, nil), "no delay samples yet")
 	require.Contains(t, ClockState(transport.Stats{CC: "cubic", MinOWD: time.Millisecond}, nil), "one-way delays measured")
 	require.NotContains(t, ClockState(owd, nil), "ntp")
 
