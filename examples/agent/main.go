@@ -84,7 +84,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -226,7 +226,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	// With -ntp the agent keeps the NTP clock itself (instead of setting
 	// Config.NTPServer) so it can show whether it is synchronised.
-	var ntp *clock.NTPClock
+	var ntp *ntpclock.Clock
 	if o.ntp != "" {
 		var stopNTP func()
 		if ntp, stopNTP, err = cli.NTPClock(o.ntp, o.logger); err != nil {
@@ -299,7 +299,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // watch prints the status line every -stats and a clock line when the
 // clock state changes, until ctx ends, the connection ends or the upload
 // fails. uploadDone says the upload was written and half-closed.
-func watch(ctx context.Context, conn *transport.Conn, o *options, ntp *clock.NTPClock,
+func watch(ctx context.Context, conn *transport.Conn, o *options, ntp *ntpclock.Clock,
 	uploaded <-chan error, written *atomic.Int64, stdout io.Writer) (uploadDone bool, err error) {
 	var tick <-chan time.Time
 	if o.stats > 0 {

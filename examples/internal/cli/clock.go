@@ -9,6 +9,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -20,8 +21,8 @@ import (
 //
 // A server that does not answer is not fatal: the clock stays
 // unsynchronised, ClockState says so, and it keeps trying.
-func NTPClock(server string, logger *slog.Logger) (nc *clock.NTPClock, stop func(), err error) {
-	nc, err = clock.NewNTPClock(clock.NewSystem(), clock.NTPConfig{Server: server, Logger: logger})
+func NTPClock(server string, logger *slog.Logger) (nc *ntpclock.Clock, stop func(), err error) {
+	nc, err = ntpclock.New(clock.NewSystem(), ntpclock.Config{Server: server, Logger: logger})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,7 +43,7 @@ func NTPClock(server string, logger *slog.Logger) (nc *clock.NTPClock, stop func
 // sample with its in-band estimate of the clock offset (clock.Inband);
 // until that estimate is trusted (a few seconds of packets) a delay-based
 // controller acts on half the round-trip time instead.
-func ClockState(s transport.Stats, ntp *clock.NTPClock) string {
+func ClockState(s transport.Stats, ntp *ntpclock.Clock) string {
 	out := ""
 	if ntp != nil {
 		st := ntp.Status()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -22,11 +23,11 @@ func TestClockState(t *testing.T) {
 	require.Contains(t, ClockState(transport.Stats{CC: "cubic", MinOWD: time.Millisecond}, nil), "one-way delays measured")
 	require.NotContains(t, ClockState(owd, nil), "ntp")
 
-	nc, err := clock.NewNTPClock(clock.NewManual(time.Unix(1e9, 0)), clock.NTPConfig{Server: "ntp.test"})
+	nc, err := ntpclock.New(clock.NewManual(time.Unix(1e9, 0)), ntpclock.Config{Server: "ntp.test"})
 	require.NoError(t, err)
 	require.Contains(t, ClockState(owd, nc), "ntp NOT synced; ")
 	nc.ObserveError(errors.New("i/o timeout"))
 	require.Contains(t, ClockState(owd, nc), "ntp NOT synced (i/o timeout); ")
-	nc.Observe(clock.NTPSample{Offset: 3 * time.Millisecond, RTT: time.Millisecond, Stratum: 2, Server: "ntp.test:123"})
+	nc.Observe(ntpclock.Sample{Offset: 3 * time.Millisecond, RTT: time.Millisecond, Stratum: 2, Server: "ntp.test:123"})
 	require.Contains(t, ClockState(owd, nc), "ntp synced (offset 3ms, stratum 2); one-way delays measured")
 }
