@@ -318,10 +318,8 @@ func (c *Conn) Stats() Stats {
 	return c.s.Stats(now)
 }
 
-// LocalAddr is the local UDP address the connection's datagrams leave
-// from: the source address the host's routing picks for the peer when the
-// socket is bound to a wildcard address (as a Dial's always is).
-func (c *Conn) LocalAddr() net.Addr { return c.sock.localAddrTo(c.peer) }
+// LocalAddr is the local UDP address.
+func (c *Conn) LocalAddr() net.Addr { return c.sock.conn.LocalAddr() }
 
 // RemoteAddr is the peer's UDP address.
 func (c *Conn) RemoteAddr() net.Addr { return c.peer }

@@ -140,26 +140,3 @@ func isInvalid(err error) bool {
 	var se *net.OpError
 	return errors.As(err, &se) && errors.Is(se.Err, errInvalidArgument)
 }
-
-// localAddrTo is the local address datagrams to peer leave from. A socket
-// bound to a wildcard address (every client socket) reports 0.0.0.0 or ::
-// as its own; then the source address the kernel's routing picks for peer
-// is found by connecting a throwaway UDP socket to it (which sends
-// nothing) and combined with this socket's port. If that fails the bound
-// address is returned.
-func (s *socket) localAddrTo(peer *net.UDPAddr) net.Addr {
-	la, ok := s.conn.LocalAddr().(*net.UDPAddr)
-	if !ok || !la.IP.IsUnspecified() || peer == nil {
-		return s.conn.LocalAddr()
-	}
-	probe, err := net.DialUDP("udp", nil, peer)
-	if err != nil {
-		return la
-	}
-	defer probe.Close()
-	src, ok := probe.LocalAddr().(*net.UDPAddr)
-	if !ok {
-		return la
-	}
-	return &net.UDPAddr{IP: src.IP, Port: la.Port, Zone: src.Zone}
-}
