@@ -112,7 +112,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.server, "server", "", "the monitor's `HOST:PORT` (required)")
 	fs.StringVar(&o.cc, "cc", "owd", "stream congestion `controller` (owd, cubic, reno, htcp, rttdelay, …)")
 	fs.Float64Var(&o.hz, "rate-hz", 200, "sensing rate, readings per second (also the most updates ACP sends)")
-	fs.Var(&o.dscp, "dscp", "DSCP of the updates: CSn, AFxy, EF, BE, or 0..63")
+	fs.Var(&o.dscp, "dscp", "DSCP `class` of the updates: CSn, AFxy, EF, BE, or 0..63")
 	fs.StringVar(&o.upload, "upload", "", "upload `FILE` (\"-\": standard input)")
 	fs.Var(&o.uploadBytes, "upload-bytes", "upload `N` random bytes (without -upload); units: 1e9, 1GB, 10MiB, 64K")
 	fs.Var(&o.sendBuffer, "send-buffer", "upload `bytes` written but not yet acknowledged (0: transport default, 4 MiB)")
@@ -157,7 +157,7 @@ Status line (every -stats):
   upload MB acked, Mbit/s   stream bytes the monitor acknowledged; goodput over the interval
   srtt                      smoothed round-trip time
   owd min/cur               one-way delay the congestion controller acts on: its minimum (the
-                            path's propagation delay) and current value (plus queueing)
+                            path's propagation and serialisation) and current value (plus queueing)
   delay min/cur (from rtt)  the same, derived from the round-trip time: shown until the in-band
                             estimator has learned the clock offset (a few seconds)
   cwnd                      congestion window
@@ -165,6 +165,7 @@ Status line (every -stats):
 The "clock:" line (when it changes): this host's NTP state (-ntp: offset, stratum) and
 whether one-way delays are measured yet (the monitor's in-band estimate of the clock
 offset is trusted after a few seconds of packets; until then RTT/2 stands in).
+Exit status 1 if the upload did not complete (every byte acknowledged) or on any error.
 `
 
 // openUpload opens what to upload before anything is dialled, so a missing
