@@ -189,3 +189,26 @@ func TestAgentShowsNTPState(t *testing.T) {
 	require.Contains(t, out.String(), "agent: clock: ntp synced (offset ")
 	require.Contains(t, out.String(), "stratum 8)", "chronyd's local stratum 8")
 }
+
+// A monitor that hangs up mid-upload (as one that cannot store it does)
+// fails the agent, which says how much of the upload got through.
+func TestAgentReportsMonitorHangUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		_, _ = io.ReadFull(conn, make([]byte, 1000))
+		conn.Close()
+	}()
+	var out bytes.Buffer
+	err = run(ctx, []string{"-server", ln.Addr().String(), "-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"}, &out)
+	require.ErrorIs(t, err, transport.ErrPeerClosed, out.String())
+	require.ErrorContains(t, err, "upload incomplete")
+	require.ErrorContains(t, err, "of 1000000000 bytes acknowledged")
+}

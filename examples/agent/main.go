@@ -278,14 +278,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		time.Since(start).Round(time.Millisecond), s.StreamBytesAcked, s.PacketsLost, s.Retransmitted,
 		s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost)
 	fmt.Fprintf(stdout, "agent: clock: %s\n", cli.ClockState(s, ntp))
+	incomplete := !uploadDone || s.StreamBytesAcked < written.Load()
+	of := "an upload of unknown size"
+	if size >= 0 {
+		of = fmt.Sprintf("%d bytes", size)
+	}
 	switch {
+	case runErr != nil && incomplete:
+		return fmt.Errorf("%w; upload incomplete: %d of %s acknowledged", runErr, s.StreamBytesAcked, of)
 	case runErr != nil:
 		return runErr
-	case !uploadDone || s.StreamBytesAcked < written.Load():
-		of := "an upload of unknown size"
-		if size >= 0 {
-			of = fmt.Sprintf("%d bytes", size)
-		}
+	case incomplete:
 		why := "Ctrl-C"
 		if interrupted.Err() == nil {
 			why = fmt.Sprintf("-duration %v (raise it, or upload less)", o.duration)
