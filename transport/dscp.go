@@ -97,11 +97,13 @@ func (d DSCP) valid() bool { return d == 0 || d&^63 == dscpSet }
 func (d DSCP) IsSet() bool { return d&dscpSet != 0 }
 
 // String is the code point's name (BE, CS7, AF41, EF, …), its number if it
-// has none, or "unset".
+// has none, or "unset" for the zero value.
 func (d DSCP) String() string {
 	switch c := d.Code(); {
-	case !d.IsSet():
+	case d == 0:
 		return "unset"
+	case !d.valid():
+		return fmt.Sprintf("invalid DSCP value %d", uint8(d)) // a raw number converted to DSCP
 	case c == 0:
 		return "BE"
 	case c == 1:

@@ -84,6 +84,7 @@ func TestDSCPZeroValueIsUnset(t *testing.T) {
 	require.Equal(t, "unset", d.String())
 	require.NotEqual(t, DSCPBestEffort, d, "unset is not best effort")
 	require.NotEqual(t, DSCPCS7, d)
+	require.Equal(t, "invalid DSCP value 46", DSCP(46).String(), "a raw number is not code point 46")
 
 	c, err := Config{}.withDefaults()
 	require.NoError(t, err)
