@@ -121,10 +121,14 @@ func (d DSCP) String() string {
 	}
 }
 
-// MarshalText writes d as String does, and the unset zero value as "".
+// MarshalText writes d as String does, and the unset zero value as ""; a
+// value that is not a DSCP (a raw number converted) is an error.
 func (d DSCP) MarshalText() ([]byte, error) {
-	if !d.IsSet() {
+	switch {
+	case d == 0:
 		return []byte{}, nil
+	case !d.valid():
+		return nil, fmt.Errorf("transport: %v", d)
 	}
 	return []byte(d.String()), nil
 }

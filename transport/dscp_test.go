@@ -109,6 +109,8 @@ func TestDSCPText(t *testing.T) {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	require.Equal(t, `{"a":"AF12","c":""}`, string(b))
+	_, err = DSCP(46).MarshalText()
+	require.ErrorContains(t, err, "invalid DSCP value 46")
 	err = json.Unmarshal([]byte(`{"a":"AF44"}`), &v)
 	require.ErrorContains(t, err, `"AF44"`)
 
