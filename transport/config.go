@@ -14,14 +14,6 @@ import (
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
-// DSCP code points (RFC 2474, RFC 4594) for Config.
-const (
-	DSCPBestEffort uint8 = 0
-	DSCPCS6        uint8 = 48
-	DSCPCS7        uint8 = 56
-	DSCPEF         uint8 = 46
-)
-
 // Config configures an endpoint and every connection it carries. The zero
 // value is usable: every zero field takes the default written beside it.
 type Config struct {
@@ -40,7 +32,7 @@ type Config struct {
 	// by (MaxDatagram). MaxUpdateRate does not apply to it.
 	NewUpdatePolicy func(size cc.ByteCount) (acp.Policy, error)
 	// MaxUpdateRate bounds the update rate, updates per second: the
-	// application's sensing rate (λ_max of SPEC §2). Default 1000.
+	// application's sensing rate (the largest update rate, λ_max). Default 1000.
 	MaxUpdateRate float64
 
 	// MaxDatagram is the largest datagram sent, bytes. Default 1200 (fits the
@@ -59,16 +51,17 @@ type Config struct {
 	// and marked trustworthy at once. By default the in-band estimator
 	// (clock.Inband) learns the offset from the packets themselves and
 	// trusts it once it has a few seconds of samples; until then the
-	// controller runs on RTT/2 (SPEC §1).
+	// controller runs on RTT/2.
 	TrustPeerClock bool
 
 	// StreamDSCP and UpdateDSCP mark the stream's and the updates' packets
-	// (IPv4 TOS / IPv6 traffic class, DSCP in the upper 6 bits). Defaults
-	// best effort (0) and CS7 (56): updates ride the network-control class
-	// so a DiffServ bottleneck serves them first, as in the ACP Wi-Fi paper.
-	// UpdateDSCP −1 means best effort too.
-	StreamDSCP int
-	UpdateDSCP int
+	// (IPv4 TOS / IPv6 traffic class, DSCP in the upper 6 bits). Left
+	// zero (unset) they take the defaults: DSCPBestEffort for the stream and
+	// DSCPCS7 for the updates, so updates ride the network-control class
+	// and a DiffServ bottleneck serves them first, as in the ACP Wi-Fi
+	// paper. Set UpdateDSCP to DSCPBestEffort to leave updates unmarked.
+	StreamDSCP DSCP
+	UpdateDSCP DSCP
 
 	// AckEvery is how many ack-eliciting packets the receiver waits for
 	// before it ACKs (the ACK frequency). Default 2 (RFC 5681 §4.2).
@@ -142,14 +135,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Clock == nil {
 		c.Clock = clock.NewSystem()
 	}
-	if c.UpdateDSCP == 0 {
-		c.UpdateDSCP = int(DSCPCS7)
-	}
-	if c.UpdateDSCP < 0 {
-		c.UpdateDSCP = 0
-	}
-	if c.StreamDSCP < 0 || c.StreamDSCP > 63 || c.UpdateDSCP > 63 {
-		return bad("DSCP must be within 0..63")
+	for _, f := range []struct {
+		name string
+		d    *DSCP
+		def  DSCP
+	}{{"StreamDSCP", &c.StreamDSCP, DSCPBestEffort}, {"UpdateDSCP", &c.UpdateDSCP, DSCPCS7}} {
+		if !f.d.valid() {
+			return bad("%s %d is not a DSCP value: use the DSCP constants, ParseDSCP or DSCPCode (a plain number such as 46 would not be the code point 46)", f.name, uint8(*f.d))
+		}
+		if !f.d.IsSet() {
+			*f.d = f.def
+		}
 	}
 	if c.AckEvery == 0 {
 		c.AckEvery = 2
@@ -208,8 +204,8 @@ func (c *Config) sessionConfig() session.Config {
 		NewController:  newController,
 		NewPolicy:      newPolicy,
 		TrustPeerClock: c.TrustPeerClock,
-		StreamDSCP:     uint8(c.StreamDSCP),
-		UpdateDSCP:     uint8(c.UpdateDSCP),
+		StreamDSCP:     c.StreamDSCP.Code(),
+		UpdateDSCP:     c.UpdateDSCP.Code(),
 		AckEvery:       c.AckEvery,
 		MaxAckDelay:    c.MaxAckDelay,
 		IdleTimeout:    c.IdleTimeout,

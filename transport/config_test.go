@@ -24,8 +24,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{UpdatePolicy: "x"}, `UpdatePolicy "x"`},
 		{Config{MaxUpdateRate: -5}, "MaxUpdateRate -5"},
 		{Config{AckEvery: -1}, "AckEvery -1"},
-		{Config{StreamDSCP: 64}, "DSCP"},
-		{Config{UpdateDSCP: 99}, "DSCP"},
+		{Config{StreamDSCP: 46}, "StreamDSCP 46 is not a DSCP value"}, // a raw number, not DSCPCode(46)
+		{Config{UpdateDSCP: 0xff}, "UpdateDSCP 255 is not a DSCP value"},
 		{Config{IdleTimeout: -time.Second}, "IdleTimeout -1s"},
 		{Config{HandshakeTimeout: -time.Second}, "HandshakeTimeout -1s"},
 	} {

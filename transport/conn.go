@@ -522,7 +522,7 @@ func openSocket(cfg *Config, network string, laddr, raddr *net.UDPAddr) (sock *s
 		udp.Close()
 		return nil, nil, err
 	}
-	if sock, err = newSocket(udp, network == "udp", uint8(cfg.StreamDSCP), uint8(cfg.UpdateDSCP)); err != nil {
+	if sock, err = newSocket(udp, network == "udp", cfg.StreamDSCP.Code(), cfg.UpdateDSCP.Code()); err != nil {
 		udp.Close()
 		stop()
 		return nil, nil, err

@@ -54,7 +54,8 @@
 // returns updates in increasing generation time, dropping any that arrive
 // older than one already delivered, with the generation time in the
 // monitor's clock and the age on arrival. Updates are marked CS7 by
-// default (Config.UpdateDSCP), the stream best effort.
+// default (Config.UpdateDSCP, a DSCP: ParseDSCP reads class names), the
+// stream best effort.
 //
 // # One-way delay and clocks
 //

@@ -90,7 +90,7 @@ func TestDSCPOnTheWire(t *testing.T) {
 	tap := newTOSTap(t, l.Addr().(*net.UDPAddr))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, tap.front.LocalAddr().String(), transport.Config{StreamDSCP: int(transport.DSCPEF)})
+	c, err := transport.Dial(ctx, tap.front.LocalAddr().String(), transport.Config{StreamDSCP: transport.DSCPEF})
 	require.NoError(t, err)
 	defer c.Close()
 	s, err := l.Accept(ctx)
@@ -109,11 +109,11 @@ func TestDSCPOnTheWire(t *testing.T) {
 	const typeData, typeUpdate = 0x03, 0x04
 	require.NotEmpty(t, tap.byType[typeUpdate])
 	for _, tos := range tap.byType[typeUpdate] {
-		require.Equal(t, byte(transport.DSCPCS7<<2), tos, "updates carry CS7 (TOS 0xe0)")
+		require.Equal(t, transport.DSCPCS7.Code()<<2, tos, "updates carry CS7 (TOS 0xe0)")
 	}
 	require.NotEmpty(t, tap.byType[typeData])
 	for _, tos := range tap.byType[typeData] {
-		require.Equal(t, byte(transport.DSCPEF<<2), tos, "the stream carries its own DSCP (EF)")
+		require.Equal(t, transport.DSCPEF.Code()<<2, tos, "the stream carries its own DSCP (EF)")
 	}
 }
 
@@ -200,7 +200,7 @@ func TestDSCPOnTheWireBothFamilies(t *testing.T) {
 	} else {
 		l6.Close()
 	}
-	cfg := transport.Config{StreamDSCP: int(transport.DSCPEF)}
+	cfg := transport.Config{StreamDSCP: transport.DSCPEF}
 	l, err := transport.Listen(":0", cfg)
 	require.NoError(t, err)
 	defer l.Close()
@@ -235,11 +235,11 @@ func TestDSCPOnTheWireBothFamilies(t *testing.T) {
 		for dir, seen := range map[string]map[byte][]byte{"client→server": tap.fwd, "server→client": tap.rev} {
 			require.NotEmpty(t, seen[typeUpdate], "v6=%v %s updates", v6, dir)
 			for _, tos := range seen[typeUpdate] {
-				require.Equal(t, byte(transport.DSCPCS7<<2), tos, "v6=%v %s: updates carry CS7", v6, dir)
+				require.Equal(t, transport.DSCPCS7.Code()<<2, tos, "v6=%v %s: updates carry CS7", v6, dir)
 			}
 			require.NotEmpty(t, seen[typeData], "v6=%v %s data", v6, dir)
 			for _, tos := range seen[typeData] {
-				require.Equal(t, byte(transport.DSCPEF<<2), tos, "v6=%v %s: the stream carries EF", v6, dir)
+				require.Equal(t, transport.DSCPEF.Code()<<2, tos, "v6=%v %s: the stream carries EF", v6, dir)
 			}
 		}
 		tap.mu.Unlock()

@@ -206,12 +206,8 @@ func (d *driver) setup() error {
 		return fmt.Errorf("%w: %s: %s", ErrScenario, s.Name, fmt.Errorf(format, args...))
 	}
 	for i, spec := range s.Flows {
-		dscp, err := scenario.ParseDSCP(spec.DSCP)
-		if err != nil {
-			return fail("flow %q: %w", spec.Name, err)
-		}
 		d.flows = append(d.flows, &flowRun{
-			idx: i, spec: spec, dscp: dscp,
+			idx: i, spec: spec, dscp: spec.DSCP.Code(),
 			start: spec.Start.D(), end: spec.End(s).D(),
 			learned: make(chan struct{}),
 		})
@@ -299,13 +295,10 @@ func (d *driver) setupFresh(f *flowRun, relay *net.UDPAddr) error {
 	}
 	if f.spec.Kind == scenario.KindBulk {
 		cfg.CC = f.spec.CC
-		cfg.StreamDSCP = int(f.dscp)
+		cfg.StreamDSCP = f.spec.DSCP
 	} else {
 		setPolicy(&cfg, &f.spec)
-		cfg.UpdateDSCP = int(f.dscp)
-		if f.dscp == 0 {
-			cfg.UpdateDSCP = -1 // best effort (0 means the CS7 default)
-		}
+		cfg.UpdateDSCP = f.spec.DSCP // scenario.Validate set it: BE unless the file says otherwise
 	}
 	addr := relay
 	if f.spec.Reverse {

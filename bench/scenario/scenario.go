@@ -10,8 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
+
+	"github.com/fresh-udp/fresh/transport"
 )
 
 // ErrInvalid wraps every validation error.
@@ -109,9 +109,10 @@ type Flow struct {
 	Bytes int64 `json:"bytes,omitempty"`
 	// Reverse sends the flow through the reverse path.
 	Reverse bool `json:"reverse,omitempty"`
-	// DSCP marks the flow's packets: "CS7", "CS6", "EF", "AF41", "CS1", "BE"
-	// or a number 0..63. Default BE (0).
-	DSCP string `json:"dscp,omitempty"`
+	// DSCP marks the flow's packets: a class name ("CS7", "EF", "AF41",
+	// "BE", …) or a number "0".."63", as transport.ParseDSCP reads them.
+	// Default BE (Validate fills it in).
+	DSCP transport.DSCP `json:"dscp,omitempty"`
 }
 
 // Scenario is one experiment.
@@ -303,8 +304,8 @@ func (f *Flow) validate(s *Scenario) error {
 	if f.Start >= s.Duration {
 		return errors.New("starts after the scenario ends")
 	}
-	if _, err := ParseDSCP(f.DSCP); err != nil {
-		return err
+	if !f.DSCP.IsSet() {
+		f.DSCP = transport.DSCPBestEffort
 	}
 	return nil
 }
@@ -332,41 +333,4 @@ func (s *Scenario) WithCC(name string) *Scenario {
 		}
 	}
 	return &c
-}
-
-// ParseDSCP maps a class name or number to the 6-bit DSCP value.
-func ParseDSCP(s string) (uint8, error) {
-	switch strings.ToUpper(strings.TrimSpace(s)) {
-	case "", "BE", "CS0", "DF":
-		return 0, nil
-	case "CS1":
-		return 8, nil
-	case "AF11":
-		return 10, nil
-	case "AF21":
-		return 18, nil
-	case "AF31":
-		return 26, nil
-	case "AF41":
-		return 34, nil
-	case "CS2":
-		return 16, nil
-	case "CS3":
-		return 24, nil
-	case "CS4":
-		return 32, nil
-	case "CS5":
-		return 40, nil
-	case "EF":
-		return 46, nil
-	case "CS6":
-		return 48, nil
-	case "CS7":
-		return 56, nil
-	}
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || v < 0 || v > 63 {
-		return 0, fmt.Errorf("dscp %q: want a class name (CS7, EF, …) or 0..63", s)
-	}
-	return uint8(v), nil
 }

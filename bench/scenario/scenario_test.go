@@ -75,14 +75,25 @@ func TestWithCCKeepsPinned(t *testing.T) {
 	require.Equal(t, "owd", s.Flows[1].CC, "original untouched")
 }
 
+// A flow's dscp is read by transport.ParseDSCP (every class name, any
+// case, or a number) and defaults to best effort.
 func TestDSCP(t *testing.T) {
-	for in, want := range map[string]uint8{"CS7": 56, "cs6": 48, "EF": 46, "": 0, "10": 10} {
-		got, err := ParseDSCP(in)
-		require.NoError(t, err)
-		require.Equal(t, want, got, in)
+	for in, want := range map[string]uint8{`"CS7"`: 56, `"cs6"`: 48, `"EF"`: 46, `"AF12"`: 12, `"af43"`: 38, `""`: 0, `"10"`: 10, "": 0} {
+		field := ""
+		if in != "" {
+			field = `, "dscp": ` + in
+		}
+		s, err := Parse([]byte(`{"name": "d", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
+			"flows": [{"kind": "acp"` + field + `}]}`))
+		require.NoError(t, err, in)
+		require.True(t, s.Flows[0].DSCP.IsSet(), "%s: Validate fills the default", in)
+		require.Equal(t, want, s.Flows[0].DSCP.Code(), in)
 	}
-	_, err := ParseDSCP("64")
-	require.Error(t, err)
+	for _, in := range []string{`"64"`, `"AF14"`, `"CS8"`, `46`} {
+		_, err := Parse([]byte(`{"name": "d", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
+			"flows": [{"kind": "acp", "dscp": ` + in + `}]}`))
+		require.ErrorIs(t, err, ErrInvalid, in)
+	}
 }
 
 // Every committed scenario must load.

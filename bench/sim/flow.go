@@ -67,12 +67,8 @@ func (f *flow) isCBR() bool     { return !f.isBulk() && !f.isUpdates() }
 var zeros = make([]byte, 64<<10)
 
 func newFlow(s *scenario.Scenario, i int, spec scenario.Flow, mode syncMode) (*flow, error) {
-	dscp, err := scenario.ParseDSCP(spec.DSCP)
-	if err != nil {
-		return nil, err
-	}
 	f := &flow{
-		idx: i, spec: spec, dscp: dscp, reverse: spec.Reverse,
+		idx: i, spec: spec, dscp: spec.DSCP.Code(), reverse: spec.Reverse,
 		start:    clock.Mono(0).Add(spec.Start.D()),
 		end:      clock.Mono(0).Add(spec.End(s).D()),
 		srvClock: wallClock{offset: s.ClockOffset.D(), skew: s.ClockSkewPPM * 1e-6},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/internal/ntptest"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -67,22 +68,79 @@ func TestAgentUploadsAndUpdates(t *testing.T) {
 	require.Contains(t, out.String(), "agent: done")
 }
 
-func TestParseDSCP(t *testing.T) {
-	for in, want := range map[string]uint8{
-		"CS7": 56, "cs6": 48, "EF": 46, "BE": 0, "CS1": 8, "AF41": 34, "AF11": 10, "0": 0, "63": 63, " 46 ": 46,
-	} {
-		got, err := parseDSCP(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"CS8", "AF44", "64", "-1", "voice", ""} {
-		_, err := parseDSCP(in)
-		require.Error(t, err, "%q", in)
-	}
-	// BE must reach transport as −1: 0 means "default" (CS7) there.
-	o, err := parseFlags([]string{"-server", "x:1", "-dscp", "BE"})
+// -dscp takes every class name (CS7 by default, best effort when asked)
+// and reaches transport as a typed DSCP: BE is best effort, not "default".
+func TestDSCPFlag(t *testing.T) {
+	o, err := parseFlags([]string{"-server", "x:1"})
 	require.NoError(t, err)
-	require.Equal(t, -1, o.dscp)
+	require.Equal(t, transport.DSCPCS7, o.dscp, "updates are CS7 by default")
+	for in, want := range map[string]transport.DSCP{"BE": transport.DSCPBestEffort, "af12": transport.DSCPAF12, "EF": transport.DSCPEF, "46": transport.DSCPEF} {
+		o, err := parseFlags([]string{"-server", "x:1", "-dscp", in})
+		require.NoError(t, err, in)
+		require.Equal(t, want, o.dscp, in)
+	}
+	_, err = parseFlags([]string{"-server", "x:1", "-dscp", "AF44"})
+	require.ErrorContains(t, err, "-dscp")
+}
+
+// Wrong flags fail before anything is dialled, naming the flag.
+func TestBadFlags(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-duration", "-1s"}, "-duration -1s: must not be negative"},
+		{[]string{"-stats", "-1s"}, "-stats -1s: must not be negative"},
+		{[]string{"-upload-bytes", "lots"}, "-upload-bytes"},
+		{[]string{"-upload-bytes", "-5"}, "negative"},
+		{[]string{"-send-buffer", "1.5"}, "-send-buffer"},
+		{[]string{"-rate-hz", "0"}, "-rate-hz 0"},
+		{[]string{"-upload", dir}, "is a directory"},
+		{[]string{"-upload", dir + "/missing"}, "-upload"},
+		{[]string{"-upload", "x", "-upload-bytes", "1"}, "exclude each other"},
+	} {
+		// 127.0.0.1:9 never answers: reaching Dial would take the whole
+		// handshake timeout instead of failing.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := run(ctx, append([]string{"-server", "127.0.0.1:9"}, tc.args...), io.Discard)
+		cancel()
+		require.ErrorContains(t, err, tc.want, "%v", tc.args)
+		require.NotErrorIs(t, err, context.DeadlineExceeded, "%v: failed before dialling", tc.args)
+	}
+	_, err := parseFlags([]string{})
+	require.ErrorContains(t, err, "-server HOST:PORT is required")
+}
+
+// Sizes take units, the same parser as everywhere in the examples.
+func TestUploadBytesUnits(t *testing.T) {
+	for in, want := range map[string]int64{"1e9": 1e9, "1GB": 1e9, "10MiB": 10 << 20, "64K": 64 << 10, "300000": 300000} {
+		o, err := parseFlags([]string{"-server", "x:1", "-upload-bytes", in})
+		require.NoError(t, err, in)
+		require.Equal(t, want, int64(o.uploadBytes), in)
+	}
+}
+
+// An upload that -duration cuts short is an error that says so, not exit 0.
+func TestAgentReportsIncompleteUpload(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, conn)
+	}()
+	var out bytes.Buffer
+	// 10 GB cannot cross loopback in 300 ms.
+	err = run(ctx, []string{"-server", ln.Addr().String(), "-upload-bytes", "10GB", "-duration", "300ms", "-stats", "0"}, &out)
+	require.ErrorContains(t, err, "upload incomplete", out.String())
+	require.ErrorContains(t, err, "of 10000000000 bytes acknowledged")
+	require.ErrorContains(t, err, "-duration 300ms")
 }
 
 // A monitor that never answers within -duration is an error, not a silent
@@ -108,4 +166,49 @@ func TestAgentReportsNoAnswer(t *testing.T) {
 	require.NoError(t, closed.Close())
 	err = run(context.Background(), []string{"-server", closed.LocalAddr().String(), "-duration", "5s"}, &out)
 	require.ErrorContains(t, err, "connection refused")
+}
+
+// With -ntp the agent says whether the clock synchronised, with the
+// server's stratum (chronyd with "local stratum 8").
+func TestAgentShowsNTPState(t *testing.T) {
+	server := ntptest.StartChronyd(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, conn)
+		}
+	}()
+	var out bytes.Buffer
+	err = run(ctx, []string{"-server", ln.Addr().String(), "-ntp", server, "-duration", "300ms", "-stats", "0"}, &out)
+	require.NoError(t, err, out.String())
+	require.Contains(t, out.String(), "agent: clock: ntp synced (offset ")
+	require.Contains(t, out.String(), "stratum 8)", "chronyd's local stratum 8")
+}
+
+// A monitor that hangs up mid-upload (as one that cannot store it does)
+// fails the agent, which says how much of the upload got through.
+func TestAgentReportsMonitorHangUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		_, _ = io.ReadFull(conn, make([]byte, 1000))
+		conn.Close()
+	}()
+	var out bytes.Buffer
+	err = run(ctx, []string{"-server", ln.Addr().String(), "-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"}, &out)
+	require.ErrorIs(t, err, transport.ErrPeerClosed, out.String())
+	require.ErrorContains(t, err, "upload incomplete")
+	require.ErrorContains(t, err, "of 1000000000 bytes acknowledged")
 }

@@ -6,7 +6,7 @@
 //
 // Updates and upload share one fresh connection but not one queue:
 //
-//   - Every -rate-hz the agent takes a reading (a small JSON object from a
+//   - Every 1/-rate-hz the agent takes a reading (a small JSON object from a
 //     simulated temperature/humidity/vibration sensor) and hands it to
 //     Conn.SendUpdate. That never blocks and never queues: the newest
 //     reading replaces one not yet sent, and the Age Control Protocol sends
@@ -20,29 +20,51 @@
 //     keeps sending updates.
 //
 // It runs until Ctrl-C (or SIGTERM) or -duration, then closes the connection,
-// which waits up to 5 s for the upload's last bytes to be acknowledged.
-// Once per -stats interval it prints one line: upload progress and goodput,
-// SRTT, one-way delay as the controller sees it, congestion window, and the
-// updates sent.
+// which waits up to 5 s for the upload's last bytes to be acknowledged. It
+// exits non-zero if the upload did not complete (every byte acknowledged by
+// the monitor) — also when -duration ended it first.
+//
+// Once per -stats interval it prints a status line:
+//
+//	3.0s upload  0.75 MB acked  1.92 Mbit/s | srtt 43.1ms owd min/cur 20.2/23.9ms | cwnd 14.4 kB | updates 27 sent (acp 26.3/s)
+//
+// upload: stream bytes the monitor acknowledged so far, and the goodput over
+// the interval; srtt: smoothed round-trip time; owd min/cur: the one-way
+// delay the congestion controller acts on, its minimum (the path's
+// propagation delay) and current value (propagation plus queueing). One-way
+// delays need the two clocks' offset, which the in-band estimator learns
+// from the packets in a few seconds; until then the controller uses
+// delays derived from the round-trip time and the field reads "delay … (from
+// rtt)" instead of "owd".
+// cwnd: the congestion window; updates: readings sent in the interval and
+// the rate ACP currently allows.
+//
+// A "clock:" line says, whenever it changes, whether this host's clock is
+// NTP-synchronised (with -ntp: offset and server stratum) and whether the
+// one-way delays are measured yet: the monitor corrects them with its
+// in-band estimate of the clock offset, trusted after a few seconds.
+// NTP on both hosts does not make that estimate unnecessary: fresh does not
+// assume the two clocks agree unless told so (transport.Config.TrustPeerClock).
 //
 // Flags:
 //
 //	-server HOST:PORT   the monitor (required)
 //	-cc owd             stream congestion controller: owd, cubic, reno, htcp, rttdelay, …
 //	-rate-hz 200        sensing rate, readings per second (also ACP's ceiling)
-//	-dscp CS7           DSCP of the updates: CS7, CS6, EF, AF41, BE, CS0..CS7, or 0..63
+//	-dscp CS7           DSCP of the updates: CSn, AFxy, EF, BE, or 0..63
 //	-upload FILE        upload FILE ("-": standard input)
-//	-upload-bytes N     upload N random bytes (if no -upload; 0: updates only)
+//	-upload-bytes N     upload N random bytes (if no -upload; 0: updates only);
+//	                    N may have a unit: 1e9, 1GB, 10MiB, 64K
 //	-send-buffer 0      bytes the upload may have written but not yet acknowledged
 //	                    (transport.Config.SendBuffer; 0: its default, 4 MiB). It is
 //	                    most of the agent's memory; it needs about one bandwidth-delay
-//	                    product for full speed
+//	                    product for full speed. Units as -upload-bytes
 //	-ntp SERVER         NTP-correct the clock that stamps updates (host or host:port)
 //	-duration 0         stop after this long (0: run until Ctrl-C)
 //	-stats 1s           interval of the status line (0: only at the end)
-//	-v                  debug logs (log/slog) on stderr; silent otherwise
+//	-v                  debug logs (log/slog) on stderr; warnings only otherwise
 //
-// The agent imports only the standard library and package transport, so it
+// The agent uses only the standard library and fresh's own packages, so it
 // cross-compiles for small Linux devices: CGO_ENABLED=0 GOOS=linux GOARCH=arm
 // GOARM=7 go build ./examples/agent (see measure.sh for its size and memory).
 package main
@@ -57,11 +79,12 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -73,10 +96,10 @@ type options struct {
 	server      string
 	cc          string
 	hz          float64
-	dscp        int // for transport.Config.UpdateDSCP: -1 is best effort
+	dscp        transport.DSCP
 	upload      string
-	uploadBytes int64
-	sendBuffer  int
+	uploadBytes cli.Size
+	sendBuffer  cli.Size
 	ntp         string
 	duration    time.Duration
 	stats       time.Duration
@@ -85,185 +108,265 @@ type options struct {
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	o := &options{}
+	o := &options{dscp: transport.DSCPCS7}
 	fs.StringVar(&o.server, "server", "", "the monitor's `HOST:PORT` (required)")
 	fs.StringVar(&o.cc, "cc", "owd", "stream congestion `controller` (owd, cubic, reno, htcp, rttdelay, …)")
-	fs.Float64Var(&o.hz, "rate-hz", 200, "sensing rate, readings per second")
-	dscp := fs.String("dscp", "CS7", "DSCP of the updates: CS7, CS6, EF, AFxy, BE, CSn or 0..63")
+	fs.Float64Var(&o.hz, "rate-hz", 200, "sensing rate, readings per second (also the most updates ACP sends)")
+	fs.Var(&o.dscp, "dscp", "DSCP `class` of the updates: CSn, AFxy, EF, BE, or 0..63")
 	fs.StringVar(&o.upload, "upload", "", "upload `FILE` (\"-\": standard input)")
-	fs.Int64Var(&o.uploadBytes, "upload-bytes", 0, "upload `N` random bytes (without -upload)")
-	fs.IntVar(&o.sendBuffer, "send-buffer", 0, "upload `bytes` written but not yet acknowledged (0: transport default)")
+	fs.Var(&o.uploadBytes, "upload-bytes", "upload `N` random bytes (without -upload); units: 1e9, 1GB, 10MiB, 64K")
+	fs.Var(&o.sendBuffer, "send-buffer", "upload `bytes` written but not yet acknowledged (0: transport default, 4 MiB)")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting the clock (host or host:port)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: agent -server HOST:PORT [-upload FILE | -upload-bytes N] [flags]\n\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), statusLegend)
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	switch {
 	case fs.NArg() > 0:
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
 	case o.server == "":
-		return nil, errors.New("-server HOST:PORT is required")
+		return nil, errors.New("-server HOST:PORT is required: the address the monitor listens on")
 	case o.hz <= 0:
-		return nil, errors.New("-rate-hz must be positive")
-	case o.sendBuffer < 0:
-		return nil, errors.New("-send-buffer must not be negative")
-	case o.uploadBytes < 0:
-		return nil, errors.New("-upload-bytes must not be negative")
+		return nil, fmt.Errorf("-rate-hz %g: must be positive", o.hz)
 	case o.upload != "" && o.uploadBytes > 0:
-		return nil, errors.New("-upload and -upload-bytes exclude each other")
+		return nil, errors.New("-upload and -upload-bytes exclude each other: give one")
+	case o.duration < 0:
+		return nil, fmt.Errorf("-duration %v: must not be negative (0 runs until Ctrl-C)", o.duration)
+	case o.stats < 0:
+		return nil, fmt.Errorf("-stats %v: must not be negative (0 prints only at the end)", o.stats)
+	case int64(o.sendBuffer) > 1<<40:
+		return nil, fmt.Errorf("-send-buffer %d: too large", o.sendBuffer)
 	}
-	d, err := parseDSCP(*dscp)
-	if err != nil {
-		return nil, err
-	}
-	// transport.Config.UpdateDSCP: 0 means "default" (CS7), −1 best effort.
-	o.dscp = int(d)
-	if d == 0 {
-		o.dscp = -1
+	if _, err := cc.New(o.cc, cc.DefaultMSS); err != nil {
+		return nil, fmt.Errorf("-cc: %w", err)
 	}
 	o.logger = cli.Logger(*verbose)
 	return o, nil
 }
 
-// parseDSCP maps a class name (RFC 4594: CSn, AFxy, EF, BE) or a number to
-// the 6-bit DSCP.
-func parseDSCP(s string) (uint8, error) {
-	u := strings.ToUpper(strings.TrimSpace(s))
-	bad := fmt.Errorf("-dscp %q: want CS0..CS7, AF11..AF43, EF, BE or 0..63", s)
+// statusLegend explains the status line in -h.
+const statusLegend = `
+Status line (every -stats):
+  upload MB acked, Mbit/s   stream bytes the monitor acknowledged; goodput over the interval
+  srtt                      smoothed round-trip time
+  owd min/cur               one-way delay the congestion controller acts on: its minimum (the
+                            path's propagation and serialisation) and current value (plus queueing)
+  delay min/cur (from rtt)  the same, derived from the round-trip time: shown until the in-band
+                            estimator has learned the clock offset (a few seconds)
+  cwnd                      congestion window
+  updates sent (acp /s)     readings sent in the interval; the update rate ACP allows now
+The "clock:" line (when it changes): this host's NTP state (-ntp: offset, stratum) and
+whether one-way delays are measured yet (the monitor's in-band estimate of the clock
+offset is trusted after a few seconds of packets; until then RTT/2 stands in).
+Exit status 1 if the upload did not complete (every byte acknowledged) or on any error.
+`
+
+// openUpload opens what to upload before anything is dialled, so a missing
+// file or a directory fails at once. size is −1 when unknown (stdin).
+func openUpload(o *options) (src io.Reader, size int64, closeFn func() error, err error) {
+	noop := func() error { return nil }
 	switch {
-	case u == "BE" || u == "DF":
-		return 0, nil
-	case u == "EF":
-		return transport.DSCPEF, nil
-	case len(u) == 3 && strings.HasPrefix(u, "CS") && u[2] >= '0' && u[2] <= '7':
-		return (u[2] - '0') << 3, nil // CSn = n·8 (RFC 2474 §4.2.2)
-	case len(u) == 4 && strings.HasPrefix(u, "AF") && u[2] >= '1' && u[2] <= '4' && u[3] >= '1' && u[3] <= '3':
-		return (u[2]-'0')<<3 | (u[3]-'0')<<1, nil // AFxy = 8x + 2y (RFC 2597 §6)
+	case o.upload == "-":
+		return os.Stdin, -1, noop, nil
+	case o.upload != "":
+		f, err := os.Open(o.upload)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("-upload: %w", err)
+		}
+		fi, err := f.Stat()
+		if err == nil && fi.IsDir() {
+			err = errors.New("is a directory; give a file")
+		}
+		if err != nil {
+			f.Close()
+			return nil, 0, nil, fmt.Errorf("-upload %s: %w", o.upload, err)
+		}
+		size = -1
+		if fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+		return f, size, f.Close, nil
+	case o.uploadBytes > 0:
+		return io.LimitReader(rand.Reader, int64(o.uploadBytes)), int64(o.uploadBytes), noop, nil
 	}
-	v, err := strconv.Atoi(u)
-	if err != nil || v < 0 || v > 63 {
-		return 0, bad
-	}
-	return uint8(v), nil
+	return nil, 0, noop, nil
 }
 
-// run dials the monitor and runs until ctx ends or -duration passes.
+// run dials the monitor and runs until ctx ends or -duration passes: the
+// sensor offers readings, the upload streams, and a status line shows what
+// the connection does.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseFlags(args)
 	if err != nil {
 		return err
 	}
-	var src io.Reader
-	switch {
-	case o.upload == "-":
-		src = os.Stdin
-	case o.upload != "":
-		f, err := os.Open(o.upload)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		src = f
-	case o.uploadBytes > 0:
-		src = io.LimitReader(rand.Reader, o.uploadBytes)
+	src, size, closeSrc, err := openUpload(o)
+	if err != nil {
+		return err
 	}
+	defer closeSrc()
 	interrupted := ctx // Ctrl-C or SIGTERM, as opposed to -duration running out
 	if o.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
-
-	conn, err := transport.Dial(ctx, o.server, transport.Config{
+	cfg := transport.Config{
 		CC:            o.cc,
 		MaxUpdateRate: o.hz,
 		UpdateDSCP:    o.dscp,
-		SendBuffer:    o.sendBuffer,
-		NTPServer:     o.ntp,
+		SendBuffer:    int(o.sendBuffer),
 		Logger:        o.logger,
-	})
-	if err != nil {
-		if interrupted.Err() != nil {
-			return nil // stopped by the user before the monitor answered
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
-		}
-		return err
 	}
-	fmt.Fprintf(stdout, "agent: connected to %s from %s, cc %s, updates at up to %g Hz\n",
-		conn.RemoteAddr(), conn.LocalAddr(), o.cc, o.hz)
+	// With -ntp the agent keeps the NTP clock itself (instead of setting
+	// Config.NTPServer) so it can show whether it is synchronised.
+	var ntp *ntpclock.Clock
+	if o.ntp != "" {
+		var stopNTP func()
+		if ntp, stopNTP, err = cli.NTPClock(o.ntp, o.logger); err != nil {
+			return fmt.Errorf("-ntp %s: %w", o.ntp, err)
+		}
+		defer stopNTP()
+		cfg.Clock = ntp
+	}
+
+	conn, err := transport.Dial(ctx, o.server, cfg)
+	switch {
+	case err != nil && interrupted.Err() != nil:
+		return nil // stopped by the user before the monitor answered
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
+	case err != nil:
+		return fmt.Errorf("-server %s: %w", o.server, err)
+	}
+	fmt.Fprintf(stdout, "agent: connected to %s from %s, cc %s, updates at up to %g Hz marked %v\n",
+		conn.RemoteAddr(), conn.LocalAddr(), o.cc, o.hz, o.dscp)
 	start := time.Now()
 
+	// The two jobs: readings as updates, the upload on the stream.
 	var wg sync.WaitGroup
 	sensCtx, stopSensing := context.WithCancel(ctx)
 	defer stopSensing()
 	wg.Go(func() { sense(sensCtx, conn, o.hz) })
+	var written atomic.Int64
 	uploaded := make(chan error, 1)
 	if src != nil {
-		wg.Go(func() { uploaded <- upload(conn, src) })
+		wg.Go(func() { uploaded <- upload(conn, src, &written) })
 	}
 
+	uploadDone, runErr := watch(ctx, conn, o, ntp, uploaded, &written, stdout)
+
+	stopSensing()
+	closeErr := conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
+	wg.Wait()
+	select {
+	case err := <-uploaded: // it finished as watch returned
+		uploadDone = uploadDone || err == nil
+	default:
+	}
+	uploadDone = uploadDone || src == nil
+	s := conn.Stats()
+	fmt.Fprintf(stdout, "agent: done after %v: %d stream bytes acknowledged, %d packets lost, %d retransmitted; "+
+		"updates %d sent, %d superseded, %d lost\n",
+		time.Since(start).Round(time.Millisecond), s.StreamBytesAcked, s.PacketsLost, s.Retransmitted,
+		s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost)
+	fmt.Fprintf(stdout, "agent: clock: %s\n", cli.ClockState(s, ntp))
+	incomplete := !uploadDone || s.StreamBytesAcked < written.Load()
+	of := "an upload of unknown size"
+	if size >= 0 {
+		of = fmt.Sprintf("%d bytes", size)
+	}
+	switch {
+	case runErr != nil && incomplete:
+		return fmt.Errorf("%w; upload incomplete: %d of %s acknowledged", runErr, s.StreamBytesAcked, of)
+	case runErr != nil:
+		return runErr
+	case incomplete:
+		why := "Ctrl-C"
+		if interrupted.Err() == nil {
+			why = fmt.Sprintf("-duration %v (raise it, or upload less)", o.duration)
+		}
+		return fmt.Errorf("upload incomplete: %d of %s acknowledged when the agent stopped at %s", s.StreamBytesAcked, of, why)
+	case closeErr != nil && !errors.Is(closeErr, transport.ErrPeerClosed):
+		return closeErr
+	}
+	return nil
+}
+
+// watch prints the status line every -stats and a clock line when the
+// clock state changes, until ctx ends, the connection ends or the upload
+// fails. uploadDone says the upload was written and half-closed.
+func watch(ctx context.Context, conn *transport.Conn, o *options, ntp *ntpclock.Clock,
+	uploaded <-chan error, written *atomic.Int64, stdout io.Writer) (uploadDone bool, err error) {
 	var tick <-chan time.Time
 	if o.stats > 0 {
 		t := time.NewTicker(o.stats)
 		defer t.Stop()
 		tick = t.C
 	}
+	start := time.Now()
 	var prev transport.Stats
-	prevT := start
-	var runErr error
-loop:
+	prevT, prevClock := start, ""
 	for {
 		select {
 		case <-ctx.Done():
-			break loop
+			return uploadDone, nil
 		case <-conn.Done():
-			runErr = fmt.Errorf("connection ended: %w", conn.Err())
-			break loop
+			return uploadDone, fmt.Errorf("connection ended: %w", conn.Err())
 		case err := <-uploaded:
 			if err != nil {
-				runErr = fmt.Errorf("upload: %w", err)
-				break loop
+				return false, fmt.Errorf("upload: %w", err)
 			}
-			s := conn.Stats()
-			fmt.Fprintf(stdout, "agent: upload written (%d bytes acknowledged so far) after %v; updates go on\n",
-				s.StreamBytesAcked, time.Since(start).Round(time.Millisecond))
+			uploadDone = true
+			fmt.Fprintf(stdout, "agent: upload of %d bytes written (%d acknowledged so far) after %v; updates go on\n",
+				written.Load(), conn.Stats().StreamBytesAcked, time.Since(start).Round(time.Millisecond))
 		case now := <-tick:
 			s := conn.Stats()
+			if c := cli.ClockState(s, ntp); clockKey(c) != clockKey(prevClock) {
+				fmt.Fprintf(stdout, "agent: clock: %s\n", c)
+				prevClock = c
+			}
 			printLine(stdout, now.Sub(start), now.Sub(prevT), s, prev)
 			prev, prevT = s, now
 		}
 	}
-	stopSensing()
-	closeErr := conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
-	wg.Wait()
-	s := conn.Stats()
-	fmt.Fprintf(stdout, "agent: done after %v: %d stream bytes acknowledged, %d packets lost, %d retransmitted; "+
-		"updates %d sent, %d superseded, %d lost\n",
-		time.Since(start).Round(time.Millisecond), s.StreamBytesAcked, s.PacketsLost, s.Retransmitted,
-		s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost)
-	if runErr != nil {
-		return runErr
+}
+
+// clockKey is the part of a ClockState line whose change is worth a new
+// line: the words, not the offsets' digits.
+func clockKey(s string) string {
+	b := []byte(s)
+	out := b[:0:0]
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			out = append(out, c)
+		}
 	}
-	if closeErr != nil && !errors.Is(closeErr, transport.ErrPeerClosed) {
-		return closeErr
-	}
-	return nil
+	return string(out)
 }
 
 // printLine prints one status line from two snapshots dt apart.
 func printLine(w io.Writer, elapsed, dt time.Duration, s, prev transport.Stats) {
-	owd := ""
-	if s.MinOWD > 0 {
-		owd = fmt.Sprintf(" owd %v/%v (%s)", s.MinOWD.Round(100*time.Microsecond), s.CurOWD.Round(100*time.Microsecond), s.Signal)
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e6) }
+	delay := ""
+	switch {
+	case s.MinOWD <= 0:
+	case s.Signal == cc.SignalRTT:
+		delay = fmt.Sprintf(" delay min/cur %s/%sms (from rtt)", ms(s.MinOWD), ms(s.CurOWD))
+	default:
+		delay = fmt.Sprintf(" owd min/cur %s/%sms", ms(s.MinOWD), ms(s.CurOWD))
 	}
-	fmt.Fprintf(w, "%6.1fs upload %8.2f MB acked %6.2f Mbit/s | srtt %v%s cwnd %.1f kB | updates %d sent (acp %.1f/s)\n",
+	fmt.Fprintf(w, "%6.1fs upload %8.2f MB acked %6.2f Mbit/s | srtt %sms%s | cwnd %.1f kB | updates %d sent (acp %.1f/s)\n",
 		elapsed.Seconds(), float64(s.StreamBytesAcked)/1e6,
 		float64(s.StreamBytesAcked-prev.StreamBytesAcked)*8/dt.Seconds()/1e6,
-		s.SRTT.Round(100*time.Microsecond), owd, float64(s.Window)/1e3,
+		ms(s.SRTT), delay, float64(s.Window)/1e3,
 		s.UpdatesSent-prev.UpdatesSent, s.UpdateRate)
 }
 
@@ -290,9 +393,11 @@ func sense(ctx context.Context, conn *transport.Conn, hz float64) {
 	}
 }
 
-// upload copies src to the stream and half-closes it.
-func upload(conn *transport.Conn, src io.Reader) error {
-	if _, err := io.Copy(conn, src); err != nil {
+// upload copies src to the stream, counting what it wrote, and half-closes it.
+func upload(conn *transport.Conn, src io.Reader, written *atomic.Int64) error {
+	n, err := io.Copy(conn, src)
+	written.Store(n)
+	if err != nil {
 		return err
 	}
 	return conn.CloseWrite()

@@ -61,6 +61,8 @@ func TestFlags(t *testing.T) {
 		{"-c", "x", "-C", "nosuch"}, // unknown controller
 		{"-c", "x", "-l", "0"},
 		{"-c", "x", "-t", "0s"},
+		{"-c", "x", "-l", "lots"},
+		{"-c", "x", "-w", "-1M"},
 	} {
 		_, err := parseFlags(args)
 		require.Error(t, err, "%q", args)
@@ -69,6 +71,11 @@ func TestFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 64<<10, o.blksize)
 	require.Equal(t, 1<<20, o.window)
+	// The examples' one size parser: decimal units and exponents too.
+	o, err = parseFlags([]string{"-c", "h", "-l", "1e4", "-w", "4MB"})
+	require.NoError(t, err)
+	require.Equal(t, 10000, o.blksize)
+	require.Equal(t, 4000000, o.window)
 }
 
 func TestFormat(t *testing.T) {

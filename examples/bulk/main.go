@@ -67,7 +67,7 @@
 //	-t 10s      client: how long to send
 //	-i 1s       interval between reports (0: none)
 //	-C owd      client: congestion controller (owd, cubic, reno, htcp, rttdelay, …)
-//	-l 128K     client: bytes per Write (K and M suffixes are binary)
+//	-l 128K     client: bytes per Write (K, M, G binary as iperf3's; KB, MB decimal; 1e6)
 //	-w 0        client: send buffer and receive window in bytes (0: transport's 4 MiB)
 //	-J          client: JSON output
 //	-v          debug logs (log/slog) on stderr
@@ -118,21 +118,20 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.duration, "t", 10*time.Second, "client: how long to send")
 	fs.DurationVar(&o.interval, "i", time.Second, "interval between reports (0: none)")
 	fs.StringVar(&o.cc, "C", "owd", "client: congestion `controller`")
-	blk := fs.String("l", "128K", "client: `bytes` per Write (K, M: binary)")
-	win := fs.String("w", "0", "client: send buffer and receive window, `bytes` (0: transport default)")
+	blk, win := cli.Size(128<<10), cli.Size(0)
+	fs.Var(&blk, "l", "client: `bytes` per Write (default 128K; K, M binary, KB, MB decimal, 1e6)")
+	fs.Var(&win, "w", "client: send buffer and receive window, `bytes` (0: transport default)")
 	fs.BoolVar(&o.json, "J", false, "client: JSON output")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	var err error
-	if o.blksize, err = parseSize(*blk); err != nil || o.blksize <= 0 {
-		return nil, fmt.Errorf("-l %q: want a positive size such as 128K", *blk)
-	}
-	if o.window, err = parseSize(*win); err != nil || o.window < 0 {
-		return nil, fmt.Errorf("-w %q: want a size such as 4M", *win)
-	}
+	o.blksize, o.window = int(blk), int(win)
 	switch {
+	case blk <= 0 || blk > 1<<30:
+		return nil, fmt.Errorf("-l %d: want a positive size up to 1G, such as 128K", blk)
+	case win > 1<<40:
+		return nil, fmt.Errorf("-w %d: too large", win)
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case o.server == (o.host != ""):
@@ -148,24 +147,6 @@ func parseFlags(args []string) (*options, error) {
 	}
 	o.logger = cli.Logger(*verbose)
 	return o, nil
-}
-
-// parseSize reads a byte count with an optional binary K, M or G suffix.
-func parseSize(s string) (int, error) {
-	mult := 1
-	switch {
-	case strings.HasSuffix(s, "K"), strings.HasSuffix(s, "k"):
-		mult = 1 << 10
-	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
-		mult = 1 << 20
-	case strings.HasSuffix(s, "G"), strings.HasSuffix(s, "g"):
-		mult = 1 << 30
-	}
-	if mult > 1 {
-		s = s[:len(s)-1]
-	}
-	n, err := strconv.Atoi(s)
-	return n * mult, err
 }
 
 // run is the whole command: server or client.

@@ -32,7 +32,12 @@ func TestDemoSmoke(t *testing.T) {
 		updates, err := strconv.ParseFloat(row[4], 64)
 		require.NoError(t, err)
 		require.Greater(t, updates, 0.0, "%s delivered updates", name)
+		require.Contains(t, out.String(), name+": readings ", "%s: readings offered/sent/superseded", name)
 	}
+	// The numbers come with their truth and their meaning.
+	require.Contains(t, out.String(), "true minimum one-way delay of a full datagram: 20.0 ms propagation + 4.9 ms serialisation = 24.9 ms")
+	require.Contains(t, out.String(), "clock est.")
+	require.Contains(t, out.String(), "superseded, never queued")
 }
 
 func TestDemoUsage(t *testing.T) {

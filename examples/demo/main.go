@@ -26,13 +26,25 @@
 //
 // The monitor reads both. Once a second the demo prints, per phase: elapsed
 // time, the upload's goodput as the monitor reads it, the agent's smoothed
-// RTT, the one-way delays its controller sees (OWDmin/OWDcur), its congestion
-// window, the updates the monitor received per second and their mean age over
-// that second (the time average of now − generation time). At the end a table
-// puts the controllers side by side: goodput, mean and 95th-percentile age of
-// the monitor's view (transport.Stats.Age), SRTT, packets lost and
-// retransmitted, and the relay's forward queue (largest backlog, overflow
-// drops, link utilisation).
+// RTT, the one-way delays its controller sees (OWDmin/OWDcur, marked "rtt"
+// while they are still derived from the RTT), the monitor's in-band estimate
+// of the clock offset those one-way delays are corrected with (both ends
+// share one clock here, so the truth is 0 and the column is the estimator's
+// error), its congestion window, ACP's current rate, the updates the monitor
+// received per second and their mean age over that second (the time average
+// of now − generation time). The header gives the true minimum one-way delay
+// of a full datagram (propagation plus serialisation) to compare with.
+//
+// Why 200 readings per second become some 25 updates: SendUpdate never
+// queues. ACP sends only the freshest reading not yet sent, at the rate that
+// keeps the monitor's view freshest on this path (a few per round trip); the
+// readings in between are superseded (Stats.UpdatesSuperseded). The end of
+// the run counts readings offered, sent, superseded and lost per phase.
+//
+// At the end a table puts the controllers side by side: goodput, mean and
+// 95th-percentile age of the monitor's view (transport.Stats.Age), SRTT,
+// packets lost and retransmitted, and the relay's forward queue (largest
+// backlog, overflow drops, link utilisation).
 //
 // The queue is a FIFO of -queue packets; 0 sizes it to one bandwidth-delay
 // product of full datagrams, which the demo states on its first line. With

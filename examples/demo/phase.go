@@ -13,6 +13,7 @@ import (
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -22,6 +23,7 @@ type result struct {
 	cc          string
 	elapsed     time.Duration // from the handshake to the end of the phase
 	bytes       int64         // stream bytes the monitor read
+	offered     int64         // readings the sensor handed to SendUpdate
 	queue       int           // FIFO limit, packets
 	agent       transport.Stats
 	monitor     transport.Stats
@@ -81,9 +83,10 @@ func (m *monitor) mark(now clock.Mono) (acp.AgeMark, int64) {
 
 // agent is the sending half: a sensor sampled at hz and an upload.
 type agent struct {
-	conn *transport.Conn
-	hz   float64
-	rng  *rand.Rand
+	conn    *transport.Conn
+	hz      float64
+	rng     *rand.Rand
+	offered atomic.Int64 // readings handed to SendUpdate
 }
 
 // sense samples the sensor at a.hz and offers every reading to SendUpdate
@@ -107,6 +110,7 @@ func (a *agent) sense(ctx context.Context) {
 		if err := a.conn.SendUpdate(buf); err != nil {
 			return
 		}
+		a.offered.Add(1)
 	}
 }
 
@@ -178,8 +182,8 @@ func runPhase(ctx context.Context, o *options, name string, out io.Writer) (*res
 	wg.Go(func() { ag.upload(chunk) })
 	defer wg.Wait() // after Close (deferred later, runs first) ends them
 
-	fmt.Fprintf(out, "%6s %9s %7s %13s %7s %8s %8s %7s\n", "time", "goodput", "srtt", "owd min/cur", "cwnd", "acp", "updates", "age")
-	fmt.Fprintf(out, "%6s %9s %7s %13s %7s %8s %8s %7s\n", "", "(Mbit/s)", "(ms)", "(ms)", "(kB)", "(/s)", "(/s)", "(ms)")
+	fmt.Fprintf(out, "%6s %9s %7s %17s %9s %7s %8s %8s %7s\n", "time", "goodput", "srtt", "owd min/cur est.", "clock est.", "cwnd", "acp", "updates", "age")
+	fmt.Fprintf(out, "%6s %9s %7s %17s %9s %7s %8s %8s %7s\n", "", "(Mbit/s)", "(ms)", "(ms)", "(ms)", "(kB)", "(/s)", "(/s)", "(ms)")
 	start := clk.Now()
 	end := time.NewTimer(o.duration)
 	defer end.Stop()
@@ -197,13 +201,24 @@ func runPhase(ctx context.Context, o *options, name string, out io.Writer) (*res
 		if mean, ok := am.MeanSince(prevAge); ok {
 			age = fmt.Sprintf("%.1f", msf(mean))
 		}
-		owd := "-" // loss-based controllers do not track one-way delay
+		owd := "-" // no one-way delay yet (a loss-based controller before the clocks are trusted)
 		if st.MinOWD > 0 {
 			owd = fmt.Sprintf("%.1f/%.1f", msf(st.MinOWD), msf(st.CurOWD))
+			if st.Signal == cc.SignalRTT {
+				owd += " rtt" // RTT-derived until the clock offset is learned
+			}
 		}
-		fmt.Fprintf(out, "%5.1fs %9.2f %7.1f %13s %7.1f %8.1f %8.1f %7s\n",
+		// The monitor's in-band estimate of its clock's offset from the
+		// agent's, which it subtracts from every OWD sample it returns.
+		// Both run on one clock here, so the truth is 0: what is shown is
+		// the estimator's error, and it is in every OWD above.
+		off := "learning"
+		if ms := srv.Stats(); ms.ClockSynced {
+			off = fmt.Sprintf("%+.1f", msf(ms.ClockOffset))
+		}
+		fmt.Fprintf(out, "%5.1fs %9.2f %7.1f %17s %9s %7.1f %8.1f %8.1f %7s\n",
 			now.Sub(start).Seconds(), float64(b-prevBytes)*8/dt/1e6,
-			msf(st.SRTT), owd, float64(st.Window)/1e3, st.UpdateRate,
+			msf(st.SRTT), owd, off, float64(st.Window)/1e3, st.UpdateRate,
 			float64(upd-prevUpd)/dt, age)
 		prevT, prevBytes, prevAge, prevUpd = now, b, am, upd
 	}
@@ -225,7 +240,7 @@ loop:
 		}
 	}
 	r := &result{
-		cc: name, elapsed: clk.Now().Sub(start), bytes: mon.bytes.Load(), queue: o.queue,
+		cc: name, elapsed: clk.Now().Sub(start), bytes: mon.bytes.Load(), offered: ag.offered.Load(), queue: o.queue,
 		agent: cli.Stats(), monitor: srv.Stats(), relay: relay.Stats(), interrupted: interrupted,
 	}
 	cancel()

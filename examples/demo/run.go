@@ -74,8 +74,17 @@ func parseFlags(args []string) (*options, error) {
 	if o.rate, err = scenario.ParseRate(*rate); err != nil || o.rate <= 0 {
 		return nil, bad("-rate %q: want a positive rate such as 2Mbps", *rate)
 	}
-	if o.rtt < 0 || o.duration <= 0 || o.queue < 0 || o.loss < 0 || o.loss >= 1 || o.hz <= 0 {
-		return nil, bad("-rtt ≥ 0, -duration > 0, -queue ≥ 0, 0 ≤ -loss < 1 and -hz > 0 are required")
+	switch {
+	case o.rtt < 0:
+		return nil, bad("-rtt %v: must not be negative", o.rtt)
+	case o.duration <= 0:
+		return nil, bad("-duration %v: must be positive", o.duration)
+	case o.queue < 0:
+		return nil, bad("-queue %d: must not be negative (0: one bandwidth-delay product)", o.queue)
+	case o.loss < 0 || o.loss >= 1:
+		return nil, bad("-loss %g: want a probability in [0, 1)", o.loss)
+	case o.hz <= 0:
+		return nil, bad("-hz %g: must be positive", o.hz)
 	}
 	for name := range strings.SplitSeq(*ccList, ",") {
 		name = strings.TrimSpace(name)
@@ -114,8 +123,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		scenario.FormatRate(o.rate), o.rtt, o.rtt/2, o.loss)
 	fmt.Fprintf(stdout, "  queue:  FIFO of %d packets each way (one BDP = %s × %v / 8 / %d B = %.1f packets)\n",
 		o.queue, scenario.FormatRate(o.rate), o.rtt, wireSize, o.bdp)
+	fmt.Fprintf(stdout, "  true minimum one-way delay of a full datagram: %.1f ms propagation + %.1f ms serialisation = %.1f ms\n",
+		msf(o.rtt/2), msf(serialisation(o.rate)), msf(o.rtt/2+serialisation(o.rate)))
 	fmt.Fprintf(stdout, "  agent:  sensor readings at %g Hz through SendUpdate (ACP, CS7) + a bulk upload of random bytes\n", o.hz)
 	fmt.Fprintf(stdout, "  phases: %s, %v each, a new connection each\n", strings.Join(o.ccs, ", "), o.duration)
+	fmt.Fprint(stdout, lineLegend)
 
 	var results []*result
 	for _, name := range o.ccs {
@@ -134,6 +146,35 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	printTable(stdout, results)
 	return ctx.Err()
 }
+
+// serialisation is how long a full datagram takes onto a link of rate.
+func serialisation(rate cc.Bandwidth) time.Duration {
+	return time.Duration(float64(wireSize*8) / float64(rate) * float64(time.Second))
+}
+
+// lineLegend explains the per-second columns, printed before the first phase.
+const lineLegend = `
+Per second: goodput: upload bytes the monitor read; srtt: the agent's smoothed RTT;
+owd min/cur est.: the one-way delay the agent's controller acts on (minimum, current),
+computed from stamps corrected by the monitor's estimate of the clock offset ("rtt":
+derived from the RTT while that estimate is still learning); clock est.: that estimate.
+Both ends share one clock here, so its truth is 0 and anything else is error in every
+owd; cwnd: congestion window; acp: the update rate ACP allows now; updates: readings
+the monitor received; age: the mean age of the monitor's newest reading over the second.
+The sensor offers every reading, but ACP sends only the freshest one not yet sent, at
+the rate that keeps the monitor's view freshest on this path (a few per RTT); the
+others are superseded, never queued (counted at the end).
+`
+
+// tableLegend explains the final table.
+const tableLegend = `
+goodput: upload bytes the monitor read; age: time-average and 95th-percentile age of the monitor's
+newest reading (its transport Stats.Age); updates: readings received per second; srtt, lost, retx:
+the agent's; fwd: the relay's agent→monitor FIFO (largest backlog/limit, drops, link utilisation).
+Readings: offered to SendUpdate by the sensor (-hz, less if the machine is busy); sent; superseded:
+a fresher reading replaced it before it could go; lost: sent and not acknowledged (never
+retransmitted: the next is fresher).
+`
 
 // printTable writes the side-by-side comparison of the phases.
 func printTable(w io.Writer, results []*result) {
@@ -163,9 +204,13 @@ func printTable(w io.Writer, results []*result) {
 	for line := range strings.Lines(buf.String()) {
 		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
-	fmt.Fprintln(w, "\ngoodput: upload bytes the monitor read; age: time-average and 95th-percentile age of the monitor's")
-	fmt.Fprintln(w, "newest reading (its transport Stats.Age); updates: readings received per second; srtt, lost, retx:")
-	fmt.Fprintln(w, "the agent's; fwd: the relay's agent→monitor FIFO (largest backlog/limit, drops, link utilisation)")
+	fmt.Fprint(w, tableLegend)
+	for _, r := range results {
+		secs := r.elapsed.Seconds()
+		fmt.Fprintf(w, "%s: readings %.1f/s offered, %.1f/s sent, %.1f/s superseded, %.1f/s lost\n", r.cc,
+			float64(r.offered)/secs, float64(r.agent.UpdatesSent)/secs,
+			float64(r.agent.UpdatesSuperseded)/secs, float64(r.agent.UpdatesLost)/secs)
+	}
 	for _, r := range results {
 		if r.interrupted {
 			fmt.Fprintf(w, "* %s was interrupted after %v\n", r.cc, r.elapsed.Round(10*time.Millisecond))

@@ -15,6 +15,10 @@
 //
 // The upload (the connection's byte stream) is written to -out, or discarded
 // without it. With several agents, the first writes FILE, the n-th FILE.n.
+// FILE is created before the monitor listens, so a path it cannot write
+// fails at start-up. If writing an upload fails later (a full disk), the
+// monitor closes that agent's connection at once rather than go on reading
+// data it cannot keep, so the agent sees its upload fail.
 //
 // Flags:
 //
@@ -66,7 +70,10 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
+	}
+	if o.stats < 0 {
+		return nil, fmt.Errorf("-stats %v: must not be negative (0 prints only when an agent leaves)", o.stats)
 	}
 	o.logger = cli.Logger(*verbose)
 	return o, nil
@@ -78,9 +85,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := transport.Listen(o.listen, transport.Config{NTPServer: o.ntp, Logger: o.logger})
+	outs, err := newOutputs(o.out)
 	if err != nil {
 		return err
+	}
+	defer outs.Close()
+	ln, err := transport.Listen(o.listen, transport.Config{NTPServer: o.ntp, Logger: o.logger})
+	if err != nil {
+		return fmt.Errorf("-listen %s: %w", o.listen, err)
 	}
 	out := &lockedWriter{w: stdout}
 	fmt.Fprintf(out, "monitor: listening on %s\n", ln.Addr())
@@ -97,48 +109,38 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		o.logger.Debug("accepted", "peer", conn.RemoteAddr(), "n", n)
-		wg.Go(func() { serve(ctx, conn, n, o, out) })
+		wg.Go(func() { serve(ctx, conn, n, o, outs, out) })
 	}
 }
 
-// serve handles one agent until it disconnects or ctx ends.
-func serve(ctx context.Context, conn *transport.Conn, n int, o *options, out io.Writer) {
+// serve handles one agent until it disconnects or ctx ends: its upload goes
+// to the n-th output, its updates to the newest-reading tracker, and once a
+// second a line reports both.
+func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *outputs, out io.Writer) {
 	peer := conn.RemoteAddr().String()
+	dst, err := outs.open(n)
+	if err != nil {
+		// Nowhere to keep its upload: turn the agent away rather than
+		// accept bytes that would be thrown away.
+		fmt.Fprintf(out, "%s refused: %v\n", peer, err)
+		conn.Close()
+		return
+	}
 	fmt.Fprintf(out, "%s connected\n", peer)
 
-	dst, closeDst, err := openOut(o.out, n)
-	if err != nil {
-		fmt.Fprintf(out, "%s: %v; discarding the upload\n", peer, err)
-		dst, closeDst = io.Discard, func() error { return nil }
-	}
 	var received atomic.Int64
 	uploadDone := make(chan struct{})
 	go func() {
 		defer close(uploadDone)
-		start := time.Now()
-		n, err := io.Copy(dst, countingReader{conn, &received})
-		if cerr := closeDst(); err == nil {
-			err = cerr
-		}
-		switch {
-		case err == nil:
-			d := time.Since(start)
-			fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
-				peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
-		case n > 0:
-			fmt.Fprintf(out, "%s upload ended after %d bytes: %v\n", peer, n, err)
-		}
+		receiveUpload(conn, dst, &received, peer, out)
 	}()
-
-	// Updates: remember the newest; the ticker below reports it.
-	type latest struct {
-		u     transport.Update
-		count int64
-	}
-	var mu sync.Mutex
-	var last latest
+	var newest newestUpdate
 	updCtx, cancel := context.WithCancel(ctx)
 	updDone := make(chan struct{})
+	go func() {
+		defer close(updDone)
+		newest.read(updCtx, conn)
+	}()
 	defer func() {
 		// Closing the connection ends both readers; wait for them so the
 		// output file is closed before we return.
@@ -146,19 +148,6 @@ func serve(ctx context.Context, conn *transport.Conn, n int, o *options, out io.
 		conn.Close()
 		<-uploadDone
 		<-updDone
-	}()
-	go func() {
-		defer close(updDone)
-		for {
-			u, err := conn.ReadUpdate(updCtx)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			last.u = u
-			last.count++
-			mu.Unlock()
-		}
 	}()
 
 	tick := time.NewTicker(time.Second)
@@ -188,26 +177,76 @@ func serve(ctx context.Context, conn *transport.Conn, n int, o *options, out io.
 		case <-statsC:
 			printStats(out, peer, conn.Stats())
 		case now := <-tick.C:
-			mu.Lock()
-			l := last
-			mu.Unlock()
+			u, count := newest.get()
 			b := received.Load()
 			dt := now.Sub(prevT).Seconds()
-			if l.count == prevCount && b == prevBytes {
+			if count == prevCount && b == prevBytes {
 				continue // nothing new: stay quiet
 			}
 			line := fmt.Sprintf("%s %s", now.Format("15:04:05"), peer)
-			if l.count > prevCount {
+			if count > prevCount {
 				line += fmt.Sprintf(" updates %.0f/s, newest age %v: %s",
-					float64(l.count-prevCount)/dt, l.u.Age.Round(100*time.Microsecond), printable(l.u.Payload))
+					float64(count-prevCount)/dt, u.Age.Round(100*time.Microsecond), printable(u.Payload))
 			}
 			if b > prevBytes {
 				line += fmt.Sprintf(" | upload %.2f Mbit/s", float64(b-prevBytes)*8/dt/1e6)
 			}
 			fmt.Fprintln(out, line)
-			prevCount, prevBytes, prevT = l.count, b, now
+			prevCount, prevBytes, prevT = count, b, now
 		}
 	}
+}
+
+// receiveUpload copies the connection's stream to dst until EOF, counting
+// the bytes in received, and closes dst. If dst fails (a full disk) it
+// closes the connection, so the agent's upload fails too instead of being
+// acknowledged into a buffer nobody keeps.
+func receiveUpload(conn *transport.Conn, dst io.WriteCloser, received *atomic.Int64, peer string, out io.Writer) {
+	start := time.Now()
+	n, err := io.Copy(dst, countingReader{conn, received})
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err == nil:
+		d := time.Since(start)
+		fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
+			peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
+	case errors.As(err, new(*os.PathError)): // the file failed, not the connection
+		fmt.Fprintf(out, "%s upload failed after %d bytes: %v; closing the connection\n", peer, n, err)
+		conn.Close()
+	case n > 0:
+		fmt.Fprintf(out, "%s upload ended after %d bytes: %v\n", peer, n, err)
+	}
+}
+
+// newestUpdate keeps the freshest update an agent sent and how many came.
+type newestUpdate struct {
+	mu    sync.Mutex
+	u     transport.Update
+	count int64
+}
+
+// read takes updates as they arrive until ctx ends or the connection closes.
+// ReadUpdate returns the freshest received since the last call; any older
+// one that arrives later is dropped as stale.
+func (l *newestUpdate) read(ctx context.Context, conn *transport.Conn) {
+	for {
+		u, err := conn.ReadUpdate(ctx)
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		l.u = u
+		l.count++
+		l.mu.Unlock()
+	}
+}
+
+func (l *newestUpdate) get() (transport.Update, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.u, l.count
 }
 
 // printStats writes the connection's statistics on two lines.
@@ -219,20 +258,51 @@ func printStats(w io.Writer, peer string, s transport.Stats) {
 		peer, s.StreamBytesReceived, s.PacketsReceived, s.Duplicates, s.Malformed)
 }
 
-// openOut opens where the n-th agent's upload goes.
-func openOut(name string, n int) (io.Writer, func() error, error) {
+// outputs are the files uploads go to: FILE for the first agent, created
+// before the monitor listens, and FILE.n for the n-th.
+type outputs struct {
+	name  string
+	first *os.File // until the first agent takes it
+}
+
+func newOutputs(name string) (*outputs, error) {
+	o := &outputs{name: name}
 	if name == "" {
-		return io.Discard, func() error { return nil }, nil
-	}
-	if n > 1 {
-		name = fmt.Sprintf("%s.%d", name, n)
+		return o, nil
 	}
 	f, err := os.Create(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("-out: %w", err)
 	}
-	return f, f.Close, nil
+	o.first = f
+	return o, nil
 }
+
+// open returns where the n-th agent's upload goes (n counts from 1, each
+// once).
+func (o *outputs) open(n int) (io.WriteCloser, error) {
+	switch {
+	case o.name == "":
+		return nopCloser{io.Discard}, nil
+	case n == 1:
+		f := o.first
+		o.first = nil
+		return f, nil
+	}
+	return os.Create(fmt.Sprintf("%s.%d", o.name, n))
+}
+
+// Close closes FILE if no agent came to take it.
+func (o *outputs) Close() error {
+	if o.first != nil {
+		return o.first.Close()
+	}
+	return nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // countingReader counts the bytes read through it.
 type countingReader struct {
