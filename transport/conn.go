@@ -315,7 +315,12 @@ func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now, _ := c.now()
-	return c.s.Stats(now)
+	st := c.s.Stats(now)
+	if nc, ok := c.clk.(*ntpclock.Clock); ok {
+		n := nc.Status()
+		st.NTP = NTPStats{Enabled: true, Synced: n.Synchronized, Offset: n.Offset, Stratum: n.Stratum, Server: n.Server, Err: n.Err}
+	}
+	return st
 }
 
 // LocalAddr is the local UDP address.

@@ -32,6 +32,8 @@ func TestNTPCorrectedClocksGiveTrueOWD(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	st := cli.Stats()
+	require.True(t, st.NTP.Enabled && st.NTP.Synced, "Stats.NTP shows the synchronised clock: %+v", st.NTP)
+	require.NotZero(t, st.NTP.Stratum)
 	require.Equal(t, "owd", st.Signal.String(), "NTP-corrected stamps are trusted")
 	require.InDelta(t, float64(delay), float64(st.MinOWD), float64(3*time.Millisecond), "OWDmin %v", st.MinOWD)
 }

@@ -186,6 +186,8 @@ func TestClockOffsetEstimatedAndOWDTrue(t *testing.T) {
 	// 20 ms (serialisation at 100 Mbit/s is 0.1 ms).
 	require.InDelta(t, float64(delay), float64(cs.MinOWD), float64(2*time.Millisecond), "OWDmin %v", cs.MinOWD)
 	require.Equal(t, "owd", cs.Signal.String(), "the controller trusts OWD")
+	require.True(t, cs.PeerClockSynced, "the sender knows the receiver trusts its estimate")
+	require.False(t, cs.NTP.Enabled, "no NTP server configured")
 }
 
 func TestCloseLeavesNoGoroutines(t *testing.T) {

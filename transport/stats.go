@@ -14,3 +14,8 @@ type Stats = session.Stats
 // time-average age since the first update, its 95th percentile and the
 // largest age so far.
 type AgeStats = session.AgeStats
+
+// NTPStats is the state of the endpoint's NTP-corrected clock (Stats.NTP):
+// whether it has one, whether it is synchronised, the last offset
+// measured, the server and its stratum, and the last query's error.
+type NTPStats = session.NTPStats

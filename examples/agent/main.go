@@ -84,7 +84,6 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -225,17 +224,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		SendBuffer:    int(o.sendBuffer),
 		Logger:        o.logger,
 	}
-	// With -ntp the agent keeps the NTP clock itself (instead of setting
-	// Config.NTPServer) so it can show whether it is synchronised.
-	var ntp *ntpclock.Clock
-	if o.ntp != "" {
-		var stopNTP func()
-		if ntp, stopNTP, err = cli.NTPClock(o.ntp, o.logger); err != nil {
-			return fmt.Errorf("-ntp %s: %w", o.ntp, err)
-		}
-		defer stopNTP()
-		cfg.Clock = ntp
-	}
+	// With -ntp the transport keeps the clock NTP-corrected; Stats.NTP
+	// says whether it is synchronised.
+	cfg.NTPServer = o.ntp
 
 	conn, err := transport.Dial(ctx, o.server, cfg)
 	switch {
@@ -261,7 +252,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		wg.Go(func() { uploaded <- upload(conn, src, &written) })
 	}
 
-	uploadDone, runErr := watch(ctx, conn, o, ntp, uploaded, &written, stdout)
+	uploadDone, runErr := watch(ctx, conn, o, uploaded, &written, stdout)
 
 	stopSensing()
 	closeErr := conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
@@ -277,7 +268,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"updates %d sent, %d superseded, %d lost\n",
 		time.Since(start).Round(time.Millisecond), s.StreamBytesAcked, s.PacketsLost, s.Retransmitted,
 		s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost)
-	fmt.Fprintf(stdout, "agent: clock: %s\n", cli.ClockState(s, ntp))
+	fmt.Fprintf(stdout, "agent: clock: %s\n", cli.ClockState(s))
 	incomplete := !uploadDone || s.StreamBytesAcked < written.Load()
 	of := "an upload of unknown size"
 	if size >= 0 {
@@ -303,7 +294,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // watch prints the status line every -stats and a clock line when the
 // clock state changes, until ctx ends, the connection ends or the upload
 // fails. uploadDone says the upload was written and half-closed.
-func watch(ctx context.Context, conn *transport.Conn, o *options, ntp *ntpclock.Clock,
+func watch(ctx context.Context, conn *transport.Conn, o *options,
 	uploaded <-chan error, written *atomic.Int64, stdout io.Writer) (uploadDone bool, err error) {
 	var tick <-chan time.Time
 	if o.stats > 0 {
@@ -329,7 +320,7 @@ func watch(ctx context.Context, conn *transport.Conn, o *options, ntp *ntpclock.
 				written.Load(), conn.Stats().StreamBytesAcked, time.Since(start).Round(time.Millisecond))
 		case now := <-tick:
 			s := conn.Stats()
-			if c := cli.ClockState(s, ntp); clockKey(c) != clockKey(prevClock) {
+			if c := cli.ClockState(s); clockKey(c) != clockKey(prevClock) {
 				fmt.Fprintf(stdout, "agent: clock: %s\n", c)
 				prevClock = c
 			}

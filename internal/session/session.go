@@ -351,6 +351,7 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 		return
 	}
 	synced := h.Flags&wire.FlagSynced != 0
+	s.st.PeerClockSynced = synced
 	priorData := s.tr.InFlight(kindData)
 	var rtt time.Duration
 	largest := cc.PacketNumber(a.Ranges[0].Largest)

@@ -25,9 +25,18 @@ type Stats struct {
 	CurOWD time.Duration
 	Signal cc.DelaySignal
 	// Clocks: the estimated receiver − sender offset of the peer's clock
-	// (in-band, clock.Inband) and whether it is trusted.
+	// (in-band, clock.Inband) and whether this end trusts it, so that the
+	// one-way delays it stamps on its ACKs are true.
 	ClockOffset time.Duration
 	ClockSynced bool
+	// PeerClockSynced says the peer trusts its own offset estimate: the
+	// one-way delays on the ACKs this end receives are true, and a
+	// delay-based controller may use them (until then owd acts on RTT/2).
+	PeerClockSynced bool
+	// NTP is the state of this host's NTP-corrected clock, when the
+	// endpoint has one (transport.Config.NTPServer or an ntpclock.Clock as
+	// Config.Clock); the zero value otherwise.
+	NTP NTPStats
 
 	// Datagrams and bytes on the wire.
 	PacketsSent, PacketsReceived int64
@@ -51,6 +60,16 @@ type Stats struct {
 	UpdatesReceived int64
 	UpdatesStale    int64 // older than one already delivered: dropped
 	Age             AgeStats
+}
+
+// NTPStats is what Stats shows of an NTP-corrected clock.
+type NTPStats struct {
+	Enabled bool          // the endpoint's clock is NTP-corrected
+	Synced  bool          // a valid sync recently
+	Offset  time.Duration // last measured server − local offset
+	Stratum uint8         // the server's stratum (1: a reference clock)
+	Server  string        // the server that answered
+	Err     error         // the last query's error, nil after a success
 }
 
 // AgeStats is the age of information at this end (monitor side): the
