@@ -18,8 +18,9 @@ import (
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
-	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2"
+	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
+	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2"
 )
 
 // Options tune one run; they mirror bench/sim.Options.
@@ -372,16 +373,16 @@ func (d *driver) setupCBR(f *flowRun, relay *net.UDPAddr) error {
 
 // onShimFresh sees every fresh datagram that crossed the forward link.
 func (d *driver) onShimFresh(b []byte) {
-	h, ok := parseFresh(b)
-	if !ok {
+	h, _, err := wire.ParseHeader(b)
+	if err != nil {
 		return
 	}
 	d.regMu.Lock()
-	f := d.byConnID[h.connID]
-	if f == nil && h.typ == wireTypeInitial {
+	f := d.byConnID[h.ConnID]
+	if f == nil && h.Type == wire.TypeInitial {
 		if i := d.pending.Load(); i >= 0 {
 			f = d.flows[i]
-			d.byConnID[h.connID] = f
+			d.byConnID[h.ConnID] = f
 		}
 	}
 	d.regMu.Unlock()
@@ -392,7 +393,7 @@ func (d *driver) onShimFresh(b []byte) {
 
 // observeFresh sees a reverse flow's datagrams that crossed the reverse link.
 func (d *driver) observeFresh(f *flowRun, b []byte) {
-	if h, ok := parseFresh(b); ok {
+	if h, _, err := wire.ParseHeader(b); err == nil {
 		d.record(f, h, time.Now())
 	}
 }
@@ -400,11 +401,11 @@ func (d *driver) observeFresh(f *flowRun, b []byte) {
 // record notes the arrival at wall time at of a data or update datagram:
 // its one-way delay from the sender's stamp (both ends read this host's
 // clock, so it is exact to the µs of the stamp).
-func (d *driver) record(f *flowRun, h freshHeader, at time.Time) {
-	if (h.typ != wireTypeData && h.typ != wireTypeUpdate) || !d.started.Load() {
+func (d *driver) record(f *flowRun, h wire.Header, at time.Time) {
+	if (h.Type != wire.TypeData && h.Type != wire.TypeUpdate) || !d.started.Load() {
 		return
 	}
-	owd := time.Duration(at.UnixMicro()-h.stampUS) * time.Microsecond
+	owd := time.Duration(at.UnixMicro()-h.Timestamp) * time.Microsecond
 	d.arrival(f, at.Sub(d.origin), owd)
 }
 

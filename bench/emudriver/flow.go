@@ -11,6 +11,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -78,7 +79,7 @@ func (f *flowRun) datagramSize(s *scenario.Scenario) int {
 	if f.spec.Kind == scenario.KindCBR {
 		return 256
 	}
-	return min(max(payload+wireHeaderLen+frameOverhead, 256), 65000)
+	return min(max(payload+wire.HeaderLen+wire.DataOverhead, 256), 65000)
 }
 
 // putNS and getNS carry a run time in the first 8 bytes of a payload.

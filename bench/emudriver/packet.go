@@ -2,42 +2,9 @@ package emudriver
 
 import "encoding/binary"
 
-// The fresh datagram header, version 1 (transport/internal/wire, which
-// bench cannot import): ver(1) type(1) flags(1) rsvd(1) connID(8) pn(8)
-// sender timestamp µs(8). The format is versioned and fixed; the driver
-// reads only these fields, and only to measure.
-const (
-	wireVersion     = 1
-	wireHeaderLen   = 28
-	wireTypeInitial = 0x01
-	wireTypeData    = 0x03
-	wireTypeUpdate  = 0x04
-	// frameOverhead is what a Data or Update frame adds to its payload
-	// (wire.DataOverhead = wire.UpdateOverhead = 26 bytes): a datagram of
-	// MaxDatagram bytes carries MaxDatagram − 54 payload bytes.
-	frameOverhead = 26
-	// ipUDPHeader is what the relay adds to a UDP payload to get the
-	// size it serialises (IPv4 20 + UDP 8).
-	ipUDPHeader = 28
-)
-
-// freshHeader is what the driver reads of a fresh datagram.
-type freshHeader struct {
-	typ     uint8
-	connID  uint64
-	stampUS int64 // sender's wall clock, µs since the Unix epoch
-}
-
-func parseFresh(b []byte) (freshHeader, bool) {
-	if len(b) < wireHeaderLen || b[0] != wireVersion {
-		return freshHeader{}, false
-	}
-	return freshHeader{
-		typ:     b[1],
-		connID:  binary.BigEndian.Uint64(b[4:12]),
-		stampUS: int64(binary.BigEndian.Uint64(b[20:28])),
-	}, true
-}
+// ipUDPHeader is what the relay adds to a UDP payload to get the size it
+// serialises (IPv4 20 + UDP 8).
+const ipUDPHeader = 28
 
 // The driver's cbr datagrams: magic(2) kind(1) flow(1) seq(4) sent(8),
 // then padding to the flow's size. sent is nanoseconds since the run's
