@@ -19,8 +19,8 @@ import (
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/internal/wire"
-	"github.com/fresh-udp/fresh/transport"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2"
+	"github.com/fresh-udp/fresh/transport"
 )
 
 // Options tune one run; they mirror bench/sim.Options.
