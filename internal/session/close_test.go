@@ -77,7 +77,7 @@ func TestCloseWithUnackedBytesAborts(t *testing.T) {
 // A normal CLOSE cannot paper over a hole: with a byte range missing the
 // stream is not ended (the peer broke its promise; Read reports the close).
 func TestNormalCloseDoesNotHideAHole(t *testing.T) {
-	var r recvStream = newRecvStream(1 << 16)
+	var r recvStream = newRecvStream(1<<16, 1<<16, 0)
 	require.True(t, r.onData(0, make([]byte, 100), false))
 	require.True(t, r.onData(200, make([]byte, 100), false))
 	r.closeAt()
@@ -86,7 +86,7 @@ func TestNormalCloseDoesNotHideAHole(t *testing.T) {
 	require.Equal(t, 100, r.read(rd))
 	require.False(t, r.eof())
 
-	var whole recvStream = newRecvStream(1 << 16)
+	var whole recvStream = newRecvStream(1<<16, 1<<16, 0)
 	require.True(t, whole.onData(0, make([]byte, 100), false))
 	require.Equal(t, 100, whole.read(rd))
 	whole.closeAt() // everything already read: the stream ends here
@@ -98,9 +98,11 @@ func TestNormalCloseDoesNotHideAHole(t *testing.T) {
 // ranges (288 bytes of them) for the rest of the connection.
 func TestAckRangesForgottenOnceEchoed(t *testing.T) {
 	p := newSessionPair(t)
-	p.cli.out.write(make([]byte, 400_000))
-	largestAck, n := 0, 0
+	src, rd := make([]byte, 400_000), make([]byte, 64<<10)
+	largestAck, n, w := 0, 0, 0
 	for range 20_000 {
+		w += p.cli.out.write(src[w:]) // the send buffer starts smaller
+		p.srv.Read(rd)                // and so does the receive window
 		p.now = p.now.Add(100 * time.Microsecond)
 		for _, s := range []*Session{p.cli, p.srv} {
 			if d := s.NextTimeout(p.now); d != 0 && !p.now.Before(d) {

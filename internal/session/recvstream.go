@@ -1,21 +1,48 @@
 package session
 
-// recvStream is the receiving half of the reliable byte stream: a ring of
-// window bytes holding everything from the next byte the application reads
-// (readOff) up to readOff+window, which is exactly what flow control lets
-// the peer send (MaxData, RFC 9000 §4.1). Memory is fixed at window bytes
-// whatever the peer does, and a slow reader simply closes the window.
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// recvStream is the receiving half of the reliable byte stream: a ring
+// holding everything from the next byte the application reads (readOff) up
+// to readOff+len(ring), which is exactly what flow control lets the peer
+// send (MaxData, RFC 9000 §4.1). A slow reader simply closes the window.
+//
+// The ring starts small (initialRecvWindow) and doubles, up to maxRing
+// (Config.ReceiveWindow), when the reader consumes windows quickly compared
+// with the RTT: the auto-tuning of quic-go's flow controller. A connection
+// that carries little stream data never holds more than the initial ring;
+// one that needs a large window to fill its path gets it within a few RTTs.
+// The limit advertised (readOff + len(ring)) never shrinks: readOff only
+// grows and the ring only grows.
 type recvStream struct {
 	ring    []byte
+	maxRing int // the ring never grows beyond (Config.ReceiveWindow)
 	readOff int64
 	have    ranges // received bytes at or above readOff
 	finOff  int64  // -1 until FIN arrives
 	// advertised is the MaxData last sent to the peer.
 	advertised int64
+
+	// Auto-tuning epoch: when it started and readOff then.
+	epochAt  clock.Mono
+	epochOff int64
 }
 
-func newRecvStream(window int) recvStream {
-	return recvStream{ring: make([]byte, window), finOff: -1, advertised: int64(window)}
+// initialRecvWindow is the receive ring's first size and, as the sender's
+// assumption before the peer's first ACK, its initial MaxData (both ends
+// cap it at their ReceiveWindow). Every receiver accepts this much at
+// first, so it must not change without a new wire version.
+const initialRecvWindow = 64 << 10
+
+// newRecvStream returns a stream whose ring starts at min(initial,
+// maxWindow) bytes and may grow to maxWindow, created at now.
+func newRecvStream(initial, maxWindow int, now clock.Mono) recvStream {
+	n := min(initial, maxWindow)
+	return recvStream{ring: make([]byte, n), maxRing: maxWindow, finOff: -1, advertised: int64(n), epochAt: now}
 }
 
 // maxData is the flow-control limit the receiver can grant now.
@@ -85,6 +112,50 @@ func (r *recvStream) eof() bool { return r.finOff >= 0 && r.readOff >= r.finOff 
 // threshold to the implementation).
 func (r *recvStream) windowUpdateDue() bool {
 	return r.maxData()-r.advertised >= int64(len(r.ring))/4
+}
+
+// autoTune runs when the receiver is about to advertise its limit (an ACK
+// goes out) at now, with rtt the receiver's estimate of the round trip (0:
+// none yet). Once the reader consumed more than half the window since the
+// epoch began, it closes the epoch, and doubles the ring (up to maxRing)
+// if that took less than four RTTs per window: the window, not the path,
+// then limits the sender, which can only send a window per RTT. (A window
+// the reader took longer to empty is either enough or waiting for the
+// reader; growing it would only hold more memory.)
+func (r *recvStream) autoTune(now clock.Mono, rtt time.Duration) {
+	if len(r.ring) >= r.maxRing {
+		return
+	}
+	read := r.readOff - r.epochOff
+	if read <= int64(len(r.ring))/2 {
+		return
+	}
+	if rtt > 0 {
+		frac := float64(read) / float64(len(r.ring))
+		if now.Sub(r.epochAt) < time.Duration(4*frac*float64(rtt)) {
+			r.grow(min(2*len(r.ring), r.maxRing))
+		}
+	}
+	r.epochAt, r.epochOff = now, r.readOff
+}
+
+// grow replaces the ring by one of size bytes (≥ the current size), moving
+// every byte the window may hold, [readOff, readOff+len(ring)), from its
+// place modulo the old size to its place modulo the new one. Holes move
+// with it; they are not in have, so never read.
+func (r *recvStream) grow(size int) {
+	old, on := r.ring, int64(len(r.ring))
+	if int64(size) <= on {
+		return
+	}
+	ring, nn := make([]byte, size), int64(size)
+	for off, end := r.readOff, r.readOff+on; off < end; {
+		i, j := off%on, off%nn
+		c := min(on-i, nn-j, end-off)
+		copy(ring[j:j+c], old[i:i+c])
+		off += c
+	}
+	r.ring = ring
 }
 
 // closeAt ends the stream at the last byte received, when the peer closed

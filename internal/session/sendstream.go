@@ -1,17 +1,33 @@
 package session
 
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
 // sendStream is the sending half of the reliable byte stream: the bytes the
 // application wrote and the peer has not yet acknowledged, what was sent,
 // what was lost. Retransmissions resend the same bytes under new packet
 // numbers. Memory is bounded by limit: Write takes at most limit − buffered.
+//
+// limit starts small (initialSendBuffer) and doubles, up to maxLimit
+// (Config.SendBuffer), while the buffer is what holds the sender back: see
+// autoTune. A sender that the path, the peer or the application limits
+// keeps a small buffer.
 type sendStream struct {
-	buf   []byte // bytes [base, base+len(buf)), a window into arr
-	arr   []byte // backing array, reused: no allocation in steady state
-	base  int64  // everything below is acknowledged and freed
-	next  int64  // next byte never sent
-	acked ranges // acknowledged bytes at or above base
-	retx  []span // lost ranges to send again, oldest first
-	limit int
+	buf      []byte // bytes [base, base+len(buf)), a window into arr
+	arr      []byte // backing array, reused: no allocation in steady state
+	base     int64  // everything below is acknowledged and freed
+	next     int64  // next byte never sent
+	acked    ranges // acknowledged bytes at or above base
+	retx     []span // lost ranges to send again, oldest first
+	limit    int    // the bound on buffered bytes now
+	maxLimit int    // limit never grows beyond (0: limit, fixed)
+
+	// Auto-tuning epoch: when it started and base then.
+	epochAt   clock.Mono
+	epochBase int64
 
 	finSet   bool // CloseWrite was called: the stream ends at end()
 	finSent  bool // a packet carried FIN (and is not known lost)
@@ -121,6 +137,46 @@ func (s *sendStream) done() bool { return s.finSet && s.finAcked && len(s.buf) =
 
 // unacked is how many written bytes the peer has not acknowledged.
 func (s *sendStream) unacked() int { return len(s.buf) }
+
+// initialSendBuffer is the send buffer's first limit.
+const initialSendBuffer = 64 << 10
+
+// limitedByBuffer reports whether the buffer is what stops the sender: the
+// writer is (nearly) out of space, every buffered byte has been sent, and
+// neither the peer's limit peerMax nor the congestion window (canSend)
+// would stop another packet.
+func (s *sendStream) limitedByBuffer(canSend bool, peerMax int64) bool {
+	return canSend && s.limit < s.maxLimit && !s.finSet && !s.pending() &&
+		s.space() < s.limit/8 && s.next < peerMax
+}
+
+// autoTune runs at now when the buffer limits the sender, minRTT and srtt
+// being the path's smallest and smoothed round trips. Once a buffer's
+// worth was acknowledged since the epoch began, and at least one smoothed
+// RTT passed (a shorter epoch measures the burstiness of ACKs, not the
+// path), it closes the epoch, and doubles limit (up to maxLimit)
+// if that took less than bufferRTTs minimum RTTs per buffer: the buffer
+// then holds less than bufferRTTs bandwidth-delay products, measured
+// against the path's propagation delay rather than the smoothed RTT, which
+// grows with whatever the sender queues (on a loopback or CPU-bound path
+// every byte in flight is queued somewhere, so a smoothed-RTT criterion
+// would grow the buffer to its maximum without sending any faster).
+func (s *sendStream) autoTune(now clock.Mono, minRTT, srtt time.Duration) {
+	acked := s.base - s.epochBase
+	if minRTT <= 0 || acked < int64(s.limit) || now.Sub(s.epochAt) < srtt {
+		return
+	}
+	frac := float64(acked) / float64(s.limit)
+	if now.Sub(s.epochAt) < time.Duration(bufferRTTs*frac*float64(minRTT)) {
+		s.limit = min(2*s.limit, s.maxLimit)
+	}
+	s.epochAt, s.epochBase = now, s.base
+}
+
+// bufferRTTs is how many minimum-RTT bandwidth-delay products the send
+// buffer grows to hold: one is in flight; the rest covers ACK delay and a
+// sender that is not scheduled the moment an ACK frees room.
+const bufferRTTs = 4
 
 // compact makes room for need bytes. The backing array grows (doubling)
 // up to twice the buffer limit, so that after it has grown every compaction

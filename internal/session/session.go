@@ -68,6 +68,7 @@ type Session struct {
 	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
 	ackNow     bool
 	in         recvStream
+	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting)
 	inband     *clock.Inband
 	lastHeard  clock.Mono
 	inUpd      []byte // newest update delivered, not yet read by the app
@@ -159,11 +160,13 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 	s := &Session{
 		cfg: cfg, connID: connID, client: client,
 		tr: recovery.NewWithAckDelay(cfg.MaxAckDelay), ctl: ctl, policy: pol,
-		out:       sendStream{limit: cfg.SendBuffer},
-		peerMax:   int64(cfg.ReceiveWindow), // until the peer says otherwise
+		out: sendStream{limit: min(cfg.SendBuffer, initialSendBuffer), maxLimit: cfg.SendBuffer, epochAt: now},
+		// Until the peer's first ACK: the initial window every receiver
+		// grants (its ring's first size), unless ours is smaller.
+		peerMax:   int64(min(cfg.ReceiveWindow, initialRecvWindow)),
 		updBuf:    make([]byte, 0, cfg.MaxUpdatePayload()),
 		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
-		in:        newRecvStream(cfg.ReceiveWindow),
+		in:        newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
 		inband:    inband,
 		lastHeard: now,
 		inUpd:     make([]byte, 0, cfg.MaxUpdatePayload()),
@@ -296,6 +299,21 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 	if echo.T3 != 0 {
 		s.inband.AddReverse(clock.Stamp(echo.T3), clock.Stamp(echo.T4))
 		s.forgetAcked(echo.T3)
+		// The echo gives the receiver of a one-way stream, which sends
+		// nothing to take RTT samples from, its round trip: our ACK left
+		// at T3 (our clock), arrived at T4 (the peer's), the peer held it
+		// until it sent this packet (its stamp), and it arrived now. The
+		// receive window's auto-tuning needs it (appendAck).
+		if h.Type == wire.TypeData {
+			rtt := time.Duration((wallUS-echo.T3)-(h.Timestamp-echo.T4)) * time.Microsecond
+			switch {
+			case rtt <= 0:
+			case s.echoRTT == 0:
+				s.echoRTT = rtt
+			default:
+				s.echoRTT += (rtt - s.echoRTT) / 8
+			}
+		}
 	}
 	dup, outOfOrder := s.ranges.Insert(cc.PacketNumber(h.PN))
 	if dup {
@@ -539,6 +557,9 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 			return s.sent(b), streamDSCP, true
 		}
 	}
+	if s.out.limitedByBuffer(s.ctl.CanSend(s.tr.InFlight(kindData)), s.peerMax) {
+		s.out.autoTune(now, s.tr.RTT().Min(), s.tr.RTT().Smoothed())
+	}
 	return nil, 0, false
 }
 
@@ -600,6 +621,11 @@ func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 	if s.elicited > 0 {
 		a.DelayMicros = uint32(min(now.Sub(s.oldest).Microseconds(), 1<<32-1))
 	}
+	rtt := s.echoRTT
+	if rtt == 0 {
+		rtt = s.tr.RTT().Smoothed()
+	}
+	s.in.autoTune(now, rtt)
 	a.MaxData = s.in.maxData()
 	s.in.advertised = a.MaxData
 	var flags uint8

@@ -118,17 +118,20 @@ func TestSessionPairMovesData(t *testing.T) {
 	for i := range data {
 		data[i] = byte(i)
 	}
-	p.cli.out.write(data)
-	p.cli.out.finSet = true
 	got := make([]byte, 0, len(data))
 	rd := make([]byte, 4096)
+	w := 0
 	for i := 0; i < 10_000 && !p.srv.in.eof(); i++ {
+		if w < len(data) { // the send buffer starts smaller than data
+			w += p.cli.out.write(data[w:])
+			p.cli.out.finSet = w == len(data)
+		}
 		p.now = p.now.Add(time.Millisecond)
 		if t := p.cli.NextTimeout(p.now); t != 0 && !p.now.Before(t) {
 			p.cli.Timeout(p.now)
 		}
 		p.exchange()
-		n := p.srv.in.read(rd)
+		n, _ := p.srv.Read(rd) // Read, not in.read: it schedules the window updates
 		got = append(got, rd[:n]...)
 	}
 	require(p.srv.in.eof(), "FIN delivered")

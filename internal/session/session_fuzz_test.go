@@ -57,6 +57,12 @@ func FuzzSession(f *testing.F) {
 			if s.in.readable() > len(s.in.ring) {
 				t.Fatalf("receive ring overrun: %d readable in a %d-byte ring", s.in.readable(), len(s.in.ring))
 			}
+			if len(s.in.ring) > s.cfg.ReceiveWindow || s.out.limit > s.cfg.SendBuffer {
+				t.Fatalf("buffers grew past their maxima: ring %d, send limit %d", len(s.in.ring), s.out.limit)
+			}
+			if s.in.maxData() < s.in.advertised {
+				t.Fatalf("MaxData %d below the %d advertised", s.in.maxData(), s.in.advertised)
+			}
 			if s.out.unacked() > s.out.limit {
 				t.Fatalf("send buffer grew to %d > %d", s.out.unacked(), s.out.limit)
 			}

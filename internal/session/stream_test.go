@@ -61,7 +61,7 @@ func TestSendStreamFlowControlAndFIN(t *testing.T) {
 
 func TestRecvStreamReassemblesWithinWindow(t *testing.T) {
 	const window = 64
-	r := newRecvStream(window)
+	r := newRecvStream(window, window, 0)
 	src := make([]byte, 1000)
 	for i := range src {
 		src[i] = byte(i)
@@ -85,7 +85,7 @@ func TestRecvStreamReassemblesWithinWindow(t *testing.T) {
 }
 
 func TestRecvStreamRejectsConflictingFIN(t *testing.T) {
-	r := newRecvStream(100)
+	r := newRecvStream(100, 100, 0)
 	require.True(t, r.onData(0, []byte("abc"), true))
 	require.False(t, r.onData(3, []byte("d"), false), "data after FIN")
 	require.False(t, r.onData(0, []byte("ab"), true), "FIN moved")
