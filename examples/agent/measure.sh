@@ -13,11 +13,14 @@
 #    (the kernel's peak RSS) at the last sample. Extra arguments go to the
 #    agent, e.g. -send-buffer 262144 or -cc cubic.
 #
-# Environment: DUR (default 10), HZ (200), PORT (44330). Linux only (/proc).
+# Environment: DUR (default 10), HZ (200), PORT (44330). SIZES=0 skips step 1.
+# AGENT and MONITOR name prebuilt binaries to measure instead of building
+# them (to compare two versions back to back). Linux only (/proc).
 set -eu
 DUR=${DUR:-10}
 HZ=${HZ:-200}
 PORT=${PORT:-44330}
+SIZES=${SIZES:-1}
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 mon=
@@ -27,6 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+if [ "$SIZES" != 0 ]; then
 echo "agent binary size, bytes (CGO_ENABLED=0 GOOS=linux, $(go version | cut -d' ' -f3)):"
 printf '  %-10s %10s %14s\n' GOARCH default "-s -w"
 for t in arm:7 arm64: mipsle: amd64:; do
@@ -35,9 +39,11 @@ for t in arm:7 arm64: mipsle: amd64:; do
 	env CGO_ENABLED=0 GOOS=linux GOARCH="$arch" GOARM="$arm" go build -ldflags='-s -w' -o "$tmp/b" ./examples/agent
 	printf '  %-10s %10d %14d\n' "$arch${arm:+ v$arm}" "$(wc -c <"$tmp/a")" "$(wc -c <"$tmp/b")"
 done
+echo
+fi
 
-go build -o "$tmp/agent" ./examples/agent
-go build -o "$tmp/monitor" ./examples/monitor
+if [ -n "${AGENT:-}" ]; then cp "$AGENT" "$tmp/agent"; else go build -o "$tmp/agent" ./examples/agent; fi
+if [ -n "${MONITOR:-}" ]; then cp "$MONITOR" "$tmp/monitor"; else go build -o "$tmp/monitor" ./examples/monitor; fi
 "$tmp/monitor" -listen "127.0.0.1:$PORT" -stats 0 >"$tmp/monitor.out" 2>&1 &
 mon=$!
 sleep 0.5
@@ -58,7 +64,6 @@ done
 # The 1 TB upload is meant to outlast -duration: the agent then exits 1
 # with "upload incomplete", which is this run's normal end.
 wait "$agent" || grep -q "upload incomplete" "$tmp/agent.out" || { echo "agent failed:"; cat "$tmp/agent.out"; exit 1; }
-echo
 echo "agent memory over ${DUR}s (updates at $HZ Hz + upload through a local monitor${*:+, flags: $*}):"
 echo "  largest VmRSS sampled: $maxrss kB ($n samples); VmHWM: $hwm kB"
 echo "  $(tail -n 1 "$tmp/agent.out")"
