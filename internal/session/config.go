@@ -48,10 +48,13 @@ type Config struct {
 	// Default IdleTimeout/3; negative: never.
 	KeepAlive time.Duration
 
-	// SendBuffer bounds the bytes written and not yet acknowledged.
-	// Default 4 MiB.
+	// SendBuffer is the most bytes written and not yet acknowledged; the
+	// buffer starts at 64 KiB and grows to it only while it limits the
+	// sender (sendStream.autoTune). Default 4 MiB.
 	SendBuffer int
-	// ReceiveWindow is the stream's flow-control window, bytes. Default 4 MiB.
+	// ReceiveWindow is the most the stream's flow-control window (and
+	// receive ring) grows to from 64 KiB (recvStream.autoTune), bytes.
+	// Default 4 MiB.
 	ReceiveWindow int
 }
 
