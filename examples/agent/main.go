@@ -55,10 +55,11 @@
 //	-upload FILE        upload FILE ("-": standard input)
 //	-upload-bytes N     upload N random bytes (if no -upload; 0: updates only);
 //	                    N may have a unit: 1e9, 1GB, 10MiB, 64K
-//	-send-buffer 0      bytes the upload may have written but not yet acknowledged
-//	                    (transport.Config.SendBuffer; 0: its default, 4 MiB). It is
-//	                    most of the agent's memory; it needs about one bandwidth-delay
-//	                    product for full speed. Units as -upload-bytes
+//	-send-buffer 0      the most bytes the upload may have written but not yet
+//	                    acknowledged (transport.Config.SendBuffer; 0: its default,
+//	                    4 MiB). The buffer starts at 64 KiB and grows toward this
+//	                    while the path's bandwidth-delay product needs it. Units as
+//	                    -upload-bytes
 //	-ntp SERVER         NTP-correct the clock that stamps updates (host or host:port)
 //	-duration 0         stop after this long (0: run until Ctrl-C)
 //	-stats 1s           interval of the status line (0: only at the end)
@@ -114,7 +115,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var(&o.dscp, "dscp", "DSCP `class` of the updates: CSn, AFxy, EF, BE, or 0..63")
 	fs.StringVar(&o.upload, "upload", "", "upload `FILE` (\"-\": standard input)")
 	fs.Var(&o.uploadBytes, "upload-bytes", "upload `N` random bytes (without -upload); units: 1e9, 1GB, 10MiB, 64K")
-	fs.Var(&o.sendBuffer, "send-buffer", "upload `bytes` written but not yet acknowledged (0: transport default, 4 MiB)")
+	fs.Var(&o.sendBuffer, "send-buffer", "at most `bytes` of upload written but not yet acknowledged; the buffer grows to it as the path needs (0: transport default, 4 MiB)")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting the clock (host or host:port)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")

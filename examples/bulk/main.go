@@ -22,8 +22,8 @@
 //
 // Transfer and Bitrate of the intervals and of the sender line count stream
 // bytes the receiver acknowledged in that time (Stats.StreamBytesAcked), not
-// bytes handed to Write: the stream's send buffer (-w, 4 MiB by default) can
-// hold seconds of data on a slow path, and counting it would overstate the
+// bytes handed to Write: the stream's send buffer (-w, up to 4 MiB by default)
+// can hold seconds of data on a slow path, and counting it would overstate the
 // rate. The bytes still buffered when -t ends are delivered afterwards and
 // counted by the receiver only, whose interval runs until it read EOF.
 // Retr counts stream packets that carried retransmitted bytes
