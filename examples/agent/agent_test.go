@@ -15,6 +15,24 @@ import (
 	"github.com/fresh-udp/fresh/transport"
 )
 
+// fakeMonitor listens on loopback and hands the first connection to
+// handle in a goroutine; it returns the address to give the agent.
+func fakeMonitor(t *testing.T, ctx context.Context, handle func(*transport.Conn)) string {
+	t.Helper()
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		if conn, err := ln.Accept(ctx); err == nil {
+			handle(conn)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// drain reads an upload to the end.
+func drain(conn *transport.Conn) { _, _ = io.Copy(io.Discard, conn) }
+
 // TestAgentUploadsAndUpdates runs the agent for 1.5 s against a bare
 // listener standing in for the monitor: the whole upload arrives, and
 // readings arrive as updates.
@@ -125,19 +143,10 @@ func TestUploadBytesUnits(t *testing.T) {
 func TestAgentReportsIncompleteUpload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		conn, err := ln.Accept(ctx)
-		if err != nil {
-			return
-		}
-		_, _ = io.Copy(io.Discard, conn)
-	}()
+	addr := fakeMonitor(t, ctx, drain)
 	var out bytes.Buffer
 	// 10 GB cannot cross loopback in 300 ms.
-	err = run(ctx, []string{"-server", ln.Addr().String(), "-upload-bytes", "10GB", "-duration", "300ms", "-stats", "0"}, &out)
+	err := run(ctx, []string{"-server", addr, "-upload-bytes", "10GB", "-duration", "300ms", "-stats", "0"}, &out)
 	require.ErrorContains(t, err, "upload incomplete", out.String())
 	require.ErrorContains(t, err, "of 10000000000 bytes acknowledged")
 	require.ErrorContains(t, err, "-duration 300ms")
@@ -174,17 +183,9 @@ func TestAgentShowsNTPState(t *testing.T) {
 	server := ntptest.StartChronyd(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		conn, err := ln.Accept(ctx)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, conn)
-		}
-	}()
+	addr := fakeMonitor(t, ctx, drain)
 	var out bytes.Buffer
-	err = run(ctx, []string{"-server", ln.Addr().String(), "-ntp", server, "-duration", "300ms", "-stats", "0"}, &out)
+	err := run(ctx, []string{"-server", addr, "-ntp", server, "-duration", "300ms", "-stats", "0"}, &out)
 	require.NoError(t, err, out.String())
 	require.Contains(t, out.String(), "agent: clock: ntp synced (offset ")
 	require.Contains(t, out.String(), "stratum 8)", "chronyd's local stratum 8")
@@ -195,19 +196,12 @@ func TestAgentShowsNTPState(t *testing.T) {
 func TestAgentReportsMonitorHangUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() {
-		conn, err := ln.Accept(ctx)
-		if err != nil {
-			return
-		}
+	addr := fakeMonitor(t, ctx, func(conn *transport.Conn) {
 		_, _ = io.ReadFull(conn, make([]byte, 1000))
 		conn.Close()
-	}()
+	})
 	var out bytes.Buffer
-	err = run(ctx, []string{"-server", ln.Addr().String(), "-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"}, &out)
+	err := run(ctx, []string{"-server", addr, "-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"}, &out)
 	require.ErrorIs(t, err, transport.ErrPeerClosed, out.String())
 	require.ErrorContains(t, err, "upload incomplete")
 	require.ErrorContains(t, err, "of 1000000000 bytes acknowledged")
