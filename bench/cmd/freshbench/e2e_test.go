@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,15 @@ func TestEndToEnd(t *testing.T) {
 		}
 		var stdout, stderr bytes.Buffer
 		require.Equal(t, exitOK, run(args, &stdout, &stderr), stderr.String())
-		require.Empty(t, stderr.String())
+		if i == 0 { // --plot names every file it wrote, and nothing else is said
+			for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+				require.Regexp(t, `^freshbench sim: wrote .*/plots/dumbbell-test-[a-z-]+\.png$`, line)
+			}
+			require.Contains(t, stderr.String(), "dumbbell-test-summary.png")
+			require.Contains(t, stderr.String(), "dumbbell-test-sweep.png")
+		} else {
+			require.Empty(t, stderr.String())
+		}
 		require.Contains(t, stdout.String(), "ACP/ORACLE")
 		b, err := os.ReadFile(filepath.Join(out, "runs.json"))
 		require.NoError(t, err)

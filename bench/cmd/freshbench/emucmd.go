@@ -74,7 +74,7 @@ func runEmu(ctx context.Context, args []string, stdout, stderr io.Writer, emu em
 		if err == nil {
 			c := newSimCommand(cfg, emuAsSim(ctx, emu), stdout, stderr)
 			c.name = "emu"
-			c.progress = isTerminal(stderr)
+			c.progress = true // a bar on a terminal, a line every few seconds elsewhere
 			err = c.run(scs)
 		}
 	}

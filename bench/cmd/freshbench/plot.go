@@ -41,8 +41,8 @@ const (
 //	<scenario>-summary.png          goodput against p95 OWD, one point per cc
 //
 // The time-series plots need traced runs (report.Flow.Series); a plot with
-// nothing to draw is not written.
-func writePlots(dir string, s *scenario.Scenario, runs []*report.Run) error {
+// nothing to draw is not written. It returns the paths it wrote.
+func writePlots(dir string, s *scenario.Scenario, runs []*report.Run) (wrote []string, err error) {
 	for _, r := range runs {
 		base := filepath.Join(dir, fileName(r.Scenario)+"-"+fileName(r.CC))
 		for _, pl := range []struct {
@@ -53,21 +53,27 @@ func writePlots(dir string, s *scenario.Scenario, runs []*report.Run) error {
 		} {
 			p, err := pl.make(r)
 			if err != nil {
-				return err
+				return wrote, err
 			}
 			if p == nil {
 				continue
 			}
-			if err := savePNG(p, base+"-"+pl.suffix+".png"); err != nil {
-				return err
+			path := base + "-" + pl.suffix + ".png"
+			if err := savePNG(p, path); err != nil {
+				return wrote, err
 			}
+			wrote = append(wrote, path)
 		}
 	}
 	p, err := summaryPlot(s, runs)
 	if err != nil || p == nil {
-		return err
+		return wrote, err
 	}
-	return savePNG(p, filepath.Join(dir, fileName(s.Name)+"-summary.png"))
+	path := filepath.Join(dir, fileName(s.Name)+"-summary.png")
+	if err := savePNG(p, path); err != nil {
+		return wrote, err
+	}
+	return append(wrote, path), nil
 }
 
 // savePNG writes p as a plotWidth×plotHeight PNG with its legend, if any,
@@ -460,36 +466,44 @@ func summaryPoints(s *scenario.Scenario, runs []*report.Run) []summaryPoint {
 	return pts
 }
 
-// summaryPlot is Pantheon's throughput–delay plot: goodput (up) against p95
-// one-way delay (x axis inverted, so better is up and to the right), one
-// labelled point per controller; nil without bulk flows.
+// summaryPlot is Pantheon's throughput–delay plot: goodput as a fraction
+// of the forward link's capacity (up, from 0) against p95 one-way delay (x
+// axis inverted, so better is up and to the right), one point per
+// controller, each with its own colour and marker, named in the legend
+// (labels beside the points would overlap where controllers cluster); nil
+// without bulk flows. The fraction counts payload, so headers
+// keep even a full link a few percent below 1.
 func summaryPlot(s *scenario.Scenario, runs []*report.Run) (*plot.Plot, error) {
 	pts := summaryPoints(s, runs)
 	if len(pts) == 0 {
 		return nil, nil
 	}
+	capacity := float64(s.Forward.Rate)
+	ylabel := "goodput / link capacity"
+	if capacity <= 0 {
+		capacity, ylabel = 1e6, "goodput [Mbit/s]"
+	}
 	p := newPlot(s.Name+": goodput vs. delay (better: up and right)",
-		"p95 one-way delay [ms] (axis inverted)", "goodput [Mbit/s]")
+		"p95 one-way delay [ms] (axis inverted)", ylabel)
 	p.X.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}}
-	xys := make(plotter.XYs, len(pts))
-	labels := make([]string, len(pts))
+	all := make(plotter.XYs, len(pts))
 	for i, pt := range pts {
-		xys[i] = plotter.XY{X: pt.OWDp95Ms, Y: pt.GoodputBps / 1e6}
-		labels[i] = pt.CC
+		xy := plotter.XY{X: pt.OWDp95Ms, Y: pt.GoodputBps / capacity}
+		all[i] = xy
+		sc, err := plotter.NewScatter(plotter.XYs{xy})
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Shape: plotutil.Shape(i), Radius: vg.Points(6), Color: plotutil.Color(i)}
+		p.Add(sc)
+		p.Legend.Add(pt.CC, sc)
 	}
-	sc, err := plotter.NewScatter(xys)
-	if err != nil {
-		return nil, err
+	p.X.Min, p.X.Max = padRange(all, func(xy plotter.XY) float64 { return xy.X })
+	_, hi := padRange(all, func(xy plotter.XY) float64 { return xy.Y })
+	p.Y.Min, p.Y.Max = 0, hi
+	if ylabel != "goodput [Mbit/s]" {
+		p.Y.Max = max(hi, 1.05)
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Shape: draw.CircleGlyph{}, Radius: vg.Points(4), Color: color.RGBA{R: 0xcc, A: 0xff}}
-	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-	if err != nil {
-		return nil, err
-	}
-	lb.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(2)}
-	p.Add(sc, lb)
-	p.X.Min, p.X.Max = padRange(xys, func(xy plotter.XY) float64 { return xy.X })
-	p.Y.Min, p.Y.Max = padRange(xys, func(xy plotter.XY) float64 { return xy.Y })
 	return p, nil
 }
 

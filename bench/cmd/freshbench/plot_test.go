@@ -23,7 +23,9 @@ func requirePNG(t *testing.T, path string) {
 func TestWritePlots(t *testing.T) {
 	dir := t.TempDir()
 	s, runs := fixtureRuns(t, "owd", "cubic", "reno")
-	require.NoError(t, writePlots(dir, s, runs))
+	wrote, err := writePlots(dir, s, runs)
+	require.NoError(t, err)
+	require.Len(t, wrote, 3*5+1, "it says which files it wrote")
 	for _, cc := range []string{"owd", "cubic", "reno"} {
 		for _, kind := range []string{"throughput", "owd", "cwnd", "age", "cdf"} {
 			requirePNG(t, filepath.Join(dir, "dumbbell-test-"+cc+"-"+kind+".png"))
@@ -41,7 +43,9 @@ func TestWritePlotsWithoutTraces(t *testing.T) {
 	for i := range runs[0].Flows {
 		runs[0].Flows[i].Series, runs[0].Flows[i].OWDSamples = nil, nil
 	}
-	require.NoError(t, writePlots(dir, s, runs))
+	wrote, err := writePlots(dir, s, runs)
+	require.NoError(t, err)
+	require.Equal(t, []string{filepath.Join(dir, "dumbbell-test-summary.png")}, wrote)
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1) // only the summary

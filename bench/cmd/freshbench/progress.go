@@ -19,14 +19,20 @@ const (
 	progressEvery = 100 * time.Millisecond
 	// progressWidth is the bar's width in characters.
 	progressWidth = 30
+	// progressLineEvery is how often a long run prints a progress line
+	// when stderr is not a terminal (a log file, CI): often enough to show
+	// it is alive, rarely enough to keep the log short.
+	progressLineEvery = 5 * time.Second
 )
 
 // progressBar draws "label [=====>    ]  42%" on one terminal line, from
-// progressDelay after it was made until Done erases it. A disabled bar
-// (stderr not a terminal) does nothing.
+// progressDelay after it was made until Done erases it. On a writer that is
+// not a terminal it prints the same text as a plain line every
+// progressLineEvery instead. A disabled bar does nothing.
 type progressBar struct {
 	w       io.Writer
 	enabled bool
+	lines   bool // not a terminal: plain lines, no redraws
 	label   string
 	now     func() time.Time // time.Now; a fake in tests
 	start   time.Time
@@ -35,7 +41,7 @@ type progressBar struct {
 }
 
 func newProgressBar(w io.Writer, enabled bool, label string) *progressBar {
-	p := &progressBar{w: w, enabled: enabled, label: label, now: time.Now}
+	p := &progressBar{w: w, enabled: enabled, lines: !isTerminal(w), label: label, now: time.Now}
 	if enabled {
 		p.start = p.now()
 	}
@@ -48,16 +54,24 @@ func (p *progressBar) Set(frac float64) {
 		return
 	}
 	t := p.now()
-	if t.Sub(p.start) < progressDelay || (p.drawn && t.Sub(p.last) < progressEvery) {
+	every := progressEvery
+	if p.lines {
+		every = progressLineEvery
+	}
+	if t.Sub(p.start) < progressDelay || (p.drawn && t.Sub(p.last) < every) {
 		return
 	}
 	p.last, p.drawn = t, true
+	if p.lines {
+		fmt.Fprintln(p.w, renderBar(p.label, frac, progressWidth))
+		return
+	}
 	fmt.Fprint(p.w, "\r"+renderBar(p.label, frac, progressWidth)+"\x1b[K")
 }
 
-// Done erases the bar if it was drawn.
+// Done erases the bar if it was drawn (plain lines stay).
 func (p *progressBar) Done() {
-	if p.drawn {
+	if p.drawn && !p.lines {
 		fmt.Fprint(p.w, "\r\x1b[K")
 		p.drawn = false
 	}

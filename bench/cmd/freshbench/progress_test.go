@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ func TestProgressBar(t *testing.T) {
 	var b bytes.Buffer
 	now := time.Unix(1000, 0)
 	p := newProgressBar(&b, true, "run")
+	p.lines = false // as on a terminal
 	p.now = func() time.Time { return now }
 	p.start = now
 
@@ -38,7 +40,26 @@ func TestProgressBar(t *testing.T) {
 	p.Done()
 	require.True(t, bytes.HasSuffix(b.Bytes(), []byte("\r\x1b[K")))
 
-	// Disabled (not a terminal): nothing, ever.
+	// Not a terminal (a log file, CI): a plain line every
+	// progressLineEvery, no carriage returns, nothing erased.
+	b.Reset()
+	l := newProgressBar(&b, true, "run")
+	require.True(t, l.lines, "a buffer is not a terminal")
+	l.now = func() time.Time { return now }
+	l.start = now
+	now = now.Add(progressDelay)
+	l.Set(0.2)
+	require.Equal(t, "run [======>                       ]  20%\n", b.String())
+	now = now.Add(progressLineEvery / 2)
+	l.Set(0.3)
+	require.Equal(t, 1, strings.Count(b.String(), "\n"), "a line every progressLineEvery")
+	now = now.Add(progressLineEvery)
+	l.Set(0.4)
+	l.Done()
+	require.Equal(t, 2, strings.Count(b.String(), "\n"))
+	require.NotContains(t, b.String(), "\r")
+
+	// Disabled: nothing, ever.
 	b.Reset()
 	q := newProgressBar(&b, false, "run")
 	q.Set(0.5)

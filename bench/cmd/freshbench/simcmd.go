@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -207,7 +208,7 @@ type simCommand struct {
 	table    io.Writer // the summary tables: stdout, or stderr if stdout carries JSON
 	stdout   io.Writer
 	stderr   io.Writer
-	progress bool // draw progress bars on stderr (a terminal)
+	progress bool // show progress on stderr (see progressBar)
 }
 
 // runSimCommand is "freshbench sim": it returns the exit code.
@@ -221,7 +222,7 @@ func runSimCommand(args []string, stdout, stderr io.Writer) int {
 		var scs []*scenario.Scenario
 		if scs, err = loadScenarios(cfg); err == nil {
 			c := newSimCommand(cfg, sim.Run, stdout, stderr)
-			c.progress = isTerminal(stderr)
+			c.progress = true // a bar on a terminal, a line every few seconds elsewhere
 			err = c.run(scs)
 		}
 	}
@@ -262,8 +263,15 @@ func (c *simCommand) run(scs []*scenario.Scenario) error {
 		}
 		all = append(all, runs...)
 		if c.cfg.PlotDir != "" {
-			if err := writePlots(c.cfg.PlotDir, s, runs); err != nil {
+			wrote, err := writePlots(c.cfg.PlotDir, s, runs)
+			if err != nil {
 				return fmt.Errorf("freshbench %s: plots of %s: %w", c.name, s.Name, err)
+			}
+			if len(wrote) == 0 {
+				fmt.Fprintf(c.stderr, "freshbench %s: --plot: nothing to plot for %s\n", c.name, s.Name)
+			}
+			for _, w := range wrote {
+				fmt.Fprintf(c.stderr, "freshbench %s: wrote %s\n", c.name, w)
 			}
 		}
 		for _, r := range runs { // plotted: free the traces
@@ -283,6 +291,7 @@ func (c *simCommand) run(scs []*scenario.Scenario) error {
 				if err := writeSweepPlot(c.cfg.PlotDir, sum); err != nil {
 					return fmt.Errorf("freshbench %s: sweep plot of %s: %w", c.name, s.Name, err)
 				}
+				fmt.Fprintf(c.stderr, "freshbench %s: wrote %s\n", c.name, filepath.Join(c.cfg.PlotDir, fileName(sum.Scenario)+"-sweep.png"))
 			}
 			all = append(all, sruns...)
 			sweeps = append(sweeps, sum)
