@@ -17,6 +17,7 @@ const (
 	DisciplineCoDel   = "codel"
 	DisciplineFQCoDel = "fq_codel"
 	DisciplineCake    = "cake"
+	DisciplineWMM     = "wmm"
 )
 
 // QueueConfig chooses and configures the link's queue discipline. Fields a
@@ -24,14 +25,16 @@ const (
 // defaults.
 type QueueConfig struct {
 	// Discipline is DisciplineFIFO (also for ""), DisciplineCoDel,
-	// DisciplineFQCoDel or DisciplineCake.
+	// DisciplineFQCoDel, DisciplineCake or DisciplineWMM.
 	Discipline string
-	Limit      int           // packets (all)
-	LimitBytes int           // bytes (all)
-	Target     time.Duration // CoDel target (codel, fq_codel, cake)
-	Interval   time.Duration // CoDel interval (codel, fq_codel, cake)
+	Limit      int           // packets (all; per access category for wmm, see ACLimit)
+	LimitBytes int           // bytes (all; per access category for wmm)
+	Target     time.Duration // CoDel target (codel, fq_codel, cake, wmm with codel)
+	Interval   time.Duration // CoDel interval (codel, fq_codel, cake, wmm with codel)
 	Quantum    int           // DRR quantum, bytes (fq_codel, cake)
 	Flows      int           // flow queues (fq_codel; per tin for cake)
+	ACQueue    WMMQueue      // queue in each access category (wmm; "": fifo)
+	ACLimit    int           // packets per access category (wmm; 0: Limit)
 }
 
 // GilbertElliott is the two-state burst-loss model: in the good state a
@@ -81,6 +84,8 @@ func LinkConfigFromPath(p scenario.Path, seed uint64) LinkConfig {
 			Interval:   p.Queue.Interval.D(),
 			Quantum:    p.Queue.Quantum,
 			Flows:      p.Queue.Flows,
+			ACQueue:    WMMQueue(p.Queue.ACQueue),
+			ACLimit:    p.Queue.ACLimit,
 		},
 		Seed: seed,
 	}
@@ -142,9 +147,18 @@ func newQueue(cfg LinkConfig, drop DropFunc) (Queue, error) {
 			Rate: cfg.Rate, Limit: q.Limit, LimitBytes: q.LimitBytes, Flows: q.Flows, Quantum: q.Quantum,
 			Target: q.Target, Interval: q.Interval, HashSeed: cfg.Seed,
 		}, drop)
+	case DisciplineWMM:
+		limit := q.Limit
+		if q.ACLimit != 0 {
+			limit = q.ACLimit
+		}
+		return NewWMM(WMMConfig{
+			ACQueue: q.ACQueue, Limit: limit, LimitBytes: q.LimitBytes,
+			Target: q.Target, Interval: q.Interval,
+		}, drop)
 	}
-	return nil, invalid("queue discipline %q: want %s, %s, %s or %s",
-		q.Discipline, DisciplineFIFO, DisciplineCoDel, DisciplineFQCoDel, DisciplineCake)
+	return nil, invalid("queue discipline %q: want %s, %s, %s, %s or %s",
+		q.Discipline, DisciplineFIFO, DisciplineCoDel, DisciplineFQCoDel, DisciplineCake, DisciplineWMM)
 }
 
 // LinkStats are a link's counters since NewLink.

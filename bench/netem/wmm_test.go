@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
 	"github.com/stretchr/testify/require"
 )
 
@@ -329,4 +332,119 @@ func TestWMMConfigErrors(t *testing.T) {
 		_, err := NewWMM(cfg, nil)
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", cfg)
 	}
+}
+
+// TestLinkWMMPrioritisesSparseCS7: on the link, under a standing
+// best-effort bulk queue, a sparse CS7 flow waits at most for the packet
+// on the wire; the same flow marked best effort waits behind the whole
+// bulk queue, as with a FIFO.
+func TestLinkWMMPrioritisesSparseCS7(t *testing.T) {
+	meanDelays := func(queue QueueConfig, sparseDSCP uint8) (sparse, bulk time.Duration) {
+		const rate = 10 * cc.MbitPerSecond
+		l := newLink(t, LinkConfig{Rate: rate, Delay: 10 * time.Millisecond, Queue: queue}, nil)
+		var sum [2]time.Duration
+		var n [2]int
+		// Bulk at 12 Mbit/s (1500 B every 1 ms), sparse 100 B every 20 ms.
+		for ms := 0; ms < 5000; ms++ {
+			now := at(time.Duration(ms) * time.Millisecond)
+			l.Enqueue(now, &Packet{FlowKey: 1, Size: 1500})
+			if ms%20 == 5 {
+				l.Enqueue(now, &Packet{FlowKey: 2, Size: 100, DSCP: sparseDSCP})
+			}
+			for p := l.Poll(now); p != nil; p = l.Poll(now) {
+				if ms < 1000 {
+					continue // let the queue build
+				}
+				i := int(p.FlowKey - 1)
+				sum[i] += p.QueueDelay
+				n[i]++
+			}
+		}
+		require.NotZero(t, n[0])
+		require.NotZero(t, n[1])
+		return sum[1] / time.Duration(n[1]), sum[0] / time.Duration(n[0])
+	}
+	oneBulk := TxTime(1500, 10*cc.MbitPerSecond)
+	for _, acq := range []WMMQueue{WMMFIFO, WMMCoDel} {
+		wmm := QueueConfig{Discipline: DisciplineWMM, Limit: 1000, ACQueue: acq}
+		sparse, bulk := meanDelays(wmm, 56)
+		require.LessOrEqual(t, sparse, oneBulk, "%s: CS7 waits at most for the packet on the wire", acq)
+		require.Greater(t, bulk, DefaultTarget, "%s: bulk has a standing queue", acq)
+		sparse, bulk = meanDelays(wmm, 0)
+		require.Greater(t, sparse, DefaultTarget, "%s: best effort shares the bulk queue", acq)
+		require.InEpsilon(t, float64(bulk), float64(sparse), 0.1, acq)
+	}
+	fifo, _ := meanDelays(QueueConfig{Discipline: DisciplineFIFO, Limit: 1000}, 0)
+	wmmBE, _ := meanDelays(QueueConfig{Discipline: DisciplineWMM, Limit: 1000}, 0)
+	require.Equal(t, fifo, wmmBE, "all best effort: wmm with ac_queue fifo is the fifo")
+}
+
+// TestLinkWMMExactWhateverTheCallPattern: as
+// TestLinkExactWhateverTheCallPattern, for wmm with CoDel in each category.
+func TestLinkWMMExactWhateverTheCallPattern(t *testing.T) {
+	cfg := LinkConfig{
+		Rate: 2 * cc.MbitPerSecond, Delay: 20 * time.Millisecond, Jitter: 3 * time.Millisecond,
+		Loss: 0.01, Seed: 11, Queue: QueueConfig{Discipline: DisciplineWMM, ACQueue: WMMCoDel, Limit: 200},
+	}
+	mk := func() ([]*Packet, []clock.Mono) {
+		var ps []*Packet
+		var ts []clock.Mono
+		// 3 Mbit/s of bulk in 4 flows (one of them AF11, one CS1) plus a
+		// CS7 update every 10 ms for 3 s.
+		for us := 0; us < 3_000_000; us += 4000 {
+			now := at(time.Duration(us) * time.Microsecond)
+			for f, dscp := range []uint8{0, 0, 10, 8} {
+				ps = append(ps, &Packet{FlowKey: uint64(f), Size: 375 * 4, DSCP: dscp, Handle: uint64(len(ps))})
+				ts = append(ts, now)
+			}
+			if us%10000 == 0 {
+				ps = append(ps, &Packet{FlowKey: 9, Size: 200, DSCP: 56, Handle: uint64(len(ps))})
+				ts = append(ts, now)
+			}
+		}
+		return ps, ts
+	}
+	ps, ts := mk()
+	fine := drive(t, cfg, ps, ts, true, 0)
+	ps, ts = mk()
+	coarse := drive(t, cfg, ps, ts, false, 37*time.Millisecond)
+	require.NotEmpty(t, fine.delivered)
+	require.Equal(t, fine.delivered, coarse.delivered)
+	require.Equal(t, fine.dropped, coarse.dropped)
+	require.Equal(t, fine.reasons, coarse.reasons)
+	require.Equal(t, fine.stats, coarse.stats)
+	require.NotZero(t, fine.stats.DroppedAQM)
+	require.Equal(t, fine.stats.Enqueued,
+		fine.stats.Delivered+fine.stats.DroppedRandom+fine.stats.DroppedOverflow+fine.stats.DroppedAQM)
+}
+
+func TestLinkConfigFromPathWMM(t *testing.T) {
+	s, err := scenario.Parse([]byte(`{"name":"x","duration":"10s","flows":[{"kind":"bulk"}],
+		"forward":{"rate":"1Mbps","queue":{"discipline":"wmm","limit":50,"ac_queue":"codel","ac_limit":3,"target":"10ms"}},
+		"reverse":{"rate":"1Mbps","queue":{"discipline":"wmm"}}}`))
+	require.NoError(t, err)
+	cfg := LinkConfigFromPath(s.Forward, 7)
+	require.Equal(t, QueueConfig{Discipline: DisciplineWMM, Limit: 50, ACQueue: WMMCoDel, ACLimit: 3, Target: 10 * time.Millisecond}, cfg.Queue)
+	var d drops
+	l := newLink(t, cfg, d.fn)
+	// ac_limit 3 per category: the first best-effort packet goes on the
+	// wire, three wait, the fifth is dropped; voice still takes three.
+	for i := 0; i < 5; i++ {
+		l.Enqueue(at(0), &Packet{Size: 1000})
+	}
+	for i := 0; i < 3; i++ {
+		l.Enqueue(at(0), &Packet{Size: 100, DSCP: 46})
+	}
+	require.Equal(t, []DropReason{DropOverflow}, d.reasons)
+	require.Equal(t, 6, l.Stats().Backlog)
+
+	rev := LinkConfigFromPath(s.Reverse, 8)
+	require.Equal(t, QueueConfig{Discipline: DisciplineWMM, Limit: 1000, ACQueue: WMMFIFO}, rev.Queue)
+	_, err = NewLink(rev, nil)
+	require.NoError(t, err)
+
+	bad := cfg
+	bad.Queue.ACQueue = "red"
+	_, err = NewLink(bad, nil)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 }

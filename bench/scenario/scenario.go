@@ -19,16 +19,17 @@ var ErrInvalid = errors.New("invalid scenario")
 
 // Queue configures the bottleneck queue discipline of one direction.
 type Queue struct {
-	// Discipline is "fifo" (default), "codel", "fq_codel" or "cake".
+	// Discipline is "fifo" (default), "codel", "fq_codel", "cake" or "wmm".
 	Discipline string `json:"discipline,omitempty"`
 	// Limit is the queue capacity in packets (default 1000, as Linux's
 	// pfifo/fq_codel; the paper scenarios set 50).
 	Limit int `json:"limit,omitempty"`
 	// LimitBytes, if set, limits the queue in bytes instead (fifo only: a
-	// bfifo) or in addition (others).
+	// bfifo) or in addition (others; for wmm, per access category).
 	LimitBytes int `json:"limit_bytes,omitempty"`
 	// Target and Interval are CoDel's parameters (default 5ms, 100ms;
-	// RFC 8289 §4.3–4.4), used by codel, fq_codel and cake.
+	// RFC 8289 §4.3–4.4), used by codel, fq_codel, cake and wmm with
+	// ac_queue codel (one CoDel per access category).
 	Target   Duration `json:"target,omitempty"`
 	Interval Duration `json:"interval,omitempty"`
 	// Quantum is the FQ deficit-round-robin quantum in bytes (default 1514,
@@ -36,6 +37,13 @@ type Queue struct {
 	Quantum int `json:"quantum,omitempty"`
 	// Flows is the number of FQ flow queues (default 1024, RFC 8290).
 	Flows int `json:"flows,omitempty"`
+	// ACQueue is the queue inside each WMM access category, "fifo"
+	// (default) or "codel" (wmm only).
+	ACQueue string `json:"ac_queue,omitempty"`
+	// ACLimit is each WMM access category's capacity in packets (default:
+	// Limit, so every category is as deep as the whole queue of the other
+	// disciplines; wmm only).
+	ACLimit int `json:"ac_limit,omitempty"`
 }
 
 // GilbertElliott configures bursty loss: a two-state Markov chain. In the
@@ -239,10 +247,21 @@ func (p *Path) validate() error {
 	}
 	switch q.Discipline {
 	case "fifo", "codel", "fq_codel", "cake":
+		if q.ACQueue != "" || q.ACLimit != 0 {
+			return fmt.Errorf("ac_queue and ac_limit are wmm parameters, not %s's", q.Discipline)
+		}
+	case "wmm":
+		switch q.ACQueue {
+		case "":
+			q.ACQueue = "fifo"
+		case "fifo", "codel":
+		default:
+			return fmt.Errorf("ac_queue %q: want fifo or codel", q.ACQueue)
+		}
 	default:
-		return fmt.Errorf("queue discipline %q: want fifo, codel, fq_codel or cake", q.Discipline)
+		return fmt.Errorf("queue discipline %q: want fifo, codel, fq_codel, cake or wmm", q.Discipline)
 	}
-	if q.Limit < 0 || q.LimitBytes < 0 || q.Quantum < 0 || q.Flows < 0 {
+	if q.Limit < 0 || q.LimitBytes < 0 || q.Quantum < 0 || q.Flows < 0 || q.ACLimit < 0 {
 		return errors.New("queue limits must not be negative")
 	}
 	if q.Limit == 0 && q.LimitBytes == 0 {

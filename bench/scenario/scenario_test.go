@@ -106,3 +106,25 @@ func TestCommittedScenariosLoad(t *testing.T) {
 		require.NoError(t, err, f)
 	}
 }
+
+func TestQueueWMM(t *testing.T) {
+	parse := func(queue string) (*Scenario, error) {
+		return Parse([]byte(`{"name": "w", "duration": "1s", "forward": {"rate": "1Mbps", "queue": ` + queue + `},
+			"reverse": {"rate": "1Mbps"}, "flows": [{"kind": "acp", "dscp": "CS7"}]}`))
+	}
+	s, err := parse(`{"discipline": "wmm"}`)
+	require.NoError(t, err)
+	require.Equal(t, Queue{Discipline: "wmm", Limit: 1000, ACQueue: "fifo"}, s.Forward.Queue)
+	s, err = parse(`{"discipline": "wmm", "limit": 50, "ac_queue": "codel", "ac_limit": 20}`)
+	require.NoError(t, err)
+	require.Equal(t, Queue{Discipline: "wmm", Limit: 50, ACQueue: "codel", ACLimit: 20}, s.Forward.Queue)
+	for _, q := range []string{
+		`{"discipline": "wmm", "ac_queue": "fq_codel"}`,
+		`{"discipline": "wmm", "ac_limit": -1}`,
+		`{"discipline": "fifo", "ac_queue": "codel"}`,
+		`{"discipline": "cake", "ac_limit": 10}`,
+	} {
+		_, err := parse(q)
+		require.ErrorIs(t, err, ErrInvalid, q)
+	}
+}
