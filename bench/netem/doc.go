@@ -160,8 +160,21 @@
 // diffserv4/8 and precedence modes, and the separate "sparse/bulk" flow
 // counts of CAKE's DRR++.
 //
+// wmm — a Wi-Fi WMM-like strict-priority scheduler (wmm.go): four access
+// categories (voice, video, best effort, background) chosen by DSCP through
+// the 802.11 user priority as RFC 8325 maps them (CS7 and CS6 → voice; EF,
+// VA → voice; CS5, AF4x, CS4, AF3x, CS3 → video; AF2x, CS2, AF1x, DF →
+// best effort; CS1, LE → background). A category is served only while
+// every higher one is empty; each holds a FIFO or a CoDel (ac_queue) of its
+// own limit. Real EDCA gives probabilistic priority through contention
+// windows and AIFS between stations; this models the limit of one station
+// whose voice queue always wins. With only best-effort traffic it is
+// exactly a fifo or codel of that limit.
+//
 // # References
 //
+//   - IEEE 802.11-2020 §10.2.4.2 (EDCA access categories); RFC 8325,
+//     Mapping Diffserv to IEEE 802.11.
 //   - RFC 8289, Controlled Delay Active Queue Management (CoDel).
 //   - RFC 8290, The Flow Queue CoDel Packet Scheduler and AQM (FQ-CoDel).
 //   - T. Høiland-Jørgensen, D. Täht, J. Morton, "Piece of CAKE: A
