@@ -1,76 +1,98 @@
-// Command bulk measures bulk-transfer throughput over fresh, the way iperf3
-// does over TCP: a server that receives, a client that sends for a fixed
-// time and reports per-interval and total throughput with its controller's
-// retransmissions and congestion window.
+// Command bulk measures bulk-transfer throughput over fresh the way iperf3
+// does over TCP, and takes iperf3's flags: a server that waits for tests, a
+// client that runs one for a fixed time and reports per-interval and total
+// throughput with its controller's retransmissions and congestion window.
 //
-//	bulk -s [-p 5201] [-1]
-//	bulk -c HOST [-p 5201] [-t 10s] [-i 1s] [-C owd|cubic|reno|htcp|rttdelay] [-l 128K] [-w 4M] [-J]
+//	bulk -s [-p 5201] [-1] [-J | --json-stream] [--logfile F] [-4 | -6]
+//	bulk -c HOST [-p 5201] [-t 10] [-i 1] [-P 1] [-R | --bidir] [-b 0] [-l 128K] [-w 4M]
+//	     [-C owd] [-S TOS | --dscp NAME] [-J | --json-stream] [--logfile F] [-V] [-4 | -6]
 //
-// The client writes random bytes to the connection's stream for -t, then
-// half-closes it (CloseWrite). The server reads until EOF, then writes one
-// JSON line back on its own stream — the bytes it received and over how
-// long, from the first byte to EOF — and the client prints that as the
-// receiver's line of the summary, as iperf3 does.
+// # How a test runs
 //
-// Output, as iperf3's:
+// As iperf3, a test has a control connection and data connections, all
+// fresh connections over UDP:
 //
-//	[ ID] Interval           Transfer     Bitrate         Retr  Cwnd
-//	[  1]   0.00-1.00   sec   232 KBytes  1.90 Mbits/sec    0   14.1 KBytes
-//	…
-//	[  1]   0.00-10.00  sec  2.26 MBytes  1.90 Mbits/sec    3             sender
-//	[  1]   0.00-10.06  sec  2.27 MBytes  1.89 Mbits/sec                  receiver
+//  1. The client dials the server's port (-p) and writes the test's
+//     parameters as one JSON line on that control connection's stream:
+//     {"cookie":…, "test_start":{…}, "fresh":{"cc":…, "dscp":…, "window":…}}.
+//     test_start holds iperf3's fields (protocol, num_streams, blksize,
+//     omit, duration, bytes, blocks, reverse, tos, target_bitrate, bidir,
+//     fqrate, interval); fresh holds the controller (-C), the stream's DSCP
+//     (-S/--dscp) and the buffer size (-w).
+//  2. The server opens a listener for this test's data connections on an
+//     ephemeral UDP port of the same address, configured with those
+//     parameters (its Config.CC, StreamDSCP, SendBuffer and ReceiveWindow),
+//     and answers with one JSON line, {"data_port":N} or {"error":"…"}. A
+//     firewall in front of the server must let that port through too.
+//  3. The client dials -P data connections to it with the same settings.
+//     Data flows client to server, server to client with -R, or both ways
+//     on each connection with --bidir. Each sender writes -l blocks of
+//     random bytes for -t (paced to -b per connection if given), then
+//     half-closes its stream (CloseWrite); each receiver reads to EOF.
+//  4. Each side writes its results as one JSON line on the control
+//     connection (client first) and reads the other's, so both can report
+//     the sender's and the receiver's view, as iperf3 exchanges results.
 //
-// Transfer and Bitrate of the intervals and of the sender line count stream
-// bytes the receiver acknowledged in that time (Stats.StreamBytesAcked), not
-// bytes handed to Write: the stream's send buffer (-w, up to 4 MiB by default)
-// can hold seconds of data on a slow path, and counting it would overstate the
-// rate. The bytes still buffered when -t ends are delivered afterwards and
-// counted by the receiver only, whose interval runs until it read EOF.
-// Retr counts stream packets that carried retransmitted bytes
-// (Stats.Retransmitted); Cwnd is the controller's window (Stats.Window).
-// Units: Bytes are binary (KByte = 1024), bits decimal (Mbit = 10⁶), as in
-// iperf3.
+// So the stream's DSCP marks the data in both directions: the client's
+// packets by its own Config.StreamDSCP, the server's by its test
+// listener's. The control connection is left best effort.
 //
-// # JSON (-J)
+// Senders count bytes the receiver acknowledged (Stats.StreamBytesAcked),
+// not bytes handed to Write: the send buffer (-w) can hold seconds of data on
+// a slow path, and counting it would overstate the rate. The bytes still
+// buffered when -t ends are delivered afterwards and counted by the receiver
+// only, whose time runs until it read EOF. Intervals cover -t. Retr counts
+// stream packets that carried retransmitted bytes (Stats.Retransmitted); Cwnd
+// is the controller's window (Stats.Window). Units: Bytes binary (KByte =
+// 1024), bits decimal (Mbit = 10⁶), as in iperf3.
 //
-// With -J the client prints one JSON object instead, shaped like iperf3's:
+// -b paces the application's writes to the target rate (bits/s per
+// connection, as iperf3's -b per stream): a sender writes a block only when
+// the bytes written so far are within the rate. It is a ceiling, not a
+// promise: fresh's congestion controller (-C) still governs below it and
+// sends slower when the path says so.
 //
-//	start.connected[0]           local_host, local_port, remote_host, remote_port
-//	start.connecting_to          host, port
+// # JSON (-J, --json-stream)
+//
+// With -J each side prints one JSON object when the test ends, with
+// iperf3's keys where iperf3 has the concept:
+//
+//	start.connected[]            socket (the stream's number), local_host, local_port, remote_host, remote_port
+//	start.connecting_to          client: host, port; the server has accepted_connection
 //	start.timestamp              time (RFC 1123), timesecs (Unix seconds)
-//	start.test_start             protocol "fresh", num_streams 1, blksize (-l), duration (s)
-//	intervals[].streams[0], .sum start, end, seconds, bytes, bits_per_second,
-//	                             retransmits; streams also snd_cwnd (bytes) and rtt (µs, SRTT)
-//	end.sum_sent                 start, end, seconds, bytes, bits_per_second, retransmits
-//	                             (bytes acknowledged during -t, as the sender line)
-//	end.sum_received             start, end, seconds, bytes, bits_per_second (the server's report)
-//	end.streams[0].sender        as sum_sent plus max_snd_cwnd (bytes), max_rtt, min_rtt,
-//	                             mean_rtt (µs; mean of the per-interval SRTTs)
-//	end.streams[0].receiver      as sum_received
-//	end.sender_tcp_congestion    the controller (-C), iperf3's name for it
-//	end.receiver_tcp_congestion  the receiver's ("-": it runs none for this stream)
-//	end.fresh                    what iperf3 has no field for: cc, srtt_us, min_rtt_us,
-//	                             min_owd_us, cur_owd_us, delay_signal, packets_lost,
-//	                             retransmitted, packets_sent, drain_seconds (CloseWrite
-//	                             to the server's report)
+//	start.cookie                 the test's random id, the same on both sides
+//	start.test_start             every parameter: protocol "fresh", num_streams (-P), blksize (-l),
+//	                             omit 0, duration (-t, s), bytes 0, blocks 0, reverse, tos (-S, or the
+//	                             DSCP·4), target_bitrate (-b), bidir, fqrate 0, interval (-i, s)
+//	intervals[].streams[]        socket, start, end, seconds, bytes, bits_per_second, omitted, sender;
+//	                             a sending stream also retransmits, snd_cwnd (bytes), rtt (µs, SRTT)
+//	intervals[].sum              the test's direction summed (sender: whether this host sends it);
+//	                             --bidir adds sum_bidir_reverse for the other direction
+//	end.streams[].sender         start, end, seconds, bytes (acknowledged in -t), bits_per_second,
+//	                             retransmits, max_snd_cwnd, max_rtt, min_rtt, mean_rtt (µs)
+//	end.streams[].receiver       start, end, seconds, bytes (read), bits_per_second
+//	end.sum_sent, sum_received   the test's direction; --bidir adds sum_sent_bidir_reverse and
+//	                             sum_received_bidir_reverse
+//	end.cpu_utilization_percent  host_total, host_user, host_system and remote_… (this process's
+//	                             CPU time over the test's wall time)
+//	end.sender_tcp_congestion    the controller (-C), iperf3's name for it; receiver_tcp_congestion too
+//	end.fresh                    what iperf3 has no field for: cc, dscp, srtt_us, min_rtt_us,
+//	                             min_owd_us, cur_owd_us, delay_signal, packets_sent, packets_lost,
+//	                             retransmitted (summed over the data connections; delays the worst)
 //	error                        set if the test failed
 //
-// Not implemented: -R (reverse), -P (parallel streams), -u, -b; the server
-// has no -J.
+// --json-stream prints the same objects as iperf3 3.17's line-delimited
+// events, one JSON object a line as they happen: {"event":"start","data":…},
+// {"event":"interval","data":…} each interval, {"event":"end","data":…}, and
+// {"event":"error","data":"…"} if the test failed.
 //
-// Flags:
+// # Not supported
 //
-//	-s          run the server
-//	-c HOST     run the client, sending to HOST
-//	-p PORT     UDP port (default 5201, iperf3's)
-//	-1          server: handle one client, then exit
-//	-t 10s      client: how long to send
-//	-i 1s       interval between reports (0: none)
-//	-C owd      client: congestion controller (owd, cubic, reno, htcp, rttdelay, …)
-//	-l 128K     client: bytes per Write (K, M, G binary as iperf3's; KB, MB decimal; 1e6)
-//	-w 0        client: send buffer and receive window in bytes (0: transport's 4 MiB)
-//	-J          client: JSON output
-//	-v          debug logs (log/slog) on stderr
+// bulk measures fresh's reliable stream, so iperf3's other modes and its
+// TCP socket knobs are refused with an error naming the flag: -u (UDP),
+// --sctp, -Z (zero copy), --cport, -B, -n, -k, -O, -F, -A, -N, -M, -T, -f,
+// -D, -I, -L, --get-server-output, --connect-timeout, --fq-rate,
+// --username/--rsa-… (authentication), --timestamps, --forceflush. -h lists them.
 package main
 
 import (
@@ -80,7 +102,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,38 +120,225 @@ func main() { cli.Main("bulk", run) }
 
 // options are the parsed flags.
 type options struct {
-	server   bool
-	host     string
-	port     int
-	oneOff   bool
-	duration time.Duration
-	interval time.Duration
-	cc       string
-	blksize  int
-	window   int
-	json     bool
-	logger   *slog.Logger
+	server     bool
+	host       string
+	port       int
+	oneOff     bool
+	duration   time.Duration
+	interval   time.Duration
+	cc         string
+	blksize    int
+	window     int
+	parallel   int
+	reverse    bool
+	bidir      bool
+	rate       float64        // bits/s per connection, 0: unlimited
+	dscp       transport.DSCP // zero: unset (best effort)
+	json       bool
+	jsonStream bool
+	logfile    string
+	verbose    bool
+	network    string // "", "ip4" (-4) or "ip6" (-6)
+	version    bool
+	logger     *slog.Logger
+}
+
+// seconds is a -t or -i value: bare seconds as iperf3's ("10", "0.5") or a
+// Go duration ("10s", "500ms").
+type seconds time.Duration
+
+func (s *seconds) String() string { return time.Duration(*s).String() }
+
+func (s *seconds) Set(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e9 {
+			return fmt.Errorf("%q: not a number of seconds", v)
+		}
+		*s = seconds(time.Duration(f * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q: want seconds (10, 0.5) or a duration (10s, 500ms)", v)
+	}
+	*s = seconds(d)
+	return nil
+}
+
+// bitrate is a -b value: bits per second with iperf3's decimal units, K, M,
+// G, T (any case): 500K = 500000, 10M = 10⁷.
+type bitrate float64
+
+func (b *bitrate) String() string { return strconv.FormatFloat(float64(*b), 'g', -1, 64) }
+
+func (b *bitrate) Set(v string) error {
+	v = strings.TrimSpace(v)
+	if strings.Contains(v, "/") {
+		return fmt.Errorf("%q: bursts (/N) are not supported: give a rate such as 10M", v)
+	}
+	mult := 1.0
+	if v != "" {
+		switch v[len(v)-1] {
+		case 'k', 'K':
+			mult = 1e3
+		case 'm', 'M':
+			mult = 1e6
+		case 'g', 'G':
+			mult = 1e9
+		case 't', 'T':
+			mult = 1e12
+		}
+		if mult != 1 {
+			v = v[:len(v)-1]
+		}
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("%q: want bits per second such as 10M, 500K or 1e6", v)
+	}
+	*b = bitrate(f * mult)
+	return nil
+}
+
+// tosFlag is -S: an IPv4 TOS byte as iperf3 takes it, decimal, 0x hex or 0
+// octal (0x10 = 16 = DSCP 4). The DSCP is its upper six bits; the low two
+// are ECN's and must be zero.
+type tosFlag struct{ d *transport.DSCP }
+
+func (t tosFlag) String() string {
+	if t.d == nil || !t.d.IsSet() {
+		return "0"
+	}
+	return strconv.Itoa(int(t.d.Code()) << 2)
+}
+
+func (t tosFlag) Set(v string) error {
+	n, err := strconv.ParseInt(v, 0, 16)
+	switch {
+	case err != nil || n < 0 || n > 255:
+		return fmt.Errorf("%q: want a TOS byte 0..255 such as 0x10 or 184 (or --dscp NAME)", v)
+	case n&3 != 0:
+		return fmt.Errorf("%q: the low two bits of the TOS byte are ECN's; give a multiple of 4 (DSCP·4)", v)
+	}
+	d, err := transport.DSCPCode(uint8(n >> 2))
+	if err != nil {
+		return err
+	}
+	*t.d = d
+	return nil
+}
+
+// unsupported is a flag of iperf3's that bulk refuses, naming it.
+type unsupported struct {
+	name, why string
+	isBool    bool
+}
+
+func (u unsupported) String() string   { return "" }
+func (u unsupported) IsBoolFlag() bool { return u.isBool }
+func (u unsupported) Set(string) error {
+	return fmt.Errorf("iperf3's -%s is not supported by bulk: %s", u.name, u.why)
+}
+
+// unsupportedFlags are iperf3's flags bulk does not implement, with why.
+var unsupportedFlags = []unsupported{
+	{"u", "bulk measures fresh's reliable stream, not raw UDP datagrams", true},
+	{"udp", "bulk measures fresh's reliable stream, not raw UDP datagrams", true},
+	{"sctp", "bulk runs over fresh only", true},
+	{"Z", "no zero-copy send path in fresh", true},
+	{"zerocopy", "no zero-copy send path in fresh", true},
+	{"cport", "the client's ports are chosen by the system", false},
+	{"B", "binding to an address is not implemented; the server listens on every address", false},
+	{"bind", "binding to an address is not implemented; the server listens on every address", false},
+	{"n", "tests run for a time (-t), not a byte count", false},
+	{"bytes", "tests run for a time (-t), not a byte count", false},
+	{"k", "tests run for a time (-t), not a block count", false},
+	{"blockcount", "tests run for a time (-t), not a block count", false},
+	{"O", "omitting the first seconds is not implemented", false},
+	{"omit", "omitting the first seconds is not implemented", false},
+	{"F", "bulk sends random bytes, not a file", false},
+	{"file", "bulk sends random bytes, not a file", false},
+	{"A", "CPU affinity is not implemented", false},
+	{"N", "a TCP option; fresh paces its own packets", true},
+	{"no-delay", "a TCP option; fresh paces its own packets", true},
+	{"M", "a TCP option; fresh's datagram size is Config.MaxDatagram", false},
+	{"set-mss", "a TCP option; fresh's datagram size is Config.MaxDatagram", false},
+	{"T", "titles are not implemented", false},
+	{"f", "the text output's units are iperf3's adaptive ones", false},
+	{"format", "the text output's units are iperf3's adaptive ones", false},
+	{"D", "run bulk -s under a service manager instead", true},
+	{"I", "no pid file", false},
+	{"L", "IPv6 flow labels are not implemented", false},
+	{"get-server-output", "run the server with -J to see its results", true},
+	{"connect-timeout", "the handshake times out after 10 s", false},
+	{"fq-rate", "fresh paces by its controller; -b paces the writes", false},
+	{"username", "authentication is not implemented", false},
+	{"rsa-public-key-path", "authentication is not implemented", false},
+	{"timestamps", "not implemented", true},
+	{"forceflush", "output is written as it happens", true},
 }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bulk", flag.ContinueOnError)
 	o := &options{}
-	fs.BoolVar(&o.server, "s", false, "run the server")
-	fs.StringVar(&o.host, "c", "", "run the client, sending to `HOST`")
-	fs.IntVar(&o.port, "p", 5201, "UDP `port`")
-	fs.BoolVar(&o.oneOff, "1", false, "server: handle one client, then exit")
-	fs.DurationVar(&o.duration, "t", 10*time.Second, "client: how long to send")
-	fs.DurationVar(&o.interval, "i", time.Second, "interval between reports (0: none)")
-	fs.StringVar(&o.cc, "C", "owd", "client: congestion `controller`")
+	both := func(short, long string, f func(name string)) { f(short); f(long) }
+	both("s", "server", func(n string) { fs.BoolVar(&o.server, n, false, "run the server") })
+	both("c", "client", func(n string) { fs.StringVar(&o.host, n, "", "run the client, connecting to `HOST`") })
+	both("p", "port", func(n string) { fs.IntVar(&o.port, n, 5201, "UDP `port` of the server's control connection") })
+	both("1", "one-off", func(n string) { fs.BoolVar(&o.oneOff, n, false, "server: handle one client, then exit") })
+	dur, ivl := seconds(10*time.Second), seconds(time.Second)
+	both("t", "time", func(n string) {
+		fs.Var(&dur, n, "client: how long to send, `seconds` (10) or a duration (10s; default 10)")
+	})
+	both("i", "interval", func(n string) { fs.Var(&ivl, n, "`seconds` between reports (1, 0.5s; 0: none; default 1)") })
+	both("C", "congestion", func(n string) {
+		fs.StringVar(&o.cc, n, "owd", "client: congestion `controller` (both ends use it for what they send)")
+	})
 	blk, win := cli.Size(128<<10), cli.Size(0)
-	fs.Var(&blk, "l", "client: `bytes` per Write (default 128K; K, M binary, KB, MB decimal, 1e6)")
-	fs.Var(&win, "w", "client: send buffer and receive window, `bytes` (0: transport default)")
-	fs.BoolVar(&o.json, "J", false, "client: JSON output")
-	verbose := fs.Bool("v", false, "debug logs on stderr")
+	both("l", "length", func(n string) {
+		fs.Var(&blk, n, "client: `bytes` per Write (default 128K; K, M binary, KB, MB decimal, 1e6)")
+	})
+	both("w", "window", func(n string) {
+		fs.Var(&win, n, "client: send buffer and receive window, `bytes`, both ends (0: transport default)")
+	})
+	both("P", "parallel", func(n string) { fs.IntVar(&o.parallel, n, 1, "client: `number` of parallel data connections") })
+	both("R", "reverse", func(n string) { fs.BoolVar(&o.reverse, n, false, "client: reverse, the server sends") })
+	fs.BoolVar(&o.bidir, "bidir", false, "client: both send at once, on every connection")
+	var rate bitrate
+	both("b", "bitrate", func(n string) {
+		fs.Var(&rate, n, "client: target `rate` per connection, bits/s with K, M, G = 10³, 10⁶, 10⁹ (10M; 0: unlimited); the controller still governs below it")
+	})
+	both("S", "tos", func(n string) {
+		fs.Var(tosFlag{&o.dscp}, n, "client: IP `TOS` byte of the data, both directions (0x10, 184); its DSCP is TOS/4")
+	})
+	fs.Var(&o.dscp, "dscp", "client: DSCP of the data, both directions: a `name` (EF, AF41, CS1, …) or 0..63")
+	both("J", "json", func(n string) { fs.BoolVar(&o.json, n, false, "JSON output, iperf3's keys") })
+	fs.BoolVar(&o.jsonStream, "json-stream", false, "line-delimited JSON events (start, interval, end), as iperf3 3.17")
+	fs.StringVar(&o.logfile, "logfile", "", "append the output to `FILE` instead of stdout")
+	both("V", "verbose", func(n string) { fs.BoolVar(&o.verbose, n, false, "more detailed output") })
+	var v4, v6 bool
+	both("4", "version4", func(n string) { fs.BoolVar(&v4, n, false, "IPv4 only") })
+	both("6", "version6", func(n string) { fs.BoolVar(&v6, n, false, "IPv6 only") })
+	both("v", "version", func(n string) { fs.BoolVar(&o.version, n, false, "print the version and exit") })
+	var debug bool
+	both("d", "debug", func(n string) { fs.BoolVar(&debug, n, false, "the transport's debug logs (log/slog) on stderr") })
+	for _, u := range unsupportedFlags {
+		fs.Var(u, u.name, "not supported: "+u.why)
+	}
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintln(w, "Usage: bulk -s [options] | bulk -c HOST [options]  (iperf3's flags, over fresh)")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	o.blksize, o.window = int(blk), int(win)
+	o.duration, o.interval = time.Duration(dur), time.Duration(ivl)
+	o.blksize, o.window, o.rate = int(blk), int(win), float64(rate)
+	o.json = o.json || o.jsonStream
+	if o.version {
+		return o, nil
+	}
 	switch {
 	case blk <= 0 || blk > 1<<30:
 		return nil, fmt.Errorf("-l %d: want a positive size up to 1G, such as 128K", blk)
@@ -142,10 +354,21 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("-t must be positive")
 	case o.interval < 0:
 		return nil, errors.New("-i must not be negative")
+	case o.parallel < 1 || o.parallel > 128:
+		return nil, fmt.Errorf("-P %d: want 1..128 connections", o.parallel)
+	case o.reverse && o.bidir:
+		return nil, errors.New("give at most one of -R and --bidir")
+	case v4 && v6:
+		return nil, errors.New("give at most one of -4 and -6")
 	case !slices.Contains(cc.Names(), o.cc):
 		return nil, fmt.Errorf("-C %q: unknown controller (known: %s)", o.cc, strings.Join(cc.Names(), ", "))
 	}
-	o.logger = cli.Logger(*verbose)
+	if v4 {
+		o.network = "ip4"
+	} else if v6 {
+		o.network = "ip6"
+	}
+	o.logger = cli.Logger(debug)
 	return o, nil
 }
 
@@ -155,15 +378,35 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.version {
+		fmt.Fprintf(stdout, "bulk (fresh over UDP), %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	}
+	out := stdout
+	if o.logfile != "" {
+		f, err := os.OpenFile(o.logfile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("--logfile: %w", err)
+		}
+		defer f.Close()
+		out = f
+	}
 	if o.server {
-		ln, err := transport.Listen(net.JoinHostPort("", strconv.Itoa(o.port)), transport.Config{Logger: o.logger})
+		host := ""
+		switch o.network {
+		case "ip4":
+			host = "0.0.0.0"
+		case "ip6":
+			host = "::"
+		}
+		ln, err := transport.Listen(net.JoinHostPort(host, strconv.Itoa(o.port)), transport.Config{Logger: o.logger})
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
-		return serve(ctx, ln, o, stdout)
+		return serve(ctx, ln, o, out)
 	}
-	return client(ctx, o, stdout)
+	return client(ctx, o, out)
 }
 
 // Formatting as iperf3 does (unit_snprintf): bytes binary, bits decimal,

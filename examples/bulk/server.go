@@ -2,38 +2,35 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/transport"
 )
 
-// receiverReport is the JSON line the server writes back after EOF.
-type receiverReport struct {
-	Bytes           int64   `json:"bytes"`           // stream bytes read
-	Seconds         float64 `json:"seconds"`         // first byte to EOF
-	BitsPerSecond   float64 `json:"bits_per_second"` // Bytes·8 / Seconds
-	PacketsReceived int64   `json:"packets_received"`
-	Duplicates      int64   `json:"duplicates"`
-}
-
-// serve accepts clients until ctx ends (or, with -1, after one).
+// serve accepts tests until ctx ends (or, with -1, after one).
 func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Writer) error {
 	out := &lockedWriter{w: stdout}
+	text := io.Writer(out)
+	if o.json {
+		text = io.Discard
+	}
 	banner := func() {
-		fmt.Fprintln(out, "-----------------------------------------------------------")
-		fmt.Fprintf(out, "Server listening on %d (fresh over UDP)\n", ln.Addr().(*net.UDPAddr).Port)
-		fmt.Fprintln(out, "-----------------------------------------------------------")
+		fmt.Fprintln(text, "-----------------------------------------------------------")
+		fmt.Fprintf(text, "Server listening on %d (fresh over UDP)\n", ln.Addr().(*net.UDPAddr).Port)
+		fmt.Fprintln(text, "-----------------------------------------------------------")
 	}
 	banner()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for id := 1; ; id++ {
+	for {
 		conn, err := ln.Accept(ctx)
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, transport.ErrListenerClosed) {
@@ -42,116 +39,146 @@ func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Wr
 			return err
 		}
 		if o.oneOff {
-			return receive(ctx, conn, id, o, out)
+			return serveTest(ctx, ln, conn, o, out, text)
 		}
 		wg.Go(func() {
-			if err := receive(ctx, conn, id, o, out); err != nil {
-				fmt.Fprintf(out, "[%3d] %v\n", id, err)
+			if err := serveTest(ctx, ln, conn, o, out, text); err != nil {
+				fmt.Fprintf(text, "bulk: %v\n", err)
 			}
 			banner()
 		})
 	}
 }
 
-// receive reads one client's stream to EOF, printing intervals, and sends
-// back the receiver's report.
-func receive(ctx context.Context, conn *transport.Conn, id int, o *options, out io.Writer) error {
-	defer conn.Close()
-	ra := conn.RemoteAddr().(*net.UDPAddr)
-	la := conn.LocalAddr().(*net.UDPAddr)
-	fmt.Fprintf(out, "Accepted connection from %s, port %d\n", ra.IP, ra.Port)
-	fmt.Fprintf(out, "[%3d] local %s port %d connected to %s port %d\n", id, la.IP, la.Port, ra.IP, ra.Port)
-	fmt.Fprintln(out, "[ ID] Interval           Transfer     Bitrate")
-
-	type progress struct {
-		n     int64
-		first time.Time // first byte read
-		err   error     // io.EOF at the end
-	}
-	var mu sync.Mutex
-	var p progress
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 128<<10)
-		for {
-			n, err := conn.Read(buf)
-			mu.Lock()
-			if n > 0 && p.n == 0 {
-				p.first = time.Now()
-			}
-			p.n += int64(n)
-			p.err = err
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-
-	start := time.Now()
-	var tick <-chan time.Time
-	if o.interval > 0 {
-		t := time.NewTicker(o.interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	var prevN int64
-	prevT := start
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			conn.Close() // ends the reader
-			<-done
-			return nil
-		case <-done:
-			break loop
-		case now := <-tick:
-			mu.Lock()
-			n := p.n
-			mu.Unlock()
-			dt := now.Sub(prevT).Seconds()
-			fmt.Fprintf(out, "[%3d] %s sec  %12s  %15s\n", id, interval(prevT.Sub(start).Seconds(), now.Sub(start).Seconds()),
-				formatBytes(float64(n-prevN)), formatBits(float64(n-prevN)*8/dt))
-			prevN, prevT = n, now
+// serveTest runs one client's test on its control connection c.
+func serveTest(ctx context.Context, ln *transport.Listener, c *transport.Conn, o *options, out, text io.Writer) error {
+	defer c.Close()
+	rep := &reporter{w: out, json: o.json, stream: o.jsonStream}
+	err := runServerTest(ctx, ln, c, o, text, rep)
+	if err != nil && rep.res.Start.Cookie == "" {
+		// Not a test (no parameters): nothing to report but the error.
+		if o.json {
+			rep.res.Intervals = []intervalJ{}
+			rep.res.End.Streams = []endStream{}
 		}
 	}
-	end := time.Now()
-	if !errors.Is(p.err, io.EOF) {
-		return fmt.Errorf("stream ended after %d bytes: %w", p.n, p.err)
+	return rep.finish(err)
+}
+
+// checkParams validates a client's parameters and returns the data
+// connections' configuration.
+func checkParams(p params, logger transport.Config) (transport.Config, error) {
+	ts := p.TestStart
+	cfg := logger
+	switch {
+	case ts.Protocol != "fresh":
+		return cfg, fmt.Errorf("protocol %q: this server runs fresh tests", ts.Protocol)
+	case ts.NumStreams < 1 || ts.NumStreams > 128:
+		return cfg, fmt.Errorf("num_streams %d: want 1..128", ts.NumStreams)
+	case ts.Blksize <= 0 || ts.Blksize > 1<<30:
+		return cfg, fmt.Errorf("blksize %d: want 1..1G", ts.Blksize)
+	case ts.Duration <= 0 || ts.Duration > 86400:
+		return cfg, fmt.Errorf("duration %g: want up to a day", ts.Duration)
+	case ts.Interval < 0 || ts.TargetBitrate < 0:
+		return cfg, errors.New("negative interval or target_bitrate")
+	case ts.Reverse == 1 && ts.Bidir == 1:
+		return cfg, errors.New("reverse and bidir together")
+	case p.Fresh.Window < 0 || p.Fresh.Window > 1<<40:
+		return cfg, fmt.Errorf("window %d out of range", p.Fresh.Window)
+	case !slices.Contains(cc.Names(), p.Fresh.CC):
+		return cfg, fmt.Errorf("controller %q unknown here (known: %s)", p.Fresh.CC, strings.Join(cc.Names(), ", "))
 	}
-	from := p.first
-	if p.n == 0 {
-		from = start
-	}
-	secs := end.Sub(from).Seconds()
-	st := conn.Stats()
-	rep := receiverReport{
-		Bytes: p.n, Seconds: secs, BitsPerSecond: float64(p.n) * 8 / secs,
-		PacketsReceived: st.PacketsReceived, Duplicates: st.Duplicates,
-	}
-	fmt.Fprintln(out, "- - - - - - - - - - - - - - - - - - - - - - - - -")
-	fmt.Fprintf(out, "[%3d] %s sec  %12s  %15s                  receiver\n", id,
-		interval(0, secs), formatBytes(float64(rep.Bytes)), formatBits(rep.BitsPerSecond))
-	line, err := json.Marshal(rep)
+	d, err := transport.ParseDSCP(p.Fresh.DSCP)
 	if err != nil {
+		return cfg, err
+	}
+	cfg.CC, cfg.StreamDSCP, cfg.SendBuffer, cfg.ReceiveWindow = p.Fresh.CC, d, p.Fresh.Window, p.Fresh.Window
+	return cfg, nil
+}
+
+func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Conn, o *options, text io.Writer, rep *reporter) error {
+	ra := c.RemoteAddr().(*net.UDPAddr)
+	fmt.Fprintf(text, "Accepted connection from %s, port %d\n", ra.IP, ra.Port)
+	ctl := newCtrl(c)
+	var p params
+	if err := ctl.recv(&p, 10*time.Second); err != nil {
+		return fmt.Errorf("reading the test's parameters from %s: %w", ra, err)
+	}
+	res := &rep.res
+	ts := p.TestStart
+	res.Start = newStart(ts, p.Fresh, p.Cookie)
+	res.Start.AcceptedConnection = &hostPort{Host: ra.IP.String(), Port: ra.Port}
+	res.Intervals = []intervalJ{}
+	res.End.SenderTCPCongestion, res.End.ReceiverTCPCongestion = p.Fresh.CC, p.Fresh.CC
+	cfg, err := checkParams(p, transport.Config{Logger: o.logger})
+	if err != nil {
+		_ = ctl.send(paramsReply{Error: err.Error()})
 		return err
 	}
-	if _, err := conn.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("sending the report: %w", err)
+	res.End.Fresh = freshEnd{CC: cfg.CC, DSCP: cfg.StreamDSCP.String()}
+
+	// This test's data listener: the client's settings, an ephemeral port.
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	dl, err := transport.Listen(net.JoinHostPort(host, "0"), cfg)
+	if err != nil {
+		_ = ctl.send(paramsReply{Error: "cannot open the data port"})
+		return err
 	}
-	// The client may have read the report and hung up already.
-	if err := conn.CloseWrite(); err != nil && !errors.Is(err, transport.ErrPeerClosed) {
-		return fmt.Errorf("sending the report: %w", err)
+	defer dl.Close()
+	if err := ctl.send(paramsReply{DataPort: dl.Addr().(*net.UDPAddr).Port}); err != nil {
+		return err
 	}
-	// Wait for the client to read the report and hang up (Close lingers
-	// for it too, but the client may close first: either is fine).
-	select {
-	case <-conn.Done():
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
+	var conns []*transport.Conn
+	defer func() { closeAll(conns) }()
+	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	for range ts.NumStreams {
+		dc, err := dl.Accept(actx)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("waiting for the data connections: %w", err)
+		}
+		conns = append(conns, dc)
 	}
+	cancel()
+	res.Start.Connected = connectedOf(conns)
+	for _, cn := range res.Start.Connected {
+		fmt.Fprintf(text, "[%3d] local %s port %d connected to %s port %d\n", cn.Socket, cn.LocalHost, cn.LocalPort, cn.RemoteHost, cn.RemotePort)
+	}
+	if o.verbose {
+		fmt.Fprintf(text, "Starting Test: protocol: fresh (cc %s, dscp %s), %d streams, %d byte blocks, omitting 0 seconds, %g second test, tos %d\n",
+			cfg.CC, res.End.Fresh.DSCP, ts.NumStreams, ts.Blksize, ts.Duration, ts.TOS)
+	}
+	rep.started()
+	fmt.Fprintln(text, "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd")
+	t := &test{o: ts, streams: newStreams(conns, ts, false), rep: rep, text: text, who: "server"}
+	cpu := cpuNow()
+	runErr := t.run(ctx)
+	var mine results
+	if runErr != nil {
+		mine.Error = runErr.Error()
+	} else {
+		mine = t.local(cpu.since())
+	}
+	var peer results
+	if err := ctl.recv(&peer, 30*time.Second); err != nil && runErr == nil {
+		runErr = fmt.Errorf("reading the client's results: %w", err)
+		mine = results{Error: runErr.Error()}
+	}
+	if err := ctl.send(mine); err != nil && runErr == nil {
+		runErr = fmt.Errorf("sending the results: %w", err)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if peer.Error != "" {
+		return fmt.Errorf("the client: %s", peer.Error)
+	}
+	t.finish(res, mine, peer)
+	res.End.Fresh = freshStats(conns, freshSettings{CC: cfg.CC, DSCP: cfg.StreamDSCP.String()})
+	// Wait for the client to read the results and hang up (its control
+	// stream's EOF), so our Close does not overtake it.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.Copy(io.Discard, ctl.br)
 	return nil
 }
 

@@ -1,0 +1,539 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// params is the JSON line the client writes first on the control
+// connection: the test's parameters (see the package doc).
+type params struct {
+	Cookie    string        `json:"cookie"`
+	TestStart testStart     `json:"test_start"`
+	Fresh     freshSettings `json:"fresh"`
+}
+
+// paramsReply is the server's answer to params.
+type paramsReply struct {
+	DataPort int    `json:"data_port,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// results is the JSON line each side writes on the control connection
+// after the test: its half of every stream's figures and its CPU use.
+type results struct {
+	Streams []streamResult `json:"streams"`
+	CPU     [3]float64     `json:"cpu"` // total, user, system %
+	Error   string         `json:"error,omitempty"`
+}
+
+type streamResult struct {
+	Socket   int        `json:"socket"`
+	Sender   *senderEnd `json:"sender,omitempty"`   // the side that sent it
+	Receiver *sum       `json:"receiver,omitempty"` // the side that read it
+}
+
+// ctrl is a control connection: JSON lines both ways.
+type ctrl struct {
+	conn *transport.Conn
+	br   *bufio.Reader
+}
+
+func newCtrl(c *transport.Conn) *ctrl { return &ctrl{conn: c, br: bufio.NewReader(c)} }
+
+func (c *ctrl) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = c.conn.Write(append(b, '\n'))
+	return err
+}
+
+// recv reads one JSON line into v within timeout.
+func (c *ctrl) recv(v any, timeout time.Duration) error {
+	_ = c.conn.SetReadDeadline(time.Now().Add(timeout))
+	defer c.conn.SetReadDeadline(time.Time{})
+	line, err := c.br.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(line, v)
+}
+
+// stream is one direction of one data connection: what the local host
+// sends on it (send) or reads from it.
+type stream struct {
+	id      int // iperf3's "socket": 1..P forward, P+1..2P the --bidir reverse direction
+	conn    *transport.Conn
+	send    bool
+	forward bool // client to server
+
+	read    atomic.Int64 // bytes read (receiving)
+	readEnd time.Time    // when EOF was read
+	readErr error
+
+	prevBytes, prevRetr int64
+	maxCwnd             int64
+	maxRTT, minRTT      int64
+	sumRTT, nRTT        int64
+	atEnd               transport.Stats // at -t (sending)
+}
+
+// test runs the data phase on one side.
+type test struct {
+	o       testStart
+	streams []*stream
+	rep     *reporter
+	text    io.Writer
+	who     string // "client" or "server", for errors
+	begin   time.Time
+	end     time.Time // when -t ended
+}
+
+// newStreams makes the streams of conns as seen from one side.
+func newStreams(conns []*transport.Conn, ts testStart, isClient bool) []*stream {
+	var ss []*stream
+	n := len(conns)
+	for i, c := range conns {
+		switch {
+		case ts.Bidir == 1:
+			ss = append(ss, &stream{id: i + 1, conn: c, forward: true, send: isClient},
+				&stream{id: n + i + 1, conn: c, forward: false, send: !isClient})
+		case ts.Reverse == 1:
+			ss = append(ss, &stream{id: i + 1, conn: c, forward: false, send: !isClient})
+		default:
+			ss = append(ss, &stream{id: i + 1, conn: c, forward: true, send: isClient})
+		}
+	}
+	return ss
+}
+
+// primary says whether s is in the test's direction (sum), not the --bidir
+// reverse one (sum_bidir_reverse).
+func (t *test) primary(s *stream) bool { return s.forward != (t.o.Reverse == 1) }
+
+// run sends and reads for the test's duration and until every receiving
+// stream reached EOF; ctx ends it early.
+func (t *test) run(ctx context.Context) error {
+	dur := time.Duration(t.o.Duration * float64(time.Second))
+	ivl := time.Duration(t.o.Interval * float64(time.Second))
+	block := make([]byte, t.o.Blksize)
+	_, _ = rand.Read(block)
+	stop := make(chan struct{})
+	errc := make(chan error, 2*len(t.streams))
+	var writers, readers sync.WaitGroup
+	t.begin = time.Now()
+	for _, s := range t.streams {
+		if s.send {
+			writers.Go(func() {
+				if err := t.write(s, block, stop); err != nil {
+					errc <- fmt.Errorf("stream %d: write: %w", s.id, err)
+				}
+			})
+			continue
+		}
+		readers.Go(func() {
+			buf := make([]byte, 128<<10)
+			for {
+				n, err := s.conn.Read(buf)
+				s.read.Add(int64(n))
+				if err != nil {
+					s.readEnd = time.Now()
+					if !errors.Is(err, io.EOF) {
+						s.readErr = err
+						errc <- fmt.Errorf("stream %d: read after %d bytes: %w", s.id, s.read.Load(), err)
+					}
+					return
+				}
+			}
+		})
+	}
+	abort := func(err error) error {
+		close(stop)
+		for _, s := range t.streams {
+			s.conn.Close()
+		}
+		writers.Wait()
+		readers.Wait()
+		return err
+	}
+	deadline := time.NewTimer(dur)
+	defer deadline.Stop()
+	var tick <-chan time.Time
+	if ivl > 0 {
+		tk := time.NewTicker(ivl)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	prevT := t.begin
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			return abort(ctx.Err())
+		case err := <-errc:
+			return abort(err)
+		case now := <-tick:
+			t.report(prevT, now)
+			prevT = now
+		case t.end = <-deadline.C:
+			for _, s := range t.streams {
+				if s.send {
+					s.atEnd = s.conn.Stats()
+				}
+			}
+			if ivl > 0 && t.end.Sub(prevT) > ivl/10 {
+				t.report(prevT, t.end) // the last interval ends where the test does
+			}
+			break loop
+		}
+	}
+	close(stop)
+	writers.Wait()
+	select {
+	case err := <-errc:
+		return abort(err)
+	default:
+	}
+	for _, s := range t.streams {
+		if s.send {
+			if err := s.conn.CloseWrite(); err != nil {
+				return abort(fmt.Errorf("stream %d: %w", s.id, err))
+			}
+		}
+	}
+	// Wait for the peer's data still in flight.
+	done := make(chan struct{})
+	go func() { readers.Wait(); close(done) }()
+	timeout := time.NewTimer(max(10*time.Second, 2*dur))
+	defer timeout.Stop()
+	select {
+	case <-done:
+	case err := <-errc:
+		return abort(err)
+	case <-ctx.Done():
+		return abort(ctx.Err())
+	case <-timeout.C:
+		return abort(errors.New("the peer's data did not end: is the other side fresh's bulk?"))
+	}
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	return nil
+}
+
+// write sends block on s until stop, paced to the target rate if any.
+func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
+	rate := t.o.TargetBitrate
+	start := time.Now()
+	var written int64
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if rate > 0 {
+			due := start.Add(time.Duration(float64(written) * 8 / rate * float64(time.Second)))
+			if wait := time.Until(due); wait > 0 {
+				tm := time.NewTimer(wait)
+				select {
+				case <-stop:
+					tm.Stop()
+					return nil
+				case <-tm.C:
+				}
+			}
+		}
+		n, err := s.conn.Write(block)
+		written += int64(n)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// report adds the interval from..to of every stream.
+func (t *test) report(from, to time.Time) {
+	dt := to.Sub(from).Seconds()
+	if dt <= 0 {
+		return
+	}
+	st, en := from.Sub(t.begin).Seconds(), to.Sub(t.begin).Seconds()
+	iv := intervalJ{}
+	var fwd, rev *sum
+	for _, s := range t.streams {
+		su := sum{Start: st, End: en, Seconds: dt, Omitted: ptr(false), Sender: s.send}
+		si := streamInterval{Socket: s.id}
+		if s.send {
+			x := s.conn.Stats()
+			su.Bytes = x.StreamBytesAcked - s.prevBytes
+			su.Retransmits = ptr(x.Retransmitted - s.prevRetr)
+			s.prevBytes, s.prevRetr = x.StreamBytesAcked, x.Retransmitted
+			rtt := x.SRTT.Microseconds()
+			si.SndCwnd, si.RTT = ptr(int64(x.Window)), ptr(rtt)
+			s.maxCwnd = max(s.maxCwnd, int64(x.Window))
+			if rtt > 0 {
+				s.maxRTT = max(s.maxRTT, rtt)
+				if s.minRTT == 0 || rtt < s.minRTT {
+					s.minRTT = rtt
+				}
+				s.sumRTT += rtt
+				s.nRTT++
+			}
+		} else {
+			n := s.read.Load()
+			su.Bytes = n - s.prevBytes
+			s.prevBytes = n
+		}
+		su.BitsPerSecond = float64(su.Bytes) * 8 / dt
+		si.sum = su
+		iv.Streams = append(iv.Streams, si)
+		p := &fwd
+		if !t.primary(s) {
+			p = &rev
+		}
+		if *p == nil {
+			*p = &sum{Start: st, End: en, Seconds: dt, Omitted: ptr(false), Sender: s.send}
+			if s.send {
+				(*p).Retransmits = ptr(int64(0))
+			}
+		}
+		(*p).Bytes += su.Bytes
+		if su.Retransmits != nil {
+			*(*p).Retransmits += *su.Retransmits
+		}
+	}
+	for _, p := range []*sum{fwd, rev} {
+		if p != nil {
+			p.BitsPerSecond = float64(p.Bytes) * 8 / dt
+		}
+	}
+	if fwd != nil {
+		iv.Sum = *fwd
+	}
+	iv.SumBidirReverse = rev
+	for _, si := range iv.Streams {
+		t.line(si.Socket, si.sum, si.SndCwnd, "")
+	}
+	if len(t.streams) > 1 {
+		if fwd != nil {
+			t.line(-1, *fwd, nil, "")
+		}
+		if rev != nil {
+			t.line(-1, *rev, nil, "")
+		}
+	}
+	t.rep.interval(iv)
+}
+
+// line prints one iperf3 text line; id -1 is [SUM].
+func (t *test) line(id int, su sum, cwnd *int64, role string) {
+	tag := fmt.Sprintf("[%3d]", id)
+	if id < 0 {
+		tag = "[SUM]"
+	}
+	dir := ""
+	if t.o.Bidir == 1 {
+		dir = "[RX-" + map[bool]string{true: "C", false: "S"}[t.who == "client"] + "]"
+		if su.Sender {
+			dir = "[TX-" + map[bool]string{true: "C", false: "S"}[t.who == "client"] + "]"
+		}
+	}
+	retr, cw := "", ""
+	if su.Retransmits != nil {
+		retr = fmt.Sprintf("%4d", *su.Retransmits)
+	}
+	if cwnd != nil {
+		cw = "  " + formatBytes(float64(*cwnd))
+	}
+	fmt.Fprintf(t.text, "%s%s %s sec  %12s  %15s  %4s%s%s\n", tag, dir, interval(su.Start, su.End),
+		formatBytes(float64(su.Bytes)), formatBits(su.BitsPerSecond), retr, cw, role)
+}
+
+// local returns this side's half of the results.
+func (t *test) local(cpu [3]float64) results {
+	r := results{CPU: cpu}
+	secs := t.end.Sub(t.begin).Seconds()
+	for _, s := range t.streams {
+		sr := streamResult{Socket: s.id}
+		if s.send {
+			mean := int64(0)
+			if s.nRTT > 0 {
+				mean = s.sumRTT / s.nRTT
+			}
+			final := s.conn.Stats()
+			b := s.atEnd.StreamBytesAcked
+			sr.Sender = &senderEnd{Socket: s.id,
+				sum: sum{End: secs, Seconds: secs, Bytes: b, BitsPerSecond: float64(b) * 8 / secs,
+					Retransmits: ptr(final.Retransmitted)},
+				MaxSndCwnd: s.maxCwnd, MaxRTT: s.maxRTT, MinRTT: s.minRTT, MeanRTT: mean}
+		} else {
+			rs := s.readEnd.Sub(t.begin).Seconds()
+			b := s.read.Load()
+			sr.Receiver = &sum{End: rs, Seconds: rs, Bytes: b, BitsPerSecond: float64(b) * 8 / rs}
+		}
+		r.Streams = append(r.Streams, sr)
+	}
+	return r
+}
+
+// finish fills res.End from both halves of the results and prints the
+// summary.
+func (t *test) finish(res *result, mine, peer results) {
+	peers := map[int]streamResult{}
+	for _, s := range peer.Streams {
+		peers[s.Socket] = s
+	}
+	var sent, recv, sentRev, recvRev *sum
+	add := func(p **sum, x sum, send bool, retr bool) {
+		if *p == nil {
+			*p = &sum{Sender: send}
+			if retr {
+				(*p).Retransmits = ptr(int64(0))
+			}
+		}
+		(*p).Bytes += x.Bytes
+		(*p).End = max((*p).End, x.End)
+		(*p).Seconds = (*p).End
+		if retr && x.Retransmits != nil {
+			*(*p).Retransmits += *x.Retransmits
+		}
+	}
+	res.End.Streams = []endStream{}
+	for i, s := range t.streams {
+		m, p := mine.Streams[i], peers[s.id]
+		var es endStream
+		if s.send {
+			es.Sender = *m.Sender
+			if p.Receiver != nil {
+				es.Receiver = *p.Receiver
+			}
+		} else {
+			if p.Sender != nil {
+				es.Sender = *p.Sender
+			}
+			es.Receiver = *m.Receiver
+		}
+		es.Sender.Socket = s.id
+		es.Sender.Sender, es.Receiver.Sender = s.send, s.send
+		res.End.Streams = append(res.End.Streams, es)
+		if t.primary(s) {
+			add(&sent, es.Sender.sum, s.send, true)
+			add(&recv, es.Receiver, s.send, false)
+		} else {
+			add(&sentRev, es.Sender.sum, s.send, true)
+			add(&recvRev, es.Receiver, s.send, false)
+		}
+	}
+	for _, p := range []*sum{sent, recv, sentRev, recvRev} {
+		if p != nil && p.Seconds > 0 {
+			p.BitsPerSecond = float64(p.Bytes) * 8 / p.Seconds
+		}
+	}
+	res.End.SumSent, res.End.SumReceived = *sent, *recv
+	res.End.SumSentBidirReverse, res.End.SumReceivedBidirReverse = sentRev, recvRev
+	res.End.CPU = cpuPercent{HostTotal: mine.CPU[0], HostUser: mine.CPU[1], HostSystem: mine.CPU[2],
+		RemoteTotal: peer.CPU[0], RemoteUser: peer.CPU[1], RemoteSystem: peer.CPU[2]}
+
+	fmt.Fprintln(t.text, "- - - - - - - - - - - - - - - - - - - - - - - - -")
+	fmt.Fprintln(t.text, "[ ID] Interval           Transfer     Bitrate         Retr")
+	for _, es := range res.End.Streams {
+		t.line(es.Sender.Socket, es.Sender.sum, nil, "             sender")
+		r := es.Receiver
+		r.Retransmits = nil
+		t.line(es.Sender.Socket, r, nil, "             receiver")
+	}
+	if len(t.streams) > 1 {
+		for _, p := range [][2]*sum{{sent, recv}, {sentRev, recvRev}} {
+			if p[0] != nil {
+				t.line(-1, *p[0], nil, "             sender")
+				r := *p[1]
+				r.Retransmits = nil
+				t.line(-1, r, nil, "             receiver")
+			}
+		}
+	}
+}
+
+// freshStats sums the data connections' transport statistics.
+func freshStats(conns []*transport.Conn, settings freshSettings) freshEnd {
+	f := freshEnd{CC: settings.CC, DSCP: settings.DSCP}
+	for i, c := range conns {
+		s := c.Stats()
+		f.SRTT = max(f.SRTT, s.SRTT.Microseconds())
+		if i == 0 || s.MinRTT.Microseconds() < f.MinRTT {
+			f.MinRTT = s.MinRTT.Microseconds()
+		}
+		if i == 0 || s.MinOWD.Microseconds() < f.MinOWD {
+			f.MinOWD = s.MinOWD.Microseconds()
+		}
+		f.CurOWD = max(f.CurOWD, s.CurOWD.Microseconds())
+		if i == 0 {
+			f.DelaySignal = s.Signal.String()
+		}
+		f.PacketsSent += s.PacketsSent
+		f.PacketsLost += s.PacketsLost
+		f.Retransmitted += s.Retransmitted
+	}
+	return f
+}
+
+// connectedOf is start.connected for the data connections.
+func connectedOf(conns []*transport.Conn) []connected {
+	var cs []connected
+	for i, c := range conns {
+		la, ra := c.LocalAddr().(*net.UDPAddr), c.RemoteAddr().(*net.UDPAddr)
+		cs = append(cs, connected{Socket: i + 1, LocalHost: la.IP.String(), LocalPort: la.Port,
+			RemoteHost: ra.IP.String(), RemotePort: ra.Port})
+	}
+	return cs
+}
+
+// closeAll closes the data connections at once (each Close lingers for
+// its own unacknowledged bytes).
+func closeAll(conns []*transport.Conn) {
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Go(func() { c.Close() })
+	}
+	wg.Wait()
+}
+
+func newStart(o testStart, f freshSettings, cookie string) start {
+	now := time.Now()
+	return start{
+		Version:       "fresh bulk",
+		SystemInfo:    systemInfo(),
+		Timestamp:     timestamp{Time: now.UTC().Format(time.RFC1123), Timesecs: now.Unix()},
+		Cookie:        cookie,
+		TargetBitrate: o.TargetBitrate,
+		TestStart:     o,
+		Fresh:         f,
+		Connected:     []connected{},
+	}
+}
+
+func newCookie() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz234567"
+	b := make([]byte, 36)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return string(b)
+}
