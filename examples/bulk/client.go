@@ -113,7 +113,8 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 		return fmt.Errorf("sending the results: %w", err)
 	}
 	var peer results
-	if err := ctl.recv(&peer, 10*time.Second); err != nil {
+	// The server answers once it has read everything sent.
+	if err := ctl.recv(&peer, drainTimeout(o.duration)); err != nil {
 		return fmt.Errorf("reading the server's results: %w", err)
 	}
 	if peer.Error != "" {

@@ -237,7 +237,15 @@ type unsupported struct {
 func (u unsupported) String() string   { return "" }
 func (u unsupported) IsBoolFlag() bool { return u.isBool }
 func (u unsupported) Set(string) error {
-	return fmt.Errorf("iperf3's -%s is not supported by bulk: %s", u.name, u.why)
+	return fmt.Errorf("iperf3's %s is not supported by bulk: %s", dashed(u.name), u.why)
+}
+
+// dashed spells a flag as iperf3 does: -u, --cport.
+func dashed(name string) string {
+	if len(name) > 1 {
+		return "--" + name
+	}
+	return "-" + name
 }
 
 // unsupportedFlags are iperf3's flags bulk does not implement, with why.
@@ -281,7 +289,8 @@ var unsupportedFlags = []unsupported{
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("bulk", flag.ContinueOnError)
 	o := &options{}
-	both := func(short, long string, f func(name string)) { f(short); f(long) }
+	long := map[string]string{} // short name -> iperf3's long one
+	both := func(short, ln string, f func(name string)) { f(short); f(ln); long[short] = ln }
 	both("s", "server", func(n string) { fs.BoolVar(&o.server, n, false, "run the server") })
 	both("c", "client", func(n string) { fs.StringVar(&o.host, n, "", "run the client, connecting to `HOST`") })
 	both("p", "port", func(n string) { fs.IntVar(&o.port, n, 5201, "UDP `port` of the server's control connection") })
@@ -325,12 +334,13 @@ func parseFlags(args []string) (*options, error) {
 	for _, u := range unsupportedFlags {
 		fs.Var(u, u.name, "not supported: "+u.why)
 	}
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintln(w, "Usage: bulk -s [options] | bulk -c HOST [options]  (iperf3's flags, over fresh)")
-		fs.PrintDefaults()
-	}
+	// The flag package's own messages go nowhere: a parse error is
+	// returned (and printed once by cli.Main), -h prints usage below.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(os.Stderr, fs, long)
+		}
 		return nil, err
 	}
 	o.duration, o.interval = time.Duration(dur), time.Duration(ivl)
@@ -370,6 +380,44 @@ func parseFlags(args []string) (*options, error) {
 	}
 	o.logger = cli.Logger(debug)
 	return o, nil
+}
+
+// usage prints the flags, each short name with iperf3's long one, then
+// iperf3's flags that bulk refuses.
+func usage(w io.Writer, fs *flag.FlagSet, long map[string]string) {
+	fmt.Fprintln(w, "Usage: bulk -s [options]\n       bulk -c HOST [options]\n\niperf3's flags, over fresh (UDP). Options:")
+	aliases := map[string]bool{}
+	for _, l := range long {
+		aliases[l] = true
+	}
+	refused := map[string]bool{}
+	for _, u := range unsupportedFlags {
+		refused[u.name] = true
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if aliases[f.Name] || refused[f.Name] {
+			return
+		}
+		names := "-" + f.Name
+		if l, ok := long[f.Name]; ok {
+			names += ", --" + l
+		} else if len(f.Name) > 1 {
+			names = "--" + f.Name
+		}
+		arg, text := flag.UnquoteUsage(f)
+		if arg != "" {
+			names += " " + arg
+		}
+		fmt.Fprintf(w, "  %-28s %s\n", names, text)
+	})
+	fmt.Fprintln(w, "\nNot supported (refused with an error naming the flag):")
+	for i := 0; i < len(unsupportedFlags); {
+		u, names := unsupportedFlags[i], dashed(unsupportedFlags[i].name)
+		for i++; i < len(unsupportedFlags) && unsupportedFlags[i].why == u.why; i++ {
+			names += ", " + dashed(unsupportedFlags[i].name)
+		}
+		fmt.Fprintf(w, "  %-28s %s\n", names, u.why)
+	}
 }
 
 // run is the whole command: server or client.

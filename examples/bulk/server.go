@@ -88,9 +88,17 @@ func checkParams(p params, logger transport.Config) (transport.Config, error) {
 	case !slices.Contains(cc.Names(), p.Fresh.CC):
 		return cfg, fmt.Errorf("controller %q unknown here (known: %s)", p.Fresh.CC, strings.Join(cc.Names(), ", "))
 	}
-	d, err := transport.ParseDSCP(p.Fresh.DSCP)
-	if err != nil {
-		return cfg, err
+	// fresh.dscp names the class; a client that sent only iperf3's tos
+	// gets its upper six bits.
+	d, err := transport.DSCPCode(uint8(ts.TOS >> 2))
+	if p.Fresh.DSCP != "" {
+		d, err = transport.ParseDSCP(p.Fresh.DSCP)
+	}
+	switch {
+	case err != nil:
+		return cfg, fmt.Errorf("dscp: %w", err)
+	case ts.TOS < 0 || ts.TOS > 255:
+		return cfg, fmt.Errorf("tos %d: want 0..255", ts.TOS)
 	}
 	cfg.CC, cfg.StreamDSCP, cfg.SendBuffer, cfg.ReceiveWindow = p.Fresh.CC, d, p.Fresh.Window, p.Fresh.Window
 	return cfg, nil
@@ -160,7 +168,7 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 		mine = t.local(cpu.since())
 	}
 	var peer results
-	if err := ctl.recv(&peer, 30*time.Second); err != nil && runErr == nil {
+	if err := ctl.recv(&peer, drainTimeout(time.Duration(ts.Duration*float64(time.Second)))); err != nil && runErr == nil {
 		runErr = fmt.Errorf("reading the client's results: %w", err)
 		mine = results{Error: runErr.Error()}
 	}

@@ -217,7 +217,7 @@ loop:
 	// Wait for the peer's data still in flight.
 	done := make(chan struct{})
 	go func() { readers.Wait(); close(done) }()
-	timeout := time.NewTimer(max(10*time.Second, 2*dur))
+	timeout := time.NewTimer(drainTimeout(dur))
 	defer timeout.Stop()
 	select {
 	case <-done:
@@ -235,6 +235,10 @@ loop:
 	}
 	return nil
 }
+
+// drainTimeout bounds the wait for data still buffered when -t ends (a
+// full -w buffer on a slow path takes a while to deliver).
+func drainTimeout(dur time.Duration) time.Duration { return 30*time.Second + 2*dur }
 
 // write sends block on s until stop, paced to the target rate if any.
 func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
