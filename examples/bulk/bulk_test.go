@@ -330,6 +330,12 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, "cubic", cfg.CC)
 	require.Equal(t, 1<<20, cfg.SendBuffer)
 
+	// A client that sends only iperf3's tos gets its DSCP.
+	cfg, err = checkParams(params{TestStart: testStart{Protocol: "fresh", NumStreams: 1, Blksize: 1, Duration: 1, TOS: 184},
+		Fresh: freshSettings{CC: "owd"}}, transport.Config{})
+	require.NoError(t, err)
+	require.Equal(t, transport.DSCPEF, cfg.StreamDSCP)
+
 	// iperf3's flags bulk does not implement are refused by name.
 	for _, args := range [][]string{{"-u"}, {"--udp"}, {"-Z"}, {"--cport", "5000"}, {"-n", "1G"}, {"-O", "2"}} {
 		_, err := parseFlags(append([]string{"-c", "h"}, args...))
