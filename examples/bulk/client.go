@@ -55,7 +55,7 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	res := &rep.res
 	res.Start = newStart(ts, fs, newCookie())
 	res.Start.ConnectingTo = &hostPort{Host: o.host, Port: o.port}
-	res.Intervals = []intervalJ{}
+	res.Intervals, res.End.Streams = []intervalJ{}, []endStream{}
 	res.End.SenderTCPCongestion, res.End.ReceiverTCPCongestion = o.cc, o.cc
 	res.End.Fresh = freshEnd{CC: o.cc, DSCP: fs.DSCP}
 

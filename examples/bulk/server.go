@@ -116,7 +116,7 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	ts := p.TestStart
 	res.Start = newStart(ts, p.Fresh, p.Cookie)
 	res.Start.AcceptedConnection = &hostPort{Host: ra.IP.String(), Port: ra.Port}
-	res.Intervals = []intervalJ{}
+	res.Intervals, res.End.Streams = []intervalJ{}, []endStream{}
 	res.End.SenderTCPCongestion, res.End.ReceiverTCPCongestion = p.Fresh.CC, p.Fresh.CC
 	cfg, err := checkParams(p, transport.Config{Logger: o.logger})
 	if err != nil {
