@@ -160,23 +160,20 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	fmt.Fprintln(text, "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd")
 	t := &test{o: ts, streams: newStreams(conns, ts, false), rep: rep, text: text, who: "server"}
 	cpu := cpuNow()
-	runErr := t.run(ctx)
-	var mine results
-	if runErr != nil {
-		mine.Error = runErr.Error()
-	} else {
-		mine = t.local(cpu.since())
+	if err := t.run(ctx); err != nil {
+		_ = ctl.send(results{Error: err.Error()}) // the client may be gone
+		return err
 	}
+	mine := t.local(cpu.since())
+	// The client writes its results first, once its part is done.
 	var peer results
-	if err := ctl.recv(&peer, drainTimeout(time.Duration(ts.Duration*float64(time.Second)))); err != nil && runErr == nil {
-		runErr = fmt.Errorf("reading the client's results: %w", err)
-		mine = results{Error: runErr.Error()}
+	if err := ctl.recv(&peer, drainTimeout(time.Duration(ts.Duration*float64(time.Second)))); err != nil {
+		err = fmt.Errorf("reading the client's results: %w", err)
+		_ = ctl.send(results{Error: err.Error()})
+		return err
 	}
-	if err := ctl.send(mine); err != nil && runErr == nil {
-		runErr = fmt.Errorf("sending the results: %w", err)
-	}
-	if runErr != nil {
-		return runErr
+	if err := ctl.send(mine); err != nil {
+		return fmt.Errorf("sending the results: %w", err)
 	}
 	if peer.Error != "" {
 		return fmt.Errorf("the client: %s", peer.Error)
