@@ -52,6 +52,12 @@
 // promise: fresh's congestion controller (-C) still governs below it and
 // sends slower when the path says so.
 //
+// As in iperf3, -v prints the version, -V makes the text more detailed (the
+// test's parameters, CPU use, fresh's own figures) and -d (--debug) turns on
+// the transport's debug logs on stderr. Long forms are iperf3's (--time,
+// --parallel, --reverse, …); Go durations (-t 10s, -i 500ms) work beside
+// iperf3's bare seconds.
+//
 // # JSON (-J, --json-stream)
 //
 // With -J each side prints one JSON object when the test ends, with
