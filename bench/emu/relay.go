@@ -160,31 +160,20 @@ type RelayStats struct {
 type Relay struct {
 	cfg     RelayConfig
 	log     *slog.Logger
-	clk     clock.Clock
 	target  netip.AddrPort
 	front   *net.UDPConn
 	frontV4 bool // front socket's datagrams are IPv4 (or v4-mapped)
 
-	pool pool
-
-	in   chan *item    // readers → scheduler
-	wake chan struct{} // SetPath → scheduler: re-arm the timer
-	done chan struct{} // closed by Close
-	wg   sync.WaitGroup
+	sched // links, scheduler goroutine, buffers
 
 	clientsMu sync.Mutex
 	clients   map[netip.AddrPort]*client
 	closed    bool // under clientsMu: no new clients
 
-	// mu guards the links, the item registry and the scheduler's write
-	// state; the scheduler holds it while it works, SetPath and Stats
-	// briefly.
-	mu       sync.Mutex
-	fwd, rev *netem.Link
-	items    []*item // by Packet.Handle
-	oob      []byte  // scratch for egress TOS control messages
-	noMark   bool    // sendmsg refused a TOS cmsg once: stop re-marking
-	final    *RelayStats
+	// Under sched.mu: the scheduler's write state and the final stats.
+	oob    []byte // scratch for egress TOS control messages
+	noMark bool   // sendmsg refused a TOS cmsg once: stop re-marking
+	final  *RelayStats
 
 	fwdC, revC dirCounters
 	noSlot     atomic.Uint64
@@ -240,24 +229,15 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	r := &Relay{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		clk:     cfg.Clock,
 		target:  target.AddrPort(),
-		in:      make(chan *item, 1024),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
 		clients: make(map[netip.AddrPort]*client),
 		oob:     make([]byte, max(oobSize, 64)),
 	}
 	r.pool.largeSize = cfg.MaxDatagram
-	drop := func(_ clock.Mono, p *netem.Packet, _ netem.DropReason) {
-		r.release(p) // called under r.mu, from inside a link call
+	if err := r.initSched(cfg.Clock, cfg.Spin, cfg.Forward, cfg.Reverse, cfg.Seed); err != nil {
+		return nil, err
 	}
-	if r.fwd, err = netem.NewLink(netem.LinkConfigFromPath(cfg.Forward, cfg.Seed*2+1), drop); err != nil {
-		return nil, fmt.Errorf("%w: forward: %w", ErrInvalidConfig, err)
-	}
-	if r.rev, err = netem.NewLink(netem.LinkConfigFromPath(cfg.Reverse, cfg.Seed*2+2), drop); err != nil {
-		return nil, fmt.Errorf("%w: reverse: %w", ErrInvalidConfig, err)
-	}
+	r.out = r.send
 	if r.front, err = net.ListenUDP("udp", listen); err != nil {
 		return nil, fmt.Errorf("emu: listen %s: %w", cfg.Listen, err)
 	}
@@ -325,36 +305,7 @@ func (r *Relay) statsLocked() RelayStats {
 // a scenario's scheduled change: see netem.Link.ApplyChange for what
 // changes when. Both changes are checked before either is applied.
 func (r *Relay) SetPath(forward, reverse *scenario.PathChange) error {
-	for _, c := range []struct {
-		name string
-		c    *scenario.PathChange
-	}{{"forward", forward}, {"reverse", reverse}} {
-		if err := checkChange(c.c); err != nil {
-			return fmt.Errorf("emu: set path: %s: %w", c.name, err)
-		}
-	}
-	r.mu.Lock()
-	if r.final != nil {
-		r.mu.Unlock()
-		return ErrClosed
-	}
-	now := r.clk.Now()
-	var err error
-	if forward != nil {
-		err = r.fwd.ApplyChange(now, *forward)
-	}
-	if reverse != nil && err == nil {
-		err = r.rev.ApplyChange(now, *reverse)
-	}
-	r.mu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-	if err != nil {
-		return fmt.Errorf("emu: set path: %w", err)
-	}
-	return nil
+	return r.applyChange(forward, reverse, func() bool { return r.final != nil })
 }
 
 // checkChange mirrors netem's validation so SetPath can refuse a bad pair
@@ -405,12 +356,8 @@ func (r *Relay) Close() error {
 		r.final = &st
 		// Packets in the links and the arrival channel are garbage now;
 		// drop every reference so their buffers can be collected.
-		r.items = nil
+		r.discard()
 		r.mu.Unlock()
-		for len(r.in) > 0 {
-			<-r.in
-		}
-		r.pool.reset()
 		r.log.Info("emu relay closed", "addr", r.front.LocalAddr())
 	})
 	return r.closeErr

@@ -2,6 +2,7 @@ package emu
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/netem"
+	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/clock"
 )
 
@@ -25,6 +27,7 @@ type item struct {
 	dir   direction
 	tos   uint8      // the whole TOS / traffic-class byte (DSCP << 2 | ECN)
 	at    clock.Mono // when the reader got it
+	wall  time.Time  // the same instant in wall time (TUN only: TUNPacket.In)
 }
 
 // pool is the free list of items, in two buffer sizes: smallBuf for
@@ -152,13 +155,115 @@ func (r *Relay) readLoop(c *net.UDPConn, dir direction, hdr int, cl *client) {
 		it.pkt.FlowKey = owner.flow | uint64(dir)
 		it.cl, it.dir = owner, dir
 		it.at = r.clk.Now()
-		select {
-		case r.in <- it:
-		case <-r.done:
-			r.pool.put(it)
+		if !r.submit(it) {
 			return
 		}
 	}
+}
+
+// sched is the single-threaded scheduler both drivers share: readers send
+// items on in, one goroutine (schedule) enqueues them on the forward or
+// reverse link, polls both and hands every packet that crossed to out. The
+// driver embeds it, sets clk, spin, out and the links, and starts
+// schedule on wg.
+type sched struct {
+	clk  clock.Clock
+	spin time.Duration // busy-wait this long before each link event
+	// out writes one item that crossed its link; called by the scheduler
+	// under mu. The scheduler recycles the item when out returns.
+	out func(it *item)
+
+	pool pool
+
+	in   chan *item    // readers → scheduler
+	wake chan struct{} // SetPath → scheduler: re-arm the timer
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
+
+	// mu guards the links, the item registry and the driver's write
+	// state; the scheduler holds it while it works, SetPath and Stats
+	// briefly.
+	mu       sync.Mutex
+	fwd, rev *netem.Link
+	items    []*item // by Packet.Handle
+}
+
+// initSched makes the channels and builds both links from their paths
+// (forward seed·2+1, reverse seed·2+2, as bench/sim). Errors are the
+// links' validation errors, wrapped in ErrInvalidConfig.
+func (s *sched) initSched(clk clock.Clock, spin time.Duration, fwd, rev scenario.Path, seed uint64) error {
+	s.clk, s.spin = clk, spin
+	s.in = make(chan *item, 1024)
+	s.wake = make(chan struct{}, 1)
+	s.done = make(chan struct{})
+	drop := func(_ clock.Mono, p *netem.Packet, _ netem.DropReason) {
+		s.release(p) // called under s.mu, from inside a link call
+	}
+	var err error
+	if s.fwd, err = netem.NewLink(netem.LinkConfigFromPath(fwd, seed*2+1), drop); err != nil {
+		return fmt.Errorf("%w: forward: %w", ErrInvalidConfig, err)
+	}
+	if s.rev, err = netem.NewLink(netem.LinkConfigFromPath(rev, seed*2+2), drop); err != nil {
+		return fmt.Errorf("%w: reverse: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// applyChange applies SetPath's changes under mu and wakes the scheduler.
+// closed reports (under mu) whether the driver is closed.
+func (s *sched) applyChange(forward, reverse *scenario.PathChange, closed func() bool) error {
+	for _, c := range []struct {
+		name string
+		c    *scenario.PathChange
+	}{{"forward", forward}, {"reverse", reverse}} {
+		if err := checkChange(c.c); err != nil {
+			return fmt.Errorf("emu: set path: %s: %w", c.name, err)
+		}
+	}
+	s.mu.Lock()
+	if closed() {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	now := s.clk.Now()
+	var err error
+	if forward != nil {
+		err = s.fwd.ApplyChange(now, *forward)
+	}
+	if reverse != nil && err == nil {
+		err = s.rev.ApplyChange(now, *reverse)
+	}
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	if err != nil {
+		return fmt.Errorf("emu: set path: %w", err)
+	}
+	return nil
+}
+
+// submit hands it to the scheduler; false (and it recycled) after Close.
+func (s *sched) submit(it *item) bool {
+	select {
+	case s.in <- it:
+		return true
+	case <-s.done:
+		s.pool.put(it)
+		return false
+	}
+}
+
+// discard drops, after every goroutine has stopped, the packets still in
+// the links and the arrival channel, and releases the buffers. Call under
+// mu (for items) after wg.Wait.
+func (s *sched) discard() {
+	s.items = nil
+	for len(s.in) > 0 {
+		<-s.in
+	}
+	s.pool.reset()
 }
 
 // maxBatch bounds how many queued arrivals the scheduler admits before it
@@ -168,7 +273,7 @@ const maxBatch = 256
 // schedule is the scheduler goroutine: it owns the links (under r.mu)
 // and runs enqueue arrivals → poll due packets and write them → sleep
 // until the next link event or arrival.
-func (r *Relay) schedule() {
+func (r *sched) schedule() {
 	defer r.wg.Done()
 	timer := time.NewTimer(never)
 	defer timer.Stop()
@@ -198,13 +303,13 @@ func (r *Relay) schedule() {
 		switch {
 		case !ok:
 			timer.Stop()
-		case wait <= r.cfg.Spin:
+		case wait <= r.spin:
 			timer.Stop()
 			spinning = true
 		default:
 			// Go ≥ 1.23 timers: Reset needs no drain and never delivers
 			// a stale tick.
-			timer.Reset(wait - r.cfg.Spin)
+			timer.Reset(wait - r.spin)
 		}
 	}
 }
@@ -212,7 +317,7 @@ func (r *Relay) schedule() {
 // service enqueues first and whatever else has arrived, writes every
 // packet the links have delivered by now, and returns how long until the
 // links' next event (ok false: both idle and empty).
-func (r *Relay) service(first *item) (wait time.Duration, ok bool) {
+func (r *sched) service(first *item) (wait time.Duration, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if first != nil {
@@ -241,7 +346,7 @@ func (r *Relay) service(first *item) (wait time.Duration, ok bool) {
 }
 
 // enqueue registers it (first time only) and offers it to its link.
-func (r *Relay) enqueue(it *item) {
+func (r *sched) enqueue(it *item) {
 	if it.idx < 0 {
 		it.idx = len(r.items)
 		r.items = append(r.items, it)
@@ -255,20 +360,20 @@ func (r *Relay) enqueue(it *item) {
 }
 
 // release returns the item behind p to the pool (under r.mu).
-func (r *Relay) release(p *netem.Packet) {
+func (r *sched) release(p *netem.Packet) {
 	if p.Handle < uint64(len(r.items)) {
 		r.pool.put(r.items[p.Handle])
 	}
 }
 
 // drain writes every packet l has delivered by now.
-func (r *Relay) drain(now clock.Mono, l *netem.Link) {
+func (r *sched) drain(now clock.Mono, l *netem.Link) {
 	for p := l.Poll(now); p != nil; p = l.Poll(now) {
 		if p.Handle >= uint64(len(r.items)) {
 			continue // not ours: impossible, but never panic
 		}
 		it := r.items[p.Handle]
-		r.send(it)
+		r.out(it)
 		r.pool.put(it)
 	}
 }
