@@ -143,6 +143,9 @@ type DirectionStats struct {
 	ReadErrors, WriteErrors uint64
 	// Oversize counts datagrams larger than MaxDatagram, dropped unread.
 	Oversize uint64
+	// NotIPv4 (TUN router only) counts packets read from a TUN that are
+	// not well-formed IPv4 (IPv6 is disabled in the namespaces), dropped.
+	NotIPv4 uint64
 }
 
 // RelayStats are the relay's counters since NewRelay.
@@ -187,6 +190,7 @@ type Relay struct {
 type dirCounters struct {
 	in, inBytes, out, outBytes  atomic.Uint64
 	readErr, writeErr, oversize atomic.Uint64
+	notIPv4                     atomic.Uint64
 }
 
 func (d *dirCounters) snapshot(link netem.LinkStats) DirectionStats {
@@ -199,6 +203,7 @@ func (d *dirCounters) snapshot(link netem.LinkStats) DirectionStats {
 		ReadErrors:   d.readErr.Load(),
 		WriteErrors:  d.writeErr.Load(),
 		Oversize:     d.oversize.Load(),
+		NotIPv4:      d.notIPv4.Load(),
 	}
 }
 
