@@ -3,9 +3,13 @@
 package emu
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +17,9 @@ import (
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 
+	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/transport"
 )
 
 // newTUN builds a TUN router with symmetric links, or skips the test
@@ -76,4 +82,146 @@ func TestTUNPing(t *testing.T) {
 	st := tn.Stats()
 	require.GreaterOrEqual(t, st.Forward.DatagramsOut, uint64(5))
 	require.GreaterOrEqual(t, st.Reverse.DatagramsOut, uint64(5))
+}
+
+// TestTUNKernelTCP moves a few MB over kernel TCP from the client
+// namespace to the server's through a 20 Mbit/s bottleneck: goodput is
+// at most the link rate and at least half of it, and Observe sees the TCP
+// packets after the queue and the propagation delay.
+func TestTUNKernelTCP(t *testing.T) {
+	const (
+		rate  = 20 * mbps
+		delay = 10 * time.Millisecond
+		size  = 3 << 20
+	)
+	var (
+		mu                 sync.Mutex
+		tcpFwd, tcpRev     int
+		badQueue, tooEarly int
+		minTransit         = time.Hour
+	)
+	observe := func(p TUNPacket) {
+		if len(p.Data) < 20 || p.Data[9] != 6 { // TCP only
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Forward {
+			tcpFwd++
+		} else {
+			tcpRev++
+		}
+		if p.Queue < 0 {
+			badQueue++
+		}
+		transit := p.Out.Sub(p.In)
+		minTransit = min(minTransit, transit)
+		if transit < delay {
+			tooEarly++
+		}
+	}
+	fwd, rev := path(rate, delay), path(rate, delay)
+	fwd.Queue = scenario.Queue{Limit: 100}
+	rev.Queue = scenario.Queue{Limit: 100}
+	tn, err := NewTUN(TUNConfig{Forward: fwd, Reverse: rev, Seed: 2, Observe: observe})
+	if errors.Is(err, ErrNoTUN) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	defer func() { require.NoError(t, tn.Close()) }()
+
+	var ln net.Listener
+	require.NoError(t, tn.InServer(func() (err error) {
+		ln, err = net.Listen("tcp4", net.JoinHostPort(tn.ServerAddr().String(), "0"))
+		return err
+	}))
+	defer ln.Close()
+	type result struct {
+		n   int64
+		end time.Time
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		n, err := io.Copy(io.Discard, c)
+		got <- result{n, time.Now(), err}
+	}()
+
+	data := bytes.Repeat([]byte("fresh-tun"), size/9+1)[:size]
+	start := time.Now()
+	var c net.Conn
+	require.NoError(t, tn.InClient(func() (err error) {
+		c, err = net.DialTimeout("tcp4", ln.Addr().String(), 5*time.Second)
+		return err
+	}))
+	_, err = c.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(20 * time.Second):
+		t.Fatal("transfer did not finish")
+	}
+	require.NoError(t, r.err)
+	require.EqualValues(t, size, r.n)
+	goodput := float64(size*8) / r.end.Sub(start).Seconds()
+	st := tn.Stats()
+	t.Logf("%d bytes in %v: goodput %.2f Mbit/s over a %.0f Mbit/s link; forward %+v", size, r.end.Sub(start), goodput/1e6, float64(rate)/1e6, st.Forward)
+	require.LessOrEqual(t, goodput, float64(rate))
+	require.GreaterOrEqual(t, goodput, 0.5*float64(rate))
+	require.Zero(t, st.Forward.NotIPv4+st.Reverse.NotIPv4)
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("observed TCP packets: %d forward, %d reverse; shortest router transit %v", tcpFwd, tcpRev, minTransit)
+	require.Greater(t, tcpFwd, size/1500)
+	require.Positive(t, tcpRev)
+	require.Zero(t, badQueue, "packets with a negative queue time")
+	require.Zero(t, tooEarly, "packets that left before the propagation delay")
+}
+
+// TestTUNTransport moves data over a fresh transport connection dialled in
+// the client namespace to a listener in the server's.
+func TestTUNTransport(t *testing.T) {
+	tn := newTUN(t, 50*mbps, 5*time.Millisecond, nil)
+	var l *transport.Listener
+	require.NoError(t, tn.InServer(func() (err error) {
+		l, err = transport.Listen(net.JoinHostPort(tn.ServerAddr().String(), "0"), transport.Config{})
+		return err
+	}))
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var cli *transport.Conn
+	require.NoError(t, tn.InClient(func() (err error) {
+		cli, err = transport.Dial(ctx, l.Addr().String(), transport.Config{})
+		return err
+	}))
+	defer cli.Close()
+	srv, err := l.Accept(ctx)
+	require.NoError(t, err)
+	defer srv.Close()
+
+	data := bytes.Repeat([]byte("fresh over tun "), 1<<16) // ~1 MB
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cli.Write(data)
+		if err == nil {
+			err = cli.CloseWrite()
+		}
+		errc <- err
+	}()
+	got, err := io.ReadAll(srv)
+	require.NoError(t, err)
+	require.NoError(t, <-errc)
+	require.Equal(t, data, got)
+	st := tn.Stats()
+	require.GreaterOrEqual(t, st.Forward.BytesOut, uint64(len(data)))
 }
