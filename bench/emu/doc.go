@@ -1,4 +1,6 @@
-// Package emu runs the emulated bottleneck in real time. Relay is a
+// Package emu runs the emulated bottleneck in real time, in two forms:
+// Relay, for our UDP endpoints, and TUN, for every IP packet between two
+// network namespaces (see "TUN router" below). Relay is a
 // userspace UDP relay between loopback sockets: clients send to its front
 // address instead of the server's, and every datagram crosses a
 // bench/netem link (rate, queue discipline, delay, jitter, loss) before it
@@ -110,4 +112,82 @@
 //
 // A scenario's scheduled changes are applied with SetPath at their time;
 // Stats reports both links' counters and the relay's own.
+//
+// # TUN router
+//
+// TUN (Linux, root) carries every IP packet, not only our UDP, across the
+// same emulated bottleneck: kernel TCP, our UDP endpoints and ICMP share
+// it, as they would share a real one. NewTUN makes two network
+// namespaces, one for the client side and one for the server side, with a
+// TUN device in each, and a router that moves each packet read from one
+// device through the forward or reverse netem link into the other:
+//
+//	client namespace                                            server namespace
+//	(kernel TCP, UDP, ICMP,                                     (kernel TCP, UDP, ICMP,
+//	 processes) 10.199.0.1                                       processes) 10.199.0.2
+//	     │   ▲                                                        ▲   │
+//	     ▼   │            forward link (client → server)              │   ▼
+//	  fresh0 (TUN) ──▶ [ loss → queue → serialise → delay ] ──▶ fresh0 (TUN)
+//	               ◀── [ loss → queue → serialise → delay ] ◀──
+//	                      reverse link (server → client)
+//	               ╰─── the router, in this process: one reader ───╯
+//	                    per device, the relay's scheduler
+//
+// Each device has a point-to-point address (10.199.0.1 peer 10.199.0.2
+// and back), so the peer is routed with no forwarding or extra route;
+// 10.199.0.0/24 exists only inside the namespaces. IPv6 is disabled in
+// both; anything that is not IPv4 is dropped and counted
+// (DirectionStats.NotIPv4). The devices' transmit queues are 10000
+// packets long (the kernel's 500 drops outside the emulated queue at high
+// rates) and net.ipv4.tcp_rmem / tcp_wmem go up to 16 MiB, so the only
+// queue that matters is the emulated one. The kernel needs no netem,
+// fq_codel or cake qdisc: all emulation is netem.Link's.
+//
+// Packet.Size is the IP packet's length (the kernel's headers are real
+// here; layer-2 framing is not counted). FlowKey is a hash of the 5-tuple
+// (protocol, addresses and, for TCP, UDP, UDP-Lite, SCTP and DCCP, ports;
+// protocol and addresses for ICMP and the rest), low bit = direction, as
+// a kernel fq_codel hashes it. DSCP comes from the IPv4 TOS byte, so the
+// CAKE-like queue classifies kernel TCP and our UDP alike; the packet is
+// written out unchanged. Timing is the relay's (the same scheduler, Spin
+// included), and so are Stats (one "datagram" per IP packet) and SetPath.
+// Observe, if set, sees every packet that crossed a link, with when the
+// router read it and wrote it and its time in the queue.
+//
+// Code runs in a namespace through InClient and InServer: fn runs on a
+// locked OS thread that has entered the namespace, so sockets it opens
+// (net.Listen, net.Dial, transport.Listen, transport.Dial) stay in that
+// namespace after it returns, and processes it starts with os/exec run
+// there:
+//
+//	tn, err := emu.NewTUN(emu.TUNConfig{Forward: fwd, Reverse: rev})
+//	if errors.Is(err, emu.ErrNoTUN) { … } // not root, no /dev/net/tun, not Linux
+//	defer tn.Close()
+//	var l *transport.Listener
+//	err = tn.InServer(func() (err error) {
+//		l, err = transport.Listen(netip.AddrPortFrom(tn.ServerAddr(), 0).String(), cfg)
+//		return err
+//	})
+//	cmd := exec.Command("iperf3", "-c", tn.ServerAddr().String())
+//	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+//	err = tn.InClient(cmd.Start)
+//
+// Tear-down. Close closes both devices (non-persistent: they disappear
+// with their fd) and the namespace handles. The namespaces are anonymous,
+// never bind-mounted under /var/run/netns, so they are held only by our
+// handles and by whatever sockets and processes are in them: a process
+// that is killed, even by SIGKILL, leaks neither devices nor namespaces.
+// Two rules for callers: close the sockets you opened in a namespace
+// (each one keeps it alive), and give every child process started in a
+// namespace SysProcAttr.Pdeathsig = syscall.SIGKILL, so that it dies with
+// this process instead of keeping the namespace. CloseOnSignal closes the
+// router on SIGINT or SIGTERM before the signal takes its course.
+//
+// Limits: IPv4 only; one client namespace and one server namespace (one
+// address each); root (CAP_SYS_ADMIN, CAP_NET_ADMIN) and /dev/net/tun are
+// required, otherwise NewTUN's error wraps ErrNoTUN and says what is
+// missing. The router copies each packet once into a pooled buffer and
+// allocates nothing per packet in the steady state. Keep emulated rates
+// at or below 500 Mbit/s: the router, the kernel's TCP and the
+// applications share the host's cores.
 package emu
