@@ -135,6 +135,36 @@ func TestTUNNoLeakAfterClose(t *testing.T) {
 	requireNoLeak(t, before, cli, srv)
 }
 
+// TestTUNNoLeakOnError fails NewTUN at each stage of its set-up: each
+// time it returns the error and leaves nothing behind.
+func TestTUNNoLeakOnError(t *testing.T) {
+	cfg := TUNConfig{Forward: path(100*mbps, time.Millisecond), Reverse: path(100*mbps, time.Millisecond)}
+	tn, err := NewTUN(cfg)
+	if errors.Is(err, ErrNoTUN) {
+		t.Skip(err)
+	}
+	require.NoError(t, err)
+	require.NoError(t, tn.Close())
+	defer func() { tunBuildHook = nil }()
+	for _, stage := range []string{"client made", "server made", "client configured", "server configured"} {
+		before := snapshotNet(t)
+		injected := errors.New("injected at " + stage)
+		tunBuildHook = func(s string) error {
+			if s == stage {
+				return injected
+			}
+			return nil
+		}
+		tn, err := NewTUN(cfg)
+		require.ErrorIs(t, err, injected)
+		require.Nil(t, tn)
+		requireNoLeak(t, before)
+	}
+	tunBuildHook = nil
+	_, err = NewTUN(TUNConfig{Forward: cfg.Forward}) // no reverse rate
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}
+
 func TestTUNPanicInClient(t *testing.T) {
 	before := snapshotNet(t)
 	self, err := os.Readlink("/proc/thread-self/ns/net")

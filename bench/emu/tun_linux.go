@@ -70,6 +70,17 @@ func NewTUN(cfg TUNConfig) (_ *TUN, err error) {
 	return t, nil
 }
 
+// tunBuildHook, if set (by tests), is called at each stage of build; an
+// error fails NewTUN there, to check that every error path cleans up.
+var tunBuildHook func(stage string) error
+
+func buildStage(stage string) error {
+	if tunBuildHook == nil {
+		return nil
+	}
+	return tunBuildHook(stage)
+}
+
 // noTUN wraps permission and missing-device errors in ErrNoTUN.
 func noTUN(what string, err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
@@ -98,7 +109,13 @@ func (s *tunSys) build() error {
 		}
 		err = s.makeSide(&s.client)
 		if err == nil {
+			err = buildStage("client made")
+		}
+		if err == nil {
 			err = s.makeSide(&s.server)
+		}
+		if err == nil {
+			err = buildStage("server made")
 		}
 		if e := netns.Set(orig); e == nil {
 			runtime.UnlockOSThread()
@@ -113,6 +130,9 @@ func (s *tunSys) build() error {
 	}
 	for _, side := range []*tunSide{&s.client, &s.server} {
 		if err := side.configure(); err != nil {
+			return err
+		}
+		if err := buildStage(side.name + " configured"); err != nil {
 			return err
 		}
 	}
