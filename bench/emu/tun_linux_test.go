@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,6 +84,41 @@ func TestTUNPing(t *testing.T) {
 	st := tn.Stats()
 	require.GreaterOrEqual(t, st.Forward.DatagramsOut, uint64(5))
 	require.GreaterOrEqual(t, st.Reverse.DatagramsOut, uint64(5))
+
+	// SetPath: a longer forward delay shows in the next pings.
+	longer := scenario.Duration(3 * delay)
+	require.NoError(t, tn.SetPath(&scenario.PathChange{Delay: &longer}, nil))
+	rtts = pingRTTs(t, tn, 2)
+	t.Logf("after SetPath (forward delay %v): %v", longer.D(), rtts)
+	for _, rtt := range rtts {
+		require.GreaterOrEqual(t, rtt, 4*delay)
+		require.Less(t, rtt, 3*4*delay)
+	}
+	zero := scenario.Rate(0)
+	require.ErrorIs(t, tn.SetPath(nil, &scenario.PathChange{Rate: &zero}), ErrInvalidConfig)
+	require.NoError(t, tn.Close())
+	require.ErrorIs(t, tn.SetPath(&scenario.PathChange{Delay: &longer}, nil), ErrClosed)
+}
+
+// TestTUNCloseOnSignal: SIGTERM closes the router. The test handles
+// SIGTERM itself, so the re-raised signal reaches its channel instead of
+// ending the test binary.
+func TestTUNCloseOnSignal(t *testing.T) {
+	tn := newTUN(t, 100*mbps, time.Millisecond, nil)
+	mine := make(chan os.Signal, 2)
+	signal.Notify(mine, syscall.SIGTERM)
+	defer signal.Stop(mine)
+	stop := CloseOnSignal(tn)
+	defer stop()
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	for range 2 { // ours, then CloseOnSignal's re-raise after Close
+		select {
+		case <-mine:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no SIGTERM")
+		}
+	}
+	require.ErrorIs(t, tn.InClient(func() error { return nil }), ErrClosed)
 }
 
 // TestTUNKernelTCP moves a few MB over kernel TCP from the client
