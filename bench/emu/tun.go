@@ -32,6 +32,7 @@ const (
 	tunMaxPkt   = 65535    // bytes: the largest IPv4 packet
 	tunTCPMem   = "4096 131072 16777216"
 	tunTCPWMem  = "4096 16384 16777216"
+	tunSockMax  = "16777216"    // net.core.rmem_max / wmem_max
 	tunReadSize = tunMaxPkt + 1 // one more, so an oversize read shows
 )
 

@@ -148,14 +148,23 @@ func (s *tunSys) makeSide(side *tunSide) error {
 	}
 	side.ns = ns
 	// /proc/sys/net shows the namespace of the thread that opens it.
-	for _, c := range []struct{ key, val string }{
-		{"net/ipv6/conf/all/disable_ipv6", "1"},
-		{"net/ipv6/conf/default/disable_ipv6", "1"},
-		{"net/ipv4/tcp_rmem", tunTCPMem},
-		{"net/ipv4/tcp_wmem", tunTCPWMem},
+	for _, c := range []struct {
+		key, val string
+		optional bool // best effort: failing is fine
+	}{
+		// No IPv6 at all is fine too.
+		{"net/ipv6/conf/all/disable_ipv6", "1", true},
+		{"net/ipv6/conf/default/disable_ipv6", "1", true},
+		{"net/ipv4/tcp_rmem", tunTCPMem, false},
+		{"net/ipv4/tcp_wmem", tunTCPWMem, false},
+		// Let UDP sockets ask for 16 MiB buffers too, where the kernel
+		// allows it (these are read-only or absent outside the initial
+		// namespace on some kernels, e.g. 6.18).
+		{"net/core/rmem_max", tunSockMax, true},
+		{"net/core/wmem_max", tunSockMax, true},
 	} {
 		err := os.WriteFile("/proc/sys/"+c.key, []byte(c.val), 0)
-		if err != nil && !(errors.Is(err, os.ErrNotExist) && c.val == "1") { // no IPv6 at all is fine
+		if err != nil && !c.optional {
 			return fmt.Errorf("emu: %s namespace: sysctl %s: %w", side.name, c.key, err)
 		}
 	}
