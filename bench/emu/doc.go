@@ -137,13 +137,14 @@
 // and back), so the peer is routed with no forwarding or extra route;
 // 10.199.0.0/24 exists only inside the namespaces. IPv6 is disabled in
 // both; anything that is not IPv4 is dropped and counted
-// (DirectionStats.NotIPv4). The devices' transmit queues are 10000
-// packets long (the kernel's 500 drops outside the emulated queue at high
-// rates), net.ipv4.tcp_rmem / tcp_wmem go up to 16 MiB, and so do
-// net.core.rmem_max / wmem_max where the kernel lets a namespace set them
-// (Linux 6.18 shows them read-only inside a namespace, at 4 MiB on the
-// development VM: UDP socket buffers stay capped there), so the only queue that matters is the emulated one. The kernel needs no netem,
-// fq_codel or cake qdisc: all emulation is netem.Link's.
+// (DirectionStats.NotIPv4). So that the only queue that matters is the
+// emulated one, the devices' transmit queues are 10000 packets long (the
+// kernel's 500 drops outside the emulated queue at high rates) and
+// net.ipv4.tcp_rmem / tcp_wmem go up to 16 MiB. net.core.rmem_max /
+// wmem_max are raised to 16 MiB too where the kernel lets a namespace set
+// them (Linux 6.18 shows them read-only there, at 4 MiB on the
+// development VM, which then caps UDP socket buffers). The kernel needs
+// no netem, fq_codel or cake qdisc: all emulation is netem.Link's.
 //
 // Packet.Size is the IP packet's length (the kernel's headers are real
 // here; layer-2 framing is not counted). FlowKey is a hash of the 5-tuple
