@@ -153,7 +153,9 @@
 // a kernel fq_codel hashes it. DSCP comes from the IPv4 TOS byte, so the
 // CAKE-like queue classifies kernel TCP and our UDP alike; the packet is
 // written out unchanged. Timing is the relay's (the same scheduler, Spin
-// included), and so are Stats (one "datagram" per IP packet) and SetPath.
+// included: ICMP echo over a 20 ms RTT measures 20.6 ms, 20.2 ms with
+// Spin = 2 ms), and so are Stats (one "datagram" per IP packet) and
+// SetPath.
 // Observe, if set, sees every packet that crossed a link, with when the
 // router read it and wrote it and its time in the queue.
 //
@@ -192,5 +194,8 @@
 // missing. The router copies each packet once into a pooled buffer and
 // allocates nothing per packet in the steady state. Keep emulated rates
 // at or below 500 Mbit/s: the router, the kernel's TCP and the
-// applications share the host's cores.
+// applications share the host's cores (BenchmarkTUNTCP, one kernel TCP
+// connection over 500 Mbit/s links with 1 ms delay on the 2-core
+// development VM: 479 Mbit/s of goodput, 0.0004 heap allocations per
+// routed packet for the whole process).
 package emu
