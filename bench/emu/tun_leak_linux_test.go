@@ -4,11 +4,13 @@ package emu
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,14 +24,14 @@ import (
 
 // netState is what a TUN router could leak, seen from the root namespace.
 type netState struct {
-	tuns  map[string]bool // TUN/TAP devices in this namespace
-	named []string        // entries of /var/run/netns
-	nets  map[uint64]bool // network namespaces held by a thread or an fd
+	tuns  map[string]bool   // TUN/TAP devices in this namespace
+	named map[uint64]string // entries of /var/run/netns, by namespace inode
+	nets  map[uint64][]int  // network namespaces held by a thread or an fd: the holders' pids
 }
 
 func snapshotNet(t *testing.T) netState {
 	t.Helper()
-	s := netState{tuns: map[string]bool{}, nets: map[uint64]bool{}}
+	s := netState{tuns: map[string]bool{}, named: map[uint64]string{}, nets: map[uint64][]int{}}
 	links, err := netlink.LinkList()
 	require.NoError(t, err)
 	for _, l := range links {
@@ -39,31 +41,60 @@ func snapshotNet(t *testing.T) netState {
 	}
 	if ents, err := os.ReadDir("/var/run/netns"); err == nil {
 		for _, e := range ents {
-			s.named = append(s.named, e.Name())
-		}
-	}
-	// Every namespace in use is some thread's or held by an fd (ours by a
-	// handle): count the distinct "net:[inode]" links.
-	add := func(link string) {
-		if ino, ok := strings.CutPrefix(link, "net:["); ok {
-			if n, err := strconv.ParseUint(strings.TrimSuffix(ino, "]"), 10, 64); err == nil {
-				s.nets[n] = true
+			var st unix.Stat_t
+			if unix.Stat(filepath.Join("/var/run/netns", e.Name()), &st) == nil {
+				s.named[st.Ino] = e.Name()
 			}
 		}
 	}
-	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*/ns/net")
-	for _, p := range tasks {
-		if l, err := os.Readlink(p); err == nil {
-			add(l)
+	// Every namespace in use is some thread's or held by an fd (ours by a
+	// handle): collect the distinct "net:[inode]" links and who holds them.
+	add := func(p, link string) {
+		ino, ok := strings.CutPrefix(link, "net:[")
+		if !ok {
+			return
+		}
+		n, err := strconv.ParseUint(strings.TrimSuffix(ino, "]"), 10, 64)
+		if err != nil {
+			return
+		}
+		pid, _ := strconv.Atoi(strings.Split(p, "/")[2]) // /proc/PID/…
+		if !slices.Contains(s.nets[n], pid) {
+			s.nets[n] = append(s.nets[n], pid)
 		}
 	}
-	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
-	for _, p := range fds {
-		if l, err := os.Readlink(p); err == nil {
-			add(l)
+	for _, glob := range []string{"/proc/[0-9]*/task/[0-9]*/ns/net", "/proc/[0-9]*/fd/*"} {
+		paths, _ := filepath.Glob(glob)
+		for _, p := range paths {
+			if l, err := os.Readlink(p); err == nil {
+				add(p, l)
+			}
 		}
 	}
 	return s
+}
+
+// ourProcess reports whether pid is this process or a descendant of it.
+func ourProcess(pid int) bool {
+	self := os.Getpid()
+	for range 64 {
+		if pid == self {
+			return true
+		}
+		if pid <= 1 {
+			return false
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		pid, _ = strconv.Atoi(f[1]) // the parent
+	}
+	return false
 }
 
 // nsInodes returns the inodes of the router's two namespaces.
@@ -79,17 +110,23 @@ func (t *TUN) nsInodes() (client, server uint64) {
 }
 
 // requireNoLeak waits (briefly: a killed process's fds close as it is
-// reaped) until neither namespace is held by anything, no TUN device
-// appeared, nothing was named in /var/run/netns and the number of
-// namespaces is back to what it was.
+// reaped) until neither of our namespaces is held by anything or named in
+// /var/run/netns, no TUN device appeared here, and the number of
+// namespaces is back to what it was. Other programs on the host may make
+// namespaces meanwhile: a new one held only by processes outside this
+// process tree is logged, not counted.
 func requireNoLeak(t *testing.T, before netState, ours ...uint64) {
 	t.Helper()
-	var now netState
+	var foreign []string
 	leaked := func() string {
-		now = snapshotNet(t)
+		now := snapshotNet(t)
+		foreign = foreign[:0]
 		for _, ino := range ours {
-			if now.nets[ino] {
-				return fmt.Sprintf("namespace net:[%d] still held", ino)
+			if pids, ok := now.nets[ino]; ok {
+				return fmt.Sprintf("namespace net:[%d] still held by pids %v", ino, pids)
+			}
+			if name, ok := now.named[ino]; ok {
+				return fmt.Sprintf("namespace net:[%d] named /var/run/netns/%s", ino, name)
 			}
 		}
 		for name := range now.tuns {
@@ -97,11 +134,19 @@ func requireNoLeak(t *testing.T, before netState, ours ...uint64) {
 				return "new TUN device " + name
 			}
 		}
-		if len(now.named) > len(before.named) {
-			return fmt.Sprintf("/var/run/netns: %v, was %v", now.named, before.named)
+		n := len(before.nets)
+		for ino, pids := range now.nets {
+			if _, old := before.nets[ino]; old {
+				continue
+			}
+			if !slices.ContainsFunc(pids, ourProcess) {
+				foreign = append(foreign, fmt.Sprintf("net:[%d] held by pids %v", ino, pids))
+				continue
+			}
+			n++
 		}
-		if len(now.nets) > len(before.nets) {
-			return fmt.Sprintf("%d network namespaces, was %d", len(now.nets), len(before.nets))
+		if n > len(before.nets) {
+			return fmt.Sprintf("%d network namespaces, was %d", n, len(before.nets))
 		}
 		return ""
 	}
@@ -109,6 +154,9 @@ func requireNoLeak(t *testing.T, before netState, ours ...uint64) {
 	for {
 		msg := leaked()
 		if msg == "" {
+			if len(foreign) > 0 {
+				t.Logf("namespaces made meanwhile by other programs (not counted): %v", foreign)
+			}
 			return
 		}
 		if time.Now().After(deadline) {
@@ -127,7 +175,7 @@ func TestTUNNoLeakAfterClose(t *testing.T) {
 	require.NoError(t, err)
 	cli, srv := tn.nsInodes()
 	during := snapshotNet(t)
-	require.True(t, during.nets[cli] && during.nets[srv], "the snapshot sees our namespaces")
+	require.True(t, during.nets[cli] != nil && during.nets[srv] != nil, "the snapshot sees our namespaces")
 	pingRTTs(t, tn, 1)
 	require.NoError(t, tn.Close())
 	require.NoError(t, tn.Close(), "Close is idempotent")
@@ -238,7 +286,7 @@ wait:
 		}
 	}
 	during := snapshotNet(t)
-	require.True(t, during.nets[cli] && during.nets[srv], "the helper's namespaces are visible")
+	require.True(t, during.nets[cli] != nil && during.nets[srv] != nil, "the helper's namespaces are visible")
 	childNS, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", child))
 	require.NoError(t, err)
 	require.Equal(t, fmt.Sprintf("net:[%d]", cli), childNS, "the child runs in the client namespace")
