@@ -314,10 +314,15 @@ func processAlive(pid int) bool {
 
 // TestTUNHelperProcess is TestTUNNoLeakAfterKill's helper, run in a
 // subprocess: it builds a router, pings across, starts a sleeping child
-// in the client namespace, prints READY and waits to be killed.
+// (this binary again) in the client namespace, prints READY and waits to
+// be killed.
 func TestTUNHelperProcess(t *testing.T) {
-	if os.Getenv(tunHelperEnv) == "" {
+	switch os.Getenv(tunHelperEnv) {
+	case "":
 		t.Skip("helper for TestTUNNoLeakAfterKill")
+	case "sleep": // the child in the namespace
+		time.Sleep(time.Minute)
+		return
 	}
 	tn, err := NewTUN(TUNConfig{Forward: path(100*mbps, time.Millisecond), Reverse: path(100*mbps, time.Millisecond)})
 	if errors.Is(err, ErrNoTUN) {
@@ -326,7 +331,8 @@ func TestTUNHelperProcess(t *testing.T) {
 	}
 	require.NoError(t, err)
 	pingRTTs(t, tn, 1)
-	sleeper := exec.Command("sleep", "60")
+	sleeper := exec.Command(os.Args[0], "-test.run=^TestTUNHelperProcess$", "-test.count=1")
+	sleeper.Env = append(os.Environ(), tunHelperEnv+"=sleep")
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, tn.InClient(sleeper.Start))
 	cli, srv := tn.nsInodes()
