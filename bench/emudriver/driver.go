@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -14,11 +13,9 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
-	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/internal/wire"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", "owd-eq2"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -78,6 +75,7 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*report.Run, 
 	wallStart := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	d := &driver{s: s, opts: opts, ctx: ctx, cancel: cancel}
+	d.net = &relayNet{d: d}
 	d.pending.Store(-1)
 	defer d.shutdown()
 	if err := d.setup(); err != nil {
@@ -147,10 +145,13 @@ type driver struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// net is the emulated path the flows cross (relay or TUN router).
+	net      network
 	listener *transport.Listener
-	shim     *shim
-	relay    *emu.Relay
 	flows    []*flowRun
+	// exact says the path measures each packet's delay itself (the TUN
+	// router): endpoints then only count deliveries.
+	exact bool
 
 	// origin is the run's time zero (set once, before any flow starts);
 	// started says it is set.
@@ -171,7 +172,7 @@ type driver struct {
 	// shim's and taps' goroutines; replaced, never modified).
 	applied atomic.Pointer[[]appliedChange]
 
-	// Relay busy time at time zero, so utilisation covers the run only.
+	// The path's busy time at time zero, so utilisation covers the run only.
 	busy0 [2]time.Duration
 	// listenerDatagram is the Listener's MaxDatagram.
 	listenerDatagram int
@@ -234,38 +235,19 @@ func (d *driver) setup() error {
 			setPolicy(&lcfg, &f.spec)
 		}
 	}
-	var err error
-	if d.listener, err = transport.Listen("127.0.0.1:0", lcfg); err != nil {
-		return fail("listen: %w", err)
+	if err := d.net.open(lcfg); err != nil {
+		return fail("%w", err)
 	}
-	if d.shim, err = newShim(d.listener.Addr().(*net.UDPAddr), d.onShimFresh, d.onShimCBR); err != nil {
-		return fail("shim: %w", err)
-	}
-	if d.relay, err = emu.NewRelay(emu.RelayConfig{
-		Target: d.shim.Addr().String(), Forward: s.Forward, Reverse: s.Reverse,
-		Seed: uint64(s.Seed), MaxClients: len(d.flows) + 1,
-	}); err != nil {
-		return fail("relay: %w", err)
-	}
-	relayAddr := d.relay.Addr().(*net.UDPAddr)
 
-	// Flows, one at a time, so that each handshake's Initial and each
-	// Accept belong to the flow being set up.
+	// Flows, one at a time, so that each handshake's first packets and
+	// each Accept belong to the flow being set up.
 	for _, f := range d.flows {
-		var err error
-		switch {
-		case f.spec.Kind == scenario.KindCBR:
-			err = d.setupCBR(f, relayAddr)
-		default:
-			err = d.setupFresh(f, relayAddr)
-		}
-		if err != nil {
+		if err := d.net.setupFlow(f); err != nil {
 			return fail("flow %q: %w", f.spec.Name, err)
 		}
 	}
 
-	st := d.relay.Stats()
-	d.busy0 = [2]time.Duration{st.Forward.Link.BusyTime, st.Reverse.Link.BusyTime}
+	d.busy0 = d.net.busy()
 	d.origin = time.Now()
 	d.started.Store(true)
 	for _, f := range d.flows {
@@ -286,9 +268,9 @@ func (d *driver) baseConfig() transport.Config {
 	}
 }
 
-// setupFresh dials one bulk or update flow through the relay (a reverse
-// flow through a tap) and accepts its server side.
-func (d *driver) setupFresh(f *flowRun, relay *net.UDPAddr) error {
+// freshConfig is the client side's transport.Config of a bulk or update
+// flow.
+func (d *driver) freshConfig(f *flowRun) transport.Config {
 	cfg := d.baseConfig()
 	cfg.MaxDatagram = f.datagramSize(d.s)
 	if f.spec.Reverse {
@@ -301,15 +283,13 @@ func (d *driver) setupFresh(f *flowRun, relay *net.UDPAddr) error {
 		setPolicy(&cfg, &f.spec)
 		cfg.UpdateDSCP = f.spec.DSCP // scenario.Validate set it: BE unless the file says otherwise
 	}
-	addr := relay
-	if f.spec.Reverse {
-		t, err := newTap(relay, f.dscp, func(b []byte) { d.observeFresh(f, b) })
-		if err != nil {
-			return err
-		}
-		f.tap = t
-		addr = t.Addr()
-	}
+	return cfg
+}
+
+// connectFresh sets one bulk or update flow's Conns up: dial dials the
+// client side (through the emulated path), then the Listener accepts the
+// server side. Flows are set up one at a time.
+func (d *driver) connectFresh(f *flowRun, dial func(ctx context.Context, cfg transport.Config) (*transport.Conn, error)) error {
 	if f.spec.Kind == scenario.KindBulk && f.spec.Reverse {
 		d.serverCC.Store(f.spec.CC)
 	} else {
@@ -319,7 +299,7 @@ func (d *driver) setupFresh(f *flowRun, relay *net.UDPAddr) error {
 	defer d.pending.Store(-1)
 	hctx, cancel := context.WithTimeout(d.ctx, setupTimeout)
 	defer cancel()
-	client, err := transport.Dial(hctx, addr.String(), cfg)
+	client, err := dial(hctx, d.freshConfig(f))
 	if err != nil {
 		return err
 	}
@@ -336,81 +316,26 @@ func (d *driver) setupFresh(f *flowRun, relay *net.UDPAddr) error {
 	return nil
 }
 
-// setupCBR opens a cbr flow's client socket. A reverse flow's socket says
-// hello through the relay until the shim has learned the back socket that
-// stands for it, so the shim can send to it.
-func (d *driver) setupCBR(f *flowRun, relay *net.UDPAddr) error {
-	c, err := net.DialUDP("udp4", nil, relay)
-	if err != nil {
-		return err
+// cbrDelivered counts one cbr datagram delivered at run time t; owd is
+// its one-way delay, recorded unless the path measures delays itself.
+func (d *driver) cbrDelivered(f *flowRun, t, owd time.Duration) {
+	f.mu.Lock()
+	f.m.cbrDelivered++
+	if t <= f.end {
+		n := int64(f.spec.Size)
+		f.m.bytes += n
+		f.m.ivBytes += n
 	}
-	f.cbr = c
-	setBuffers(c)
-	if !f.spec.Reverse {
-		return setTOS(c, f.dscp)
-	}
-	hello := make([]byte, cbrHeaderLen)
-	putCBR(hello, cbrHeader{kind: cbrHello, flow: f.idx})
-	deadline := time.NewTimer(setupTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(helloEvery)
-	defer tick.Stop()
-	for {
-		if _, err := c.Write(hello); err != nil {
-			return err
-		}
-		select {
-		case <-f.learned:
-			return nil
-		case <-tick.C:
-		case <-deadline.C:
-			return errors.New("reverse cbr: no hello crossed the relay")
-		case <-d.ctx.Done():
-			return d.ctx.Err()
-		}
+	f.mu.Unlock()
+	if !d.exact {
+		d.delaySample(f, t, owd)
 	}
 }
 
-// onShimFresh sees every fresh datagram that crossed the forward link.
-func (d *driver) onShimFresh(b []byte) {
-	h, _, err := wire.ParseHeader(b)
-	if err != nil {
-		return
-	}
-	d.regMu.Lock()
-	f := d.byConnID[h.ConnID]
-	if f == nil && h.Type == wire.TypeInitial {
-		if i := d.pending.Load(); i >= 0 {
-			f = d.flows[i]
-			d.byConnID[h.ConnID] = f
-		}
-	}
-	d.regMu.Unlock()
-	if f != nil && !f.spec.Reverse {
-		d.record(f, h, time.Now())
-	}
-}
-
-// observeFresh sees a reverse flow's datagrams that crossed the reverse link.
-func (d *driver) observeFresh(f *flowRun, b []byte) {
-	if h, _, err := wire.ParseHeader(b); err == nil {
-		d.record(f, h, time.Now())
-	}
-}
-
-// record notes the arrival at wall time at of a data or update datagram:
-// its one-way delay from the sender's stamp (both ends read this host's
-// clock, so it is exact to the µs of the stamp).
-func (d *driver) record(f *flowRun, h wire.Header, at time.Time) {
-	if (h.Type != wire.TypeData && h.Type != wire.TypeUpdate) || !d.started.Load() {
-		return
-	}
-	owd := time.Duration(at.UnixMicro()-h.Timestamp) * time.Microsecond
-	d.arrival(f, at.Sub(d.origin), owd)
-}
-
-// arrival records one packet delivered at run time t after owd.
-func (d *driver) arrival(f *flowRun, t, owd time.Duration) {
+// delaySample records the one-way delay of one packet delivered at run
+// time t, with the propagation delay it had (its queueing delay is
+// worked out at the end, see result).
+func (d *driver) delaySample(f *flowRun, t, owd time.Duration) {
 	base := d.delayAt(f.spec.Reverse, t)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -419,71 +344,18 @@ func (d *driver) arrival(f *flowRun, t, owd time.Duration) {
 	f.m.baseMs = append(f.m.baseMs, float64(base)/1e6)
 	f.m.ivOWDSum += ms
 	f.m.ivOWDN++
-	if f.spec.Kind == scenario.KindCBR {
-		f.m.cbrDelivered++
-		if t <= f.end {
-			n := int64(f.spec.Size)
-			f.m.bytes += n
-			f.m.ivBytes += n
-		}
-	}
 }
 
-// appliedChange is a path change as the relay got it: at run time at.
-type appliedChange struct {
-	at               time.Duration
-	forward, reverse *scenario.PathChange
-}
-
-// delayAt is the propagation delay a packet of one direction arriving at
-// run time t had. A delay change applies to the packets that finish
-// serialising after it (netem.Link.SetDelay), so the packet had change
-// c's delay if it arrived at least that delay after c was applied (the
-// real time, not the scheduled one: the loop applies changes up to a tick
-// late). This never credits a packet with more propagation delay than it
-// had when the delay grew, so queueing delay is never under-estimated
-// around a change.
-func (d *driver) delayAt(reverse bool, t time.Duration) time.Duration {
-	delay := d.s.Forward.Delay.D()
-	if reverse {
-		delay = d.s.Reverse.Delay.D()
-	}
-	applied := d.applied.Load()
-	if applied == nil {
-		return delay
-	}
-	for _, c := range *applied {
-		pc := c.forward
-		if reverse {
-			pc = c.reverse
-		}
-		if pc != nil && pc.Delay != nil && t-pc.Delay.D() >= c.at {
-			delay = pc.Delay.D()
-		}
-	}
-	return delay
-}
-
-// onShimCBR sees the driver's own cbr datagrams at the server side.
-func (d *driver) onShimCBR(b []byte, from netip.AddrPort) {
-	h, ok := parseCBR(b)
-	if !ok || h.flow >= len(d.flows) {
-		return
-	}
-	f := d.flows[h.flow]
-	if f.spec.Kind != scenario.KindCBR {
-		return
-	}
-	switch {
-	case h.kind == cbrHello && f.spec.Reverse:
-		f.learnOnce.Do(func() {
-			f.revAddr = from
-			close(f.learned)
-		})
-	case h.kind == cbrData && !f.spec.Reverse && d.started.Load():
-		t := d.now()
-		d.arrival(f, t, t-time.Duration(h.sentNS))
-	}
+// exactSample records the delay and the queueing delay of one packet as
+// the path measured them.
+func (d *driver) exactSample(f *flowRun, owd, queue time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ms := float64(owd) / 1e6
+	f.m.owdMs = append(f.m.owdMs, ms)
+	f.m.queueMs = append(f.m.queueMs, float64(queue)/1e6)
+	f.m.ivOWDSum += ms
+	f.m.ivOWDN++
 }
 
 // startFlow starts a flow's goroutines; each waits for the flow's start.
@@ -502,10 +374,12 @@ func (d *driver) startFlow(f *flowRun) {
 		d.goFunc(func() { d.monitor(f) })
 		d.goFunc(func() { d.source(f) })
 	case f.spec.Kind == scenario.KindCBR:
-		if f.spec.Reverse {
+		if f.cbrIn != nil {
 			d.goFunc(func() { d.cbrReceiver(f) })
 		}
 		d.goFunc(func() { d.cbrSender(f) })
+	default:
+		d.net.startFlow(f)
 	}
 }
 
@@ -635,8 +509,8 @@ func (d *driver) monitor(f *flowRun) {
 	}
 }
 
-// cbrSender sends a cbr flow's datagrams at its rate from start to end:
-// forward from the client socket, reverse from the shim.
+// cbrSender sends a cbr flow's datagrams at its rate from start to end
+// with f.cbrSend.
 func (d *driver) cbrSender(f *flowRun) {
 	if !d.sleepUntil(f.start) {
 		return
@@ -654,13 +528,7 @@ func (d *driver) cbrSender(f *flowRun) {
 		for t := d.now(); next <= t && next < f.end; next += gap {
 			putCBR(b, cbrHeader{kind: cbrData, flow: f.idx, seq: seq, sentNS: int64(d.now())})
 			seq++
-			var err error
-			if f.spec.Reverse {
-				err = d.shim.WriteTo(b, f.revAddr)
-			} else {
-				_, err = f.cbr.Write(b)
-			}
-			if err != nil && errors.Is(err, net.ErrClosed) {
+			if err := f.cbrSend(b); err != nil && errors.Is(err, net.ErrClosed) {
 				return
 			}
 			f.mu.Lock()
@@ -671,11 +539,11 @@ func (d *driver) cbrSender(f *flowRun) {
 	}
 }
 
-// cbrReceiver is a reverse cbr flow's sink at the client side.
+// cbrReceiver reads a cbr flow's sink socket, f.cbrIn.
 func (d *driver) cbrReceiver(f *flowRun) {
 	buf := make([]byte, maxDatagram)
 	for {
-		n, err := f.cbr.Read(buf)
+		n, err := f.cbrIn.Read(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -684,7 +552,7 @@ func (d *driver) cbrReceiver(f *flowRun) {
 		}
 		if h, ok := parseCBR(buf[:n]); ok && h.kind == cbrData && h.flow == f.idx {
 			t := d.now()
-			d.arrival(f, t, t-time.Duration(h.sentNS))
+			d.cbrDelivered(f, t, t-time.Duration(h.sentNS))
 		}
 	}
 }
@@ -723,7 +591,7 @@ func (d *driver) loop() error {
 		t := d.now()
 		for len(changes) > 0 && changes[0].At.D() <= t {
 			c := changes[0]
-			if err := d.relay.SetPath(c.Forward, c.Reverse); err != nil {
+			if err := d.net.setPath(c.Forward, c.Reverse); err != nil {
 				return fmt.Errorf("change at %v: %w", c.At.D(), err)
 			}
 			list := append(slices.Clone(d.appliedList()), appliedChange{at: d.now(), forward: c.Forward, reverse: c.Reverse})
@@ -838,18 +706,17 @@ func (d *driver) shutdown() {
 			d.stopFlow(f)
 		}
 		for _, f := range d.flows {
-			if f.cbr != nil {
-				_ = f.cbr.Close()
+			for _, c := range []*net.UDPConn{f.cbr, f.cbrIn} {
+				if c != nil {
+					_ = c.Close()
+				}
 			}
 			if f.tap != nil {
 				f.tap.Close()
 			}
 		}
-		if d.relay != nil {
-			_ = d.relay.Close()
-		}
-		if d.shim != nil {
-			d.shim.Close()
+		if d.net != nil {
+			d.net.close()
 		}
 		if d.listener != nil {
 			_ = d.listener.Close()
@@ -878,4 +745,39 @@ func policyName(f *scenario.Flow) string {
 		return fmt.Sprintf("fixed %g Hz", f.UpdateRate)
 	}
 	return f.CC
+}
+
+// appliedChange is a path change as the relay got it: at run time at.
+type appliedChange struct {
+	at               time.Duration
+	forward, reverse *scenario.PathChange
+}
+
+// delayAt is the propagation delay a packet of one direction arriving at
+// run time t had. A delay change applies to the packets that finish
+// serialising after it (netem.Link.SetDelay), so the packet had change
+// c's delay if it arrived at least that delay after c was applied (the
+// real time, not the scheduled one: the loop applies changes up to a tick
+// late). This never credits a packet with more propagation delay than it
+// had when the delay grew, so queueing delay is never under-estimated
+// around a change.
+func (d *driver) delayAt(reverse bool, t time.Duration) time.Duration {
+	delay := d.s.Forward.Delay.D()
+	if reverse {
+		delay = d.s.Reverse.Delay.D()
+	}
+	applied := d.applied.Load()
+	if applied == nil {
+		return delay
+	}
+	for _, c := range *applied {
+		pc := c.forward
+		if reverse {
+			pc = c.reverse
+		}
+		if pc != nil && pc.Delay != nil && t-pc.Delay.D() >= c.at {
+			delay = pc.Delay.D()
+		}
+	}
+	return delay
 }

@@ -31,8 +31,12 @@ type flowRun struct {
 	// Cbr flows: the client side's socket (a forward flow's source, a
 	// reverse flow's sink) and, for a reverse flow, the relay back socket
 	// the shim sends to, learned from a hello.
-	cbr       *net.UDPConn
-	revAddr   netip.AddrPort
+	cbr     *net.UDPConn
+	revAddr netip.AddrPort
+	// cbrSend sends one datagram from the flow's source; cbrIn, if set, is
+	// the sink socket the driver reads (else the network counts arrivals).
+	cbrSend   func([]byte) error
+	cbrIn     *net.UDPConn
 	learned   chan struct{}
 	learnOnce sync.Once
 
@@ -50,7 +54,10 @@ type flowRun struct {
 type measures struct {
 	owdMs  []float64 // per delivered packet
 	baseMs []float64 // the path's propagation delay when it was sent
-	bytes  int64     // application bytes delivered within the flow's time
+	// queueMs is each packet's queueing delay when the path measures it
+	// (the TUN router); then baseMs is empty.
+	queueMs []float64
+	bytes   int64 // application bytes delivered within the flow's time
 	// jainBytes: bytes delivered in Jain's window (forward bulk flows).
 	jainBytes int64
 	// Cbr counters (the fresh flows' come from transport.Stats).

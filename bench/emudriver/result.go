@@ -15,7 +15,7 @@ func (d *driver) result() *report.Run {
 	dur := s.Duration.D()
 	r := &report.Run{
 		Scenario:  s.Name,
-		Driver:    "emu",
+		Driver:    d.net.driverName(),
 		Seed:      s.Seed,
 		CC:        d.opts.CC,
 		DurationS: dur.Seconds(),
@@ -31,10 +31,10 @@ func (d *driver) result() *report.Run {
 		r.Flows = append(r.Flows, fr)
 	}
 	r.Jain = report.Jain(jain)
-	st := d.relay.Stats()
+	busy := d.net.busy()
 	r.Utilization = report.Utilization{
-		Forward: report.Round3(min((st.Forward.Link.BusyTime-d.busy0[0]).Seconds()/dur.Seconds(), 1)),
-		Reverse: report.Round3(min((st.Reverse.Link.BusyTime-d.busy0[1]).Seconds()/dur.Seconds(), 1)),
+		Forward: report.Round3(min((busy[0]-d.busy0[0]).Seconds()/dur.Seconds(), 1)),
+		Reverse: report.Round3(min((busy[1]-d.busy0[1]).Seconds()/dur.Seconds(), 1)),
 	}
 	if r.CC == "" {
 		r.CC = defaultLabel(s.Flows)
@@ -57,13 +57,16 @@ func (f *flowRun) report(d *driver) report.Flow {
 	// Queueing delay: the OWD less the path's propagation delay at send
 	// time less the flow's smallest such excess (serialisation and the
 	// fixed cost of the loopback hops), per packet.
-	queue := make([]float64, len(m.owdMs))
-	minExcess := math.Inf(1)
-	for i, o := range m.owdMs {
-		minExcess = min(minExcess, o-m.baseMs[i])
-	}
-	for i, o := range m.owdMs {
-		queue[i] = max(o-m.baseMs[i]-minExcess, 0)
+	queue := m.queueMs
+	if !d.exact {
+		queue = make([]float64, len(m.owdMs))
+		minExcess := math.Inf(1)
+		for i, o := range m.owdMs {
+			minExcess = min(minExcess, o-m.baseMs[i])
+		}
+		for i, o := range m.owdMs {
+			queue[i] = max(o-m.baseMs[i]-minExcess, 0)
+		}
 	}
 	if d.opts.Trace {
 		fr.OWDSamples = append([]float64(nil), m.owdMs...)

@@ -1,0 +1,33 @@
+package emudriver
+
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// network is the emulated path a run's flows cross: the userspace relay
+// (relayNet, loopback UDP) or the TUN router between two network
+// namespaces (tunNet). The driver owns the flows' endpoints and
+// goroutines; the network opens the server side, connects each flow
+// through the bottleneck, applies path changes and says how busy the
+// links were.
+type network interface {
+	// driverName labels the result (report.Run.Driver).
+	driverName() string
+	// open starts the emulator and the server side: the Listener of every
+	// fresh flow (d.listener), with config lcfg.
+	open(lcfg transport.Config) error
+	// setupFlow connects one flow through the path before time zero.
+	setupFlow(f *flowRun) error
+	// startFlow starts the goroutines of the flow kinds the driver does
+	// not run itself (iperf3, telemetry).
+	startFlow(f *flowRun)
+	// setPath applies a scheduled change.
+	setPath(forward, reverse *scenario.PathChange) error
+	// busy is each direction's transmitter busy time so far.
+	busy() [2]time.Duration
+	// close stops the emulator and whatever the network started.
+	close()
+}
