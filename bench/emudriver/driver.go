@@ -116,8 +116,8 @@ func check(s *scenario.Scenario) error {
 	revPolicy := ""
 	for _, f := range s.Flows {
 		switch f.Kind {
-		case scenario.KindIperf3:
-			return bad("flow %q: iperf3 flows need the TUN/netns emulator (kernel TCP), not the relay: not done", f.Name)
+		case scenario.KindIperf3, scenario.KindTelemetry:
+			return bad("flow %q: %s flows need the kernel's TCP/UDP between two network namespaces: run them through the TUN router (freshbench emu --tun, as root), not the relay", f.Name, f.Kind)
 		case scenario.KindBulk:
 			if _, err := cc.New(f.CC, 0); err != nil {
 				return bad("flow %q: %v", f.Name, err)

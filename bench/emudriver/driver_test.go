@@ -192,6 +192,8 @@ func TestUnsupported(t *testing.T) {
 		`{"name": "x", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
 		  "flows": [{"kind": "iperf3"}]}`,
 		`{"name": "x", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
+		  "flows": [{"kind": "telemetry"}]}`,
+		`{"name": "x", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
 		  "flows": [{"kind": "fixed", "update_rate": 10, "reverse": true}, {"name": "l", "kind": "lazy", "reverse": true}]}`,
 		`{"name": "x", "duration": "1s", "clock_offset": "5ms", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
 		  "flows": [{"kind": "bulk"}]}`,

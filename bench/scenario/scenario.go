@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -90,7 +91,10 @@ const (
 	KindFixed  = "fixed"  // updates at a fixed rate (Rate as updates' bit rate or UpdateRate)
 	KindLazy   = "lazy"   // updates, one per RTT
 	KindCBR    = "cbr"    // unresponsive constant-bit-rate UDP
-	KindIperf3 = "iperf3" // kernel TCP through iperf3 (emu only)
+	KindIperf3 = "iperf3" // kernel TCP through iperf3 (emu --tun only)
+	// KindTelemetry is a small periodic message over kernel TCP or UDP
+	// (emu --tun only).
+	KindTelemetry = "telemetry"
 )
 
 // Flow is one traffic source. Flows go forward (sender at the left, data
@@ -115,6 +119,15 @@ type Flow struct {
 	Size int `json:"size,omitempty"`
 	// Bytes limits a bulk transfer (0 = unlimited).
 	Bytes int64 `json:"bytes,omitempty"`
+	// Interval is the period of a telemetry flow's messages (default
+	// 100ms).
+	Interval Duration `json:"interval,omitempty"`
+	// Protocol carries a telemetry flow: "tcp" (default, kernel TCP) or
+	// "udp" (one datagram per message).
+	Protocol string `json:"protocol,omitempty"`
+	// Nagle leaves Nagle's algorithm on for a telemetry flow over TCP
+	// (TCP_NODELAY off); by default every message is sent at once.
+	Nagle bool `json:"nagle,omitempty"`
 	// Reverse sends the flow through the reverse path.
 	Reverse bool `json:"reverse,omitempty"`
 	// DSCP marks the flow's packets: a class name ("CS7", "EF", "AF41",
@@ -301,8 +314,27 @@ func (f *Flow) validate(s *Scenario) error {
 		if f.CC == "" {
 			f.CC = "cubic"
 		}
+	case KindTelemetry:
+		if f.Interval == 0 {
+			f.Interval = Duration(100 * time.Millisecond)
+		}
+		if f.Interval < 0 {
+			return errors.New("interval must be positive")
+		}
+		if f.Protocol == "" {
+			f.Protocol = "tcp"
+		}
+		if f.Protocol != "tcp" && f.Protocol != "udp" {
+			return fmt.Errorf("protocol %q: want tcp or udp", f.Protocol)
+		}
+		if f.Nagle && f.Protocol != "tcp" {
+			return errors.New("nagle applies to tcp only")
+		}
 	default:
-		return fmt.Errorf("kind %q: want bulk, acp, fixed, lazy, cbr or iperf3", f.Kind)
+		return fmt.Errorf("kind %q: want bulk, acp, fixed, lazy, cbr, iperf3 or telemetry", f.Kind)
+	}
+	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle) {
+		return errors.New("interval, protocol and nagle are for telemetry flows only")
 	}
 	if f.Size == 0 {
 		switch f.Kind {
@@ -310,6 +342,8 @@ func (f *Flow) validate(s *Scenario) error {
 			f.Size = 1000
 		case KindACP, KindFixed, KindLazy:
 			f.Size = 1024
+		case KindTelemetry:
+			f.Size = 64
 		default:
 			f.Size = s.MSS
 		}
@@ -336,6 +370,10 @@ func (f *Flow) End(s *Scenario) Duration {
 	}
 	return f.Stop
 }
+
+// EmuTUNOnly reports whether the flow runs only through the TUN router
+// (freshbench emu --tun): kernel TCP (iperf3) and telemetry flows.
+func (f *Flow) EmuTUNOnly() bool { return f.Kind == KindIperf3 || f.Kind == KindTelemetry }
 
 // IsUpdates reports whether the flow carries status updates.
 func (f *Flow) IsUpdates() bool {

@@ -128,3 +128,26 @@ func TestQueueWMM(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalid, q)
 	}
 }
+
+// Telemetry flows: defaults, and their fields refused elsewhere.
+func TestTelemetry(t *testing.T) {
+	s, err := Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
+		"flows": [{"kind": "telemetry"}, {"kind": "telemetry", "protocol": "udp", "interval": "10ms", "size": 200}, {"kind": "telemetry", "nagle": true}]}`))
+	require.NoError(t, err)
+	require.Equal(t, 100*time.Millisecond, s.Flows[0].Interval.D())
+	require.Equal(t, "tcp", s.Flows[0].Protocol)
+	require.Equal(t, 64, s.Flows[0].Size)
+	require.Equal(t, "udp", s.Flows[1].Protocol)
+	require.True(t, s.Flows[2].Nagle)
+	require.True(t, s.Flows[0].EmuTUNOnly())
+	for _, f := range []string{
+		`{"kind": "telemetry", "protocol": "sctp"}`,
+		`{"kind": "telemetry", "protocol": "udp", "nagle": true}`,
+		`{"kind": "telemetry", "interval": "-1s"}`,
+		`{"kind": "bulk", "interval": "1s"}`,
+		`{"kind": "cbr", "rate": "1Mbps", "protocol": "udp"}`,
+	} {
+		_, err := Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [` + f + `]}`))
+		require.ErrorIs(t, err, ErrInvalid, f)
+	}
+}

@@ -102,6 +102,9 @@ func build(s *scenario.Scenario, opts Options) (*world, error) {
 	}
 	mode := map[string]syncMode{"perfect": syncPerfect, "inband": syncInband, "none": syncNone}[s.ClockSync]
 	for i, spec := range s.Flows {
+		if spec.EmuTUNOnly() {
+			return nil, fmt.Errorf("%w: flow %q: %s flows run only in the emulator's TUN router (freshbench emu --tun): they need the kernel's TCP/UDP", ErrScenario, spec.Name, spec.Kind)
+		}
 		f, err := newFlow(s, i, spec, mode)
 		if err != nil {
 			return nil, fmt.Errorf("%w: flow %q: %w", ErrScenario, spec.Name, err)

@@ -191,3 +191,14 @@ func TestOWDHoldsUpOnUnusualPaths(t *testing.T) {
 		require.Less(t, o.QueueMs.P95, c.QueueMs.P95, "%s: and with less queueing", name)
 	}
 }
+
+// Kernel TCP and telemetry flows need the emulator's TUN router.
+func TestRefusesTUNOnlyFlows(t *testing.T) {
+	for _, kind := range []string{`{"kind": "iperf3"}`, `{"kind": "telemetry"}`} {
+		s, err := scenario.Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [` + kind + `]}`))
+		require.NoError(t, err)
+		_, err = Run(s, Options{})
+		require.ErrorIs(t, err, ErrScenario, kind)
+		require.ErrorContains(t, err, "emu --tun", kind)
+	}
+}
