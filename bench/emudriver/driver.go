@@ -33,6 +33,11 @@ type Options struct {
 	// Progress, if set, is called now and then with the time done and the
 	// total (real time: a 100 s scenario takes 100 s).
 	Progress func(done, total time.Duration)
+	// TUN runs the flows through the TUN router between two network
+	// namespaces (emu.TUN, root only; driver "emu-tun") instead of the
+	// loopback relay: kernel TCP (iperf3) and telemetry flows run there
+	// only. See the package doc.
+	TUN bool
 }
 
 var (
@@ -41,6 +46,9 @@ var (
 	ErrUnsupported = errors.New("emudriver: not supported")
 	// ErrScenario wraps errors in setting a run up (sockets, handshakes).
 	ErrScenario = errors.New("emudriver: cannot run scenario")
+	// ErrNoTUN wraps emu.ErrNoTUN: the TUN router cannot run here (not
+	// root, no /dev/net/tun, no namespaces); the relay can.
+	ErrNoTUN = errors.New("emudriver: the TUN router is unavailable (run as root with /dev/net/tun, or use the relay: freshbench emu --relay)")
 )
 
 // Timing of the driver's own loops.
@@ -69,16 +77,22 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*report.Run, 
 	if opts.SampleInterval <= 0 {
 		opts.SampleInterval = 100 * time.Millisecond
 	}
-	if err := check(s); err != nil {
+	if err := check(s, opts.TUN); err != nil {
 		return nil, err
 	}
 	wallStart := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	d := &driver{s: s, opts: opts, ctx: ctx, cancel: cancel}
 	d.net = &relayNet{d: d}
+	if opts.TUN {
+		d.net, d.exact = &tunNet{d: d}, true
+	}
 	d.pending.Store(-1)
 	defer d.shutdown()
 	if err := d.setup(); err != nil {
+		if errors.Is(err, ErrNoTUN) {
+			return nil, err
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("emudriver: %s: %w", s.Name, ctx.Err())
 		}
@@ -88,6 +102,15 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*report.Run, 
 		return nil, fmt.Errorf("emudriver: %s: %w", s.Name, err)
 	}
 	d.shutdown()
+	for _, f := range d.flows {
+		if f.tunf != nil && f.spec.Kind == scenario.KindIperf3 && f.tunf.iperf == nil {
+			err := f.tunf.ierr
+			if err == nil {
+				err = errors.New("iperf3 did not report in time")
+			}
+			return nil, fmt.Errorf("%w: %s: flow %q: %w", ErrScenario, s.Name, f.spec.Name, err)
+		}
+	}
 	r := d.result()
 	r.WallS = time.Since(wallStart).Seconds()
 	return r, nil
@@ -97,10 +120,14 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*report.Run, 
 // applied): an error wrapping ErrUnsupported names the flow or field the
 // emulator cannot run. Run checks too; Check lets a caller refuse a batch
 // of scenarios before the first one takes its real time.
-func Check(s *scenario.Scenario) error { return check(s) }
+func Check(s *scenario.Scenario) error { return check(s, false) }
 
-// check refuses what the emulator cannot run, before anything is opened.
-func check(s *scenario.Scenario) error {
+// CheckTUN is Check for Options.TUN.
+func CheckTUN(s *scenario.Scenario) error { return check(s, true) }
+
+// check refuses what the emulator (the TUN router if tun, else the relay)
+// cannot run, before anything is opened.
+func check(s *scenario.Scenario, tun bool) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrUnsupported, s.Name, fmt.Sprintf(format, args...))
 	}
@@ -116,7 +143,21 @@ func check(s *scenario.Scenario) error {
 	revPolicy := ""
 	for _, f := range s.Flows {
 		switch f.Kind {
-		case scenario.KindIperf3, scenario.KindTelemetry:
+		case scenario.KindIperf3:
+			if tun {
+				if !slices.Contains(kernelCCs, f.CC) {
+					return bad("flow %q: iperf3 cc %q: want one of %s", f.Name, f.CC, strings.Join(kernelCCs, ", "))
+				}
+				if f.Bytes != 0 || f.Start.D()+time.Second > f.End(s).D() {
+					return bad("flow %q: iperf3 flows run for whole seconds (-t), at least 1 s, and not for a byte count", f.Name)
+				}
+				continue
+			}
+			fallthrough
+		case scenario.KindTelemetry:
+			if tun {
+				continue
+			}
 			return bad("flow %q: %s flows need the kernel's TCP/UDP between two network namespaces: run them through the TUN router (freshbench emu --tun, as root), not the relay", f.Name, f.Kind)
 		case scenario.KindBulk:
 			if _, err := cc.New(f.CC, 0); err != nil {
@@ -137,6 +178,9 @@ func check(s *scenario.Scenario) error {
 	}
 	return nil
 }
+
+// kernelCCs are the TCP controllers an iperf3 flow may ask for (-C).
+var kernelCCs = []string{"cubic", "reno", "bbr"}
 
 // driver is one run's state.
 type driver struct {
@@ -236,6 +280,9 @@ func (d *driver) setup() error {
 		}
 	}
 	if err := d.net.open(lcfg); err != nil {
+		if errors.Is(err, ErrNoTUN) {
+			return fmt.Errorf("%s: %w", s.Name, err)
+		}
 		return fail("%w", err)
 	}
 
@@ -573,6 +620,9 @@ func (d *driver) stopFlow(f *flowRun) {
 		if f.server != nil {
 			_ = f.server.Close()
 		}
+		if f.onStop != nil {
+			f.onStop()
+		}
 	})
 }
 
@@ -619,6 +669,7 @@ func (d *driver) loop() error {
 	for _, f := range d.flows {
 		d.stopFlow(f)
 	}
+	d.net.finish()
 	if d.opts.Progress != nil {
 		d.opts.Progress(total, total)
 	}

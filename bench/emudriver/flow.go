@@ -41,6 +41,10 @@ type flowRun struct {
 	learnOnce sync.Once
 
 	stopOnce sync.Once
+	// onStop, if set, ends what the network runs for the flow (at its end).
+	onStop func()
+	// tunf is the TUN router's state of the flow (emu --tun).
+	tunf *tunFlow
 
 	mu  sync.Mutex // guards m and fin
 	m   measures
@@ -60,6 +64,10 @@ type measures struct {
 	bytes   int64 // application bytes delivered within the flow's time
 	// jainBytes: bytes delivered in Jain's window (forward bulk flows).
 	jainBytes int64
+	// Telemetry: messages written and read; per message, the latency
+	// from its write to the router and to its read (ms).
+	msgSent, msgRecv int64
+	w2rMs, e2eMs     []float64
 	// Cbr counters (the fresh flows' come from transport.Stats).
 	cbrSent, cbrSentBytes, cbrDelivered int64
 	age                                 acp.AgeMeter

@@ -24,6 +24,9 @@ type network interface {
 	// startFlow starts the goroutines of the flow kinds the driver does
 	// not run itself (iperf3, telemetry).
 	startFlow(f *flowRun)
+	// finish waits, after the scenario's end, for what still has to
+	// report (iperf3 clients), briefly.
+	finish()
 	// setPath applies a scheduled change.
 	setPath(forward, reverse *scenario.PathChange) error
 	// busy is each direction's transmitter busy time so far.

@@ -54,6 +54,8 @@ func (n *relayNet) setupFlow(f *flowRun) error {
 
 func (n *relayNet) startFlow(*flowRun) {} // check refused the other kinds
 
+func (n *relayNet) finish() {}
+
 func (n *relayNet) setPath(forward, reverse *scenario.PathChange) error {
 	return n.relay.SetPath(forward, reverse)
 }

@@ -101,6 +101,24 @@ func (f *flowRun) report(d *driver) report.Flow {
 			e := report.Round3(m.clockErrSum / float64(m.clockErrN))
 			fr.ClockErrorMs = &e
 		}
+	case f.spec.Kind == scenario.KindIperf3:
+		// iperf3's own report: bytes received and goodput over its -t,
+		// retransmissions, the sender's rate; delivered = data segments
+		// seen at the router.
+		fr.Delivered = delivered
+		if rep := f.tunf.iperf; rep != nil {
+			fr.Bytes = rep.End.SumReceived.Bytes
+			fr.Retransmitted = rep.End.SumSent.Retransmits
+			fr.GoodputBps = report.Round3(rep.End.SumReceived.BitsPerSecond)
+			fr.SendRateBps = report.Round3(rep.End.SumSent.BitsPerSecond)
+		}
+		return fr
+	case f.spec.Kind == scenario.KindTelemetry:
+		fr.Sent, fr.Delivered = m.msgSent, m.msgRecv
+		fr.Lost = max(m.msgSent-m.msgRecv, 0)
+		sentBytes = m.msgSent * int64(f.spec.Size)
+		w2r, e2e := report.Summarize(m.w2rMs), report.Summarize(m.e2eMs)
+		fr.WriteToRouterMs, fr.EndToEndMs = &w2r, &e2e
 	case f.spec.IsUpdates():
 		ss, rs := f.fin.sender, f.fin.receiver
 		fr.Sent, fr.Delivered = ss.UpdatesSent, rs.UpdatesReceived

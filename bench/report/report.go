@@ -42,6 +42,12 @@ type Flow struct {
 	// spent in the bottleneck queue.
 	OWDms   Stats `json:"owd_ms"`
 	QueueMs Stats `json:"queue_ms"`
+	// WriteToRouterMs and EndToEndMs are set for telemetry flows (emu
+	// --tun): per message, the latency from the application's write to
+	// the message's arrival at the router, and to its read by the
+	// receiving application.
+	WriteToRouterMs *Stats `json:"write_to_router_ms,omitempty"`
+	EndToEndMs      *Stats `json:"end_to_end_ms,omitempty"`
 	// AgeMs and RateHz are set for update flows (acp, fixed, lazy).
 	AgeMs  *AgeStats `json:"age_ms,omitempty"`
 	RateHz *float64  `json:"rate_hz,omitempty"`

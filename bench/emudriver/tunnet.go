@@ -1,0 +1,648 @@
+package emudriver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fresh-udp/fresh/bench/emu"
+	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/internal/wire"
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// Ports of the flows that are not fresh (fresh flows use the Listener's
+// port and an ephemeral client port): flow i's iperf3 server listens on
+// iperf3Port+i and binds its data stream's client port to
+// fixedClientPort+i (--cport); a telemetry flow's client socket binds
+// fixedClientPort+i too. Each namespace is the run's own, so nothing else
+// holds them.
+const (
+	iperf3Port      = 5201
+	fixedClientPort = 42000
+	iperf3Binary    = "iperf3"
+	listenWait      = 5 * time.Second // for an iperf3 server to listen
+)
+
+// tunNet runs the flows between two network namespaces joined by the TUN
+// router (emu.TUN): every server side in the server namespace, every
+// client side in the client namespace, kernel TCP and UDP between them.
+// The router's Observe callback measures every flow's data packets.
+type tunNet struct {
+	d   *driver
+	tun *emu.TUN
+
+	mu    sync.Mutex // guards byKey, procs
+	byKey map[flowKey]*flowRun
+	procs []*exec.Cmd
+}
+
+// flowKey identifies a flow's packets in both directions: protocol,
+// client-side port, server-side port.
+type flowKey struct {
+	proto        uint8
+	cport, sport uint16
+}
+
+const (
+	protoTCP = 6
+	protoUDP = 17
+)
+
+// tunFlow is the TUN-only state of a flow.
+type tunFlow struct {
+	key flowKey
+
+	// iperf3: the client's command and its JSON report.
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	iperf  *iperf3Report
+	ierr   error
+	done   chan struct{} // closed when the client has exited and its report is read
+
+	// telemetry: the two ends (sender, receiver); the TCP listener.
+	send, recv net.Conn
+	udpPeer    *net.UDPAddr // reverse UDP: where the server side sends
+	ln         net.Listener
+	// The sender's ISN (TCP), seen in its SYN at the router, and the next
+	// message whose write time is still to be read there.
+	isn     uint32
+	haveISN bool
+	nextMsg int64
+}
+
+func (n *tunNet) driverName() string { return "emu-tun" }
+
+func (n *tunNet) open(lcfg transport.Config) error {
+	d := n.d
+	n.byKey = map[flowKey]*flowRun{}
+	t, err := emu.NewTUN(emu.TUNConfig{
+		Forward: d.s.Forward, Reverse: d.s.Reverse, Seed: d.s.Seed,
+		Observe: n.observe,
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNoTUN, err)
+	}
+	n.tun = t
+	for _, f := range d.flows {
+		if f.spec.Kind == scenario.KindBulk || f.spec.IsUpdates() {
+			return n.tun.InServer(func() error {
+				var err error
+				d.listener, err = transport.Listen(netip.AddrPortFrom(n.tun.ServerAddr(), 0).String(), lcfg)
+				return err
+			})
+		}
+	}
+	return nil
+}
+
+func (n *tunNet) register(f *flowRun, k flowKey) {
+	f.tunf.key = k
+	n.mu.Lock()
+	n.byKey[k] = f
+	n.mu.Unlock()
+}
+
+func (n *tunNet) setupFlow(f *flowRun) error {
+	f.tunf = &tunFlow{}
+	switch {
+	case f.spec.Kind == scenario.KindBulk || f.spec.IsUpdates():
+		server := netip.AddrPortFrom(n.tun.ServerAddr(), port(n.d.listener.Addr()))
+		err := n.d.connectFresh(f, func(ctx context.Context, cfg transport.Config) (c *transport.Conn, err error) {
+			err = n.tun.InClient(func() error {
+				c, err = transport.Dial(ctx, server.String(), cfg)
+				return err
+			})
+			return c, err
+		})
+		if err != nil {
+			return err
+		}
+		n.register(f, flowKey{protoUDP, port(f.client.LocalAddr()), server.Port()})
+		return nil
+	case f.spec.Kind == scenario.KindCBR:
+		return n.setupCBR(f)
+	case f.spec.Kind == scenario.KindIperf3:
+		return n.setupIperf3(f)
+	case f.spec.Kind == scenario.KindTelemetry:
+		return n.setupTelemetry(f)
+	}
+	return fmt.Errorf("kind %q", f.spec.Kind)
+}
+
+// port is a UDP or TCP address's port.
+func port(a net.Addr) uint16 {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil {
+		return 0
+	}
+	return ap.Port()
+}
+
+// setupCBR opens a cbr flow's sink in the receiving namespace and its
+// source, connected to it, in the sending one.
+func (n *tunNet) setupCBR(f *flowRun) error {
+	inSink, inSource := n.tun.InServer, n.tun.InClient
+	sinkAddr, sourceAddr := n.tun.ServerAddr(), n.tun.ClientAddr()
+	if f.spec.Reverse {
+		inSink, inSource = n.tun.InClient, n.tun.InServer
+		sinkAddr, sourceAddr = sourceAddr, sinkAddr
+	}
+	if err := inSink(func() (err error) {
+		f.cbrIn, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(sinkAddr, 0)))
+		return err
+	}); err != nil {
+		return err
+	}
+	setBuffers(f.cbrIn)
+	if err := inSource(func() (err error) {
+		f.cbr, err = net.DialUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(sourceAddr, 0)), f.cbrIn.LocalAddr().(*net.UDPAddr))
+		return err
+	}); err != nil {
+		return err
+	}
+	setBuffers(f.cbr)
+	c := f.cbr
+	f.cbrSend = func(b []byte) error { _, err := c.Write(b); return err }
+	k := flowKey{protoUDP, port(f.cbr.LocalAddr()), port(f.cbrIn.LocalAddr())}
+	if f.spec.Reverse {
+		k.cport, k.sport = k.sport, k.cport
+	}
+	n.register(f, k)
+	return setTOS(f.cbr, f.dscp)
+}
+
+func (n *tunNet) startFlow(f *flowRun) {
+	switch f.spec.Kind {
+	case scenario.KindIperf3:
+		f.tunf.done = make(chan struct{})
+		n.d.goFunc(func() {
+			defer close(f.tunf.done)
+			n.runIperf3(f)
+		})
+	case scenario.KindTelemetry:
+		n.d.goFunc(func() { n.telemetryReader(f) })
+		n.d.goFunc(func() { n.telemetryWriter(f) })
+	}
+}
+
+// iperf3Grace is how long the run waits past its end for the iperf3
+// clients to finish: each sends for its -t from when its control
+// connection is set up, a few RTTs after the flow's start, then exchanges
+// results.
+const iperf3Grace = 5 * time.Second
+
+// finish waits (up to iperf3Grace) for the iperf3 clients' reports.
+func (n *tunNet) finish() {
+	deadline := time.NewTimer(iperf3Grace)
+	defer deadline.Stop()
+	for _, f := range n.d.flows {
+		if f.tunf == nil || f.tunf.done == nil {
+			continue
+		}
+		select {
+		case <-f.tunf.done:
+		case <-deadline.C:
+			return
+		case <-n.d.ctx.Done():
+			return
+		}
+	}
+}
+
+func (n *tunNet) setPath(forward, reverse *scenario.PathChange) error {
+	return n.tun.SetPath(forward, reverse)
+}
+
+func (n *tunNet) busy() [2]time.Duration {
+	st := n.tun.Stats()
+	return [2]time.Duration{st.Forward.Link.BusyTime, st.Reverse.Link.BusyTime}
+}
+
+func (n *tunNet) close() {
+	n.mu.Lock()
+	procs := n.procs
+	n.mu.Unlock()
+	for _, c := range procs {
+		if c.Process != nil {
+			_ = c.Process.Kill()
+		}
+	}
+	for _, f := range n.d.flows {
+		if tf := f.tunf; tf != nil {
+			for _, c := range []io.Closer{tf.send, tf.recv, tf.ln} {
+				if c != nil && !isNilCloser(c) {
+					_ = c.Close()
+				}
+			}
+		}
+	}
+	if n.tun != nil {
+		_ = n.tun.Close()
+	}
+}
+
+func isNilCloser(c io.Closer) bool {
+	switch v := c.(type) {
+	case net.Conn:
+		return v == nil
+	case net.Listener:
+		return v == nil
+	}
+	return false
+}
+
+// start runs cmd inside a namespace (inNS: InClient or InServer), killed
+// with the run (and by the kernel if this process dies first).
+func (n *tunNet) start(inNS func(func() error) error, cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := inNS(cmd.Start); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.procs = append(n.procs, cmd)
+	n.mu.Unlock()
+	return nil
+}
+
+// setupIperf3 starts the flow's iperf3 server (one test, JSON) in the
+// server namespace and waits until it listens.
+func (n *tunNet) setupIperf3(f *flowRun) error {
+	sport, cport := uint16(iperf3Port+f.idx), uint16(fixedClientPort+f.idx)
+	n.register(f, flowKey{protoTCP, cport, sport})
+	cmd := exec.Command(iperf3Binary, "-s", "-1", "-J", "-B", n.tun.ServerAddr().String(), "-p", strconv.Itoa(int(sport)))
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := n.start(n.tun.InServer, cmd); err != nil {
+		return fmt.Errorf("iperf3 server: %w", err)
+	}
+	n.d.goFunc(func() { _ = cmd.Wait() })
+	deadline := time.Now().Add(listenWait)
+	for !listening(cmd.Process.Pid, sport) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("iperf3 server: not listening on port %d after %v", sport, listenWait)
+		}
+		select {
+		case <-n.d.ctx.Done():
+			return n.d.ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// listening reports whether a TCP socket listens on port in pid's network
+// namespace (/proc/PID/net/tcp, state 0A). Probing with a connection
+// would use up the server's one test.
+func listening(pid int, port uint16) bool {
+	fh, err := os.Open(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	want := fmt.Sprintf(":%04X", port)
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
+			return true
+		}
+	}
+	return false
+}
+
+// iperf3Seconds is the -t of an iperf3 flow: its active time in whole
+// seconds (iperf3 reads an integer), at least 1.
+func iperf3Seconds(f *flowRun) int { return max(int((f.end - f.start).Seconds()), 1) }
+
+// runIperf3 runs the flow's iperf3 client in the client namespace from
+// the flow's start and reads its JSON report.
+func (n *tunNet) runIperf3(f *flowRun) {
+	d := n.d
+	if !d.sleepUntil(f.start) {
+		return
+	}
+	tf := f.tunf
+	args := []string{"-c", n.tun.ServerAddr().String(), "-p", strconv.Itoa(int(tf.key.sport)),
+		"--cport", strconv.Itoa(int(tf.key.cport)), "-J", "-t", strconv.Itoa(iperf3Seconds(f)), "-C", f.spec.CC}
+	if f.spec.Reverse {
+		args = append(args, "-R")
+	}
+	if f.dscp != 0 {
+		args = append(args, "--dscp", strconv.Itoa(int(f.dscp)))
+	}
+	cmd := exec.Command(iperf3Binary, args...)
+	cmd.Stdout = &tf.stdout
+	cmd.Stderr = &tf.stdout
+	if err := n.start(n.tun.InClient, cmd); err != nil {
+		f.mu.Lock()
+		tf.ierr = err
+		f.mu.Unlock()
+		return
+	}
+	err := cmd.Wait()
+	rep, perr := parseIperf3(tf.stdout.Bytes())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case perr != nil:
+		tf.ierr = fmt.Errorf("iperf3 %s: %v (%v)", strings.Join(args, " "), perr, err)
+	case rep.Error != "":
+		tf.ierr = fmt.Errorf("iperf3 %s: %s", strings.Join(args, " "), rep.Error)
+	default:
+		tf.iperf = rep
+	}
+}
+
+// iperf3Report is the part of iperf3 -J's report the driver reads.
+type iperf3Report struct {
+	Error string `json:"error"`
+	End   struct {
+		SumSent struct {
+			Bytes         int64   `json:"bytes"`
+			BitsPerSecond float64 `json:"bits_per_second"`
+			Retransmits   int64   `json:"retransmits"`
+			Seconds       float64 `json:"seconds"`
+		} `json:"sum_sent"`
+		SumReceived struct {
+			Bytes         int64   `json:"bytes"`
+			BitsPerSecond float64 `json:"bits_per_second"`
+			Seconds       float64 `json:"seconds"`
+		} `json:"sum_received"`
+	} `json:"end"`
+}
+
+func parseIperf3(b []byte) (*iperf3Report, error) {
+	// iperf3 may print a line before its JSON on errors; start at the
+	// first brace.
+	if i := bytes.IndexByte(b, '{'); i > 0 {
+		b = b[i:]
+	}
+	var r iperf3Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading its JSON: %w", err)
+	}
+	return &r, nil
+}
+
+// setupTelemetry connects a telemetry flow: over TCP a listener in the
+// server namespace accepts the client's connection (bound to a fixed port
+// so the router knows the flow from its SYN on); over UDP two sockets.
+func (n *tunNet) setupTelemetry(f *flowRun) error {
+	tf := f.tunf
+	caddr := netip.AddrPortFrom(n.tun.ClientAddr(), uint16(fixedClientPort+f.idx))
+	if f.spec.Protocol == "udp" {
+		var srv, cli *net.UDPConn
+		if err := n.tun.InServer(func() (err error) {
+			srv, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(n.tun.ServerAddr(), 0)))
+			return err
+		}); err != nil {
+			return err
+		}
+		n.register(f, flowKey{protoUDP, caddr.Port(), port(srv.LocalAddr())})
+		if err := n.tun.InClient(func() (err error) {
+			cli, err = net.DialUDP("udp4", net.UDPAddrFromAddrPort(caddr), srv.LocalAddr().(*net.UDPAddr))
+			return err
+		}); err != nil {
+			srv.Close()
+			return err
+		}
+		tf.send, tf.recv = cli, srv
+		if f.spec.Reverse {
+			tf.send, tf.recv = srv, cli
+			tf.udpPeer = cli.LocalAddr().(*net.UDPAddr)
+		}
+		for _, c := range []*net.UDPConn{srv, cli} {
+			setBuffers(c)
+		}
+		f.onStop = func() {
+			_ = cli.Close()
+			_ = srv.Close()
+		}
+		return setTOS(tf.send.(*net.UDPConn), f.dscp)
+	}
+	if err := n.tun.InServer(func() (err error) {
+		tf.ln, err = net.Listen("tcp4", netip.AddrPortFrom(n.tun.ServerAddr(), 0).String())
+		return err
+	}); err != nil {
+		return err
+	}
+	n.register(f, flowKey{protoTCP, caddr.Port(), port(tf.ln.Addr())})
+	ctx, cancel := context.WithTimeout(n.d.ctx, setupTimeout)
+	defer cancel()
+	var cli net.Conn
+	if err := n.tun.InClient(func() (err error) {
+		dl := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(caddr)}
+		cli, err = dl.DialContext(ctx, "tcp4", tf.ln.Addr().String())
+		return err
+	}); err != nil {
+		return err
+	}
+	srv, err := tf.ln.Accept()
+	if err != nil {
+		cli.Close()
+		return err
+	}
+	tf.send, tf.recv = cli, srv
+	if f.spec.Reverse {
+		tf.send, tf.recv = srv, cli
+	}
+	_ = tf.send.(*net.TCPConn).SetNoDelay(!f.spec.Nagle)
+	f.onStop = func() {
+		_ = cli.Close()
+		_ = srv.Close()
+	}
+	return nil
+}
+
+// telemetryWriter writes one message of size bytes every interval from
+// the flow's start to its end, its first 8 bytes the wall-clock time of
+// the write (ns since the Unix epoch: the router reads the same clock).
+func (n *tunNet) telemetryWriter(f *flowRun) {
+	d := n.d
+	if !d.sleepUntil(f.start) {
+		return
+	}
+	tf := f.tunf
+	msg := make([]byte, f.spec.Size)
+	next := f.start
+	for next < f.end {
+		if !d.sleepUntil(next) {
+			return
+		}
+		binary.BigEndian.PutUint64(msg, uint64(time.Now().UnixNano()))
+		var err error
+		if tf.udpPeer != nil {
+			_, err = tf.send.(*net.UDPConn).WriteToUDP(msg, tf.udpPeer)
+		} else {
+			_, err = tf.send.Write(msg)
+		}
+		if err != nil && errors.Is(err, net.ErrClosed) {
+			return
+		}
+		f.mu.Lock()
+		f.m.msgSent++
+		f.mu.Unlock()
+		next += f.spec.Interval.D()
+	}
+	if f.spec.Protocol == "tcp" {
+		_ = tf.send.(*net.TCPConn).CloseWrite()
+	}
+}
+
+// telemetryReader reads the messages and measures each one's latency
+// from its write to its read (end to end).
+func (n *tunNet) telemetryReader(f *flowRun) {
+	d := n.d
+	tf := f.tunf
+	buf := make([]byte, max(f.spec.Size, maxDatagram))
+	for {
+		var err error
+		var got int
+		if f.spec.Protocol == "tcp" {
+			got, err = io.ReadFull(tf.recv, buf[:f.spec.Size])
+		} else {
+			got, err = tf.recv.Read(buf)
+		}
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || f.spec.Protocol == "tcp" {
+				return
+			}
+			continue
+		}
+		if got < 8 || !d.started.Load() {
+			continue
+		}
+		now := time.Now()
+		e2e := now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(buf))))
+		t := now.Sub(d.origin)
+		f.mu.Lock()
+		f.m.msgRecv++
+		f.m.e2eMs = append(f.m.e2eMs, float64(e2e)/1e6)
+		if t >= f.start && t <= f.end {
+			f.m.bytes += int64(got)
+			f.m.ivBytes += int64(got)
+		}
+		f.mu.Unlock()
+	}
+}
+
+// observe sees every packet after the bottleneck, on the router's
+// goroutine. It finds the packet's flow by protocol and ports and, for
+// data packets (fresh data and updates, cbr datagrams, TCP segments with
+// payload, telemetry datagrams) in the flow's data direction, records
+// the router's delay: Out − In, and the queueing delay, Queue.
+func (n *tunNet) observe(p emu.TUNPacket) {
+	d := n.d
+	b := p.Data
+	if len(b) < 20 || b[0]>>4 != 4 {
+		return
+	}
+	ihl := int(b[0]&0x0f) * 4
+	if tot := int(binary.BigEndian.Uint16(b[2:4])); tot >= ihl && tot < len(b) {
+		b = b[:tot]
+	}
+	if len(b) < ihl+8 || binary.BigEndian.Uint16(b[6:8])&0x1fff != 0 { // fragments past the first carry no ports
+		return
+	}
+	proto, l4 := b[9], b[ihl:]
+	src, dst := binary.BigEndian.Uint16(l4[0:2]), binary.BigEndian.Uint16(l4[2:4])
+	k := flowKey{proto: proto, cport: src, sport: dst}
+	if !p.Forward {
+		k.cport, k.sport = dst, src
+	}
+	n.mu.Lock()
+	f := n.byKey[k]
+	n.mu.Unlock()
+	if f == nil || p.Forward == f.spec.Reverse { // not ours, or the flow's ACKs
+		return
+	}
+	var payload []byte
+	var seq uint32
+	switch proto {
+	case protoUDP:
+		payload = l4[8:]
+	case protoTCP:
+		if len(l4) < 20 {
+			return
+		}
+		off := int(l4[12]>>4) * 4
+		if len(l4) < off {
+			return
+		}
+		payload, seq = l4[off:], binary.BigEndian.Uint32(l4[4:8])
+		if l4[13]&0x02 != 0 { // SYN: the sender's initial sequence number
+			f.mu.Lock()
+			f.tunf.isn, f.tunf.haveISN = seq, true
+			f.mu.Unlock()
+			return
+		}
+	default:
+		return
+	}
+	if len(payload) == 0 || !d.started.Load() {
+		return
+	}
+	switch f.spec.Kind {
+	case scenario.KindCBR:
+		if h, ok := parseCBR(payload); !ok || h.kind != cbrData {
+			return
+		}
+	case scenario.KindIperf3:
+		f.mu.Lock()
+		f.m.ivBytes += int64(len(payload))
+		f.mu.Unlock()
+	case scenario.KindTelemetry:
+		n.telemetryStamps(f, p.In, payload, seq)
+	default:
+		h, _, err := wire.ParseHeader(payload)
+		if err != nil || (h.Type != wire.TypeData && h.Type != wire.TypeUpdate) {
+			return
+		}
+	}
+	d.exactSample(f, p.Out.Sub(p.In), p.Queue)
+}
+
+// telemetryStamps reads the write times of the telemetry messages that
+// start in a data packet which reached the router at in, and records
+// each one's latency from its write to the router. Over TCP a message
+// starts at stream offset k·size; a segment's offset is its sequence
+// number less the ISN less 1; each message counts once (retransmissions
+// and messages split before their 8th byte are skipped).
+func (n *tunNet) telemetryStamps(f *flowRun, in time.Time, payload []byte, seq uint32) {
+	size := int64(f.spec.Size)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tf := f.tunf
+	stamp := func(b []byte) {
+		w := time.Unix(0, int64(binary.BigEndian.Uint64(b)))
+		f.m.w2rMs = append(f.m.w2rMs, float64(in.Sub(w))/1e6)
+	}
+	if f.spec.Protocol == "udp" {
+		if len(payload) >= 8 {
+			stamp(payload)
+		}
+		return
+	}
+	if !tf.haveISN {
+		return
+	}
+	off := int64(seq - tf.isn - 1)
+	for k := max((off+size-1)/size, tf.nextMsg); k*size+8 <= off+int64(len(payload)); k++ {
+		stamp(payload[k*size-off:])
+		tf.nextMsg = k + 1
+	}
+}
