@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/fresh-udp/fresh/bench/emudriver"
 	"github.com/fresh-udp/fresh/bench/report"
@@ -15,19 +16,22 @@ import (
 	"github.com/fresh-udp/fresh/bench/sim"
 )
 
-const emuUsage = `usage: freshbench emu --relay [flags] SCENARIO.json...
+const emuUsage = `usage: freshbench emu --relay|--tun [flags] SCENARIO.json...
 
-Runs each scenario in real time with real fresh endpoints over loopback UDP
-through one emulated bottleneck (bench/emu.Relay: the scenario's forward and
-reverse paths, changes applied at their times), once per controller of --cc,
-and prints the same table and writes the same JSON and plots as sim (driver
-"emu"). A 100 s scenario takes 100 s. Flags may come before or after the
-files; Ctrl-C stops the run in progress and the command.
+Runs each scenario in real time through one emulated bottleneck (the
+scenario's forward and reverse paths, changes applied at their times), once
+per controller of --cc, and prints the same table and writes the same JSON
+and plots as sim. A 100 s scenario takes 100 s. Flags may come before or
+after the files; Ctrl-C (or SIGTERM) stops the run in progress and the
+command, after tearing the emulator down.
 
 Flags:
-  --relay            run through the userspace UDP relay (required: the only
-                     emulator so far; the TUN/netns emulator with kernel TCP
-                     for iperf3 flows is a later issue)
+  --relay            real fresh endpoints over loopback UDP through the
+                     userspace relay (bench/emu.Relay; driver "emu"): no root
+  --tun              every flow between two network namespaces through the
+                     TUN router (bench/emu.TUN; driver "emu-tun"): kernel TCP
+                     (iperf3 flows), telemetry flows, and every flow's
+                     per-packet delay measured at the router. Root only
   --cc LIST          comma-separated controllers for every unpinned bulk flow,
                      e.g. owd,cubic; one run per name. Default: one run with
                      the controllers the file names
@@ -40,16 +44,18 @@ Flags:
   --plot DIR         write PNG plots into DIR (created if missing)
   -h, --help         print this help
 
-Not in emu: --acp-sweep (sim only); iperf3 flows, clock_offset,
-clock_skew_ppm and clock_sync "none" are refused (see bench/README.md).
+Exactly one of --relay and --tun. Not in emu: --acp-sweep (sim only);
+clock_offset, clock_skew_ppm and clock_sync "none" are refused, and iperf3
+and telemetry flows under --relay (see bench/README.md).
 
 Exit status: 0 ok, 2 usage error (bad flag or scenario file, or a scenario
-the emulator cannot run), 1 run failure or interrupted.
+the emulator cannot run), 1 run failure (such as no root or TUN for --tun)
+or interrupted.
 `
 
 // runEmuCommand is "freshbench emu": it returns the exit code.
 func runEmuCommand(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return runEmu(ctx, args, stdout, stderr, emudriver.Run)
 }
@@ -63,8 +69,8 @@ func runEmu(ctx context.Context, args []string, stdout, stderr io.Writer, emu em
 		fmt.Fprint(stdout, emuUsage)
 		return exitOK
 	}
-	if err == nil && !cfg.Relay {
-		err = usagef("freshbench emu: --relay is required (the userspace relay is the only emulator so far; the TUN/netns one is a later issue)")
+	if err == nil && cfg.Relay == cfg.TUN {
+		err = usagef("freshbench emu: give one of --relay (userspace UDP relay, no root) and --tun (TUN router between two network namespaces, root only)")
 	}
 	if err == nil {
 		var scs []*scenario.Scenario
@@ -72,7 +78,7 @@ func runEmu(ctx context.Context, args []string, stdout, stderr io.Writer, emu em
 			err = checkEmu(cfg, scs)
 		}
 		if err == nil {
-			c := newSimCommand(cfg, emuAsSim(ctx, emu), stdout, stderr)
+			c := newSimCommand(cfg, emuAsSim(ctx, emu, cfg.TUN), stdout, stderr)
 			c.name = "emu"
 			c.progress = true // a bar on a terminal, a line every few seconds elsewhere
 			err = c.run(scs)
@@ -96,7 +102,11 @@ func checkEmu(cfg *simConfig, scs []*scenario.Scenario) error {
 			variants = append(variants, s.WithCC(name))
 		}
 		for _, v := range variants {
-			if err := emudriver.Check(v); err != nil {
+			check := emudriver.Check
+			if cfg.TUN {
+				check = emudriver.CheckTUN
+			}
+			if err := check(v); err != nil {
 				return usagef("freshbench emu: %s: %v", cfg.Scenarios[i], err)
 			}
 		}
@@ -106,8 +116,8 @@ func checkEmu(cfg *simConfig, scs []*scenario.Scenario) error {
 
 // emuAsSim adapts an emulation to the simCommand's run function: the same
 // options, and ctx for cancellation.
-func emuAsSim(ctx context.Context, emu emuFunc) simFunc {
+func emuAsSim(ctx context.Context, emu emuFunc, tun bool) simFunc {
 	return func(s *scenario.Scenario, o sim.Options) (*report.Run, error) {
-		return emu(ctx, s, emudriver.Options{CC: o.CC, Trace: o.Trace, SampleInterval: o.SampleInterval, Progress: o.Progress})
+		return emu(ctx, s, emudriver.Options{CC: o.CC, Trace: o.Trace, SampleInterval: o.SampleInterval, Progress: o.Progress, TUN: tun})
 	}
 }

@@ -54,13 +54,14 @@ func TestEmuCommandWithFake(t *testing.T) {
 
 	// The options reach the emulator as the simCommand sets them.
 	progress := func(time.Duration, time.Duration) {}
-	_, err := emuAsSim(context.Background(), fakeEmu(&opts))(loadTestScenario(t), sim.Options{CC: "reno", Trace: true, SampleInterval: time.Second, Progress: progress})
+	_, err := emuAsSim(context.Background(), fakeEmu(&opts), true)(loadTestScenario(t), sim.Options{CC: "reno", Trace: true, SampleInterval: time.Second, Progress: progress})
 	require.NoError(t, err)
 	o := opts[len(opts)-1]
 	require.Equal(t, "reno", o.CC)
 	require.True(t, o.Trace)
 	require.Equal(t, time.Second, o.SampleInterval)
 	require.NotNil(t, o.Progress)
+	require.True(t, o.TUN)
 }
 
 func TestEmuCommandUsage(t *testing.T) {
@@ -71,11 +72,18 @@ func TestEmuCommandUsage(t *testing.T) {
 	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
 	  "flows": [{"kind": "bulk"}, {"name": "a", "kind": "fixed", "update_rate": 10, "reverse": true},
 	            {"name": "b", "kind": "lazy", "reverse": true}]}`)
+	iperf := writeScenario(t, dir, "iperf.json", `{"name": "i", "duration": "5s",
+	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [{"kind": "iperf3"}]}`)
+	badCC := writeScenario(t, dir, "vegas.json", `{"name": "v", "duration": "5s",
+	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [{"kind": "iperf3", "cc": "vegas"}]}`)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{scen}, "--relay is required"},
+		{[]string{scen}, "give one of --relay"},
+		{[]string{"--relay", "--tun", scen}, "give one of --relay"},
+		{[]string{"--relay", iperf, scen}, "run them through the TUN router (freshbench emu --tun"},
+		{[]string{"--tun", badCC}, `iperf3 cc "vegas"`},
 		{[]string{"--relay", "--acp-sweep", scen}, "sim-only"},
 		{[]string{"--relay", "--cc", "nope", scen}, `freshbench emu: --cc: unknown controller "nope"`},
 		{[]string{"--relay"}, "freshbench emu: no scenario file given"},
@@ -90,7 +98,7 @@ func TestEmuCommandUsage(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, exitOK, run([]string{"emu", "-h"}, &stdout, &stderr))
-	require.Contains(t, stdout.String(), "freshbench emu --relay")
+	require.Contains(t, stdout.String(), "freshbench emu --relay|--tun")
 }
 
 // TestEmuEndToEnd runs the real emulator through the command line: a 2 s

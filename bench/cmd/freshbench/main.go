@@ -2,7 +2,7 @@
 // reports, stores and plots their results.
 //
 //	freshbench sim [flags] SCENARIO.json...
-//	freshbench emu --relay [flags] SCENARIO.json...
+//	freshbench emu --relay|--tun [flags] SCENARIO.json...
 //	freshbench results [--out FILE] [--plots DIR]
 //
 // runs each scenario in the virtual-time simulator (bench/sim), or in real
@@ -34,9 +34,10 @@ const mainUsage = `usage: freshbench <command> [flags] [arguments]
 
 Commands:
   sim      run scenarios in the virtual-time simulator (bench/sim)
-  emu      run scenarios in real time with fresh endpoints through the
-           emulated bottleneck (--relay: userspace UDP relay; the TUN/netns
-           emulator is a later issue)
+  emu      run scenarios in real time through the emulated bottleneck
+           (--relay: fresh endpoints over a userspace UDP relay; --tun:
+           every flow, kernel TCP too, between two network namespaces
+           through the TUN router, root only)
   results  regenerate bench/RESULTS.md: the paper's experiments, fairness,
            ACP against the oracle, with plots in bench/results
 

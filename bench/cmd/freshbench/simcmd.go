@@ -62,6 +62,7 @@ type simConfig struct {
 	PlotDir   string        // --plot directory, "" for none
 	ACPSweep  bool
 	Relay     bool     // emu: --relay (the userspace relay emulator)
+	TUN       bool     // emu: --tun (the TUN router between two namespaces)
 	Scenarios []string // scenario files, in argument order
 }
 
@@ -88,6 +89,7 @@ func parseRunArgs(cmd string, args []string) (*simConfig, error) {
 	fs.BoolVar(&cfg.ACPSweep, "acp-sweep", false, "")
 	if cmd == "emu" {
 		fs.BoolVar(&cfg.Relay, "relay", false, "")
+		fs.BoolVar(&cfg.TUN, "tun", false, "")
 	}
 
 	for len(args) > 0 {
