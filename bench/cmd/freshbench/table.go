@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/fresh-udp/fresh/bench/report"
@@ -120,7 +121,7 @@ func formatRatio(x float64) string {
 // runSpeed is the SPEED column: the simulator's speed-up, or for an emu
 // run (real time) how long it took with its setup.
 func runSpeed(r *report.Run) string {
-	if r.Driver == "emu" {
+	if strings.HasPrefix(r.Driver, "emu") {
 		return formatRealTime(r.DurationS, r.WallS)
 	}
 	return formatSpeed(r.DurationS, r.WallS)
