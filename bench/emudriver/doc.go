@@ -1,7 +1,18 @@
-// Package emudriver runs a scenario (bench/scenario) in real time with
-// real fresh endpoints (transport) over loopback UDP through one
-// emulated bottleneck (bench/emu.Relay), and reports it as bench/sim does
-// (report.Run, driver "emu"): `freshbench emu --relay`.
+// Package emudriver runs a scenario (bench/scenario) in real time through
+// one emulated bottleneck and reports it as bench/sim does (report.Run):
+// with real fresh endpoints over loopback UDP through the userspace relay
+// (bench/emu.Relay, driver "emu": `freshbench emu --relay`, no root), or
+// with every flow between two network namespaces through the TUN router
+// (bench/emu.TUN, driver "emu-tun": `freshbench emu --tun`, root only),
+// where kernel TCP (iperf3 flows) and telemetry flows run too.
+//
+// The emulated path is a network (relayNet, tunNet): it opens the server
+// side, connects each flow through the bottleneck, applies the scenario's
+// changes and reports the links' busy time; the flows' endpoints and
+// goroutines (bulk writers and readers, update sources and monitors, cbr
+// senders and sinks), the clock, the sampling and the result are the
+// driver's, the same for both. The sections below up to "The TUN router"
+// describe the relay.
 //
 // # Topology
 //
@@ -99,9 +110,52 @@
 //     TrustPeerClock; "inband" lets the endpoints estimate the (zero)
 //     offset.
 //   - fixed flows run acp.NewFixed through Config.NewUpdatePolicy, as
-//     sim does. iperf3 flows need the TUN/netns emulator (not done):
-//     ErrUnsupported.
+//     sim does. iperf3 and telemetry flows need the TUN router:
+//     ErrUnsupported under the relay.
 //   - The shim, the taps and the relay each add a loopback hop, and Go's
 //     timers wake the relay up to ~1 ms late (see bench/emu, "Timing"):
 //     OWDs measure ~1 ms above the path's delay.
+//
+// # The TUN router (Options.TUN)
+//
+//	client namespace (10.199.0.1)          router               server namespace (10.199.0.2)
+//	client Conns, cbr/telemetry  ──▶ TUN ─▶ forward link ─▶ TUN ──▶ Listener, sinks, iperf3 -s
+//	sockets, iperf3 -c           ◀── TUN ◀─ reverse link ◀─ TUN ◀──
+//
+// emu.TUN makes the two namespaces and the router. The Listener of every
+// fresh flow is opened in the server namespace (InServer), each flow's
+// client Conn is dialled in the client namespace (InClient), one flow at
+// a time as under the relay; a cbr flow is a UDP socket in the sending
+// namespace connected to a sink in the receiving one; an iperf3 flow is
+// an `iperf3 -s -1 -J` started at setup in the server namespace and an
+// `iperf3 -c … -J -t T -C cc --cport P` started at the flow's start in the
+// client namespace (Pdeathsig SIGKILL; killed at the end of the run);
+// a telemetry flow is a TCP connection (from a fixed client port, so the
+// router knows it from its SYN) or a pair of UDP sockets.
+//
+// The router's Observe callback sees every packet after the bottleneck.
+// observe finds its flow by protocol and the client's and server's ports
+// and keeps the flow's data packets in its data direction: fresh data and
+// update datagrams (the fresh header), cbr data datagrams, TCP segments
+// with payload (not pure ACKs), telemetry datagrams. Per such packet:
+//
+//   - owd_ms = Out − In: the packet's time from entering the router to
+//     leaving the link (queueing, serialisation, propagation, jitter). It
+//     leaves out the sender's stack before the TUN device, which the
+//     router cannot see for kernel TCP, so every flow, kernel TCP or
+//     fresh, has the same metric.
+//   - queue_ms = Queue, the link's own queueing delay of the packet
+//     (netem.Packet.QueueDelay): exact, unlike under the relay.
+//
+// Endpoints then only count deliveries (cbr) and bytes. Telemetry
+// messages carry their write time (wall clock, ns) in their first 8 bytes:
+// the router reads it from each message that starts in a packet (over
+// TCP at stream offsets k·size, sequence number − ISN − 1, each message
+// once) for write_to_router_ms = In − write time, and the receiver for
+// end_to_end_ms = read time − write time. iperf3 flows report iperf3's
+// own goodput, bytes, retransmissions and sending rate (end.sum_received,
+// end.sum_sent of -J); their -t is the flow's active time in whole
+// seconds, counted by iperf3 from when its control connection is up, and
+// the run waits up to 5 s after its end for the reports. Utilisation is
+// the router's links' busy time.
 package emudriver
