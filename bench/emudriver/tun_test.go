@@ -59,3 +59,38 @@ func TestTUNSmoke(t *testing.T) {
 	require.Less(t, owd.QueueMs.P95, cubic.QueueMs.P95)
 	require.Positive(t, r.Utilization.Forward)
 }
+
+// Every flow kind crosses the TUN router in both directions: fresh bulk
+// and updates, cbr, telemetry over TCP (with and without Nagle) and UDP,
+// and Nagle's algorithm holds small messages back while one is unacked
+// (a message every 10 ms on a 40 ms RTT).
+func TestTUNFlowKinds(t *testing.T) {
+	s, err := scenario.Parse([]byte(`{"name": "tun-kinds", "duration": "4s", "seed": 1, "mss": 1400,
+	  "forward": {"rate": "10Mbps", "delay": "20ms", "queue": {"limit": 100}},
+	  "reverse": {"rate": "10Mbps", "delay": "20ms", "queue": {"limit": 100}},
+	  "flows": [
+	    {"name": "bulk", "kind": "bulk", "cc": "owd", "bytes": 200000},
+	    {"name": "rbulk", "kind": "bulk", "cc": "cubic", "reverse": true, "bytes": 200000},
+	    {"name": "acp", "kind": "acp", "size": 200},
+	    {"name": "cbr", "kind": "cbr", "rate": "200kbps"},
+	    {"name": "rcbr", "kind": "cbr", "rate": "200kbps", "reverse": true},
+	    {"name": "tcp", "kind": "telemetry", "size": 100, "interval": "10ms"},
+	    {"name": "nagle", "kind": "telemetry", "size": 100, "interval": "10ms", "nagle": true},
+	    {"name": "udp", "kind": "telemetry", "protocol": "udp", "size": 100, "interval": "10ms"},
+	    {"name": "rtcp", "kind": "telemetry", "size": 100, "interval": "10ms", "reverse": true}]}`))
+	require.NoError(t, err)
+	r := runTUN(t, s)
+	for _, f := range r.Flows {
+		require.Positive(t, f.Bytes, f.Name)
+		require.Positive(t, f.Delivered, f.Name)
+		require.Greater(t, f.OWDms.P50, 20.0, "%s: at least the propagation delay at the router", f.Name)
+		if f.Kind == scenario.KindTelemetry {
+			require.NotNil(t, f.WriteToRouterMs, f.Name)
+			require.Greater(t, f.EndToEndMs.P50, 20.0, f.Name)
+			require.Greater(t, f.EndToEndMs.P50, f.WriteToRouterMs.P50, f.Name)
+		}
+	}
+	tcp, nagle := flowOf(t, r, "tcp"), flowOf(t, r, "nagle")
+	t.Logf("write to router p50: TCP_NODELAY %.2f ms, Nagle %.2f ms", tcp.WriteToRouterMs.P50, nagle.WriteToRouterMs.P50)
+	require.Greater(t, nagle.WriteToRouterMs.Mean, tcp.WriteToRouterMs.Mean)
+}

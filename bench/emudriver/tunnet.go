@@ -46,9 +46,10 @@ type tunNet struct {
 	d   *driver
 	tun *emu.TUN
 
-	mu    sync.Mutex // guards byKey, procs
-	byKey map[flowKey]*flowRun
-	procs []*exec.Cmd
+	mu     sync.Mutex // guards byKey, procs, closed
+	byKey  map[flowKey]*flowRun
+	procs  []*exec.Cmd
+	closed bool // close has killed procs: later ones are killed at once
 }
 
 // flowKey identifies a flow's packets in both directions: protocol,
@@ -236,6 +237,7 @@ func (n *tunNet) busy() [2]time.Duration {
 func (n *tunNet) close() {
 	n.mu.Lock()
 	procs := n.procs
+	n.closed = true
 	n.mu.Unlock()
 	for _, c := range procs {
 		if c.Process != nil {
@@ -275,7 +277,11 @@ func (n *tunNet) start(inNS func(func() error) error, cmd *exec.Cmd) error {
 	}
 	n.mu.Lock()
 	n.procs = append(n.procs, cmd)
+	closed := n.closed
 	n.mu.Unlock()
+	if closed { // started as the run was torn down
+		_ = cmd.Process.Kill()
+	}
 	return nil
 }
 
