@@ -336,11 +336,17 @@ func (c *simCommand) runScenario(s *scenario.Scenario) ([]*report.Run, error) {
 }
 
 // defaultLabel is the cc label of a run without --cc: the first bulk
-// flow's controller, or "-".
+// flow's controller, else the first iperf3 flow's as "kernel-<cc>" (emu
+// --tun), or "-".
 func defaultLabel(s *scenario.Scenario) string {
 	for _, f := range s.Flows {
 		if f.Kind == scenario.KindBulk {
 			return f.CC
+		}
+	}
+	for _, f := range s.Flows {
+		if f.Kind == scenario.KindIperf3 {
+			return "kernel-" + f.CC
 		}
 	}
 	return "-"

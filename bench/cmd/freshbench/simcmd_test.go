@@ -148,6 +148,8 @@ func TestSimOrderAndLabels(t *testing.T) {
 	noBulk := loadTestScenario(t)
 	noBulk.Flows = noBulk.Flows[2:]
 	require.Equal(t, "-", defaultLabel(noBulk))
+	noBulk.Flows = append(noBulk.Flows, scenario.Flow{Kind: scenario.KindIperf3, CC: "bbr"})
+	require.Equal(t, "kernel-bbr", defaultLabel(noBulk), "emu --tun: the kernel's controller")
 }
 
 // TestJSONStable: the same inputs give a byte-identical file, "-" writes
