@@ -139,9 +139,10 @@
 // update datagrams (the fresh header), cbr data datagrams, TCP segments
 // with payload (not pure ACKs), telemetry datagrams. Per such packet:
 //
-//   - owd_ms = Out − In: the packet's time from entering the router to
-//     leaving the link (queueing, serialisation, propagation, jitter). It
-//     leaves out the sender's stack before the TUN device, which the
+//   - owd_ms = Out − In: from the router reading the packet from the
+//     sending side's TUN device to writing it into the receiving side's
+//     (queueing, serialisation, propagation, jitter, and the router's
+//     timer lateness, up to ~1 ms: see bench/emu). It leaves out the sender's stack before the TUN device, which the
 //     router cannot see for kernel TCP, so every flow, kernel TCP or
 //     fresh, has the same metric.
 //   - queue_ms = Queue, the link's own queueing delay of the packet
