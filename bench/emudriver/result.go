@@ -2,6 +2,7 @@ package emudriver
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fresh-udp/fresh/bench/report"
@@ -119,6 +120,7 @@ func (f *flowRun) report(d *driver) report.Flow {
 		sentBytes = m.msgSent * int64(f.spec.Size)
 		w2r, e2e := report.Summarize(m.w2rMs), report.Summarize(m.e2eMs)
 		fr.WriteToRouterMs, fr.EndToEndMs = &w2r, &e2e
+		fr.WriteToRouterSamples = slices.Clone(m.w2rMs)
 	case f.spec.IsUpdates():
 		ss, rs := f.fin.sender, f.fin.receiver
 		fr.Sent, fr.Delivered = ss.UpdatesSent, rs.UpdatesReceived

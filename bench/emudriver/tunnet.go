@@ -75,10 +75,12 @@ type tunFlow struct {
 	ierr   error
 	done   chan struct{} // closed when the client has exited and its report is read
 
-	// telemetry: the two ends (sender, receiver); the TCP listener.
-	send, recv net.Conn
-	udpPeer    *net.UDPAddr // reverse UDP: where the server side sends
-	ln         net.Listener
+	// telemetry: the two ends (sender, receiver); the TCP listener; over
+	// fresh, the two Conns and their Listener instead.
+	send, recv   net.Conn
+	fsend, frecv *transport.Conn
+	udpPeer      *net.UDPAddr // reverse UDP: where the server side sends
+	ln           net.Listener
 	// The sender's ISN (TCP), seen in its SYN at the router, and the next
 	// message whose write time is still to be read there.
 	isn     uint32
@@ -410,6 +412,9 @@ func parseIperf3(b []byte) (*iperf3Report, error) {
 func (n *tunNet) setupTelemetry(f *flowRun) error {
 	tf := f.tunf
 	caddr := netip.AddrPortFrom(n.tun.ClientAddr(), uint16(fixedClientPort+f.idx))
+	if f.spec.Protocol == "fresh" {
+		return n.setupFreshTelemetry(f, caddr)
+	}
 	if f.spec.Protocol == "udp" {
 		var srv, cli *net.UDPConn
 		if err := n.tun.InServer(func() (err error) {
@@ -474,6 +479,52 @@ func (n *tunNet) setupTelemetry(f *flowRun) error {
 	return nil
 }
 
+// setupFreshTelemetry connects a telemetry flow whose messages are status
+// updates on a fresh connection of its own (client port fixed, as for TCP,
+// so the router knows the flow): each message is handed to SendUpdate,
+// whose regulator decides when it leaves.
+func (n *tunNet) setupFreshTelemetry(f *flowRun, caddr netip.AddrPort) error {
+	tf := f.tunf
+	dscp, err := transport.DSCPCode(f.dscp)
+	if err != nil {
+		return err
+	}
+	cfg := transport.Config{StreamDSCP: dscp, UpdateDSCP: dscp, MaxUpdateRate: 1000}
+	var ln *transport.Listener
+	if err := n.tun.InServer(func() (err error) {
+		ln, err = transport.Listen(netip.AddrPortFrom(n.tun.ServerAddr(), 0).String(), cfg)
+		return err
+	}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(n.d.ctx, setupTimeout)
+	defer cancel()
+	var cli *transport.Conn
+	if err := n.tun.InClient(func() (err error) {
+		cli, err = transport.Dial(ctx, ln.Addr().String(), cfg)
+		return err
+	}); err != nil {
+		ln.Close()
+		return err
+	}
+	srv, err := ln.Accept(ctx)
+	if err != nil {
+		cli.Close()
+		ln.Close()
+		return err
+	}
+	n.register(f, flowKey{protoUDP, port(cli.LocalAddr()), port(ln.Addr())})
+	tf.fsend, tf.frecv = cli, srv
+	if f.spec.Reverse {
+		tf.fsend, tf.frecv = srv, cli
+	}
+	f.onStop = func() {
+		_ = cli.Close()
+		_ = ln.Close()
+	}
+	return nil
+}
+
 // telemetryWriter writes one message of size bytes every interval from
 // the flow's start to its end, its first 8 bytes the wall-clock time of
 // the write (ns since the Unix epoch: the router reads the same clock).
@@ -491,10 +542,16 @@ func (n *tunNet) telemetryWriter(f *flowRun) {
 		}
 		binary.BigEndian.PutUint64(msg, uint64(time.Now().UnixNano()))
 		var err error
-		if tf.udpPeer != nil {
+		switch {
+		case tf.fsend != nil:
+			err = tf.fsend.SendUpdate(msg)
+		case tf.udpPeer != nil:
 			_, err = tf.send.(*net.UDPConn).WriteToUDP(msg, tf.udpPeer)
-		} else {
+		default:
 			_, err = tf.send.Write(msg)
+		}
+		if errors.Is(err, transport.ErrClosed) || errors.Is(err, transport.ErrPeerClosed) {
+			return
 		}
 		if err != nil && errors.Is(err, net.ErrClosed) {
 			return
@@ -518,7 +575,13 @@ func (n *tunNet) telemetryReader(f *flowRun) {
 	for {
 		var err error
 		var got int
-		if f.spec.Protocol == "tcp" {
+		if tf.frecv != nil {
+			var u transport.Update
+			if u, err = tf.frecv.ReadUpdate(d.ctx); err != nil {
+				return
+			}
+			got = copy(buf, u.Payload)
+		} else if f.spec.Protocol == "tcp" {
 			got, err = io.ReadFull(tf.recv, buf[:f.spec.Size])
 		} else {
 			got, err = tf.recv.Read(buf)
@@ -637,9 +700,17 @@ func (n *tunNet) telemetryStamps(f *flowRun, in time.Time, payload []byte, seq u
 		w := time.Unix(0, int64(binary.BigEndian.Uint64(b)))
 		f.m.w2rMs = append(f.m.w2rMs, float64(in.Sub(w))/1e6)
 	}
-	if f.spec.Protocol == "udp" {
+	switch f.spec.Protocol {
+	case "udp":
 		if len(payload) >= 8 {
 			stamp(payload)
+		}
+		return
+	case "fresh": // an Update frame's payload, after the fresh header
+		h, body, err := wire.ParseHeader(payload)
+		var u wire.Update
+		if err == nil && h.Type == wire.TypeUpdate && wire.ParseUpdate(body, &u) == nil && len(u.Payload) >= 8 {
+			stamp(u.Payload)
 		}
 		return
 	}

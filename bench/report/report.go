@@ -70,6 +70,9 @@ type Flow struct {
 	// OWDSamples are per-packet one-way delays (ms) for CDF plots; not in
 	// the JSON.
 	OWDSamples []float64 `json:"-"`
+	// WriteToRouterSamples are a telemetry flow's per-message latencies
+	// from write to router (ms), for CDF plots; not in the JSON.
+	WriteToRouterSamples []float64 `json:"-"`
 }
 
 // Series are time series sampled every Step seconds from T[0].

@@ -122,8 +122,9 @@ type Flow struct {
 	// Interval is the period of a telemetry flow's messages (default
 	// 100ms).
 	Interval Duration `json:"interval,omitempty"`
-	// Protocol carries a telemetry flow: "tcp" (default, kernel TCP) or
-	// "udp" (one datagram per message).
+	// Protocol carries a telemetry flow: "tcp" (default, kernel TCP),
+	// "udp" (one datagram per message) or "fresh" (each message a status
+	// update on a fresh connection: SendUpdate, regulated by ACP).
 	Protocol string `json:"protocol,omitempty"`
 	// Nagle leaves Nagle's algorithm on for a telemetry flow over TCP
 	// (TCP_NODELAY off); by default every message is sent at once.
@@ -324,8 +325,8 @@ func (f *Flow) validate(s *Scenario) error {
 		if f.Protocol == "" {
 			f.Protocol = "tcp"
 		}
-		if f.Protocol != "tcp" && f.Protocol != "udp" {
-			return fmt.Errorf("protocol %q: want tcp or udp", f.Protocol)
+		if f.Protocol != "tcp" && f.Protocol != "udp" && f.Protocol != "fresh" {
+			return fmt.Errorf("protocol %q: want tcp, udp or fresh", f.Protocol)
 		}
 		if f.Nagle && f.Protocol != "tcp" {
 			return errors.New("nagle applies to tcp only")

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -24,7 +27,7 @@ import (
 // the benchmark issue, and writes the plots RESULTS.md shows. Everything but
 // the speed section (wall-clock time) is deterministic.
 
-const resultsUsage = `usage: freshbench results [--scenarios DIR] [--out FILE] [--plots DIR]
+const resultsUsage = `usage: freshbench results [--scenarios DIR] [--out FILE] [--plots DIR] [--tun]
 
 Runs the paper's experiments and the ACP sweeps in the simulator and writes
 the report with the paper's numbers beside ours (bench/RESULTS.md).
@@ -33,6 +36,10 @@ Flags:
   --scenarios DIR  where the scenario files are (default bench/scenarios)
   --out FILE       the Markdown report (default bench/RESULTS.md; "-": stdout)
   --plots DIR      where its PNG plots go (default bench/results)
+  --tun            also run the kernel-TCP, AQM, ACP-priority and Nagle
+                   experiments through the TUN router (root; about 25
+                   minutes of real time) and rewrite DIR/tun.md, which the
+                   report appends
   -h, --help       print this help
 `
 
@@ -52,6 +59,7 @@ type resultsCommand struct {
 	cache           map[string]*report.Run
 	md              bytes.Buffer
 	targets         []targetRow // every target checked, for the before/after table
+	tun             bool        // also run the TUN experiments (tun.md)
 }
 
 // targetRow is one target's value as this run measured it.
@@ -165,6 +173,7 @@ func runResultsCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.dir, "scenarios", filepath.Join("bench", "scenarios"), "")
 	fs.StringVar(&c.out, "out", filepath.Join("bench", "RESULTS.md"), "")
 	fs.StringVar(&c.plots, "plots", filepath.Join("bench", "results"), "")
+	fs.BoolVar(&c.tun, "tun", false, "")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, resultsUsage)
@@ -434,6 +443,14 @@ func (c *resultsCommand) generate() error {
 	}
 	c.printf("\n")
 	c.beforeAfter()
+	if c.tun {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := c.writeTUN(ctx)
+		stop()
+		if err != nil {
+			return fmt.Errorf("--tun: %w", err)
+		}
+	}
 	return c.measured()
 }
 
