@@ -313,21 +313,25 @@ func drive(t *testing.T, cfg LinkConfig, arrivals []*Packet, times []clock.Mono,
 // deliveries (times, queue delays), drops and stats whether the driver
 // steps through every NextEvent or only looks in every 37 ms.
 func TestLinkExactWhateverTheCallPattern(t *testing.T) {
-	for _, disc := range []string{DisciplineFIFO, DisciplineCoDel, DisciplineFQCoDel, DisciplineCake} {
+	for _, disc := range []string{DisciplineFIFO, DisciplineCoDel, DisciplineFQCoDel, DisciplineCake, DisciplineWMM} {
 		t.Run(disc, func(t *testing.T) {
 			cfg := LinkConfig{
 				Rate: 2 * cc.MbitPerSecond, Delay: 20 * time.Millisecond, Jitter: 3 * time.Millisecond,
 				Loss: 0.01, Seed: 11, Queue: QueueConfig{Discipline: disc, Limit: 200},
 			}
+			if disc == DisciplineWMM {
+				cfg.Queue.ACQueue = WMMCoDel // so that AQM acts in it too
+			}
 			mk := func() ([]*Packet, []clock.Mono) {
 				var ps []*Packet
 				var ts []clock.Mono
-				// 3 Mbit/s of bulk in 4 flows plus a CS7 update every 10 ms
+				// 3 Mbit/s of bulk in 4 flows (one AF11, one CS1: other
+				// classes for cake and wmm) plus a CS7 update every 10 ms
 				// for 3 s: overload, so the queue builds and AQM acts.
 				for us := 0; us < 3_000_000; us += 4000 {
 					now := at(time.Duration(us) * time.Microsecond)
-					for f := 0; f < 4; f++ {
-						ps = append(ps, &Packet{FlowKey: uint64(f), Size: 375 * 4, Handle: uint64(len(ps))})
+					for f, dscp := range []uint8{0, 0, 10, 8} {
+						ps = append(ps, &Packet{FlowKey: uint64(f), Size: 375 * 4, DSCP: dscp, Handle: uint64(len(ps))})
 						ts = append(ts, now)
 					}
 					if us%10000 == 0 {

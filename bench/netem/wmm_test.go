@@ -7,7 +7,6 @@ import (
 
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/clock"
 	"github.com/stretchr/testify/require"
 )
 
@@ -377,45 +376,6 @@ func TestLinkWMMPrioritisesSparseCS7(t *testing.T) {
 	fifo, _ := meanDelays(QueueConfig{Discipline: DisciplineFIFO, Limit: 1000}, 0)
 	wmmBE, _ := meanDelays(QueueConfig{Discipline: DisciplineWMM, Limit: 1000}, 0)
 	require.Equal(t, fifo, wmmBE, "all best effort: wmm with ac_queue fifo is the fifo")
-}
-
-// TestLinkWMMExactWhateverTheCallPattern: as
-// TestLinkExactWhateverTheCallPattern, for wmm with CoDel in each category.
-func TestLinkWMMExactWhateverTheCallPattern(t *testing.T) {
-	cfg := LinkConfig{
-		Rate: 2 * cc.MbitPerSecond, Delay: 20 * time.Millisecond, Jitter: 3 * time.Millisecond,
-		Loss: 0.01, Seed: 11, Queue: QueueConfig{Discipline: DisciplineWMM, ACQueue: WMMCoDel, Limit: 200},
-	}
-	mk := func() ([]*Packet, []clock.Mono) {
-		var ps []*Packet
-		var ts []clock.Mono
-		// 3 Mbit/s of bulk in 4 flows (one of them AF11, one CS1) plus a
-		// CS7 update every 10 ms for 3 s.
-		for us := 0; us < 3_000_000; us += 4000 {
-			now := at(time.Duration(us) * time.Microsecond)
-			for f, dscp := range []uint8{0, 0, 10, 8} {
-				ps = append(ps, &Packet{FlowKey: uint64(f), Size: 375 * 4, DSCP: dscp, Handle: uint64(len(ps))})
-				ts = append(ts, now)
-			}
-			if us%10000 == 0 {
-				ps = append(ps, &Packet{FlowKey: 9, Size: 200, DSCP: 56, Handle: uint64(len(ps))})
-				ts = append(ts, now)
-			}
-		}
-		return ps, ts
-	}
-	ps, ts := mk()
-	fine := drive(t, cfg, ps, ts, true, 0)
-	ps, ts = mk()
-	coarse := drive(t, cfg, ps, ts, false, 37*time.Millisecond)
-	require.NotEmpty(t, fine.delivered)
-	require.Equal(t, fine.delivered, coarse.delivered)
-	require.Equal(t, fine.dropped, coarse.dropped)
-	require.Equal(t, fine.reasons, coarse.reasons)
-	require.Equal(t, fine.stats, coarse.stats)
-	require.NotZero(t, fine.stats.DroppedAQM)
-	require.Equal(t, fine.stats.Enqueued,
-		fine.stats.Delivered+fine.stats.DroppedRandom+fine.stats.DroppedOverflow+fine.stats.DroppedAQM)
 }
 
 func TestLinkConfigFromPathWMM(t *testing.T) {
