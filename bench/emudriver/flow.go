@@ -68,6 +68,7 @@ type measures struct {
 	// from its write to the router and to its read (ms).
 	msgSent, msgRecv int64
 	w2rMs, e2eMs     []float64
+	rttMs            []float64 // request/response: write → response read
 	// Cbr counters (the fresh flows' come from transport.Stats).
 	cbrSent, cbrSentBytes, cbrDelivered int64
 	age                                 acp.AgeMeter

@@ -121,6 +121,10 @@ func (f *flowRun) report(d *driver) report.Flow {
 		w2r, e2e := report.Summarize(m.w2rMs), report.Summarize(m.e2eMs)
 		fr.WriteToRouterMs, fr.EndToEndMs = &w2r, &e2e
 		fr.WriteToRouterSamples = slices.Clone(m.w2rMs)
+		if f.spec.Respond {
+			rtt := report.Summarize(m.rttMs)
+			fr.RTTMs = &rtt
+		}
 	case f.spec.IsUpdates():
 		ss, rs := f.fin.sender, f.fin.receiver
 		fr.Sent, fr.Delivered = ss.UpdatesSent, rs.UpdatesReceived

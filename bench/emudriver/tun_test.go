@@ -77,7 +77,10 @@ func TestTUNFlowKinds(t *testing.T) {
 	    {"name": "tcp", "kind": "telemetry", "size": 100, "interval": "10ms"},
 	    {"name": "nagle", "kind": "telemetry", "size": 100, "interval": "10ms", "nagle": true},
 	    {"name": "udp", "kind": "telemetry", "protocol": "udp", "size": 100, "interval": "10ms"},
-	    {"name": "rtcp", "kind": "telemetry", "size": 100, "interval": "10ms", "reverse": true}]}`))
+	    {"name": "rtcp", "kind": "telemetry", "size": 100, "interval": "10ms", "reverse": true},
+	    {"name": "reqresp", "kind": "telemetry", "size": 100, "interval": "10ms", "respond": true},
+	    {"name": "rudp", "kind": "telemetry", "protocol": "udp", "size": 100, "interval": "10ms", "respond": true, "reverse": true},
+	    {"name": "fresh", "kind": "telemetry", "protocol": "fresh", "size": 100, "interval": "10ms"}]}`))
 	require.NoError(t, err)
 	r := runTUN(t, s)
 	for _, f := range r.Flows {
@@ -93,4 +96,12 @@ func TestTUNFlowKinds(t *testing.T) {
 	tcp, nagle := flowOf(t, r, "tcp"), flowOf(t, r, "nagle")
 	t.Logf("write to router p50: TCP_NODELAY %.2f ms, Nagle %.2f ms", tcp.WriteToRouterMs.P50, nagle.WriteToRouterMs.P50)
 	require.Greater(t, nagle.WriteToRouterMs.Mean, tcp.WriteToRouterMs.Mean)
+	// Request/response: the round trip is at least the path's 40 ms.
+	for _, name := range []string{"reqresp", "rudp"} {
+		f := flowOf(t, r, name)
+		require.NotNil(t, f.RTTMs, name)
+		require.GreaterOrEqual(t, f.RTTMs.P50, 40.0, name)
+		require.Less(t, f.RTTMs.P50, 120.0, name)
+	}
+	require.Nil(t, tcp.RTTMs, "no responses asked")
 }

@@ -200,6 +200,9 @@ func (n *tunNet) startFlow(f *flowRun) {
 	case scenario.KindTelemetry:
 		n.d.goFunc(func() { n.telemetryReader(f) })
 		n.d.goFunc(func() { n.telemetryWriter(f) })
+		if f.spec.Respond {
+			n.d.goFunc(func() { n.responseReader(f) })
+		}
 	}
 }
 
@@ -575,6 +578,7 @@ func (n *tunNet) telemetryReader(f *flowRun) {
 	for {
 		var err error
 		var got int
+		var from *net.UDPAddr // udp: who sent the message
 		if tf.frecv != nil {
 			var u transport.Update
 			if u, err = tf.frecv.ReadUpdate(d.ctx); err != nil {
@@ -584,7 +588,7 @@ func (n *tunNet) telemetryReader(f *flowRun) {
 		} else if f.spec.Protocol == "tcp" {
 			got, err = io.ReadFull(tf.recv, buf[:f.spec.Size])
 		} else {
-			got, err = tf.recv.Read(buf)
+			got, from, err = tf.recv.(*net.UDPConn).ReadFromUDP(buf)
 		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || f.spec.Protocol == "tcp" {
@@ -592,7 +596,13 @@ func (n *tunNet) telemetryReader(f *flowRun) {
 			}
 			continue
 		}
-		if got < 8 || !d.started.Load() {
+		if got < 8 {
+			continue
+		}
+		if f.spec.Respond {
+			n.respond(f, buf[:8], from)
+		}
+		if !d.started.Load() {
 			continue
 		}
 		now := time.Now()
@@ -605,6 +615,49 @@ func (n *tunNet) telemetryReader(f *flowRun) {
 			f.m.bytes += int64(got)
 			f.m.ivBytes += int64(got)
 		}
+		f.mu.Unlock()
+	}
+}
+
+// respond answers a request/response telemetry message with its first 8
+// bytes (its write time), to the sender: over UDP to the address it came
+// from unless the socket is connected.
+func (n *tunNet) respond(f *flowRun, stamp []byte, from *net.UDPAddr) {
+	tf := f.tunf
+	if u, ok := tf.recv.(*net.UDPConn); ok && u.RemoteAddr() == nil && from != nil {
+		_, _ = u.WriteToUDP(stamp, from)
+		return
+	}
+	_, _ = tf.recv.Write(stamp)
+}
+
+// responseReader reads the responses of a request/response telemetry flow
+// at its sender and records each message's round trip: from its write to
+// the read of its response.
+func (n *tunNet) responseReader(f *flowRun) {
+	d := n.d
+	tf := f.tunf
+	buf := make([]byte, maxDatagram)
+	for {
+		var got int
+		var err error
+		if f.spec.Protocol == "tcp" {
+			got, err = io.ReadFull(tf.send, buf[:8])
+		} else {
+			got, err = tf.send.Read(buf)
+		}
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || f.spec.Protocol == "tcp" {
+				return
+			}
+			continue
+		}
+		if got < 8 || !d.started.Load() {
+			continue
+		}
+		rtt := time.Since(time.Unix(0, int64(binary.BigEndian.Uint64(buf))))
+		f.mu.Lock()
+		f.m.rttMs = append(f.m.rttMs, float64(rtt)/1e6)
 		f.mu.Unlock()
 	}
 }

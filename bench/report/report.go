@@ -48,6 +48,9 @@ type Flow struct {
 	// receiving application.
 	WriteToRouterMs *Stats `json:"write_to_router_ms,omitempty"`
 	EndToEndMs      *Stats `json:"end_to_end_ms,omitempty"`
+	// RTTMs is set for request/response telemetry flows: per message, the
+	// time from its write to the read of the receiver's response.
+	RTTMs *Stats `json:"rtt_ms,omitempty"`
 	// AgeMs and RateHz are set for update flows (acp, fixed, lazy).
 	AgeMs  *AgeStats `json:"age_ms,omitempty"`
 	RateHz *float64  `json:"rate_hz,omitempty"`

@@ -128,7 +128,11 @@ type Flow struct {
 	Protocol string `json:"protocol,omitempty"`
 	// Nagle leaves Nagle's algorithm on for a telemetry flow over TCP
 	// (TCP_NODELAY off); by default every message is sent at once.
-	Nagle bool `json:"nagle,omitempty"`
+	// Respond makes a telemetry flow request/response (tcp or udp): the
+	// receiver answers each message with its first 8 bytes, and the
+	// sender measures the round trip (rtt_ms in the result).
+	Nagle   bool `json:"nagle,omitempty"`
+	Respond bool `json:"respond,omitempty"`
 	// Reverse sends the flow through the reverse path.
 	Reverse bool `json:"reverse,omitempty"`
 	// DSCP marks the flow's packets: a class name ("CS7", "EF", "AF41",
@@ -331,11 +335,14 @@ func (f *Flow) validate(s *Scenario) error {
 		if f.Nagle && f.Protocol != "tcp" {
 			return errors.New("nagle applies to tcp only")
 		}
+		if f.Respond && f.Protocol == "fresh" {
+			return errors.New("respond applies to tcp and udp (a fresh update is answered by its ACK)")
+		}
 	default:
 		return fmt.Errorf("kind %q: want bulk, acp, fixed, lazy, cbr, iperf3 or telemetry", f.Kind)
 	}
-	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle) {
-		return errors.New("interval, protocol and nagle are for telemetry flows only")
+	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle || f.Respond) {
+		return errors.New("interval, protocol, nagle and respond are for telemetry flows only")
 	}
 	if f.Size == 0 {
 		switch f.Kind {

@@ -194,11 +194,11 @@ func (t *tunReport) aqm(ctx context.Context) error {
 	t.printf("camera-like UDP stream, alone and with two elastic iperf3 CUBIC flows from\n")
 	t.printf("2 s; queues as its Table 1 (FIFO 500 packets; CoDel, FQ-CoDel and CAKE\n")
 	t.printf("1000, CAKE with the LAN preset), 30 s per run (`tun-aqm-*`). Per\n")
-	t.printf("telemetry flow: throughput, and the latency of each message from the\n")
-	t.printf("sender's write to the receiver's read (one way; the RTT the paper reports\n")
-	t.printf("adds the 5 ms way back), its median and 95th percentile, and their\n")
-	t.printf("difference as the jitter:\n\n")
-	t.printf("| queue | TCP load | AIV kbit/s | AIV p50 / p95 | meter kbit/s | meter p50 / p95 | gantry p95 | jitter (AIV p95−p50) | camera queue p95 | TCP goodput |\n")
+	t.printf("telemetry flow: throughput and the round trip. The AIV and the meter are\n")
+	t.printf("request/response (the receiver answers each message; RTT from the write\n")
+	t.printf("to the answer's read, as the paper measures it), the gantry one-way\n")
+	t.printf("(latency from write to read); jitter is the AIV's RTT p95 − p50:\n\n")
+	t.printf("| queue | TCP load | AIV kbit/s | AIV RTT p50 / p95 | meter kbit/s | meter RTT p50 / p95 | gantry one-way p95 | AIV jitter | camera queue p95 | TCP goodput |\n")
 	t.printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, q := range aqmDisciplines {
 		for _, bg := range []bool{false, true} {
@@ -217,13 +217,13 @@ func (t *tunReport) aqm(ctx context.Context) error {
 					tcp += f.GoodputBps
 				}
 			}
-			e2e := func(f report.Flow) report.Stats {
-				if f.EndToEndMs == nil {
+			orZero := func(s *report.Stats) report.Stats {
+				if s == nil {
 					return report.Stats{}
 				}
-				return *f.EndToEndMs
+				return *s
 			}
-			a, m, g := e2e(aiv), e2e(meter), e2e(gantry)
+			a, m, g := orZero(aiv.RTTMs), orZero(meter.RTTMs), orZero(gantry.EndToEndMs)
 			tcpCol := "-"
 			if bg {
 				tcpCol = fmt.Sprintf("%.2f Mbit/s", tcp/1e6)

@@ -25,6 +25,7 @@ func (f *fakeTUN) run(_ context.Context, name, cc string) (*report.Run, error) {
 	tele := func(n string, p50, p95 float64) report.Flow {
 		return report.Flow{Name: n, Kind: "telemetry", GoodputBps: 9600,
 			EndToEndMs: &report.Stats{P50: p50, P95: p95}, WriteToRouterMs: &report.Stats{P50: p50 / 2, P95: p95 / 2, P99: p95},
+			RTTMs:                &report.Stats{P50: 2 * p50, P95: 2 * p95},
 			WriteToRouterSamples: []float64{1, 2, 3}, Sent: 100, Delivered: 90}
 	}
 	switch {
@@ -71,4 +72,5 @@ func TestTUNReport(t *testing.T) {
 	require.Contains(t, md, "| 30 ms | 10.0 / 20.0 / 40.0 | 0.1 / 0.1 / 0.2 |")
 	require.Contains(t, md, "90 % (the rest superseded)")
 	require.FileExists(t, rep.plots+"/tun-nagle-rtt100ms-cdf.png")
+	require.Contains(t, md, "| fifo | 2× CUBIC | 9.6 | 12.0 / 18.0 ms |", "the AIV's round trip")
 }
