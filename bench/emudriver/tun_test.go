@@ -30,13 +30,11 @@ func runTUN(t *testing.T, s *scenario.Scenario) *report.Run {
 
 func flowOf(t *testing.T, r *report.Run, name string) report.Flow {
 	t.Helper()
-	for _, f := range r.Flows {
-		if f.Name == name {
-			return f
-		}
+	f, ok := r.Flow(name)
+	if !ok {
+		t.Fatalf("no flow %q", name)
 	}
-	t.Fatalf("no flow %q", name)
-	return report.Flow{}
+	return f
 }
 
 // The CI smoke test of the TUN router: kernel CUBIC (iperf3) and our owd

@@ -159,3 +159,13 @@ func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // Round3 is round3 for other packages' derived numbers.
 func Round3(x float64) float64 { return round3(x) }
+
+// Flow returns the flow called name, and whether r has one.
+func (r *Run) Flow(name string) (Flow, bool) {
+	for _, f := range r.Flows {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Flow{}, false
+}

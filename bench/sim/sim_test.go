@@ -35,13 +35,11 @@ func run(t *testing.T, s *scenario.Scenario, ccName string) *report.Run {
 
 func flowNamed(t *testing.T, r *report.Run, name string) report.Flow {
 	t.Helper()
-	for _, f := range r.Flows {
-		if f.Name == name {
-			return f
-		}
+	f, ok := r.Flow(name)
+	if !ok {
+		t.Fatalf("no flow %q", name)
 	}
-	t.Fatalf("no flow %q", name)
-	return report.Flow{}
+	return f
 }
 
 func TestDeterministic(t *testing.T) {

@@ -229,14 +229,10 @@ func (c *resultsCommand) run(name, cc string) (*report.Run, error) {
 	return r, nil
 }
 
-// flow returns the named flow of r.
+// flow returns the named flow of r (zero if none).
 func flow(r *report.Run, name string) report.Flow {
-	for _, f := range r.Flows {
-		if f.Name == name {
-			return f
-		}
-	}
-	return report.Flow{}
+	f, _ := r.Flow(name)
+	return f
 }
 
 func (c *resultsCommand) printf(format string, args ...any) { fmt.Fprintf(&c.md, format, args...) }

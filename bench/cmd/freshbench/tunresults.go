@@ -82,16 +82,6 @@ func (t *tunReport) generate(ctx context.Context) error {
 	return nil
 }
 
-// flowOf returns r's flow named name (zero if none).
-func flowOf(r *report.Run, name string) report.Flow {
-	for _, f := range r.Flows {
-		if f.Name == name {
-			return f
-		}
-	}
-	return report.Flow{}
-}
-
 // bulkRow is one line of the kernel-TCP tables.
 func (t *tunReport) bulkRow(label string, r *report.Run, f report.Flow) {
 	t.printf("| %s | %.2f Mbit/s | %.3f | %.1f ms | %.1f ms | %.1f ms | %d |\n", label, f.GoodputBps/1e6,
@@ -112,7 +102,7 @@ func (t *tunReport) versusKernel(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ours[cc] = flowOf(r, "bulk")
+		ours[cc] = flow(r, "bulk")
 		if cc == "owd" {
 			owdUtil = r.Utilization.Forward
 		}
@@ -124,14 +114,14 @@ func (t *tunReport) versusKernel(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		kernel[cc] = flowOf(r, "kernel-"+cc)
+		kernel[cc] = flow(r, "kernel-"+cc)
 		t.bulkRow("kernel "+cc, r, kernel[cc])
 	}
 	both, err := t.run(ctx, "tun-10mbps-40ms-vs-cubic", "")
 	if err != nil {
 		return err
 	}
-	o, k := flowOf(both, "owd"), flowOf(both, "kernel-cubic")
+	o, k := flow(both, "owd"), flow(both, "kernel-cubic")
 	share := o.GoodputBps / (o.GoodputBps + k.GoodputBps)
 	t.printf("\nTogether (`tun-10mbps-40ms-vs-cubic`, both from 0 to 30 s): `owd` %.2f Mbit/s,\n", o.GoodputBps/1e6)
 	t.printf("kernel CUBIC %.2f Mbit/s; `owd` has %.1f %% of the goodput, and both see\n", k.GoodputBps/1e6, 100*share)
@@ -142,13 +132,13 @@ func (t *tunReport) versusKernel(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lo := flowOf(lr, "bulk")
+	lo := flow(lr, "bulk")
 	t.bulkRow("`owd` (fresh)", lr, lo)
 	kr, err := t.run(ctx, "tun-10mbps-40ms-loss1-kernel-cubic", "")
 	if err != nil {
 		return err
 	}
-	lk := flowOf(kr, "kernel-cubic")
+	lk := flow(kr, "kernel-cubic")
 	t.bulkRow("kernel cubic", kr, lk)
 
 	t.printf("\nThe OWD paper's dumbbell: 1.5 Mbit/s, 90 ms RTT, 50-packet FIFO, 200 kbit/s\n")
@@ -159,14 +149,14 @@ func (t *tunReport) versusKernel(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		paper[cc] = flowOf(r, "bulk")
+		paper[cc] = flow(r, "bulk")
 		t.bulkRow(fmt.Sprintf("`%s` (fresh)", cc), r, paper[cc])
 	}
 	pk, err := t.run(ctx, "tun-paper-rtt-90ms-iperf3", "")
 	if err != nil {
 		return err
 	}
-	paper["kernel"] = flowOf(pk, "bulk")
+	paper["kernel"] = flow(pk, "bulk")
 	t.bulkRow("kernel cubic", pk, paper["kernel"])
 
 	lossRatio := lo.GoodputBps / lk.GoodputBps
@@ -210,7 +200,7 @@ func (t *tunReport) aqm(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			aiv, meter, gantry, cam := flowOf(r, "aiv"), flowOf(r, "meter"), flowOf(r, "gantry"), flowOf(r, "camera")
+			aiv, meter, gantry, cam := flow(r, "aiv"), flow(r, "meter"), flow(r, "gantry"), flow(r, "camera")
 			var tcp float64
 			for _, f := range r.Flows {
 				if f.Kind == "iperf3" {
@@ -327,12 +317,12 @@ func (t *tunReport) nagle(ctx context.Context) error {
 			s := *f.WriteToRouterMs
 			return fmt.Sprintf("%.1f / %.1f / %.1f", s.P50, s.P95, s.P99)
 		}
-		fr := flowOf(r, "fresh-updates")
+		fr := flow(r, "fresh-updates")
 		delivered := "-"
 		if fr.Sent > 0 {
 			delivered = fmt.Sprintf("%.0f %% (the rest superseded)", 100*float64(fr.Delivered)/float64(fr.Sent))
 		}
-		t.printf("| %d ms | %s | %s | %s | %s |\n", rtt, cell(flowOf(r, "tcp-nagle")), cell(flowOf(r, "tcp-nodelay")), cell(fr), delivered)
+		t.printf("| %d ms | %s | %s | %s | %s |\n", rtt, cell(flow(r, "tcp-nagle")), cell(flow(r, "tcp-nodelay")), cell(fr), delivered)
 		if t.plots != "" {
 			if err := t.nagleCDF(r, name); err != nil {
 				return err
