@@ -398,29 +398,7 @@ func TestLinkNowNeverGoesBack(t *testing.T) {
 // fq_codel and cake, and is the bulk queue's with fifo.
 func TestLinkFQCoDelProtectsSparseFlow(t *testing.T) {
 	meanDelays := func(disc string) (sparse, bulk time.Duration) {
-		const rate = 10 * cc.MbitPerSecond
-		l := newLink(t, LinkConfig{Rate: rate, Delay: 10 * time.Millisecond, Queue: QueueConfig{Discipline: disc, Limit: 1000}}, nil)
-		var sum [2]time.Duration
-		var n [2]int
-		// Bulk at 12 Mbit/s (1500 B every 1 ms), sparse 100 B every 20 ms.
-		for ms := 0; ms < 5000; ms++ {
-			now := at(time.Duration(ms) * time.Millisecond)
-			l.Enqueue(now, &Packet{FlowKey: 1, Size: 1500})
-			if ms%20 == 5 {
-				l.Enqueue(now, &Packet{FlowKey: 2, Size: 100, DSCP: 56})
-			}
-			for p := l.Poll(now); p != nil; p = l.Poll(now) {
-				if ms < 1000 {
-					continue // let the queue build
-				}
-				i := int(p.FlowKey - 1)
-				sum[i] += p.QueueDelay
-				n[i]++
-			}
-		}
-		require.NotZero(t, n[0])
-		require.NotZero(t, n[1])
-		return sum[1] / time.Duration(n[1]), sum[0] / time.Duration(n[0])
+		return sparseBesideBulk(t, QueueConfig{Discipline: disc, Limit: 1000}, 56) // sparse CS7
 	}
 	oneBulk := TxTime(1500, 10*cc.MbitPerSecond)
 	for _, disc := range []string{DisciplineFQCoDel, DisciplineCake} {

@@ -339,29 +339,7 @@ func TestWMMConfigErrors(t *testing.T) {
 // bulk queue, as with a FIFO.
 func TestLinkWMMPrioritisesSparseCS7(t *testing.T) {
 	meanDelays := func(queue QueueConfig, sparseDSCP uint8) (sparse, bulk time.Duration) {
-		const rate = 10 * cc.MbitPerSecond
-		l := newLink(t, LinkConfig{Rate: rate, Delay: 10 * time.Millisecond, Queue: queue}, nil)
-		var sum [2]time.Duration
-		var n [2]int
-		// Bulk at 12 Mbit/s (1500 B every 1 ms), sparse 100 B every 20 ms.
-		for ms := 0; ms < 5000; ms++ {
-			now := at(time.Duration(ms) * time.Millisecond)
-			l.Enqueue(now, &Packet{FlowKey: 1, Size: 1500})
-			if ms%20 == 5 {
-				l.Enqueue(now, &Packet{FlowKey: 2, Size: 100, DSCP: sparseDSCP})
-			}
-			for p := l.Poll(now); p != nil; p = l.Poll(now) {
-				if ms < 1000 {
-					continue // let the queue build
-				}
-				i := int(p.FlowKey - 1)
-				sum[i] += p.QueueDelay
-				n[i]++
-			}
-		}
-		require.NotZero(t, n[0])
-		require.NotZero(t, n[1])
-		return sum[1] / time.Duration(n[1]), sum[0] / time.Duration(n[0])
+		return sparseBesideBulk(t, queue, sparseDSCP)
 	}
 	oneBulk := TxTime(1500, 10*cc.MbitPerSecond)
 	for _, acq := range []WMMQueue{WMMFIFO, WMMCoDel} {
