@@ -305,3 +305,45 @@ func ParsePing(body []byte) error {
 	}
 	return nil
 }
+
+// Crypto carries TLS handshake bytes (type Crypto), RFC 9000 §19.6's
+// CRYPTO frame: offset (32) | length (16) | data. The TLS encryption level
+// is the packet's epoch: unprotected for the Initial level (the server's
+// ServerHello; the client's goes in its Initial), EpochHandshake for the
+// Handshake level, an application epoch for post-handshake messages
+// (session tickets). Offsets count per level from 0.
+type Crypto struct {
+	Offset int64
+	Data   []byte // aliases the datagram
+}
+
+// CryptoOverhead is the body bytes of a Crypto frame besides its data.
+const CryptoOverhead = 4 + 2
+
+// MaxCryptoOffset bounds the handshake bytes of one level (RFC 9000 §7.5
+// lets an endpoint bound its buffering; 64 KiB holds any sane certificate
+// chain).
+const MaxCryptoOffset = 1 << 16
+
+// AppendCrypto appends c's body to b.
+func AppendCrypto(b []byte, c *Crypto) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Offset))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(c.Data)))
+	return append(b, c.Data...)
+}
+
+// ParseCrypto decodes a Crypto body into c. The data must end at or below
+// MaxCryptoOffset (ErrLength).
+func ParseCrypto(body []byte, c *Crypto) error {
+	if len(body) < CryptoOverhead {
+		return ErrShort
+	}
+	off := int64(binary.BigEndian.Uint32(body))
+	n := int(binary.BigEndian.Uint16(body[4:]))
+	if len(body)-CryptoOverhead != n || off+int64(n) > MaxCryptoOffset {
+		return ErrLength
+	}
+	c.Offset = off
+	c.Data = body[CryptoOverhead:]
+	return nil
+}

@@ -169,6 +169,20 @@ func FuzzParseClose(f *testing.F) {
 	})
 }
 
+func FuzzParseCrypto(f *testing.F) {
+	seedDatagrams(f, TypeCrypto, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var c Crypto
+		if err := ParseCrypto(body, &c); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendCrypto(nil, &c))
+		require.LessOrEqual(t, c.Offset+int64(len(c.Data)), int64(MaxCryptoOffset))
+		requireAlias(t, body, CryptoOverhead, c.Data)
+	})
+}
+
 // FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
 // body by type) and re-encodes them.
 func FuzzDatagram(f *testing.F) {
@@ -190,6 +204,8 @@ func FuzzDatagram(f *testing.F) {
 			requireAlias(t, dg, HeaderLen+UpdateOverhead, fr.Payload)
 		case *Close:
 			requireAlias(t, dg, HeaderLen+5, fr.Reason)
+		case *Crypto:
+			requireAlias(t, dg, HeaderLen+CryptoOverhead, fr.Data)
 		}
 		require.Equal(t, dg, enc)
 	})
@@ -240,6 +256,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParseInitial(b, HeaderLen+len(b), &e.in) }
 			case "FuzzParseClose":
 				fn = func() { sinkErr = ParseClose(b, &e.c) }
+			case "FuzzParseCrypto":
+				fn = func() { sinkErr = ParseCrypto(b, &e.cr) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

@@ -7,7 +7,7 @@
 //
 //		 0      1      2      3      4                             12
 //		+------+------+------+------+-----------------------------+
-//		| ver  | type |flags | rsvd |      connection ID (64)     |
+//		| ver  | type |flags |epoch |      connection ID (64)     |
 //		+------+------+------+------+-----------------------------+
 //		12                            20                           28
 //		+-----------------------------+-----------------------------+
@@ -17,12 +17,16 @@
 //	  - ver: 1. A receiver drops other versions (and, later, answers a
 //	    VersionNegotiation frame: the type is reserved).
 //	  - flags: bit 0 is frame-specific (FIN on Data, clock-synced on Ack);
-//	    bit 7 (FlagProtected) is reserved for the pre-shared-key AEAD mode: a
-//	    protected packet will carry the same header as associated data and an
-//	    encrypted body plus tag, so the header layout does not change.
+//	    bit 7 (FlagProtected) marks a protected packet: its body is AEAD
+//	    ciphertext plus a 16-byte tag, sealed with the keys of the epoch
+//	    below and this 28-byte header as associated data (package
+//	    internal/seal), so the header is authenticated though readable.
 //	    Every bit a frame type does not define (bit 0 off Data and Ack,
-//	    bit 7 until the AEAD mode exists, bits 1–6) must be 0.
-//	  - rsvd: must be 0 in version 1 (future key phase).
+//	    bits 1–6) must be 0; Initial and Retry are never protected.
+//	  - epoch: which keys protect the body: 0 on an unprotected packet;
+//	    EpochHandshake (1) for the TLS handshake's encrypted messages;
+//	    EpochApp0 and EpochApp1 (2, 3) for everything after it, the two
+//	    key phases of RFC 9001 §6's key update.
 //	  - connection ID: chosen by the client in Initial; lets a server demux
 //	    connections by ID rather than address (NAT rebinding) and lets a
 //	    later Retry carry a new one.
@@ -65,6 +69,7 @@ const (
 	TypeAck     Type = 0x05 // acknowledgment with OWD samples
 	TypeClose   Type = 0x06 // connection close
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
+	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	// Reserved for later versions of the handshake; receivers drop them
 	// (ParseHeader returns ErrType).
 	TypeRetry              Type = 0x08 // stateless retry with address-validation cookie
@@ -91,6 +96,8 @@ func (t Type) String() string {
 		return "retry"
 	case TypeVersionNegotiation:
 		return "version-negotiation"
+	case TypeCrypto:
+		return "crypto"
 	}
 	return "unknown"
 }
@@ -99,7 +106,15 @@ func (t Type) String() string {
 const (
 	FlagFIN       uint8 = 1 << 0 // Data: last byte of the stream
 	FlagSynced    uint8 = 1 << 0 // Ack: the receiver's clock offset is trustworthy
-	FlagProtected uint8 = 1 << 7 // reserved: AEAD-protected body
+	FlagProtected uint8 = 1 << 7 // AEAD-protected body (see Epoch)
+)
+
+// Key epochs of a protected packet (header byte 3).
+const (
+	EpochNone      uint8 = 0 // unprotected
+	EpochHandshake uint8 = 1 // TLS handshake traffic keys
+	EpochApp0      uint8 = 2 // application keys, key phase 0
+	EpochApp1      uint8 = 3 // application keys, key phase 1
 )
 
 // Decoding errors. Every malformed datagram maps to one of them, so an
@@ -126,33 +141,36 @@ type Header struct {
 	ConnID    uint64
 	PN        int64
 	Timestamp int64 // sender wall clock, µs since the Unix epoch
+	Epoch     uint8 // key epoch; nonzero only with FlagProtected
 }
 
 // AppendHeader appends h's encoding to b.
 func AppendHeader(b []byte, h Header) []byte {
-	b = append(b, Version, byte(h.Type), h.Flags, 0)
+	b = append(b, Version, byte(h.Type), h.Flags, h.Epoch)
 	b = binary.BigEndian.AppendUint64(b, h.ConnID)
 	b = binary.BigEndian.AppendUint64(b, uint64(h.PN))
 	return binary.BigEndian.AppendUint64(b, uint64(h.Timestamp))
 }
 
 // allowedFlags is the set of flag bits version 1 defines for frame type t.
-// Bit 0 means something only on Data (FIN) and Ack (Synced); FlagProtected
-// is reserved until the AEAD mode exists, since a version 1 receiver would
-// otherwise parse ciphertext as a plaintext body.
+// Bit 0 means something only on Data (FIN) and Ack (Synced); every type
+// but Initial and Retry may be protected.
 func allowedFlags(t Type) uint8 {
 	switch t {
 	case TypeData:
-		return FlagFIN
+		return FlagFIN | FlagProtected
 	case TypeAck:
-		return FlagSynced
+		return FlagSynced | FlagProtected
+	case TypeInitial, TypeRetry:
+		return 0
 	}
-	return 0
+	return FlagProtected
 }
 
-// ParseHeader decodes the header of datagram b and returns the body. It
-// rejects the reserved types (Retry, VersionNegotiation) with ErrType and
-// any flag bit the frame type does not define with ErrReserved.
+// ParseHeader decodes the header of datagram b and returns the body (the
+// ciphertext, for a protected packet). It rejects the reserved type
+// VersionNegotiation with ErrType, and any flag bit the frame type does not
+// define, or an epoch that disagrees with FlagProtected, with ErrReserved.
 func ParseHeader(b []byte) (Header, []byte, error) {
 	var h Header
 	if len(b) < HeaderLen {
@@ -162,13 +180,16 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 		return h, nil, ErrVersion
 	}
 	h.Type = Type(b[1])
-	if h.Type < TypeInitial || h.Type > TypePing {
-		// Retry and VersionNegotiation are reserved: version 1 defines no
-		// body for them, so a receiver can only drop them.
+	if !h.Type.valid() {
 		return h, nil, ErrType
 	}
 	h.Flags = b[2]
-	if b[3] != 0 || h.Flags&^allowedFlags(h.Type) != 0 {
+	h.Epoch = b[3]
+	if h.Flags&^allowedFlags(h.Type) != 0 {
+		return h, nil, ErrReserved
+	}
+	protected := h.Flags&FlagProtected != 0
+	if protected != (h.Epoch != EpochNone) || h.Epoch > EpochApp1 {
 		return h, nil, ErrReserved
 	}
 	h.ConnID = binary.BigEndian.Uint64(b[4:])
@@ -178,5 +199,18 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 	}
 	h.PN = int64(pn)
 	h.Timestamp = int64(binary.BigEndian.Uint64(b[20:]))
+	if protected && len(b)-HeaderLen < ProtectedOverhead {
+		return h, nil, ErrShort // not even an AEAD tag
+	}
 	return h, b[HeaderLen:], nil
+}
+
+// ProtectedOverhead is the AEAD tag every protected body ends with (16
+// bytes for each TLS 1.3 cipher suite).
+const ProtectedOverhead = 16
+
+// valid reports whether version 1 defines a body for t.
+// Retry and VersionNegotiation are reserved: receivers can only drop them.
+func (t Type) valid() bool {
+	return (t >= TypeInitial && t <= TypePing) || t == TypeCrypto
 }

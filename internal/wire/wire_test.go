@@ -23,13 +23,14 @@ type endpoint struct {
 	u  Update
 	a  Ack
 	c  Close
+	cr Crypto
 }
 
 // decode parses the header, then the body by type.
 func (e *endpoint) decode(dg []byte) (Header, error) {
 	h, body, err := ParseHeader(dg)
-	if err != nil {
-		return h, err
+	if err != nil || h.Flags&FlagProtected != 0 {
+		return h, err // a protected body is ciphertext: the session opens it
 	}
 	switch h.Type {
 	case TypeInitial:
@@ -46,6 +47,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseClose(body, &e.c)
 	case TypePing:
 		err = ParsePing(body)
+	case TypeCrypto:
+		err = ParseCrypto(body, &e.cr)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -60,6 +63,9 @@ func parseDatagram(dg []byte) (Header, any, error) {
 	if err != nil {
 		return h, nil, err
 	}
+	if h.Flags&FlagProtected != 0 {
+		return h, rawBody(dg[HeaderLen:]), nil
+	}
 	switch h.Type {
 	case TypeInitial:
 		return h, e.in, nil
@@ -73,6 +79,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.a, nil
 	case TypeClose:
 		return h, &e.c, nil
+	case TypeCrypto:
+		return h, &e.cr, nil
 	}
 	return h, nil, nil
 }
@@ -94,6 +102,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendAck(b, f)
 	case *Close:
 		return AppendClose(b, f)
+	case *Crypto:
+		return AppendCrypto(b, f)
 	case nil:
 		return b
 	}
@@ -173,6 +183,12 @@ func validDatagrams() []datagramCase {
 		{"close", hdr(TypeClose, 0), &Close{Code: 3, Reason: []byte("idle timeout")}},
 		{"close empty", hdr(TypeClose, 0), &Close{Reason: []byte{}}},
 		{"close max reason", hdr(TypeClose, 0), &Close{Code: math.MaxUint32, Reason: reason}},
+		{"crypto", hdr(TypeCrypto, 0), &Crypto{Offset: 1200, Data: []byte("client hello")}},
+		{"crypto empty", hdr(TypeCrypto, 0), &Crypto{Data: []byte{}}},
+		{"crypto ends at MaxCryptoOffset", hdr(TypeCrypto, 0), &Crypto{Offset: MaxCryptoOffset - 3, Data: []byte("end")}},
+		{"protected data", Header{Type: TypeData, Flags: FlagProtected | FlagFIN, Epoch: EpochApp0, PN: 7}, rawBody("ciphertext and tag")},
+		{"protected ack phase 1", Header{Type: TypeAck, Flags: FlagProtected | FlagSynced, Epoch: EpochApp1, PN: 7}, rawBody("ciphertext and tag")},
+		{"protected crypto handshake", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochHandshake}, rawBody("ciphertext and tag")},
 	}
 }
 
@@ -215,6 +231,8 @@ func bodyMin(t Type) int {
 		return ackFixedLen
 	case TypeClose:
 		return 5
+	case TypeCrypto:
+		return CryptoOverhead
 	}
 	return 0
 }
@@ -229,7 +247,14 @@ func TestTruncated(t *testing.T) {
 			dg := appendDatagram(nil, tc.h, tc.f)
 			for n := range len(dg) {
 				want := ErrLength
-				if n < HeaderLen || n-HeaderLen < bodyMin(tc.h.Type) || tc.h.Type == TypeInitial {
+				switch {
+				case tc.h.Flags&FlagProtected != 0:
+					// Ciphertext: only shorter than a tag is known bad.
+					want = nil
+					if n < HeaderLen+ProtectedOverhead {
+						want = ErrShort
+					}
+				case n < HeaderLen || n-HeaderLen < bodyMin(tc.h.Type) || tc.h.Type == TypeInitial:
 					want = ErrShort
 				}
 				_, _, err := parseDatagram(dg[:n])
@@ -242,14 +267,15 @@ func TestTruncated(t *testing.T) {
 }
 
 // TestTrailingByte appends one byte to every valid datagram: frames with a
-// length reject it; Initial padding may be longer; Accept has no format.
+// length reject it; Initial padding may be longer; Accept has no format,
+// and a protected body is ciphertext whose length only the AEAD checks.
 func TestTrailingByte(t *testing.T) {
 	for _, tc := range validDatagrams() {
 		t.Run(tc.name, func(t *testing.T) {
 			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
 			_, _, err := parseDatagram(dg)
-			switch tc.h.Type {
-			case TypeInitial, TypeAccept:
+			switch {
+			case tc.h.Type == TypeInitial, tc.h.Type == TypeAccept, tc.h.Flags&FlagProtected != 0:
 				require.NoError(t, err)
 			default:
 				require.Equal(t, ErrLength, err)
@@ -315,15 +341,18 @@ func rejectedDatagrams() []rejectCase {
 		{"type 0", set(ping, 1, 0), ErrType},
 		{"type retry (reserved)", set(ping, 1, byte(TypeRetry)), ErrType},
 		{"type version negotiation (reserved)", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
-		{"type 0x0a", set(ping, 1, 0x0a), ErrType},
+		{"type 0x0b", set(ping, 1, 0x0b), ErrType},
 		{"type 0xff", set(ping, 1, 0xff), ErrType},
 		{"reserved byte", set(ping, 3, 1), ErrReserved},
 		{"reserved byte high bit", set(data, 3, 0x80), ErrReserved},
 		{"flag bit 1", set(data, 2, 1<<1), ErrReserved},
 		{"flag bit 6", set(ack, 2, 1<<6), ErrReserved},
 		{"flags all", set(data, 2, 0xff), ErrReserved},
-		{"protected data (no AEAD in v1)", set(data, 2, FlagProtected), ErrReserved},
-		{"protected ack", set(ack, 2, FlagProtected|FlagSynced), ErrReserved},
+		{"protected data without epoch", set(data, 2, FlagProtected), ErrReserved},
+		{"protected ack without epoch", set(ack, 2, FlagProtected|FlagSynced), ErrReserved},
+		{"epoch without protected", set(data, 3, EpochApp0), ErrReserved},
+		{"epoch 4", set(data, 2, FlagProtected, 4), ErrReserved},
+		{"protected initial", set(initial, 2, FlagProtected, EpochApp0), ErrReserved},
 		{"FIN on ping", set(ping, 2, FlagFIN), ErrReserved},
 		{"FIN on update", set(update, 2, FlagFIN), ErrReserved},
 		{"FIN on initial", set(initial, 2, FlagFIN), ErrReserved},
