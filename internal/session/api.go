@@ -112,6 +112,7 @@ func (s *Session) Close() { s.close() }
 func (s *Session) Abort(err error) {
 	if s.state != stateClosed {
 		s.state, s.err = stateClosed, err
+		s.releaseTLS()
 	}
 }
 

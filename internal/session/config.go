@@ -1,6 +1,7 @@
 package session
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -24,6 +25,18 @@ type Config struct {
 	// NewPolicy builds the update-rate regulator; size is the size the
 	// policy paces by (MaxDatagram). Default: the ACP regulator.
 	NewPolicy func(size cc.ByteCount) (acp.Policy, error)
+
+	// TLS, if set, secures the session: a TLS 1.3 handshake (crypto/tls's
+	// QUIC API) authenticates the peer and every packet after it is
+	// AEAD-protected (package internal/seal). A client's config must name
+	// the server (ServerName) unless it skips verification; a server's
+	// must hold a certificate. nil: plaintext, unauthenticated (the
+	// simulator; the transport only with Insecure).
+	TLS *tls.Config
+	// KeyUpdateInterval is how many packets one key protects before a key
+	// update (RFC 9001 §6). Default 2^22, half AES-GCM's confidentiality
+	// limit; tests set it small.
+	KeyUpdateInterval int64
 
 	// TrustPeerClock: both wall clocks are synchronised by other means, so
 	// OWD is computed from the raw stamps and trusted at once.
@@ -102,7 +115,17 @@ func (c *Config) validate() error {
 }
 
 // MSS is the stream payload carried by one full-size datagram.
-func (c *Config) MSS() int { return c.MaxDatagram - wire.HeaderLen - wire.DataOverhead }
+func (c *Config) MSS() int { return c.MaxDatagram - wire.HeaderLen - wire.DataOverhead - c.tagLen() }
 
 // MaxUpdatePayload is the largest update payload.
-func (c *Config) MaxUpdatePayload() int { return c.MaxDatagram - wire.HeaderLen - wire.UpdateOverhead }
+func (c *Config) MaxUpdatePayload() int {
+	return c.MaxDatagram - wire.HeaderLen - wire.UpdateOverhead - c.tagLen()
+}
+
+// tagLen is the AEAD tag each protected packet carries.
+func (c *Config) tagLen() int {
+	if c.TLS == nil {
+		return 0
+	}
+	return wire.ProtectedOverhead
+}

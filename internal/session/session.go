@@ -1,6 +1,7 @@
 package session
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -80,6 +81,10 @@ type Session struct {
 	age        acp.AgeMeter
 
 	// Handshake and close.
+	sec           *security // TLS and packet protection; nil in plaintext mode
+	token         []byte    // client: the address-validation token of a Retry
+	validated     bool      // server: the client's address is validated
+	scratch       []byte    // a copy of a packet while trying two key phases
 	hsNext        clock.Mono
 	hsSent        clock.Mono // when the latest Initial went out
 	hsTries       int
@@ -173,7 +178,12 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		newestGen: -1 << 63,
 		hsNext:    now,
 	}
-	if !client {
+	if cfg.TLS != nil {
+		if s.sec, err = newSecurity(&s.cfg, client); err != nil {
+			return nil, err
+		}
+		s.drainTLS() // the client's ClientHello
+	} else if !client {
 		s.state = stateOpen
 		s.acceptPending = true
 	}
@@ -204,6 +214,11 @@ func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
 		s.st.Malformed++
 		return false
 	}
+	if s.sec != nil && s.state != stateClosed {
+		if body, err = s.unprotectErr(&h, b, body); err != nil {
+			return false
+		}
+	}
 	s.handle(now, wallUS, h, body, len(b))
 	s.armProbe(now)
 	return true
@@ -219,11 +234,44 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	s.st.BytesReceived += int64(size)
 	switch h.Type {
 	case wire.TypeInitial:
-		if !s.client {
+		if s.client {
+			break
+		}
+		if s.sec == nil {
 			s.acceptPending = true // the client did not hear our Accept
+			break
+		}
+		var in wire.Initial
+		if err := wire.ParseInitial(body, size, &in); err != nil {
+			s.st.Malformed++
+			return
+		}
+		if s.onCrypto(levelInitial, in.CryptoOffset, in.Crypto) && in.CryptoOffset == 0 && s.state == stateHandshake {
+			// The client resends its ClientHello: our flight 2 did not
+			// (all) arrive. Resend it, once per repeated flight.
+			s.sec.out[levelInitial].sent, s.sec.out[levelHandshake].sent = 0, 0
+		}
+	case wire.TypeCrypto:
+		var c wire.Crypto
+		if s.sec == nil || wire.ParseCrypto(body, &c) != nil {
+			s.st.Malformed++
+			return
+		}
+		level := levelInitial
+		switch {
+		case h.Epoch == wire.EpochHandshake:
+			level = levelHandshake
+		case h.Epoch >= wire.EpochApp0:
+			level = levelApp
+		}
+		if s.onCrypto(level, c.Offset, c.Data) && level == levelHandshake && !s.client && s.sec.done {
+			s.acceptPending = true // the client resends its Finished: it did not hear our Accept
+		}
+		if level == levelApp && s.client && s.sec.confirmed && !s.sec.out[levelApp].pending() {
+			s.releaseTLS() // the session ticket is in: TLS has nothing more to do
 		}
 	case wire.TypeAccept:
-		if s.client && s.state == stateHandshake {
+		if s.client && s.state == stateHandshake && (s.sec == nil || s.sec.done) {
 			s.state = stateOpen
 			// The handshake's RTT (against the latest Initial: the Accept
 			// may answer an earlier one, which only overestimates) seeds
@@ -236,7 +284,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.st.Malformed++
 			return
 		}
-		if s.client && s.state == stateHandshake {
+		if s.client && s.state == stateHandshake && (s.sec == nil || s.sec.done) {
 			s.state = stateOpen // the Accept was lost; data proves the server has us
 		}
 		s.onAckEliciting(now, wallUS, h, d.Echo, false)
@@ -272,6 +320,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			return
 		}
 		s.state = stateClosed
+		s.releaseTLS()
 		s.err = ErrPeerClosed
 		switch c.Code {
 		case closeProtocol:
@@ -284,6 +333,10 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.peerClean = true
 		case closeAbort:
 			s.err = fmt.Errorf("%w: stream cut with bytes unacknowledged", ErrPeerClosed)
+		default:
+			if c.Code > closeTLSAlert && c.Code <= closeTLSAlert+0xff {
+				s.err = fmt.Errorf("%w: %w: peer sent TLS alert %q", ErrPeerClosed, ErrHandshake, tls.AlertError(c.Code-closeTLSAlert).Error())
+			}
 		}
 	default: // Retry, VersionNegotiation: reserved, not used in version 1
 		s.st.Malformed++
@@ -488,9 +541,17 @@ func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error
 // Poll writes the next datagram to send at now into buf and returns it with
 // its DSCP code point; ok is false when there is nothing to send now.
 func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
-	dgram, dscp, ok = s.poll(now, wallUS, buf)
-	s.armProbe(now)
-	return dgram, dscp, ok
+	for {
+		dgram, dscp, ok = s.poll(now, wallUS, buf)
+		if ok && s.sec != nil {
+			var sendable bool
+			if dgram, sendable = s.protect(dgram); !sendable {
+				continue // nothing may leave without keys; poll on
+			}
+		}
+		s.armProbe(now)
+		return dgram, dscp, ok
+	}
 }
 
 func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
@@ -500,9 +561,19 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 	case s.closePending:
 		s.closePending = false
 		s.state = stateClosed
+		defer s.releaseTLS() // after protect has sealed the Close
 		b := hdr(wire.TypeClose, 0, 0)
 		return s.sent(wire.AppendClose(b, &wire.Close{Code: s.closeCode})), streamDSCP, true
 	case s.state == stateClosed:
+		return nil, 0, false
+	case s.sec != nil && s.handshakeDue(now):
+		if b, ok := s.pollHandshake(now, wallUS, buf); ok {
+			return s.sent(b), streamDSCP, true
+		}
+		if s.state == stateHandshake {
+			return nil, 0, false
+		}
+	case s.sec != nil && s.state == stateHandshake:
 		return nil, 0, false
 	case s.client && s.state == stateHandshake:
 		if now.Before(s.hsNext) {
@@ -645,8 +716,14 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 		return 0
 	}
 	t := s.lastHeard.Add(s.cfg.IdleTimeout)
+	if s.handshakePending() {
+		return now
+	}
 	if s.client && s.state == stateHandshake {
 		return recovery.Earliest(t, s.hsNext)
+	}
+	if s.state == stateHandshake {
+		return t
 	}
 	t = recovery.Earliest(t, s.ackAt)
 	t = recovery.Earliest(t, s.tr.NextTimer())

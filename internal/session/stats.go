@@ -45,6 +45,11 @@ type Stats struct {
 	Retransmitted                int64 // stream packets that carried resent bytes
 	Duplicates                   int64 // packets received twice
 	Malformed                    int64 // datagrams dropped as malformed
+	// Packets dropped by packet protection: failed authentication
+	// (forged, corrupted, or for keys no longer held), or replayed (an
+	// authentic packet number seen before, or too old to tell).
+	Unauthenticated, Replayed int64
+	KeyUpdates                int64 // key phases this end started or followed (RFC 9001 §6)
 
 	// Stream.
 	StreamBytesAcked    int64 // sent and acknowledged

@@ -220,17 +220,28 @@ func ParseAck(body []byte, a *Ack) error {
 	return nil
 }
 
-// Initial opens a connection (type Initial): a 32-bit options field, then
-// zero padding to MinInitialSize bytes in all (more is allowed, as QUIC pads
-// to the path MTU). Options is 0 in version 1.
+// Initial opens a connection (type Initial): options (32) | token length
+// (16) | token | crypto offset (32) | crypto length (16) | crypto | zero
+// padding to MinInitialSize bytes in all. Token is the address-validation
+// token of a Retry (empty before one); Crypto is the client's TLS
+// ClientHello from CryptoOffset (RFC 9000 §19.6). Options is 0 in version 1.
+// (Provisional: the listener's Retry work owns this format.)
 type Initial struct {
-	Options uint32
+	Options      uint32
+	Token        []byte
+	CryptoOffset int64
+	Crypto       []byte
 }
 
 // AppendInitial appends the Initial body, padding the datagram that starts
 // at b[0] (the header must already be in b) to MinInitialSize.
 func AppendInitial(b []byte, in Initial) []byte {
 	b = binary.BigEndian.AppendUint32(b, in.Options)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(in.Token)))
+	b = append(b, in.Token...)
+	b = binary.BigEndian.AppendUint32(b, uint32(in.CryptoOffset))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(in.Crypto)))
+	b = append(b, in.Crypto...)
 	for len(b) < MinInitialSize {
 		b = append(b, 0)
 	}
@@ -241,14 +252,26 @@ func AppendInitial(b []byte, in Initial) []byte {
 // must be at least MinInitialSize (ErrShort). Options and padding must be
 // zero (ErrReserved).
 func ParseInitial(body []byte, datagram int, in *Initial) error {
-	if datagram < MinInitialSize || len(body) < 4 {
+	if datagram < MinInitialSize || len(body) < 12 {
 		return ErrShort
 	}
 	in.Options = binary.BigEndian.Uint32(body)
 	if in.Options != 0 {
 		return ErrReserved
 	}
-	for _, c := range body[4:] {
+	n := int(binary.BigEndian.Uint16(body[4:]))
+	if len(body) < 12+n {
+		return ErrLength
+	}
+	in.Token = body[6 : 6+n]
+	p := body[6+n:]
+	in.CryptoOffset = int64(binary.BigEndian.Uint32(p))
+	m := int(binary.BigEndian.Uint16(p[4:]))
+	if len(p) < 6+m || in.CryptoOffset+int64(m) > MaxHandshakeBytes {
+		return ErrLength
+	}
+	in.Crypto = p[6 : 6+m]
+	for _, c := range p[6+m:] {
 		if c != 0 {
 			return ErrReserved
 		}
@@ -320,10 +343,10 @@ type Crypto struct {
 // CryptoOverhead is the body bytes of a Crypto frame besides its data.
 const CryptoOverhead = 4 + 2
 
-// MaxCryptoOffset bounds the handshake bytes of one level (RFC 9000 §7.5
+// MaxHandshakeBytes bounds the handshake bytes of one level (RFC 9000 §7.5
 // lets an endpoint bound its buffering; 64 KiB holds any sane certificate
 // chain).
-const MaxCryptoOffset = 1 << 16
+const MaxHandshakeBytes = 1 << 16
 
 // AppendCrypto appends c's body to b.
 func AppendCrypto(b []byte, c *Crypto) []byte {
@@ -333,14 +356,14 @@ func AppendCrypto(b []byte, c *Crypto) []byte {
 }
 
 // ParseCrypto decodes a Crypto body into c. The data must end at or below
-// MaxCryptoOffset (ErrLength).
+// MaxHandshakeBytes (ErrLength).
 func ParseCrypto(body []byte, c *Crypto) error {
 	if len(body) < CryptoOverhead {
 		return ErrShort
 	}
 	off := int64(binary.BigEndian.Uint32(body))
 	n := int(binary.BigEndian.Uint16(body[4:]))
-	if len(body)-CryptoOverhead != n || off+int64(n) > MaxCryptoOffset {
+	if len(body)-CryptoOverhead != n || off+int64(n) > MaxHandshakeBytes {
 		return ErrLength
 	}
 	c.Offset = off

@@ -178,7 +178,7 @@ func FuzzParseCrypto(f *testing.F) {
 			return
 		}
 		require.Equal(t, body, AppendCrypto(nil, &c))
-		require.LessOrEqual(t, c.Offset+int64(len(c.Data)), int64(MaxCryptoOffset))
+		require.LessOrEqual(t, c.Offset+int64(len(c.Data)), int64(MaxHandshakeBytes))
 		requireAlias(t, body, CryptoOverhead, c.Data)
 	})
 }

@@ -185,7 +185,7 @@ func validDatagrams() []datagramCase {
 		{"close max reason", hdr(TypeClose, 0), &Close{Code: math.MaxUint32, Reason: reason}},
 		{"crypto", hdr(TypeCrypto, 0), &Crypto{Offset: 1200, Data: []byte("client hello")}},
 		{"crypto empty", hdr(TypeCrypto, 0), &Crypto{Data: []byte{}}},
-		{"crypto ends at MaxCryptoOffset", hdr(TypeCrypto, 0), &Crypto{Offset: MaxCryptoOffset - 3, Data: []byte("end")}},
+		{"crypto ends at MaxHandshakeBytes", hdr(TypeCrypto, 0), &Crypto{Offset: MaxHandshakeBytes - 3, Data: []byte("end")}},
 		{"protected data", Header{Type: TypeData, Flags: FlagProtected | FlagFIN, Epoch: EpochApp0, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected ack phase 1", Header{Type: TypeAck, Flags: FlagProtected | FlagSynced, Epoch: EpochApp1, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected crypto handshake", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochHandshake}, rawBody("ciphertext and tag")},

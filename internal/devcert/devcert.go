@@ -1,0 +1,142 @@
+// Package devcert makes throwaway TLS credentials in memory: a CA, and
+// certificates it signs, for the demo, the examples' generator and the
+// tests. Nothing here is for production use: the keys live in memory (or
+// in files the caller writes) and the CA signs whatever it is asked to.
+package devcert
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"sync"
+	"time"
+)
+
+// CA is a certificate authority held in memory.
+type CA struct {
+	Cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	DER  []byte
+}
+
+// NewCA makes a CA valid for a day either side of now.
+func NewCA(name string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-24 * time.Hour),
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, key: key, DER: der}, nil
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	return n
+}
+
+// Issue signs a certificate for name, valid as a server for the DNS names
+// and IP addresses in hosts and as a client (mutual TLS) under name.
+func (ca *CA) Issue(name string, hosts ...string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    time.Now().Add(-24 * time.Hour),
+		NotAfter:     time.Now().Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// Pool is a certificate pool holding only the CA.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.Cert)
+	return p
+}
+
+// CertPEM is the CA certificate in PEM.
+func (ca *CA) CertPEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.DER})
+}
+
+// PEM encodes a certificate and its key as PEM (certificate, key).
+func PEM(c tls.Certificate) (certPEM, keyPEM []byte, err error) {
+	for _, der := range c.Certificate {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	k, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}), nil
+}
+
+var (
+	once   sync.Once
+	shared *tls.Config
+	err    error
+)
+
+// Loopback is one TLS config for both ends of a loopback connection: a
+// certificate for "localhost", 127.0.0.1 and ::1 signed by a fresh
+// in-memory CA, that CA as the only root, and ServerName "localhost". It
+// is made once per process.
+func Loopback() (*tls.Config, error) {
+	once.Do(func() {
+		var ca *CA
+		if ca, err = NewCA("fresh loopback CA"); err != nil {
+			return
+		}
+		var c tls.Certificate
+		if c, err = ca.Issue("localhost", "localhost", "127.0.0.1", "::1"); err != nil {
+			return
+		}
+		shared = &tls.Config{Certificates: []tls.Certificate{c}, RootCAs: ca.Pool(), ServerName: "localhost"}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return shared.Clone(), nil
+}

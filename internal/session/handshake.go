@@ -1,0 +1,536 @@
+package session
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/seal"
+	"github.com/fresh-udp/fresh/internal/wire"
+)
+
+// The handshake is TLS 1.3 through crypto/tls's QUIC API (RFC 9001), which
+// is itself sans-I/O: TLS hands us the bytes to send at each encryption
+// level and the traffic secrets, and we carry the bytes in Initial and
+// Crypto frames and protect packets with keys derived from the secrets
+// (package internal/seal).
+//
+// Reliability is by flights, as DTLS 1.3 does it (RFC 9147 §5.8), rather
+// than QUIC's per-level acknowledgments: a side resends its whole latest
+// flight when its timer fires (the client) or when the peer resends the
+// flight before (the server, on a repeated ClientHello), and the next
+// flight from the peer acknowledges it implicitly. The flights:
+//
+//  1. client: ClientHello, in Initial datagrams (padded to 1200 bytes);
+//  2. server: ServerHello in unprotected Crypto frames, then its encrypted
+//     extensions, certificate, certificate verify and Finished in Crypto
+//     frames under the handshake keys;
+//  3. client: (certificate, certificate verify,) Finished under the
+//     handshake keys;
+//  4. server: Accept under the application keys: the handshake is
+//     confirmed (RFC 9001 §4.1.2), and a session ticket follows if the
+//     server issues them.
+//
+// The client resends flight 3 until the Accept (or any packet under the
+// application keys) arrives; a server that sees flight 3 again resends the
+// Accept.
+
+// ALPN is the application protocol fresh negotiates (RFC 7301); TLS over
+// QUIC-style transports must negotiate one (RFC 9001 §8.1).
+const ALPN = "fresh/1"
+
+// transportParams is what each side sends as TLS's quic_transport_parameters
+// extension: fresh's protocol version, so that a peer speaking another one
+// fails the handshake rather than the stream.
+var transportParams = []byte{'f', 'r', 'e', 's', 'h', wire.Version}
+
+// closeTLSAlert + alert is the Close code of a handshake that failed with a
+// TLS alert, as QUIC's CRYPTO_ERROR range (RFC 9001 §4.8).
+const closeTLSAlert uint32 = 0x100
+
+// TLS encryption levels as array indices (0-RTT is not used).
+const (
+	levelInitial = iota
+	levelHandshake
+	levelApp
+	numLevels
+)
+
+func levelOf(l tls.QUICEncryptionLevel) (int, bool) {
+	switch l {
+	case tls.QUICEncryptionLevelInitial:
+		return levelInitial, true
+	case tls.QUICEncryptionLevelHandshake:
+		return levelHandshake, true
+	case tls.QUICEncryptionLevelApplication:
+		return levelApp, true
+	}
+	return 0, false
+}
+
+var tlsLevels = [numLevels]tls.QUICEncryptionLevel{tls.QUICEncryptionLevelInitial, tls.QUICEncryptionLevelHandshake, tls.QUICEncryptionLevelApplication}
+
+// cryptoOut is one level's handshake bytes to send: all of them, kept for
+// retransmission, and how far the current pass has sent.
+type cryptoOut struct {
+	data []byte
+	sent int
+}
+
+func (o *cryptoOut) pending() bool { return o.sent < len(o.data) }
+
+// cryptoIn reassembles one level's handshake bytes, which may arrive in
+// several datagrams and out of order, and hands TLS the contiguous prefix.
+type cryptoIn struct {
+	next  int64 // bytes handed to TLS
+	frags []cryptoFrag
+	held  int // bytes in frags
+}
+
+type cryptoFrag struct {
+	off  int64
+	data []byte
+}
+
+// security is a session's TLS handshake and packet protection.
+type security struct {
+	conn *tls.QUICConn // nil once the handshake needs it no more
+	out  [numLevels]cryptoOut
+	in   [numLevels]cryptoIn
+
+	hsRead, hsWrite *seal.Keys
+	// Application keys and key update (RFC 9001 §6): appRead[readPhase]
+	// opens the current phase, the other slot the previous one (late
+	// packets), nextRead the peer's next, derived on first need.
+	appRead    [2]*seal.Keys
+	nextRead   *seal.Keys
+	appWrite   *seal.Keys
+	writePhase uint8
+	readPhase  uint8
+	sealed     int64 // packets sealed with appWrite
+	updateAt   int64 // packets per key before a key update
+
+	replay [2]seal.ReplayWindow // data space, control space
+	ctlPN  int64                // next control packet number (ACK, Accept, Crypto, Close)
+
+	sendLevel int  // the level of the Crypto frame poll just built
+	done      bool // TLS reports the handshake complete
+	confirmed bool // the handshake keys are gone
+	state     tls.ConnectionState
+}
+
+// newSecurity starts the TLS side of a session.
+func newSecurity(cfg *Config, client bool) (*security, error) {
+	conf := cfg.TLS.Clone()
+	conf.MinVersion = tls.VersionTLS13
+	if len(conf.NextProtos) == 0 {
+		conf.NextProtos = []string{ALPN}
+	}
+	qc := &tls.QUICConfig{TLSConfig: conf}
+	var conn *tls.QUICConn
+	if client {
+		if conf.ServerName == "" && !conf.InsecureSkipVerify {
+			return nil, fmt.Errorf("%w: TLS config has no ServerName to verify the server's certificate against", ErrConfig)
+		}
+		conn = tls.QUICClient(qc)
+	} else {
+		if len(conf.Certificates) == 0 && conf.GetCertificate == nil && conf.GetConfigForClient == nil {
+			return nil, fmt.Errorf("%w: a server's TLS config needs a certificate (Certificates or GetCertificate)", ErrConfig)
+		}
+		conn = tls.QUICServer(qc)
+	}
+	conn.SetTransportParameters(transportParams)
+	sec := &security{conn: conn, updateAt: cfg.KeyUpdateInterval}
+	if sec.updateAt == 0 {
+		sec.updateAt = 1 << 22 // half the AES-GCM limit (RFC 9001 §6.6): margin for the update's round trip
+	}
+	sec.replay[0], sec.replay[1] = seal.NewReplayWindow(), seal.NewReplayWindow()
+	if err := conn.Start(context.Background()); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %w", ErrHandshake, err)
+	}
+	return sec, nil
+}
+
+// drainTLS takes every event TLS has for us.
+func (s *Session) drainTLS() {
+	sec := s.sec
+	for sec.conn != nil {
+		e := sec.conn.NextEvent()
+		switch e.Kind {
+		case tls.QUICNoEvent:
+			return
+		case tls.QUICSetReadSecret, tls.QUICSetWriteSecret:
+			k, err := seal.New(e.Suite, e.Data)
+			if err != nil {
+				s.failHandshake(err)
+				return
+			}
+			read := e.Kind == tls.QUICSetReadSecret
+			switch lvl, _ := levelOf(e.Level); {
+			case lvl == levelHandshake && read:
+				sec.hsRead = k
+			case lvl == levelHandshake:
+				sec.hsWrite = k
+			case lvl == levelApp && read:
+				sec.appRead[0] = k
+			case lvl == levelApp:
+				sec.appWrite = k
+			}
+		case tls.QUICWriteData:
+			if lvl, ok := levelOf(e.Level); ok {
+				sec.out[lvl].data = append(sec.out[lvl].data, e.Data...)
+			}
+		case tls.QUICTransportParameters:
+			if string(e.Data) != string(transportParams) {
+				s.failHandshake(fmt.Errorf("peer speaks another protocol version (transport parameters %q)", e.Data))
+				return
+			}
+		case tls.QUICTransportParametersRequired:
+			sec.conn.SetTransportParameters(transportParams)
+		case tls.QUICHandshakeDone:
+			sec.done = true
+			sec.state = sec.conn.ConnectionState()
+			if !s.client {
+				// Flight 4: the Accept, and a session ticket for
+				// resumption if the configuration issues them.
+				s.state = stateOpen
+				s.acceptPending = true
+				s.validated = true
+				if !s.cfg.TLS.SessionTicketsDisabled {
+					_ = sec.conn.SendSessionTicket(tls.QUICSessionTicketOptions{})
+				}
+			}
+		case tls.QUICErrorEvent:
+			s.failHandshake(e.Err)
+			return
+		}
+	}
+}
+
+// onCrypto takes handshake bytes received at level. It reports whether
+// they were all seen before (the peer is resending its flight).
+func (s *Session) onCrypto(level int, off int64, data []byte) (repeat bool) {
+	sec := s.sec
+	if sec.conn == nil {
+		return true // after the handshake: nothing more TLS needs
+	}
+	in := &sec.in[level]
+	end := off + int64(len(data))
+	if end <= in.next {
+		return true
+	}
+	if end > wire.MaxHandshakeBytes || in.held+len(data) > wire.MaxHandshakeBytes {
+		s.failHandshake(errors.New("handshake messages too large"))
+		return false
+	}
+	in.frags = append(in.frags, cryptoFrag{off, append([]byte(nil), data...)})
+	in.held += len(data)
+	for progress := true; progress; {
+		progress = false
+		for i := 0; i < len(in.frags); i++ {
+			f := in.frags[i]
+			fEnd := f.off + int64(len(f.data))
+			if f.off > in.next {
+				continue
+			}
+			in.frags = append(in.frags[:i], in.frags[i+1:]...)
+			in.held -= len(f.data)
+			i--
+			if fEnd <= in.next {
+				continue
+			}
+			if err := sec.conn.HandleData(tlsLevels[level], f.data[in.next-f.off:]); err != nil {
+				s.failHandshake(err)
+				return false
+			}
+			in.next = fEnd
+			progress = true
+		}
+	}
+	s.drainTLS()
+	return false
+}
+
+// failHandshake ends the session with the TLS error, telling the peer the
+// alert (RFC 9001 §4.8) when there is one.
+func (s *Session) failHandshake(err error) {
+	code := closeProtocol
+	var alert tls.AlertError
+	if errors.As(err, &alert) {
+		code = closeTLSAlert + uint32(alert)
+	}
+	s.fail(fmt.Errorf("%w: %w", ErrHandshake, err), code)
+}
+
+// confirm ends the handshake on this side (RFC 9001 §4.9.2): the
+// handshake keys and the bytes kept for retransmission go. The client
+// keeps TLS to take the session ticket that follows the Accept.
+func (s *Session) confirm() {
+	sec := s.sec
+	if sec.confirmed {
+		return
+	}
+	sec.confirmed = true
+	sec.hsRead, sec.hsWrite = nil, nil
+	sec.in[levelInitial], sec.in[levelHandshake] = cryptoIn{}, cryptoIn{}
+	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
+	if !s.client && !sec.out[levelApp].pending() {
+		s.releaseTLS()
+	}
+}
+
+// releaseTLS drops the TLS state machine (and stops its handshake
+// goroutine if it still runs).
+func (s *Session) releaseTLS() {
+	if s.sec != nil && s.sec.conn != nil {
+		s.sec.conn.Close()
+		s.sec.conn = nil
+	}
+}
+
+// pollHandshake builds the next handshake datagram, if one is due.
+func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byte, bool) {
+	sec := s.sec
+	if s.client && s.state == stateHandshake && !now.Before(s.hsNext) {
+		// Retransmission timer: resend the latest flight, with
+		// exponential backoff from 250 ms.
+		s.hsNext = now.Add((250 * time.Millisecond) << min(s.hsTries, 5))
+		s.hsTries++
+		s.hsSent = now
+		if len(sec.out[levelHandshake].data) > 0 {
+			sec.out[levelHandshake].sent = 0
+		} else {
+			sec.out[levelInitial].sent = 0
+		}
+	}
+	room := max(s.cfg.MaxDatagram, wire.MinInitialSize)
+	for lvl := range numLevels {
+		o := &sec.out[lvl]
+		if !o.pending() {
+			continue
+		}
+		if lvl == levelApp && !sec.confirmed && s.client {
+			break // post-handshake messages wait for the handshake
+		}
+		if s.client && lvl == levelInitial {
+			n := min(len(o.data)-o.sent, room-wire.HeaderLen-12-len(s.token))
+			b := s.header(buf, wallUS, wire.TypeInitial, 0, 0)
+			b = wire.AppendInitial(b, wire.Initial{Token: s.token, CryptoOffset: int64(o.sent), Crypto: o.data[o.sent : o.sent+n]})
+			o.sent += n
+			return b, true
+		}
+		limit := s.cfg.MaxDatagram - wire.HeaderLen - wire.CryptoOverhead
+		if lvl != levelInitial {
+			limit -= seal.Overhead
+		}
+		n := min(len(o.data)-o.sent, limit)
+		sec.sendLevel = lvl
+		b := wire.AppendCrypto(s.header(buf, wallUS, wire.TypeCrypto, 0, 0), &wire.Crypto{Offset: int64(o.sent), Data: o.data[o.sent : o.sent+n]})
+		o.sent += n
+		if lvl == levelApp && !o.pending() && !s.client && sec.confirmed {
+			defer s.releaseTLS()
+		}
+		return b, true
+	}
+	return nil, false
+}
+
+// handshakePending reports whether handshake bytes wait to be sent.
+func (s *Session) handshakePending() bool {
+	if s.sec == nil {
+		return false
+	}
+	for lvl := range numLevels {
+		if s.sec.out[lvl].pending() && (lvl != levelApp || s.sec.confirmed || !s.client) {
+			return true
+		}
+	}
+	return false
+}
+
+// TLSState is the negotiated TLS connection state (peer certificates,
+// ALPN, cipher suite, resumption), once the handshake has completed.
+func (s *Session) TLSState() (tls.ConnectionState, bool) {
+	if s.sec == nil || !s.sec.done {
+		return tls.ConnectionState{}, false
+	}
+	return s.sec.state, true
+}
+
+// isControl says which packet-number space a packet type numbers in:
+// control packets are never acknowledged, so they keep a sequence of their
+// own beside the recovery tracker's (and a replay window of their own).
+func isControl(t wire.Type) bool {
+	switch t {
+	case wire.TypeData, wire.TypeUpdate, wire.TypePing:
+		return false
+	}
+	return true
+}
+
+// protect seals an outgoing datagram built by poll, or returns it as is
+// when it travels unprotected (Initial, the server's Initial-level Crypto,
+// a Close before any keys). It reports false for a packet that may not go
+// out without keys.
+func (s *Session) protect(b []byte) ([]byte, bool) {
+	sec := s.sec
+	t := wire.Type(b[1])
+	var keys *seal.Keys
+	var epoch uint8
+	switch {
+	case t == wire.TypeInitial:
+		return b, true
+	case t == wire.TypeCrypto && sec.sendLevel == levelInitial:
+		return b, true
+	case t == wire.TypeCrypto && sec.sendLevel == levelHandshake:
+		keys, epoch = sec.hsWrite, wire.EpochHandshake
+	case sec.appWrite != nil:
+		if sec.sealed >= sec.updateAt {
+			s.updateKeys()
+		}
+		keys, epoch = sec.appWrite, wire.EpochApp0+sec.writePhase
+		sec.sealed++
+	case t == wire.TypeClose && sec.hsWrite != nil:
+		keys, epoch = sec.hsWrite, wire.EpochHandshake
+	case t == wire.TypeClose:
+		return b, true // the handshake failed before any keys: the alert goes in the clear, as QUIC's Initial CONNECTION_CLOSE
+	}
+	if keys == nil {
+		return nil, false
+	}
+	control := isControl(t)
+	pn := uint64(int64(b[12])<<56 | int64(b[13])<<48 | int64(b[14])<<40 | int64(b[15])<<32 | int64(b[16])<<24 | int64(b[17])<<16 | int64(b[18])<<8 | int64(b[19]))
+	if control {
+		pn = uint64(sec.ctlPN)
+		sec.ctlPN++
+		for i := range 8 {
+			b[12+i] = byte(pn >> (56 - 8*i))
+		}
+	}
+	b[2] |= wire.FlagProtected
+	b[3] = epoch
+	return keys.Seal(b, wire.HeaderLen, pn, control), true
+}
+
+// updateKeys moves the send side to the next key phase (RFC 9001 §6.1).
+func (s *Session) updateKeys() {
+	sec := s.sec
+	next, err := sec.appWrite.Next()
+	if err != nil {
+		return
+	}
+	sec.appWrite, sec.writePhase, sec.sealed = next, sec.writePhase^1, 0
+	s.st.KeyUpdates++
+}
+
+// unprotectErr is unprotect for Handle.
+func (s *Session) unprotectErr(h *wire.Header, b, body []byte) ([]byte, error) {
+	pt, ok := s.unprotect(h, b, body)
+	if !ok {
+		return nil, seal.ErrAuth
+	}
+	return pt, nil
+}
+
+// handshakeDue reports whether pollHandshake has something to send now:
+// bytes of the current flight, or the client's retransmission timer.
+func (s *Session) handshakeDue(now clock.Mono) bool {
+	return s.handshakePending() || (s.client && s.state == stateHandshake && !now.Before(s.hsNext))
+}
+
+// unprotect authenticates and decrypts a received packet, and drops it
+// (counted) if it is forged, replayed, or unprotected where it must not
+// be. It returns the plaintext body.
+func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
+	sec := s.sec
+	if h.Flags&wire.FlagProtected == 0 {
+		handshaking := s.state == stateHandshake
+		switch {
+		case h.Type == wire.TypeInitial && !s.client && handshaking,
+			h.Type == wire.TypeCrypto && s.client && handshaking,
+			h.Type == wire.TypeClose && handshaking && sec.hsRead == nil:
+			return body, true
+		}
+		s.st.Unauthenticated++
+		return nil, false
+	}
+	control := isControl(h.Type)
+	space := 0
+	if control {
+		space = 1
+	}
+	if !sec.replay[space].Check(h.PN) {
+		s.st.Replayed++
+		return nil, false
+	}
+	var pt []byte
+	err := seal.ErrAuth
+	switch p := h.Epoch - wire.EpochApp0; {
+	case h.Epoch == wire.EpochHandshake:
+		if sec.hsRead != nil {
+			pt, err = sec.hsRead.Open(b, wire.HeaderLen, uint64(h.PN), control)
+		}
+	case p == sec.readPhase:
+		if k := sec.appRead[p]; k != nil {
+			pt, err = k.Open(b, wire.HeaderLen, uint64(h.PN), control)
+		}
+	default:
+		pt, err = s.openOtherPhase(h, b, control)
+	}
+	if err != nil {
+		s.st.Unauthenticated++ // forged, corrupted, or keys we no longer (or do not yet) have
+		return nil, false
+	}
+	sec.replay[space].Mark(h.PN)
+	if h.Epoch >= wire.EpochApp0 && !sec.confirmed && sec.done {
+		// Application keys in use on both sides: the handshake is
+		// confirmed (RFC 9001 §4.1.2) — for a client by the Accept, for
+		// a server by the client's first 1-RTT packet.
+		s.confirm()
+	}
+	return pt, true
+}
+
+// openOtherPhase opens a packet of the key phase that is not current:
+// either a late packet of the previous phase, whose keys we keep until the
+// next update, or the first of the peer's next phase (RFC 9001 §6.2-6.3).
+// A failed Open may overwrite the body, so each try works on a copy.
+func (s *Session) openOtherPhase(h *wire.Header, b []byte, control bool) ([]byte, error) {
+	sec := s.sec
+	cur := sec.appRead[sec.readPhase]
+	if cur == nil {
+		return nil, seal.ErrAuth
+	}
+	s.scratch = append(s.scratch[:0], b...)
+	if prev := sec.appRead[sec.readPhase^1]; prev != nil {
+		if pt, err := prev.Open(b, wire.HeaderLen, uint64(h.PN), control); err == nil {
+			return pt, nil
+		}
+		copy(b, s.scratch)
+	}
+	if sec.nextRead == nil {
+		next, err := cur.Next()
+		if err != nil {
+			return nil, err
+		}
+		sec.nextRead = next
+	}
+	pt, err := sec.nextRead.Open(b, wire.HeaderLen, uint64(h.PN), control)
+	if err != nil {
+		copy(b, s.scratch)
+		return nil, err
+	}
+	// The peer moved on: its next phase is current, the old current
+	// becomes the previous, and we update our send keys to match.
+	sec.readPhase ^= 1
+	sec.appRead[sec.readPhase] = sec.nextRead
+	sec.nextRead = nil
+	if sec.writePhase != sec.readPhase {
+		s.updateKeys()
+	}
+	return pt, nil
+}
