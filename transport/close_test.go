@@ -69,7 +69,7 @@ func TestCleanCloseEndsReadUpdateWithEOF(t *testing.T) {
 // An abort (Close with stream bytes unacknowledged, Linger < 0) is not a
 // clean end: ReadUpdate reports it as an error wrapping ErrPeerClosed.
 func TestAbortEndsReadUpdateWithError(t *testing.T) {
-	small := Config{SendBuffer: 16 << 10, ReceiveWindow: 16 << 10}
+	small := testConfig(Config{SendBuffer: 16 << 10, ReceiveWindow: 16 << 10})
 	cliCfg := small
 	cliCfg.Linger = -1
 	l, cli, srv := pair(t, small, cliCfg)

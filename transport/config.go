@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,6 +18,26 @@ import (
 // Config configures an endpoint and every connection it carries. The zero
 // value is usable: every zero field takes the default written beside it.
 type Config struct {
+	// TLS secures every connection, and one of TLS or Insecure must be
+	// set. A TLS 1.3 handshake (crypto/tls's QUIC API, RFC 9001)
+	// authenticates the listener with its certificate — and the dialer
+	// too with mutual TLS: set ClientAuth and ClientCAs on the listener's
+	// config, Certificates on the dialer's — and every packet after it is
+	// encrypted and authenticated (AEAD, with replays dropped). A listener
+	// needs Certificates (or GetCertificate); a dialer verifies against
+	// RootCAs (nil: the system roots) and ServerName (empty: the host part
+	// of Dial's address). NextProtos defaults to ALPN ("fresh/1").
+	// Session resumption works as crypto/tls has it: set
+	// ClientSessionCache on the dialer. The config is cloned; later
+	// changes do not apply. See SECURITY.md for what this protects.
+	TLS *tls.Config
+	// Insecure runs in plaintext: no handshake authentication, no
+	// encryption, no integrity. Anyone on the path can read the stream,
+	// forge data, acknowledgments and updates, and close the connection.
+	// For closed test networks and the simulator only; both ends must
+	// agree. It may not be set together with TLS.
+	Insecure bool
+
 	// CC names the stream's congestion controller in the cc registry
 	// ("owd", "cubic", "reno", "htcp", "rttdelay", …). Default "owd".
 	CC string
@@ -196,6 +217,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	switch {
+	case c.TLS == nil && !c.Insecure:
+		return bad("no TLS config: set Config.TLS (a certificate on the listener; RootCAs, and ServerName if the address is not the name, on the dialer), or Insecure: true for plaintext (unsafe: anyone on the path can read, forge and close connections)")
+	case c.TLS != nil && c.Insecure:
+		return bad("both TLS and Insecure are set: choose one")
+	}
 	return c, nil
 }
 
@@ -210,6 +237,7 @@ func (c *Config) sessionConfig() session.Config {
 		newPolicy = func(size cc.ByteCount) (acp.Policy, error) { return namedPolicy(c.UpdatePolicy, size, c.MaxUpdateRate) }
 	}
 	return session.Config{
+		TLS:            c.TLS,
 		MaxDatagram:    c.MaxDatagram,
 		NewController:  newController,
 		NewPolicy:      newPolicy,
@@ -224,6 +252,9 @@ func (c *Config) sessionConfig() session.Config {
 		ReceiveWindow:  c.ReceiveWindow,
 	}
 }
+
+// ALPN is the TLS application protocol fresh negotiates by default.
+const ALPN = session.ALPN
 
 // namedPolicy builds the update policy called name (acp.NewPolicy).
 func namedPolicy(name string, size cc.ByteCount, maxRate float64) (acp.Policy, error) {

@@ -10,7 +10,7 @@ import (
 // Every bad setting fails at Listen/Dial time with ErrConfig and a message
 // naming the field; the zero Config is valid.
 func TestConfigValidation(t *testing.T) {
-	_, err := Config{}.withDefaults()
+	_, err := testConfig(Config{}).withDefaults()
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		cfg  Config
@@ -34,5 +34,42 @@ func TestConfigValidation(t *testing.T) {
 		require.ErrorContains(t, err, tc.want)
 		_, err = Listen("127.0.0.1:0", tc.cfg)
 		require.ErrorIs(t, err, ErrConfig, "Listen fails at once")
+	}
+}
+
+// Secure by default: without TLS credentials an endpoint refuses to start
+// unless plaintext is asked for by name, and the error says how.
+func TestTLSOrInsecureRequired(t *testing.T) {
+	_, err := Listen("127.0.0.1:0", Config{})
+	require.ErrorIs(t, err, ErrConfig)
+	require.Contains(t, err.Error(), "Config.TLS")
+	require.Contains(t, err.Error(), "Insecure")
+	_, err = Dial(t.Context(), "127.0.0.1:9", Config{})
+	require.ErrorIs(t, err, ErrConfig)
+	_, err = Listen("127.0.0.1:0", testConfig(Config{Insecure: true, TLS: testConfig(Config{}).TLS}))
+	require.ErrorIs(t, err, ErrConfig)
+	require.Contains(t, err.Error(), "choose one")
+}
+
+// An end with TLS and an end without fail at once with an error that says
+// so, whichever side is which.
+func TestTLSAndPlaintextPeersFailClearly(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		srv, cli Config
+	}{
+		{"plaintext client", testConfig(Config{}), Config{Insecure: true}},
+		{"plaintext server", Config{Insecure: true}, testConfig(Config{})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Listen("127.0.0.1:0", tc.srv)
+			require.NoError(t, err)
+			defer l.Close()
+			start := time.Now()
+			_, err = Dial(t.Context(), l.Addr().String(), tc.cli)
+			require.ErrorIs(t, err, ErrHandshake)
+			require.Contains(t, err.Error(), "without")
+			require.Less(t, time.Since(start), 5*time.Second, "must not wait for the handshake timeout")
+		})
 	}
 }

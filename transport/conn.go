@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -323,6 +324,16 @@ func (c *Conn) Stats() Stats {
 	return st
 }
 
+// ConnectionState is the TLS state of the connection once its handshake
+// has completed: the peer's certificates (a device's identity, with mutual
+// TLS), the negotiated protocol and cipher suite, whether the session was
+// resumed. ok is false before the handshake completes and with Insecure.
+func (c *Conn) ConnectionState() (state tls.ConnectionState, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s.TLSState()
+}
+
 // LocalAddr is the local UDP address.
 func (c *Conn) LocalAddr() net.Addr { return c.sock.conn.LocalAddr() }
 
@@ -461,7 +472,13 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, &dialError{addr, err}
 	}
-	s, err := session.New(conf.sessionConfig(), randomID(), true, conf.Clock.Now())
+	scfg := conf.sessionConfig()
+	if scfg.TLS != nil && scfg.TLS.ServerName == "" {
+		// Verify the server against the name dialled, as tls.Dial does.
+		scfg.TLS = scfg.TLS.Clone()
+		scfg.TLS.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	s, err := session.New(scfg, randomID(), true, conf.Clock.Now())
 	if err != nil {
 		sock.conn.Close()
 		stopNTP()

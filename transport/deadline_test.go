@@ -149,7 +149,7 @@ func TestReadDeadlineExtended(t *testing.T) {
 // at the write deadline with what it buffered; nothing is lost, and once
 // the deadline is cleared and the peer reads, the rest goes through.
 func TestWriteDeadlineUnblocksWrite(t *testing.T) {
-	small := Config{SendBuffer: 16 << 10, ReceiveWindow: 16 << 10}
+	small := testConfig(Config{SendBuffer: 16 << 10, ReceiveWindow: 16 << 10})
 	l, cli, srv := pair(t, small, small)
 	defer l.Close()
 	defer cli.Close()

@@ -32,7 +32,7 @@ func TestDialRefusedFailsFast(t *testing.T) {
 	const hsTimeout = 5 * time.Second
 	addr := closedPort(t)
 	start := time.Now()
-	c, err := Dial(context.Background(), addr, Config{HandshakeTimeout: hsTimeout})
+	c, err := Dial(context.Background(), addr, testConfig(Config{HandshakeTimeout: hsTimeout}))
 	elapsed := time.Since(start)
 	require.Nil(t, c)
 	require.Error(t, err)
@@ -51,7 +51,7 @@ func TestDialTimeoutError(t *testing.T) {
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer pc.Close()
-	_, err = Dial(context.Background(), pc.LocalAddr().String(), Config{HandshakeTimeout: 300 * time.Millisecond})
+	_, err = Dial(context.Background(), pc.LocalAddr().String(), testConfig(Config{HandshakeTimeout: 300 * time.Millisecond}))
 	require.ErrorIs(t, err, ErrHandshake)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.False(t, errors.Is(err, syscall.ECONNREFUSED))

@@ -84,13 +84,13 @@ func (p *tosTap) backward() {
 }
 
 func TestDSCPOnTheWire(t *testing.T) {
-	l, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	l, err := transport.Listen("127.0.0.1:0", transport.WithTestTLS(transport.Config{}))
 	require.NoError(t, err)
 	defer l.Close()
 	tap := newTOSTap(t, l.Addr().(*net.UDPAddr))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, tap.front.LocalAddr().String(), transport.Config{StreamDSCP: transport.DSCPEF})
+	c, err := transport.Dial(ctx, tap.front.LocalAddr().String(), transport.WithTestTLS(transport.Config{StreamDSCP: transport.DSCPEF}))
 	require.NoError(t, err)
 	defer c.Close()
 	s, err := l.Accept(ctx)
@@ -200,7 +200,7 @@ func TestDSCPOnTheWireBothFamilies(t *testing.T) {
 	} else {
 		l6.Close()
 	}
-	cfg := transport.Config{StreamDSCP: transport.DSCPEF}
+	cfg := transport.WithTestTLS(transport.Config{StreamDSCP: transport.DSCPEF})
 	l, err := transport.Listen(":0", cfg)
 	require.NoError(t, err)
 	defer l.Close()

@@ -86,12 +86,12 @@ func TestDSCPZeroValueIsUnset(t *testing.T) {
 	require.NotEqual(t, DSCPCS7, d)
 	require.Equal(t, "invalid DSCP value 46", DSCP(46).String(), "a raw number is not code point 46")
 
-	c, err := Config{}.withDefaults()
+	c, err := testConfig(Config{}).withDefaults()
 	require.NoError(t, err)
 	require.Equal(t, DSCPBestEffort, c.StreamDSCP, "stream default")
 	require.Equal(t, DSCPCS7, c.UpdateDSCP, "update default")
 
-	c, err = Config{UpdateDSCP: DSCPBestEffort, StreamDSCP: DSCPAF12}.withDefaults()
+	c, err = testConfig(Config{UpdateDSCP: DSCPBestEffort, StreamDSCP: DSCPAF12}).withDefaults()
 	require.NoError(t, err)
 	require.Equal(t, uint8(0), c.UpdateDSCP.Code(), "best effort set explicitly stays best effort")
 	require.Equal(t, uint8(12), c.StreamDSCP.Code())

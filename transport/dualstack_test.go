@@ -22,12 +22,12 @@ func TestWildcardListenerServesIPv4AndIPv6(t *testing.T) {
 		l6.Close()
 	}
 	for _, wildcard := range []string{":0", "0.0.0.0:0", "[::]:0"} {
-		l, err := transport.Listen(wildcard, transport.Config{})
+		l, err := transport.Listen(wildcard, transport.WithTestTLS(transport.Config{}))
 		require.NoError(t, err)
 		port := strconv.Itoa(l.Addr().(*net.UDPAddr).Port)
 		for _, host := range []string{"127.0.0.1", "::1"} {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			c, err := transport.Dial(ctx, net.JoinHostPort(host, port), transport.Config{})
+			c, err := transport.Dial(ctx, net.JoinHostPort(host, port), transport.WithTestTLS(transport.Config{}))
 			require.NoError(t, err, "listen %s, dial %s", wildcard, host)
 			s, err := l.Accept(ctx)
 			require.NoError(t, err)

@@ -15,11 +15,11 @@ import (
 // pair dials a listener on loopback and returns both ends.
 func pair(t *testing.T, srvCfg, cliCfg Config) (*Listener, *Conn, *Conn) {
 	t.Helper()
-	l, err := Listen("127.0.0.1:0", srvCfg)
+	l, err := Listen("127.0.0.1:0", testConfig(srvCfg))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err := Dial(ctx, l.Addr().String(), cliCfg)
+	cli, err := Dial(ctx, l.Addr().String(), testConfig(cliCfg))
 	require.NoError(t, err)
 	srv, err := l.Accept(ctx)
 	require.NoError(t, err)

@@ -13,14 +13,14 @@ import (
 // connection on loopback: the whole stack, sockets and goroutines included.
 // Allocations are per datagram of stream payload.
 func BenchmarkLoopbackStream(b *testing.B) {
-	l, err := Listen("127.0.0.1:0", Config{})
+	l, err := Listen("127.0.0.1:0", testConfig(Config{}))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, l.Addr().String(), Config{})
+	c, err := Dial(ctx, l.Addr().String(), testConfig(Config{}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func BenchmarkLoopbackStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, _ := Config{}.withDefaults()
+	cfg, _ := testConfig(Config{}).withDefaults()
 	chunk := make([]byte, cfg.MaxDatagram-wire.HeaderLen-wire.DataOverhead)
 	done := make(chan int64)
 	go func() {

@@ -14,23 +14,23 @@ import (
 
 func TestUpdatePolicyByNameOrHook(t *testing.T) {
 	for _, name := range []string{"acp", "acp-literal", "lazy"} {
-		cfg, err := Config{UpdatePolicy: name}.withDefaults()
+		cfg, err := testConfig(Config{UpdatePolicy: name}).withDefaults()
 		require.NoError(t, err)
 		_, err = newPolicy(&cfg)
 		require.NoError(t, err, name)
 	}
-	_, err := Config{UpdatePolicy: "fastest"}.withDefaults()
+	_, err := testConfig(Config{UpdatePolicy: "fastest"}).withDefaults()
 	require.ErrorIs(t, err, ErrConfig, "unknown names fail in the config")
-	cfg := Config{UpdatePolicy: "fastest"}
+	cfg := testConfig(Config{UpdatePolicy: "fastest"})
 	_, err = newPolicy(&cfg)
 	require.ErrorIs(t, err, ErrConfig, "and when a session is built")
 
 	// The hook wins over the name and gets the datagram size.
 	var gotSize cc.ByteCount
-	cfg, err = Config{UpdatePolicy: "lazy", MaxDatagram: 900, NewUpdatePolicy: func(size cc.ByteCount) (acp.Policy, error) {
+	cfg, err = testConfig(Config{UpdatePolicy: "lazy", MaxDatagram: 900, NewUpdatePolicy: func(size cc.ByteCount) (acp.Policy, error) {
 		gotSize = size
 		return acp.NewFixed(25, acp.Config{UpdateSize: size})
-	}}.withDefaults()
+	}}).withDefaults()
 	require.NoError(t, err)
 	p, err := newPolicy(&cfg)
 	require.NoError(t, err)
@@ -63,10 +63,10 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 // window. It fails at Listen and Dial with ErrConfig and says what to do.
 func TestUpdatePolicyNameAsCCFails(t *testing.T) {
 	for _, name := range acp.PolicyNames() {
-		_, err := Listen("127.0.0.1:0", Config{CC: name})
+		_, err := Listen("127.0.0.1:0", testConfig(Config{CC: name}))
 		require.ErrorIs(t, err, ErrConfig, name)
 		require.ErrorContains(t, err, "is an update policy")
-		_, err = Dial(t.Context(), "127.0.0.1:9", Config{CC: name})
+		_, err = Dial(t.Context(), "127.0.0.1:9", testConfig(Config{CC: name}))
 		require.ErrorIs(t, err, ErrConfig, name)
 	}
 }

@@ -16,10 +16,10 @@ import (
 func TestLocalAddrIsNotTheWildcard(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	ln, err := transport.Listen("127.0.0.1:0", transport.WithTestTLS(transport.Config{}))
 	require.NoError(t, err)
 	defer ln.Close()
-	c, err := transport.Dial(ctx, ln.Addr().String(), transport.Config{})
+	c, err := transport.Dial(ctx, ln.Addr().String(), transport.WithTestTLS(transport.Config{}))
 	require.NoError(t, err)
 	defer c.Close()
 	s, err := ln.Accept(ctx)

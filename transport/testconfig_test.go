@@ -1,6 +1,17 @@
 package transport
 
+import "github.com/fresh-udp/fresh/internal/devcert"
+
 // testConfig is the configuration every transport test builds its endpoints
-// from: it adds the test credentials to c once the handshake authenticates
-// (until then it returns c as it is).
-func testConfig(c Config) Config { return c }
+// from: c with TLS credentials for loopback (a certificate for localhost,
+// 127.0.0.1 and ::1 from an in-memory CA, which both ends trust).
+func testConfig(c Config) Config {
+	if c.TLS == nil && !c.Insecure {
+		t, err := devcert.Loopback()
+		if err != nil {
+			panic(err)
+		}
+		c.TLS = t
+	}
+	return c
+}

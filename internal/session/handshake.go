@@ -47,6 +47,10 @@ const ALPN = "fresh/1"
 // fails the handshake rather than the stream.
 var transportParams = []byte{'f', 'r', 'e', 's', 'h', wire.Version}
 
+// closeNoTLS: the peer sent a plaintext handshake to an endpoint that
+// requires TLS, or the other way round.
+const closeNoTLS uint32 = 5
+
 // closeTLSAlert + alert is the Close code of a handshake that failed with a
 // TLS alert, as QUIC's CRYPTO_ERROR range (RFC 9001 §4.8).
 const closeTLSAlert uint32 = 0x100
@@ -454,6 +458,11 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 			h.Type == wire.TypeCrypto && s.client && handshaking,
 			h.Type == wire.TypeClose && handshaking && sec.hsRead == nil:
 			return body, true
+		case h.Type == wire.TypeAccept && s.client && handshaking:
+			// A plaintext server answered. Say so rather than time out
+			// (a forger could as well send a plaintext Close here).
+			s.fail(fmt.Errorf("%w: the server runs without TLS (Insecure); both ends must use TLS", ErrHandshake), closeNoTLS)
+			return nil, false
 		}
 		s.st.Unauthenticated++
 		return nil, false

@@ -246,6 +246,10 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.st.Malformed++
 			return
 		}
+		if in.CryptoOffset == 0 && len(in.Crypto) == 0 && s.sec.in[levelInitial].next == 0 {
+			s.fail(fmt.Errorf("%w: the client sent no TLS ClientHello: it runs without TLS (Insecure); both ends must use TLS", ErrHandshake), closeNoTLS)
+			return
+		}
 		if s.onCrypto(levelInitial, in.CryptoOffset, in.Crypto) && in.CryptoOffset == 0 && s.state == stateHandshake {
 			// The client resends its ClientHello: our flight 2 did not
 			// (all) arrive. Resend it, once per repeated flight.
@@ -333,6 +337,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.peerClean = true
 		case closeAbort:
 			s.err = fmt.Errorf("%w: stream cut with bytes unacknowledged", ErrPeerClosed)
+		case closeNoTLS:
+			s.err = fmt.Errorf("%w: %w: one end runs with TLS, the other without (Insecure); both must do the same", ErrPeerClosed, ErrHandshake)
 		default:
 			if c.Code > closeTLSAlert && c.Code <= closeTLSAlert+0xff {
 				s.err = fmt.Errorf("%w: %w: peer sent TLS alert %q", ErrPeerClosed, ErrHandshake, tls.AlertError(c.Code-closeTLSAlert).Error())
