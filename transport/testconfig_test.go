@@ -1,6 +1,6 @@
 package transport
 
-import "github.com/fresh-udp/fresh/internal/devcert"
+import "github.com/fresh-udp/fresh/transport/devcert"
 
 // testConfig is the configuration every transport test builds its endpoints
 // from: c with TLS credentials for loopback (a certificate for localhost,

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/devcert"
+	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 

@@ -1,7 +1,9 @@
-// Package devcert makes throwaway TLS credentials in memory: a CA, and
-// certificates it signs, for the demo, the examples' generator and the
-// tests. Nothing here is for production use: the keys live in memory (or
-// in files the caller writes) and the CA signs whatever it is asked to.
+// Package devcert makes throwaway TLS credentials: a CA in memory and
+// certificates it signs, for first steps, demos and tests (Loopback gives
+// both ends of a loopback connection one config). It is not a PKI: the CA
+// key lives in memory (or wherever the caller writes it) and signs
+// whatever it is asked to. In production give transport.Config.TLS
+// certificates from your own CA (tls.LoadX509KeyPair, x509.CertPool).
 package devcert
 
 import (
