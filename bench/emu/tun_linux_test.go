@@ -230,7 +230,7 @@ func TestTUNTransport(t *testing.T) {
 	tn := newTUN(t, 50*mbps, 5*time.Millisecond, nil)
 	var l *transport.Listener
 	require.NoError(t, tn.InServer(func() (err error) {
-		l, err = transport.Listen(net.JoinHostPort(tn.ServerAddr().String(), "0"), transport.Config{})
+		l, err = transport.Listen(net.JoinHostPort(tn.ServerAddr().String(), "0"), transport.Config{Insecure: true})
 		return err
 	}))
 	defer l.Close()
@@ -238,7 +238,7 @@ func TestTUNTransport(t *testing.T) {
 	defer cancel()
 	var cli *transport.Conn
 	require.NoError(t, tn.InClient(func() (err error) {
-		cli, err = transport.Dial(ctx, l.Addr().String(), transport.Config{})
+		cli, err = transport.Dial(ctx, l.Addr().String(), transport.Config{Insecure: true})
 		return err
 	}))
 	defer cli.Close()

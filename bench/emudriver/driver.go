@@ -2,8 +2,10 @@ package emudriver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/fresh-udp/fresh/transport/devcert"
 	"math"
 	"net"
 	"slices"
@@ -83,6 +85,12 @@ func Run(ctx context.Context, s *scenario.Scenario, opts Options) (*report.Run, 
 	wallStart := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	d := &driver{s: s, opts: opts, ctx: ctx, cancel: cancel}
+	tlsConf, err := devcert.Loopback()
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("emu: TLS credentials: %w", err)
+	}
+	d.tls = tlsConf
 	d.net = &relayNet{d: d}
 	if opts.TUN {
 		d.net, d.exact = &tunNet{d: d}, true
@@ -192,6 +200,7 @@ type driver struct {
 	// net is the emulated path the flows cross (relay or TUN router).
 	net      network
 	listener *transport.Listener
+	tls      *tls.Config // both ends' credentials (devcert.Loopback)
 	flows    []*flowRun
 	// exact says the path measures each packet's delay itself (the TUN
 	// router): endpoints then only count deliveries.
@@ -306,6 +315,9 @@ func (d *driver) setup() error {
 // baseConfig is what every endpoint shares.
 func (d *driver) baseConfig() transport.Config {
 	return transport.Config{
+		// The shipped default: TLS 1.3 and AEAD on every packet, with
+		// throwaway loopback credentials both ends trust.
+		TLS: d.tls,
 		// Both ends read the same host clock: "perfect" sync is exact here;
 		// "inband" lets the endpoints estimate the (zero) offset themselves.
 		TrustPeerClock: d.s.ClockSync == "perfect",

@@ -95,7 +95,9 @@ func (f *flowRun) datagramSize(s *scenario.Scenario) int {
 	if f.spec.Kind == scenario.KindCBR {
 		return 256
 	}
-	return min(max(payload+wire.HeaderLen+wire.DataOverhead, 256), 65000)
+	// The AEAD tag on top, so that the stream's payload per packet is the
+	// scenario's MSS as in the (plaintext) simulator.
+	return min(max(payload+wire.HeaderLen+wire.DataOverhead+wire.ProtectedOverhead, 256), 65000)
 }
 
 // putNS and getNS carry a run time in the first 8 bytes of a payload.

@@ -311,7 +311,10 @@ func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byt
 			sec.out[levelInitial].sent = 0
 		}
 	}
-	room := max(s.cfg.MaxDatagram, wire.MinInitialSize)
+	// Handshake datagrams are at most 1200 bytes whatever MaxDatagram
+	// says: every endpoint accepts that much (as QUIC requires of paths,
+	// RFC 9000 §14), and the peer's own MaxDatagram is not known yet.
+	const room = wire.MinInitialSize
 	for lvl := range numLevels {
 		o := &sec.out[lvl]
 		if !o.pending() {
@@ -327,7 +330,7 @@ func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byt
 			o.sent += n
 			return b, true
 		}
-		limit := s.cfg.MaxDatagram - wire.HeaderLen - wire.CryptoOverhead
+		limit := room - wire.HeaderLen - wire.CryptoOverhead
 		if lvl != levelInitial {
 			limit -= seal.Overhead
 		}

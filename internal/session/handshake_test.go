@@ -280,3 +280,18 @@ func TestTLSConfigErrors(t *testing.T) {
 	require.Contains(t, err.Error(), "certificate")
 	require.True(t, errors.Is(err, ErrConfig))
 }
+
+// Handshake datagrams never exceed 1200 bytes, whatever either end's
+// MaxDatagram: the peer's limit is not known yet, and every end accepts
+// 1200 (a small-update client and a bulk server share a listener).
+func TestTLSHandshakeDatagramsFit1200(t *testing.T) {
+	cli, srv := secure(t), secure(t)
+	cli.MaxDatagram, srv.MaxDatagram = 270, 9000
+	p := newTLSPair(t, cli, srv)
+	p.run(50 * time.Millisecond)
+	require.True(t, p.cli.Opened())
+	require.NoError(t, p.cli.Err())
+	for _, d := range p.wire {
+		require.LessOrEqual(t, len(d), wire.MinInitialSize)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/fresh-udp/fresh/transport/devcert"
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/transport"
@@ -11,7 +12,13 @@ import (
 // runFresh moves n bytes over one fresh stream on loopback, with controller
 // ccName and every other Config field at its default.
 func runFresh(ctx context.Context, ccName string, n cc.ByteCount) (transfer, error) {
-	cfg := transport.Config{CC: ccName}
+	// TLS as shipped (quic-go encrypts too), with throwaway loopback
+	// credentials.
+	tlsConf, err := devcert.Loopback()
+	if err != nil {
+		return transfer{}, err
+	}
+	cfg := transport.Config{CC: ccName, TLS: tlsConf}
 	ln, err := transport.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		return transfer{}, fmt.Errorf("fresh listen: %w", err)
