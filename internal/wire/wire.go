@@ -27,9 +27,9 @@
 //	    EpochHandshake (1) for the TLS handshake's encrypted messages;
 //	    EpochApp0 and EpochApp1 (2, 3) for everything after it, the two
 //	    key phases of RFC 9001 §6's key update.
-//	  - connection ID: chosen by the client in Initial; lets a server demux
-//	    connections by ID rather than address (NAT rebinding) and lets a
-//	    later Retry carry a new one.
+//	  - connection ID: chosen by the client in Initial; a server
+//	    demultiplexes connections by it. A Retry keeps it, and the server
+//	    binds its token to it and to the client's address.
 //	  - packet number: per sender, per connection, starting at 0, never
 //	    reused — a retransmission is a new packet (RFC 9000 §12.3). Numbers
 //	    may skip (a later issue skips some on purpose against optimistic
@@ -70,9 +70,9 @@ const (
 	TypeClose   Type = 0x06 // connection close
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
-	// Reserved for later versions of the handshake; receivers drop them
+	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
+	// Reserved for a later version negotiation; receivers drop it
 	// (ParseHeader returns ErrType).
-	TypeRetry              Type = 0x08 // stateless retry with address-validation cookie
 	TypeVersionNegotiation Type = 0x09
 )
 
@@ -210,7 +210,7 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 const ProtectedOverhead = 16
 
 // valid reports whether version 1 defines a body for t.
-// Retry and VersionNegotiation are reserved: receivers can only drop them.
+// VersionNegotiation is reserved: receivers can only drop it.
 func (t Type) valid() bool {
-	return (t >= TypeInitial && t <= TypePing) || t == TypeCrypto
+	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto
 }
