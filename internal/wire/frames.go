@@ -220,17 +220,49 @@ func ParseAck(body []byte, a *Ack) error {
 	return nil
 }
 
-// Initial opens a connection (type Initial): a 32-bit options field, then
-// zero padding to MinInitialSize bytes in all (more is allowed, as QUIC pads
-// to the path MTU). Options is 0 in version 1.
+// Initial opens a connection (type Initial):
+//
+//	options (32) | token length (16) | token | crypto offset (32)
+//	| crypto length (16) | crypto bytes | zero padding
+//
+// padded with zeros to at least MinInitialSize bytes in all (more is
+// allowed, as QUIC pads to the path MTU). Options is 0 in version 1. Token
+// is the address-validation token of a Retry the client received (empty
+// on its first Initial), echoed so the server can tell the client really
+// receives at its source address (RFC 9000 §8.1.2); it is at most
+// MaxTokenLen bytes. Crypto carries the handshake's CRYPTO data from
+// CryptoOffset in the handshake stream (RFC 9000 §19.6).
 type Initial struct {
-	Options uint32
+	Options      uint32
+	Token        []byte // aliases the datagram
+	CryptoOffset int64
+	Crypto       []byte // aliases the datagram
 }
 
+// MaxTokenLen bounds an address-validation token (Initial and Retry): a
+// server's token is a small sealed box, and the bound keeps a Retry far
+// smaller than the Initial it answers.
+const MaxTokenLen = 255
+
+// initialFixedLen is an Initial body's fixed fields: options, token length,
+// crypto offset and crypto length.
+const initialFixedLen = 4 + 2 + 4 + 2
+
+// MaxCryptoOffset bounds an Initial's crypto offset (a 32-bit field).
+const MaxCryptoOffset = 1<<32 - 1
+
 // AppendInitial appends the Initial body, padding the datagram that starts
-// at b[0] (the header must already be in b) to MinInitialSize.
+// at b[0] (the header must already be in b) to MinInitialSize. The caller
+// keeps len(Token) ≤ MaxTokenLen, 0 ≤ CryptoOffset ≤ MaxCryptoOffset and
+// len(Crypto) ≤ 65535; outside those the encoding is one ParseInitial
+// rejects.
 func AppendInitial(b []byte, in Initial) []byte {
 	b = binary.BigEndian.AppendUint32(b, in.Options)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(in.Token)))
+	b = append(b, in.Token...)
+	b = binary.BigEndian.AppendUint32(b, uint32(in.CryptoOffset))
+	b = binary.BigEndian.AppendUint16(b, uint16(len(in.Crypto)))
+	b = append(b, in.Crypto...)
 	for len(b) < MinInitialSize {
 		b = append(b, 0)
 	}
@@ -238,21 +270,74 @@ func AppendInitial(b []byte, in Initial) []byte {
 }
 
 // ParseInitial decodes an Initial body; datagram is its whole length, which
-// must be at least MinInitialSize (ErrShort). Options and padding must be
-// zero (ErrReserved).
+// must be at least MinInitialSize (ErrShort). A token longer than
+// MaxTokenLen, or a length that runs past the body, is ErrLength; options
+// and padding must be zero (ErrReserved). An empty token or crypto field
+// decodes as a nil slice.
 func ParseInitial(body []byte, datagram int, in *Initial) error {
-	if datagram < MinInitialSize || len(body) < 4 {
+	if datagram < MinInitialSize || len(body) < initialFixedLen {
 		return ErrShort
 	}
 	in.Options = binary.BigEndian.Uint32(body)
 	if in.Options != 0 {
 		return ErrReserved
 	}
-	for _, c := range body[4:] {
+	n := int(binary.BigEndian.Uint16(body[4:]))
+	if n > MaxTokenLen || len(body) < initialFixedLen+n {
+		return ErrLength
+	}
+	in.Token = nilIfEmpty(body[6 : 6+n])
+	p := body[6+n:]
+	in.CryptoOffset = int64(binary.BigEndian.Uint32(p))
+	m := int(binary.BigEndian.Uint16(p[4:]))
+	if len(p) < 6+m {
+		return ErrLength
+	}
+	in.Crypto = nilIfEmpty(p[6 : 6+m])
+	for _, c := range p[6+m:] {
 		if c != 0 {
 			return ErrReserved
 		}
 	}
+	return nil
+}
+
+// nilIfEmpty returns b, or nil if it is empty, so that a decoded empty
+// field compares equal to an unset one.
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// Retry answers an Initial that carried no valid token (type Retry, server
+// → client): token length (16) | token. The client sends its Initial again
+// at once with the token in it (RFC 9000 §8.1.2, §17.2.5). The token is 1
+// to MaxTokenLen bytes: an empty one could validate nothing, so it is
+// ErrLength. A Retry carries no padding: it is always far smaller than the
+// Initial it answers, so it amplifies nothing.
+type Retry struct {
+	Token []byte // aliases the datagram
+}
+
+// AppendRetry appends r's body to b. The caller keeps 1 ≤ len(r.Token) ≤
+// MaxTokenLen.
+func AppendRetry(b []byte, r *Retry) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(r.Token)))
+	return append(b, r.Token...)
+}
+
+// ParseRetry decodes a Retry body into r.
+func ParseRetry(body []byte, r *Retry) error {
+	if len(body) < 2 {
+		return ErrShort
+	}
+	n := int(binary.BigEndian.Uint16(body))
+	if n == 0 || n > MaxTokenLen || len(body) != 2+n {
+		return ErrLength
+	}
+	r.Token = body[2:]
 	return nil
 }
 

@@ -153,6 +153,22 @@ func FuzzParseInitial(f *testing.F) {
 		}
 		enc := AppendInitial(make([]byte, HeaderLen), in)[HeaderLen:]
 		requireInitial(t, body, enc)
+		require.LessOrEqual(t, len(in.Token), MaxTokenLen)
+	})
+}
+
+func FuzzParseRetry(f *testing.F) {
+	seedDatagrams(f, TypeRetry, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var r Retry
+		if err := ParseRetry(body, &r); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendRetry(nil, &r))
+		require.NotEmpty(t, r.Token)
+		require.LessOrEqual(t, len(r.Token), MaxTokenLen)
+		requireAlias(t, body, 2, r.Token)
 	})
 }
 
@@ -190,6 +206,8 @@ func FuzzDatagram(f *testing.F) {
 			requireAlias(t, dg, HeaderLen+UpdateOverhead, fr.Payload)
 		case *Close:
 			requireAlias(t, dg, HeaderLen+5, fr.Reason)
+		case *Retry:
+			requireAlias(t, dg, HeaderLen+2, fr.Token)
 		}
 		require.Equal(t, dg, enc)
 	})
@@ -238,6 +256,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParseAck(b, &e.a) }
 			case "FuzzParseInitial":
 				fn = func() { sinkErr = ParseInitial(b, HeaderLen+len(b), &e.in) }
+			case "FuzzParseRetry":
+				fn = func() { sinkErr = ParseRetry(b, &e.r) }
 			case "FuzzParseClose":
 				fn = func() { sinkErr = ParseClose(b, &e.c) }
 			case "FuzzDatagram":

@@ -23,9 +23,9 @@
 //	    Every bit a frame type does not define (bit 0 off Data and Ack,
 //	    bit 7 until the AEAD mode exists, bits 1–6) must be 0.
 //	  - rsvd: must be 0 in version 1 (future key phase).
-//	  - connection ID: chosen by the client in Initial; lets a server demux
-//	    connections by ID rather than address (NAT rebinding) and lets a
-//	    later Retry carry a new one.
+//	  - connection ID: chosen by the client in Initial; a server
+//	    demultiplexes connections by it. A Retry keeps it, and the server
+//	    binds its token to it and to the client's address.
 //	  - packet number: per sender, per connection, starting at 0, never
 //	    reused — a retransmission is a new packet (RFC 9000 §12.3). Numbers
 //	    may skip (a later issue skips some on purpose against optimistic
@@ -65,9 +65,9 @@ const (
 	TypeAck     Type = 0x05 // acknowledgment with OWD samples
 	TypeClose   Type = 0x06 // connection close
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
-	// Reserved for later versions of the handshake; receivers drop them
+	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
+	// Reserved for a later version negotiation; receivers drop it
 	// (ParseHeader returns ErrType).
-	TypeRetry              Type = 0x08 // stateless retry with address-validation cookie
 	TypeVersionNegotiation Type = 0x09
 )
 
@@ -151,7 +151,7 @@ func allowedFlags(t Type) uint8 {
 }
 
 // ParseHeader decodes the header of datagram b and returns the body. It
-// rejects the reserved types (Retry, VersionNegotiation) with ErrType and
+// rejects the reserved type (VersionNegotiation) with ErrType and
 // any flag bit the frame type does not define with ErrReserved.
 func ParseHeader(b []byte) (Header, []byte, error) {
 	var h Header
@@ -162,9 +162,9 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 		return h, nil, ErrVersion
 	}
 	h.Type = Type(b[1])
-	if h.Type < TypeInitial || h.Type > TypePing {
-		// Retry and VersionNegotiation are reserved: version 1 defines no
-		// body for them, so a receiver can only drop them.
+	if h.Type < TypeInitial || h.Type > TypeRetry {
+		// VersionNegotiation is reserved: version 1 defines no body for
+		// it, so a receiver can only drop it.
 		return h, nil, ErrType
 	}
 	h.Flags = b[2]

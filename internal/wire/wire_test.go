@@ -19,6 +19,7 @@ type rawBody []byte
 // so decoding through it must not allocate either.
 type endpoint struct {
 	in Initial
+	r  Retry
 	d  Data
 	u  Update
 	a  Ack
@@ -46,6 +47,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseClose(body, &e.c)
 	case TypePing:
 		err = ParsePing(body)
+	case TypeRetry:
+		err = ParseRetry(body, &e.r)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -53,7 +56,7 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 }
 
 // parseDatagram decodes dg and returns its frame: an Initial, rawBody,
-// *Data, *Update, *Ack, *Close, or nil for Ping.
+// *Data, *Update, *Ack, *Close, *Retry, or nil for Ping.
 func parseDatagram(dg []byte) (Header, any, error) {
 	e := new(endpoint)
 	h, err := e.decode(dg)
@@ -73,6 +76,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.a, nil
 	case TypeClose:
 		return h, &e.c, nil
+	case TypeRetry:
+		return h, &e.r, nil
 	}
 	return h, nil, nil
 }
@@ -94,6 +99,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendAck(b, f)
 	case *Close:
 		return AppendClose(b, f)
+	case *Retry:
+		return AppendRetry(b, f)
 	case nil:
 		return b
 	}
@@ -143,12 +150,20 @@ type datagramCase struct {
 func validDatagrams() []datagramCase {
 	big := bytes.Repeat([]byte{0xa5}, math.MaxUint16)
 	reason := bytes.Repeat([]byte("r"), 255)
+	token := bytes.Repeat([]byte{0x5a}, MaxTokenLen)
 	hdr := func(t Type, flags uint8) Header {
 		return Header{Type: t, Flags: flags, ConnID: 0x0123456789abcdef, PN: 42, Timestamp: 1_700_000_000_000_000}
 	}
 	return []datagramCase{
 		{"initial", hdr(TypeInitial, 0), Initial{}},
 		{"initial extreme header", Header{Type: TypeInitial, ConnID: math.MaxUint64, PN: MaxPacketNumber, Timestamp: math.MinInt64}, Initial{}},
+		{"initial token", hdr(TypeInitial, 0), Initial{Token: []byte("cookie")}},
+		{"initial crypto", hdr(TypeInitial, 0), Initial{CryptoOffset: 7, Crypto: []byte("client hello")}},
+		{"initial max token, max offset", hdr(TypeInitial, 0), Initial{Token: token, CryptoOffset: MaxCryptoOffset, Crypto: []byte{1}}},
+		{"initial fills the minimum exactly", hdr(TypeInitial, 0), Initial{Token: []byte{9}, Crypto: bytes.Repeat([]byte{3}, MinInitialSize-HeaderLen-initialFixedLen-1)}},
+		{"initial longer than the minimum", hdr(TypeInitial, 0), Initial{Token: token, Crypto: bytes.Repeat([]byte{4}, 2000)}},
+		{"retry", hdr(TypeRetry, 0), &Retry{Token: []byte{1}}},
+		{"retry max token", Header{Type: TypeRetry, ConnID: math.MaxUint64}, &Retry{Token: token}},
 		{"accept", hdr(TypeAccept, 0), rawBody{}},
 		{"ping", hdr(TypePing, 0), nil},
 		{"ping zero header", Header{Type: TypePing}, nil},
@@ -181,7 +196,10 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dg := appendDatagram(nil, tc.h, tc.f)
 			if tc.h.Type == TypeInitial {
-				require.Len(t, dg, MinInitialSize)
+				require.GreaterOrEqual(t, len(dg), MinInitialSize)
+				if len(dg) > MinInitialSize {
+					require.NotZero(t, dg[len(dg)-1], "padded past the minimum")
+				}
 			}
 			h, f, err := parseDatagram(dg)
 			require.NoError(t, err)
@@ -215,6 +233,8 @@ func bodyMin(t Type) int {
 		return ackFixedLen
 	case TypeClose:
 		return 5
+	case TypeRetry:
+		return 2
 	}
 	return 0
 }
@@ -222,14 +242,15 @@ func bodyMin(t Type) int {
 // TestTruncated cuts every valid datagram at every length: inside the
 // header it is ErrShort; inside a body ErrShort until the fixed part is
 // there, then ErrLength (the length or count fields promise more). An
-// Initial cut anywhere is below MinInitialSize.
+// Initial cut below MinInitialSize is ErrShort; one longer than that
+// (its token and crypto fill more) is ErrLength when cut above it.
 func TestTruncated(t *testing.T) {
 	for _, tc := range validDatagrams() {
 		t.Run(tc.name, func(t *testing.T) {
 			dg := appendDatagram(nil, tc.h, tc.f)
 			for n := range len(dg) {
 				want := ErrLength
-				if n < HeaderLen || n-HeaderLen < bodyMin(tc.h.Type) || tc.h.Type == TypeInitial {
+				if n < HeaderLen || n-HeaderLen < bodyMin(tc.h.Type) || (tc.h.Type == TypeInitial && n < MinInitialSize) {
 					want = ErrShort
 				}
 				_, _, err := parseDatagram(dg[:n])
@@ -241,8 +262,9 @@ func TestTruncated(t *testing.T) {
 	}
 }
 
-// TestTrailingByte appends one byte to every valid datagram: frames with a
-// length reject it; Initial padding may be longer; Accept has no format.
+// TestTrailingByte appends one zero byte to every valid datagram: frames
+// with a length reject it; Initial padding may be longer; Accept has no
+// format.
 func TestTrailingByte(t *testing.T) {
 	for _, tc := range validDatagrams() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,6 +315,8 @@ func rejectedDatagrams() []rejectCase {
 	ack := appendDatagram(nil, h(TypeAck), fullAck())
 	closeDG := appendDatagram(nil, h(TypeClose), &Close{Reason: []byte("bye")})
 	initial := appendDatagram(nil, h(TypeInitial), Initial{})
+	initialTok := appendDatagram(nil, h(TypeInitial), Initial{Token: []byte("tok"), CryptoOffset: 1, Crypto: []byte("hello")})
+	retry := appendDatagram(nil, h(TypeRetry), &Retry{Token: []byte("tok")})
 	ping := appendDatagram(nil, h(TypePing), nil)
 	const (
 		dataOff   = HeaderLen + echoLen     // Data offset field
@@ -313,7 +337,6 @@ func rejectedDatagrams() []rejectCase {
 		{"version 255", set(ping, 0, 0xff), ErrVersion},
 		{"version checked before length", set(data[:HeaderLen+1], 0, 2), ErrVersion},
 		{"type 0", set(ping, 1, 0), ErrType},
-		{"type retry (reserved)", set(ping, 1, byte(TypeRetry)), ErrType},
 		{"type version negotiation (reserved)", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
 		{"type 0x0a", set(ping, 1, 0x0a), ErrType},
 		{"type 0xff", set(ping, 1, 0xff), ErrType},
@@ -327,6 +350,7 @@ func rejectedDatagrams() []rejectCase {
 		{"FIN on ping", set(ping, 2, FlagFIN), ErrReserved},
 		{"FIN on update", set(update, 2, FlagFIN), ErrReserved},
 		{"FIN on initial", set(initial, 2, FlagFIN), ErrReserved},
+		{"FIN on retry", set(retry, 2, FlagFIN), ErrReserved},
 		{"FIN on close", set(closeDG, 2, FlagFIN), ErrReserved},
 		{"FIN on accept", set(ping, 1, byte(TypeAccept), FlagFIN), ErrReserved},
 		{"pn MaxPacketNumber+1", set64(ping, 12, MaxPacketNumber+1), ErrPacketNum},
@@ -371,6 +395,16 @@ func rejectedDatagrams() []rejectCase {
 		{"initial options set", set(initial, HeaderLen+3, 1), ErrReserved},
 		{"initial padding set", set(initial, MinInitialSize-1, 1), ErrReserved},
 		{"initial padding set after 1200", append(bytes.Clone(initial), 0, 1), ErrReserved},
+		{"initial padding set after crypto", set(initialTok, HeaderLen+initialFixedLen+3+5, 1), ErrReserved},
+		{"initial token 256 bytes", set16(initial, HeaderLen+4, MaxTokenLen+1), ErrLength},
+		{"initial token length max", set16(initial, HeaderLen+4, math.MaxUint16), ErrLength},
+		{"initial crypto past the body", set16(initialTok, HeaderLen+6+3+4, math.MaxUint16), ErrLength},
+
+		{"retry empty token", set16(retry[:HeaderLen+2], HeaderLen, 0), ErrLength},
+		{"retry token 256 bytes", append(set16(retry[:HeaderLen+2], HeaderLen, MaxTokenLen+1), make([]byte, MaxTokenLen+1)...), ErrLength},
+		{"retry token longer than length", set16(retry, HeaderLen, 2), ErrLength},
+		{"retry token shorter than length", set16(retry, HeaderLen, 4), ErrLength},
+		{"retry cut in its length", retry[:HeaderLen+1], ErrShort},
 
 		{"close reason longer than length", set(closeDG, HeaderLen+4, 2), ErrLength},
 		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
@@ -395,8 +429,33 @@ func TestParseInitialDatagramLength(t *testing.T) {
 	body := make([]byte, MinInitialSize-HeaderLen)
 	require.NoError(t, ParseInitial(body, MinInitialSize, &in))
 	require.Equal(t, ErrShort, ParseInitial(body, MinInitialSize-1, &in))
-	require.Equal(t, ErrShort, ParseInitial(body[:3], MinInitialSize, &in))
-	require.NoError(t, ParseInitial(body[:4], MinInitialSize, &in))
+	require.Equal(t, ErrShort, ParseInitial(body[:initialFixedLen-1], MinInitialSize, &in))
+	require.NoError(t, ParseInitial(body[:initialFixedLen], MinInitialSize, &in))
+	// A token that runs past a short body (the datagram's length, given
+	// apart, says it was long enough).
+	tok := set16(body[:initialFixedLen+4], 4, 5)
+	require.Equal(t, ErrLength, ParseInitial(tok, MinInitialSize, &in))
+	require.NoError(t, ParseInitial(set16(tok, 4, 4)[:initialFixedLen+4], MinInitialSize, &in))
+	require.Len(t, in.Token, 4)
+}
+
+// TestInitialAliases: the token and crypto data of a decoded Initial are
+// the datagram's bytes, not copies (the receive path does not allocate).
+func TestInitialAliases(t *testing.T) {
+	dg := appendDatagram(nil, Header{Type: TypeInitial}, Initial{Token: []byte("tok"), Crypto: []byte("hello")})
+	_, f, err := parseDatagram(dg)
+	require.NoError(t, err)
+	in := f.(Initial)
+	require.Same(t, &dg[HeaderLen+6], &in.Token[0])
+	require.Same(t, &dg[HeaderLen+6+3+6], &in.Crypto[0])
+}
+
+// TestRetrySmallerThanInitial: a Retry with the largest token is still far
+// smaller than the smallest Initial, so answering an Initial with a Retry
+// never amplifies (RFC 9000 §8.1).
+func TestRetrySmallerThanInitial(t *testing.T) {
+	r := appendDatagram(nil, Header{Type: TypeRetry}, &Retry{Token: make([]byte, MaxTokenLen)})
+	require.Less(t, len(r), MinInitialSize/3)
 }
 
 func TestAppendAckLimits(t *testing.T) {
@@ -453,6 +512,8 @@ func TestParseDoesNotAllocate(t *testing.T) {
 	ack := appendDatagram(nil, Header{Type: TypeAck}, fullAck())
 	initial := appendDatagram(nil, Header{Type: TypeInitial}, Initial{})
 	closeDG := appendDatagram(nil, Header{Type: TypeClose}, &Close{Reason: []byte("bye")})
+	initialTok := appendDatagram(nil, Header{Type: TypeInitial}, Initial{Token: []byte("tok"), Crypto: []byte("hello")})
+	retry := appendDatagram(nil, Header{Type: TypeRetry}, &Retry{Token: []byte("tok")})
 	bad := set(ack, HeaderLen+ackFixedLen+ackRangeLen, 0xff) // second range above the first
 	var (
 		d  Data
@@ -460,11 +521,26 @@ func TestParseDoesNotAllocate(t *testing.T) {
 		a  Ack
 		in Initial
 		c  Close
+		r  Retry
 	)
 	cases := []struct {
 		name string
 		fn   func() error
 	}{
+		{"initial with token", func() error {
+			_, body, err := ParseHeader(initialTok)
+			if err != nil {
+				return err
+			}
+			return ParseInitial(body, len(initialTok), &in)
+		}},
+		{"retry", func() error {
+			_, body, err := ParseHeader(retry)
+			if err != nil {
+				return err
+			}
+			return ParseRetry(body, &r)
+		}},
 		{"data", func() error {
 			h, body, err := ParseHeader(data)
 			sinkHeader = h
@@ -533,6 +609,8 @@ func TestAppendDoesNotAllocate(t *testing.T) {
 		{"update", func() { sinkBytes = AppendUpdate(AppendHeader(buf[:0], h), u) }},
 		{"ack", func() { sinkBytes = AppendAck(AppendHeader(buf[:0], h), a) }},
 		{"initial", func() { sinkBytes = AppendInitial(AppendHeader(buf[:0], h), Initial{}) }},
+		{"initial with token", func() { sinkBytes = AppendInitial(AppendHeader(buf[:0], h), Initial{Token: c.Reason[:100], Crypto: c.Reason}) }},
+		{"retry", func() { sinkBytes = AppendRetry(AppendHeader(buf[:0], h), &Retry{Token: c.Reason[:MaxTokenLen]}) }},
 		{"close", func() { sinkBytes = AppendClose(AppendHeader(buf[:0], h), c) }},
 	}
 	for _, tc := range cases {
