@@ -609,7 +609,9 @@ func TestAppendDoesNotAllocate(t *testing.T) {
 		{"update", func() { sinkBytes = AppendUpdate(AppendHeader(buf[:0], h), u) }},
 		{"ack", func() { sinkBytes = AppendAck(AppendHeader(buf[:0], h), a) }},
 		{"initial", func() { sinkBytes = AppendInitial(AppendHeader(buf[:0], h), Initial{}) }},
-		{"initial with token", func() { sinkBytes = AppendInitial(AppendHeader(buf[:0], h), Initial{Token: c.Reason[:100], Crypto: c.Reason}) }},
+		{"initial with token", func() {
+			sinkBytes = AppendInitial(AppendHeader(buf[:0], h), Initial{Token: c.Reason[:100], Crypto: c.Reason})
+		}},
 		{"retry", func() { sinkBytes = AppendRetry(AppendHeader(buf[:0], h), &Retry{Token: c.Reason[:MaxTokenLen]}) }},
 		{"close", func() { sinkBytes = AppendClose(AppendHeader(buf[:0], h), c) }},
 	}
