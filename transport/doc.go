@@ -133,8 +133,8 @@
 // (IP_TOS / IPV6_TCLASS control messages), so the stream and the updates can
 // share one socket.
 //
-// The wire format (version 1, internal/wire) keeps room for a stateless
-// retry, a pre-shared-key AEAD mode and version negotiation without
-// changing the header; none is implemented yet. There is no path-MTU
+// The wire format (version 1, internal/wire) has the stateless Retry and
+// keeps room for a pre-shared-key AEAD mode and version negotiation
+// without changing the header; neither is implemented yet. There is no path-MTU
 // discovery: datagrams are Config.MaxDatagram (1200) bytes.
 package transport
