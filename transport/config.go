@@ -87,7 +87,9 @@ type Config struct {
 	// ACK. Default 4 MiB.
 	ReceiveWindow int
 
-	// HandshakeTimeout bounds Dial. Default 10 s.
+	// HandshakeTimeout bounds Dial; on a Listener, it is how long a new
+	// connection may take to complete its handshake before it is dropped
+	// (Accept never sees it). Default 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that heard nothing for this long.
 	// Default 30 s.
