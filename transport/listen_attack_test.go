@@ -322,16 +322,14 @@ func dialWithin(l *Listener, d time.Duration) (*Conn, error) {
 	return Dial(context.Background(), l.Addr().String(), testConfig(Config{HandshakeTimeout: d}))
 }
 
-// acceptAll accepts every connection of l until it closes, closing them
-// with it.
-func acceptAll(t *testing.T, l *Listener) {
+// acceptAll accepts every connection of l until it closes (its Close
+// closes them).
+func acceptAll(l *Listener) {
 	go func() {
 		for {
-			c, err := l.Accept(context.Background())
-			if err != nil {
+			if _, err := l.Accept(context.Background()); err != nil {
 				return
 			}
-			t.Cleanup(func() { c.Close() })
 		}
 	}()
 }
@@ -340,7 +338,7 @@ func acceptAll(t *testing.T, l *Listener) {
 // when one of them ends.
 func TestPerSourceConnectionLimit(t *testing.T) {
 	l := listen(t, Config{LimitLoopback: true, MaxConnectionsPerSource: 2})
-	acceptAll(t, l)
+	acceptAll(l)
 	a, err := dialWithin(l, 5*time.Second)
 	require.NoError(t, err)
 	b, err := dialWithin(l, 5*time.Second)
@@ -360,7 +358,7 @@ func TestPerSourceConnectionLimit(t *testing.T) {
 // Loopback sources are exempt from the per-source limits by default.
 func TestLoopbackExemptByDefault(t *testing.T) {
 	l := listen(t, Config{MaxConnectionsPerSource: 1, HandshakeBurst: 1, HandshakeRate: 0.001})
-	acceptAll(t, l)
+	acceptAll(l)
 	for range 3 {
 		c, err := dialWithin(l, 5*time.Second)
 		require.NoError(t, err)
@@ -375,7 +373,7 @@ func TestLoopbackExemptByDefault(t *testing.T) {
 // use none of that budget (only an Initial with a valid token counts).
 func TestHandshakeRateLimit(t *testing.T) {
 	l := listen(t, Config{LimitLoopback: true, HandshakeRate: 0.5, HandshakeBurst: 2})
-	acceptAll(t, l)
+	acceptAll(l)
 	floodInitials(t, l.Addr(), 100, 4) // same source (127.0.0.1): Retries only
 	for range 2 {
 		c, err := dialWithin(l, 5*time.Second)
@@ -390,7 +388,7 @@ func TestHandshakeRateLimit(t *testing.T) {
 // MaxConnections bounds the connections of all sources together.
 func TestMaxConnections(t *testing.T) {
 	l := listen(t, Config{MaxConnections: 2})
-	acceptAll(t, l)
+	acceptAll(l)
 	for range 2 {
 		c, err := dialWithin(l, 5*time.Second)
 		require.NoError(t, err)

@@ -148,7 +148,7 @@ func TestMeasureRetryRTT(t *testing.T) {
 	ls := []*Listener{listen(t, Config{}), listen(t, Config{DisableRetry: true})}
 	ds := [2][]time.Duration{}
 	for _, l := range ls {
-		acceptAll(t, l)
+		acceptAll(l)
 	}
 	for range n {
 		for i, l := range ls {
