@@ -228,13 +228,16 @@ func TestBlindPacketsFromAnotherAddressDrawNothing(t *testing.T) {
 }
 
 // floodInitials sends n token-less Initials with random connection IDs to
-// addr from sockets separate source ports, as fast as it can.
+// addr from sockets source ports, as fast as it can.
 func floodInitials(t *testing.T, addr net.Addr, n, sockets int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for i := range sockets {
 		conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
+		if err != nil {
+			t.Error(err) // may run on another goroutine than the test's
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
