@@ -108,7 +108,9 @@ type Config struct {
 	// ACK. Default 4 MiB.
 	ReceiveWindow int
 
-	// HandshakeTimeout bounds Dial. Default 10 s.
+	// HandshakeTimeout bounds Dial; on a Listener, it is how long a new
+	// connection may take to complete its handshake before it is dropped
+	// (Accept never sees it). Default 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that heard nothing for this long.
 	// Default 30 s.
@@ -120,6 +122,43 @@ type Config struct {
 	// Linger is how long Close waits for the peer to acknowledge stream
 	// data already written. Default 5 s; negative: do not wait.
 	Linger time.Duration
+
+	// DisableRetry turns off a Listener's address validation by Retry.
+	// By default an Initial without a token is answered with a Retry (a
+	// 67-byte datagram, no state kept) and a connection is created only
+	// when the client sends its Initial again with the Retry's token, which
+	// proves it receives at its source address (RFC 9000 §8.1.2). That
+	// costs every handshake one extra round trip, and is on by default
+	// because without it a forged source address makes the Listener hold
+	// a connection (and its goroutine) per forged Initial until
+	// IdleTimeout, and send to the forged address: up to three times the
+	// Initial's bytes (RFC 9000 §8.1's anti-amplification limit, which
+	// then applies until the client answers). Disable it only where the
+	// round trip matters more than those risks, for example behind a
+	// filter that drops forged source addresses (BCP 38).
+	DisableRetry bool
+	// MaxConnections bounds the connections a Listener holds at once,
+	// handshaking, waiting for Accept or accepted. An Initial beyond it is
+	// dropped and its client retries. Default 100,000.
+	MaxConnections int
+	// MaxConnectionsPerSource bounds the connections of one source: one
+	// IPv4 address, or one IPv6 /64 (a subscriber's usual allocation,
+	// whose addresses one host can use freely). Default 1,024.
+	MaxConnectionsPerSource int
+	// HandshakeRate and HandshakeBurst bound how fast one source opens
+	// connections: a token bucket of HandshakeBurst handshakes refilled at
+	// HandshakeRate per second. With Retry on, only an Initial with a
+	// valid token counts, so forged Initials cannot use up a real
+	// source's budget. Defaults 100/s and 100.
+	HandshakeRate  float64
+	HandshakeBurst int
+	// LimitLoopback applies MaxConnectionsPerSource and the handshake rate
+	// to loopback sources too. By default loopback is exempt: its
+	// sources are processes on this host, which can exhaust it by other
+	// means anyway, and a local load generator or proxy (thousands of
+	// connections from 127.0.0.1) must not be throttled as one remote
+	// host would be. MaxConnections applies to every source.
+	LimitLoopback bool
 
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
@@ -213,6 +252,22 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Linger == 0 {
 		c.Linger = 5 * time.Second
+	}
+	if c.MaxConnections < 0 || c.MaxConnectionsPerSource < 0 || c.HandshakeRate < 0 || c.HandshakeBurst < 0 {
+		return bad("MaxConnections %d, MaxConnectionsPerSource %d, HandshakeRate %v and HandshakeBurst %d must not be negative (0: the default)",
+			c.MaxConnections, c.MaxConnectionsPerSource, c.HandshakeRate, c.HandshakeBurst)
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 100_000
+	}
+	if c.MaxConnectionsPerSource == 0 {
+		c.MaxConnectionsPerSource = 1024
+	}
+	if c.HandshakeRate == 0 {
+		c.HandshakeRate = 100
+	}
+	if c.HandshakeBurst == 0 {
+		c.HandshakeBurst = 100
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

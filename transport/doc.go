@@ -39,7 +39,15 @@
 //
 // Dial sends Initial packets with exponential backoff until the server's
 // Accept arrives, ctx ends or Config.HandshakeTimeout passes; its errors
-// wrap ErrHandshake. The client's socket is connected to the server's
+// wrap ErrHandshake. A Listener first answers an Initial with a Retry
+// carrying an address-validation token and opens the connection only when
+// the Initial comes back with it (one extra round trip; see
+// Config.DisableRetry), so a forged source address gets one small Retry
+// and no state. It also bounds connections in total, per source and per
+// second (Config.MaxConnections and the fields after it), takes a
+// connection's datagrams only from the address it was opened from (no
+// migration: a client whose NAT rebinds loses the connection at
+// IdleTimeout), and counts what it drops (Listener.Stats). The client's socket is connected to the server's
 // address, so when nothing listens there the kernel's ICMP port
 // unreachable ends Dial at once with an error wrapping
 // syscall.ECONNREFUSED ("connection refused"). On an open connection such
@@ -125,8 +133,8 @@
 // (IP_TOS / IPV6_TCLASS control messages), so the stream and the updates can
 // share one socket.
 //
-// The wire format (version 1, internal/wire) keeps room for a stateless
-// retry, a pre-shared-key AEAD mode and version negotiation without
-// changing the header; none is implemented yet. There is no path-MTU
+// The wire format (version 1, internal/wire) has the stateless Retry and
+// keeps room for a pre-shared-key AEAD mode and version negotiation
+// without changing the header; neither is implemented yet. There is no path-MTU
 // discovery: datagrams are Config.MaxDatagram (1200) bytes.
 package transport

@@ -1,6 +1,9 @@
 package transport
 
-import "github.com/fresh-udp/fresh/transport/devcert"
+import (
+	"github.com/fresh-udp/fresh/internal/session"
+	"github.com/fresh-udp/fresh/transport/devcert"
+)
 
 // testConfig is the configuration every transport test builds its endpoints
 // from: c with TLS credentials for loopback (a certificate for localhost,
@@ -14,4 +17,13 @@ func testConfig(c Config) Config {
 		c.TLS = t
 	}
 	return c
+}
+
+// sessionConfigOrPanic is the session config of c with defaults filled.
+func (c Config) sessionConfigOrPanic() session.Config {
+	d, err := c.withDefaults()
+	if err != nil {
+		panic(err)
+	}
+	return d.sessionConfig()
 }

@@ -69,6 +69,13 @@ type Config struct {
 	// receive ring) grows to from 64 KiB (recvStream.autoTune), bytes.
 	// Default 4 MiB.
 	ReceiveWindow int
+	// AddressValidated says a server's peer has already proved it receives
+	// at its source address (its Initial carried a valid Retry token), so
+	// the anti-amplification limit does not apply. Without it a server
+	// sends at most three times the bytes it received until the peer
+	// proves it (RFC 9000 §8.1; see Session.MarkAddressValidated).
+	// Clients ignore it.
+	AddressValidated bool
 }
 
 // withDefaults fills the zero fields.

@@ -458,6 +458,7 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		handshaking := s.state == stateHandshake
 		switch {
 		case h.Type == wire.TypeInitial && !s.client && handshaking,
+			h.Type == wire.TypeRetry && s.client && handshaking,
 			h.Type == wire.TypeCrypto && s.client && handshaking,
 			h.Type == wire.TypeClose && handshaking && sec.hsRead == nil:
 			return body, true

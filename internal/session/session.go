@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
@@ -82,12 +83,13 @@ type Session struct {
 
 	// Handshake and close.
 	sec           *security // TLS and packet protection; nil in plaintext mode
-	token         []byte    // client: the address-validation token of a Retry
-	validated     bool      // server: the client's address is validated
 	scratch       []byte    // a copy of a packet while trying two key phases
 	hsNext        clock.Mono
 	hsSent        clock.Mono // when the latest Initial went out
 	hsTries       int
+	token         []byte // client: the Retry's address-validation token, echoed in every later Initial
+	retried       bool   // client: a Retry was taken (only one is, RFC 9000 §17.2.5.2)
+	validated     bool   // server: the peer's address is validated (see amplificationLimited)
 	acceptPending bool
 	closePending  bool
 	closeCode     uint32
@@ -177,6 +179,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		inUpd:     make([]byte, 0, cfg.MaxUpdatePayload()),
 		newestGen: -1 << 63,
 		hsNext:    now,
+		validated: cfg.AddressValidated,
 	}
 	if cfg.TLS != nil {
 		if s.sec, err = newSecurity(&s.cfg, client); err != nil {
@@ -232,6 +235,15 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	s.lastHeard = now
 	s.st.PacketsReceived++
 	s.st.BytesReceived += int64(size)
+	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry {
+		// The client answered us, so it receives at its address. With
+		// TLS only authenticated packets get here, and the client can
+		// only protect one after reading our ServerHello: a proof (RFC
+		// 9000 §8.1). In plaintext it is a placeholder: a blind attacker
+		// who forged the Initial chose the connection ID and can forge
+		// this packet too — which is why Retry is on by default.
+		s.validated = true
+	}
 	switch h.Type {
 	case wire.TypeInitial:
 		if s.client {
@@ -274,6 +286,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		if level == levelApp && s.client && s.sec.confirmed && !s.sec.out[levelApp].pending() {
 			s.releaseTLS() // the session ticket is in: TLS has nothing more to do
 		}
+	case wire.TypeRetry:
+		s.onRetry(now, body)
 	case wire.TypeAccept:
 		if s.client && s.state == stateHandshake && (s.sec == nil || s.sec.done) {
 			s.state = stateOpen
@@ -344,9 +358,68 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 				s.err = fmt.Errorf("%w: %w: peer sent TLS alert %q", ErrPeerClosed, ErrHandshake, tls.AlertError(c.Code-closeTLSAlert).Error())
 			}
 		}
-	default: // Retry, VersionNegotiation: reserved, not used in version 1
+	default: // VersionNegotiation: reserved, not used in version 1
 		s.st.Malformed++
 	}
+}
+
+// onRetry takes a server's Retry: the client sends its Initial again at
+// once, carrying the token, which proves to the server that we receive at
+// our address (RFC 9000 §8.1.2). Only while handshaking and only the first
+// Retry (RFC 9000 §17.2.5.2): a second one, or one after the Accept, is
+// stale or forged and changes nothing. A server ignores Retries.
+func (s *Session) onRetry(now clock.Mono, body []byte) {
+	if !s.client || s.state != stateHandshake || s.retried {
+		return
+	}
+	var r wire.Retry
+	if err := wire.ParseRetry(body, &r); err != nil {
+		s.st.Malformed++
+		return
+	}
+	s.token = append([]byte(nil), r.Token...) // r aliases the datagram
+	s.retried = true
+	s.hsNext = now
+}
+
+// MarkAddressValidated records that the peer proved it receives at its
+// address (the handshake completed, or it echoed something it could only
+// have read from our packets): the anti-amplification limit is lifted.
+func (s *Session) MarkAddressValidated() { s.validated = true }
+
+// AddressValidated reports whether the anti-amplification limit no longer
+// applies: always for a client, for a server once the peer's address is
+// validated.
+func (s *Session) AddressValidated() bool { return s.client || s.validated }
+
+// maxControlDatagram bounds the datagrams poll builds before stream data
+// and updates: Accept and PING (a header), CLOSE (a 255-byte reason) and
+// the largest ACK (16 ranges and 32 OWD samples).
+const maxControlDatagram = wire.HeaderLen + 4 + 8 + 1 + 1 + wire.MaxAckRanges*16 + wire.MaxAckSamples*12
+
+// amplificationRoom is how many more bytes a server may send before the
+// peer's address is validated: three times what it received from there,
+// less what it sent (RFC 9000 §8.1). A forged Initial so costs its victim
+// at most 3 × 1200 bytes, however long the session lives.
+func (s *Session) amplificationRoom() int64 {
+	if s.AddressValidated() {
+		return math.MaxInt64
+	}
+	return 3*s.st.BytesReceived - s.st.BytesSent
+}
+
+// amplificationLimited reports whether the next datagram might not fit
+// amplificationRoom. Its size is bounded by what poll would build: a
+// control frame while one is due (they go first), else a full datagram.
+func (s *Session) amplificationLimited(now clock.Mono) bool {
+	next := s.cfg.MaxDatagram
+	if s.closePending || s.acceptPending || s.probe || s.ackDue(now) {
+		next = min(next, maxControlDatagram)
+	}
+	if s.handshakePending() {
+		next = wire.MinInitialSize // handshake datagrams never exceed it
+	}
+	return int64(next) > s.amplificationRoom()
 }
 
 // onAckEliciting does the receiver's bookkeeping for a Data, Update or Ping:
@@ -551,9 +624,11 @@ func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		dgram, dscp, ok = s.poll(now, wallUS, buf)
 		if ok && s.sec != nil {
 			var sendable bool
+			plain := len(dgram)
 			if dgram, sendable = s.protect(dgram); !sendable {
 				continue // nothing may leave without keys; poll on
 			}
+			s.st.BytesSent += int64(len(dgram) - plain) // the tag, for the amplification limit too
 		}
 		s.armProbe(now)
 		return dgram, dscp, ok
@@ -561,6 +636,15 @@ func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 }
 
 func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
+	if s.amplificationLimited(now) {
+		if s.closePending {
+			// No room left for the CLOSE: end without it, or the session
+			// would wait for a peer that may not exist (a forged Initial)
+			// and never close. A real peer times out.
+			s.closePending, s.state = false, stateClosed
+		}
+		return nil, 0, false // until the peer sends more or proves its address
+	}
 	hdr := func(t wire.Type, flags uint8, pn cc.PacketNumber) []byte { return s.header(buf, wallUS, t, flags, pn) }
 	streamDSCP, updDSCP := s.cfg.StreamDSCP, s.cfg.UpdateDSCP
 	switch {
@@ -589,7 +673,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		s.hsNext = now.Add((250 * time.Millisecond) << min(s.hsTries, 5))
 		s.hsTries++
 		s.hsSent = now
-		return s.sent(wire.AppendInitial(hdr(wire.TypeInitial, 0, 0), wire.Initial{})), streamDSCP, true
+		return s.sent(wire.AppendInitial(hdr(wire.TypeInitial, 0, 0), wire.Initial{Token: s.token})), streamDSCP, true
 	case s.acceptPending:
 		s.acceptPending = false
 		return s.sent(hdr(wire.TypeAccept, 0, 0)), streamDSCP, true
@@ -731,12 +815,21 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 	if s.state == stateHandshake {
 		return t
 	}
+	// Deadlines for what the anti-amplification limit holds back would
+	// wake the driver to send nothing, again and again: until the peer
+	// sends more (its datagram wakes the driver anyway) only those of
+	// what still fits count.
+	room := s.amplificationRoom()
+	if room < int64(min(s.cfg.MaxDatagram, maxControlDatagram)) {
+		return t
+	}
+	full := room >= int64(s.cfg.MaxDatagram)
 	t = recovery.Earliest(t, s.ackAt)
 	t = recovery.Earliest(t, s.tr.NextTimer())
-	if s.updFresh {
+	if s.updFresh && full {
 		t = recovery.Earliest(t, max(s.policy.NextSendTime(), now))
 	}
-	if s.out.pending() && s.ctl.CanSend(s.tr.InFlight(kindData)) && !s.out.blocked(s.peerMax) {
+	if s.out.pending() && full && s.ctl.CanSend(s.tr.InFlight(kindData)) && !s.out.blocked(s.peerMax) {
 		t = recovery.Earliest(t, max(s.nextSend, now))
 	}
 	if s.cfg.KeepAlive > 0 {

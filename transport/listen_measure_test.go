@@ -1,0 +1,169 @@
+package transport
+
+import (
+	"context"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The measurements behind the listener's defences, run on demand (they
+// take tens of seconds and print numbers rather than assert them):
+//
+//	FRESH_MEASURE_LISTEN=1 go test -run Measure -v ./transport
+func skipUnlessMeasuring(t *testing.T) {
+	if os.Getenv("FRESH_MEASURE_LISTEN") == "" {
+		t.Skip("set FRESH_MEASURE_LISTEN=1 to run")
+	}
+}
+
+// pacedFlood sends n token-less Initials at about rate per second from
+// sockets source ports, until n are sent or stop is closed.
+func pacedFlood(t *testing.T, addr net.Addr, n int, rate float64, sockets int, stop <-chan struct{}) {
+	t.Helper()
+	conns := make([]*net.UDPConn, sockets)
+	for i := range conns {
+		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Error(err) // may run on another goroutine than the test's
+			return
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	const tick = 10 * time.Millisecond
+	perTick := max(1, int(rate*tick.Seconds()))
+	start := time.Now()
+	for sent := 0; sent < n; {
+		for range min(perTick, n-sent) {
+			_, _ = conns[sent%sockets].WriteTo(initialDatagram(randomID(), nil), addr)
+			sent++
+		}
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if d := time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))); d > 0 {
+			time.Sleep(d)
+		}
+	}
+}
+
+func heapAndGoroutines() (uint64, int) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse, runtime.NumGoroutine()
+}
+
+// State a 50,000-Initial flood at 20,000/s leaves in the listener's
+// process, with Retry (default) and, for comparison, a 2,000-Initial one
+// without it.
+func TestMeasureInitialFloodState(t *testing.T) {
+	skipUnlessMeasuring(t)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		n    int
+	}{{"retry", Config{}, 50_000}, {"no-retry", Config{DisableRetry: true}, 2_000}} {
+		l := listen(t, tc.cfg)
+		heap0, g0 := heapAndGoroutines()
+		pacedFlood(t, l.Addr(), tc.n, 20_000, 50, nil)
+		time.Sleep(time.Second)
+		heap1, g1 := heapAndGoroutines()
+		st := l.Stats()
+		t.Logf("%s: %d Initials at 20k/s: %d connections, heap %+.1f MB, goroutines +%d; %+v",
+			tc.name, tc.n, st.Connections, float64(int64(heap1)-int64(heap0))/1e6, g1-g0, st)
+		l.Close()
+	}
+}
+
+// Legitimate Dials during a 300 Initials/s flood against an application
+// that accepts 10 connections a second (the scenario), with and
+// without Retry.
+func TestMeasureDialDuringFlood(t *testing.T) {
+	skipUnlessMeasuring(t)
+	for _, cfg := range []Config{{}, {DisableRetry: true}} {
+		l := listen(t, cfg)
+		stop := make(chan struct{})
+		var accepted []*Conn
+		acceptDone := make(chan struct{})
+		go func() {
+			defer close(acceptDone)
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				c, err := l.Accept(ctx)
+				cancel()
+				if err == nil {
+					accepted = append(accepted, c)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		}()
+		floodDone := make(chan struct{})
+		go func() { defer close(floodDone); pacedFlood(t, l.Addr(), 1<<30, 300, 50, stop) }()
+		time.Sleep(2 * time.Second) // let the flood fill what it can
+		const dials = 6
+		var ok atomic.Int64
+		var wg sync.WaitGroup
+		for i := range dials {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(i) * 500 * time.Millisecond)
+				c, err := Dial(context.Background(), l.Addr().String(), testConfig(Config{}))
+				if err == nil {
+					ok.Add(1)
+					c.Close()
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		<-floodDone
+		<-acceptDone
+		st := l.Stats()
+		t.Logf("DisableRetry=%v: %d/%d Dials succeeded; %+v", cfg.DisableRetry, ok.Load(), dials, st)
+		l.Close()
+		for _, c := range accepted {
+			c.Close()
+		}
+	}
+}
+
+// The handshake time Retry adds on loopback: Dial times with and without
+// it, interleaved so that load on the machine hits both alike.
+func TestMeasureRetryRTT(t *testing.T) {
+	skipUnlessMeasuring(t)
+	const n = 1000
+	ls := []*Listener{listen(t, Config{}), listen(t, Config{DisableRetry: true})}
+	ds := [2][]time.Duration{}
+	for _, l := range ls {
+		acceptAll(l)
+	}
+	for range n {
+		for i, l := range ls {
+			start := time.Now()
+			c, err := Dial(context.Background(), l.Addr().String(), testConfig(Config{}))
+			require.NoError(t, err)
+			ds[i] = append(ds[i], time.Since(start))
+			c.Close()
+		}
+	}
+	for i, name := range []string{"Retry", "no Retry"} {
+		slices.Sort(ds[i])
+		t.Logf("%s: Dial p10 %v, median %v, p90 %v over %d", name, ds[i][n/10], ds[i][n/2], ds[i][9*n/10], n)
+	}
+}

@@ -1,0 +1,73 @@
+package transport
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// ListenerStats is a snapshot of a Listener (Listener.Stats): the
+// connections it holds, and the datagrams it dropped before they reached
+// any connection, by cause. Counters count since Listen.
+type ListenerStats struct {
+	// Connections held now: handshaking, waiting for Accept, or accepted
+	// and not yet ended. AcceptQueue of them wait for Accept.
+	Connections int
+	AcceptQueue int
+
+	// RetriesSent: Initials without a token answered with a Retry (no
+	// state kept for them).
+	RetriesSent int64
+	// Initials dropped, by cause: a token that is not ours, expired, or
+	// issued to another address or connection ID (InitialsBadToken);
+	// MaxConnections reached (InitialsTotalLimit); the source's
+	// MaxConnectionsPerSource reached (InitialsSourceLimit) or its
+	// handshake rate exceeded (InitialsRateLimited); the accept queue full
+	// (InitialsBacklogFull: the application is not calling Accept).
+	InitialsBadToken    int64
+	InitialsTotalLimit  int64
+	InitialsSourceLimit int64
+	InitialsRateLimited int64
+	InitialsBacklogFull int64
+	// HandshakeTimeouts: connections dropped because their handshake did
+	// not complete within HandshakeTimeout; Accept never saw them.
+	HandshakeTimeouts int64
+	// WrongAddress: datagrams with a live connection's ID from another
+	// address than the connection's (blind or forged, or a NAT rebinding:
+	// there is no migration). NoConnection: datagrams other than Initial
+	// for no connection held. Malformed: datagrams that do not parse.
+	WrongAddress int64
+	NoConnection int64
+	Malformed    int64
+}
+
+// listenerCounters are a Listener's counters, kept by its read loop and
+// read by Stats.
+type listenerCounters struct {
+	retries, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
+	handshakeTimeouts, wrongAddress, noConnection, malformed             atomic.Int64
+}
+
+// Why admit refused an Initial.
+var (
+	errTotalLimit  = errors.New("connection limit")
+	errBacklogFull = errors.New("accept queue full")
+)
+
+// Stats returns a snapshot of the listener's counters.
+func (l *Listener) Stats() ListenerStats {
+	l.mu.Lock()
+	st := ListenerStats{Connections: len(l.conns), AcceptQueue: len(l.ready)}
+	l.mu.Unlock()
+	c := &l.st
+	st.RetriesSent = c.retries.Load()
+	st.InitialsBadToken = c.badToken.Load()
+	st.InitialsTotalLimit = c.totalLimit.Load()
+	st.InitialsSourceLimit = c.sourceLimit.Load()
+	st.InitialsRateLimited = c.rateLimited.Load()
+	st.InitialsBacklogFull = c.backlogFull.Load()
+	st.HandshakeTimeouts = c.handshakeTimeouts.Load()
+	st.WrongAddress = c.wrongAddress.Load()
+	st.NoConnection = c.noConnection.Load()
+	st.Malformed = c.malformed.Load()
+	return st
+}
