@@ -62,7 +62,11 @@ func (c *Credentials) Register(fs *flag.FlagSet, role, dash string) {
 		fs.StringVar(&c.CA, "ca", "", "-s: require client certificates signed by this CA (mutual TLS); -c: verify the server against it (default: the system's roots); PEM `file`")
 	}
 	if role != "server" {
-		fs.StringVar(&c.ServerName, "server-name", "", "the `name` the server's certificate must be valid for (default: the host dialled)")
+		prefix := ""
+		if role == "both" {
+			prefix = "-c: "
+		}
+		fs.StringVar(&c.ServerName, "server-name", "", prefix+"the `name` the server's certificate must be valid for (default: the host dialled)")
 	}
 	fs.BoolVar(&c.Insecure, "insecure", false, "UNSAFE: plaintext, no TLS: anyone on the path can read, forge and close connections; both ends must agree")
 }
