@@ -274,14 +274,14 @@ func TestAgentCredentials(t *testing.T) {
 		want string
 	}{
 		{"no -ca: the system roots do not know the CA", []string{"-cert", files.ClientCert, "-key", files.ClientKey},
-			"give -ca with the CA that signed it"},
+			"the monitor's certificate is not signed by a CA this host trusts: give -ca with the CA that signed it"},
 		{"another CA", []string{"-ca", other.CA, "-cert", files.ClientCert, "-key", files.ClientKey},
 			"not signed by -ca " + other.CA},
 		{"a name the certificate is not for", append(files.ClientArgs("-"), "-server-name", "monitor.example"),
 			`not valid for "monitor.example": give -server-name`},
-		{"no client certificate", []string{"-ca", files.CA}, "requires a client certificate (mutual TLS): give -cert and -key"},
+		{"no client certificate", []string{"-ca", files.CA}, "the monitor requires a client certificate (mutual TLS): give -cert and -key"},
 		{"a client certificate of another CA", []string{"-ca", files.CA, "-cert", other.ClientCert, "-key", other.ClientKey},
-			"the server rejected -cert " + other.ClientCert},
+			"the monitor rejected -cert " + other.ClientCert},
 		{"plaintext against TLS", []string{"-insecure"}, "give -insecure on both ends, or on neither"},
 	} {
 		err := run(ctx, append([]string{"-server", addr, "-duration", "5s"}, tc.args...), io.Discard)

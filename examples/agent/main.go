@@ -127,7 +127,7 @@ type options struct {
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	o := &options{dscp: transport.DSCPCS7}
+	o := &options{dscp: transport.DSCPCS7, creds: cli.Credentials{Peer: "monitor"}}
 	fs.StringVar(&o.server, "server", "", "the monitor's `HOST:PORT` (required)")
 	fs.StringVar(&o.cc, "cc", "owd", "stream congestion `controller` (owd, cubic, reno, htcp, rttdelay, …)")
 	fs.Float64Var(&o.hz, "rate-hz", 200, "sensing rate, readings per second (also the most updates ACP sends)")

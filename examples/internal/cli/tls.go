@@ -36,6 +36,9 @@ func Usagef(format string, a ...any) error {
 type Credentials struct {
 	Cert, Key, CA, ServerName string
 	Insecure                  bool
+	// Peer is what a dialer's messages call the server ("monitor");
+	// "server" if empty.
+	Peer string
 
 	dash      string // how the flags are spelt in messages: "-" or "--"
 	generator string // the command that makes throwaway credentials
@@ -212,22 +215,26 @@ func (c *Credentials) ExplainDial(err error) error {
 		invalid   x509.CertificateInvalidError
 		hint      string
 		msg       = err.Error()
+		server    = c.Peer
 	)
+	if server == "" {
+		server = "server"
+	}
 	switch {
 	case errors.As(err, &unknownCA) && c.CA == "":
-		hint = fmt.Sprintf("the server's certificate is not signed by a CA this host trusts: give %s with the CA that signed it (certgen's ca.pem)", c.flag("ca"))
+		hint = fmt.Sprintf("the %s's certificate is not signed by a CA this host trusts: give %s with the CA that signed it (certgen's ca.pem)", server, c.flag("ca"))
 	case errors.As(err, &unknownCA):
-		hint = fmt.Sprintf("the server's certificate is not signed by %s %s: give the CA that signed it", c.flag("ca"), c.CA)
+		hint = fmt.Sprintf("the %s's certificate is not signed by %s %s: give the CA that signed it", server, c.flag("ca"), c.CA)
 	case errors.As(err, &badName):
-		hint = fmt.Sprintf("the server's certificate is not valid for %q: give %s with a name it is valid for, or make its certificate for this one (certgen -hosts)",
-			badName.Host, c.flag("server-name"))
+		hint = fmt.Sprintf("the %s's certificate is not valid for %q: give %s with a name it is valid for, or make its certificate for this one (certgen -hosts)",
+			server, badName.Host, c.flag("server-name"))
 	case errors.As(err, &invalid):
-		hint = "the server's certificate is not valid (expired, or not for a server): make it a new one"
+		hint = fmt.Sprintf("the %s's certificate is not valid (expired, or not for a server): make it a new one", server)
 	case strings.Contains(msg, "certificate required"):
-		hint = fmt.Sprintf("the server requires a client certificate (mutual TLS): give %s and %s", c.flag("cert"), c.flag("key"))
+		hint = fmt.Sprintf("the %s requires a client certificate (mutual TLS): give %s and %s", server, c.flag("cert"), c.flag("key"))
 	case strings.Contains(msg, "peer sent TLS alert") && c.Cert != "" &&
 		(strings.Contains(msg, "bad certificate") || strings.Contains(msg, "unknown certificate authority") || strings.Contains(msg, "expired")):
-		hint = fmt.Sprintf("the server rejected %s %s: it is not signed by the CA the server requires (its -ca)", c.flag("cert"), c.Cert)
+		hint = fmt.Sprintf("the %s rejected %s %s: it is not signed by the CA the %s requires (its %s)", server, c.flag("cert"), c.Cert, server, c.flag("ca"))
 	case errors.Is(err, transport.ErrHandshake) && strings.Contains(msg, "Insecure"):
 		hint = fmt.Sprintf("give %s on both ends, or on neither", c.flag("insecure"))
 	default:
