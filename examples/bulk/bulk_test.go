@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -386,6 +387,29 @@ func TestTLS(t *testing.T) {
 	srvOut, _ := loopback(t, nil, []string{"-t", "0.5", "-b", "5M"})
 	require.Contains(t, string(srvOut), `Client authenticated as "bulk-client"`)
 
+	// A one-off server (-1) serves the first client that gets in, not
+	// the first that knocks: one without a certificate does not use it up.
+	{
+		files := testcerts.Write(t, "c0")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		o, err := parseFlags(append([]string{"-s", "-1"}, files.ServerArgs("--")...))
+		require.NoError(t, err)
+		cfg, err := o.baseConfig()
+		require.NoError(t, err)
+		ln, err := transport.Listen("127.0.0.1:0", cfg)
+		require.NoError(t, err)
+		var srvText bytes.Buffer
+		srvErr := make(chan error, 1)
+		go func() { srvErr <- serve(ctx, ln, o, &lockedWriter{w: &srvText}) }()
+		port := strconv.Itoa(ln.Addr().(*net.UDPAddr).Port)
+		err = run(ctx, []string{"-c", "127.0.0.1", "-p", port, "-t", "0.5", "--ca", files.CA}, io.Discard)
+		require.ErrorContains(t, err, "certificate required")
+		require.NoError(t, run(ctx, append([]string{"-c", "127.0.0.1", "-p", port, "-t", "0.5", "-b", "5M"}, files.ClientArgs("--")...), io.Discard))
+		require.NoError(t, <-srvErr)
+		ln.Close()
+		cancel()
+	}
+
 	srvOut, cliOut := loopbackWith(t, []string{"--insecure", "-J"}, []string{"--insecure", "-t", "0.5", "-b", "5M", "-J"})
 	require.Positive(t, decode(t, cliOut).End.SumReceived.Bytes)
 	require.Positive(t, decode(t, srvOut).End.SumReceived.Bytes)
@@ -439,4 +463,83 @@ func TestTLS(t *testing.T) {
 		err := run(ctx, append(tc.args, "-p", "0"), io.Discard)
 		require.ErrorContains(t, err, tc.want, "%q", tc.args)
 	}
+}
+
+// With --ca, the test's data port takes data connections only from the
+// certificate that asked for the test: another client of the same CA that
+// finds the port is turned away, and the test's own connections still
+// get in.
+func TestDataConnectionsAreTheClients(t *testing.T) {
+	files := testcerts.Write(t, "c1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o, err := parseFlags(append([]string{"-s", "-1"}, files.ServerArgs("--")...))
+	require.NoError(t, err)
+	cfg, err := o.baseConfig()
+	require.NoError(t, err)
+	ln, err := transport.Listen("127.0.0.1:0", cfg)
+	require.NoError(t, err)
+	defer ln.Close()
+	var srvText syncWriter
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- serve(ctx, ln, o, &srvText) }()
+
+	clientCfg := func(cert, key string) transport.Config {
+		co, err := parseFlags([]string{"-c", "127.0.0.1", "--ca", files.CA, "--cert", cert, "--key", key})
+		require.NoError(t, err)
+		c, err := co.baseConfig()
+		require.NoError(t, err)
+		return c
+	}
+	mine, other := clientCfg(files.ClientCert, files.ClientKey), clientCfg(files.OtherCert, files.OtherKey)
+	c, err := transport.Dial(ctx, ln.Addr().String(), mine)
+	require.NoError(t, err)
+	defer c.Close()
+	ctl := newCtrl(c)
+	co, err := parseFlags([]string{"-c", "h", "-t", "0.3"})
+	require.NoError(t, err)
+	ts, fs := co.testParams()
+	require.NoError(t, ctl.send(params{Cookie: "x", TestStart: ts, Fresh: fs}))
+	var reply paramsReply
+	require.NoError(t, ctl.recv(&reply, 5*time.Second))
+	require.Empty(t, reply.Error)
+	dataAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(reply.DataPort))
+
+	// Its handshake succeeds (a valid certificate of the CA); the server
+	// closes it as soon as it sees whose it is, which the intruder sees
+	// as Dial's error or as the connection ending.
+	intruder, err := transport.Dial(ctx, dataAddr, other)
+	if err == nil {
+		<-intruder.Done()
+		err = intruder.Err()
+	}
+	require.ErrorIs(t, err, transport.ErrPeerClosed, "the server closed it")
+	require.Eventually(t, func() bool { return strings.Contains(srvText.String(), "not the test's client certificate") },
+		5*time.Second, 10*time.Millisecond, srvText.String())
+
+	dc, err := transport.Dial(ctx, dataAddr, mine)
+	require.NoError(t, err)
+	defer dc.Close()
+	require.Eventually(t, func() bool { return strings.Contains(srvText.String(), "connected to 127.0.0.1 port") },
+		5*time.Second, 10*time.Millisecond, srvText.String())
+	cancel()
+	<-srvErr
+}
+
+// syncWriter is a buffer that the server's goroutines write and the test reads.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

@@ -41,6 +41,16 @@ func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Wr
 			return err
 		}
 		if o.oneOff {
+			// One client's test: a connection that fails its handshake
+			// (no certificate, another CA) is not that client.
+			if err := cli.AwaitHandshake(ctx, conn, o.creds.Insecure); err != nil {
+				conn.Close()
+				if ctx.Err() != nil {
+					return nil
+				}
+				fmt.Fprintf(text, "bulk: connection from %s: %v\n", conn.RemoteAddr(), err)
+				continue
+			}
 			return serveTest(ctx, ln, conn, o, out, text)
 		}
 		wg.Go(func() {

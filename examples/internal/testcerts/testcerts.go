@@ -15,6 +15,9 @@ import (
 // agent.
 type Files struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
+	// OtherCert and OtherKey are a second client's, CommonName "other",
+	// from the same CA.
+	OtherCert, OtherKey string
 }
 
 // Write makes a new CA and its two certificates in a temporary directory.
@@ -33,10 +36,15 @@ func Write(t testing.TB, agentName string) Files {
 	if err != nil {
 		t.Fatal(err)
 	}
+	other, err := ca.Issue("other")
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := Files{
 		CA:         filepath.Join(dir, "ca.pem"),
 		ServerCert: filepath.Join(dir, "monitor.pem"), ServerKey: filepath.Join(dir, "monitor-key.pem"),
 		ClientCert: filepath.Join(dir, "agent.pem"), ClientKey: filepath.Join(dir, "agent-key.pem"),
+		OtherCert: filepath.Join(dir, "other.pem"), OtherKey: filepath.Join(dir, "other-key.pem"),
 	}
 	write := func(path string, b []byte) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -56,6 +64,12 @@ func Write(t testing.TB, agentName string) Files {
 	}
 	write(f.ClientCert, c)
 	write(f.ClientKey, k)
+	c, k, err = devcert.PEM(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(f.OtherCert, c)
+	write(f.OtherKey, k)
 	return f
 }
 
