@@ -45,20 +45,24 @@ type Credentials struct {
 }
 
 // Register adds -cert, -key, -ca, -insecure and, for a dialer, -server-name
-// to fs. dash spells them in error messages ("-" or "--"); role is
+// to fs (set Peer first to name the server in their help). dash spells them in error messages ("-" or "--"); role is
 // "server", "client" or "both" (bulk is either).
 func (c *Credentials) Register(fs *flag.FlagSet, role, dash string) {
 	c.dash = dash
 	c.generator = "go run ./examples/certgen -dir certs"
+	server := c.Peer
+	if server == "" {
+		server = "server"
+	}
 	switch role {
 	case "server":
 		fs.StringVar(&c.Cert, "cert", "", "this server's certificate, PEM `file` (with -key)")
 		fs.StringVar(&c.Key, "key", "", "the private key of -cert, PEM `file`")
 		fs.StringVar(&c.CA, "ca", "", "require client certificates signed by this CA, PEM `file` (mutual TLS); without it any client may connect")
 	case "client":
-		fs.StringVar(&c.Cert, "cert", "", "this client's certificate, PEM `file`, for a server that requires one (mutual TLS; with -key)")
+		fs.StringVar(&c.Cert, "cert", "", "this client's certificate, PEM `file`, for a "+server+" that requires one (mutual TLS; with -key)")
 		fs.StringVar(&c.Key, "key", "", "the private key of -cert, PEM `file`")
-		fs.StringVar(&c.CA, "ca", "", "verify the server against this CA, PEM `file` (default: the system's roots)")
+		fs.StringVar(&c.CA, "ca", "", "verify the "+server+" against this CA, PEM `file` (default: the system's roots)")
 	default:
 		fs.StringVar(&c.Cert, "cert", "", "-s: this server's certificate; -c: this client's, for a server that requires one; PEM `file` (with --key)")
 		fs.StringVar(&c.Key, "key", "", "the private key of --cert, PEM `file`")
@@ -69,7 +73,7 @@ func (c *Credentials) Register(fs *flag.FlagSet, role, dash string) {
 		if role == "both" {
 			prefix = "-c: "
 		}
-		fs.StringVar(&c.ServerName, "server-name", "", prefix+"the `name` the server's certificate must be valid for (default: the host dialled)")
+		fs.StringVar(&c.ServerName, "server-name", "", prefix+"the `name` the "+server+"'s certificate must be valid for (default: the host dialled)")
 	}
 	fs.BoolVar(&c.Insecure, "insecure", false, "UNSAFE: plaintext, no TLS: anyone on the path can read, forge and close connections; both ends must agree")
 }
