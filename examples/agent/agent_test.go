@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -11,23 +12,45 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 	"github.com/fresh-udp/fresh/internal/ntptest"
 	"github.com/fresh-udp/fresh/transport"
 )
 
-// fakeMonitor listens on loopback and hands the first connection to
-// handle in a goroutine; it returns the address to give the agent.
-func fakeMonitor(t *testing.T, ctx context.Context, handle func(*transport.Conn)) string {
+// listen is a monitor's listener on loopback with the certificates of
+// files, requiring the agent's certificate (mutual TLS) as the monitor
+// does with -ca.
+func listen(t *testing.T, files testcerts.Files) *transport.Listener {
 	t.Helper()
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	creds := cli.Credentials{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA}
+	cfg, err := creds.ServerTLS()
+	require.NoError(t, err)
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: cfg})
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
+// agentArgs are the agent's flags to reach a listener with files' certificates.
+func agentArgs(files testcerts.Files, addr string, more ...string) []string {
+	return append(append([]string{"-server", addr}, files.ClientArgs("-")...), more...)
+}
+
+// fakeMonitor listens on loopback and hands the first connection to
+// handle in a goroutine; it returns the address and the flags to give the
+// agent.
+func fakeMonitor(t *testing.T, ctx context.Context, handle func(*transport.Conn)) (args func(more ...string) []string) {
+	t.Helper()
+	files := testcerts.Write(t, "agent-1")
+	ln := listen(t, files)
 	go func() {
 		if conn, err := ln.Accept(ctx); err == nil {
 			handle(conn)
 		}
 	}()
-	return ln.Addr().String()
+	addr := ln.Addr().String()
+	return func(more ...string) []string { return agentArgs(files, addr, more...) }
 }
 
 // drain reads an upload to the end.
@@ -39,9 +62,8 @@ func drain(conn *transport.Conn) { _, _ = io.Copy(io.Discard, conn) }
 func TestAgentUploadsAndUpdates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
-	require.NoError(t, err)
-	defer ln.Close()
+	files := testcerts.Write(t, "agent-1")
+	ln := listen(t, files)
 
 	type got struct {
 		n       int64
@@ -77,13 +99,14 @@ func TestAgentUploadsAndUpdates(t *testing.T) {
 	}()
 
 	var out bytes.Buffer
-	err = run(ctx, []string{"-server", ln.Addr().String(), "-upload-bytes", "300000", "-duration", "1500ms", "-rate-hz", "100"}, &out)
+	err := run(ctx, agentArgs(files, ln.Addr().String(), "-upload-bytes", "300000", "-duration", "1500ms", "-rate-hz", "100"), &out)
 	require.NoError(t, err, out.String())
 	g := <-gotc
 	require.Equal(t, int64(300000), g.n, "the whole upload arrived")
 	require.Positive(t, g.updates)
 	require.True(t, strings.HasPrefix(g.last, `{"seq":`), "a JSON reading: %q", g.last)
 	require.Contains(t, out.String(), "agent: done")
+	require.Contains(t, out.String(), `(TLS, monitor verified as "localhost")`)
 }
 
 // -dscp takes every class name (CS7 by default, best effort when asked)
@@ -121,7 +144,7 @@ func TestBadFlags(t *testing.T) {
 		// 127.0.0.1:9 never answers: reaching Dial would take the whole
 		// handshake timeout instead of failing.
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		err := run(ctx, append([]string{"-server", "127.0.0.1:9"}, tc.args...), io.Discard)
+		err := run(ctx, append([]string{"-server", "127.0.0.1:9", "-insecure"}, tc.args...), io.Discard)
 		cancel()
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 		require.NotErrorIs(t, err, context.DeadlineExceeded, "%v: failed before dialling", tc.args)
@@ -143,10 +166,10 @@ func TestUploadBytesUnits(t *testing.T) {
 func TestAgentReportsIncompleteUpload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	addr := fakeMonitor(t, ctx, drain)
+	args := fakeMonitor(t, ctx, drain)
 	var out bytes.Buffer
 	// 10 GB cannot cross loopback in 300 ms.
-	err := run(ctx, []string{"-server", addr, "-upload-bytes", "10GB", "-duration", "300ms", "-stats", "0"}, &out)
+	err := run(ctx, args("-upload-bytes", "10GB", "-duration", "300ms", "-stats", "0"), &out)
 	require.ErrorContains(t, err, "upload incomplete", out.String())
 	require.ErrorContains(t, err, "of 10000000000 bytes acknowledged")
 	require.ErrorContains(t, err, "-duration 300ms")
@@ -162,18 +185,18 @@ func TestAgentReportsNoAnswer(t *testing.T) {
 	require.NoError(t, err)
 	defer silent.Close()
 	addr := silent.LocalAddr().String()
-	err = run(context.Background(), []string{"-server", addr, "-duration", "300ms"}, &out)
+	err = run(context.Background(), []string{"-server", addr, "-insecure", "-duration", "300ms"}, &out)
 	require.ErrorContains(t, err, "no answer from "+addr+" within -duration 300ms")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
-	require.NoError(t, run(ctx, []string{"-server", addr}, &out))
+	require.NoError(t, run(ctx, []string{"-server", addr, "-insecure"}, &out))
 
 	// Nothing listening at all (a port just closed) is reported at once.
 	closed, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	require.NoError(t, closed.Close())
-	err = run(context.Background(), []string{"-server", closed.LocalAddr().String(), "-duration", "5s"}, &out)
+	err = run(context.Background(), []string{"-server", closed.LocalAddr().String(), "-insecure", "-duration", "5s"}, &out)
 	require.ErrorContains(t, err, "connection refused")
 }
 
@@ -183,9 +206,9 @@ func TestAgentShowsNTPState(t *testing.T) {
 	server := ntptest.StartChronyd(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	addr := fakeMonitor(t, ctx, drain)
+	args := fakeMonitor(t, ctx, drain)
 	var out bytes.Buffer
-	err := run(ctx, []string{"-server", addr, "-ntp", server, "-duration", "300ms", "-stats", "0"}, &out)
+	err := run(ctx, args("-ntp", server, "-duration", "300ms", "-stats", "0"), &out)
 	require.NoError(t, err, out.String())
 	require.Contains(t, out.String(), "agent: clock: ntp synced (offset ")
 	require.Contains(t, out.String(), "stratum 8)", "chronyd's local stratum 8")
@@ -196,13 +219,77 @@ func TestAgentShowsNTPState(t *testing.T) {
 func TestAgentReportsMonitorHangUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	addr := fakeMonitor(t, ctx, func(conn *transport.Conn) {
+	args := fakeMonitor(t, ctx, func(conn *transport.Conn) {
 		_, _ = io.ReadFull(conn, make([]byte, 1000))
 		conn.Close()
 	})
 	var out bytes.Buffer
-	err := run(ctx, []string{"-server", addr, "-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"}, &out)
+	err := run(ctx, args("-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"), &out)
 	require.ErrorIs(t, err, transport.ErrPeerClosed, out.String())
 	require.ErrorContains(t, err, "upload incomplete")
 	require.ErrorContains(t, err, "of 1000000000 bytes acknowledged")
+}
+
+// TLS mistakes fail with what to change: flags that contradict each other
+// or lack their partner before anything is dialled (exit 2), a file that
+// is not there naming the flag and the path; and each way the handshake
+// can fail names the flag that fixes it.
+func TestAgentCredentials(t *testing.T) {
+	files, other := testcerts.Write(t, "agent-1"), testcerts.Write(t, "agent-2")
+	for _, tc := range []struct {
+		args  []string
+		want  []string
+		usage bool
+	}{
+		{[]string{"-cert", files.ClientCert}, []string{"-cert", "needs -key"}, true},
+		{[]string{"-key", files.ClientKey}, []string{"-key", "needs -cert"}, true},
+		{[]string{"-insecure", "-ca", files.CA, "-server-name", "x"}, []string{"-insecure and -ca, -server-name exclude each other"}, true},
+		{[]string{"-ca", "/no/ca.pem"}, []string{"-ca", "/no/ca.pem", "no such file"}, false},
+		{[]string{"-cert", files.ClientCert, "-key", other.ClientKey}, []string{"do not belong together"}, false},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err := run(ctx, append([]string{"-server", "127.0.0.1:9"}, tc.args...), io.Discard)
+		cancel()
+		for _, w := range tc.want {
+			require.ErrorContains(t, err, w, "%q", tc.args)
+		}
+		require.Equal(t, tc.usage, errors.As(err, new(*cli.UsageError)), "%q: %v", tc.args, err)
+		require.NotErrorIs(t, err, context.DeadlineExceeded, "%v: failed before dialling", tc.args)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ln := listen(t, files)
+	go func() {
+		for {
+			if _, err := ln.Accept(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	addr := ln.Addr().String()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no -ca: the system roots do not know the CA", []string{"-cert", files.ClientCert, "-key", files.ClientKey},
+			"the monitor's certificate is not signed by a CA this host trusts: give -ca with the CA that signed it"},
+		{"another CA", []string{"-ca", other.CA, "-cert", files.ClientCert, "-key", files.ClientKey},
+			"not signed by -ca " + other.CA},
+		{"a name the certificate is not for", append(files.ClientArgs("-"), "-server-name", "monitor.example"),
+			`not valid for "monitor.example": give -server-name`},
+		{"no client certificate", []string{"-ca", files.CA}, "the monitor requires a client certificate (mutual TLS): give -cert and -key"},
+		{"a client certificate of another CA", []string{"-ca", files.CA, "-cert", other.ClientCert, "-key", other.ClientKey},
+			"the monitor rejected -cert " + other.ClientCert},
+		{"plaintext against TLS", []string{"-insecure"}, "give -insecure on both ends, or on neither"},
+	} {
+		err := run(ctx, append([]string{"-server", addr, "-duration", "5s"}, tc.args...), io.Discard)
+		require.ErrorContains(t, err, tc.want, tc.name)
+		require.ErrorIs(t, err, transport.ErrHandshake, tc.name)
+	}
+	// -server-name naming what the certificate is for connects (dialled
+	// by address, verified by name).
+	err := run(ctx, agentArgs(files, addr, "-server-name", "localhost", "-duration", "300ms"), io.Discard)
+	require.NoError(t, err)
 }

@@ -2,7 +2,20 @@
 // samples a sensor and keeps a monitor (examples/monitor) updated with the
 // freshest reading while it uploads a file over the same connection.
 //
-//	go run ./examples/agent -server monitor.example:4433 [-upload FILE | -upload-bytes N] [flags]
+//	go run ./examples/agent -server monitor.example:4433 -ca ca.pem [-cert agent.pem -key agent-key.pem] [-upload FILE | -upload-bytes N] [flags]
+//
+// The connection is TLS 1.3. The agent verifies the monitor's certificate
+// against -ca (the system's roots without it) and the host of -server, or
+// -server-name if the certificate names the monitor otherwise; with -cert
+// and -key it presents its own certificate, which a monitor running with
+// -ca requires (mutual TLS) and whose CommonName identifies the agent.
+// go run ./examples/certgen -dir certs makes a throwaway set:
+//
+//	go run ./examples/agent -server 127.0.0.1:4433 -ca certs/ca.pem -cert certs/agent.pem -key certs/agent-key.pem
+//
+// -insecure runs in plaintext instead: no one is authenticated and anyone
+// on the path can read, forge and cut off the readings and the upload. Use
+// it only on a network you trust; the monitor must run with -insecure too.
 //
 // Updates and upload share one fresh connection but not one queue:
 //
@@ -49,6 +62,11 @@
 // Flags:
 //
 //	-server HOST:PORT   the monitor (required)
+//	-ca FILE            verify the monitor against this CA, PEM (default: the system's roots)
+//	-cert FILE          this agent's certificate, PEM, for a monitor that requires one
+//	-key FILE           its private key, PEM
+//	-server-name NAME   the name the monitor's certificate must be valid for (default: HOST)
+//	-insecure           plaintext, no TLS (UNSAFE; the monitor needs -insecure too)
 //	-cc owd             stream congestion controller: owd, cubic, reno, htcp, rttdelay, …
 //	-rate-hz 200        sensing rate, readings per second (also ACP's ceiling)
 //	-dscp CS7           DSCP of the updates: CSn, AFxy, EF, BE, or 0..63
@@ -103,12 +121,13 @@ type options struct {
 	ntp         string
 	duration    time.Duration
 	stats       time.Duration
+	creds       cli.Credentials
 	logger      *slog.Logger
 }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	o := &options{dscp: transport.DSCPCS7}
+	o := &options{dscp: transport.DSCPCS7, creds: cli.Credentials{Peer: "monitor"}}
 	fs.StringVar(&o.server, "server", "", "the monitor's `HOST:PORT` (required)")
 	fs.StringVar(&o.cc, "cc", "owd", "stream congestion `controller` (owd, cubic, reno, htcp, rttdelay, …)")
 	fs.Float64Var(&o.hz, "rate-hz", 200, "sensing rate, readings per second (also the most updates ACP sends)")
@@ -119,33 +138,37 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting the clock (host or host:port)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")
+	o.creds.Register(fs, "client", "-")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: agent -server HOST:PORT [-upload FILE | -upload-bytes N] [flags]\n\n")
+		fmt.Fprintf(fs.Output(), "usage: agent -server HOST:PORT -ca CA.pem [-cert FILE -key FILE] [-upload FILE | -upload-bytes N] [flags]\n\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), statusLegend)
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &cli.UsageError{Err: err}
 	}
 	switch {
 	case fs.NArg() > 0:
-		return nil, fmt.Errorf("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
+		return nil, cli.Usagef("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
 	case o.server == "":
-		return nil, errors.New("-server HOST:PORT is required: the address the monitor listens on")
+		return nil, cli.Usagef("-server HOST:PORT is required: the address the monitor listens on")
 	case o.hz <= 0:
-		return nil, fmt.Errorf("-rate-hz %g: must be positive", o.hz)
+		return nil, cli.Usagef("-rate-hz %g: must be positive", o.hz)
 	case o.upload != "" && o.uploadBytes > 0:
-		return nil, errors.New("-upload and -upload-bytes exclude each other: give one")
+		return nil, cli.Usagef("-upload and -upload-bytes exclude each other: give one")
 	case o.duration < 0:
-		return nil, fmt.Errorf("-duration %v: must not be negative (0 runs until Ctrl-C)", o.duration)
+		return nil, cli.Usagef("-duration %v: must not be negative (0 runs until Ctrl-C)", o.duration)
 	case o.stats < 0:
-		return nil, fmt.Errorf("-stats %v: must not be negative (0 prints only at the end)", o.stats)
+		return nil, cli.Usagef("-stats %v: must not be negative (0 prints only at the end)", o.stats)
 	case int64(o.sendBuffer) > 1<<40:
-		return nil, fmt.Errorf("-send-buffer %d: too large", o.sendBuffer)
+		return nil, cli.Usagef("-send-buffer %d: too large", o.sendBuffer)
 	}
 	if _, err := cc.New(o.cc, cc.DefaultMSS); err != nil {
-		return nil, fmt.Errorf("-cc: %w", err)
+		return nil, cli.Usagef("-cc: %w", err)
 	}
 	o.logger = cli.Logger(*verbose)
 	return o, nil
@@ -165,7 +188,10 @@ Status line (every -stats):
 The "clock:" line (when it changes): this host's NTP state (-ntp: offset, stratum) and
 whether one-way delays are measured yet (the monitor's in-band estimate of the clock
 offset is trusted after a few seconds of packets; until then RTT/2 stands in).
-Exit status 1 if the upload did not complete (every byte acknowledged) or on any error.
+TLS: -ca verifies the monitor (go run ./examples/certgen -dir certs makes a CA and
+certificates); -cert/-key identify this agent to a monitor that requires it (its -ca).
+Exit status 1 if the upload did not complete (every byte acknowledged) or on any error;
+2 on a usage error.
 `
 
 // openUpload opens what to upload before anything is dialled, so a missing
@@ -207,6 +233,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg := transport.Config{
+		CC:            o.cc,
+		MaxUpdateRate: o.hz,
+		UpdateDSCP:    o.dscp,
+		SendBuffer:    int(o.sendBuffer),
+		Logger:        o.logger,
+	}
+	if err := o.creds.Config(&cfg, false); err != nil {
+		return err
+	}
 	src, size, closeSrc, err := openUpload(o)
 	if err != nil {
 		return err
@@ -217,13 +253,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
-	}
-	cfg := transport.Config{
-		CC:            o.cc,
-		MaxUpdateRate: o.hz,
-		UpdateDSCP:    o.dscp,
-		SendBuffer:    int(o.sendBuffer),
-		Logger:        o.logger,
 	}
 	// With -ntp the transport keeps the clock NTP-corrected; Stats.NTP
 	// says whether it is synchronised.
@@ -236,10 +265,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
 	case err != nil:
-		return fmt.Errorf("-server %s: %w", o.server, err)
+		return fmt.Errorf("-server %s: %w", o.server, o.creds.ExplainDial(err))
 	}
-	fmt.Fprintf(stdout, "agent: connected to %s from %s, cc %s, updates at up to %g Hz marked %v\n",
-		conn.RemoteAddr(), conn.LocalAddr(), o.cc, o.hz, o.dscp)
+	fmt.Fprintf(stdout, "agent: connected to %s from %s (%s), cc %s, updates at up to %g Hz marked %v\n",
+		conn.RemoteAddr(), conn.LocalAddr(), security(conn), o.cc, o.hz, o.dscp)
 	start := time.Now()
 
 	// The two jobs: readings as updates, the upload on the stream.
@@ -290,6 +319,19 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return closeErr
 	}
 	return nil
+}
+
+// security says in a few words whom the agent is talking to.
+func security(conn *transport.Conn) string {
+	st, ok := conn.ConnectionState()
+	if !ok {
+		return "INSECURE: plaintext, the monitor is not authenticated"
+	}
+	s := "TLS, monitor verified"
+	if len(st.PeerCertificates) > 0 {
+		s += fmt.Sprintf(" as %q", st.PeerCertificates[0].Subject.CommonName)
+	}
+	return s
 }
 
 // watch prints the status line every -stats and a clock line when the

@@ -6,8 +6,8 @@
 # 1. Sizes: cross-builds the agent (CGO_ENABLED=0, GOOS=linux) for arm (GOARM=7),
 #    arm64, mipsle and amd64, with and without -ldflags='-s -w', and prints the
 #    binaries' sizes in bytes.
-# 2. Memory: builds agent and monitor for this machine, starts the monitor on
-#    127.0.0.1:$PORT, runs the agent for $DUR seconds sending updates at $HZ Hz
+# 2. Memory: builds agent and monitor for this machine, makes throwaway TLS
+#    credentials (examples/certgen), starts the monitor on 127.0.0.1:$PORT, runs the agent for $DUR seconds sending updates at $HZ Hz
 #    and an endless random upload as fast as loopback takes it, and samples the
 #    agent's /proc/PID/status every 0.2 s: the largest VmRSS seen and VmHWM
 #    (the kernel's peak RSS) at the last sample. Extra arguments go to the
@@ -44,11 +44,15 @@ fi
 
 if [ -n "${AGENT:-}" ]; then cp "$AGENT" "$tmp/agent"; else go build -o "$tmp/agent" ./examples/agent; fi
 if [ -n "${MONITOR:-}" ]; then cp "$MONITOR" "$tmp/monitor"; else go build -o "$tmp/monitor" ./examples/monitor; fi
-"$tmp/monitor" -listen "127.0.0.1:$PORT" -stats 0 >"$tmp/monitor.out" 2>&1 &
+# Throwaway credentials: the agent runs as deployed, over TLS with its
+# own certificate (mutual TLS).
+go run ./examples/certgen -dir "$tmp/certs" >/dev/null
+c=$tmp/certs
+"$tmp/monitor" -listen "127.0.0.1:$PORT" -stats 0 -cert "$c/monitor.pem" -key "$c/monitor-key.pem" -ca "$c/ca.pem" >"$tmp/monitor.out" 2>&1 &
 mon=$!
 sleep 0.5
-"$tmp/agent" -server "127.0.0.1:$PORT" -rate-hz "$HZ" -upload-bytes 1000000000000 \
-	-duration "${DUR}s" -stats 0 "$@" >"$tmp/agent.out" 2>&1 &
+"$tmp/agent" -server "127.0.0.1:$PORT" -ca "$c/ca.pem" -cert "$c/agent.pem" -key "$c/agent-key.pem" \
+	-rate-hz "$HZ" -upload-bytes 1000000000000 -duration "${DUR}s" -stats 0 "$@" >"$tmp/agent.out" 2>&1 &
 agent=$!
 maxrss=0 hwm=0 n=0
 while kill -0 "$agent" 2>/dev/null; do

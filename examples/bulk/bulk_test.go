@@ -5,30 +5,43 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 	"github.com/fresh-udp/fresh/transport"
 )
 
 // loopback runs a one-off server with serverArgs and a client with
-// clientArgs (the port added) in-process over loopback, and returns both
-// outputs.
+// clientArgs (the port added) in-process over loopback, with mutual TLS
+// (a new CA, the server's and the client's certificates), and returns
+// both outputs.
 func loopback(t *testing.T, serverArgs, clientArgs []string) (srv, cli []byte) {
+	t.Helper()
+	files := testcerts.Write(t, "bulk-client")
+	return loopbackWith(t, append(files.ServerArgs("--"), serverArgs...), append(files.ClientArgs("--"), clientArgs...))
+}
+
+// loopbackWith is loopback with the arguments as given.
+func loopbackWith(t *testing.T, serverArgs, clientArgs []string) (srv, cli []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o, err := parseFlags(append([]string{"-s", "-1"}, serverArgs...))
 	require.NoError(t, err)
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	cfg, err := o.baseConfig()
+	require.NoError(t, err)
+	ln, err := transport.Listen("127.0.0.1:0", cfg)
 	require.NoError(t, err)
 	defer ln.Close()
 	var srvOut bytes.Buffer
@@ -363,4 +376,170 @@ func TestFormat(t *testing.T) {
 	require.Equal(t, "95.4 Mbits/sec", formatBits(95.4e6))
 	require.Equal(t, " 232 KBytes", formatBytes(232*1024))
 	require.Equal(t, "2.26 MBytes", formatBytes(2.26*(1<<20)))
+}
+
+// TestTLS: the text output names the client's certificate; --insecure on
+// both ends runs in plaintext; a client that does not trust the server,
+// or that presents no certificate to a server with --ca, fails with what
+// to give; credentials that are missing or contradict each other fail
+// before anything is dialled.
+func TestTLS(t *testing.T) {
+	srvOut, _ := loopback(t, nil, []string{"-t", "0.5", "-b", "5M"})
+	require.Contains(t, string(srvOut), `Client authenticated as "bulk-client"`)
+
+	// A one-off server (-1) serves the first client that gets in, not
+	// the first that knocks: one without a certificate does not use it up.
+	{
+		files := testcerts.Write(t, "c0")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		o, err := parseFlags(append([]string{"-s", "-1"}, files.ServerArgs("--")...))
+		require.NoError(t, err)
+		cfg, err := o.baseConfig()
+		require.NoError(t, err)
+		ln, err := transport.Listen("127.0.0.1:0", cfg)
+		require.NoError(t, err)
+		var srvText bytes.Buffer
+		srvErr := make(chan error, 1)
+		go func() { srvErr <- serve(ctx, ln, o, &lockedWriter{w: &srvText}) }()
+		port := strconv.Itoa(ln.Addr().(*net.UDPAddr).Port)
+		err = run(ctx, []string{"-c", "127.0.0.1", "-p", port, "-t", "0.5", "--ca", files.CA}, io.Discard)
+		require.ErrorContains(t, err, "certificate required")
+		require.NoError(t, run(ctx, append([]string{"-c", "127.0.0.1", "-p", port, "-t", "0.5", "-b", "5M"}, files.ClientArgs("--")...), io.Discard))
+		require.NoError(t, <-srvErr)
+		ln.Close()
+		cancel()
+	}
+
+	srvOut, cliOut := loopbackWith(t, []string{"--insecure", "-J"}, []string{"--insecure", "-t", "0.5", "-b", "5M", "-J"})
+	require.Positive(t, decode(t, cliOut).End.SumReceived.Bytes)
+	require.Positive(t, decode(t, srvOut).End.SumReceived.Bytes)
+
+	files, other := testcerts.Write(t, "c1"), testcerts.Write(t, "c2")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o, err := parseFlags(append([]string{"-s"}, files.ServerArgs("--")...))
+	require.NoError(t, err)
+	cfg, err := o.baseConfig()
+	require.NoError(t, err)
+	ln, err := transport.Listen("127.0.0.1:0", cfg)
+	require.NoError(t, err)
+	defer ln.Close()
+	var srvText bytes.Buffer
+	srvErr := make(chan error, 1)
+	sctx, stop := context.WithCancel(ctx)
+	go func() { srvErr <- serve(sctx, ln, o, &lockedWriter{w: &srvText}) }()
+	port := strconv.Itoa(ln.Addr().(*net.UDPAddr).Port)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cert", files.ClientCert, "--key", files.ClientKey}, "give --ca with the CA that signed it"},
+		{[]string{"--ca", files.CA}, "requires a client certificate (mutual TLS): give --cert and --key"},
+		{other.ClientArgs("--"), "not signed by --ca " + other.CA},
+		{append(files.ClientArgs("--"), "--server-name", "bulk.example"), `not valid for "bulk.example": give --server-name`},
+		{[]string{"--insecure"}, "give --insecure on both ends, or on neither"},
+	} {
+		err := run(ctx, append([]string{"-c", "127.0.0.1", "-p", port, "-t", "0.5"}, tc.args...), io.Discard)
+		require.ErrorContains(t, err, tc.want, "%q", tc.args)
+	}
+	// -4 resolves the host to an address; the server is still verified
+	// against the name given with -c.
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, append([]string{"-c", "localhost", "-4", "-p", port, "-t", "0.5", "-b", "5M"}, files.ClientArgs("--")...), &out), out.String())
+	stop()
+	require.NoError(t, <-srvErr)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-s"}, "no TLS credentials: give --cert FILE and --key FILE"},
+		{[]string{"-s", "--cert", files.ServerCert}, "--cert " + files.ServerCert + " needs --key"},
+		{[]string{"-s", "--insecure", "--ca", files.CA}, "--insecure and --ca exclude each other"},
+		{[]string{"-s", "--cert", files.ServerCert, "--key", other.ServerKey}, "do not belong together"},
+		{[]string{"-s", "--cert", "/no/cert.pem", "--key", files.ServerKey}, "--cert: open /no/cert.pem"},
+		{[]string{"-c", "127.0.0.1", "--ca", "/no/ca.pem"}, "--ca: open /no/ca.pem"},
+	} {
+		err := run(ctx, append(tc.args, "-p", "0"), io.Discard)
+		require.ErrorContains(t, err, tc.want, "%q", tc.args)
+	}
+}
+
+// With --ca, the test's data port takes data connections only from the
+// certificate that asked for the test: another client of the same CA that
+// finds the port is turned away, and the test's own connections still
+// get in.
+func TestDataConnectionsAreTheClients(t *testing.T) {
+	files := testcerts.Write(t, "c1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o, err := parseFlags(append([]string{"-s", "-1"}, files.ServerArgs("--")...))
+	require.NoError(t, err)
+	cfg, err := o.baseConfig()
+	require.NoError(t, err)
+	ln, err := transport.Listen("127.0.0.1:0", cfg)
+	require.NoError(t, err)
+	defer ln.Close()
+	var srvText syncWriter
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- serve(ctx, ln, o, &srvText) }()
+
+	clientCfg := func(cert, key string) transport.Config {
+		co, err := parseFlags([]string{"-c", "127.0.0.1", "--ca", files.CA, "--cert", cert, "--key", key})
+		require.NoError(t, err)
+		c, err := co.baseConfig()
+		require.NoError(t, err)
+		return c
+	}
+	mine, other := clientCfg(files.ClientCert, files.ClientKey), clientCfg(files.OtherCert, files.OtherKey)
+	c, err := transport.Dial(ctx, ln.Addr().String(), mine)
+	require.NoError(t, err)
+	defer c.Close()
+	ctl := newCtrl(c)
+	co, err := parseFlags([]string{"-c", "h", "-t", "0.3"})
+	require.NoError(t, err)
+	ts, fs := co.testParams()
+	require.NoError(t, ctl.send(params{Cookie: "x", TestStart: ts, Fresh: fs}))
+	var reply paramsReply
+	require.NoError(t, ctl.recv(&reply, 5*time.Second))
+	require.Empty(t, reply.Error)
+	dataAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(reply.DataPort))
+
+	// Its handshake succeeds (a valid certificate of the CA); the server
+	// closes it as soon as it sees whose it is, which the intruder sees
+	// as Dial's error or as the connection ending.
+	intruder, err := transport.Dial(ctx, dataAddr, other)
+	if err == nil {
+		<-intruder.Done()
+		err = intruder.Err()
+	}
+	require.ErrorIs(t, err, transport.ErrPeerClosed, "the server closed it")
+	require.Eventually(t, func() bool { return strings.Contains(srvText.String(), "not the test's client certificate") },
+		5*time.Second, 10*time.Millisecond, srvText.String())
+
+	dc, err := transport.Dial(ctx, dataAddr, mine)
+	require.NoError(t, err)
+	defer dc.Close()
+	require.Eventually(t, func() bool { return strings.Contains(srvText.String(), "connected to 127.0.0.1 port") },
+		5*time.Second, 10*time.Millisecond, srvText.String())
+	cancel()
+	<-srvErr
+}
+
+// syncWriter is a buffer that the server's goroutines write and the test reads.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }

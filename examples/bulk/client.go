@@ -63,9 +63,13 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	if o.reverse {
 		fmt.Fprintf(text, "Reverse mode, remote host %s is sending\n", o.host)
 	}
-	c, err := transport.Dial(ctx, net.JoinHostPort(host, strconv.Itoa(o.port)), transport.Config{Logger: o.logger})
+	base, err := o.baseConfig()
 	if err != nil {
 		return err
+	}
+	c, err := transport.Dial(ctx, net.JoinHostPort(host, strconv.Itoa(o.port)), base)
+	if err != nil {
+		return o.creds.ExplainDial(err)
 	}
 	defer c.Close()
 	ctl := newCtrl(c)
@@ -81,7 +85,8 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	}
 
 	// The data connections, to the test's own port.
-	cfg := transport.Config{CC: o.cc, StreamDSCP: o.dscp, SendBuffer: o.window, ReceiveWindow: o.window, Logger: o.logger}
+	cfg := base
+	cfg.CC, cfg.StreamDSCP, cfg.SendBuffer, cfg.ReceiveWindow = o.cc, o.dscp, o.window, o.window
 	dataAddr := net.JoinHostPort(c.RemoteAddr().(*net.UDPAddr).IP.String(), strconv.Itoa(reply.DataPort))
 	var conns []*transport.Conn
 	defer func() { closeAll(conns) }()

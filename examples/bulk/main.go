@@ -3,9 +3,29 @@
 // client that runs one for a fixed time and reports per-interval and total
 // throughput with its controller's retransmissions and congestion window.
 //
-//	bulk -s [-p 5201] [-1] [-J | --json-stream] [--logfile F] [-4 | -6]
-//	bulk -c HOST [-p 5201] [-t 10] [-i 1] [-P 1] [-R | --bidir] [-b 0] [-l 128K] [-w 4M]
-//	     [-C owd] [-S TOS | --dscp NAME] [-J | --json-stream] [--logfile F] [-V] [-4 | -6]
+//	bulk -s --cert CERT --key KEY [--ca CA] [-p 5201] [-1] [-J | --json-stream] [--logfile F] [-4 | -6]
+//	bulk -c HOST --ca CA [--cert CERT --key KEY] [--server-name NAME] [-p 5201] [-t 10] [-i 1] [-P 1]
+//	     [-R | --bidir] [-b 0] [-l 128K] [-w 4M] [-C owd] [-S TOS | --dscp NAME] [-J | --json-stream]
+//	     [--logfile F] [-V] [-4 | -6]
+//
+// # Security
+//
+// Every connection, the control one and the data ones, is TLS 1.3 (fresh's
+// default), with the same flags as examples/monitor and examples/agent:
+// the server presents --cert and --key and, with --ca, requires clients to
+// present a certificate that CA signed (mutual TLS; the data connections
+// must then present the same certificate as the test's control
+// connection). The client verifies the server against --ca (the system's
+// roots without it) and the HOST of -c, or --server-name. go run
+// ./examples/certgen -dir certs makes a throwaway set:
+//
+//	bulk -s --cert certs/monitor.pem --key certs/monitor-key.pem --ca certs/ca.pem
+//	bulk -c 127.0.0.1 --ca certs/ca.pem --cert certs/agent.pem --key certs/agent-key.pem
+//
+// --insecure runs in plaintext on both ends instead (UNSAFE: anyone on the
+// path can read, forge and cut off the test; a TLS end and a plaintext end
+// refuse each other). iperf3's own --username and --rsa-… authentication
+// is not implemented.
 //
 // # How a test runs
 //
@@ -146,6 +166,7 @@ type options struct {
 	verbose    bool
 	network    string // "", "ip4" (-4) or "ip6" (-6)
 	version    bool
+	creds      cli.Credentials
 	logger     *slog.Logger
 }
 
@@ -286,8 +307,8 @@ var unsupportedFlags = []unsupported{
 	{"get-server-output", "run the server with -J to see its results", true},
 	{"connect-timeout", "the handshake times out after 10 s", false},
 	{"fq-rate", "fresh paces by its controller; -b paces the writes", false},
-	{"username", "authentication is not implemented", false},
-	{"rsa-public-key-path", "authentication is not implemented", false},
+	{"username", "iperf3's authentication is not implemented; bulk authenticates with TLS (--cert, --key, --ca)", false},
+	{"rsa-public-key-path", "iperf3's authentication is not implemented; bulk authenticates with TLS (--cert, --key, --ca)", false},
 	{"timestamps", "not implemented", true},
 	{"forceflush", "output is written as it happens", true},
 }
@@ -337,6 +358,7 @@ func parseFlags(args []string) (*options, error) {
 	both("v", "version", func(n string) { fs.BoolVar(&o.version, n, false, "print the version and exit") })
 	var debug bool
 	both("d", "debug", func(n string) { fs.BoolVar(&debug, n, false, "the transport's debug logs (log/slog) on stderr") })
+	o.creds.Register(fs, "both", "--")
 	for _, u := range unsupportedFlags {
 		fs.Var(u, u.name, "not supported: "+u.why)
 	}
@@ -391,7 +413,8 @@ func parseFlags(args []string) (*options, error) {
 // usage prints the flags, each short name with iperf3's long one, then
 // iperf3's flags that bulk refuses.
 func usage(w io.Writer, fs *flag.FlagSet, long map[string]string) {
-	fmt.Fprintln(w, "Usage: bulk -s [options]\n       bulk -c HOST [options]\n\niperf3's flags, over fresh (UDP). Options:")
+	fmt.Fprintln(w, "Usage: bulk -s --cert FILE --key FILE [--ca FILE] [options]\n       bulk -c HOST [--ca FILE] [--cert FILE --key FILE] [options]\n"+
+		"\niperf3's flags, over fresh (UDP, TLS 1.3; go run ./examples/certgen -dir certs makes throwaway credentials). Options:")
 	aliases := map[string]bool{}
 	for _, l := range long {
 		aliases[l] = true
@@ -453,7 +476,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		case "ip6":
 			host = "::"
 		}
-		ln, err := transport.Listen(net.JoinHostPort(host, strconv.Itoa(o.port)), transport.Config{Logger: o.logger})
+		cfg, err := o.baseConfig()
+		if err != nil {
+			return err
+		}
+		ln, err := transport.Listen(net.JoinHostPort(host, strconv.Itoa(o.port)), cfg)
 		if err != nil {
 			return err
 		}
@@ -461,6 +488,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return serve(ctx, ln, o, out)
 	}
 	return client(ctx, o, out)
+}
+
+// baseConfig is what every connection of this side shares: the logger and
+// the TLS credentials (or --insecure). A client verifies the server
+// against the name given with -c (or --server-name), also where -4/-6
+// resolved it to an address and for the data connections, which dial the
+// address the control connection reached.
+func (o *options) baseConfig() (transport.Config, error) {
+	cfg := transport.Config{Logger: o.logger}
+	if err := o.creds.Config(&cfg, o.server); err != nil {
+		return cfg, err
+	}
+	if cfg.TLS != nil && !o.server && cfg.TLS.ServerName == "" {
+		cfg.TLS.ServerName = strings.Trim(o.host, "[]")
+	}
+	return cfg, nil
 }
 
 // Formatting as iperf3 does (unit_snprintf): bytes binary, bits decimal,

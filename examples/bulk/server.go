@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -39,6 +41,16 @@ func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Wr
 			return err
 		}
 		if o.oneOff {
+			// One client's test: a connection that fails its handshake
+			// (no certificate, another CA) is not that client.
+			if err := cli.AwaitHandshake(ctx, conn, o.creds.Insecure); err != nil {
+				conn.Close()
+				if ctx.Err() != nil {
+					return nil
+				}
+				fmt.Fprintf(text, "bulk: connection from %s: %v\n", conn.RemoteAddr(), err)
+				continue
+			}
 			return serveTest(ctx, ln, conn, o, out, text)
 		}
 		wg.Go(func() {
@@ -106,7 +118,14 @@ func checkParams(p params, logger transport.Config) (transport.Config, error) {
 
 func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Conn, o *options, text io.Writer, rep *reporter) error {
 	ra := c.RemoteAddr().(*net.UDPAddr)
+	if err := cli.AwaitHandshake(ctx, c, o.creds.Insecure); err != nil {
+		return fmt.Errorf("connection from %s: %w", ra, err)
+	}
 	fmt.Fprintf(text, "Accepted connection from %s, port %d\n", ra.IP, ra.Port)
+	client := peerCert(c)
+	if client != nil {
+		fmt.Fprintf(text, "Client authenticated as %q (certificate verified against --ca)\n", client.Subject.CommonName)
+	}
 	ctl := newCtrl(c)
 	var p params
 	if err := ctl.recv(&p, 10*time.Second); err != nil {
@@ -118,7 +137,11 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	res.Start.AcceptedConnection = &hostPort{Host: ra.IP.String(), Port: ra.Port}
 	res.Intervals, res.End.Streams = []intervalJ{}, []endStream{}
 	res.End.SenderTCPCongestion, res.End.ReceiverTCPCongestion = p.Fresh.CC, p.Fresh.CC
-	cfg, err := checkParams(p, transport.Config{Logger: o.logger})
+	base, err := o.baseConfig()
+	if err != nil {
+		return err
+	}
+	cfg, err := checkParams(p, base)
 	if err != nil {
 		_ = ctl.send(paramsReply{Error: err.Error()})
 		return err
@@ -139,11 +162,30 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	var conns []*transport.Conn
 	defer func() { closeAll(conns) }()
 	actx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	for range ts.NumStreams {
+	for len(conns) < ts.NumStreams {
 		dc, err := dl.Accept(actx)
 		if err != nil {
 			cancel()
 			return fmt.Errorf("waiting for the data connections: %w", err)
+		}
+		if err := cli.AwaitHandshake(actx, dc, o.creds.Insecure); err != nil {
+			dc.Close()
+			if actx.Err() != nil {
+				cancel()
+				return fmt.Errorf("waiting for the data connections: %w", err)
+			}
+			// One data connection that failed its handshake does not
+			// end the test: the client's own are still to come.
+			fmt.Fprintf(text, "data connection from %s: %v\n", dc.RemoteAddr(), err)
+			continue
+		}
+		// With client certificates the test's data comes from the
+		// client that asked for it, not from another holder of a
+		// certificate who found the port.
+		if client != nil && !client.Equal(peerCert(dc)) {
+			fmt.Fprintf(text, "data connection from %s refused: not the test's client certificate\n", dc.RemoteAddr())
+			dc.Close()
+			continue
 		}
 		conns = append(conns, dc)
 	}
@@ -185,6 +227,15 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, _ = io.Copy(io.Discard, ctl.br)
 	return nil
+}
+
+// peerCert is the certificate the peer presented, or nil.
+func peerCert(c *transport.Conn) *x509.Certificate {
+	st, ok := c.ConnectionState()
+	if !ok || len(st.PeerCertificates) == 0 {
+		return nil
+	}
+	return st.PeerCertificates[0]
 }
 
 // lockedWriter serialises writes from several goroutines.

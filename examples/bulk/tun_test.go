@@ -14,6 +14,7 @@ import (
 
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 )
 
 // TestSameScriptThroughTUN runs bulk and iperf3, each as a client in one
@@ -48,8 +49,12 @@ func TestSameScriptThroughTUN(t *testing.T) {
 		return cmd
 	}
 	srvAddr := tun.ServerAddr().String()
+	// bulk runs with mutual TLS, as by default; its certificate is for
+	// localhost, so the client names it (--server-name) while dialling the
+	// namespace's address.
+	certs := testcerts.Write(t, "tun-client")
 	servers := []*exec.Cmd{
-		command(bin, "-s", "-1", "-p", "5301"),
+		command(bin, append([]string{"-s", "-1", "-p", "5301"}, certs.ServerArgs("--")...)...),
 		command(iperf3, "-s", "-1", "-B", srvAddr, "-p", "5201"),
 	}
 	for _, s := range servers {
@@ -61,6 +66,7 @@ func TestSameScriptThroughTUN(t *testing.T) {
 	// client runs a client in the client namespace until its JSON has no
 	// "refused" error (a server may still be starting).
 	client := func(name string, args ...string) []byte {
+		var last []byte
 		for range 50 {
 			var b []byte
 			require.NoError(t, tun.InClient(func() error {
@@ -70,13 +76,15 @@ func TestSameScriptThroughTUN(t *testing.T) {
 			if !strings.Contains(string(b), "refused") && len(b) > 0 {
 				return b
 			}
+			last = b
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.Fatalf("%s: no result", name)
+		t.Fatalf("%s: no result; last output: %s", name, last)
 		return nil
 	}
 	outputs := map[string][]byte{
-		"bulk":   client(bin, "-c", srvAddr, "-p", "5301", "-t", "2", "-J"),
+		"bulk": client(bin, append([]string{"-c", srvAddr, "-p", "5301", "-t", "2", "-J", "--server-name", "localhost"},
+			certs.ClientArgs("--")...)...),
 		"iperf3": client(iperf3, "-c", srvAddr, "-p", "5201", "-t", "2", "-J"),
 	}
 	got := map[string]summary{}

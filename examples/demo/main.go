@@ -14,6 +14,11 @@
 //	agent (transport.Dial) ──▶ emu.Relay [2 Mbit/s, 20 ms, FIFO] ──▶ monitor (transport.Listen)
 //	                       ◀──           [2 Mbit/s, 20 ms, FIFO] ◀──
 //
+// The connections are TLS 1.3 as fresh's always are unless told otherwise;
+// both ends share a throwaway certificate for localhost made in memory at
+// start (transport/devcert.Loopback), so the demo needs no files. The relay
+// forwards the encrypted datagrams without reading them.
+//
 // In each phase the agent opens a new connection with one congestion
 // controller and, for -duration:
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // result is what one phase measured, snapshotted before the connection closed.
@@ -127,7 +128,15 @@ func (a *agent) upload(chunk []byte) {
 // prints one line per second.
 func runPhase(ctx context.Context, o *options, name string, out io.Writer) (*result, error) {
 	clk := clock.NewSystem()
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{Clock: clk, Logger: o.logger.With("side", "monitor")})
+	// Both ends in one process on loopback: one throwaway certificate
+	// serves them (a real deployment gives each its own, see
+	// examples/certgen). The agent dials the relay's 127.0.0.1 and
+	// verifies the monitor as "localhost".
+	tlsConf, err := devcert.Loopback()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: tlsConf, Clock: clk, Logger: o.logger.With("side", "monitor")})
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +157,7 @@ func runPhase(ctx context.Context, o *options, name string, out io.Writer) (*res
 	defer relay.Close()
 
 	cli, err := transport.Dial(ctx, relay.Addr().String(), transport.Config{
+		TLS:           tlsConf,
 		CC:            name,
 		MaxUpdateRate: o.hz,
 		Clock:         clk,

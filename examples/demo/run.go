@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "  true minimum one-way delay of a full datagram: %.1f ms propagation + %.1f ms serialisation = %.1f ms\n",
 		msf(o.rtt/2), msf(serialisation(o.rate)), msf(o.rtt/2+serialisation(o.rate)))
 	fmt.Fprintf(stdout, "  agent:  sensor readings at %g Hz through SendUpdate (ACP, CS7) + a bulk upload of random bytes\n", o.hz)
-	fmt.Fprintf(stdout, "  phases: %s, %v each, a new connection each\n", strings.Join(o.ccs, ", "), o.duration)
+	fmt.Fprintf(stdout, "  phases: %s, %v each, a new connection each (TLS 1.3, a throwaway loopback certificate)\n", strings.Join(o.ccs, ", "), o.duration)
 	fmt.Fprint(stdout, lineLegend)
 
 	var results []*result

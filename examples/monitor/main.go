@@ -2,7 +2,21 @@
 // fresh: it accepts agents (examples/agent), shows the freshest status
 // update each one sends, and takes in their bulk uploads.
 //
-//	go run ./examples/monitor -listen :4433 [-out FILE] [-stats 10s] [-v]
+//	go run ./examples/monitor -listen :4433 -cert monitor.pem -key monitor-key.pem [-ca ca.pem] [-out FILE] [-stats 10s] [-v]
+//
+// Connections are TLS 1.3: the monitor proves itself with -cert and -key,
+// and with -ca it requires every agent to present a certificate that CA
+// signed (mutual TLS) and prints the certificate's CommonName as the
+// agent's identity. go run ./examples/certgen -dir certs makes a
+// throwaway set (certs/ca.pem, monitor.pem, monitor-key.pem, agent.pem,
+// agent-key.pem):
+//
+//	go run ./examples/monitor -listen 127.0.0.1:4433 -cert certs/monitor.pem -key certs/monitor-key.pem -ca certs/ca.pem
+//
+// -insecure runs in plaintext instead, with no credentials: anyone on the
+// path can read the readings and the upload, forge them and close the
+// connection. Use it only on a network you trust; the agents must run
+// with -insecure too.
 //
 // For every connected agent it prints at most one line per second: how
 // many updates arrived in that second, the age of the newest one when it
@@ -23,12 +37,19 @@
 // Flags:
 //
 //	-listen :4433   UDP address to listen on (host:port; port 0 picks one)
+//	-cert FILE      the monitor's certificate, PEM (required unless -insecure)
+//	-key FILE       its private key, PEM
+//	-ca FILE        require agents' certificates signed by this CA, PEM (mutual TLS)
+//	-insecure       plaintext, no TLS (UNSAFE; the agents need -insecure too)
 //	-out FILE       write uploads to FILE (default: discard)
 //	-ntp SERVER     NTP-correct this host's clock (host or host:port)
 //	-stats 10s      interval of the full statistics (0: only at disconnect)
 //	-v              debug logs (log/slog) on stderr; silent otherwise
 //
 // It runs until Ctrl-C (or SIGTERM), then closes every connection and exits 0.
+// It exits 2 on a usage error (no credentials and no -insecure, say), 1 if
+// it cannot start (a credential file missing or unreadable, a certificate
+// and key that do not belong together, -out not writable).
 package main
 
 import (
@@ -55,6 +76,7 @@ type options struct {
 	out    string
 	ntp    string
 	stats  time.Duration
+	creds  cli.Credentials
 	logger *slog.Logger
 }
 
@@ -65,15 +87,19 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.out, "out", "", "write uploads to `FILE` (default: discard); the n-th agent's to FILE.n")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting this host's clock (host or host:port)")
 	fs.DurationVar(&o.stats, "stats", 10*time.Second, "interval of the full statistics (0: only when an agent leaves)")
+	o.creds.Register(fs, "server", "-")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &cli.UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
+		return nil, cli.Usagef("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
 	}
 	if o.stats < 0 {
-		return nil, fmt.Errorf("-stats %v: must not be negative (0 prints only when an agent leaves)", o.stats)
+		return nil, cli.Usagef("-stats %v: must not be negative (0 prints only when an agent leaves)", o.stats)
 	}
 	o.logger = cli.Logger(*verbose)
 	return o, nil
@@ -85,20 +111,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg := transport.Config{NTPServer: o.ntp, Logger: o.logger}
+	if err := o.creds.Config(&cfg, true); err != nil {
+		return err
+	}
 	outs, err := newOutputs(o.out)
 	if err != nil {
 		return err
 	}
 	defer outs.Close()
-	ln, err := transport.Listen(o.listen, transport.Config{NTPServer: o.ntp, Logger: o.logger})
+	ln, err := transport.Listen(o.listen, cfg)
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", o.listen, err)
 	}
 	out := &lockedWriter{w: stdout}
-	fmt.Fprintf(out, "monitor: listening on %s\n", ln.Addr())
+	fmt.Fprintf(out, "monitor: listening on %s (%s)\n", ln.Addr(), security(o))
 
 	var wg sync.WaitGroup
-	for n := 1; ; n++ {
+	var agents atomic.Int64 // numbers the agents that completed the handshake
+	for {
 		conn, err := ln.Accept(ctx)
 		if err != nil {
 			ln.Close() // closes every connection, which ends their goroutines
@@ -108,17 +139,42 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			return err
 		}
-		o.logger.Debug("accepted", "peer", conn.RemoteAddr(), "n", n)
-		wg.Go(func() { serve(ctx, conn, n, o, outs, out) })
+		o.logger.Debug("accepted", "peer", conn.RemoteAddr())
+		wg.Go(func() { serve(ctx, conn, &agents, o, outs, out) })
 	}
 }
 
+// security says in a few words how agents are authenticated.
+func security(o *options) string {
+	switch {
+	case o.creds.Insecure:
+		return "INSECURE: plaintext, agents are not authenticated"
+	case o.creds.CA != "":
+		return "TLS; agents must present a certificate signed by " + o.creds.CA
+	}
+	return "TLS; agents are not authenticated (give -ca to require their certificates)"
+}
+
 // serve handles one agent until it disconnects or ctx ends: its upload goes
-// to the n-th output, its updates to the newest-reading tracker, and once a
+// to the output of its number, its updates to the newest-reading tracker, and once a
 // second a line reports both.
-func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *outputs, out io.Writer) {
+func serve(ctx context.Context, conn *transport.Conn, agents *atomic.Int64, o *options, outs *outputs, out io.Writer) {
 	peer := conn.RemoteAddr().String()
-	dst, err := outs.open(n)
+	// The agent's identity is its certificate's name (with -ca, verified
+	// against it), known once the handshake completed.
+	if err := cli.AwaitHandshake(ctx, conn, o.creds.Insecure); err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(out, "%s not connected: %v\n", peer, err)
+		}
+		conn.Close()
+		return
+	}
+	if name := cli.PeerName(conn); name != "" {
+		peer = name + "@" + peer
+	}
+	// Only an agent that got in counts: one turned away does not take
+	// -out's name from the next.
+	dst, err := outs.open(int(agents.Add(1)))
 	if err != nil {
 		// Nowhere to keep its upload: turn the agent away rather than
 		// accept bytes that would be thrown away.
@@ -126,7 +182,11 @@ func serve(ctx context.Context, conn *transport.Conn, n int, o *options, outs *o
 		conn.Close()
 		return
 	}
-	fmt.Fprintf(out, "%s connected\n", peer)
+	if o.creds.CA != "" {
+		fmt.Fprintf(out, "%s connected (identity %q, certificate verified against -ca)\n", peer, cli.PeerName(conn))
+	} else {
+		fmt.Fprintf(out, "%s connected\n", peer)
+	}
 
 	var received atomic.Int64
 	uploadDone := make(chan struct{})

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -34,29 +38,56 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestMonitorReceives connects an agent-like client, sends updates and an
-// upload, and checks the monitor's file and report.
+// startMonitor runs the monitor with args until the test ends and returns
+// the address it listens on, its output, and a stop function returning
+// run's error.
+func startMonitor(t *testing.T, ctx context.Context, args ...string) (addr string, out *syncBuffer, stop func() error) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	out = &syncBuffer{}
+	runErr := make(chan error, 1)
+	mctx, cancel := context.WithCancel(ctx)
+	go func() {
+		runErr <- run(mctx, append([]string{"-listen", "127.0.0.1:0", "-stats", "0"}, args...), io.MultiWriter(out, pw))
+		pw.Close()
+	}()
+	// The first line says where it listens.
+	first, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err, out.String())
+	go io.Copy(io.Discard, pr)
+	addr, _, _ = strings.Cut(strings.TrimPrefix(first, "monitor: listening on "), " ")
+	var stopped error
+	once := sync.OnceFunc(func() { cancel(); stopped = <-runErr })
+	t.Cleanup(once)
+	return addr, out, func() error { once(); return stopped }
+}
+
+// agentTLS is the client side's TLS config from the files, as the agent
+// builds it from its flags.
+func agentTLS(t *testing.T, f testcerts.Files, withCert bool) *tls.Config {
+	t.Helper()
+	c := cli.Credentials{CA: f.CA}
+	if withCert {
+		c.Cert, c.Key = f.ClientCert, f.ClientKey
+	}
+	cfg, err := c.ClientTLS()
+	require.NoError(t, err)
+	return cfg
+}
+
+// TestMonitorReceives connects an agent-like client with its certificate
+// (mutual TLS), sends updates and an upload, and checks the monitor's file
+// and report, which names the agent by its certificate.
 func TestMonitorReceives(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dir := t.TempDir()
 	outFile := filepath.Join(dir, "upload.bin")
+	certs := testcerts.Write(t, "sensor-17")
+	addr, out, stop := startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", outFile)...)
+	require.Contains(t, out.String(), "agents must present a certificate signed by")
 
-	pr, pw := io.Pipe()
-	var out syncBuffer
-	runErr := make(chan error, 1)
-	mctx, stop := context.WithCancel(ctx)
-	go func() {
-		runErr <- run(mctx, []string{"-listen", "127.0.0.1:0", "-out", outFile, "-stats", "0"}, io.MultiWriter(pw, &out))
-		pw.Close()
-	}()
-	// The first line says where it listens.
-	first, err := bufio.NewReader(pr).ReadString('\n')
-	require.NoError(t, err)
-	go io.Copy(io.Discard, pr)
-	addr := strings.TrimSpace(strings.TrimPrefix(first, "monitor: listening on "))
-
-	conn, err := transport.Dial(ctx, addr, transport.Config{})
+	conn, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
 	require.NoError(t, err)
 	payload := strings.Repeat("fresh ", 10000)
 	for i := range 30 {
@@ -69,8 +100,7 @@ func TestMonitorReceives(t *testing.T) {
 
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "disconnected") },
 		5*time.Second, 20*time.Millisecond, out.String())
-	stop()
-	require.NoError(t, <-runErr)
+	require.NoError(t, stop())
 	got, err := os.ReadFile(outFile)
 	require.NoError(t, err)
 	require.Equal(t, payload, string(got))
@@ -78,17 +108,97 @@ func TestMonitorReceives(t *testing.T) {
 	require.Contains(t, s, "upload complete: 60000 bytes")
 	require.Contains(t, s, "updates ")
 	require.Contains(t, s, `{"seq":`)
+	require.Contains(t, s, `sensor-17@127.0.0.1:`, "the agent is named by its certificate")
+	require.Contains(t, s, `connected (identity "sensor-17", certificate verified against -ca)`)
+}
+
+// With -ca an agent without a certificate, or with one another CA signed,
+// is turned away at the handshake and takes nothing from the monitor (not
+// -out's file either); with -insecure on both ends the monitor works in
+// plaintext, and refuses a TLS agent.
+func TestMonitorAuthenticatesAgents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	certs, other := testcerts.Write(t, "agent-1"), testcerts.Write(t, "intruder")
+	outFile := filepath.Join(t.TempDir(), "upload.bin")
+	addr, out, stop := startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", outFile)...)
+
+	_, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, false)})
+	require.ErrorContains(t, err, "certificate required")
+	// Verifies the monitor with the right CA but presents another CA's
+	// certificate.
+	intruder := agentTLS(t, other, true)
+	intruder.RootCAs = agentTLS(t, certs, false).RootCAs
+	_, err = transport.Dial(ctx, addr, transport.Config{TLS: intruder})
+	require.ErrorContains(t, err, "unknown certificate authority")
+	require.Eventually(t, func() bool { return strings.Count(out.String(), "not connected: ") == 2 },
+		5*time.Second, 20*time.Millisecond, out.String())
+	require.NotContains(t, out.String(), "intruder")
+
+	// The rightful agent still gets -out's own name, not FILE.3.
+	conn, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
+	require.NoError(t, err)
+	_, err = conn.Write([]byte("hello"))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "disconnected") },
+		5*time.Second, 20*time.Millisecond, out.String())
+	require.NoError(t, stop())
+	got, err := os.ReadFile(outFile)
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(got))
+
+	addr, out, stop = startMonitor(t, ctx, "-insecure")
+	require.Contains(t, out.String(), "INSECURE")
+	conn, err = transport.Dial(ctx, addr, transport.Config{Insecure: true})
+	require.NoError(t, err)
+	require.NoError(t, conn.SendUpdate([]byte("plain")))
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "plain") },
+		5*time.Second, 20*time.Millisecond, out.String())
+	require.NoError(t, conn.Close())
+	_, err = transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
+	require.ErrorIs(t, err, transport.ErrHandshake)
+	require.NoError(t, stop())
+}
+
+// Credentials are checked before the monitor listens: none at all is a
+// usage error (exit 2) that says how to make them, a missing file or a
+// key of another certificate names the flag and the file.
+func TestMonitorCredentialFlags(t *testing.T) {
+	certs, other := testcerts.Write(t, "agent-1"), testcerts.Write(t, "agent-2")
+	for _, tc := range []struct {
+		args  []string
+		want  []string
+		usage bool
+	}{
+		{nil, []string{"no TLS credentials", "-cert", "-key", "go run ./examples/certgen -dir certs", "-insecure"}, true},
+		{[]string{"-cert", certs.ServerCert}, []string{"needs -key"}, true},
+		{[]string{"-insecure", "-ca", certs.CA}, []string{"-insecure and -ca exclude each other"}, true},
+		{[]string{"-cert", "/no/such.pem", "-key", certs.ServerKey}, []string{"-cert", "/no/such.pem", "no such file"}, false},
+		{[]string{"-cert", certs.ServerCert, "-key", certs.ServerKey, "-ca", "/no/ca.pem"}, []string{"-ca", "/no/ca.pem"}, false},
+		{[]string{"-cert", certs.ServerCert, "-key", other.ServerKey}, []string{"do not belong together", certs.ServerCert, other.ServerKey}, false},
+		{[]string{"-cert", certs.ServerKey, "-key", certs.ServerCert}, []string{"not a PEM certificate"}, false},
+		{[]string{"-cert", certs.ServerCert, "-key", certs.ServerKey, "-ca", certs.ServerKey}, []string{"-ca", "no PEM certificate"}, false},
+	} {
+		var out syncBuffer
+		err := run(context.Background(), append([]string{"-listen", "127.0.0.1:0"}, tc.args...), &out)
+		for _, w := range tc.want {
+			require.ErrorContains(t, err, w, "%q", tc.args)
+		}
+		require.Equal(t, tc.usage, errors.As(err, new(*cli.UsageError)), "%q: exit 2 for a usage error: %v", tc.args, err)
+		require.NotContains(t, out.String(), "listening", "it never listened")
+	}
 }
 
 // An -out the monitor cannot create fails at start-up, before it listens.
 func TestMonitorOutMustBeWritable(t *testing.T) {
 	var out syncBuffer
-	err := run(context.Background(), []string{"-listen", "127.0.0.1:0", "-out", filepath.Join(t.TempDir(), "no", "such", "dir", "file")}, &out)
+	err := run(context.Background(), []string{"-listen", "127.0.0.1:0", "-insecure", "-out", filepath.Join(t.TempDir(), "no", "such", "dir", "file")}, &out)
 	require.ErrorContains(t, err, "-out")
 	require.ErrorContains(t, err, "no such file or directory")
 	require.NotContains(t, out.String(), "listening", "it never listened")
 
-	err = run(context.Background(), []string{"-stats", "-1s"}, &out)
+	err = run(context.Background(), []string{"-insecure", "-stats", "-1s"}, &out)
 	require.ErrorContains(t, err, "-stats -1s: must not be negative")
 }
 
@@ -101,20 +211,10 @@ func TestMonitorClosesWhenTheUploadCannotBeKept(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	pr, pw := io.Pipe()
-	var out syncBuffer
-	runErr := make(chan error, 1)
-	mctx, stop := context.WithCancel(ctx)
-	go func() {
-		runErr <- run(mctx, []string{"-listen", "127.0.0.1:0", "-out", "/dev/full", "-stats", "0"}, io.MultiWriter(pw, &out))
-		pw.Close()
-	}()
-	first, err := bufio.NewReader(pr).ReadString('\n')
-	require.NoError(t, err)
-	go io.Copy(io.Discard, pr)
-	addr := strings.TrimSpace(strings.TrimPrefix(first, "monitor: listening on "))
+	certs := testcerts.Write(t, "agent-1")
+	addr, out, stop := startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", "/dev/full")...)
 
-	conn, err := transport.Dial(ctx, addr, transport.Config{Linger: -1})
+	conn, err := transport.Dial(ctx, addr, transport.Config{Linger: -1, TLS: agentTLS(t, certs, true)})
 	require.NoError(t, err)
 	defer conn.Close()
 	// Far more than the receive window (4 MiB): without the close, Write
@@ -134,6 +234,5 @@ func TestMonitorClosesWhenTheUploadCannotBeKept(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "upload failed after") },
 		5*time.Second, 20*time.Millisecond, out.String())
 	require.Contains(t, out.String(), "no space left on device")
-	stop()
-	require.NoError(t, <-runErr)
+	require.NoError(t, stop())
 }

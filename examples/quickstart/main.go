@@ -18,18 +18,28 @@ import (
 	"log"
 
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 func main() {
 	ctx := context.Background()
 
+	// Connections are TLS 1.3. devcert.Loopback is a throwaway certificate
+	// for localhost that both ends here trust. In production the monitor
+	// loads its certificate and the agent the CA that signed it (see
+	// examples/certgen, examples/monitor and examples/agent).
+	tlsConf, err := devcert.Loopback()
+	if err != nil {
+		log.Fatal(err)
+	}
+
 	// The monitor listens; the agent dials it ("owd" is the default controller).
-	ln, err := transport.Listen("127.0.0.1:0", transport.Config{})
+	ln, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: tlsConf})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ln.Close()
-	agent, err := transport.Dial(ctx, ln.Addr().String(), transport.Config{CC: "owd"})
+	agent, err := transport.Dial(ctx, ln.Addr().String(), transport.Config{TLS: tlsConf, CC: "owd"})
 	if err != nil {
 		log.Fatal(err)
 	}

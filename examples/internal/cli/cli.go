@@ -15,8 +15,8 @@ import (
 )
 
 // Main runs run with the process arguments until it returns or Ctrl-C /
-// SIGTERM cancels its context, and exits 1 with "name: error" on failure
-// (-h, which prints the usage, is not a failure).
+// SIGTERM cancels its context, and exits 1 with "name: error" on failure,
+// 2 for a UsageError (-h, which prints the usage, is not a failure).
 func Main(name string, run func(ctx context.Context, args []string, stdout io.Writer) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -26,6 +26,9 @@ func Main(name string, run func(ctx context.Context, args []string, stdout io.Wr
 		}
 		fmt.Fprintln(os.Stderr, name+":", err)
 		stop()
+		if errors.As(err, new(*UsageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
