@@ -22,7 +22,7 @@ type recvStream struct {
 	ring    []byte
 	maxRing int // the ring never grows beyond (Config.ReceiveWindow)
 	readOff int64
-	have    ranges // received bytes at or above readOff
+	have    ranges // received bytes at or above readOff, at most maxGaps ranges
 	finOff  int64  // -1 until FIN arrives
 	// advertised is the MaxData last sent to the peer.
 	advertised int64
@@ -39,14 +39,32 @@ type recvStream struct {
 const initialRecvWindow = 64 << 10
 
 // newRecvStream returns a stream whose ring starts at min(initial,
-// maxWindow) bytes and may grow to maxWindow, created at now.
+// maxWindow) bytes and may grow to maxWindow, created at now. It holds any
+// number of separate received ranges until limitGaps bounds them.
 func newRecvStream(initial, maxWindow int, now clock.Mono) recvStream {
 	n := min(initial, maxWindow)
 	return recvStream{ring: make([]byte, n), maxRing: maxWindow, finOff: -1, advertised: int64(n), epochAt: now}
 }
 
+// limitGaps bounds the separate received ranges held to n (see room).
+func (r *recvStream) limitGaps(n int) { r.have.maxRanges = n }
+
 // maxData is the flow-control limit the receiver can grant now.
 func (r *recvStream) maxData() int64 { return r.readOff + int64(len(r.ring)) }
+
+// room reports whether [off, off+n) can be stored without holding more
+// than maxGaps separate ranges (each above a hole). A frame that would
+// open one more hole is dropped unacknowledged by the caller: the sender
+// declares it lost and sends it again, by then (lowest offsets first)
+// usually into a hole that has closed. Frames the window or FIN forbid
+// are left to onData to reject.
+func (r *recvStream) room(off int64, n int) bool {
+	end := off + int64(n)
+	if end <= r.readOff || end > r.maxData() {
+		return true
+	}
+	return r.have.fits(max(off, r.readOff), end)
+}
 
 // onData stores [off, off+len(p)). It reports false for data beyond the
 // window or a FIN that contradicts an earlier one (a protocol violation,
@@ -71,6 +89,9 @@ func (r *recvStream) onData(off int64, p []byte, fin bool) bool {
 	if off < r.readOff {
 		p = p[r.readOff-off:]
 		off = r.readOff
+	}
+	if !r.have.fits(off, end) {
+		return true // no room (see room): dropped, not a violation
 	}
 	start := off
 	n := int64(len(r.ring))
