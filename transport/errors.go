@@ -35,6 +35,11 @@ var (
 	// ErrWriteAfterClose: Write after CloseWrite (after Close, Write
 	// returns why the connection ended: ErrClosed).
 	ErrWriteAfterClose = session.ErrWriteAfterClose
+	// ErrOptimisticAck: the peer acknowledged a packet this end never
+	// sent (a packet number it skipped on purpose, or one not sent yet),
+	// so it claims packets it did not receive to make us send faster
+	// (RFC 9000 §21.4); the connection is closed.
+	ErrOptimisticAck = session.ErrOptimisticAck
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )
