@@ -62,9 +62,12 @@ func (s *ranges) add(lo, hi int64) bool {
 
 // fits reports whether add(lo, hi) would succeed.
 func (s *ranges) fits(lo, hi int64) bool {
-	if lo >= hi || s.maxRanges == 0 || len(s.r) < s.maxRanges {
-		return true
-	}
+	return lo >= hi || s.maxRanges == 0 || len(s.r) < s.maxRanges || s.touches(lo, hi)
+}
+
+// touches reports whether [lo, hi) overlaps or adjoins a range held, so
+// that adding it takes no new range.
+func (s *ranges) touches(lo, hi int64) bool {
 	i := s.search(lo)
 	return i < len(s.r) && s.r[i].lo <= hi
 }

@@ -383,7 +383,9 @@ func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, h wire.Header, u *
 	age := time.Duration(min(max(ageUS, 0), maxAgeMicros)) * time.Microsecond
 	s.age.Deliver(now.Add(-age), now)
 	s.inUpd = append(s.inUpd[:0], u.Payload...)
-	s.inUpdGen = u.Generated
+	// Held no further back than the age bound, so that TakeUpdate's
+	// correction by the clock offset cannot wrap around either.
+	s.inUpdGen = max(u.Generated, subSat(wallUS, maxAgeMicros))
 	s.inUpdAge = age
 	s.inUpdRecv = now
 	s.inUpdReady = true
