@@ -56,8 +56,8 @@ type Config struct {
 	// receive ring) grows to from 64 KiB (recvStream.autoTune), bytes.
 	// Default 4 MiB.
 	ReceiveWindow int
-	// MaxStreamGaps is the most separate byte ranges the receive stream
-	// holds above the next byte to read, i.e. the most holes. A Data frame
+	// MaxStreamGaps is the most holes the receive stream holds: received
+	// byte ranges with bytes missing below them. A Data frame
 	// that would open one more is dropped unacknowledged (Stats.
 	// StreamFramesDropped) and the sender resends it later: without a
 	// bound a peer sending 1-byte frames at every other offset makes the
