@@ -16,19 +16,32 @@ import "time"
 //   - it exceeds the packet's own round trip by more than u: the data's
 //     one-way trip is a part of that round trip;
 //   - it is below the smallest sample so far by more than 2u (each of the
-//     two may be off by u, in opposite directions) plus what the path's
-//     minimum RTT shrank since that smallest sample: a shorter path shows
-//     in the round trip too, which the sender measures itself, so a peer
-//     cannot drag the baseline down mid-connection.
+//     two may be off by u, in opposite directions) plus how much shorter
+//     its packet's round trip was than that sample's: a forward queue that
+//     drained, or a shorter path, shows in the round trip too, which the
+//     sender measures itself. A lone
+//     sample that far down is a glitch or a lie; but the peer's offset
+//     estimate is refitted as its history moves (an estimate made while
+//     queues stood can be off by more than half the minimum RTT, and the
+//     refit then shifts every later sample down), so after
+//     owdShiftSamples such samples in a row the lower level is taken as
+//     the new baseline rather than starving the controller. A peer lying
+//     consistently from then on is no worse than one lying from the start,
+//     which no screen can tell from an asymmetric path.
 //
 // Only samples the peer marks as measured against a trusted offset are
 // screened: before that they carry the raw clock offset, which may be
 // anything, and controllers ignore them anyway.
 type owdGuard struct {
 	floor    time.Duration // smallest sample accepted
-	floorRTT time.Duration // the minimum RTT when floor was set
+	floorRTT time.Duration // the round trip of floor's packet
 	has      bool
+	below    int // samples in a row discarded as below the floor
 }
+
+// owdShiftSamples is how many samples in a row below the floor move it: a
+// few ACKs' worth, a fraction of an RTT of a loaded stream.
+const owdShiftSamples = 8
 
 // owdUncertainty is u for a path whose minimum RTT is minRTT (0: none
 // yet): half the minimum RTT, the bound on an NTP-style offset estimate's
@@ -51,11 +64,16 @@ func (g *owdGuard) check(owd, rtt, minRTT time.Duration) bool {
 		return false
 	case owd > rtt+u:
 		return false
-	case g.has && owd < g.floor-2*u-max(g.floorRTT-minRTT, 0):
-		return false
+	case g.has && owd < g.floor-2*u-max(g.floorRTT-rtt, 0):
+		g.below++
+		if g.below < owdShiftSamples {
+			return false
+		}
+		g.floor, g.floorRTT = owd, rtt // a persistent shift: the new baseline
 	}
+	g.below = 0
 	if !g.has || owd < g.floor {
-		g.floor, g.floorRTT, g.has = owd, minRTT, true
+		g.floor, g.floorRTT, g.has = owd, rtt, true
 	}
 	return true
 }

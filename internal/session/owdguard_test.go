@@ -112,12 +112,36 @@ func TestOWDSampleSanity(t *testing.T) {
 		require.True(t, o.exchange(40*msD, -6*msD, true))
 		require.EqualValues(t, 1, o.discarded())
 	})
+	t.Run("a persistent shift becomes the baseline", func(t *testing.T) {
+		o := newOWDSender(t)
+		require.True(t, o.exchange(40*msD, 35*msD, true))
+		// The peer's offset estimate is refitted 45 ms lower: every sample
+		// from then on is −10 ms, 3 ms beyond 35 − 2·21. The first few are
+		// discarded, then taken as the new baseline.
+		for range owdShiftSamples - 1 {
+			require.False(t, o.exchange(40*msD, -10*msD, true))
+		}
+		require.True(t, o.exchange(40*msD, -10*msD, true))
+		require.True(t, o.exchange(40*msD, -9*msD, true))
+		require.EqualValues(t, owdShiftSamples-1, o.discarded())
+	})
 	t.Run("a shorter path moves the floor", func(t *testing.T) {
 		o := newOWDSender(t)
 		require.True(t, o.exchange(40*msD, 35*msD, true))
 		// The round trip drops to 10 ms (u = 6 ms): a 5 ms one-way delay
 		// is 30 ms below the floor, which the RTT dropped by as well.
 		require.True(t, o.exchange(10*msD, 5*msD, true))
+		require.Zero(t, o.discarded())
+	})
+	t.Run("a drained queue moves the floor", func(t *testing.T) {
+		o := newOWDSender(t)
+		// A 45 ms path (u = 23.5 ms), whose first trusted samples come
+		// with a standing forward queue: 200 ms of a 240 ms round trip.
+		require.True(t, o.exchange(45*msD, 3*time.Second, false))
+		require.True(t, o.exchange(240*msD, 200*msD, true))
+		// The queue drains by 100 ms, seen in this packet's RTT too: 117
+		// ms is below 200 − 2u, but not by more than the RTT fell.
+		require.True(t, o.exchange(140*msD, 117*msD, true))
 		require.Zero(t, o.discarded())
 	})
 	t.Run("unsynced samples are left alone", func(t *testing.T) {
