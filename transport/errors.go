@@ -27,8 +27,8 @@ var (
 	// the cause too: context.DeadlineExceeded (HandshakeTimeout), ctx's
 	// error, or syscall.ECONNREFUSED when nothing listens at the address.
 	ErrHandshake = session.ErrHandshake
-	// ErrProtocol: the peer broke the protocol (data beyond the window,
-	// an ACK for a packet never sent, a contradicting FIN).
+	// ErrProtocol: the peer broke the protocol (data beyond the window, a
+	// contradicting FIN).
 	ErrProtocol = session.ErrProtocol
 	// ErrUpdateTooLarge: SendUpdate's payload does not fit one datagram.
 	ErrUpdateTooLarge = session.ErrUpdateTooLarge

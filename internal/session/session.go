@@ -60,26 +60,26 @@ type Session struct {
 	updFresh bool
 
 	// Receiver side.
-	ranges      recovery.AckRanges
-	acksSent    [16]ackSent // the latest ACKs sent, a ring (ackSentAt)
-	ackSentAt   int
-	samples     [wire.MaxAckSamples]wire.OWDSample
-	nSamples    int
-	elicited    int        // ack-eliciting packets not yet acknowledged
-	oldest      clock.Mono // arrival of the oldest of them
-	ackAt       clock.Mono // delayed-ACK deadline; 0 = none
-	ackNow      bool
-	in          recvStream
-	echoRTT     time.Duration // RTT measured from the echoes on Data (see onAckEliciting)
-	inband      *clock.Inband
-	lastHeard   clock.Mono
-	inUpd       []byte // newest update delivered, not yet read by the app
-	inUpdGen    int64  // its generation time, sender wall µs
-	inUpdAge    time.Duration
-	inUpdRecv   clock.Mono
-	inUpdReady  bool
-	newestUpdPN int64 // packet number of the freshest update delivered
-	age         acp.AgeMeter
+	ranges     recovery.AckRanges
+	acksSent   [16]ackSent // the latest ACKs sent, a ring (ackSentAt)
+	ackSentAt  int
+	samples    [wire.MaxAckSamples]wire.OWDSample
+	nSamples   int
+	elicited   int        // ack-eliciting packets not yet acknowledged
+	oldest     clock.Mono // arrival of the oldest of them
+	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
+	ackNow     bool
+	in         recvStream
+	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting)
+	inband     *clock.Inband
+	lastHeard  clock.Mono
+	inUpd      []byte // newest update delivered, not yet read by the app
+	inUpdGen   int64  // its generation time, sender wall µs
+	inUpdAge   time.Duration
+	inUpdRecv  clock.Mono
+	inUpdReady bool
+	newestPN   int64 // packet number of the freshest update delivered
+	age        acp.AgeMeter
 
 	// Handshake and close.
 	hsNext        clock.Mono
@@ -165,15 +165,15 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		out: sendStream{limit: min(cfg.SendBuffer, initialSendBuffer), maxLimit: cfg.SendBuffer, epochAt: now},
 		// Until the peer's first ACK: the initial window every receiver
 		// grants (its ring's first size), unless ours is smaller.
-		peerMax:     int64(min(cfg.ReceiveWindow, initialRecvWindow)),
-		updBuf:      make([]byte, 0, cfg.MaxUpdatePayload()),
-		ranges:      recovery.NewAckRanges(wire.MaxAckRanges),
-		in:          newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
-		inband:      inband,
-		lastHeard:   now,
-		inUpd:       make([]byte, 0, cfg.MaxUpdatePayload()),
-		newestUpdPN: -1,
-		hsNext:      now,
+		peerMax:   int64(min(cfg.ReceiveWindow, initialRecvWindow)),
+		updBuf:    make([]byte, 0, cfg.MaxUpdatePayload()),
+		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
+		in:        newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
+		inband:    inband,
+		lastHeard: now,
+		inUpd:     make([]byte, 0, cfg.MaxUpdatePayload()),
+		newestPN:  -1,
+		hsNext:    now,
 	}
 	if !client {
 		s.state = stateOpen
@@ -375,11 +375,11 @@ func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, h wire.Header, u *
 		s.st.UpdatesRejected++
 		return
 	}
-	if h.PN <= s.newestUpdPN {
+	if h.PN <= s.newestPN {
 		s.st.UpdatesStale++
 		return
 	}
-	s.newestUpdPN = h.PN
+	s.newestPN = h.PN
 	age := time.Duration(min(max(ageUS, 0), maxAgeMicros)) * time.Microsecond
 	s.age.Deliver(now.Add(-age), now)
 	s.inUpd = append(s.inUpd[:0], u.Payload...)
