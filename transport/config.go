@@ -107,6 +107,17 @@ type Config struct {
 	// assumes min(64 KiB, its own ReceiveWindow) until the peer's first
 	// ACK. Default 4 MiB.
 	ReceiveWindow int
+	// MaxStreamGaps is the most holes the receive stream holds (separate
+	// byte ranges above the next byte to read). A Data frame that would
+	// open one more is dropped unacknowledged and resent by the peer like
+	// a lost one (Stats.StreamFramesDropped): a peer cannot make the
+	// receiver track one range per byte. Default 1024.
+	MaxStreamGaps int
+	// MaxUpdateFuture is how far ahead of this end's clock (corrected by
+	// the clock-offset estimate) an update's generation time may be; later
+	// ones are dropped (Stats.UpdatesRejected). Default 5 s: well above
+	// the offset estimate's error, far below a forged or broken stamp.
+	MaxUpdateFuture time.Duration
 
 	// HandshakeTimeout bounds Dial; on a Listener, it is how long a new
 	// connection may take to complete its handshake before it is dropped
@@ -238,6 +249,15 @@ func (c Config) withDefaults() (Config, error) {
 	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
 		return bad("SendBuffer and ReceiveWindow must hold at least one datagram")
 	}
+	if c.MaxStreamGaps == 0 {
+		c.MaxStreamGaps = 1024
+	}
+	if c.MaxUpdateFuture == 0 {
+		c.MaxUpdateFuture = 5 * time.Second
+	}
+	if c.MaxStreamGaps < 1 || c.MaxUpdateFuture < 0 {
+		return bad("MaxStreamGaps %d must be positive and MaxUpdateFuture %v not negative (0: the default)", c.MaxStreamGaps, c.MaxUpdateFuture)
+	}
 	if c.HandshakeTimeout < 0 || c.IdleTimeout < 0 {
 		return bad("HandshakeTimeout %v and IdleTimeout %v must not be negative (0: the default)", c.HandshakeTimeout, c.IdleTimeout)
 	}
@@ -292,19 +312,24 @@ func (c *Config) sessionConfig() session.Config {
 		newPolicy = func(size cc.ByteCount) (acp.Policy, error) { return namedPolicy(c.UpdatePolicy, size, c.MaxUpdateRate) }
 	}
 	return session.Config{
-		TLS:            c.TLS,
-		MaxDatagram:    c.MaxDatagram,
-		NewController:  newController,
-		NewPolicy:      newPolicy,
-		TrustPeerClock: c.TrustPeerClock,
-		StreamDSCP:     c.StreamDSCP.Code(),
-		UpdateDSCP:     c.UpdateDSCP.Code(),
-		AckEvery:       c.AckEvery,
-		MaxAckDelay:    c.MaxAckDelay,
-		IdleTimeout:    c.IdleTimeout,
-		KeepAlive:      c.KeepAlive,
-		SendBuffer:     c.SendBuffer,
-		ReceiveWindow:  c.ReceiveWindow,
+		TLS:             c.TLS,
+		MaxDatagram:     c.MaxDatagram,
+		NewController:   newController,
+		NewPolicy:       newPolicy,
+		TrustPeerClock:  c.TrustPeerClock,
+		StreamDSCP:      c.StreamDSCP.Code(),
+		UpdateDSCP:      c.UpdateDSCP.Code(),
+		AckEvery:        c.AckEvery,
+		MaxAckDelay:     c.MaxAckDelay,
+		IdleTimeout:     c.IdleTimeout,
+		KeepAlive:       c.KeepAlive,
+		SendBuffer:      c.SendBuffer,
+		ReceiveWindow:   c.ReceiveWindow,
+		MaxStreamGaps:   c.MaxStreamGaps,
+		MaxUpdateFuture: c.MaxUpdateFuture,
+		// Built once per connection: each gets its own secret seed for
+		// the packet numbers it skips (crypto/rand, via randomID).
+		Seed: randomID(),
 	}
 }
 

@@ -27,14 +27,19 @@ var (
 	// the cause too: context.DeadlineExceeded (HandshakeTimeout), ctx's
 	// error, or syscall.ECONNREFUSED when nothing listens at the address.
 	ErrHandshake = session.ErrHandshake
-	// ErrProtocol: the peer broke the protocol (data beyond the window,
-	// an ACK for a packet never sent, a contradicting FIN).
+	// ErrProtocol: the peer broke the protocol (data beyond the window, a
+	// contradicting FIN).
 	ErrProtocol = session.ErrProtocol
 	// ErrUpdateTooLarge: SendUpdate's payload does not fit one datagram.
 	ErrUpdateTooLarge = session.ErrUpdateTooLarge
 	// ErrWriteAfterClose: Write after CloseWrite (after Close, Write
 	// returns why the connection ended: ErrClosed).
 	ErrWriteAfterClose = session.ErrWriteAfterClose
+	// ErrOptimisticAck: the peer acknowledged a packet this end never
+	// sent (a packet number it skipped on purpose, or one not sent yet),
+	// so it claims packets it did not receive to make us send faster
+	// (RFC 9000 §21.4); the connection is closed.
+	ErrOptimisticAck = session.ErrOptimisticAck
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

@@ -80,7 +80,7 @@ func newFlow(s *scenario.Scenario, i int, spec scenario.Flow, mode syncMode) (*f
 	// The session as transport.Config's defaults build it, but for what
 	// the scenario sets: the segment size, the controller or update
 	// policy, the DSCP and the clock model.
-	f.cfg = session.Config{StreamDSCP: f.dscp, UpdateDSCP: f.dscp}
+	f.cfg = session.Config{StreamDSCP: f.dscp, UpdateDSCP: f.dscp, Seed: flowSeed(s.Seed, i)}
 	switch mode {
 	case syncPerfect:
 		f.cfg.TrustPeerClock = true
@@ -103,6 +103,16 @@ func newFlow(s *scenario.Scenario, i int, spec scenario.Flow, mode syncMode) (*f
 		return nil, err
 	}
 	return f, nil
+}
+
+// flowSeed is flow i's session seed (the packet numbers its sender skips),
+// derived from the scenario's seed so that a run repeats exactly: the
+// splitmix64 finaliser of the pair, never 0 (which asks for a default).
+func flowSeed(seed int64, i int) uint64 {
+	z := uint64(seed)*0x9e3779b97f4a7c15 + uint64(i+1)*0xbf58476d1ce4e5b9
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return max(z^z>>31, 1)
 }
 
 // updatePolicy builds an update flow's policy: a fixed rate, or the policy

@@ -53,6 +53,9 @@ const (
 	InFlight State = iota
 	Acked
 	Lost
+	// Skipped: a packet number never sent (see skip.go), tracked so that
+	// packet numbers stay the index of the packets slice.
+	Skipped
 )
 
 // MaxKinds is how many packet kinds the tracker keeps separate in-flight
@@ -84,6 +87,7 @@ type Tracker struct {
 	lossTime     clock.Mono // time-threshold timer; 0 = unset
 	rtoAt        clock.Mono // 0 = unset
 	backoff      uint
+	skip         skipper
 }
 
 // New returns an empty tracker whose first packet number is 0, for a peer
@@ -98,6 +102,11 @@ func NewWithAckDelay(maxAckDelay time.Duration) *Tracker {
 // OnSent registers a new packet and returns its number. kind must be below
 // MaxKinds.
 func (t *Tracker) OnSent(now clock.Mono, bytes cc.ByteCount, kind uint8, offset int64, n int) cc.PacketNumber {
+	if t.skip.due() {
+		t.skip.add(t.next, t.base)
+		t.pkts = append(t.pkts, Packet{Sent: now, State: Skipped})
+		t.next++
+	}
 	pn := t.next
 	t.next++
 	t.pkts = append(t.pkts, Packet{Sent: now, Bytes: bytes, Kind: kind, Offset: offset, Len: n})
@@ -189,23 +198,32 @@ func (t *Tracker) Ack(pn cc.PacketNumber) (*Packet, bool) {
 }
 
 // DetectLost calls lost for every packet declared lost at now and re-arms
-// the time-threshold timer (RFC 9002 §6.1).
+// the time-threshold timer (RFC 9002 §6.1). The packet threshold counts
+// packets sent after a packet, not packet numbers: a skipped number is
+// not a packet that arrived before it, and counting it would declare
+// packets lost after 2 reordered ones.
 func (t *Tracker) DetectLost(now clock.Mono, lost LostFunc) {
 	t.lossTime = 0
 	if t.largestAcked == cc.InvalidPacketNumber {
 		return
 	}
 	delay := t.lossDelay()
+	sk := t.skip.skipped
+	k, kLargest := t.skip.first(t.base), t.skip.first(t.largestAcked)
 	for i := range t.pkts {
 		pn := t.base + cc.PacketNumber(i)
 		if pn >= t.largestAcked {
 			break
 		}
+		for k < len(sk) && sk[k] <= pn {
+			k++
+		}
 		p := &t.pkts[i]
 		if p.State != InFlight {
 			continue
 		}
-		if t.largestAcked-pn >= PacketThreshold || !now.Before(p.Sent.Add(delay)) {
+		later := t.largestAcked - pn - cc.PacketNumber(kLargest-k) // sent after pn, up to largestAcked
+		if later >= PacketThreshold || !now.Before(p.Sent.Add(delay)) {
 			p.State = Lost
 			t.inFlight[p.Kind] -= p.Bytes
 			lost(now, pn, p)

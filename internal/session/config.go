@@ -76,6 +76,32 @@ type Config struct {
 	// proves it (RFC 9000 §8.1; see Session.MarkAddressValidated).
 	// Clients ignore it.
 	AddressValidated bool
+
+	// MaxStreamGaps is the most holes the receive stream holds: received
+	// byte ranges with bytes missing below them. A Data frame
+	// that would open one more is dropped unacknowledged (Stats.
+	// StreamFramesDropped) and the sender resends it later: without a
+	// bound a peer sending 1-byte frames at every other offset makes the
+	// receiver hold half the window as ranges. Default 1024: an honest
+	// sender's holes come from packets lost in one window, and 1024 lost
+	// packets in flight at once is a path the controller has long backed
+	// off from.
+	MaxStreamGaps int
+
+	// MaxUpdateFuture is how far ahead of this end's clock, once corrected
+	// by the clock-offset estimate, an update's generation time may be;
+	// later ones are rejected (Stats.UpdatesRejected). Default 5 s: well
+	// above the offset estimator's error (bounded by half the round trip,
+	// so under a second on any path a session survives), far below what a
+	// forged or broken clock does to the age of information.
+	MaxUpdateFuture time.Duration
+
+	// Seed seeds the choice of the packet numbers the sender skips to
+	// catch optimistic ACKs (RFC 9000 §21.4); the peer must not be able to
+	// guess it. Drivers pass a random one (the transport a crypto-random
+	// seed per connection, the simulator one derived from its scenario's
+	// seed, to stay deterministic); 0 derives one from the connection ID.
+	Seed uint64
 }
 
 // withDefaults fills the zero fields.
@@ -107,6 +133,12 @@ func (c Config) withDefaults() Config {
 	if c.ReceiveWindow == 0 {
 		c.ReceiveWindow = 4 << 20
 	}
+	if c.MaxStreamGaps == 0 {
+		c.MaxStreamGaps = 1024
+	}
+	if c.MaxUpdateFuture == 0 {
+		c.MaxUpdateFuture = 5 * time.Second
+	}
 	return c
 }
 
@@ -117,6 +149,9 @@ func (c *Config) validate() error {
 	}
 	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
 		return fmt.Errorf("%w: SendBuffer and ReceiveWindow must hold at least one datagram", ErrConfig)
+	}
+	if c.MaxStreamGaps < 1 || c.MaxUpdateFuture < 0 {
+		return fmt.Errorf("%w: MaxStreamGaps %d must be positive, MaxUpdateFuture %v not negative", ErrConfig, c.MaxStreamGaps, c.MaxUpdateFuture)
 	}
 	return nil
 }

@@ -14,4 +14,8 @@ var (
 	ErrProtocol        = errors.New("transport: protocol violation by peer")
 	ErrUpdateTooLarge  = errors.New("transport: update larger than a datagram")
 	ErrWriteAfterClose = errors.New("transport: write after CloseWrite")
+	// ErrOptimisticAck: the peer acknowledged a packet number this end
+	// skipped or has not sent yet, so it acknowledges packets it never
+	// received, to make the sender send faster (RFC 9000 §21.4).
+	ErrOptimisticAck = errors.New("transport: peer acknowledged a packet never sent: optimistic ACK")
 )

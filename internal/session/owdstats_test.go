@@ -25,15 +25,9 @@ func TestOWDStats(t *testing.T) {
 // of Stats from the ACKs' samples.
 func TestStatsOWDWithCubic(t *testing.T) {
 	cfg := Config{TrustPeerClock: true, NewController: func(mss cc.ByteCount) (cc.Controller, error) { return cc.New("cubic", mss) }}
-	var err error
-	p := newSessionPair(t)
-	p.cli, err = New(cfg, 1, true, p.now)
-	require.NoError(t, err)
-	p.srv, err = New(cfg, 1, false, p.now)
-	require.NoError(t, err)
-	p.exchange()
+	p := newLinkPair(t, cfg, 5*time.Millisecond)
 	p.cli.out.write(make([]byte, 50_000))
-	p.advance(200, time.Millisecond)
+	p.run(200*time.Millisecond, 100*time.Microsecond)
 	st := p.cli.Stats(p.now)
 	require.Equal(t, "cubic", st.CC)
 	require.Equal(t, 5*time.Millisecond, st.MinOWD, "the pair's one-way delay")

@@ -23,6 +23,7 @@ type recvStream struct {
 	maxRing int // the ring never grows beyond (Config.ReceiveWindow)
 	readOff int64
 	have    ranges // received bytes at or above readOff
+	maxGaps int    // the most holes have may hold (0: unbounded)
 	finOff  int64  // -1 until FIN arrives
 	// advertised is the MaxData last sent to the peer.
 	advertised int64
@@ -39,14 +40,44 @@ type recvStream struct {
 const initialRecvWindow = 64 << 10
 
 // newRecvStream returns a stream whose ring starts at min(initial,
-// maxWindow) bytes and may grow to maxWindow, created at now.
+// maxWindow) bytes and may grow to maxWindow, created at now. It holds any
+// number of separate received ranges until limitGaps bounds them.
 func newRecvStream(initial, maxWindow int, now clock.Mono) recvStream {
 	n := min(initial, maxWindow)
 	return recvStream{ring: make([]byte, n), maxRing: maxWindow, finOff: -1, advertised: int64(n), epochAt: now}
 }
 
+// limitGaps bounds the holes held to n (see room). The set itself may
+// hold one range more: the one at the next byte to read, above no hole.
+func (r *recvStream) limitGaps(n int) { r.maxGaps, r.have.maxRanges = n, n+1 }
+
 // maxData is the flow-control limit the receiver can grant now.
 func (r *recvStream) maxData() int64 { return r.readOff + int64(len(r.ring)) }
+
+// room reports whether [off, off+n) can be stored without holding more
+// than maxGaps holes: received ranges with missing bytes below them. A
+// frame that would open one more hole is dropped unacknowledged by the
+// caller: the sender declares it lost and sends it again, lowest offsets
+// first, so into a hole's edge, which is always taken (it opens no new
+// hole), as is a frame at the next byte to read (nothing is missing below
+// it). Frames the window or FIN forbid are left to onData to reject.
+func (r *recvStream) room(off int64, n int) bool {
+	end := off + int64(n)
+	if end <= r.readOff || end > r.maxData() || r.maxGaps == 0 {
+		return true
+	}
+	lo := max(off, r.readOff)
+	return lo == r.readOff || r.holes() < r.maxGaps || r.have.touches(lo, end)
+}
+
+// holes is how many received ranges have missing bytes below them.
+func (r *recvStream) holes() int {
+	n := len(r.have.r)
+	if n > 0 && r.have.r[0].lo <= r.readOff {
+		n--
+	}
+	return n
+}
 
 // onData stores [off, off+len(p)). It reports false for data beyond the
 // window or a FIN that contradicts an earlier one (a protocol violation,
@@ -71,6 +102,9 @@ func (r *recvStream) onData(off int64, p []byte, fin bool) bool {
 	if off < r.readOff {
 		p = p[r.readOff-off:]
 		off = r.readOff
+	}
+	if !r.room(off, int(end-off)) {
+		return true // no room: dropped, not a violation (the caller checks first)
 	}
 	start := off
 	n := int64(len(r.ring))

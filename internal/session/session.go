@@ -47,6 +47,7 @@ type Session struct {
 	ctl      cc.Controller // the stream's window controller
 	policy   acp.Policy    // the update-rate regulator
 	owd      owdStats      // Stats' OWD when the controller keeps none
+	owdGuard owdGuard      // screens the peer's OWD samples
 	out      sendStream
 	peerMax  int64      // peer's MaxData
 	nextSend clock.Mono // pacer: earliest time for the next stream packet
@@ -78,7 +79,7 @@ type Session struct {
 	inUpdAge   time.Duration
 	inUpdRecv  clock.Mono
 	inUpdReady bool
-	newestGen  int64 // newest generation time delivered (freshest-first)
+	newestPN   int64 // packet number of the freshest update delivered
 	age        acp.AgeMeter
 
 	// Handshake and close.
@@ -177,7 +178,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		inband:    inband,
 		lastHeard: now,
 		inUpd:     make([]byte, 0, cfg.MaxUpdatePayload()),
-		newestGen: -1 << 63,
+		newestPN:  -1,
 		hsNext:    now,
 		validated: cfg.AddressValidated,
 	}
@@ -192,6 +193,8 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 	}
 	s.st.CC = ctl.Name()
 	s.lostFn = s.lost
+	s.in.limitGaps(cfg.MaxStreamGaps)
+	s.tr.EnableSkipping(skipSeed(cfg.Seed, connID, client))
 	return s, nil
 }
 
@@ -305,6 +308,11 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		if s.client && s.state == stateHandshake && (s.sec == nil || s.sec.done) {
 			s.state = stateOpen // the Accept was lost; data proves the server has us
 		}
+		if !s.in.room(d.Offset, len(d.Payload)) {
+			// Not acknowledged, as if lost on the way: the sender resends it.
+			s.st.StreamFramesDropped++
+			return
+		}
 		s.onAckEliciting(now, wallUS, h, d.Echo, false)
 		if !s.in.onData(d.Offset, d.Payload, h.Flags&wire.FlagFIN != 0) {
 			s.fail(ErrProtocol, closeProtocol)
@@ -321,7 +329,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			return
 		}
 		s.onAckEliciting(now, wallUS, h, u.Echo, true)
-		s.deliverUpdate(now, wallUS, &u)
+		s.deliverUpdate(now, wallUS, h, &u)
 	case wire.TypePing:
 		s.onAckEliciting(now, wallUS, h, wire.Echo{}, true)
 	case wire.TypeAck:
@@ -474,22 +482,62 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 // delivered: an older one changes nothing at the monitor, whose age of
 // information only drops when a fresher update arrives (Kaul, Yates and
 // Gruteser, "Real-Time Status: How Often Should One Update?", INFOCOM 2012).
-func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, u *wire.Update) {
+//
+// Freshness is decided by packet number, not generation time: the sender
+// only ever sends its freshest update (never a retransmission) and numbers
+// its packets in sending order, so a larger number is a fresher update,
+// whatever the sender's wall clock did meanwhile. Judged by the clock, a
+// sender whose clock stepped back 2 s would have 2 s of updates dropped as
+// stale, and one forged update stamped an hour ahead would make every
+// real one stale for an hour. The generation time still gives the age.
+func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, h wire.Header, u *wire.Update) {
 	s.st.UpdatesReceived++
-	if u.Generated <= s.newestGen {
+	theta, synced := s.theta(u.Generated)
+	ageUS := subSat(subSat(wallUS, u.Generated), theta.Microseconds())
+	ahead := -ageUS // how far ahead of our clock it was generated
+	if !synced {
+		// Without a trusted offset the clocks differ by an unknown amount
+		// (seconds, in the simulator's unsynchronised model): compare with
+		// the only stamp from the same clock, the packet's own send time.
+		// An update cannot be generated after the packet carrying it left.
+		ahead = subSat(u.Generated, h.Timestamp)
+	}
+	if ahead > s.cfg.MaxUpdateFuture.Microseconds() {
+		s.st.UpdatesRejected++
+		return
+	}
+	if h.PN <= s.newestPN {
 		s.st.UpdatesStale++
 		return
 	}
-	s.newestGen = u.Generated
-	theta, _ := s.theta(u.Generated)
-	age := time.Duration(wallUS-u.Generated)*time.Microsecond - theta
-	age = max(age, 0)
+	s.newestPN = h.PN
+	age := time.Duration(min(max(ageUS, 0), maxAgeMicros)) * time.Microsecond
 	s.age.Deliver(now.Add(-age), now)
 	s.inUpd = append(s.inUpd[:0], u.Payload...)
-	s.inUpdGen = u.Generated
+	// Held no further back than the age bound, so that TakeUpdate's
+	// correction by the clock offset cannot wrap around either.
+	s.inUpdGen = max(u.Generated, subSat(wallUS, maxAgeMicros))
 	s.inUpdAge = age
 	s.inUpdRecv = now
 	s.inUpdReady = true
+}
+
+// maxAgeMicros bounds the age of an update (about 35 years, in µs), so
+// that a generation time far in the past (a forged or broken stamp) cannot
+// overflow the age in nanoseconds or the monotonic clock behind it.
+const maxAgeMicros = 1 << 50
+
+// subSat is a − b, saturated at the int64 limits instead of wrapping: the
+// stamps come from the peer and may be anything.
+func subSat(a, b int64) int64 {
+	d := a - b
+	if (a >= 0) != (b >= 0) && (d >= 0) != (a >= 0) { // overflowed
+		if a >= 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return d
 }
 
 // onAck processes an ACK frame: RTT sample, newly acknowledged packets in
@@ -498,6 +546,10 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	s.echo = wire.Echo{T3: h.Timestamp, T4: wallUS}
 	s.peerMax = max(s.peerMax, a.MaxData)
 	if a.NRanges == 0 {
+		return
+	}
+	if s.optimisticAck(a) {
+		s.fail(ErrOptimisticAck, closeProtocol)
 		return
 	}
 	synced := h.Flags&wire.FlagSynced != 0
@@ -517,10 +569,6 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	acked := false
 	for i := a.NRanges - 1; i >= 0; i-- {
 		r := a.Ranges[i]
-		if cc.PacketNumber(r.Largest) >= s.tr.Next() {
-			s.fail(ErrProtocol, closeProtocol) // acknowledges a packet never sent
-			return
-		}
 		for pn := max(cc.PacketNumber(r.Smallest), s.tr.Base()); pn <= cc.PacketNumber(r.Largest); pn++ {
 			p, ok := s.tr.Ack(pn)
 			if !ok {
@@ -536,6 +584,10 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 					sample.OWD, sample.OWDValid = time.Duration(a.Samples[j].OWDMicros)*time.Microsecond, true
 					break
 				}
+			}
+			if sample.OWDValid && synced && !s.owdGuard.check(sample.OWD, now.Sub(p.Sent), s.tr.RTT().Min()) {
+				sample.OWD, sample.OWDValid = 0, false
+				s.st.OWDDiscarded++
 			}
 			switch p.Kind {
 			case kindData:

@@ -54,6 +54,15 @@ type Stats struct {
 	// Stream.
 	StreamBytesAcked    int64 // sent and acknowledged
 	StreamBytesReceived int64 // received, duplicates included
+	// StreamFramesDropped counts Data frames dropped unacknowledged because
+	// storing them would hold more than Config.MaxStreamGaps holes (the
+	// sender resends them).
+	StreamFramesDropped int64
+	// OWDDiscarded counts the peer's one-way-delay samples on ACKs that
+	// were impossible (below zero, above the packet's round trip, or below
+	// the smallest so far, each beyond the clocks' uncertainty) and were
+	// not given to the controller.
+	OWDDiscarded int64
 
 	// Updates sent (source side).
 	UpdatesSent       int64
@@ -64,6 +73,9 @@ type Stats struct {
 	// Updates received (monitor side).
 	UpdatesReceived int64
 	UpdatesStale    int64 // older than one already delivered: dropped
+	// UpdatesRejected counts updates generated further in the future than
+	// Config.MaxUpdateFuture: dropped, never delivered.
+	UpdatesRejected int64
 	Age             AgeStats
 }
 
