@@ -260,9 +260,10 @@ func PeerName(conn *transport.Conn) string {
 // AwaitHandshake waits until an accepted connection's handshake has
 // completed (its TLS state, with the peer's certificate, is known), the
 // connection ended (a failed handshake: its error is returned) or ctx ended.
-// Listener.Accept returns a connection as soon as its first packet
-// arrives, so a listener that acts on the client's identity waits here
-// first. With Insecure there is no TLS state to wait for.
+// Listener.Accept hands out only connections whose handshake completed,
+// so for those it returns at once; it stays as the one place the examples
+// check that before acting on the client's identity. With Insecure there
+// is no TLS state to wait for.
 func AwaitHandshake(ctx context.Context, conn *transport.Conn, insecure bool) error {
 	if insecure {
 		return nil
