@@ -298,6 +298,11 @@ func (c Config) withDefaults() (Config, error) {
 	case c.TLS != nil && c.Insecure:
 		return bad("both TLS and Insecure are set: choose one")
 	}
+	if c.TLS != nil {
+		// Once per endpoint: every connection shares this config (and
+		// with it the keys that encrypt session tickets).
+		c.TLS = session.PrepareTLS(c.TLS.Clone())
+	}
 	return c, nil
 }
 

@@ -1,6 +1,9 @@
 package transport
 
 import (
+	"context"
+	"crypto/tls"
+	"io"
 	"testing"
 	"time"
 
@@ -72,4 +75,37 @@ func TestTLSAndPlaintextPeersFailClearly(t *testing.T) {
 			require.Less(t, time.Since(start), 5*time.Second, "must not wait for the handshake timeout")
 		})
 	}
+}
+
+// Session resumption works as crypto/tls has it: a dialer with a session
+// cache resumes on its second connection (an abbreviated handshake, no
+// certificate sent).
+func TestTLSSessionResumption(t *testing.T) {
+	l, err := Listen("127.0.0.1:0", testConfig(Config{}))
+	require.NoError(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	cli := testConfig(Config{})
+	cli.TLS.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	var resumed []bool
+	for range 2 {
+		c, err := Dial(t.Context(), l.Addr().String(), cli)
+		require.NoError(t, err)
+		_, err = c.Write([]byte("hello"))
+		require.NoError(t, err)
+		time.Sleep(50 * time.Millisecond) // the ticket follows the Accept
+		st, ok := c.ConnectionState()
+		require.True(t, ok)
+		resumed = append(resumed, st.DidResume)
+		require.NoError(t, c.Close())
+	}
+	require.Equal(t, []bool{false, true}, resumed)
 }

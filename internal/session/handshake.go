@@ -126,13 +126,26 @@ type security struct {
 	state     tls.ConnectionState
 }
 
+// PrepareTLS is c as a session uses it: TLS 1.3 only, ALPN "fresh/1" if
+// it names none. It returns c itself when it already is, and a clone
+// otherwise. A listener prepares its config once and gives every session
+// the same one: session tickets are encrypted with keys crypto/tls makes
+// per Config, so a clone per connection could never resume another's.
+func PrepareTLS(c *tls.Config) *tls.Config {
+	if c.MinVersion >= tls.VersionTLS13 && len(c.NextProtos) > 0 {
+		return c
+	}
+	c = c.Clone()
+	c.MinVersion = tls.VersionTLS13
+	if len(c.NextProtos) == 0 {
+		c.NextProtos = []string{ALPN}
+	}
+	return c
+}
+
 // newSecurity starts the TLS side of a session.
 func newSecurity(cfg *Config, client bool) (*security, error) {
-	conf := cfg.TLS.Clone()
-	conf.MinVersion = tls.VersionTLS13
-	if len(conf.NextProtos) == 0 {
-		conf.NextProtos = []string{ALPN}
-	}
+	conf := PrepareTLS(cfg.TLS)
 	qc := &tls.QUICConfig{TLSConfig: conf}
 	var conn *tls.QUICConn
 	if client {
