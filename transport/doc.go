@@ -3,9 +3,9 @@
 // paced by an age-of-information regulator (package acp), between an IoT
 // agent and a monitor.
 //
-//	l, _ := transport.Listen("0.0.0.0:4433", transport.Config{})
+//	l, _ := transport.Listen("0.0.0.0:4433", transport.Config{TLS: serverTLS})
 //	c, _ := l.Accept(ctx)                     // monitor side
-//	c, _ := transport.Dial(ctx, addr, cfg)    // agent side
+//	c, _ := transport.Dial(ctx, addr, transport.Config{TLS: clientTLS}) // agent side
 //	c.Write(p); c.Read(p)                     // the stream (a net.Conn, deadlines too)
 //	c.SendUpdate(sample); c.ReadUpdate(ctx)   // freshest-only updates
 //	c.Stats(); c.Close()
@@ -35,11 +35,26 @@
 // stream. The deadlines leave updates alone: SendUpdate never blocks and
 // ReadUpdate takes a context.
 //
+// # Security
+//
+// Connections are secure by default: Config.TLS (or, for closed test
+// networks, an explicit Config.Insecure) must be set. A TLS 1.3 handshake
+// through crypto/tls's QUIC API (RFC 9001) authenticates the listener by
+// its certificate, and the dialer too with mutual TLS; every packet after
+// it is AEAD-protected with keys derived from the TLS secrets, its header
+// authenticated, replays dropped (package internal/seal). Forged, altered
+// and replayed packets are dropped and counted in Stats (Unauthenticated,
+// Replayed) and never close a connection. ConnectionState gives the peer's
+// certificates. SECURITY.md has the threat model, what is and is not
+// protected, and the limits with their defaults; package devcert makes
+// throwaway credentials for first steps and tests.
+//
 // # Connecting
 //
-// Dial sends Initial packets with exponential backoff until the server's
-// Accept arrives, ctx ends or Config.HandshakeTimeout passes; its errors
-// wrap ErrHandshake. A Listener first answers an Initial with a Retry
+// Dial runs the TLS handshake in Initial and Crypto packets, resending its
+// flight with exponential backoff until the server's Accept arrives, ctx
+// ends or Config.HandshakeTimeout passes; its errors wrap ErrHandshake
+// (with the TLS alert or certificate error). A Listener first answers an Initial with a Retry
 // carrying an address-validation token and opens the connection only when
 // the Initial comes back with it (one extra round trip; see
 // Config.DisableRetry), so a forged source address gets one small Retry
@@ -47,7 +62,9 @@
 // second (Config.MaxConnections and the fields after it), takes a
 // connection's datagrams only from the address it was opened from (no
 // migration: a client whose NAT rebinds loses the connection at
-// IdleTimeout), and counts what it drops (Listener.Stats). The client's socket is connected to the server's
+// IdleTimeout), and counts what it drops (Listener.Stats). Accept hands
+// out a connection only once its handshake has completed. The client's
+// socket is connected to the server's
 // address, so when nothing listens there the kernel's ICMP port
 // unreachable ends Dial at once with an error wrapping
 // syscall.ECONNREFUSED ("connection refused"). On an open connection such
