@@ -7,6 +7,7 @@ package transport_test
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/owd"
 
 	"github.com/fresh-udp/fresh/transport"
@@ -271,5 +273,106 @@ func TestFaultPeerCrashPromptError(t *testing.T) {
 		require.False(t, errors.Is(werr, transport.ErrIdleTimeout))
 	case <-time.After(3 * time.Second):
 		t.Fatal("no error within 3 s of the restart (the idle timeout is 30 s)")
+	}
+}
+
+// steppedClock is a system clock whose wall clock can be stepped, as
+// ntpd or chronyd step a host's clock (beyond 128 ms) or an operator
+// sets it.
+type steppedClock struct {
+	*clock.System
+	offset atomic.Int64 // ns added to the wall clock
+}
+
+func (c *steppedClock) Wall() time.Time {
+	return c.System.Wall().Add(time.Duration(c.offset.Load()))
+}
+
+// TestFaultClockStep steps one side's wall clock by ±2 s mid-transfer.
+// The one-way delays computed with the old offset estimate are 2 s wrong,
+// so the receiver must notice the step, stop trusting its estimate
+// (Stats.ClockSynced, and the sender's PeerClockSynced, go false: the
+// controller falls back to RTT/2), relearn the offset (both true again)
+// and the stream must not stall.
+func TestFaultClockStep(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client bool // step the client's (sender's) clock, else the server's
+		step   time.Duration
+	}{
+		{"sender +2s", true, 2 * time.Second},
+		{"receiver -2s", false, -2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := &steppedClock{System: clock.NewSystem()}
+			srvCfg, cliCfg := transport.Config{}, transport.Config{}
+			if tc.client {
+				cliCfg.Clock = clk
+			} else {
+				srvCfg.Clock = clk
+			}
+			rig := newFaultRig(t, faultPath(faultRate, faultDelay), faultPath(faultRate, faultDelay), srvCfg, cliCfg)
+			rig.startStream(7)
+			took, synced := waitFor(10*time.Second, func() bool {
+				cs := rig.cli.Stats()
+				return rig.srv.Stats().ClockSynced && cs.PeerClockSynced && cs.Signal.String() == "owd"
+			})
+			require.True(t, synced, "the in-band estimate never synchronised")
+			t.Logf("in-band estimate trusted %v after the stream began (offset %v)", took, rig.srv.Stats().ClockOffset)
+			measured := time.Now()
+			time.Sleep(1500 * time.Millisecond)
+			before := rig.goodput(measured, time.Now())
+
+			clk.offset.Store(int64(tc.step))
+			stepped := time.Now()
+			var srvLost, srvBack, peerLost, peerBack, rttFrom, owdBack time.Duration
+			deadline := stepped.Add(15 * time.Second)
+			for time.Now().Before(deadline) && (srvBack == 0 || peerBack == 0 || (rttFrom != 0 && owdBack == 0)) {
+				ss, cs := rig.srv.Stats(), rig.cli.Stats()
+				at := time.Since(stepped)
+				switch {
+				case srvLost == 0 && !ss.ClockSynced:
+					srvLost = at
+				case srvLost != 0 && srvBack == 0 && ss.ClockSynced:
+					srvBack = at
+				}
+				switch {
+				case peerLost == 0 && !cs.PeerClockSynced:
+					peerLost = at
+				case peerLost != 0 && peerBack == 0 && cs.PeerClockSynced:
+					peerBack = at
+				}
+				switch {
+				case rttFrom == 0 && cs.Signal.String() == "rtt":
+					rttFrom = at
+				case rttFrom != 0 && owdBack == 0 && cs.Signal.String() == "owd":
+					owdBack = at
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			after := time.Now()
+			during := rig.goodput(stepped, after)
+			var worst float64 = -1
+			for end := stepped.Add(time.Second); !end.After(after); end = end.Add(500 * time.Millisecond) {
+				if g := rig.goodput(end.Add(-time.Second), end); worst < 0 || g < worst {
+					worst = g
+				}
+			}
+			ss := rig.srv.Stats()
+			t.Logf("step %v: receiver ClockSynced false at %v, true again at %v; sender PeerClockSynced false at %v, true at %v; signal rtt at %v, owd again at %v; offset now %v",
+				tc.step, srvLost, srvBack, peerLost, peerBack, rttFrom, owdBack, ss.ClockOffset)
+			t.Logf("step %v: goodput %.1f Mbit/s before, %.1f Mbit/s from the step until re-synchronised, worst 1 s window %.1f Mbit/s", tc.step, mbit(before), mbit(during), mbit(worst))
+			require.NotZero(t, srvLost, "the receiver never stopped trusting its 2 s-wrong estimate")
+			require.NotZero(t, srvBack, "the receiver never re-synchronised")
+			require.NotZero(t, peerLost, "the sender was never told the estimate was void")
+			require.NotZero(t, peerBack, "the sender was never told it was good again")
+			require.NotZero(t, rttFrom, "the controller never fell back to RTT/2")
+			require.NotZero(t, owdBack, "the controller never went back to OWD")
+			require.Greater(t, during, 0.5*before, "the stream stalled after the step")
+			require.Greater(t, worst, 0.2*before, "a 1 s stall after the step")
+			require.InDelta(t, float64(-tc.step)*map[bool]float64{true: 1, false: -1}[tc.client], float64(ss.ClockOffset), float64(5*time.Millisecond),
+				"the new offset (receiver − sender)")
+			rig.finish(20 * time.Second)
+		})
 	}
 }
