@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/bench/emu"
-	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/transport"
 )
 
 // faultSample is the sampler's period.
