@@ -6,16 +6,22 @@ package transport_test
 // is shared and -race is slow); each test logs what it measured.
 
 import (
+	"context"
 	"errors"
+	"net"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/beevik/ntp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/clock/ntpclock"
+	"github.com/fresh-udp/fresh/internal/ntptest"
 	"github.com/fresh-udp/fresh/owd"
 
 	"github.com/fresh-udp/fresh/transport"
@@ -373,6 +379,58 @@ func TestFaultClockStep(t *testing.T) {
 			require.InDelta(t, float64(-tc.step)*map[bool]float64{true: 1, false: -1}[tc.client], float64(ss.ClockOffset), float64(5*time.Millisecond),
 				"the new offset (receiver − sender)")
 			rig.finish(20 * time.Second)
+		})
+	}
+}
+
+// TestFaultNTPUnusable points the client's NTPServer at servers that
+// cannot be used: one that lies in each way internal/ntptest knows, one
+// that never answers, and a port where nobody listens. The real NTP client
+// (clock/ntpclock, github.com/beevik/ntp) must refuse each: the endpoint
+// runs, Stats.NTP says not synchronised and why, the in-band estimator
+// still learns the offset, and the stream is byte-exact.
+func TestFaultNTPUnusable(t *testing.T) {
+	type tc struct {
+		name string
+		addr func(t *testing.T) string
+		want error
+	}
+	cases := []tc{{"nobody listens", func(t *testing.T) string {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := pc.LocalAddr().String()
+		require.NoError(t, pc.Close())
+		return addr
+	}, syscall.ECONNREFUSED}}
+	for _, lie := range []ntptest.Lie{ntptest.Silent, ntptest.Garbage, ntptest.KissOfDeath, ntptest.Stratum16, ntptest.HoursOff} {
+		want := map[ntptest.Lie]error{ntptest.Silent: context.DeadlineExceeded, ntptest.KissOfDeath: ntp.ErrKissOfDeath,
+			ntptest.Stratum16: ntp.ErrInvalidStratum, ntptest.HoursOff: ntpclock.ErrOffsetTooLarge}[lie]
+		cases = append(cases, tc{lie.String(), func(t *testing.T) string { return ntptest.StartLiar(t, lie) }, want})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // light streams; the silent server's first query alone takes 2 s
+			cliCfg := transport.Config{NTPServer: c.addr(t)}
+			start := time.Now()
+			rig := newFaultRig(t, faultPath(5e6, faultDelay), faultPath(5e6, faultDelay), transport.Config{}, cliCfg)
+			dialed := time.Since(start)
+			rig.startStream(8)
+			took, inband := waitFor(10*time.Second, func() bool {
+				return rig.srv.Stats().ClockSynced && rig.cli.Stats().PeerClockSynced
+			})
+			n := rig.cli.Stats().NTP
+			t.Logf("%s: dial took %v; in-band synchronised after %v (%v); Stats.NTP %+v", c.name, dialed, took, inband, n)
+			require.True(t, n.Enabled)
+			require.False(t, n.Synced)
+			require.Error(t, n.Err)
+			if c.want != nil {
+				require.ErrorIs(t, n.Err, c.want)
+			}
+			require.True(t, inband, "the in-band estimate did not synchronise without NTP")
+			// Both ends share this host's clock: had the client's been
+			// stepped by the liar, the in-band offset would show it.
+			require.InDelta(t, 0, float64(rig.srv.Stats().ClockOffset), float64(50*time.Millisecond), "the client's wall clock was stepped")
+			rig.finish(10 * time.Second)
 		})
 	}
 }
