@@ -242,11 +242,11 @@ func (rig *faultRig) recovery(from time.Time, window time.Duration, target float
 		if d := time.Until(end); d > 0 {
 			time.Sleep(d + faultSample/2)
 		}
-		if rig.goodput(end.Add(-window), end) >= target {
-			return end.Sub(from), true
-		}
 		if end.Sub(from) > limit {
 			return 0, false
+		}
+		if rig.goodput(end.Add(-window), end) >= target {
+			return end.Sub(from), true
 		}
 	}
 }
