@@ -133,24 +133,27 @@ func TestFaultRouteChange(t *testing.T) {
 			c.MSS = mss
 			return owd.New(c)
 		}}
-		routeChange(t, cfg, 10*time.Second)
+		routeChange(t, cfg, 10*time.Second, 10*time.Second)
 	})
 	t.Run("default", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("the default 30 s base-delay history makes this a 45 s test")
 		}
-		routeChange(t, transport.Config{}, 40*time.Second)
+		routeChange(t, transport.Config{}, 25*time.Second, 40*time.Second)
 	})
 }
 
-func routeChange(t *testing.T, srvCli transport.Config, follow time.Duration) {
+// routeChange runs the fault with cliCfg's controller: settle bounds the
+// wait for a drained-queue OWDmin (the controller's slowdown interval),
+// follow the wait for OWDmin to follow the longer path (its history).
+func routeChange(t *testing.T, srvCli transport.Config, settle, follow time.Duration) {
 	const extra = 100 * time.Millisecond
 	rig := newFaultRig(t, faultPath(faultRate, faultDelay), faultPath(faultRate, faultDelay), transport.Config{}, srvCli)
 	rig.startStream(3)
 	// The in-band clock estimate needs a few seconds before OWD is
 	// trusted, and OWDmin needs a drained queue (the controller's first
 	// slowdown) before it shows the path's base.
-	took, ready := waitFor(10*time.Second, func() bool {
+	took, ready := waitFor(settle, func() bool {
 		st := rig.cli.Stats()
 		return st.PeerClockSynced && st.Signal.String() == "owd" && st.MinOWD > 0 && st.MinOWD < faultDelay+5*time.Millisecond
 	})
