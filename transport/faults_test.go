@@ -146,9 +146,9 @@ func TestFaultRouteChange(t *testing.T) {
 // routeChange runs the fault with cliCfg's controller: settle bounds the
 // wait for a drained-queue OWDmin (the controller's slowdown interval),
 // follow the wait for OWDmin to follow the longer path (its history).
-func routeChange(t *testing.T, srvCli transport.Config, settle, follow time.Duration) {
+func routeChange(t *testing.T, cliCfg transport.Config, settle, follow time.Duration) {
 	const extra = 100 * time.Millisecond
-	rig := newFaultRig(t, faultPath(faultRate, faultDelay), faultPath(faultRate, faultDelay), transport.Config{}, srvCli)
+	rig := newFaultRig(t, faultPath(faultRate, faultDelay), faultPath(faultRate, faultDelay), transport.Config{}, cliCfg)
 	rig.startStream(3)
 	// The in-band clock estimate needs a few seconds before OWD is
 	// trusted, and OWDmin needs a drained queue (the controller's first
