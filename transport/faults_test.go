@@ -363,8 +363,8 @@ func TestFaultClockStep(t *testing.T) {
 				switch {
 				case rttFrom == 0 && cs.Signal.String() == "rtt":
 					rttFrom = at
-				case rttFrom != 0 && owdBack == 0 && cs.Signal.String() == "owd":
-					owdBack = at
+				case rttFrom != 0 && peerBack != 0 && owdBack == 0 && cs.Signal.String() == "owd":
+					owdBack = at // back on OWD once the receiver trusts its estimate again
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
