@@ -70,7 +70,7 @@ type rigSample struct {
 // through it (cliCfg); the stream starts with startStream.
 func newFaultRig(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.Config) *faultRig {
 	t.Helper()
-	l, err := transport.Listen("127.0.0.1:0", transport.EndpointConfig(srvCfg))
+	l, err := transport.Listen("127.0.0.1:0", transport.WithTestTLS(srvCfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	r, err := emu.NewRelay(emu.RelayConfig{Target: l.Addr().String(), Forward: fwd, Reverse: rev, Seed: 11})
@@ -87,7 +87,7 @@ func (rig *faultRig) dial(cliCfg transport.Config) (cli, srv *transport.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err := transport.Dial(ctx, rig.relay.Addr().String(), transport.EndpointConfig(cliCfg))
+	cli, err := transport.Dial(ctx, rig.relay.Addr().String(), transport.WithTestTLS(cliCfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.Close() })
 	srv, err = rig.l.Accept(ctx)

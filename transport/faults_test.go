@@ -227,7 +227,7 @@ func TestFaultPeerRestart(t *testing.T) {
 			} else {
 				require.NoError(t, rig.l.Close())
 			}
-			l2, err := transport.Listen(addr, transport.EndpointConfig(cfg))
+			l2, err := transport.Listen(addr, transport.WithTestTLS(cfg))
 			require.NoError(t, err, "reopen %s", addr)
 			t.Cleanup(func() { _ = l2.Close() })
 
@@ -282,7 +282,7 @@ func TestFaultPeerCrashPromptError(t *testing.T) {
 	time.Sleep(time.Second)
 	addr := rig.l.Addr().String()
 	rig.l.Crash()
-	l2, err := transport.Listen(addr, transport.EndpointConfig(transport.Config{}))
+	l2, err := transport.Listen(addr, transport.WithTestTLS(transport.Config{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l2.Close() })
 	select {
