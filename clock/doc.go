@@ -98,7 +98,11 @@
 //     mode (θ rising: forward delays only go up, like queueing), are not
 //     detected: call Reset. A path that became 20 ms shorter resets too,
 //     which is right: its old envelope is obsolete. Skew changes
-//     (temperature) are followed within the history length.
+//     (temperature) are followed within the history length. After a reset
+//     the other direction's samples stamped before the step (ACK echoes
+//     and data still in flight) read the step low; they are held out until
+//     that direction has two windows of current samples, or they would
+//     become its new minimum and put θ off by half the step.
 //   - Bogus stamps. A stamp far in the future empties the history (windows
 //     age out). A sample more than StepThreshold under the envelope is held
 //     out until confirmed, so one forged or corrupt low delay cannot pull

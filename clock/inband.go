@@ -138,12 +138,16 @@ type Inband struct {
 	latest  Stamp // latest sender-axis time seen
 
 	samples uint64 // samples accepted (a forward or reverse one-way delay each)
-	dropped uint64 // samples older than the history, or impossible exchanges
+	dropped uint64 // samples older than the history, impossible exchanges, or from before a step
 
 	// Step detection (InbandConfig.StepThreshold): consecutive samples
 	// below each direction's envelope, and resets done.
 	belowF, belowR int
 	steps          uint64
+	// After a step: samples of the other direction taken before it
+	// (apparent delay below guard, µs) still arrive for a round trip or
+	// so, and must not enter the new history (see stepped).
+	guardF, guardR stepGuard
 
 	// Scratch for the fit, sized Windows at construction so refit never
 	// allocates.
@@ -226,6 +230,52 @@ func (e *Inband) reset() {
 	e.started, e.newest, e.latest = false, 0, 0
 	e.dirty, e.fit = false, inbandFit{}
 	e.belowF, e.belowR = 0, 0
+	e.guardF, e.guardR = stepGuard{}, stepGuard{}
+}
+
+// stepGuard holds out one direction's samples taken before a clock step
+// that the other direction detected.
+//
+// A step moves the two directions' apparent delays apart: by −Δ in the
+// direction that detects it (its samples fall below the envelope) and by
+// +Δ in the other. Samples stamped before the step keep arriving after
+// the reset, in the other direction only: an ACK's echoed T3/T4 rides on
+// the next data packets, and data sent before the step is still in
+// flight. In the new, empty history such a sample is Δ below every
+// current one and would be that direction's minimum for the whole
+// history, putting θ off by Δ/2 while Synced says true (a 2 s step of
+// the receiver's clock read as a 1 s offset error, measured through the
+// relay). The guard drops the other direction's samples whose apparent
+// delay is below its old minimum + Δ − StepThreshold, until that
+// direction has filled two windows after the step: by then the ordinary
+// screen (which needs a fitted skew) holds out such stragglers.
+type stepGuard struct {
+	below   float64 // drop samples whose apparent delay (µs) is below this
+	from    int64   // first window with a sample after the step
+	started bool    // from is set
+	active  bool
+}
+
+// pass reports whether a sample with apparent delay d (µs) at sender-axis
+// time at (µs) may enter the history, and retires the guard once two
+// windows of the direction have passed it.
+func (g *stepGuard) pass(d, at, winUS int64) bool {
+	if !g.active {
+		return true
+	}
+	if float64(d) < g.below {
+		return false
+	}
+	w := floorDiv(at, winUS)
+	switch {
+	case !g.started:
+		g.from, g.started = w, true
+	case w >= g.from+2 || w < g.from-2:
+		// Two windows of current samples (or the sender's clock moved
+		// back past the step: its own samples are all current).
+		g.active = false
+	}
+	return true
 }
 
 // screen decides whether a sample may enter the envelope. d is its
@@ -236,11 +286,12 @@ func (e *Inband) reset() {
 // history is reset, the step counted, and the sample used. It reads the
 // cached fit, which may lag a few samples: a step is tens of milliseconds
 // or more, the lag's effect microseconds.
-func (e *Inband) screen(below *int, base float64, d int64) bool {
+func (e *Inband) screen(below *int, base float64, d int64, other *stepGuard, otherBase float64) bool {
 	if e.cfg.StepThreshold < 0 || !e.fit.hasSkew || math.IsInf(base, 0) {
 		return true
 	}
-	if float64(d) >= base-float64(e.cfg.StepThreshold.Microseconds()) {
+	thr := float64(e.cfg.StepThreshold.Microseconds())
+	if float64(d) >= base-thr {
 		*below = 0
 		return true
 	}
@@ -250,6 +301,10 @@ func (e *Inband) screen(below *int, base float64, d int64) bool {
 	}
 	e.steps++
 	e.reset()
+	if !math.IsInf(otherBase, 0) {
+		// The other direction's samples now read base−d higher.
+		*other = stepGuard{below: otherBase + (base - float64(d)) - thr, active: true}
+	}
 	return true
 }
 
@@ -262,7 +317,12 @@ func (e *Inband) Steps() uint64 { return e.steps }
 // This is the one-direction mode: the receiver of a flow calls it for every
 // data packet, and it alone yields the skew but not θ (see AddReverse).
 func (e *Inband) AddForward(sent, recv Stamp) {
-	if !e.screen(&e.belowF, e.fit.f0, int64(recv-sent)-e.fit.detrend(int64(sent))) {
+	if !e.guardF.pass(int64(recv-sent), int64(sent), e.winUS) {
+		e.dropped++
+		return
+	}
+	r0 := e.fit.r0 - float64(e.fit.detrend(int64(sent)))
+	if !e.screen(&e.belowF, e.fit.f0, int64(recv-sent)-e.fit.detrend(int64(sent)), &e.guardR, r0) {
 		return
 	}
 	if w := e.window(int64(sent)); w != nil && w.fwd.offer(int64(sent), int64(recv-sent)) {
@@ -275,7 +335,12 @@ func (e *Inband) AddForward(sent, recv Stamp) {
 // clock (T4). recv − sent = OWD_reverse − θ(recv). At least one reverse
 // sample is needed to split apparent delay into delay and offset.
 func (e *Inband) AddReverse(sent, recv Stamp) {
-	if !e.screen(&e.belowR, e.fit.r0, int64(recv-sent)+e.fit.detrend(int64(recv))) {
+	if !e.guardR.pass(int64(recv-sent), int64(recv), e.winUS) {
+		e.dropped++
+		return
+	}
+	f0 := e.fit.f0 + float64(e.fit.detrend(int64(recv)))
+	if !e.screen(&e.belowR, e.fit.r0, int64(recv-sent)+e.fit.detrend(int64(recv)), &e.guardF, f0) {
 		return
 	}
 	if w := e.window(int64(recv)); w != nil && w.rev.offer(int64(recv), int64(recv-sent)) {
@@ -376,7 +441,8 @@ type InbandStatus struct {
 	// samples of each direction.
 	ForwardWindows, ReverseWindows int
 	// Samples counts accepted one-way samples (an exchange is two);
-	// Dropped counts those older than the history and impossible exchanges.
+	// Dropped counts those older than the history, impossible exchanges,
+	// and samples taken before a detected clock step.
 	Samples, Dropped uint64
 	// Steps counts clock steps detected (see InbandConfig.StepThreshold).
 	Steps uint64

@@ -11,7 +11,10 @@ import (
 //
 //   - OWDmin: the base delay, the minimum over a history of buckets (LEDBAT's
 //     base-delay history, RFC 6817 §4.4), so a route change to a longer path
-//     is followed within HistoryBuckets·BucketLength;
+//     is followed within HistoryBuckets·BucketLength (30 s by default: a
+//     windowed minimum as BBR's min-RTT filter, kept honest by the
+//     controller's periodic slowdowns, which drain the queue at least every
+//     20 s, so every window holds a queue-free sample);
 //   - OWDcur: the minimum of the last CurrentFilter samples, a noise filter
 //     (RFC 6817 §4.3 uses the same "min of the last few" for current delay);
 //   - OWDv = (OWDcur − OWDmin)/max(OWDmin, MinBaseDelay), Eq. 1 of the paper,
@@ -67,7 +70,16 @@ type AnalyzerConfig struct {
 	// HistoryBuckets is the number of base-delay buckets. Default 10 (RFC 6817
 	// BASE_HISTORY). At most 64.
 	HistoryBuckets int
-	// BucketLength is the time one bucket covers. Default 1 minute (RFC 6817).
+	// BucketLength is the time one bucket covers. Default 3 s, so the
+	// history spans 30 s. RFC 6817 uses 1-minute buckets (a 10-minute
+	// history): a path that got longer then looks like a standing queue
+	// for up to 10 minutes, and a delay-based controller holds its window
+	// at the floor all that time. 30 s is longer than the controller's
+	// slowdown interval (Tuning.ProbeMinInterval, 20 s), so every history
+	// holds at least one drained-queue sample and the base does not creep
+	// up with the controller's own standing queue; it is of the order of
+	// BBR's 10 s min-RTT window (Cardwell et al., "BBR: Congestion-Based
+	// Congestion Control", ACM Queue 2016).
 	BucketLength time.Duration
 	// CurrentFilter is how many recent samples OWDcur is the minimum of.
 	// Default 4: enough to filter one packet's scheduling noise, few enough
@@ -101,7 +113,7 @@ func (c AnalyzerConfig) withDefaults() AnalyzerConfig {
 	}
 	c.HistoryBuckets = min(c.HistoryBuckets, maxHistoryBuckets)
 	if c.BucketLength <= 0 {
-		c.BucketLength = time.Minute
+		c.BucketLength = 3 * time.Second
 	}
 	if c.CurrentFilter <= 0 {
 		c.CurrentFilter = 4

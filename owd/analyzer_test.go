@@ -47,22 +47,26 @@ func TestAnalyzerBaseFloor(t *testing.T) {
 func TestAnalyzerHistoryRouteChange(t *testing.T) {
 	tests := []struct {
 		name     string
+		cfg      AnalyzerConfig
 		after    time.Duration // new path from this time on
 		wantMin  time.Duration
 		newDelay time.Duration
 	}{
 		// Shorter path: taken at once.
-		{"shorter path at once", time.Second, 20 * time.Millisecond, 20 * time.Millisecond},
-		// Longer path: the old minimum survives 9 more buckets…
-		{"longer path remembered for 9 min", 9 * time.Minute, 30 * time.Millisecond, 80 * time.Millisecond},
-		// …and is forgotten once all 10 one-minute buckets have rolled.
-		{"longer path adopted after 10 min", 11 * time.Minute, 80 * time.Millisecond, 80 * time.Millisecond},
+		{"shorter path at once", AnalyzerConfig{}, time.Second, 20 * time.Millisecond, 20 * time.Millisecond},
+		// Longer path: the old minimum survives 9 more 3 s buckets…
+		{"longer path remembered for 27 s", AnalyzerConfig{}, 27 * time.Second, 30 * time.Millisecond, 80 * time.Millisecond},
+		// …and is forgotten once all 10 buckets have rolled.
+		{"longer path adopted after 30 s", AnalyzerConfig{}, 31 * time.Second, 80 * time.Millisecond, 80 * time.Millisecond},
+		// RFC 6817's one-minute buckets: 10 minutes.
+		{"RFC 6817 history remembers for 9 min", AnalyzerConfig{BucketLength: time.Minute}, 9 * time.Minute, 30 * time.Millisecond, 80 * time.Millisecond},
+		{"RFC 6817 history adopts after 10 min", AnalyzerConfig{BucketLength: time.Minute}, 11 * time.Minute, 80 * time.Millisecond, 80 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := NewAnalyzer(AnalyzerConfig{})
+			a := NewAnalyzer(tc.cfg)
 			var now clock.Mono
-			a.Add(now, 30*time.Millisecond) // old path, first minute only
+			a.Add(now, 30*time.Millisecond) // old path, first bucket only
 			for now.Sub(0) < tc.after {
 				now = now.Add(time.Second)
 				a.Add(now, tc.newDelay)

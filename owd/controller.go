@@ -45,6 +45,8 @@ type Controller struct {
 	inRecovery  bool
 
 	probe baseProbe
+	// rebase: OWDmin rose (a longer path); slow start again (addSample).
+	rebase bool
 }
 
 var _ cc.Controller = (*Controller)(nil)
@@ -110,6 +112,7 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
 	}
+	c.restartAfterRebase()
 
 	a := c.active()
 	slowStart := c.cwnd < c.ssthresh
@@ -154,7 +157,7 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 // good again.
 func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
 	if ack.RTT > 0 {
-		c.rttA.Add(now, ack.RTT/2)
+		c.addSample(now, &c.rttA, ack.RTT/2)
 	}
 	if !ack.OWDValid {
 		return // no sample is no evidence either way
@@ -169,12 +172,47 @@ func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
 		c.goodRun = 0
 		return
 	}
-	c.owdA.Add(now, ack.OWD)
+	c.addSample(now, &c.owdA, ack.OWD)
 	if c.signal == cc.SignalRTT {
 		c.goodRun++
 		if c.goodRun >= c.cfg.Tuning.FallbackRecoverySamples && c.owdA.Ready() {
 			c.signal = cc.SignalOWD
 		}
+	}
+}
+
+// addSample feeds a and notes when its OWDmin rose past the noise as old
+// buckets left the history (rebase, acted on in OnAck).
+//
+// A base delay that rises is a longer path (a route change), not a queue:
+// queueing never raises a minimum taken over a history that spans a
+// slowdown. Until the old minimum left the history the controller took
+// the new path's extra delay for a queue of its own and held the window
+// at its floor; the window the new path needs (a larger bandwidth-delay
+// product) is unknown, and congestion avoidance from the floor would take
+// hundreds of round trips to find it. Slow start finds it in a few, and
+// its exit on queueing delay (HyStart-like) stops it before it overfills
+// the queue, as BBR goes back to probing after its min-RTT filter moves.
+// Either analyzer may see the rise first (the signal can fall back to
+// RTT/2 meanwhile), so it is noted whichever it is.
+func (c *Controller) addSample(now clock.Mono, a *Analyzer, d time.Duration) {
+	prev := a.Min()
+	a.Add(now, d)
+	if prev > 0 && a.Min()-prev > max(a.NoiseFloor(), prev/8) {
+		c.rebase = true
+	}
+}
+
+// restartAfterRebase re-enters slow start once after OWDmin rose (see
+// addSample), when no slowdown holds the window.
+func (c *Controller) restartAfterRebase() {
+	if !c.rebase || c.probe.active {
+		return
+	}
+	c.rebase = false
+	if c.cwnd >= c.ssthresh {
+		c.ssthresh = math.Inf(1)
+		c.ssMaxOWDv = 0
 	}
 }
 

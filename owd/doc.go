@@ -10,7 +10,8 @@
 //     receiver clock (clock.Inband, or NTP). One sample per acknowledged
 //     packet travels back on the ACK (cc.AckSample.OWD).
 //   - Analyzer (sender side): OWDmin over a LEDBAT-style bucket history
-//     (RFC 6817 §4.4; default 10 × 1 min), OWDcur = min of the last 4
+//     (RFC 6817 §4.4, but default 10 × 3 s rather than 10 × 1 min: see
+//     "Route changes"), OWDcur = min of the last 4
 //     samples, OWDv = (OWDcur − OWDmin)/OWDmin (Eq. 1) with OWDmin floored at
 //     1 ms, and the threshold μ = max(μ_floor, β·OWDv_max).
 //   - Controller: the window. New gives the default "owd" (the normalised
@@ -121,4 +122,15 @@
 //     for the forward queue to drain, and a queued ACK path would
 //     otherwise stretch every hold. Tuning.DisableBaseDelayProbe turns it
 //     off.
+//   - Route changes: a path that gets longer raises every sample, which
+//     the controller cannot tell from a queue until the old minimum leaves
+//     the history; meanwhile it holds the window at the floor. With
+//     RFC 6817's 10-minute history that is 10 minutes of starvation (the
+//     transport fault test measured 0.4 Mbit/s of 18 after +100 ms). The
+//     default history is 30 s: longer than the slowdown interval, so each
+//     history holds a drained-queue sample and the base does not creep
+//     up with the flow's own queue, as BBR's windowed min-RTT. When OWDmin
+//     rises past the noise (by more than max(NoiseFloor, OWDmin/8)) the
+//     controller re-enters slow start to find the new path's
+//     bandwidth-delay product in a few round trips, not hundreds.
 package owd

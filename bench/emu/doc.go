@@ -81,9 +81,14 @@
 //   - Loopback (or a local network) only: one process, no routing; the
 //     server must be reachable from the back sockets' ephemeral ports.
 //   - One bottleneck shared by every client and one client per source
-//     address; at most MaxClients (default 64) client slots, held for the
-//     relay's lifetime; datagrams from further clients are dropped and
-//     counted (RelayStats.DroppedNoClientSlot).
+//     address; at most MaxClients (default 64) client slots; datagrams
+//     from further clients are dropped and counted
+//     (RelayStats.DroppedNoClientSlot). A slot is freed once its client
+//     has sent nothing for ClientIdle (default 30 s, conntrack's UDP
+//     timeout), so spoofed datagrams from MaxClients source ports lock
+//     later clients out for ClientIdle, not for the relay's lifetime. A
+//     flood that keeps sending from MaxClients ports holds the slots as
+//     long as it lasts, as it would a NAT's or conntrack's table.
 //   - Datagrams above MaxDatagram (default 65535 bytes) are dropped and
 //     counted (DirectionStats.Oversize); anything IPv4 UDP can carry fits
 //     the default.
@@ -111,7 +116,9 @@
 //	conn, err := net.DialUDP("udp", nil, r.Addr().(*net.UDPAddr))
 //
 // A scenario's scheduled changes are applied with SetPath at their time;
-// Stats reports both links' counters and the relay's own.
+// SetBlackout drops everything in both directions until it is turned off
+// (an outage, for fault tests); Stats reports both links' counters and
+// the relay's own.
 //
 // # TUN router
 //

@@ -22,6 +22,12 @@ const (
 	DefaultSocketBuf   = 4 << 20 // bytes, SO_RCVBUF / SO_SNDBUF request (the kernel caps it at rmem_max / wmem_max)
 	DefaultMaxClients  = 64
 	DefaultMaxDatagram = 65535 // bytes of UDP payload: everything IPv4 UDP can carry
+	// DefaultClientIdle frees a client slot after 30 s without a datagram
+	// from that client: the UDP timeout of Linux conntrack
+	// (nf_conntrack_udp_timeout) and the floor RFC 4787 §4.3 (REQ-5) sets
+	// for a NAT's UDP mappings, so a real client that goes quiet for less
+	// keeps its slot on the relay as it would its NAT binding.
+	DefaultClientIdle = 30 * time.Second
 )
 
 // Wire overhead added to each datagram's payload to get netem's Packet.Size,
@@ -71,9 +77,18 @@ type RelayConfig struct {
 	ReadBuffer, WriteBuffer int
 	// MaxClients caps the number of distinct client addresses (default
 	// DefaultMaxClients). Datagrams from further clients are dropped and
-	// counted in RelayStats.DroppedNoClientSlot. Slots are held for the
-	// relay's lifetime.
+	// counted in RelayStats.DroppedNoClientSlot. A slot is held until
+	// ClientIdle passes without a datagram from its client.
 	MaxClients int
+	// ClientIdle frees a client slot (and closes its back socket) once its
+	// client has sent nothing for this long (default DefaultClientIdle;
+	// negative: never). Without it, MaxClients spoofed datagrams from as
+	// many source ports would hold every slot for the relay's lifetime
+	// and keep every later client out. Only datagrams from the client
+	// refresh a slot, as only outbound packets refresh a NAT mapping
+	// (RFC 4787 §4.3, REQ-6): a server that keeps answering a vanished
+	// client does not keep its slot.
+	ClientIdle time.Duration
 	// MaxDatagram is the largest UDP payload relayed, in bytes (default
 	// DefaultMaxDatagram). Larger datagrams are dropped and counted in
 	// DirectionStats.Oversize.
@@ -115,6 +130,12 @@ func (c *RelayConfig) fill() error {
 	if c.MaxClients < 0 {
 		return bad("max clients %d is negative", c.MaxClients)
 	}
+	if c.ClientIdle == 0 {
+		c.ClientIdle = DefaultClientIdle
+	}
+	if c.ClientIdle < 0 {
+		c.ClientIdle = never
+	}
 	if c.MaxDatagram == 0 {
 		c.MaxDatagram = DefaultMaxDatagram
 	}
@@ -143,6 +164,9 @@ type DirectionStats struct {
 	ReadErrors, WriteErrors uint64
 	// Oversize counts datagrams larger than MaxDatagram, dropped unread.
 	Oversize uint64
+	// Blackout counts datagrams that crossed the link during a blackout
+	// (SetBlackout) and were dropped instead of written.
+	Blackout uint64
 	// NotIPv4 (TUN router only) counts packets read from a TUN that are
 	// not well-formed IPv4 (IPv6 is disabled in the namespaces), dropped.
 	NotIPv4 uint64
@@ -153,6 +177,9 @@ type RelayStats struct {
 	Forward, Reverse DirectionStats
 	// Clients is the number of client slots in use.
 	Clients int
+	// ClientsExpired counts slots freed after ClientIdle without a
+	// datagram from their client.
+	ClientsExpired uint64
 	// DroppedNoClientSlot counts datagrams from new clients beyond
 	// MaxClients, dropped at the front socket (not offered to the link).
 	DroppedNoClientSlot uint64
@@ -180,6 +207,11 @@ type Relay struct {
 
 	fwdC, revC dirCounters
 	noSlot     atomic.Uint64
+	expired    atomic.Uint64
+	blackout   atomic.Bool
+	// nextSweep is when the front reader next looks for idle slots
+	// (clock.Mono; only the front reader touches it).
+	nextSweep clock.Mono
 
 	closeOnce sync.Once
 	closeErr  error
@@ -190,7 +222,7 @@ type Relay struct {
 type dirCounters struct {
 	in, inBytes, out, outBytes  atomic.Uint64
 	readErr, writeErr, oversize atomic.Uint64
-	notIPv4                     atomic.Uint64
+	notIPv4, blackout           atomic.Uint64
 }
 
 func (d *dirCounters) snapshot(link netem.LinkStats) DirectionStats {
@@ -204,6 +236,7 @@ func (d *dirCounters) snapshot(link netem.LinkStats) DirectionStats {
 		WriteErrors:  d.writeErr.Load(),
 		Oversize:     d.oversize.Load(),
 		NotIPv4:      d.notIPv4.Load(),
+		Blackout:     d.blackout.Load(),
 	}
 }
 
@@ -215,6 +248,9 @@ type client struct {
 	flow   uint64         // FlowKey base: a hash of addr (low bit = direction)
 	v4     bool           // addr is IPv4 or v4-mapped (egress TOS cmsg kind)
 	backV4 bool           // the back socket talks IPv4
+	// lastSeen is when the client last sent a datagram (clock.Mono),
+	// for ClientIdle.
+	lastSeen atomic.Int64
 }
 
 // NewRelay validates cfg, builds the two links, listens on cfg.Listen and
@@ -302,6 +338,7 @@ func (r *Relay) statsLocked() RelayStats {
 		Forward:             r.fwdC.snapshot(r.fwd.Stats()),
 		Reverse:             r.revC.snapshot(r.rev.Stats()),
 		Clients:             n,
+		ClientsExpired:      r.expired.Load(),
 		DroppedNoClientSlot: r.noSlot.Load(),
 	}
 }
@@ -312,6 +349,14 @@ func (r *Relay) statsLocked() RelayStats {
 func (r *Relay) SetPath(forward, reverse *scenario.PathChange) error {
 	return r.applyChange(forward, reverse, func() bool { return r.final != nil })
 }
+
+// SetBlackout starts (on) or ends (off) a blackout: while it lasts every
+// datagram that crosses either link is dropped instead of written,
+// including those already in the links when it began, as if the
+// bottleneck's cable were pulled. The links keep running (queueing,
+// serialisation), so traffic resumes where the emulated path would. Drops
+// are counted in DirectionStats.Blackout.
+func (r *Relay) SetBlackout(on bool) { r.blackout.Store(on) }
 
 // checkChange mirrors netem's validation so SetPath can refuse a bad pair
 // before touching either link.
@@ -368,16 +413,26 @@ func (r *Relay) Close() error {
 	return r.closeErr
 }
 
-// clientFor returns the client for a datagram from addr, creating it (and
-// its back socket and reader) if there is a free slot. nil means drop.
-// Only the front reader calls it.
-func (r *Relay) clientFor(addr netip.AddrPort) *client {
+// clientFor returns the client for a datagram from addr that arrived at
+// now, creating it (and its back socket and reader) if there is a free
+// slot, and refreshes its idle timer. nil means drop. Only the front
+// reader calls it.
+func (r *Relay) clientFor(addr netip.AddrPort, now clock.Mono) *client {
+	if !now.Before(r.nextSweep) {
+		r.expireIdle(now)
+	}
 	r.clientsMu.Lock()
 	cl := r.clients[addr]
 	n := len(r.clients)
 	r.clientsMu.Unlock()
 	if cl != nil {
+		cl.lastSeen.Store(int64(now))
 		return cl
+	}
+	if n >= r.cfg.MaxClients && r.expireIdle(now) > 0 {
+		r.clientsMu.Lock()
+		n = len(r.clients)
+		r.clientsMu.Unlock()
 	}
 	if n >= r.cfg.MaxClients {
 		if r.noSlot.Add(1) == 1 {
@@ -398,6 +453,7 @@ func (r *Relay) clientFor(addr netip.AddrPort) *client {
 		v4:     addr.Addr().Is4() || addr.Addr().Is4In6(),
 		backV4: is4(back.LocalAddr()),
 	}
+	cl.lastSeen.Store(int64(now))
 	r.setupSocket(back, "back", cl.backV4)
 	r.clientsMu.Lock()
 	if r.closed {
@@ -411,6 +467,36 @@ func (r *Relay) clientFor(addr netip.AddrPort) *client {
 	r.log.Debug("emu: new client", "client", addr, "back", back.LocalAddr())
 	go r.readBack(cl)
 	return cl
+}
+
+// expireIdle frees every slot whose client has sent nothing for
+// ClientIdle and returns how many it freed. It runs when the table is
+// full and otherwise at most every ClientIdle/4, so a slot lives at most
+// 1.25·ClientIdle past its client's last datagram while the relay sees
+// traffic. Closing the back socket ends its reader; a datagram of that
+// client still in the forward link then fails to write (counted in
+// Forward.WriteErrors), one still in the reverse link is delivered.
+func (r *Relay) expireIdle(now clock.Mono) int {
+	if r.cfg.ClientIdle == never {
+		r.nextSweep = clock.Mono(math.MaxInt64)
+		return 0
+	}
+	r.nextSweep = now.Add(r.cfg.ClientIdle / 4)
+	var idle []*client
+	r.clientsMu.Lock()
+	for addr, cl := range r.clients {
+		if now.Sub(clock.Mono(cl.lastSeen.Load())) >= r.cfg.ClientIdle {
+			delete(r.clients, addr)
+			idle = append(idle, cl)
+		}
+	}
+	r.clientsMu.Unlock()
+	for _, cl := range idle {
+		_ = cl.back.Close()
+		r.log.Debug("emu: client slot expired", "client", cl.addr, "idle", r.cfg.ClientIdle)
+	}
+	r.expired.Add(uint64(len(idle)))
+	return len(idle)
 }
 
 // hashAddr is FNV-1a over the address and port, then the SplitMix64

@@ -139,9 +139,10 @@ func (r *Relay) readLoop(c *net.UDPConn, dir direction, hdr int, cl *client) {
 			ctr.oversize.Add(1)
 			continue
 		}
+		now := r.clk.Now()
 		owner := cl
 		if owner == nil {
-			if owner = r.clientFor(from); owner == nil {
+			if owner = r.clientFor(from, now); owner == nil {
 				continue
 			}
 		}
@@ -154,7 +155,7 @@ func (r *Relay) readLoop(c *net.UDPConn, dir direction, hdr int, cl *client) {
 		it.pkt.DSCP = it.tos >> 2
 		it.pkt.FlowKey = owner.flow | uint64(dir)
 		it.cl, it.dir = owner, dir
-		it.at = r.clk.Now()
+		it.at = now
 		if !r.submit(it) {
 			return
 		}
@@ -385,6 +386,10 @@ func (r *Relay) send(it *item) {
 	ctr, v4 := &r.fwdC, it.cl.backV4
 	if it.dir == reverse {
 		ctr, v4 = &r.revC, it.cl.v4
+	}
+	if r.blackout.Load() {
+		ctr.blackout.Add(1)
+		return
 	}
 	var oob []byte
 	if it.tos != 0 && !r.noMark {

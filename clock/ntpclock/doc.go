@@ -14,7 +14,9 @@
 // clock, whatever it is; this gives up kernel receive timestamps, a few µs),
 // and rejects answers that fail ntp's Response.Validate (RFC 5905 sanity
 // checks: kiss-of-death/stratum 0, leap indicator 3 "not synchronized",
-// stale reference time, root distance over 16 s). A rejected answer wraps
+// stale reference time, root distance over 16 s), and answers whose offset
+// exceeds PanicThreshold (default 1000 s, ntpd's panic threshold: a
+// well-formed answer hours off is a lying server). A rejected answer wraps
 // both ErrInvalidResponse and ntp's sentinel and changes nothing but the
 // recorded error and the retry time. State turns valid samples into a
 // correction:

@@ -58,7 +58,12 @@ func Query(ctx context.Context, cfg Config, wall func() time.Time) (Sample, erro
 		}
 		return Sample{}, fmt.Errorf("ntpclock: query %s: %w", addr, err)
 	}
-	return sampleFromResponse(addr, resp)
+	smp, err := sampleFromResponse(addr, resp)
+	if err == nil && cfg.PanicThreshold > 0 && (smp.Offset > cfg.PanicThreshold || smp.Offset < -cfg.PanicThreshold) {
+		return Sample{}, fmt.Errorf("ntpclock: query %s (stratum %d): %w: %w: offset %v, threshold %v",
+			addr, smp.Stratum, ErrInvalidResponse, ErrOffsetTooLarge, smp.Offset, cfg.PanicThreshold)
+	}
+	return smp, err
 }
 
 // sampleFromResponse validates resp (RFC 5905 sanity checks as implemented

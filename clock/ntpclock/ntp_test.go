@@ -30,7 +30,7 @@ func TestNTPConfigDefaults(t *testing.T) {
 	require.Equal(t, Config{
 		Server: "pool.ntp.org", Port: 123, Timeout: 5 * time.Second,
 		Interval: 64 * time.Second, RetryInterval: 16 * time.Second, MaxAge: 256 * time.Second,
-		StepThreshold: 128 * time.Millisecond, MaxSlewPPM: 500,
+		StepThreshold: 128 * time.Millisecond, MaxSlewPPM: 500, PanicThreshold: 1000 * time.Second,
 	}, cfg)
 
 	for _, bad := range []Config{

@@ -23,13 +23,19 @@ var ErrNotSynchronized = errors.New("ntpclock: not synchronized")
 // network error does not wrap it.
 var ErrInvalidResponse = errors.New("ntpclock: invalid NTP response")
 
+// ErrOffsetTooLarge is wrapped, with ErrInvalidResponse, when a valid
+// answer's offset exceeds Config.PanicThreshold: a server that lies (or a
+// wildly wrong local clock, which needs a human or PanicThreshold < 0).
+var ErrOffsetTooLarge = errors.New("ntpclock: offset beyond the panic threshold")
+
 // ErrInvalidConfig is wrapped by New and NewState when a Config field is out
 // of range.
 var ErrInvalidConfig = errors.New("ntpclock: invalid config")
 
 // Config configures an NTP-corrected clock. The zero value is valid: each
 // zero field takes the default written beside it. Negative durations are
-// rejected with ErrInvalidConfig, except StepThreshold (see there).
+// rejected with ErrInvalidConfig, except StepThreshold and PanicThreshold
+// (see there).
 type Config struct {
 	// Server is the NTP server, "host" or "host:port". Default
 	// "pool.ntp.org".
@@ -58,19 +64,30 @@ type Config struct {
 	// per second of monotonic time. Default 500, ntpd's and the Linux
 	// kernel's adjtime limit (chrony allows up to 83 333 ppm).
 	MaxSlewPPM float64
+	// PanicThreshold rejects an answer whose offset exceeds it, first
+	// sync included: the answer fails with ErrOffsetTooLarge (wrapped in
+	// ErrInvalidResponse), the clock is left alone and not synchronized.
+	// A well-formed answer hours off is a server that lies or is broken,
+	// and stepping every stamp by hours would be worse than no NTP (the
+	// in-band estimator does not need it). Default 1000 s, ntpd's panic
+	// threshold (RFC 5905 Appendix A.1.1, PANICT); negative disables, for
+	// a host that boots without a real-time clock and needs the first
+	// sync to step it by years (ntpd's -g).
+	PanicThreshold time.Duration
 	// Logger receives sync failures and steps from Run. Nil is silent.
 	Logger *slog.Logger
 }
 
 // Defaults of Config (see the fields).
 const (
-	DefaultServer        = "pool.ntp.org"
-	DefaultPort          = 123
-	DefaultTimeout       = 5 * time.Second
-	DefaultInterval      = 64 * time.Second
-	DefaultRetryInterval = 16 * time.Second
-	DefaultStepThreshold = 128 * time.Millisecond
-	DefaultMaxSlewPPM    = 500.0
+	DefaultServer         = "pool.ntp.org"
+	DefaultPort           = 123
+	DefaultTimeout        = 5 * time.Second
+	DefaultInterval       = 64 * time.Second
+	DefaultRetryInterval  = 16 * time.Second
+	DefaultStepThreshold  = 128 * time.Millisecond
+	DefaultMaxSlewPPM     = 500.0
+	DefaultPanicThreshold = 1000 * time.Second
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -108,6 +125,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxSlewPPM == 0 {
 		c.MaxSlewPPM = DefaultMaxSlewPPM
+	}
+	if c.PanicThreshold == 0 {
+		c.PanicThreshold = DefaultPanicThreshold
 	}
 	return c, nil
 }
