@@ -55,7 +55,7 @@ type Session struct {
 	probe    bool       // send a PING (RTO, or flow-control probe)
 	probeAt  clock.Mono // next flow-control probe when blocked
 	lastSent clock.Mono // last ack-eliciting packet sent (keep-alive)
-	updBuf   []byte     // freshest unsent update …
+	updBuf   []byte     // freshest unsent update (grown on first use) …
 	updGen   int64      // … its generation time, local wall µs …
 	updMono  clock.Mono // … and on the monotonic clock
 	updFresh bool
@@ -74,7 +74,7 @@ type Session struct {
 	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting)
 	inband     *clock.Inband
 	lastHeard  clock.Mono
-	inUpd      []byte // newest update delivered, not yet read by the app
+	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
 	inUpdGen   int64  // its generation time, sender wall µs
 	inUpdAge   time.Duration
 	inUpdRecv  clock.Mono
@@ -172,12 +172,10 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		// Until the peer's first ACK: the initial window every receiver
 		// grants (its ring's first size), unless ours is smaller.
 		peerMax:   int64(min(cfg.ReceiveWindow, initialRecvWindow)),
-		updBuf:    make([]byte, 0, cfg.MaxUpdatePayload()),
 		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
 		in:        newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
 		inband:    inband,
 		lastHeard: now,
-		inUpd:     make([]byte, 0, cfg.MaxUpdatePayload()),
 		newestPN:  -1,
 		hsNext:    now,
 		validated: cfg.AddressValidated,
@@ -513,7 +511,7 @@ func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, h wire.Header, u *
 	s.newestPN = h.PN
 	age := time.Duration(min(max(ageUS, 0), maxAgeMicros)) * time.Microsecond
 	s.age.Deliver(now.Add(-age), now)
-	s.inUpd = append(s.inUpd[:0], u.Payload...)
+	s.inUpd = append(s.inUpd[:0], u.Payload...) // as large as the largest update received
 	// Held no further back than the age bound, so that TakeUpdate's
 	// correction by the clock offset cannot wrap around either.
 	s.inUpdGen = max(u.Generated, subSat(wallUS, maxAgeMicros))
@@ -658,12 +656,15 @@ func (s *Session) close() {
 // sendUpdate replaces the freshest unsent update (ACP's rule: only the
 // freshest is ever sent).
 func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error {
-	if len(payload) > cap(s.updBuf) {
-		return fmt.Errorf("%w: %d > %d bytes", ErrUpdateTooLarge, len(payload), cap(s.updBuf))
+	if len(payload) > s.cfg.MaxUpdatePayload() {
+		return fmt.Errorf("%w: %d > %d bytes", ErrUpdateTooLarge, len(payload), s.cfg.MaxUpdatePayload())
 	}
 	if s.updFresh {
 		s.st.UpdatesSuperseded++
 	}
+	// The buffer grows to the largest update sent, not to the largest
+	// possible: a monitor's session never sends one, and a source's
+	// samples are usually a few dozen bytes.
 	s.updBuf = append(s.updBuf[:0], payload...)
 	s.updGen, s.updMono, s.updFresh = wallUS, now, true
 	return nil
