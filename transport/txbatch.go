@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"net"
+	"sync"
 	"syscall"
 
 	"golang.org/x/net/ipv4"
@@ -21,6 +22,12 @@ const (
 // message the kernel cuts into datagrams: one trip through the socket and
 // UDP layers for up to 64 datagrams, which is how quic-go sends bulk data.
 // Without GSO every datagram is its own message.
+//
+// A batch is not a connection's: its buffers (up to 2 MiB with GSO) are
+// only needed while a send is built, so a Listener's driver keeps one for
+// all its connections and a client Conn takes one from txPool for each
+// send. A slot's buffer is allocated the first time the slot is used, so a
+// batch that only ever carries a few small datagrams stays small.
 type txBatch struct {
 	sock *socket
 	msgs []ipv4.Message
@@ -36,29 +43,66 @@ type txBatch struct {
 	carry     []byte
 	carryDSCP uint8
 	hasCarry  bool
+	// scratch is where the session writes the datagram being polled.
+	scratch []byte
 }
 
 func newTxBatch(sock *socket, maxDatagram int) *txBatch {
 	b := &txBatch{
-		sock:  sock,
-		msgs:  make([]ipv4.Message, batchSize),
-		bufs:  make([][]byte, batchSize),
-		oobs:  make([][]byte, batchSize),
-		seg:   make([]int, batchSize),
-		segs:  make([]int, batchSize),
-		dscp:  make([]uint8, batchSize),
-		carry: make([]byte, 0, maxDatagram),
-	}
-	size := maxDatagram
-	if sock.gso.Load() {
-		size = gsoMaxBytes
+		msgs: make([]ipv4.Message, batchSize),
+		bufs: make([][]byte, batchSize),
+		oobs: make([][]byte, batchSize),
+		seg:  make([]int, batchSize),
+		segs: make([]int, batchSize),
+		dscp: make([]uint8, batchSize),
 	}
 	for i := range b.msgs {
-		b.bufs[i] = make([]byte, 0, size)
-		b.oobs[i] = make([]byte, 0, 64)
 		b.msgs[i].Buffers = [][]byte{nil}
 	}
+	b.reset(sock, maxDatagram)
 	return b
+}
+
+// reset binds an empty batch to sock for datagrams of up to maxDatagram
+// bytes, keeping the buffers it has.
+func (b *txBatch) reset(sock *socket, maxDatagram int) {
+	b.sock = sock
+	b.n, b.open, b.hasCarry = 0, false, false
+	if cap(b.scratch) < maxDatagram {
+		b.scratch = make([]byte, 0, maxDatagram)
+	}
+}
+
+// slotSize is the capacity a message buffer needs: a whole GSO run, or
+// one datagram.
+func (b *txBatch) slotSize(d []byte) int {
+	if b.sock.gso.Load() {
+		return gsoMaxBytes
+	}
+	return max(len(d), cap(b.scratch))
+}
+
+// txPool holds the batches of client Conns between sends. sync.Pool
+// frees what stays unused across garbage collections, so thousands of
+// mostly idle clients in one process share a handful of batches.
+var txPool sync.Pool
+
+// getTxBatch returns an empty batch for sock from txPool.
+func getTxBatch(sock *socket, maxDatagram int) *txBatch {
+	if b, ok := txPool.Get().(*txBatch); ok {
+		b.reset(sock, maxDatagram)
+		return b
+	}
+	return newTxBatch(sock, maxDatagram)
+}
+
+// putTxBatch returns b, which must hold nothing unsent, to txPool.
+func putTxBatch(b *txBatch) {
+	b.sock = nil
+	for i := range b.msgs {
+		b.msgs[i].Addr = nil // do not keep a peer's address alive
+	}
+	txPool.Put(b)
 }
 
 // full reports whether no further datagram can be taken for sure.
@@ -83,6 +127,9 @@ func (b *txBatch) add(d []byte, dscp uint8) {
 	}
 	i := b.n
 	b.n++
+	if b.bufs[i] == nil {
+		b.bufs[i] = make([]byte, 0, b.slotSize(d))
+	}
 	b.bufs[i] = append(b.bufs[i][:0], d...)
 	b.seg[i], b.segs[i], b.dscp[i] = len(d), 1, dscp
 	b.open = true
