@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// runSources is the generator: it dials every source, reports "ready" on
+// stdout, and has each hand a sample to its regulator -rate times a second
+// (at a random phase, so the sources do not tick together) until stdin
+// closes. Then it closes every source.
+func runSources(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("loadtest-sources", flag.ContinueOnError)
+	addr := fs.String("addr", "", "monitor address")
+	n := fs.Int("sources", 0, "sources")
+	rate := fs.Float64("rate", 10, "samples per second per source")
+	parallel := fs.Int("dial-parallel", 200, "dials at once")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := raiseFileLimit(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // the monitor closes our stdin to stop us
+		_, _ = io.Copy(io.Discard, stdin)
+		cancel()
+	}()
+	// The regulator may send at most the sensing rate (MaxUpdateRate);
+	// ACP picks the rate below it that keeps the age lowest.
+	cfg := transport.Config{MaxUpdateRate: *rate, IdleTimeout: 30 * time.Second, Linger: -1}
+	conns := make([]*transport.Conn, *n)
+	var (
+		wg    sync.WaitGroup
+		errMu sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, *parallel)
+	for i := range conns {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c, err := transport.Dial(ctx, *addr, cfg)
+			if err != nil {
+				errMu.Lock()
+				first = errors.Join(first, fmt.Errorf("source %d: %w", i, err))
+				errMu.Unlock()
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				go c.Close()
+			}
+		}
+	}()
+	if first != nil {
+		return first
+	}
+	fmt.Fprintln(stdout, "ready")
+
+	period := time.Duration(float64(time.Second) / *rate)
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var sample [32]byte
+			binary.BigEndian.PutUint64(sample[:], uint64(i))
+			select { // a random phase
+			case <-time.After(rand.N(period)):
+			case <-ctx.Done():
+				return
+			}
+			t := time.NewTicker(period)
+			defer t.Stop()
+			for seq := uint64(0); ; seq++ {
+				binary.BigEndian.PutUint64(sample[8:], seq)
+				if err := c.SendUpdate(sample[:]); err != nil {
+					return
+				}
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var closers sync.WaitGroup
+	for _, c := range conns {
+		closers.Add(1)
+		go func() { defer closers.Done(); c.Close() }()
+	}
+	closers.Wait()
+	conns = nil
+	return nil
+}
