@@ -171,6 +171,16 @@ type Config struct {
 	// host would be. MaxConnections applies to every source.
 	LimitLoopback bool
 
+	// ReusePort opens a Listener's socket with SO_REUSEPORT, so that
+	// several processes (or Listeners) serve one port, each with its own
+	// socket; every socket on the port must set it (and, on Linux, belong
+	// to the same user). The kernel spreads datagrams among the sockets by
+	// a hash of the source and destination addresses and ports, so a
+	// source stays with one process while its address and port stay the
+	// same; see the package doc's "Scale-out". Linux and the BSDs; Listen
+	// fails elsewhere. Dial ignores it.
+	ReusePort bool
+
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
 }

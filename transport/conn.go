@@ -582,7 +582,7 @@ func openSocket(cfg *Config, network string, laddr, raddr *net.UDPAddr) (sock *s
 		// not, and drops datagrams from anyone else.
 		udp, err = net.DialUDP(network, laddr, raddr)
 	} else {
-		udp, err = net.ListenUDP(network, laddr)
+		udp, err = listenUDP(network, laddr, cfg.ReusePort)
 	}
 	if err != nil {
 		return nil, nil, err
