@@ -86,4 +86,3 @@ func TestReusePortSharesOnePort(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
-

@@ -4,6 +4,7 @@
 //
 //	go run ./bench/cmd/loadtest [-sources 10000] [-rate 10] [-duration 30s]
 //	                            [-read] [-dial-parallel 200] [-json FILE]
+//	                            [-memprofile FILE]
 //
 // It runs as two processes: this one is the monitor, and it starts itself
 // again as the load generator holding every source. The monitor's memory
@@ -54,6 +55,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -94,6 +96,7 @@ type options struct {
 	read     bool
 	parallel int
 	json     string
+	memprof  string
 	// exe and env start the generator: this program, or a test binary.
 	exe string
 	env []string
@@ -108,6 +111,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.read, "read", false, "read every update in the monitor (a goroutine per source)")
 	fs.IntVar(&o.parallel, "dial-parallel", 200, "dials in progress at once")
 	fs.StringVar(&o.json, "json", "", "also write the report as JSON to `FILE`")
+	fs.StringVar(&o.memprof, "memprofile", "", "write the monitor's heap profile, taken when memory is measured, to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -139,6 +143,25 @@ type Report struct {
 	// Across sources: each source's time-average age and its own p95.
 	AgeMean AgeSpread `json:"age_mean"`
 	AgeP95  AgeSpread `json:"age_p95"`
+	// Generator is what the sources' regulators reported at the end.
+	Generator string `json:"generator"`
+	// LoadAvg is the machine's 1-minute load average at the end (Linux):
+	// above the number of cores, the run shared the CPU with others.
+	LoadAvg string `json:"loadavg_1m"`
+}
+
+// loadAverage is the 1-minute load average and the number of CPUs, or ""
+// where /proc/loadavg is missing.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s on %d CPUs", f[0], runtime.NumCPU())
 }
 
 // AgeSpread is one age figure across sources, milliseconds.
@@ -246,9 +269,15 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 		return nil, err
 	}
 	genDone := make(chan error, 1)
+	var genSummary string
 	go func() {
-		_, _ = io.Copy(io.Discard, bufio.NewReader(out)) // progress lines, if any
-		genDone <- gen.Wait()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "sources:") {
+				genSummary = line
+			}
+		}
+		genDone <- gen.Wait() // after the last line: genSummary is set
 	}()
 	defer func() {
 		stop.Close()
@@ -290,6 +319,11 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	window := time.Since(t0)
 	recv1 := received()
 	m := memory()
+	if o.memprof != "" {
+		if err := writeHeapProfile(o.memprof); err != nil {
+			return nil, err
+		}
+	}
 
 	rep := &Report{
 		Sources: o.sources, Rate: o.rate, DurationS: window.Seconds(), Read: o.read,
@@ -321,6 +355,8 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	if cpu, err := childrenCPU(); err == nil {
 		rep.GenCPUS = cpu.Seconds()
 	}
+	rep.Generator = strings.TrimPrefix(genSummary, "sources: ")
+	rep.LoadAvg = loadAverage()
 	stopAccept()
 	readers.Wait()
 	printReport(stdout, rep)
@@ -333,6 +369,18 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	return rep, nil
 }
 
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func printReport(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "sources             %d (%d with updates delivered), %g samples/s each, read=%v\n", r.Sources, r.Delivered, r.Rate, r.Read)
 	fmt.Fprintf(w, "setup               %.2f s\n", r.SetupS)
@@ -341,6 +389,8 @@ func printReport(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "monitor CPU         %.3f s/s (user+sys over %.0f s)\n", r.CPUPerSecond, r.DurationS)
 	fmt.Fprintf(w, "generator CPU       %.1f s over its life\n", r.GenCPUS)
 	fmt.Fprintf(w, "updates             %.2f /s per source received, %d stale\n", r.UpdatesPerS, r.Stale)
+	fmt.Fprintf(w, "sources' regulators %s\n", r.Generator)
+	fmt.Fprintf(w, "load average        %s\n", r.LoadAvg)
 	fmt.Fprintf(w, "age mean (ms)       mean %.1f  median %.1f  p95 %.1f  max %.1f  (each source's time-average, across sources)\n",
 		r.AgeMean.Mean, r.AgeMean.Median, r.AgeMean.P95, r.AgeMean.Max)
 	fmt.Fprintf(w, "age p95 (ms)        mean %.1f  median %.1f  p95 %.1f  max %.1f  (each source's own p95, across sources)\n",

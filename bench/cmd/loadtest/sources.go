@@ -62,14 +62,12 @@ func runSources(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 		}()
 	}
 	wg.Wait()
-	defer func() {
+	if first != nil {
 		for _, c := range conns {
 			if c != nil {
-				go c.Close()
+				c.Close()
 			}
 		}
-	}()
-	if first != nil {
 		return first
 	}
 	fmt.Fprintln(stdout, "ready")
@@ -102,6 +100,20 @@ func runSources(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 		}()
 	}
 	wg.Wait()
+	// What the regulators made of the path, for the monitor's report: ACP
+	// lowers its rate when backlog and age grow together, which a CPU
+	// shared by more than it can serve looks like.
+	var regRate, srtt float64
+	var sent, superseded int64
+	for _, c := range conns {
+		st := c.Stats()
+		regRate += st.UpdateRate
+		srtt += st.SRTT.Seconds() * 1e3
+		sent += st.UpdatesSent
+		superseded += st.UpdatesSuperseded
+	}
+	fmt.Fprintf(stdout, "sources: regulator rate %.2f /s, SRTT %.1f ms (means over sources); %d updates sent, %d superseded\n",
+		regRate/float64(len(conns)), srtt/float64(len(conns)), sent, superseded)
 	var closers sync.WaitGroup
 	for _, c := range conns {
 		closers.Add(1)
