@@ -20,7 +20,9 @@ import (
 // It does what a client Conn's loop does, for many connections: run the
 // session (Conn.step) when it was kicked or its deadline passed, send what
 // it polled, and re-arm its deadline. It shares one send batch among them
-// all, since a batch is only needed while a send is built.
+// all, since a batch is only needed while a send is built. A send that
+// finds the socket's buffer full holds the others up; they would wait
+// anyway, as every connection of a Listener sends through that buffer.
 type driver struct {
 	clk  clock.Clock
 	wake chan struct{} // something was queued
