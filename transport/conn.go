@@ -140,13 +140,14 @@ func (c *Conn) handleDatagram(b []byte) bool {
 	return ok
 }
 
-// step runs the session once: it fires a timeout that is due, polls what
-// is sendable into tx and sends it. It returns the next deadline (0: none),
-// whether tx filled up (more may be sendable at once; tx then holds the
-// datagram that did not fit, to go first next time) and whether the
-// session has closed.
-func (c *Conn) step(tx *txBatch) (next clock.Mono, full, closed bool) {
+// poll runs the session once: it fires a timeout that is due and polls
+// what is sendable into tx, for the peer. It returns the next deadline (0:
+// none), whether tx filled up (more may be sendable at once; tx then
+// carries the datagram that did not fit into its next round) and whether
+// the session has closed. The caller sends tx.
+func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	now, wall := c.now()
 	if t := c.s.NextTimeout(now); t != 0 && !now.Before(t) {
 		c.s.Timeout(now)
@@ -156,26 +157,28 @@ func (c *Conn) step(tx *txBatch) (next clock.Mono, full, closed bool) {
 		if !ok {
 			break
 		}
-		tx.add(d, dscp)
+		tx.add(d, dscp, c.peer)
 	}
-	n, full := tx.n, tx.full()
-	next = c.s.NextTimeout(now)
-	closed = c.s.Closed()
 	c.notifyLocked()
-	c.mu.Unlock()
-	if n > 0 {
-		if err := tx.send(c.peer); err != nil {
-			c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
-			if errors.Is(err, net.ErrClosed) {
-				c.mu.Lock()
-				c.s.Abort(ErrClosed)
-				c.mu.Unlock()
-				return 0, false, true
-			}
-			c.socketError(err)
-		}
+	return c.s.NextTimeout(now), tx.full(), c.s.Closed()
+}
+
+// send sends a client Conn's batch. It reports false when the socket is
+// closed: the session is then aborted.
+func (c *Conn) send(tx *txBatch) bool {
+	err := tx.send()
+	if err == nil {
+		return true
 	}
-	return next, full, closed
+	c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
+	if errors.Is(err, net.ErrClosed) {
+		c.mu.Lock()
+		c.s.Abort(ErrClosed)
+		c.mu.Unlock()
+		return false
+	}
+	c.socketError(err)
+	return true
 }
 
 // finish runs once the session has closed and nothing more will be sent:
@@ -209,7 +212,10 @@ func (c *Conn) loop() {
 		if tx == nil {
 			tx = getTxBatch(c.sock, size)
 		}
-		next, full, closed := c.step(tx)
+		next, full, closed := c.poll(tx)
+		if tx.n > 0 && !c.send(tx) {
+			return
+		}
 		if closed {
 			return
 		}

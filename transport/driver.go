@@ -2,6 +2,7 @@ package transport
 
 import (
 	"container/heap"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -18,13 +19,16 @@ import (
 // busy one is run when the Listener's reader or the application kicks it.
 //
 // It does what a client Conn's loop does, for many connections: run the
-// session (Conn.step) when it was kicked or its deadline passed, send what
-// it polled, and re-arm its deadline. It shares one send batch among them
-// all, since a batch is only needed while a send is built. A send that
+// session (Conn.poll) when it was kicked or its deadline passed, send what
+// it polled, and re-arm its deadline. The datagrams of every connection it
+// runs in one pass share one batch, sent with one sendmmsg: the ACKs of a
+// reader's batch of updates from many sources leave in one system call,
+// not one each. A send that
 // finds the socket's buffer full holds the others up; they would wait
 // anyway, as every connection of a Listener sends through that buffer.
 type driver struct {
 	clk  clock.Clock
+	log  *slog.Logger
 	wake chan struct{} // something was queued
 	stop chan struct{} // close: exit once every Conn has finished
 	done chan struct{} // closed when run has returned
@@ -33,8 +37,9 @@ type driver struct {
 	queue []*Conn // kicked, to run soon; each at most once (Conn.queued)
 
 	// The run goroutine's alone.
-	timers timerHeap
-	tx     *txBatch
+	timers  timerHeap
+	tx      *txBatch
+	closing []*Conn // closed in this pass: finished once their last datagram is sent
 }
 
 // maxRounds bounds how many full batches one connection sends in a row
@@ -45,6 +50,7 @@ const maxRounds = 4
 func newDriver(cfg *Config, sock *socket) *driver {
 	return &driver{
 		clk:  cfg.Clock,
+		log:  cfg.Logger,
 		wake: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
@@ -64,6 +70,21 @@ func (d *driver) schedule(c *Conn) {
 	if !c.queued && !c.finished {
 		c.queued = true
 		d.queue = append(d.queue, c)
+	}
+	d.mu.Unlock()
+	signal(d.wake)
+}
+
+// scheduleAll queues every Conn of cs (a reader's batch) with one lock and
+// one wake-up, so the driver finds them together and sends their replies in
+// one batch, rather than waking for the first alone.
+func (d *driver) scheduleAll(cs []*Conn) {
+	d.mu.Lock()
+	for _, c := range cs {
+		if !c.queued && !c.finished {
+			c.queued = true
+			d.queue = append(d.queue, c)
+		}
 	}
 	d.mu.Unlock()
 	signal(d.wake)
@@ -97,6 +118,7 @@ func (d *driver) run() {
 		for len(d.timers) > 0 && !now.Before(d.timers[0].due) {
 			d.service(d.timers[0])
 		}
+		d.flush()
 		d.mu.Lock()
 		more := len(d.queue) > 0
 		d.mu.Unlock()
@@ -117,36 +139,58 @@ func (d *driver) run() {
 	}
 }
 
-// service runs c: up to maxRounds batches, then its deadline goes into
-// the heap, or, if it has more to send, it goes to the back of the queue.
-// A closed connection leaves the driver.
+// service runs c: it polls c into the batch, sending the batch whenever
+// it fills, for up to maxRounds full batches; then c's deadline goes into
+// the heap, or, if it has more to send, c goes to the back of the queue. A
+// closed connection leaves the driver (finished after the pass's flush, so
+// its CLOSE has left when Close returns).
 func (d *driver) service(c *Conn) {
 	if c.finished { // written by this goroutine only
 		return
 	}
-	for range maxRounds {
-		next, full, closed := c.step(d.tx)
+	for round := 1; ; round++ {
+		next, full, closed := c.poll(d.tx)
 		if closed {
-			d.tx.reset(d.tx.sock, cap(d.tx.scratch)) // a closed session's leftovers
 			d.unarm(c)
 			d.mu.Lock()
 			c.finished = true
 			d.mu.Unlock()
-			c.finish()
+			d.closing = append(d.closing, c)
 			return
 		}
 		if !full {
 			d.arm(c, next)
 			return
 		}
+		d.send() // the datagram that did not fit starts the next batch
+		if round == maxRounds {
+			d.arm(c, c.clk.Now())
+			d.schedule(c)
+			return
+		}
 	}
-	// The batch holds one polled datagram (the carry): it is c's, so it
-	// goes now, before another connection uses the batch.
-	if err := d.tx.send(c.peer); err != nil {
-		c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
+}
+
+// send sends the batch.
+func (d *driver) send() {
+	if err := d.tx.send(); err != nil {
+		// Errors of one datagram (an unreachable peer) are the
+		// connection's to recover from, by retransmission or timeout.
+		d.log.Debug("fresh: write failed", "err", err)
 	}
-	d.arm(c, c.clk.Now())
-	d.schedule(c)
+}
+
+// flush sends everything batched, then finishes the connections that
+// closed in this pass.
+func (d *driver) flush() {
+	for d.tx.n > 0 { // twice if the first send left a carried datagram
+		d.send()
+	}
+	for _, c := range d.closing {
+		c.finish()
+	}
+	clear(d.closing)
+	d.closing = d.closing[:0]
 }
 
 // arm sets c's deadline in the heap (0: none).

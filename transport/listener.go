@@ -177,9 +177,7 @@ func (l *Listener) readLoop() {
 				touched = append(touched, e.c)
 			}
 		}
-		for _, c := range touched {
-			c.kick()
-		}
+		l.drv.scheduleAll(touched)
 		clear(touched)
 		touched = touched[:0]
 	}

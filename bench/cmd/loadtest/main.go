@@ -4,7 +4,7 @@
 //
 //	go run ./bench/cmd/loadtest [-sources 10000] [-rate 10] [-duration 30s]
 //	                            [-read] [-dial-parallel 200] [-json FILE]
-//	                            [-memprofile FILE]
+//	                            [-cpuprofile FILE] [-memprofile FILE]
 //
 // It runs as two processes: this one is the monitor, and it starts itself
 // again as the load generator holding every source. The monitor's memory
@@ -97,6 +97,7 @@ type options struct {
 	parallel int
 	json     string
 	memprof  string
+	cpuprof  string
 	// exe and env start the generator: this program, or a test binary.
 	exe string
 	env []string
@@ -111,6 +112,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.read, "read", false, "read every update in the monitor (a goroutine per source)")
 	fs.IntVar(&o.parallel, "dial-parallel", 200, "dials in progress at once")
 	fs.StringVar(&o.json, "json", "", "also write the report as JSON to `FILE`")
+	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write the monitor's CPU profile over the -duration window to `FILE`")
 	fs.StringVar(&o.memprof, "memprofile", "", "write the monitor's heap profile, taken when memory is measured, to `FILE`")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -305,6 +307,17 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 		return n
 	}
 	recv0 := received()
+	if o.cpuprof != "" {
+		f, err := os.Create(o.cpuprof)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, err
+		}
+		defer pprof.StopCPUProfile() // stopped earlier, at the window's end; a second stop is a no-op
+	}
 	cpu0, _ := processCPU()
 	t0 := time.Now()
 	select {
@@ -317,6 +330,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	}
 	cpu1, _ := processCPU()
 	window := time.Since(t0)
+	pprof.StopCPUProfile()
 	recv1 := received()
 	m := memory()
 	if o.memprof != "" {
