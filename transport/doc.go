@@ -134,11 +134,13 @@
 // A Listener runs two goroutines whatever its number of connections: one
 // reads its socket, one (the driver) sends for and keeps the timers of
 // every connection, an idle connection being an entry in a timer heap.
-// bench/cmd/loadtest measures a monitor with 10,000 ACP sources at 10
-// updates/s each: about 40 KB of heap per source, most of it the in-band
-// clock estimator's 60 s of history (clock.Inband, about 24 KB) and the
-// age histogram (acp.AgeMeter, a few KB); before, 2.26 MB and a goroutine.
-// A client Conn runs two goroutines (sending, reading).
+// bench/cmd/loadtest measures a monitor with 10,000 ACP sources sending
+// updates: about 30 KB of heap per source, half of it the in-band clock
+// estimator's 60 s of history (clock.Inband: 240 windows of 56 bytes), then
+// the age histogram (acp.AgeMeter: 16 bytes per bin between the lowest and
+// highest age seen, about 6 KB on loopback) and the congestion controller
+// (2.5 KB); before, 2.26 MB and a goroutine. A client Conn runs two
+// goroutines (sending, reading).
 //
 // examples/agent/measure.sh gives the agent's peak resident memory with
 // defaults while it uploads as fast as loopback allows: about 7.5 MB, of
