@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/clock"
 )
 
 // A monitor's session that only receives updates holds neither a receive
@@ -50,4 +52,29 @@ func TestSendUpdateTooLargeWithLazyBuffer(t *testing.T) {
 	max := s.cfg.MaxUpdatePayload()
 	require.NoError(t, s.SendUpdate(0, 0, make([]byte, max)))
 	require.ErrorIs(t, s.SendUpdate(0, 0, make([]byte, max+1)), ErrUpdateTooLarge)
+}
+
+func TestInbandConfigIsValid(t *testing.T) {
+	_, err := clock.NewInband(inbandConfig)
+	require.NoError(t, err)
+}
+
+// A server session that only heard an Initial holds no clock estimator;
+// the first stamped packet creates it, and the offset is then estimated.
+func TestClockEstimatorCreatedByFirstSample(t *testing.T) {
+	s, err := New(Config{}, 1, false, 0)
+	require.NoError(t, err)
+	require.Nil(t, s.inband)
+	st := s.Stats(0)
+	require.False(t, st.ClockSynced)
+	require.Zero(t, st.ClockOffset)
+
+	p := newSessionPair(t)
+	require.Nil(t, p.srv.inband, "the handshake carries no clock sample")
+	for i := range 200 {
+		require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte{byte(i)}))
+		p.advance(10, 10*time.Millisecond)
+	}
+	require.NotNil(t, p.srv.inband)
+	require.True(t, p.srv.Stats(p.now).ClockSynced, "20 s of updates both ways")
 }

@@ -72,7 +72,7 @@ type Session struct {
 	ackNow     bool
 	in         recvStream
 	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting)
-	inband     *clock.Inband
+	inband     *clock.Inband // created with the first clock sample (clockEstimator)
 	lastHeard  clock.Mono
 	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
 	inUpdGen   int64  // its generation time, sender wall µs
@@ -161,10 +161,6 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	inband, err := clock.NewInband(clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8})
-	if err != nil {
-		return nil, err
-	}
 	s := &Session{
 		cfg: cfg, connID: connID, client: client,
 		tr: recovery.NewWithAckDelay(cfg.MaxAckDelay), ctl: ctl, policy: pol,
@@ -174,7 +170,6 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		peerMax:   int64(min(cfg.ReceiveWindow, initialRecvWindow)),
 		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
 		in:        newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
-		inband:    inband,
 		lastHeard: now,
 		newestPN:  -1,
 		hsNext:    now,
@@ -196,13 +191,31 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 	return s, nil
 }
 
+// inbandConfig is the in-band clock estimator's: 60 s of history in
+// 250 ms windows, trusted once 8 windows (2 s) have samples.
+var inbandConfig = clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8}
+
+// clockEstimator returns the in-band offset estimator, created with the
+// first clock sample: its history (about 14 KiB) is not allocated for a
+// connection the peer never sent a stamped packet on, such as one opened
+// by an Initial from an address that never answers.
+func (s *Session) clockEstimator() *clock.Inband {
+	if s.inband == nil {
+		var err error
+		if s.inband, err = clock.NewInband(inbandConfig); err != nil {
+			panic(err) // a constant configuration (TestInbandConfigIsValid)
+		}
+	}
+	return s.inband
+}
+
 // theta is the receiver − sender clock offset the session corrects OWD with,
 // and whether it is trustworthy.
 func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 	if s.cfg.TrustPeerClock {
 		return 0, true
 	}
-	if s.cfg.NoInband || !s.inband.Synced() {
+	if s.cfg.NoInband || s.inband == nil || !s.inband.Synced() {
 		return 0, false
 	}
 	return s.inband.Offset(clock.Stamp(sentUS)), true
@@ -432,10 +445,10 @@ func (s *Session) amplificationLimited(now clock.Mono) bool {
 // clock samples, ACK ranges, the OWD sample, and when to ACK.
 func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, echo wire.Echo, urgent bool) {
 	if h.Type != wire.TypePing {
-		s.inband.AddForward(clock.Stamp(h.Timestamp), clock.Stamp(wallUS))
+		s.clockEstimator().AddForward(clock.Stamp(h.Timestamp), clock.Stamp(wallUS))
 	}
 	if echo.T3 != 0 {
-		s.inband.AddReverse(clock.Stamp(echo.T3), clock.Stamp(echo.T4))
+		s.clockEstimator().AddReverse(clock.Stamp(echo.T3), clock.Stamp(echo.T4))
 		s.forgetAcked(echo.T3)
 		// The echo gives the receiver of a one-way stream, which sends
 		// nothing to take RTT samples from, its round trip: our ACK left
