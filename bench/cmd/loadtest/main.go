@@ -3,7 +3,7 @@
 // regulator at a fixed rate) against one transport.Listener, on loopback.
 //
 //	go run ./bench/cmd/loadtest [-sources 10000] [-rate 10] [-duration 30s]
-//	                            [-read] [-dial-parallel 200] [-json FILE]
+//	                            [-read] [-insecure] [-dial-parallel 200] [-json FILE]
 //	                            [-cpuprofile FILE] [-memprofile FILE]
 //
 // It runs as two processes: this one is the monitor, and it starts itself
@@ -15,8 +15,11 @@
 //
 // # What is measured
 //
-// Setup: from starting the generator to the last source accepted (the
-// generator dials -dial-parallel at a time).
+// Connections are TLS 1.3 (a throwaway CA made for the run; -insecure: the
+// plaintext mode) with the Listener's defaults (address validation by
+// Retry, limits). Setup: from starting the generator to the last source
+// accepted (the generator dials -dial-parallel at a time, each a Retry
+// round trip and a handshake).
 //
 // Memory per source: the monitor's Go heap in use plus goroutine stacks
 // (runtime.MemStats HeapInuse + StackInuse, after two collections) once
@@ -46,6 +49,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -63,11 +67,16 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // childEnv marks the generator process: it holds the flags the monitor
-// passes on.
-const childEnv = "FRESH_LOADTEST_SOURCES"
+// passes on. caEnv holds the CA certificate (PEM) the generator verifies
+// the monitor with.
+const (
+	childEnv = "FRESH_LOADTEST_SOURCES"
+	caEnv    = "FRESH_LOADTEST_CA"
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -94,6 +103,7 @@ type options struct {
 	rate     float64
 	duration time.Duration
 	read     bool
+	insecure bool
 	parallel int
 	json     string
 	memprof  string
@@ -111,6 +121,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long every source sends, once all are connected")
 	fs.BoolVar(&o.read, "read", false, "read every update in the monitor (a goroutine per source)")
 	fs.IntVar(&o.parallel, "dial-parallel", 200, "dials in progress at once")
+	fs.BoolVar(&o.insecure, "insecure", false, "plaintext (Config.Insecure) instead of TLS on both ends")
 	fs.StringVar(&o.json, "json", "", "also write the report as JSON to `FILE`")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write the monitor's CPU profile over the -duration window to `FILE`")
 	fs.StringVar(&o.memprof, "memprofile", "", "write the monitor's heap profile, taken when memory is measured, to `FILE`")
@@ -132,6 +143,7 @@ type Report struct {
 	Rate         float64 `json:"rate_per_source"`
 	DurationS    float64 `json:"duration_s"`
 	Read         bool    `json:"read_updates"`
+	TLS          bool    `json:"tls"`
 	SetupS       float64 `json:"setup_s"`
 	BytesPerSrc  float64 `json:"bytes_per_source"`      // (HeapInuse+StackInuse) delta / sources
 	LivePerSrc   float64 `json:"live_bytes_per_source"` // HeapAlloc delta / sources
@@ -212,7 +224,23 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	if err := raiseFileLimit(); err != nil {
 		return nil, err
 	}
-	l, err := transport.Listen("127.0.0.1:0", transport.Config{IdleTimeout: 30 * time.Second})
+	cfg := transport.Config{IdleTimeout: 30 * time.Second, Insecure: o.insecure}
+	var caPEM []byte
+	if !o.insecure {
+		// A throwaway CA: the monitor's certificate, and the root the
+		// generator verifies it with (passed in its environment).
+		ca, err := devcert.NewCA("loadtest CA")
+		if err != nil {
+			return nil, err
+		}
+		cert, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		caPEM = ca.CertPEM()
+	}
+	l, err := transport.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -256,8 +284,8 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 
 	start := time.Now()
 	gen := exec.Command(o.exe)
-	gen.Env = append(append(os.Environ(), o.env...), fmt.Sprintf("%s=-addr %s -sources %d -rate %g -dial-parallel %d",
-		childEnv, l.Addr(), o.sources, o.rate, o.parallel))
+	gen.Env = append(append(os.Environ(), o.env...), fmt.Sprintf("%s=-addr %s -sources %d -rate %g -dial-parallel %d -insecure=%v",
+		childEnv, l.Addr(), o.sources, o.rate, o.parallel, o.insecure), caEnv+"="+string(caPEM))
 	gen.Stderr = os.Stderr
 	stop, err := gen.StdinPipe()
 	if err != nil {
@@ -340,7 +368,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	}
 
 	rep := &Report{
-		Sources: o.sources, Rate: o.rate, DurationS: window.Seconds(), Read: o.read,
+		Sources: o.sources, Rate: o.rate, DurationS: window.Seconds(), Read: o.read, TLS: !o.insecure,
 		SetupS:       setup.Seconds(),
 		BytesPerSrc:  (float64(m.HeapInuse+m.StackInuse) - float64(base.HeapInuse+base.StackInuse)) / float64(o.sources),
 		LivePerSrc:   (float64(m.HeapAlloc) - float64(base.HeapAlloc)) / float64(o.sources),
@@ -396,7 +424,7 @@ func writeHeapProfile(path string) error {
 }
 
 func printReport(w io.Writer, r *Report) {
-	fmt.Fprintf(w, "sources             %d (%d with updates delivered), %g samples/s each, read=%v\n", r.Sources, r.Delivered, r.Rate, r.Read)
+	fmt.Fprintf(w, "sources             %d (%d with updates delivered), %g samples/s each, read=%v, tls=%v\n", r.Sources, r.Delivered, r.Rate, r.Read, r.TLS)
 	fmt.Fprintf(w, "setup               %.2f s\n", r.SetupS)
 	fmt.Fprintf(w, "monitor memory      %.0f B/source heap+stacks in use (%.0f live heap, %.0f stacks); %d goroutines over idle\n",
 		r.BytesPerSrc, r.LivePerSrc, r.StackPerSrc, r.Goroutines)

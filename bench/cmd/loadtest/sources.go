@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -27,6 +30,7 @@ func runSources(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	n := fs.Int("sources", 0, "sources")
 	rate := fs.Float64("rate", 10, "samples per second per source")
 	parallel := fs.Int("dial-parallel", 200, "dials at once")
+	insecure := fs.Bool("insecure", false, "plaintext")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,7 +45,14 @@ func runSources(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	}()
 	// The regulator may send at most the sensing rate (MaxUpdateRate);
 	// ACP picks the rate below it that keeps the age lowest.
-	cfg := transport.Config{MaxUpdateRate: *rate, IdleTimeout: 30 * time.Second, Linger: -1}
+	cfg := transport.Config{MaxUpdateRate: *rate, IdleTimeout: 30 * time.Second, Linger: -1, Insecure: *insecure}
+	if !*insecure {
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM([]byte(os.Getenv(caEnv))) {
+			return errors.New("no CA certificate in " + caEnv)
+		}
+		cfg.TLS = &tls.Config{RootCAs: roots, ServerName: "localhost"}
+	}
 	conns := make([]*transport.Conn, *n)
 	var (
 		wg    sync.WaitGroup
