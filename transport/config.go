@@ -141,7 +141,7 @@ type Config struct {
 	// proves it receives at its source address (RFC 9000 §8.1.2). That
 	// costs every handshake one extra round trip, and is on by default
 	// because without it a forged source address makes the Listener hold
-	// a connection (and its goroutine) per forged Initial until
+	// a connection (its state) per forged Initial until
 	// IdleTimeout, and send to the forged address: up to three times the
 	// Initial's bytes (RFC 9000 §8.1's anti-amplification limit, which
 	// then applies until the client answers). Disable it only where the

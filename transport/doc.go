@@ -169,8 +169,8 @@
 // The protocol is a sans-I/O state machine (session): the Conn and Listener
 // goroutines feed it datagrams and timer expiries and send what it
 // returns (a Listener's driver for all its connections, a client Conn's
-// own goroutine for it). On Linux, datagrams are received with recvmmsg in batches, with
-// UDP_GRO when the kernel allows (several datagrams of a flow in one buffer,
+// own goroutine for it). On Linux, datagrams are received with recvmmsg
+// in batches, with UDP_GRO when the kernel allows (several datagrams of a flow in one buffer,
 // split by the segment size it reports), and sent with sendmmsg, as
 // UDP_SEGMENT (GSO) runs when the kernel allows; elsewhere with plain reads
 // and writes. DSCP is set per packet
