@@ -127,16 +127,17 @@ func (m AgeMark) MeanSince(prev AgeMark) (time.Duration, bool) {
 // for a fraction q of the measured time (so p95 is exceeded 5 % of the time),
 // the same weighting as the mean. They come from a fixed log-spaced histogram
 // of the sawtooth's ramps (see ageHistogram: 32 bins per octave, relative
-// resolution 2.2 %, from 10 µs to about 3 h), so memory is fixed (about 15 KiB)
-// however long the run.
+// resolution 2.2 %, from 10 µs to about 3 h), so memory is bounded (at most
+// about 15 KiB, 16 bytes per bin between the lowest and highest age seen:
+// a few KiB for a flow whose ages span a few octaves) however long the run.
 //
 // Deliveries may come out of generation order: an update older than one
 // already delivered changes nothing. They should come in nondecreasing
 // reception order (as a receiver sees them); an earlier reception time is
 // counted at the latest one seen (see Clamped).
 //
-// The zero value is ready to use. Deliver does not allocate. AgeMeter is not
-// safe for concurrent use.
+// The zero value is ready to use. Deliver allocates only when an age falls
+// outside the bins held so far. AgeMeter is not safe for concurrent use.
 type AgeMeter struct {
 	saw  sawtooth
 	hist ageHistogram

@@ -47,12 +47,43 @@ func histBin(a float64) int {
 // exactly |[a₀, a₁) ∩ bin| seconds in each bin. Adding a ramp is O(1): the two
 // end bins get their partial overlap in part, and the fully covered bins in
 // between are recorded in a difference array (cover) that quantile expands
-// with a prefix sum. Memory is fixed: about 15 KiB.
+// with a prefix sum.
+//
+// Only the bins from the lowest to the highest age seen are held (part and
+// cover start at bin lo), grown when a ramp reaches outside them: a flow's
+// ages span a few octaves, not the 30 the geometry allows, so a meter holds
+// a few hundred bytes to a few KiB (16 bytes a bin) instead of all 15 KiB,
+// which matters to a monitor keeping one per source.
 type ageHistogram struct {
-	part  [histBins]float64   // s spent in each bin by ramps that end inside it
-	cover [histBins + 1]int64 // difference array: ramps covering bin i entirely
-	total float64             // s: sum of all ramp lengths
-	max   float64             // s: largest age seen
+	lo    int       // the bin part[0] and cover[0] stand for
+	part  []float64 // s spent in each bin by ramps that end inside it
+	cover []int64   // difference array: ramps covering bin i entirely
+	total float64   // s: sum of all ramp lengths
+	max   float64   // s: largest age seen
+}
+
+// histGrain is the granularity (bins) the held range grows by, so a slowly
+// widening range does not reallocate on every new bin.
+const histGrain = 16
+
+// hold makes bins j0..j1 part of the held range.
+func (h *ageHistogram) hold(j0, j1 int) {
+	hi := h.lo + len(h.part) // one past the last held bin
+	if h.part != nil && j0 >= h.lo && j1 < hi {
+		return
+	}
+	lo, end := j0, j1+1
+	if h.part != nil {
+		lo, end = min(lo, h.lo), max(end, hi)
+	}
+	lo = max(lo/histGrain*histGrain, 0)
+	end = min((end+histGrain-1)/histGrain*histGrain, histBins)
+	part, cover := make([]float64, end-lo), make([]int64, end-lo)
+	if h.part != nil {
+		copy(part[h.lo-lo:], h.part)
+		copy(cover[h.lo-lo:], h.cover)
+	}
+	h.lo, h.part, h.cover = lo, part, cover
 }
 
 // add records a ramp of age from a0 to a1 seconds (a0 < a1).
@@ -65,15 +96,16 @@ func (h *ageHistogram) add(a0, a1 float64) {
 		h.max = a1
 	}
 	j0, j1 := histBin(a0), histBin(a1)
+	h.hold(j0, j1)
 	if j0 == j1 {
-		h.part[j0] += a1 - a0
+		h.part[j0-h.lo] += a1 - a0
 		return
 	}
-	h.part[j0] += math.Max(0, histEdges[j0+1]-a0)
-	h.part[j1] += math.Max(0, a1-histEdges[j1])
+	h.part[j0-h.lo] += math.Max(0, histEdges[j0+1]-a0)
+	h.part[j1-h.lo] += math.Max(0, a1-histEdges[j1])
 	if j1 > j0+1 {
-		h.cover[j0+1]++
-		h.cover[j1]--
+		h.cover[j0+1-h.lo]++
+		h.cover[j1-h.lo]--
 	}
 }
 
@@ -97,9 +129,12 @@ func (h *ageHistogram) quantile(q, o0, o1 float64) float64 {
 	var cum float64
 	var c int64
 	for i := range histBins {
-		c += h.cover[i]
+		var t float64
+		if k := i - h.lo; k >= 0 && k < len(h.part) { // outside, both are 0
+			c += h.cover[k]
+			t = h.part[k]
+		}
 		lo, hi := histEdges[i], histEdges[i+1]
-		t := h.part[i]
 		if c > 0 { // never for the overflow bin: it is never covered entirely
 			t += float64(c) * (hi - lo)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -149,11 +150,8 @@ type Inband struct {
 	// so, and must not enter the new history (see stepped).
 	guardF, guardR stepGuard
 
-	// Scratch for the fit, sized Windows at construction so refit never
-	// allocates.
-	fx, fy, rx, ry []float64
-	hull           []int
-
+	// The fit, cached until a sample changes the envelope (dirty); refit's
+	// scratch comes from refitScratchPool.
 	dirty bool
 	fit   inbandFit
 }
@@ -205,11 +203,6 @@ func NewInband(cfg InbandConfig) (*Inband, error) {
 		cfg:   cfg,
 		winUS: cfg.Window.Microseconds(),
 		ring:  make([]inbandWindow, n),
-		fx:    make([]float64, n),
-		fy:    make([]float64, n),
-		rx:    make([]float64, n),
-		ry:    make([]float64, n),
-		hull:  make([]int, n),
 	}, nil
 }
 
@@ -506,6 +499,8 @@ func (e *Inband) current() *inbandFit {
 //     ≈ 0), so θ₀ = (F₀ − R₀)/2 exactly when base_f = base_r, and biased by
 //     (base_f − base_r)/2 otherwise. (F₀ + R₀)/2 bounds the error.
 func (e *Inband) refit() {
+	sc := getRefitScratch(len(e.ring))
+	defer refitScratchPool.Put(sc)
 	e.dirty = false
 	ref := e.newest * e.winUS
 	f := inbandFit{ref: ref}
@@ -516,18 +511,18 @@ func (e *Inband) refit() {
 			continue
 		}
 		if s.fwd.ok {
-			e.fx[f.nf], e.fy[f.nf] = float64(s.fwd.at-ref), float64(s.fwd.d)
+			sc.fx[f.nf], sc.fy[f.nf] = float64(s.fwd.at-ref), float64(s.fwd.d)
 			f.nf++
 		}
 		if s.rev.ok {
-			e.rx[f.nr], e.ry[f.nr] = float64(s.rev.at-ref), float64(s.rev.d)
+			sc.rx[f.nr], sc.ry[f.nr] = float64(s.rev.at-ref), float64(s.rev.d)
 			f.nr++
 		}
 	}
-	fx, fy, rx, ry := e.fx[:f.nf], e.fy[:f.nf], e.rx[:f.nr], e.ry[:f.nr]
+	fx, fy, rx, ry := sc.fx[:f.nf], sc.fy[:f.nf], sc.rx[:f.nr], sc.ry[:f.nr]
 
-	sf, okf := lowerHullSlope(fx, fy, e.hull)
-	sr, okr := lowerHullSlope(rx, ry, e.hull)
+	sf, okf := lowerHullSlope(fx, fy, sc.hull)
+	sr, okr := lowerHullSlope(rx, ry, sc.hull)
 	switch {
 	case okf && okr:
 		wf, wr := slopeWeight(fx, fy, sf), slopeWeight(rx, ry, sr)
@@ -555,6 +550,26 @@ func (e *Inband) refit() {
 		f.hasTheta = true
 	}
 	e.fit = f
+}
+
+// refitScratch is refit's working memory: the envelope points of both
+// directions and the hull stack, a window's worth each. It lives only
+// during a refit, so estimators share it through refitScratchPool rather
+// than each keeping its own (9.6 KiB with the transport's 240 windows: a
+// monitor has one estimator per source).
+type refitScratch struct {
+	fx, fy, rx, ry []float64
+	hull           []int
+}
+
+var refitScratchPool sync.Pool
+
+// getRefitScratch returns scratch for n windows.
+func getRefitScratch(n int) *refitScratch {
+	if sc, ok := refitScratchPool.Get().(*refitScratch); ok && len(sc.hull) >= n {
+		return sc
+	}
+	return &refitScratch{fx: make([]float64, n), fy: make([]float64, n), rx: make([]float64, n), ry: make([]float64, n), hull: make([]int, n)}
 }
 
 // lowerHullSlope returns the slope of the lower-convex-hull edge of the

@@ -141,7 +141,7 @@ type Config struct {
 	// proves it receives at its source address (RFC 9000 §8.1.2). That
 	// costs every handshake one extra round trip, and is on by default
 	// because without it a forged source address makes the Listener hold
-	// a connection (and its goroutine) per forged Initial until
+	// a connection (its state) per forged Initial until
 	// IdleTimeout, and send to the forged address: up to three times the
 	// Initial's bytes (RFC 9000 §8.1's anti-amplification limit, which
 	// then applies until the client answers). Disable it only where the
@@ -170,6 +170,16 @@ type Config struct {
 	// connections from 127.0.0.1) must not be throttled as one remote
 	// host would be. MaxConnections applies to every source.
 	LimitLoopback bool
+
+	// ReusePort opens a Listener's socket with SO_REUSEPORT, so that
+	// several processes (or Listeners) serve one port, each with its own
+	// socket; every socket on the port must set it (and, on Linux, belong
+	// to the same user). The kernel spreads datagrams among the sockets by
+	// a hash of the source and destination addresses and ports, so a
+	// source stays with one process while its address and port stay the
+	// same; see the package doc's "Scale-out". Linux and the BSDs; Listen
+	// fails elsewhere. Dial ignores it.
+	ReusePort bool
 
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger

@@ -26,9 +26,11 @@ import (
 // one reader and one writer of the stream at a time, as io.Reader and
 // io.Writer usually are.
 //
-// Each Conn runs one goroutine that owns sending and timers; a client Conn
-// also runs one that reads its socket (a Listener reads for its Conns).
-// Close stops both.
+// A client Conn runs two goroutines: one owns sending and timers, one
+// reads its socket; Close stops both. A Listener's Conns have none of
+// their own: the Listener reads for all of them and one driver goroutine
+// sends and keeps the timers of all of them, so an idle connection costs
+// memory, not a goroutine.
 //
 // Conn is a net.Conn: SetDeadline, SetReadDeadline and SetWriteDeadline
 // bound Read and Write with the net package's semantics (a passed deadline
@@ -61,6 +63,17 @@ type Conn struct {
 	readDone   chan struct{} // client: the socket reader has exited
 	stopNTP    context.CancelFunc
 	onDone     func() // a Listener's cleanup
+
+	// A server Conn is run by its Listener's driver: drv is set, wake is
+	// nil. The driver's bookkeeping: queued (guarded by drv.mu) says the
+	// Conn is in the driver's run queue, finished (written under drv.mu by
+	// the driver goroutine) that it has closed and left the driver; due and
+	// timerIdx (the driver goroutine's alone) place it in the timer heap.
+	drv      *driver
+	queued   bool
+	finished bool
+	due      clock.Mono
+	timerIdx int
 }
 
 var _ net.Conn = (*Conn)(nil)
@@ -79,7 +92,6 @@ type Update struct {
 func newConn(cfg *Config, sock *socket, peer *net.UDPAddr, s *session.Session) *Conn {
 	c := &Conn{
 		cfg: cfg, sock: sock, peer: peer, clk: cfg.Clock, s: s,
-		wake:       make(chan struct{}, 1),
 		readReady:  make(chan struct{}, 1),
 		writeReady: make(chan struct{}, 1),
 		updReady:   make(chan struct{}, 1),
@@ -87,6 +99,7 @@ func newConn(cfg *Config, sock *socket, peer *net.UDPAddr, s *session.Session) *
 		done:       make(chan struct{}),
 		readDL:     newDeadline(),
 		writeDL:    newDeadline(),
+		timerIdx:   -1,
 	}
 	return c
 }
@@ -127,51 +140,81 @@ func (c *Conn) handleDatagram(b []byte) bool {
 	return ok
 }
 
-// loop is the connection's send and timer goroutine.
-func (c *Conn) loop() {
-	defer func() {
-		c.mu.Lock()
-		c.notifyLocked()
-		c.mu.Unlock()
-		close(c.done)
-		if c.onDone != nil {
-			c.onDone()
+// poll runs the session once: it fires a timeout that is due and polls
+// what is sendable into tx, for the peer. It returns the next deadline (0:
+// none), whether tx filled up (more may be sendable at once; tx then
+// carries the datagram that did not fit into its next round) and whether
+// the session has closed. The caller sends tx.
+func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, wall := c.now()
+	if t := c.s.NextTimeout(now); t != 0 && !now.Before(t) {
+		c.s.Timeout(now)
+	}
+	for !tx.full() {
+		d, dscp, ok := c.s.Poll(now, wall, tx.scratch)
+		if !ok {
+			break
 		}
-	}()
+		tx.add(d, dscp, c.peer)
+	}
+	c.notifyLocked()
+	return c.s.NextTimeout(now), tx.full(), c.s.Closed()
+}
+
+// send sends a client Conn's batch. It reports false when the socket is
+// closed: the session is then aborted.
+func (c *Conn) send(tx *txBatch) bool {
+	err := tx.send()
+	if err == nil {
+		return true
+	}
+	c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
+	if errors.Is(err, net.ErrClosed) {
+		c.mu.Lock()
+		c.s.Abort(ErrClosed)
+		c.mu.Unlock()
+		return false
+	}
+	c.socketError(err)
+	return true
+}
+
+// finish runs once the session has closed and nothing more will be sent:
+// it wakes every waiter and tells the owner.
+func (c *Conn) finish() {
+	c.mu.Lock()
+	c.notifyLocked()
+	c.mu.Unlock()
+	close(c.done)
+	if c.onDone != nil {
+		c.onDone()
+	}
+}
+
+// loop is a client Conn's send and timer goroutine (a Listener's driver
+// does this for server Conns). It holds a batch from txPool only while
+// it sends.
+func (c *Conn) loop() {
+	defer c.finish()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	size := max(c.cfg.MaxDatagram, wire.MinInitialSize)
-	tx := newTxBatch(c.sock, size)
-	scratch := make([]byte, 0, size)
+	var tx *txBatch
+	defer func() {
+		if tx != nil {
+			tx.reset(nil, size) // unsent leftovers of a closed session
+			putTxBatch(tx)
+		}
+	}()
 	for {
-		c.mu.Lock()
-		now, wall := c.now()
-		if t := c.s.NextTimeout(now); t != 0 && !now.Before(t) {
-			c.s.Timeout(now)
+		if tx == nil {
+			tx = getTxBatch(c.sock, size)
 		}
-		for !tx.full() {
-			d, dscp, ok := c.s.Poll(now, wall, scratch)
-			if !ok {
-				break
-			}
-			tx.add(d, dscp)
-		}
-		n, full := tx.n, tx.full()
-		next := c.s.NextTimeout(now)
-		closed := c.s.Closed()
-		c.notifyLocked()
-		c.mu.Unlock()
-		if n > 0 {
-			if err := tx.send(c.peer); err != nil {
-				c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
-				if errors.Is(err, net.ErrClosed) {
-					c.mu.Lock()
-					c.s.Abort(ErrClosed)
-					c.mu.Unlock()
-					return
-				}
-				c.socketError(err)
-			}
+		next, full, closed := c.poll(tx)
+		if tx.n > 0 && !c.send(tx) {
+			return
 		}
 		if closed {
 			return
@@ -179,6 +222,8 @@ func (c *Conn) loop() {
 		if full {
 			continue // more may be ready at once
 		}
+		putTxBatch(tx) // empty: a batch that is not full was sent whole
+		tx = nil
 		if next != 0 {
 			timer.Reset(max(next.Sub(c.clk.Now()), 0))
 		}
@@ -190,8 +235,15 @@ func (c *Conn) loop() {
 	}
 }
 
-// kick wakes the send loop.
-func (c *Conn) kick() { signal(c.wake) }
+// kick tells whoever sends for the connection (its loop, or the
+// Listener's driver) to run it.
+func (c *Conn) kick() {
+	if c.drv != nil {
+		c.drv.schedule(c)
+		return
+	}
+	signal(c.wake)
+}
 
 // Write writes p to the stream, blocking while the send buffer is full.
 // Once the write deadline has passed it returns how much it took with an
@@ -487,6 +539,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	c := newConn(&conf, sock, raddr, s)
 	c.ownsSocket, c.stopNTP = true, stopNTP
 	c.readDone = make(chan struct{})
+	c.wake = make(chan struct{}, 1)
 	go c.readLoop()
 	go c.loop()
 
@@ -535,7 +588,7 @@ func openSocket(cfg *Config, network string, laddr, raddr *net.UDPAddr) (sock *s
 		// not, and drops datagrams from anyone else.
 		udp, err = net.DialUDP(network, laddr, raddr)
 	} else {
-		udp, err = net.ListenUDP(network, laddr)
+		udp, err = listenUDP(network, laddr, cfg.ReusePort)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -556,7 +609,7 @@ func openSocket(cfg *Config, network string, laddr, raddr *net.UDPAddr) (sock *s
 // readLoop reads a client Conn's socket until it is closed.
 func (c *Conn) readLoop() {
 	defer close(c.readDone)
-	rx, err := newRxBatch(c.sock, maxAccepted(c.cfg.MaxDatagram))
+	rx, err := newRxBatch(c.sock, maxAccepted(c.cfg.MaxDatagram), true)
 	if err != nil {
 		c.cfg.Logger.Error("fresh: cannot read socket", "err", err)
 		return

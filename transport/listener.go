@@ -47,6 +47,7 @@ type Listener struct {
 	closed  bool
 
 	readySig  chan struct{} // ready may be non-empty
+	drv       *driver       // sends and keeps timers for every Conn
 	done      chan struct{} // closed by Close
 	readDone  chan struct{}
 	closeOnce sync.Once
@@ -101,12 +102,14 @@ func Listen(addr string, cfg Config) (*Listener, error) {
 		done:     make(chan struct{}),
 		readDone: make(chan struct{}),
 		stopNTP:  stopNTP,
+		drv:      newDriver(&conf, sock),
 	}
 	if !conf.DisableRetry {
 		l.tokens = newRetryTokens(now)
 		l.tokenBuf = make([]byte, 0, retryTokenLen)
 		l.retryBuf = make([]byte, 0, wire.HeaderLen+2+retryTokenLen)
 	}
+	go l.drv.run()
 	go l.readLoop()
 	return l, nil
 }
@@ -148,7 +151,7 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 // Initial.
 func (l *Listener) readLoop() {
 	defer close(l.readDone)
-	rx, err := newRxBatch(l.sock, maxAccepted(l.cfg.MaxDatagram))
+	rx, err := newRxBatch(l.sock, maxAccepted(l.cfg.MaxDatagram), false)
 	if err != nil {
 		l.cfg.Logger.Error("fresh: cannot read socket", "err", err)
 		return
@@ -174,9 +177,7 @@ func (l *Listener) readLoop() {
 				touched = append(touched, e.c)
 			}
 		}
-		for _, c := range touched {
-			c.kick()
-		}
+		l.drv.scheduleAll(touched)
 		clear(touched)
 		touched = touched[:0]
 	}
@@ -244,7 +245,7 @@ func (l *Listener) sendRetry(connID uint64, to netip.AddrPort, now clock.Mono) {
 }
 
 // open creates the connection of an admitted Initial: session, map entry,
-// goroutine, and the handshake timer that drops it if its handshake does
+// its place in the driver, and the handshake timer that drops it if its handshake does
 // not complete in HandshakeTimeout. validated says the Initial carried a
 // valid token, which lifts the session's anti-amplification limit.
 func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now clock.Mono) *entry {
@@ -288,7 +289,7 @@ func (l *Listener) track(id uint64, from netip.AddrPort, src netip.Addr, s *sess
 	c.onDone = func() { l.remove(e) }
 	e.timer = time.AfterFunc(l.cfg.HandshakeTimeout, func() { l.handshakeExpired(e) })
 	l.conns[id] = e
-	go c.loop()
+	l.drv.start(c)
 	return e
 }
 
@@ -346,7 +347,7 @@ func (l *Listener) handshakeExpired(e *entry) {
 	c.s.Abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
 	c.notifyLocked()
 	c.mu.Unlock()
-	c.kick() // the loop sees the session closed and exits
+	c.kick() // the driver sees the session closed and lets it go
 }
 
 // remove forgets a connection that ended.
@@ -384,6 +385,7 @@ func (l *Listener) Close() error {
 			go func() { defer wg.Done(); c.Close() }()
 		}
 		wg.Wait()
+		l.drv.close()
 		_ = l.sock.conn.Close()
 		<-l.readDone
 		l.stopNTP()

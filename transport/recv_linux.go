@@ -5,6 +5,7 @@ package transport
 import (
 	"encoding/binary"
 	"net/netip"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -36,20 +37,38 @@ const (
 // and the source address is decoded into a netip.AddrPort value, so the
 // receive path does not allocate. With UDP_GRO one slot may hold several
 // datagrams; read splits them.
+//
+// The buffers themselves (512 KiB with GRO) are a Listener's for good, but
+// a client Conn's socket holds them only from the moment its socket is
+// readable until its next read: while it waits they are back in rxPool.
+// A process with thousands of mostly idle clients (a load generator, a
+// gateway) then needs buffers for the few that are reading at once, not
+// for all of them.
 type rxBatch struct {
-	max   int  // the largest datagram accepted: larger ones are dropped
-	gro   bool // UDP_GRO is on
-	bufs  [][]byte
-	hdrs  []mmsghdr
-	iovs  []unix.Iovec
-	names []unix.RawSockaddrAny
-	ctrl  [][cmsgSpace]byte
-	dg    []datagram // the datagrams of the last read
-	rc    syscall.RawConn
-	recvF func(fd uintptr) bool // b.recv, bound once: a method value made per call escapes
-	err   error
-	got   int
+	max    int  // the largest datagram accepted: larger ones are dropped
+	gro    bool // UDP_GRO is on
+	pooled bool // the buffers go back to rxPool between reads
+	size   int  // each buffer's size
+	held   *rxBuffers
+	hdrs   []mmsghdr
+	iovs   []unix.Iovec
+	names  []unix.RawSockaddrAny
+	ctrl   [][cmsgSpace]byte
+	rc     syscall.RawConn
+	recvF  func(fd uintptr) bool // b.recv, bound once: a method value made per call escapes
+	err    error
+	got    int
 }
+
+// rxBuffers are the buffers one recvmmsg fills, and the datagrams split
+// from them.
+type rxBuffers struct {
+	bufs [][]byte
+	dg   []datagram // the datagrams of the last read
+}
+
+// rxPool holds client sockets' buffers between reads.
+var rxPool sync.Pool
 
 // datagram is one received datagram: its bytes (aliasing the batch's
 // buffers until the next read) and its source.
@@ -58,7 +77,10 @@ type datagram struct {
 	addr netip.AddrPort
 }
 
-func newRxBatch(s *socket, maxDatagram int) (*rxBatch, error) {
+// newRxBatch reads s, dropping datagrams over maxDatagram bytes. pooled
+// says the buffers are taken from rxPool for each read (a client's socket)
+// rather than kept (a Listener's, which is seldom idle).
+func newRxBatch(s *socket, maxDatagram int, pooled bool) (*rxBatch, error) {
 	rc, err := s.conn.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -72,20 +94,18 @@ func newRxBatch(s *socket, maxDatagram int) (*rxBatch, error) {
 		n, size = groBatch, groBufSize
 	}
 	b := &rxBatch{
-		max:   maxDatagram,
-		gro:   gro,
-		bufs:  make([][]byte, n),
-		hdrs:  make([]mmsghdr, n),
-		iovs:  make([]unix.Iovec, n),
-		names: make([]unix.RawSockaddrAny, n),
-		ctrl:  make([][cmsgSpace]byte, n),
-		dg:    make([]datagram, 0, 512), // 8 GRO slots of up to 54 full-size datagrams
-		rc:    rc,
+		max:    maxDatagram,
+		gro:    gro,
+		pooled: pooled,
+		size:   size,
+		hdrs:   make([]mmsghdr, n),
+		iovs:   make([]unix.Iovec, n),
+		names:  make([]unix.RawSockaddrAny, n),
+		ctrl:   make([][cmsgSpace]byte, n),
+		rc:     rc,
 	}
 	b.recvF = b.recv
-	for i := range b.bufs {
-		b.bufs[i] = make([]byte, size)
-		b.iovs[i].Base = &b.bufs[i][0]
+	for i := range b.hdrs {
 		b.iovs[i].SetLen(size)
 		b.hdrs[i].Hdr.Iov = &b.iovs[i]
 		b.hdrs[i].Hdr.SetIovlen(1)
@@ -94,13 +114,47 @@ func newRxBatch(s *socket, maxDatagram int) (*rxBatch, error) {
 			b.hdrs[i].Hdr.Control = &b.ctrl[i][0]
 		}
 	}
+	if !pooled {
+		b.acquire()
+	}
 	return b, nil
+}
+
+// acquire gives the batch buffers, from rxPool if it has some of the
+// right shape.
+func (b *rxBatch) acquire() {
+	if b.held != nil {
+		return
+	}
+	r, _ := rxPool.Get().(*rxBuffers)
+	if r == nil || len(r.bufs) != len(b.hdrs) || len(r.bufs[0]) != b.size {
+		r = &rxBuffers{bufs: make([][]byte, len(b.hdrs)), dg: make([]datagram, 0, 512)} // 8 GRO slots of up to 54 full-size datagrams
+		for i := range r.bufs {
+			r.bufs[i] = make([]byte, b.size)
+		}
+	}
+	for i := range r.bufs {
+		b.iovs[i].Base = &r.bufs[i][0]
+	}
+	b.held = r
+}
+
+// release returns a pooled batch's buffers to rxPool.
+func (b *rxBatch) release() {
+	if !b.pooled || b.held == nil {
+		return
+	}
+	clear(b.held.dg) // the datagrams alias the buffers only
+	b.held.dg = b.held.dg[:0]
+	rxPool.Put(b.held)
+	b.held = nil
 }
 
 // read blocks until at least one datagram arrives and returns the
 // datagrams received, valid until the next read. Oversize and truncated
 // ones are dropped.
 func (b *rxBatch) read() ([]datagram, error) {
+	b.release() // the caller is done with the last read's datagrams
 	for i := range b.hdrs {
 		b.hdrs[i].Hdr.Namelen = uint32(unsafe.Sizeof(b.names[i]))
 		b.hdrs[i].Hdr.Flags = 0
@@ -110,12 +164,15 @@ func (b *rxBatch) read() ([]datagram, error) {
 	}
 	b.err, b.got = nil, 0
 	if err := b.rc.Read(b.recvF); err != nil {
+		b.release()
 		return nil, err
 	}
 	if b.err != nil {
+		b.release()
 		return nil, b.err
 	}
-	b.dg = b.dg[:0]
+	r := b.held
+	r.dg = r.dg[:0]
 	for i := range b.got {
 		h := &b.hdrs[i]
 		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
@@ -130,14 +187,14 @@ func (b *rxBatch) read() ([]datagram, error) {
 		}
 		addr := sockaddrToAddrPort(&b.names[i])
 		for off := 0; off < n; off += seg {
-			d := b.bufs[i][off:min(off+seg, n)]
+			d := r.bufs[i][off:min(off+seg, n)]
 			if len(d) > b.max {
 				continue // larger than any datagram we accept
 			}
-			b.dg = append(b.dg, datagram{b: d, addr: addr})
+			r.dg = append(r.dg, datagram{b: d, addr: addr})
 		}
 	}
-	return b.dg, nil
+	return r.dg, nil
 }
 
 // groSize returns the segment size of a UDP_GRO control message in the
@@ -161,9 +218,11 @@ func groSize(c []byte) int {
 
 // recv is the raw-conn callback: false asks the runtime poller to wait.
 func (b *rxBatch) recv(fd uintptr) bool {
+	b.acquire() // the socket is (probably) readable: buffers are needed now
 	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.hdrs[0])), uintptr(len(b.hdrs)), unix.MSG_DONTWAIT, 0, 0)
 	switch {
 	case errno == unix.EAGAIN || errno == unix.EWOULDBLOCK:
+		b.release() // the wait may be long
 		return false
 	case errno == unix.EINTR:
 		return false

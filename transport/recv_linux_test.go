@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net"
+	"os"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
@@ -20,7 +22,7 @@ func TestRxBatchSplitsGRO(t *testing.T) {
 	rconn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	defer rconn.Close()
-	rx, err := newRxBatch(&socket{conn: rconn}, 1200)
+	rx, err := newRxBatch(&socket{conn: rconn}, 1200, false)
 	require.NoError(t, err)
 	if !rx.gro {
 		t.Skip("kernel without UDP_GRO")
@@ -99,4 +101,35 @@ func FuzzGROSize(f *testing.F) {
 		copy(al, c)
 		_ = groSize(al)
 	})
+}
+
+// A client's batch (pooled) has buffers only while it reads: none before
+// the first read, none after a read that found nothing and waited, and the
+// datagrams it returns are intact.
+func TestRxBatchPooledHoldsBuffersOnlyWhileReading(t *testing.T) {
+	rconn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer rconn.Close()
+	rx, err := newRxBatch(&socket{conn: rconn}, 1200, true)
+	require.NoError(t, err)
+	require.Nil(t, rx.held, "no buffers before the first read")
+	kept, err := newRxBatch(&socket{conn: rconn}, 1200, false)
+	require.NoError(t, err)
+	require.NotNil(t, kept.held, "a listener's batch keeps its buffers")
+
+	sconn, err := net.DialUDP("udp4", nil, rconn.LocalAddr().(*net.UDPAddr))
+	require.NoError(t, err)
+	defer sconn.Close()
+	_, err = sconn.Write([]byte("ping"))
+	require.NoError(t, err)
+	dgs, err := rx.read()
+	require.NoError(t, err)
+	require.Len(t, dgs, 1)
+	require.Equal(t, []byte("ping"), dgs[0].b)
+	require.NotNil(t, rx.held, "the datagrams alias the buffers until the next read")
+
+	require.NoError(t, rconn.SetReadDeadline(time.Now().Add(20*time.Millisecond)))
+	_, err = rx.read()
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.Nil(t, rx.held, "a read that waited gave its buffers back")
 }

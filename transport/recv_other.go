@@ -20,7 +20,9 @@ type datagram struct {
 	addr netip.AddrPort
 }
 
-func newRxBatch(s *socket, maxDatagram int) (*rxBatch, error) {
+// newRxBatch reads s, dropping datagrams over maxDatagram bytes. pooled
+// is for Linux's batches; one datagram's buffer is kept here.
+func newRxBatch(s *socket, maxDatagram int, pooled bool) (*rxBatch, error) {
 	return &rxBatch{s: s, max: maxDatagram, buf: make([]byte, maxDatagram+1), dg: make([]datagram, 0, 1)}, nil
 }
 

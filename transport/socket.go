@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -139,4 +140,19 @@ func (s *socket) oobFor(dscp uint8, peer *net.UDPAddr) []byte {
 func isInvalid(err error) bool {
 	var se *net.OpError
 	return errors.As(err, &se) && errors.Is(se.Err, errInvalidArgument)
+}
+
+// listenUDP opens a listener's socket, with SO_REUSEPORT if reusePort
+// (Config.ReusePort): the option must be set before the socket is bound,
+// which net.ListenUDP gives no hook for.
+func listenUDP(network string, laddr *net.UDPAddr, reusePort bool) (*net.UDPConn, error) {
+	if !reusePort {
+		return net.ListenUDP(network, laddr)
+	}
+	lc := net.ListenConfig{Control: setReusePort}
+	pc, err := lc.ListenPacket(context.Background(), network, laddr.String())
+	if err != nil {
+		return nil, err
+	}
+	return pc.(*net.UDPConn), nil
 }

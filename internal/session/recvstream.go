@@ -42,9 +42,27 @@ const initialRecvWindow = 64 << 10
 // newRecvStream returns a stream whose ring starts at min(initial,
 // maxWindow) bytes and may grow to maxWindow, created at now. It holds any
 // number of separate received ranges until limitGaps bounds them.
+//
+// The ring is not allocated until stream data arrives: until then it is a
+// window onto unallocatedRing, so its length still is the window the
+// receiver grants. A connection that only carries updates (a monitor's
+// sources) then never holds a ring, and a peer cannot make the receiver
+// allocate one without sending data on a connection it opened.
 func newRecvStream(initial, maxWindow int, now clock.Mono) recvStream {
-	n := min(initial, maxWindow)
-	return recvStream{ring: make([]byte, n), maxRing: maxWindow, finOff: -1, advertised: int64(n), epochAt: now}
+	n := min(initial, maxWindow, len(unallocatedRing))
+	return recvStream{ring: unallocatedRing[:n:n], maxRing: maxWindow, finOff: -1, advertised: int64(n), epochAt: now}
+}
+
+// unallocatedRing stands in for every receive ring no byte was written to
+// yet. It is never written (onData allocates first) and reads of it never
+// happen (read returns only bytes onData stored), so one zeroed array,
+// shared by every session, serves; being zero, its pages cost nothing
+// until touched.
+var unallocatedRing [initialRecvWindow]byte
+
+// allocated reports whether the ring has its own memory.
+func (r *recvStream) allocated() bool {
+	return len(r.ring) == 0 || &r.ring[0] != &unallocatedRing[0]
 }
 
 // limitGaps bounds the holes held to n (see room). The set itself may
@@ -105,6 +123,9 @@ func (r *recvStream) onData(off int64, p []byte, fin bool) bool {
 	}
 	if !r.room(off, int(end-off)) {
 		return true // no room: dropped, not a violation (the caller checks first)
+	}
+	if !r.allocated() {
+		r.ring = make([]byte, len(r.ring))
 	}
 	start := off
 	n := int64(len(r.ring))

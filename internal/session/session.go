@@ -55,7 +55,7 @@ type Session struct {
 	probe    bool       // send a PING (RTO, or flow-control probe)
 	probeAt  clock.Mono // next flow-control probe when blocked
 	lastSent clock.Mono // last ack-eliciting packet sent (keep-alive)
-	updBuf   []byte     // freshest unsent update …
+	updBuf   []byte     // freshest unsent update (grown on first use) …
 	updGen   int64      // … its generation time, local wall µs …
 	updMono  clock.Mono // … and on the monotonic clock
 	updFresh bool
@@ -72,9 +72,9 @@ type Session struct {
 	ackNow     bool
 	in         recvStream
 	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting)
-	inband     *clock.Inband
+	inband     *clock.Inband // created with the first clock sample (clockEstimator)
 	lastHeard  clock.Mono
-	inUpd      []byte // newest update delivered, not yet read by the app
+	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
 	inUpdGen   int64  // its generation time, sender wall µs
 	inUpdAge   time.Duration
 	inUpdRecv  clock.Mono
@@ -161,10 +161,6 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	inband, err := clock.NewInband(clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8})
-	if err != nil {
-		return nil, err
-	}
 	s := &Session{
 		cfg: cfg, connID: connID, client: client,
 		tr: recovery.NewWithAckDelay(cfg.MaxAckDelay), ctl: ctl, policy: pol,
@@ -172,12 +168,9 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		// Until the peer's first ACK: the initial window every receiver
 		// grants (its ring's first size), unless ours is smaller.
 		peerMax:   int64(min(cfg.ReceiveWindow, initialRecvWindow)),
-		updBuf:    make([]byte, 0, cfg.MaxUpdatePayload()),
 		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
 		in:        newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
-		inband:    inband,
 		lastHeard: now,
-		inUpd:     make([]byte, 0, cfg.MaxUpdatePayload()),
 		newestPN:  -1,
 		hsNext:    now,
 		validated: cfg.AddressValidated,
@@ -198,13 +191,31 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 	return s, nil
 }
 
+// inbandConfig is the in-band clock estimator's: 60 s of history in
+// 250 ms windows, trusted once 8 windows (2 s) have samples.
+var inbandConfig = clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8}
+
+// clockEstimator returns the in-band offset estimator, created with the
+// first clock sample: its history (about 14 KiB) is not allocated for a
+// connection the peer never sent a stamped packet on, such as one opened
+// by an Initial from an address that never answers.
+func (s *Session) clockEstimator() *clock.Inband {
+	if s.inband == nil {
+		var err error
+		if s.inband, err = clock.NewInband(inbandConfig); err != nil {
+			panic(err) // a constant configuration (TestInbandConfigIsValid)
+		}
+	}
+	return s.inband
+}
+
 // theta is the receiver − sender clock offset the session corrects OWD with,
 // and whether it is trustworthy.
 func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 	if s.cfg.TrustPeerClock {
 		return 0, true
 	}
-	if s.cfg.NoInband || !s.inband.Synced() {
+	if s.cfg.NoInband || s.inband == nil || !s.inband.Synced() {
 		return 0, false
 	}
 	return s.inband.Offset(clock.Stamp(sentUS)), true
@@ -434,10 +445,10 @@ func (s *Session) amplificationLimited(now clock.Mono) bool {
 // clock samples, ACK ranges, the OWD sample, and when to ACK.
 func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, echo wire.Echo, urgent bool) {
 	if h.Type != wire.TypePing {
-		s.inband.AddForward(clock.Stamp(h.Timestamp), clock.Stamp(wallUS))
+		s.clockEstimator().AddForward(clock.Stamp(h.Timestamp), clock.Stamp(wallUS))
 	}
 	if echo.T3 != 0 {
-		s.inband.AddReverse(clock.Stamp(echo.T3), clock.Stamp(echo.T4))
+		s.clockEstimator().AddReverse(clock.Stamp(echo.T3), clock.Stamp(echo.T4))
 		s.forgetAcked(echo.T3)
 		// The echo gives the receiver of a one-way stream, which sends
 		// nothing to take RTT samples from, its round trip: our ACK left
@@ -513,7 +524,7 @@ func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, h wire.Header, u *
 	s.newestPN = h.PN
 	age := time.Duration(min(max(ageUS, 0), maxAgeMicros)) * time.Microsecond
 	s.age.Deliver(now.Add(-age), now)
-	s.inUpd = append(s.inUpd[:0], u.Payload...)
+	s.inUpd = append(s.inUpd[:0], u.Payload...) // as large as the largest update received
 	// Held no further back than the age bound, so that TakeUpdate's
 	// correction by the clock offset cannot wrap around either.
 	s.inUpdGen = max(u.Generated, subSat(wallUS, maxAgeMicros))
@@ -658,12 +669,15 @@ func (s *Session) close() {
 // sendUpdate replaces the freshest unsent update (ACP's rule: only the
 // freshest is ever sent).
 func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error {
-	if len(payload) > cap(s.updBuf) {
-		return fmt.Errorf("%w: %d > %d bytes", ErrUpdateTooLarge, len(payload), cap(s.updBuf))
+	if len(payload) > s.cfg.MaxUpdatePayload() {
+		return fmt.Errorf("%w: %d > %d bytes", ErrUpdateTooLarge, len(payload), s.cfg.MaxUpdatePayload())
 	}
 	if s.updFresh {
 		s.st.UpdatesSuperseded++
 	}
+	// The buffer grows to the largest update sent, not to the largest
+	// possible: a monitor's session never sends one, and a source's
+	// samples are usually a few dozen bytes.
 	s.updBuf = append(s.updBuf[:0], payload...)
 	s.updGen, s.updMono, s.updFresh = wallUS, now, true
 	return nil

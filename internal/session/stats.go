@@ -109,7 +109,7 @@ func (s *Session) Stats(now clock.Mono) Stats {
 	}
 	if s.cfg.TrustPeerClock {
 		st.ClockSynced = true
-	} else {
+	} else if s.inband != nil { // none before the first sample: offset 0, not synced
 		ib := s.inband.Status()
 		st.ClockOffset, st.ClockSynced = ib.Offset, ib.Synced && !s.cfg.NoInband
 	}

@@ -1,0 +1,80 @@
+package session
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// A monitor's session that only receives updates holds neither a receive
+// ring nor a send-side update buffer, and the buffers it does hold are as
+// large as what it received, not as the largest datagram.
+func TestUpdateOnlySessionAllocatesNoStreamBuffers(t *testing.T) {
+	p := newSessionPair(t)
+	require.False(t, p.srv.in.allocated(), "a new session has no ring of its own")
+	require.Equal(t, int64(initialRecvWindow), p.srv.in.maxData(), "yet grants the initial window")
+	for i := range 20 {
+		require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte{byte(i), 1, 2, 3}))
+		p.advance(10, 10*time.Millisecond)
+	}
+	u, ok := p.srv.TakeUpdate()
+	require.True(t, ok)
+	require.Len(t, u.Payload, 4)
+	require.False(t, p.srv.in.allocated(), "updates alone allocate no ring")
+	require.Zero(t, cap(p.srv.updBuf), "the monitor never sent an update")
+	require.Less(t, cap(p.srv.inUpd), 64, "sized by the updates received")
+
+	// The first stream byte allocates the ring, and the stream is intact.
+	msg := []byte("hello, ring")
+	_, err := p.cli.Write(msg)
+	require.NoError(t, err)
+	require.NoError(t, p.cli.CloseWrite())
+	p.advance(10, 10*time.Millisecond)
+	require.True(t, p.srv.in.allocated())
+	got := make([]byte, 64)
+	n, err := p.srv.Read(got)
+	require.NoError(t, err)
+	require.Equal(t, msg, got[:n])
+	_, err = p.srv.Read(got)
+	require.ErrorIs(t, err, io.EOF)
+	require.Zero(t, unallocatedRing, "the shared stand-in is never written")
+}
+
+// An update larger than the datagram allows is refused as before, although
+// the buffer is no longer preallocated to that size.
+func TestSendUpdateTooLargeWithLazyBuffer(t *testing.T) {
+	s, err := New(Config{}, 1, true, 0)
+	require.NoError(t, err)
+	max := s.cfg.MaxUpdatePayload()
+	require.NoError(t, s.SendUpdate(0, 0, make([]byte, max)))
+	require.ErrorIs(t, s.SendUpdate(0, 0, make([]byte, max+1)), ErrUpdateTooLarge)
+}
+
+func TestInbandConfigIsValid(t *testing.T) {
+	_, err := clock.NewInband(inbandConfig)
+	require.NoError(t, err)
+}
+
+// A server session that only heard an Initial holds no clock estimator;
+// the first stamped packet creates it, and the offset is then estimated.
+func TestClockEstimatorCreatedByFirstSample(t *testing.T) {
+	s, err := New(Config{}, 1, false, 0)
+	require.NoError(t, err)
+	require.Nil(t, s.inband)
+	st := s.Stats(0)
+	require.False(t, st.ClockSynced)
+	require.Zero(t, st.ClockOffset)
+
+	p := newSessionPair(t)
+	require.Nil(t, p.srv.inband, "the handshake carries no clock sample")
+	for i := range 200 {
+		require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte{byte(i)}))
+		p.advance(10, 10*time.Millisecond)
+	}
+	require.NotNil(t, p.srv.inband)
+	require.True(t, p.srv.Stats(p.now).ClockSynced, "20 s of updates both ways")
+}

@@ -1,0 +1,241 @@
+package transport
+
+import (
+	"container/heap"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/wire"
+)
+
+// driver sends for, and keeps the timers of, every connection of one
+// Listener, on one goroutine. A goroutine per connection (as a client
+// Conn has, and as quic-go runs per connection) costs a stack of 2 to
+// 8 KiB, a timer and a wake-up channel even while the connection is idle:
+// with thousands of mostly idle sources on one monitor that is most of
+// its memory. Here an idle connection is an entry in a timer heap, and a
+// busy one is run when the Listener's reader or the application kicks it.
+//
+// It does what a client Conn's loop does, for many connections: run the
+// session (Conn.poll) when it was kicked or its deadline passed, send what
+// it polled, and re-arm its deadline. The datagrams of every connection it
+// runs in one pass share one batch, sent with one sendmmsg: the ACKs of a
+// reader's batch of updates from many sources leave in one system call,
+// not one each. A send that
+// finds the socket's buffer full holds the others up; they would wait
+// anyway, as every connection of a Listener sends through that buffer.
+type driver struct {
+	clk  clock.Clock
+	log  *slog.Logger
+	wake chan struct{} // something was queued
+	stop chan struct{} // close: exit once every Conn has finished
+	done chan struct{} // closed when run has returned
+
+	mu    sync.Mutex
+	queue []*Conn // kicked, to run soon; each at most once (Conn.queued)
+
+	// The run goroutine's alone.
+	timers  timerHeap
+	tx      *txBatch
+	closing []*Conn // closed in this pass: finished once their last datagram is sent
+}
+
+// maxRounds bounds how many full batches one connection sends in a row
+// before the others get their turn: a bulk sender must not starve the
+// timers and ACKs of the rest.
+const maxRounds = 4
+
+func newDriver(cfg *Config, sock *socket) *driver {
+	return &driver{
+		clk:  cfg.Clock,
+		log:  cfg.Logger,
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+		tx:   newTxBatch(sock, max(cfg.MaxDatagram, wire.MinInitialSize)),
+	}
+}
+
+// start runs a new connection (its first step sends the Accept).
+func (d *driver) start(c *Conn) {
+	c.drv = d
+	d.schedule(c)
+}
+
+// schedule queues c to run soon. It is safe from any goroutine.
+func (d *driver) schedule(c *Conn) {
+	d.mu.Lock()
+	if !c.queued && !c.finished {
+		c.queued = true
+		d.queue = append(d.queue, c)
+	}
+	d.mu.Unlock()
+	signal(d.wake)
+}
+
+// scheduleAll queues every Conn of cs (a reader's batch) with one lock and
+// one wake-up, so the driver finds them together and sends their replies in
+// one batch, rather than waking for the first alone.
+func (d *driver) scheduleAll(cs []*Conn) {
+	d.mu.Lock()
+	for _, c := range cs {
+		if !c.queued && !c.finished {
+			c.queued = true
+			d.queue = append(d.queue, c)
+		}
+	}
+	d.mu.Unlock()
+	signal(d.wake)
+}
+
+// close stops the driver once the connections it runs have finished (the
+// Listener closes them first) and waits for it.
+func (d *driver) close() {
+	close(d.stop)
+	<-d.done
+}
+
+// run is the driver's goroutine.
+func (d *driver) run() {
+	defer close(d.done)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var batch []*Conn
+	for {
+		d.mu.Lock()
+		batch, d.queue = d.queue, batch[:0]
+		for _, c := range batch {
+			c.queued = false
+		}
+		d.mu.Unlock()
+		for _, c := range batch {
+			d.service(c)
+		}
+		clear(batch) // do not keep finished Conns alive
+		now := d.clk.Now()
+		for len(d.timers) > 0 && !now.Before(d.timers[0].due) {
+			d.service(d.timers[0])
+		}
+		d.flush()
+		d.mu.Lock()
+		more := len(d.queue) > 0
+		d.mu.Unlock()
+		if more {
+			continue
+		}
+		if len(d.timers) > 0 {
+			timer.Reset(max(d.timers[0].due.Sub(d.clk.Now()), 0))
+		}
+		select {
+		case <-d.wake:
+		case <-timer.C:
+		case <-d.stop:
+			timer.Stop()
+			return
+		}
+		timer.Stop()
+	}
+}
+
+// service runs c: it polls c into the batch, sending the batch whenever
+// it fills, for up to maxRounds full batches; then c's deadline goes into
+// the heap, or, if it has more to send, c goes to the back of the queue. A
+// closed connection leaves the driver (finished after the pass's flush, so
+// its CLOSE has left when Close returns).
+func (d *driver) service(c *Conn) {
+	if c.finished { // written by this goroutine only
+		return
+	}
+	for round := 1; ; round++ {
+		next, full, closed := c.poll(d.tx)
+		if closed {
+			d.unarm(c)
+			d.mu.Lock()
+			c.finished = true
+			d.mu.Unlock()
+			d.closing = append(d.closing, c)
+			return
+		}
+		if !full {
+			d.arm(c, next)
+			return
+		}
+		d.send() // the datagram that did not fit starts the next batch
+		if round == maxRounds {
+			d.arm(c, c.clk.Now())
+			d.schedule(c)
+			return
+		}
+	}
+}
+
+// send sends the batch.
+func (d *driver) send() {
+	if err := d.tx.send(); err != nil {
+		// Errors of one datagram (an unreachable peer) are the
+		// connection's to recover from, by retransmission or timeout.
+		d.log.Debug("fresh: write failed", "err", err)
+	}
+}
+
+// flush sends everything batched, then finishes the connections that
+// closed in this pass.
+func (d *driver) flush() {
+	for d.tx.n > 0 { // twice if the first send left a carried datagram
+		d.send()
+	}
+	for _, c := range d.closing {
+		c.finish()
+	}
+	clear(d.closing)
+	d.closing = d.closing[:0]
+}
+
+// arm sets c's deadline in the heap (0: none).
+func (d *driver) arm(c *Conn, due clock.Mono) {
+	if due == 0 {
+		d.unarm(c)
+		return
+	}
+	c.due = due
+	if c.timerIdx >= 0 {
+		heap.Fix(&d.timers, c.timerIdx)
+		return
+	}
+	heap.Push(&d.timers, c)
+}
+
+// unarm takes c out of the heap.
+func (d *driver) unarm(c *Conn) {
+	if c.timerIdx >= 0 {
+		heap.Remove(&d.timers, c.timerIdx)
+	}
+}
+
+// timerHeap orders connections by deadline (container/heap); each Conn
+// knows its index, so a deadline moves in O(log n).
+type timerHeap []*Conn
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].timerIdx, h[j].timerIdx = i, j
+}
+
+func (h *timerHeap) Push(x any) {
+	c := x.(*Conn)
+	c.timerIdx = len(*h)
+	*h = append(*h, c)
+}
+
+func (h *timerHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	c.timerIdx = -1
+	*h = old[:len(old)-1]
+	return c
+}

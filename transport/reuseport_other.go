@@ -1,0 +1,14 @@
+//go:build !(linux || darwin || dragonfly || freebsd || netbsd || openbsd)
+
+package transport
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// setReusePort fails: this platform has no SO_REUSEPORT with the meaning
+// Config.ReusePort documents.
+func setReusePort(_, _ string, _ syscall.RawConn) error {
+	return fmt.Errorf("%w: ReusePort (SO_REUSEPORT) is not supported on this platform", ErrConfig)
+}
