@@ -360,3 +360,55 @@ func TestTLSStreamDoesNotAllocate(t *testing.T) {
 	}
 	require.Zero(t, testing.AllocsPerRun(1000, step))
 }
+
+// crypto/tls runs a goroutine per handshake until it completes or is
+// closed: every way a session ends mid-handshake must release it.
+func TestTLSReleasedWhenHandshakeEnds(t *testing.T) {
+	halfOpen := func(t *testing.T) *Session {
+		cli, err := New(secure(t), 9, true, 0)
+		require.NoError(t, err)
+		defer cli.Abort(ErrClosed)
+		srv, err := New(secure(t), 9, false, 0)
+		require.NoError(t, err)
+		d, _, ok := cli.Poll(0, 0, make([]byte, 0, 1500))
+		require.True(t, ok)
+		srv.Handle(0, 0, d) // the first Initial only: TLS waits for the rest
+		require.NotNil(t, srv.sec.conn)
+		return srv
+	}
+	drain := func(s *Session, now clock.Mono) {
+		for {
+			if _, _, ok := s.Poll(now, 0, make([]byte, 0, 1500)); !ok {
+				return
+			}
+		}
+	}
+	t.Run("abort", func(t *testing.T) {
+		s := halfOpen(t)
+		s.Abort(ErrClosed)
+		require.Nil(t, s.sec.conn)
+	})
+	t.Run("close", func(t *testing.T) {
+		s := halfOpen(t)
+		s.Close()
+		drain(s, 0)
+		require.True(t, s.Closed())
+		require.Nil(t, s.sec.conn)
+	})
+	t.Run("close without amplification room", func(t *testing.T) {
+		s := halfOpen(t)
+		s.st.BytesSent = 3 * s.st.BytesReceived // the budget spent
+		s.Close()
+		drain(s, 0)
+		require.True(t, s.Closed())
+		require.Nil(t, s.sec.conn)
+	})
+	t.Run("idle timeout", func(t *testing.T) {
+		s := halfOpen(t)
+		now := clock.Mono(0).Add(time.Minute)
+		s.Timeout(now)
+		drain(s, now)
+		require.True(t, s.Closed())
+		require.Nil(t, s.sec.conn)
+	})
+}

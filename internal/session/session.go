@@ -708,6 +708,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 			// would wait for a peer that may not exist (a forged Initial)
 			// and never close. A real peer times out.
 			s.closePending, s.state = false, stateClosed
+			s.releaseTLS()
 		}
 		return nil, 0, false // until the peer sends more or proves its address
 	}
