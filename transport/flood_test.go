@@ -309,7 +309,8 @@ type capturingRelay struct {
 
 	mu       sync.Mutex
 	client   *net.UDPAddr
-	captured [][]byte
+	captured [][]byte // client → target
+	back     [][]byte // target → client
 	done     chan struct{}
 }
 
@@ -335,6 +336,9 @@ func (r *capturingRelay) run() {
 		}
 		r.mu.Lock()
 		if from == r.target.AddrPort() {
+			if len(r.back) < r.keep {
+				r.back = append(r.back, append([]byte(nil), buf[:n]...))
+			}
 			if r.client != nil {
 				_, _ = r.conn.WriteToUDP(buf[:n], r.client)
 			}
@@ -350,10 +354,23 @@ func (r *capturingRelay) run() {
 	}
 }
 
+// packets are the client's packets captured, answers the target's.
 func (r *capturingRelay) packets() [][]byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.captured)
+}
+
+func (r *capturingRelay) answers() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.back)
+}
+
+func (r *capturingRelay) clientAddr() *net.UDPAddr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.client
 }
 
 // floodTargets are the sockets the flood sends from.
