@@ -44,7 +44,8 @@ import (
 //
 //	FRESH_FLOOD=1000000 go test -run TestRandomFlood -v ./transport
 //
-// sends a million (tens of seconds) and prints the numbers.
+// sends a million (about three and a half minutes at the default rate)
+// and prints the numbers.
 func TestRandomFlood(t *testing.T) {
 	total := 50_000
 	if s := os.Getenv("FRESH_FLOOD"); s != "" {
@@ -73,6 +74,7 @@ func TestRandomFlood(t *testing.T) {
 	// The legitimate flow: a bulk transfer that runs for the whole test.
 	cli, err := Dial(ctx, l.Addr().String(), testConfig(cfg))
 	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() }) // on failure; Close is idempotent
 	srv, err := l.Accept(ctx)
 	require.NoError(t, err)
 	var received atomic.Int64
@@ -112,6 +114,7 @@ func TestRandomFlood(t *testing.T) {
 	relay := newCapturingRelay(t, l.Addr().(*net.UDPAddr), 64)
 	idle, err := Dial(ctx, relay.addr().String(), testConfig(cfg))
 	require.NoError(t, err)
+	t.Cleanup(func() { idle.Close() })
 	idleSrv, err := l.Accept(ctx)
 	require.NoError(t, err)
 	for i := range 16 {
