@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -329,6 +330,9 @@ func counterMoved(t *testing.T, what string, before map[string]int64, snap func(
 // application, no connection ends and the listener keeps no new state;
 // the connection works afterwards.
 func TestMalformedCorpusRejectedAndCounted(t *testing.T) {
+	// Registered first, so it runs after every other cleanup.
+	leaks := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks) })
 	corpus, err := loadCorpus()
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(corpus), 50)

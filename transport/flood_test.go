@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"golang.org/x/net/ipv4"
 
 	"github.com/fresh-udp/fresh/internal/wire"
@@ -47,6 +48,9 @@ import (
 // sends a million (about three and a half minutes at the default rate)
 // and prints the numbers.
 func TestRandomFlood(t *testing.T) {
+	// Registered first, so it runs after every other cleanup.
+	leaks := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leaks) })
 	total := 50_000
 	if s := os.Getenv("FRESH_FLOOD"); s != "" {
 		n, err := strconv.Atoi(s)
