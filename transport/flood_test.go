@@ -38,9 +38,10 @@ import (
 // The flood is paced, 10,000 packets/s by default (FRESH_FLOOD_RATE), and
 // sent 32 at a time with sendmmsg: the generator runs in this process, and
 // on a shared 2-core machine an unpaced one takes a core for itself, so
-// the test would measure the generator, not the listener. At 25,000/s on
-// such a machine the flow kept about 80 % in sustained rounds, too close
-// to the bound to assert. The CI run sends 50,000 packets (about ten
+// the test would measure the generator, not the listener. At 25,000/s the
+// flow kept about 80 % in sustained rounds while other processes held the
+// machine's load average at 7–10 (97 % on a quieter one): too close to
+// the bound to assert. The CI run sends 50,000 packets (about ten
 // seconds);
 //
 //	FRESH_FLOOD=1000000 go test -run TestRandomFlood -v ./transport
