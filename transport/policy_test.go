@@ -55,6 +55,7 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.Abort(ErrClosed) // ends its TLS handshake goroutine
 	return s.Policy(), nil
 }
 

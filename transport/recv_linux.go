@@ -175,21 +175,25 @@ func (b *rxBatch) read() ([]datagram, error) {
 	r.dg = r.dg[:0]
 	for i := range b.got {
 		h := &b.hdrs[i]
-		if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+		addr := sockaddrToAddrPort(&b.names[i])
+		n := int(h.Len)
+		if h.Hdr.Flags&unix.MSG_TRUNC != 0 || n == 0 {
+			// Larger than any datagram we accept, or empty: handed on
+			// empty, so the receiver counts it as malformed rather than
+			// it vanishing uncounted.
+			r.dg = append(r.dg, datagram{b: r.bufs[i][:0], addr: addr})
 			continue
 		}
-		n := int(h.Len)
 		seg := n
 		if b.gro {
 			if s := groSize(b.ctrl[i][:h.Hdr.Controllen]); s > 0 {
 				seg = s
 			}
 		}
-		addr := sockaddrToAddrPort(&b.names[i])
 		for off := 0; off < n; off += seg {
 			d := r.bufs[i][off:min(off+seg, n)]
 			if len(d) > b.max {
-				continue // larger than any datagram we accept
+				d = d[:0] // larger than any datagram we accept: counted as malformed
 			}
 			r.dg = append(r.dg, datagram{b: d, addr: addr})
 		}

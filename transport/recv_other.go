@@ -26,15 +26,15 @@ func newRxBatch(s *socket, maxDatagram int, pooled bool) (*rxBatch, error) {
 	return &rxBatch{s: s, max: maxDatagram, buf: make([]byte, maxDatagram+1), dg: make([]datagram, 0, 1)}, nil
 }
 
-// read returns the next datagram (none if it was oversize).
+// read returns the next datagram (empty if it was oversize).
 func (b *rxBatch) read() ([]datagram, error) {
 	n, addr, err := b.s.conn.ReadFromUDPAddrPort(b.buf)
 	if err != nil {
 		return nil, err
 	}
-	b.dg = b.dg[:0]
-	if n <= b.max {
-		b.dg = append(b.dg, datagram{b: b.buf[:n], addr: addr})
+	if n > b.max {
+		n = 0 // larger than any datagram we accept: handed on empty, counted as malformed
 	}
+	b.dg = append(b.dg[:0], datagram{b: b.buf[:n], addr: addr})
 	return b.dg, nil
 }
