@@ -1,0 +1,577 @@
+package quichook
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// maxHellos is how many of its first datagrams to a peer the hook sends a
+// hello before: enough to survive a lossy start, few enough that a peer
+// without the hook sees a handful of tiny datagrams it drops.
+const maxHellos = 8
+
+// readBufLen is the reader's buffer: any UDP payload.
+const readBufLen = 1 << 16
+
+// Conn is the hook: a net.PacketConn to hand to quic.Transport{Conn: …}.
+// See the package doc. Its methods are safe for concurrent use.
+type Conn struct {
+	cfg  Config
+	conn *net.UDPConn
+	clk  clock.Clock
+	v6   bool         // an AF_INET6 socket
+	oob  [2][2][]byte // [class: 0 data, 1 feedback][0 v4, 1 v6] per-datagram TOS, nil if unsupported
+
+	mu     sync.Mutex
+	peers  map[netip.AddrPort]*peer
+	closed bool
+	st     counters
+
+	wake       chan struct{} // the sender goroutine has work (buffered 1)
+	done       chan struct{} // closed by Close
+	senderDone chan struct{}
+	closeOnce  sync.Once
+
+	readMu sync.Mutex // quic-go reads from one goroutine; this guards rbuf anyway
+	rbuf   []byte
+	fbuf   []byte // feedback built on the read path, under mu
+	bufs   sync.Pool
+}
+
+// peer is one remote address: whether it has the hook, and the sending and
+// receiving halves with their controller and clock state.
+type peer struct {
+	addr   netip.AddrPort
+	udp    *net.UDPAddr
+	v6     bool // reached through the IPv6 control messages
+	hooked bool
+	hellos int
+	tx     sender
+	rx     *receiver
+	queue  ring
+	slots  chan struct{} // one token per queued datagram: the queue bound
+	// Queue occupancy over time: how long datagrams waited in the queue
+	// (the hook's window or pacer binding) against how long it was empty
+	// (quic-go, its own window or pacer, or the application binding).
+	busy, idle    time.Duration
+	lastAccounted clock.Mono
+}
+
+// outBuf is one queued datagram: room for the shim header, then quic-go's.
+type outBuf struct {
+	b []byte // maxHeaderLen + payload capacity
+	n int    // payload length
+}
+
+// New wraps conn, which the Conn owns from then on (Close closes it), and
+// starts its sender goroutine.
+func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{
+		cfg: cfg, conn: conn, clk: cfg.Clock,
+		peers:      map[netip.AddrPort]*peer{},
+		wake:       make(chan struct{}, 1),
+		done:       make(chan struct{}),
+		senderDone: make(chan struct{}),
+		rbuf:       make([]byte, readBufLen),
+		fbuf:       make([]byte, 0, maxFeedbackLen),
+	}
+	la, _ := conn.LocalAddr().(*net.UDPAddr)
+	c.v6 = la != nil && la.IP.To4() == nil
+	tos := int(cfg.DSCP.Code()) << 2
+	if c.v6 {
+		if err := ipv6.NewPacketConn(conn).SetTrafficClass(tos); err != nil && tos != 0 {
+			return nil, fmt.Errorf("quichook: set IPv6 traffic class: %w", err)
+		}
+	}
+	if err := ipv4.NewPacketConn(conn).SetTOS(tos); err != nil && tos != 0 && !c.v6 {
+		return nil, fmt.Errorf("quichook: set IPv4 TOS: %w", err)
+	}
+	if perPacketTOS {
+		for class, d := range [2]uint8{cfg.DSCP.Code(), cfg.FeedbackDSCP.Code()} {
+			c.oob[class][0] = tosOOB(false, int(d)<<2)
+			c.oob[class][1] = tosOOB(true, int(d)<<2)
+		}
+	}
+	c.bufs.New = func() any { return &outBuf{b: make([]byte, maxHeaderLen+readBufLen)} }
+	go c.run()
+	return c, nil
+}
+
+// Listen opens a UDP socket on addr ("127.0.0.1:0", ":4433", …) and wraps it.
+func Listen(addr string, cfg Config) (*Conn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	uc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, err
+	}
+	c, err := New(uc, cfg)
+	if err != nil {
+		uc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops the sender goroutine, wakes writers waiting for queue room,
+// and closes the socket. Close quic-go's Transport first: the Conn does
+// not know it. Queued datagrams are discarded.
+func (c *Conn) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.done)
+		<-c.senderDone
+		err = c.conn.Close()
+	})
+	return err
+}
+
+// LocalAddr is the socket's address.
+func (c *Conn) LocalAddr() net.Addr { return c.conn.LocalAddr() }
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline set the socket's
+// deadlines (quic-go sets the read deadline to unblock its reader on Close).
+func (c *Conn) SetDeadline(t time.Time) error      { return c.conn.SetDeadline(t) }
+func (c *Conn) SetReadDeadline(t time.Time) error  { return c.conn.SetReadDeadline(t) }
+func (c *Conn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+
+// SetReadBuffer and SetWriteBuffer size the socket's buffers; SyscallConn
+// exposes the socket so that quic-go can check them and set the don't-
+// fragment bit (path MTU discovery then finds the MTU with the shim's
+// header included: a probe too big for it is lost like any other).
+func (c *Conn) SetReadBuffer(n int) error             { return c.conn.SetReadBuffer(n) }
+func (c *Conn) SetWriteBuffer(n int) error            { return c.conn.SetWriteBuffer(n) }
+func (c *Conn) SyscallConn() (syscall.RawConn, error) { return c.conn.SyscallConn() }
+
+func (c *Conn) now() (clock.Mono, int64) {
+	return c.clk.Now(), c.clk.Wall().UnixMicro()
+}
+
+func addrPort(a net.Addr) (netip.AddrPort, bool) {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		ap := a.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), ap.IsValid()
+	default:
+		return netip.AddrPort{}, false
+	}
+}
+
+// peerFor returns addr's peer, creating it if there is room; nil if not.
+// Under c.mu.
+func (c *Conn) peerFor(addr netip.AddrPort) *peer {
+	if p := c.peers[addr]; p != nil {
+		return p
+	}
+	if len(c.peers) >= c.cfg.MaxPeers {
+		c.st.peersRefused++
+		return nil
+	}
+	ctl, err := c.cfg.NewController(c.cfg.MSS)
+	if err == nil && ctl == nil {
+		err = errors.New("NewController returned no controller")
+	}
+	if err != nil {
+		c.cfg.Logger.Error("quichook: controller", "peer", addr, "err", err)
+		c.st.peersRefused++
+		return nil
+	}
+	rx, err := newReceiver()
+	if err != nil {
+		c.st.peersRefused++
+		return nil
+	}
+	ua := net.UDPAddrFromAddrPort(addr)
+	if c.v6 && addr.Addr().Is4() {
+		// A dual-stack socket reaches IPv4 peers through mapped addresses
+		// and marks them with IP_TOS.
+		ua = net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(addr.Addr().As16()), addr.Port()))
+	}
+	now := c.clk.Now()
+	p := &peer{addr: addr, udp: ua, v6: addr.Addr().Is6(), tx: sender{ctl: ctl}, rx: rx,
+		slots: make(chan struct{}, c.cfg.QueuePackets), queue: ring{b: make([]*outBuf, c.cfg.QueuePackets)}, lastAccounted: now}
+	c.peers[addr] = p
+	return p
+}
+
+func (c *Conn) oobFor(class int, p *peer) []byte {
+	if p.v6 {
+		return c.oob[class][1]
+	}
+	return c.oob[class][0]
+}
+
+// write sends one datagram, counting errors. A datagram too big for the
+// path (EMSGSIZE with don't-fragment set) is a loss like any other.
+func (c *Conn) write(b, oob []byte, to *net.UDPAddr) {
+	if _, _, err := c.conn.WriteMsgUDP(b, oob, to); err != nil {
+		c.mu.Lock()
+		c.st.sendErrors++
+		c.mu.Unlock()
+	}
+}
+
+// WriteTo is quic-go's write. To a peer with the hook the datagram is
+// queued for the sender goroutine, waiting up to Config.QueueWait for room
+// (then dropped and counted); to one without it (or not yet known to have
+// it) it goes straight out as plain QUIC, after a hello while the peer is
+// new. It never fails for a drop: quic-go recovers from it as from any
+// loss.
+func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	ap, ok := addrPort(addr)
+	if !ok {
+		return 0, fmt.Errorf("quichook: not a UDP address: %v", addr)
+	}
+	if len(b) > readBufLen {
+		return 0, fmt.Errorf("quichook: datagram of %d bytes", len(b))
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	p := c.peerFor(ap)
+	if p == nil || !p.hooked {
+		hello := p != nil && p.hellos < maxHellos
+		ua := net.UDPAddrFromAddrPort(ap)
+		if p != nil {
+			p.hellos += btoi(hello)
+			ua = p.udp
+		}
+		c.st.plainSent++
+		c.st.hellosSent += int64(btoi(hello))
+		c.mu.Unlock()
+		if hello {
+			c.write(appendHello(make([]byte, 0, helloLen), typeHello), nil, ua)
+		}
+		_, err := c.conn.WriteToUDP(b, ua)
+		return len(b), err
+	}
+	c.mu.Unlock()
+	select {
+	case p.slots <- struct{}{}:
+	default:
+		t := time.NewTimer(c.cfg.QueueWait)
+		select {
+		case p.slots <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			c.mu.Lock()
+			c.st.queueDrops++
+			c.mu.Unlock()
+			return len(b), nil
+		case <-c.done:
+			t.Stop()
+			return 0, net.ErrClosed
+		}
+	}
+	ob := c.bufs.Get().(*outBuf)
+	ob.n = copy(ob.b[maxHeaderLen:], b)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.bufs.Put(ob)
+		return 0, net.ErrClosed
+	}
+	if p.queue.n == 0 {
+		c.account(p, c.clk.Now())
+	}
+	p.queue.push(ob)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return len(b), nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// account adds the time since the last call to the peer's busy or idle
+// total. Under c.mu.
+func (c *Conn) account(p *peer, now clock.Mono) {
+	d := now.Sub(p.lastAccounted)
+	if d <= 0 {
+		return
+	}
+	if p.queue.n > 0 {
+		p.busy += d
+	} else if p.tx.inFlight > 0 {
+		p.idle += d
+	}
+	p.lastAccounted = now
+}
+
+// ReadFrom is quic-go's read: it returns the next QUIC datagram, with the
+// shim header taken off, and handles shim datagrams (feedback, hellos) on
+// the way. A malformed shim datagram is dropped and counted, never handed
+// to quic-go.
+func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	for {
+		n, from, err := c.conn.ReadFromUDPAddrPort(c.rbuf)
+		if err != nil {
+			return 0, nil, err
+		}
+		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
+		if k, ua, ok := c.handle(c.rbuf[:n], from, b); ok {
+			return k, ua, nil
+		}
+	}
+}
+
+// handle processes one received datagram d from addr. For a QUIC datagram
+// (plain, or shimmed with the header taken off) it copies it into b and
+// returns its length, the peer's address and true.
+func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, bool) {
+	now, wallUS := c.now()
+	c.mu.Lock()
+	if len(d) == 0 || !isShim(d[0]) {
+		c.st.plainReceived++
+		var ua net.Addr
+		if p := c.peers[from]; p != nil {
+			ua = p.udp
+		}
+		c.mu.Unlock()
+		if ua == nil {
+			ua = net.UDPAddrFromAddrPort(from)
+		}
+		if len(d) > len(b) {
+			c.count(func(s *counters) { s.oversize++ })
+			return 0, nil, false
+		}
+		return copy(b, d), ua, true
+	}
+	defer c.mu.Unlock()
+	switch d[0] {
+	case typeData, typeDataEcho:
+		h, payload, err := parseData(d)
+		if err != nil {
+			c.st.malformed++
+			return 0, nil, false
+		}
+		if len(payload) > len(b) {
+			c.st.oversize++
+			return 0, nil, false
+		}
+		p := c.peerFor(from)
+		if p == nil {
+			return 0, nil, false
+		}
+		p.hooked = true
+		c.st.shimReceived++
+		if p.rx.onData(now, wallUS, &h, &c.cfg) {
+			c.st.duplicates++
+		}
+		if p.rx.feedbackDue(now, c.cfg.FeedbackEvery) {
+			c.sendFeedback(p, now, wallUS)
+		} else {
+			c.kick()
+		}
+		return copy(b, payload), p.udp, true
+	case typeFeedback:
+		var f feedback
+		if err := parseFeedback(d, &f); err != nil {
+			c.st.malformed++
+			return 0, nil, false
+		}
+		p := c.peers[from]
+		if p == nil {
+			c.st.malformed++ // feedback for datagrams never sent
+			return 0, nil, false
+		}
+		p.hooked = true
+		if !p.tx.onFeedback(now, wallUS, &f) {
+			c.st.malformed++
+			return 0, nil, false
+		}
+		c.st.feedbackReceived++
+		c.kick()
+	case typeHello, typeHelloAck:
+		if parseHello(d) != nil {
+			c.st.malformed++
+			return 0, nil, false
+		}
+		p := c.peerFor(from)
+		if p == nil {
+			return 0, nil, false
+		}
+		p.hooked = true
+		c.st.hellosReceived++
+		if d[0] == typeHello {
+			// Answered without a limit of its own: a hello is 6 bytes, the
+			// answer no bigger, so it amplifies nothing.
+			c.fbuf = appendHello(c.fbuf[:0], typeHelloAck)
+			c.writeLocked(c.fbuf, c.oobFor(1, p), p.udp)
+		}
+	default:
+		c.st.malformed++
+	}
+	return 0, nil, false
+}
+
+func (c *Conn) count(f func(*counters)) {
+	c.mu.Lock()
+	f(&c.st)
+	c.mu.Unlock()
+}
+
+// writeLocked writes under c.mu (feedback and hello answers are small and
+// go from the reading goroutine).
+func (c *Conn) writeLocked(b, oob []byte, to *net.UDPAddr) {
+	if _, _, err := c.conn.WriteMsgUDP(b, oob, to); err != nil {
+		c.st.sendErrors++
+	}
+}
+
+// sendFeedback sends p's feedback now. Under c.mu.
+func (c *Conn) sendFeedback(p *peer, now clock.Mono, wallUS int64) {
+	c.fbuf = p.rx.build(now, wallUS, c.fbuf[:0])
+	c.writeLocked(c.fbuf, c.oobFor(1, p), p.udp)
+	c.st.feedbackSent++
+}
+
+// kick wakes the sender goroutine.
+func (c *Conn) kick() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pending is one datagram the sender goroutine writes outside the lock.
+type pending struct {
+	ob  *outBuf
+	off int // where the header starts in ob.b
+	oob []byte
+	to  *net.UDPAddr
+	p   *peer
+}
+
+// run is the sender goroutine: it sends queued datagrams as each peer's
+// controller allows (window and pacing), sends feedback that is due, and
+// runs the loss and retransmission timers.
+func (c *Conn) run() {
+	defer close(c.senderDone)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var fb []byte
+	batch := make([]pending, 0, 64)
+	for {
+		c.mu.Lock()
+		if c.closed {
+			for _, p := range c.peers {
+				for p.queue.n > 0 {
+					c.bufs.Put(p.queue.pop())
+				}
+			}
+			c.mu.Unlock()
+			return
+		}
+		now, wallUS := c.now()
+		var next clock.Mono
+		soonest := func(t clock.Mono) {
+			if t != 0 && (next == 0 || t.Before(next)) {
+				next = t
+			}
+		}
+		batch = batch[:0]
+		for _, p := range c.peers {
+			if p.rx.feedbackDue(now, c.cfg.FeedbackEvery) {
+				fb = p.rx.build(now, wallUS, fb[:0])
+				c.writeLocked(fb, c.oobFor(1, p), p.udp)
+				c.st.feedbackSent++
+			} else if p.rx.pending > 0 {
+				soonest(p.rx.due)
+			}
+			if t := p.tx.deadline(); t != 0 && !now.Before(t) {
+				p.tx.onTimer(now)
+			}
+			soonest(p.tx.deadline())
+			c.account(p, now)
+			for p.queue.n > 0 && len(batch) < cap(batch) && p.tx.canSend(now) {
+				ob := p.queue.pop()
+				h := dataHeader{sent: wallUS, echo: p.tx.echo, t3: p.tx.t3, t4: p.tx.t4}
+				p.tx.echo = false
+				off := maxHeaderLen - h.len()
+				h.seq = p.tx.onSent(now, h.len()+ob.n)
+				h.put(ob.b[off:])
+				batch = append(batch, pending{ob: ob, off: off, oob: c.oobFor(0, p), to: p.udp, p: p})
+				c.st.shimSent++
+			}
+			if p.queue.n > 0 && p.tx.ctl.CanSend(p.tx.inFlight) {
+				soonest(p.tx.nextSend)
+			}
+		}
+		c.mu.Unlock()
+		for _, w := range batch {
+			c.write(w.ob.b[w.off:maxHeaderLen+w.ob.n], w.oob, w.to)
+			c.bufs.Put(w.ob)
+			<-w.p.slots
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		wait := time.Hour
+		if next != 0 {
+			wait = max(next.Sub(c.clk.Now()), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-c.wake:
+		case <-timer.C:
+		case <-c.done:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// ring is a peer's queue: a fixed ring of Config.QueuePackets slots (the
+// slots channel guarantees it never overflows).
+type ring struct {
+	b       []*outBuf
+	head, n int
+}
+
+func (r *ring) push(ob *outBuf) {
+	r.b[(r.head+r.n)%len(r.b)] = ob
+	r.n++
+}
+
+func (r *ring) pop() *outBuf {
+	ob := r.b[r.head]
+	r.b[r.head] = nil
+	r.head = (r.head + 1) % len(r.b)
+	r.n--
+	return ob
+}
