@@ -118,7 +118,7 @@ func upload(t *testing.T, cli, srv *endpoint, to net.Addr, data []byte, timeout 
 }
 
 func TestUpload20MB(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	leakCheck(t)
 	data := randomBytes(20<<20, 1)
 	for _, name := range []string{"owd", "cubic"} {
 		t.Run(name, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestUpload20MBThroughLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 MB through the relay")
 	}
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	leakCheck(t)
 	data := randomBytes(20<<20, 2)
 	for _, name := range []string{"owd", "cubic"} {
 		t.Run(name, func(t *testing.T) {
@@ -175,4 +175,11 @@ func TestUpload20MBThroughLoss(t *testing.T) {
 				cs.Peers[0].Lost, cs.Peers[0].SpuriousLosses, cs.Peers[0].RTOs, cs.QueueDrops, cs.Peers[0].HookBound, cs.Peers[0].QUICBound)
 		})
 	}
+}
+
+// leakCheck fails t if goroutines started during it outlive its cleanups
+// (registered first, so it runs after every other cleanup).
+func leakCheck(t *testing.T) {
+	opt := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 }

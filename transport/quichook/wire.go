@@ -168,7 +168,7 @@ func parseFeedback(b []byte, f *feedback) error {
 		return errType
 	}
 	nr, ns := int(b[14]), int(b[15])
-	if nr > maxRanges || ns > maxSamples || len(b) != feedbackFixed+nr*rangeLen+ns*sampleLen {
+	if b[9]&^flagSynced != 0 || nr > maxRanges || ns > maxSamples || len(b) != feedbackFixed+nr*rangeLen+ns*sampleLen {
 		return errRanges
 	}
 	f.t3 = int64(binary.BigEndian.Uint64(b[1:]))
