@@ -48,10 +48,16 @@ type Config struct {
 	QueuePackets int
 	QueueWait    time.Duration
 	// FeedbackEvery is how many data datagrams one feedback datagram
-	// covers at most (default 2, like a TCP or QUIC receiver's ACK every
-	// other packet; at most 16); FeedbackDelay is how long the first of
-	// them may wait for the rest (default 2 ms).
+	// covers normally (default 2, like a TCP or QUIC receiver's ACK every
+	// other packet; at most 16, what one feedback datagram carries);
+	// FeedbackGap spaces feedback datagrams at least that far apart
+	// unless 16 samples are waiting (default 1 ms: at 10 Mbit/s datagrams
+	// come a millisecond apart and every other one is acknowledged; at
+	// loopback rates the gap cuts the feedback datagrams, each a syscall
+	// at both ends, by up to eight); FeedbackDelay is how long the first
+	// waiting datagram may wait (default 2 ms).
 	FeedbackEvery int
+	FeedbackGap   time.Duration
 	FeedbackDelay time.Duration
 	// DSCP marks quic-go's datagrams, FeedbackDSCP the feedback datagrams
 	// (defaults: DSCP best effort, FeedbackDSCP the same as DSCP). Per
@@ -72,6 +78,7 @@ const (
 	DefaultQueuePackets  = 64
 	DefaultQueueWait     = 100 * time.Millisecond
 	DefaultFeedbackEvery = 2
+	DefaultFeedbackGap   = time.Millisecond
 	DefaultFeedbackDelay = 2 * time.Millisecond
 	DefaultMaxPeers      = 256
 )
@@ -98,6 +105,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FeedbackEvery == 0 {
 		c.FeedbackEvery = DefaultFeedbackEvery
 	}
+	if c.FeedbackGap == 0 {
+		c.FeedbackGap = DefaultFeedbackGap
+	}
 	if c.FeedbackDelay == 0 {
 		c.FeedbackDelay = DefaultFeedbackDelay
 	}
@@ -119,6 +129,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: QueueWait %v negative", ErrConfig, c.QueueWait)
 	case c.FeedbackEvery < 1 || c.FeedbackEvery > maxSamples:
 		return c, fmt.Errorf("%w: FeedbackEvery %d outside 1..%d", ErrConfig, c.FeedbackEvery, maxSamples)
+	case c.FeedbackGap < 0:
+		return c, fmt.Errorf("%w: FeedbackGap %v negative", ErrConfig, c.FeedbackGap)
 	case c.FeedbackDelay < 0:
 		return c, fmt.Errorf("%w: FeedbackDelay %v negative", ErrConfig, c.FeedbackDelay)
 	case c.MaxPeers < 1:

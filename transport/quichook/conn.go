@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,9 +44,18 @@ type Conn struct {
 	senderDone chan struct{}
 	closeOnce  sync.Once
 
-	readMu sync.Mutex // quic-go reads from one goroutine; this guards rbuf anyway
-	rbuf   []byte
-	fbuf   []byte // feedback built on the read path, under mu
+	// Batched socket I/O (recvmmsg/sendmmsg on Linux through x/net; one
+	// datagram per call elsewhere): the reader keeps the rest of a batch
+	// for quic-go's next reads.
+	batch  batchConn
+	readMu sync.Mutex // quic-go reads from one goroutine; this guards rms anyway
+	rms    []ipv4.Message
+	rnext  int // next unread message in rms[:rn]
+	rn     int
+	wms    []ipv4.Message // the sender goroutine's batch
+	woob   []byte         // its control messages
+	gso    atomic.Bool    // segmentation offload works (cleared when the kernel refuses it)
+	fbuf   []byte         // feedback built on the read path, under mu
 	bufs   sync.Pool
 }
 
@@ -86,7 +97,6 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 		senderDone: make(chan struct{}),
-		rbuf:       make([]byte, readBufLen),
 		fbuf:       make([]byte, 0, maxFeedbackLen),
 	}
 	la, _ := conn.LocalAddr().(*net.UDPAddr)
@@ -106,6 +116,16 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 			c.oob[class][1] = tosOOB(true, int(d)<<2)
 		}
 	}
+	if c.v6 {
+		c.batch = ipv6.NewPacketConn(conn)
+	} else {
+		c.batch = ipv4.NewPacketConn(conn)
+	}
+	c.rms = make([]ipv4.Message, readBatch)
+	for i := range c.rms {
+		c.rms[i].Buffers = [][]byte{make([]byte, readBufLen)}
+	}
+	c.gso.Store(gsoSupported)
 	c.bufs.New = func() any { return &outBuf{b: make([]byte, maxHeaderLen+readBufLen)} }
 	go c.run()
 	return c, nil
@@ -292,14 +312,16 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		c.bufs.Put(ob)
 		return 0, net.ErrClosed
 	}
-	if p.queue.n == 0 {
+	first := p.queue.n == 0
+	if first {
 		c.account(p, c.clk.Now())
 	}
 	p.queue.push(ob)
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	if first {
+		// Otherwise the sender goroutine is awake already, or waiting for
+		// the window or the pacer, which wake it themselves.
+		c.kick()
 	}
 	return len(b), nil
 }
@@ -334,12 +356,20 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	for {
-		n, from, err := c.conn.ReadFromUDPAddrPort(c.rbuf)
-		if err != nil {
-			return 0, nil, err
+		if c.rnext == c.rn {
+			n, err := c.batch.ReadBatch(c.rms, 0)
+			if err != nil {
+				return 0, nil, err
+			}
+			c.rnext, c.rn = 0, n
 		}
-		from = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
-		if k, ua, ok := c.handle(c.rbuf[:n], from, b); ok {
+		m := &c.rms[c.rnext]
+		c.rnext++
+		from, ok := addrPort(m.Addr)
+		if !ok {
+			continue
+		}
+		if k, ua, ok := c.handle(m.Buffers[0][:m.N], from, b); ok {
 			return k, ua, nil
 		}
 	}
@@ -388,10 +418,10 @@ func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, b
 		if p.rx.onData(now, wallUS, &h, &c.cfg) {
 			c.st.duplicates++
 		}
-		if p.rx.feedbackDue(now, c.cfg.FeedbackEvery) {
+		if p.rx.feedbackDue(now, &c.cfg) {
 			c.sendFeedback(p, now, wallUS)
-		} else {
-			c.kick()
+		} else if p.rx.pending == 1 || p.rx.pending == c.cfg.FeedbackEvery {
+			c.kick() // a new feedback deadline for the sender goroutine's timer
 		}
 		return copy(b, payload), p.udp, true
 	case typeFeedback:
@@ -464,6 +494,98 @@ func (c *Conn) kick() {
 	}
 }
 
+// readBatch is how many datagrams one recvmmsg reads.
+const readBatch = 16
+
+// batchConn is what x/net's ipv4 and ipv6 PacketConns share.
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+// writeBatch writes every message; one that fails (too big for the path,
+// say) is counted and skipped, the rest still go. A segmented message the
+// kernel refuses turns segmentation off and goes again one datagram at a
+// time.
+func (c *Conn) writeBatch(ms []ipv4.Message) {
+	for len(ms) > 0 {
+		n, err := c.batch.WriteBatch(ms, 0)
+		if err != nil {
+			n = max(n, 0)
+			if n < len(ms) && len(ms[n].Buffers) > 1 {
+				c.gso.Store(false)
+				m := ms[n]
+				for _, b := range m.Buffers {
+					c.writeOne(b, c.oobWithoutGSO(m.OOB), m.Addr)
+				}
+			} else {
+				c.count(func(s *counters) { s.sendErrors++ })
+			}
+			n++
+		}
+		ms = ms[min(n, len(ms)):]
+	}
+}
+
+// oobWithoutGSO returns a segmented message's control messages without
+// the segment size (the TOS message, if any, comes first).
+func (c *Conn) oobWithoutGSO(oob []byte) []byte {
+	if perPacketTOS && len(oob) > 0 {
+		return oob[:len(c.oob[0][0])]
+	}
+	return nil
+}
+
+func (c *Conn) writeOne(b, oob []byte, to net.Addr) {
+	ua, _ := to.(*net.UDPAddr)
+	if _, _, err := c.conn.WriteMsgUDP(b, oob, ua); err != nil {
+		c.count(func(s *counters) { s.sendErrors++ })
+	}
+}
+
+// maxSegments bounds one segmented send (the kernel's UDP_MAX_SEGMENTS
+// is 64, and the whole must fit one 64 KiB UDP datagram).
+const maxSegments = 64
+
+// sendBatch writes the sender goroutine's batch: runs of datagrams to one
+// peer of one size (the last may be shorter) as one segmented message
+// where the kernel can, the rest one message each, all in one sendmmsg.
+func (c *Conn) sendBatch(batch []pending) {
+	c.wms, c.woob = c.wms[:0], c.woob[:0]
+	gso := c.gso.Load()
+	// The control messages of every message go into one buffer, which must
+	// not move while the messages point into it.
+	c.woob = slices.Grow(c.woob, len(batch)*64)
+	for i := 0; i < len(batch); {
+		w := batch[i]
+		seg := maxHeaderLen + w.ob.n - w.off
+		j, total := i+1, seg
+		for gso && j < len(batch) && j-i < maxSegments && batch[j].to == w.to {
+			n := maxHeaderLen + batch[j].ob.n - batch[j].off
+			if n > seg || total+n > readBufLen-1024 {
+				break
+			}
+			total += n
+			j++
+			if n < seg {
+				break // a shorter one ends the run
+			}
+		}
+		m := ipv4.Message{Addr: w.to, OOB: w.oob}
+		for _, x := range batch[i:j] {
+			m.Buffers = append(m.Buffers, x.ob.b[x.off:maxHeaderLen+x.ob.n])
+		}
+		if j-i > 1 {
+			n := len(c.woob)
+			c.woob = gsoOOB(append(c.woob, w.oob...), seg)
+			m.OOB = c.woob[n:len(c.woob):len(c.woob)]
+		}
+		c.wms = append(c.wms, m)
+		i = j
+	}
+	c.writeBatch(c.wms)
+}
+
 // pending is one datagram the sender goroutine writes outside the lock.
 type pending struct {
 	ob  *outBuf
@@ -502,21 +624,25 @@ func (c *Conn) run() {
 		}
 		batch = batch[:0]
 		for _, p := range c.peers {
-			if p.rx.feedbackDue(now, c.cfg.FeedbackEvery) {
+			if p.rx.feedbackDue(now, &c.cfg) {
 				fb = p.rx.build(now, wallUS, fb[:0])
 				c.writeLocked(fb, c.oobFor(1, p), p.udp)
 				c.st.feedbackSent++
-			} else if p.rx.pending > 0 {
-				soonest(p.rx.due)
+			} else {
+				soonest(p.rx.nextDue(&c.cfg))
 			}
 			if t := p.tx.deadline(); t != 0 && !now.Before(t) {
 				p.tx.onTimer(now)
 			}
 			soonest(p.tx.deadline())
 			c.account(p, now)
+			// Every datagram of one round carries the same header size (the
+			// echo, if one is pending, rides on all of them) so that a run
+			// of equal-sized ones can go as one segmented send.
+			echo := p.tx.echo
 			for p.queue.n > 0 && len(batch) < cap(batch) && p.tx.canSend(now) {
 				ob := p.queue.pop()
-				h := dataHeader{sent: wallUS, echo: p.tx.echo, t3: p.tx.t3, t4: p.tx.t4}
+				h := dataHeader{sent: wallUS, echo: echo, t3: p.tx.t3, t4: p.tx.t4}
 				p.tx.echo = false
 				off := maxHeaderLen - h.len()
 				h.seq = p.tx.onSent(now, h.len()+ob.n)
@@ -529,8 +655,8 @@ func (c *Conn) run() {
 			}
 		}
 		c.mu.Unlock()
+		c.sendBatch(batch)
 		for _, w := range batch {
-			c.write(w.ob.b[w.off:maxHeaderLen+w.ob.n], w.oob, w.to)
 			c.bufs.Put(w.ob)
 			<-w.p.slots
 		}

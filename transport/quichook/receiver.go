@@ -19,6 +19,7 @@ type receiver struct {
 	// the next feedback must go at the latest (0: none pending).
 	pending   int
 	due       clock.Mono
+	last      clock.Mono // when the last feedback went
 	largest   uint64
 	largestAt clock.Mono
 	has       bool
@@ -77,9 +78,24 @@ func (r *receiver) onData(now clock.Mono, wallUS int64, h *dataHeader, cfg *Conf
 	return false
 }
 
-// feedbackDue reports whether feedback should go now.
-func (r *receiver) feedbackDue(now clock.Mono, every int) bool {
-	return r.pending > 0 && (r.pending >= every || r.fb.nSamples == maxSamples || !now.Before(r.due))
+// feedbackDue reports whether feedback should go now: FeedbackEvery
+// datagrams are waiting and FeedbackGap has passed since the last one, or
+// the samples fill a feedback datagram, or the first has waited
+// FeedbackDelay.
+func (r *receiver) feedbackDue(now clock.Mono, cfg *Config) bool {
+	return r.pending > 0 && (r.fb.nSamples == maxSamples || !now.Before(r.nextDue(cfg)))
+}
+
+// nextDue is when feedback is due if nothing else arrives (0: none pending).
+func (r *receiver) nextDue(cfg *Config) clock.Mono {
+	if r.pending == 0 {
+		return 0
+	}
+	t := r.due
+	if g := r.last.Add(cfg.FeedbackGap); r.pending >= cfg.FeedbackEvery && g.Before(t) {
+		t = g
+	}
+	return t
 }
 
 // build fills the next feedback datagram into b and resets what it reported.
@@ -89,7 +105,7 @@ func (r *receiver) build(now clock.Mono, wallUS int64, b []byte) []byte {
 	f.ackDelay = uint32(min(max(now.Sub(r.largestAt).Microseconds(), 0), math.MaxUint32))
 	f.nRanges = copy(f.ranges[:], r.ranges)
 	b = f.append(b)
-	f.nSamples, r.pending, r.due = 0, 0, 0
+	f.nSamples, r.pending, r.due, r.last = 0, 0, 0, now
 	return b
 }
 

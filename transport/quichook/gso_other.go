@@ -1,0 +1,7 @@
+//go:build !linux
+
+package quichook
+
+const gsoSupported = false
+
+func gsoOOB(b []byte, _ int) []byte { return b }
