@@ -25,6 +25,10 @@ const maxHellos = 8
 // readBufLen is the reader's buffer: any UDP payload.
 const readBufLen = 1 << 16
 
+// pooledPayload is the payload room of a pooled send buffer: quic-go's
+// largest datagram (1452 bytes) and then some. Larger ones get their own.
+const pooledPayload = 2048
+
 // Conn is the hook: a net.PacketConn to hand to quic.Transport{Conn: …}.
 // See the package doc. Its methods are safe for concurrent use.
 type Conn struct {
@@ -55,8 +59,12 @@ type Conn struct {
 	wms    []ipv4.Message // the sender goroutine's batch
 	woob   []byte         // its control messages
 	gso    atomic.Bool    // segmentation offload works (cleared when the kernel refuses it)
-	fbuf   []byte         // feedback built on the read path, under mu
-	bufs   sync.Pool
+	// The reader's datagram to send back (feedback, a hello's answer),
+	// built under mu, sent after it.
+	fbuf     []byte
+	replyOOB []byte
+	replyTo  *net.UDPAddr
+	bufs     sync.Pool
 }
 
 // peer is one remote address: whether it has the hook, and the sending and
@@ -126,7 +134,7 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 		c.rms[i].Buffers = [][]byte{make([]byte, readBufLen)}
 	}
 	c.gso.Store(gsoSupported)
-	c.bufs.New = func() any { return &outBuf{b: make([]byte, maxHeaderLen+readBufLen)} }
+	c.bufs.New = func() any { return &outBuf{b: make([]byte, maxHeaderLen+pooledPayload)} }
 	go c.run()
 	return c, nil
 }
@@ -305,6 +313,9 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		}
 	}
 	ob := c.bufs.Get().(*outBuf)
+	if len(b) > len(ob.b)-maxHeaderLen {
+		ob = &outBuf{b: make([]byte, maxHeaderLen+len(b))} // rare: quic-go's datagrams fit the pooled size
+	}
 	ob.n = copy(ob.b[maxHeaderLen:], b)
 	c.mu.Lock()
 	if c.closed {
@@ -346,6 +357,68 @@ func (c *Conn) account(p *peer, now clock.Mono) {
 		p.idle += d
 	}
 	p.lastAccounted = now
+}
+
+// WriteMsgUDP is quic-go's write when it sees an OOBCapablePacketConn
+// (as the Conn is, so that quic-go packs runs of packets with its
+// segmentation-offload path instead of one send per packet). b may hold a
+// run of datagrams of one size (UDP_SEGMENT in oob), which the hook takes
+// apart: each is a datagram of its own to the controller. The rest of oob
+// (quic-go's ECN marks, its source address) is not carried: the hook marks
+// datagrams with its own DSCP, so quic-go's ECN validation (RFC 9000
+// §13.4.2) finds no marks and turns ECN off.
+func (c *Conn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+	seg := gsoSizeOf(oob)
+	if seg <= 0 || seg >= len(b) {
+		_, err = c.WriteTo(b, addr)
+		return len(b), len(oob), err
+	}
+	for off := 0; off < len(b); off += seg {
+		if _, err := c.WriteTo(b[off:min(off+seg, len(b))], addr); err != nil {
+			return off, 0, err
+		}
+	}
+	return len(b), len(oob), nil
+}
+
+// ReadMsgUDP is ReadFrom for quic-go's OOBCapablePacketConn (no control
+// messages are passed on).
+func (c *Conn) ReadMsgUDP(b, _ []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+	n, a, err := c.ReadFrom(b)
+	addr, _ = a.(*net.UDPAddr)
+	return n, 0, 0, addr, err
+}
+
+// ReadBatch is quic-go's batched read: it fills ms with the QUIC
+// datagrams of one recvmmsg (shim headers taken off, shim datagrams
+// handled on the way), blocking only while it has none.
+func (c *Conn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	k := 0
+	for k < len(ms) {
+		if c.rnext == c.rn {
+			if k > 0 {
+				return k, nil
+			}
+			n, err := c.batch.ReadBatch(c.rms, 0)
+			if err != nil {
+				return 0, err
+			}
+			c.rnext, c.rn = 0, n
+		}
+		m := &c.rms[c.rnext]
+		c.rnext++
+		from, ok := addrPort(m.Addr)
+		if !ok || len(ms[k].Buffers) == 0 {
+			continue
+		}
+		if n, ua, ok := c.handle(m.Buffers[0][:m.N], from, ms[k].Buffers[0]); ok {
+			ms[k].N, ms[k].NN, ms[k].Flags, ms[k].Addr = n, 0, 0, ua
+			k++
+		}
+	}
+	return k, nil
 }
 
 // ReadFrom is quic-go's read: it returns the next QUIC datagram, with the
@@ -397,7 +470,21 @@ func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, b
 		}
 		return copy(b, d), ua, true
 	}
-	defer c.mu.Unlock()
+	k, ua, ok := c.handleShim(d, from, b, now, wallUS)
+	c.mu.Unlock()
+	if c.replyTo != nil {
+		// Feedback and hello answers go from the reading goroutine, outside
+		// the lock so that the sender goroutine and quic-go's writes do
+		// not wait for the syscall.
+		c.writeOne(c.fbuf, c.replyOOB, c.replyTo)
+		c.replyTo = nil
+	}
+	return k, ua, ok
+}
+
+// handleShim is handle's part for shim datagrams, under c.mu. A datagram
+// to send back is left in c.fbuf, c.replyOOB, c.replyTo.
+func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mono, wallUS int64) (int, net.Addr, bool) {
 	switch d[0] {
 	case typeData, typeDataEcho:
 		h, payload, err := parseData(d)
@@ -457,7 +544,7 @@ func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, b
 			// Answered without a limit of its own: a hello is 6 bytes, the
 			// answer no bigger, so it amplifies nothing.
 			c.fbuf = appendHello(c.fbuf[:0], typeHelloAck)
-			c.writeLocked(c.fbuf, c.oobFor(1, p), p.udp)
+			c.replyOOB, c.replyTo = c.oobFor(1, p), p.udp
 		}
 	default:
 		c.st.malformed++
@@ -471,18 +558,10 @@ func (c *Conn) count(f func(*counters)) {
 	c.mu.Unlock()
 }
 
-// writeLocked writes under c.mu (feedback and hello answers are small and
-// go from the reading goroutine).
-func (c *Conn) writeLocked(b, oob []byte, to *net.UDPAddr) {
-	if _, _, err := c.conn.WriteMsgUDP(b, oob, to); err != nil {
-		c.st.sendErrors++
-	}
-}
-
-// sendFeedback sends p's feedback now. Under c.mu.
+// sendFeedback builds p's feedback for the reader to send. Under c.mu.
 func (c *Conn) sendFeedback(p *peer, now clock.Mono, wallUS int64) {
 	c.fbuf = p.rx.build(now, wallUS, c.fbuf[:0])
-	c.writeLocked(c.fbuf, c.oobFor(1, p), p.udp)
+	c.replyOOB, c.replyTo = c.oobFor(1, p), p.udp
 	c.st.feedbackSent++
 }
 
@@ -586,6 +665,12 @@ func (c *Conn) sendBatch(batch []pending) {
 	c.writeBatch(c.wms)
 }
 
+// feedbackOut is a feedback datagram the sender goroutine writes.
+type feedbackOut struct {
+	b, oob []byte
+	to     *net.UDPAddr
+}
+
 // pending is one datagram the sender goroutine writes outside the lock.
 type pending struct {
 	ob  *outBuf
@@ -602,7 +687,7 @@ func (c *Conn) run() {
 	defer close(c.senderDone)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var fb []byte
+	var fbs []feedbackOut // feedback due, written after the lock
 	batch := make([]pending, 0, 64)
 	for {
 		c.mu.Lock()
@@ -622,11 +707,16 @@ func (c *Conn) run() {
 				next = t
 			}
 		}
-		batch = batch[:0]
+		batch, fbs = batch[:0], fbs[:0]
 		for _, p := range c.peers {
 			if p.rx.feedbackDue(now, &c.cfg) {
-				fb = p.rx.build(now, wallUS, fb[:0])
-				c.writeLocked(fb, c.oobFor(1, p), p.udp)
+				if len(fbs) == cap(fbs) {
+					fbs = append(fbs, feedbackOut{b: make([]byte, 0, maxFeedbackLen)})
+				} else {
+					fbs = fbs[:len(fbs)+1]
+				}
+				f := &fbs[len(fbs)-1]
+				f.b, f.oob, f.to = p.rx.build(now, wallUS, f.b[:0]), c.oobFor(1, p), p.udp
 				c.st.feedbackSent++
 			} else {
 				soonest(p.rx.nextDue(&c.cfg))
@@ -655,6 +745,9 @@ func (c *Conn) run() {
 			}
 		}
 		c.mu.Unlock()
+		for _, f := range fbs {
+			c.writeOne(f.b, f.oob, f.to)
+		}
 		c.sendBatch(batch)
 		for _, w := range batch {
 			c.bufs.Put(w.ob)
@@ -701,3 +794,14 @@ func (r *ring) pop() *outBuf {
 	r.n--
 	return ob
 }
+
+// The Conn is what quic-go's Transport looks for to keep its batched reads
+// and segmented writes (on Linux): an OOBCapablePacketConn with ReadBatch.
+var _ interface {
+	net.PacketConn
+	ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error)
+	WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error)
+	SetReadBuffer(int) error
+	SyscallConn() (syscall.RawConn, error)
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+} = (*Conn)(nil)

@@ -27,3 +27,19 @@ func gsoOOB(b []byte, seg int) []byte {
 	binary.NativeEndian.PutUint16(b[n+unix.CmsgLen(0):], uint16(seg))
 	return b
 }
+
+// gsoSizeOf returns the segment size a UDP_SEGMENT control message in oob
+// sets (quic-go's own segmentation offload), or 0.
+func gsoSizeOf(oob []byte) int {
+	for len(oob) > 0 {
+		h, body, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			return 0
+		}
+		if h.Level == unix.SOL_UDP && h.Type == unix.UDP_SEGMENT && len(body) >= 2 {
+			return int(binary.NativeEndian.Uint16(body))
+		}
+		oob = rest
+	}
+	return 0
+}

@@ -5,3 +5,5 @@ package quichook
 const gsoSupported = false
 
 func gsoOOB(b []byte, _ int) []byte { return b }
+
+func gsoSizeOf([]byte) int { return 0 }

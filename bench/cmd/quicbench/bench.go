@@ -279,13 +279,14 @@ func pct(sorted []time.Duration, q float64) time.Duration {
 
 type loopResult struct {
 	hooked   bool
+	traced   bool // plain quic-go with a qlog recorder that sees every event
 	goodputs []float64 // bit/s per run
 	median   float64
 }
 
 // loopOnce moves n bytes over one stream on loopback and returns the
 // goodput in bit/s.
-func loopOnce(hooked bool, ccName string, n int) (float64, error) {
+func loopOnce(hooked, traced bool, ccName string, n int) (float64, error) {
 	p, err := newPair(hooked, ccName)
 	if err != nil {
 		return 0, err
@@ -296,7 +297,7 @@ func loopOnce(hooked bool, ccName string, n int) (float64, error) {
 	var got atomic.Int64
 	served := make(chan error, 1)
 	go p.serve(ctx, &got, served)
-	conn, s, err := p.dial(ctx, p.srvPC.LocalAddr(), false)
+	conn, s, err := p.dial(ctx, p.srvPC.LocalAddr(), traced)
 	if err != nil {
 		return 0, err
 	}
@@ -322,13 +323,15 @@ func loopOnce(hooked bool, ccName string, n int) (float64, error) {
 	return float64(n) * 8 / el.Seconds(), nil
 }
 
-// runLoopback alternates plain and hooked runs, so that the machine's
-// other load hits both alike, and reports each stack's median.
-func runLoopback(ccName string, n, runs int) ([2]loopResult, error) {
-	res := [2]loopResult{{hooked: false}, {hooked: true}}
+// runLoopback alternates plain, traced and hooked runs, so that the
+// machine's other load hits all alike, and reports each stack's median.
+// The traced runs price the information source of the other design the
+// hook could have had (quic-go's qlog events instead of a shim).
+func runLoopback(ccName string, n, runs int) ([3]loopResult, error) {
+	res := [3]loopResult{{}, {traced: true}, {hooked: true}}
 	for range runs {
 		for i := range res {
-			g, err := loopOnce(res[i].hooked, ccName, n)
+			g, err := loopOnce(res[i].hooked, res[i].traced, ccName, n)
 			if err != nil {
 				return res, err
 			}

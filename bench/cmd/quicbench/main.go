@@ -88,7 +88,7 @@ func run(ccName string, dur, warm time.Duration, loopBytes, runs int, md, png st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "loopback: plain %v, hooked %v\n", lb[0].goodputs, lb[1].goodputs)
+	fmt.Fprintf(os.Stderr, "loopback: plain %v, traced %v, hooked %v\n", lb[0].goodputs, lb[1].goodputs, lb[2].goodputs)
 	table := report(ccName, dur, warm, loopBytes, runs, bn, lb[:])
 	fmt.Fprint(out, table)
 	if md != "" {

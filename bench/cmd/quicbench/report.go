@@ -14,6 +14,12 @@ func report(ccName string, dur, warm time.Duration, loopBytes, runs int, bn []bo
 		}
 		return "quic-go default"
 	}
+	loopStack := func(r loopResult) string {
+		if r.traced {
+			return "quic-go default + qlog recorder (no hook)"
+		}
+		return stack(r.hooked)
+	}
 	fmt.Fprintf(&b, "### quic-go with fresh's congestion hook\n\n")
 	fmt.Fprintf(&b, "Bottleneck: 10 Mbit/s each way, 40 ms RTT, FIFO of one BDP (50 000 bytes), bench/emu relay on loopback; one stream uploading for %v, the first %v left out. Queueing delay: the forward queue's backlog, sampled every 2 ms.\n\n", dur, warm)
 	fmt.Fprintf(&b, "| loss | stack | goodput (Mbit/s) | queue p50 (ms) | queue p95 (ms) | quic-go cwnd < hook's | hook-bound / quic-bound time |\n")
@@ -39,10 +45,10 @@ func report(ccName string, dur, warm time.Duration, loopBytes, runs int, bn []bo
 		for _, g := range r.goodputs {
 			rs = append(rs, fmt.Sprintf("%.0f", g/1e6))
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s |\n", stack(r.hooked), r.median/1e6, strings.Join(rs, ", "))
+		fmt.Fprintf(&b, "| %s | %.0f | %s |\n", loopStack(r), r.median/1e6, strings.Join(rs, ", "))
 	}
-	if len(lb) == 2 && lb[0].median > 0 {
-		fmt.Fprintf(&b, "\n- loopback: hook/plain goodput %.2f×\n", lb[1].median/lb[0].median)
+	if len(lb) == 3 && lb[0].median > 0 {
+		fmt.Fprintf(&b, "\n- loopback: hook/plain goodput %.2f×; plain with a qlog recorder/plain %.2f×\n", lb[2].median/lb[0].median, lb[1].median/lb[0].median)
 	}
 	return b.String()
 }
