@@ -279,7 +279,7 @@ func pct(sorted []time.Duration, q float64) time.Duration {
 
 type loopResult struct {
 	hooked   bool
-	traced   bool // plain quic-go with a qlog recorder that sees every event
+	traced   bool      // plain quic-go with a qlog recorder that sees every event
 	goodputs []float64 // bit/s per run
 	median   float64
 }
