@@ -38,10 +38,15 @@ type Conn struct {
 	v6   bool         // an AF_INET6 socket
 	oob  [2][2][]byte // [class: 0 data, 1 feedback][0 v4, 1 v6] per-datagram TOS, nil if unsupported
 
-	mu     sync.Mutex
-	peers  map[netip.AddrPort]*peer
-	closed bool
-	st     counters
+	// writeMu orders the shimmed datagrams on the socket as their sequence
+	// numbers are: whoever numbers a batch (the sender goroutine, or a
+	// quic-go write sending directly) holds it until the batch is written.
+	// It comes before mu.
+	writeMu sync.Mutex
+	mu      sync.Mutex
+	peers   map[netip.AddrPort]*peer
+	closed  bool
+	st      counters
 
 	wake       chan struct{} // the sender goroutine has work (buffered 1)
 	done       chan struct{} // closed by Close
@@ -59,6 +64,9 @@ type Conn struct {
 	wms    []ipv4.Message // the sender goroutine's batch
 	woob   []byte         // its control messages
 	gso    atomic.Bool    // segmentation offload works (cleared when the kernel refuses it)
+	// Batching achieved: sendmmsg calls, and the messages in them (one per
+	// segmented run or lone datagram).
+	batchCalls, batchMsgs atomic.Int64
 	// The reader's datagram to send back (feedback, a hello's answer),
 	// built under mu, sent after it.
 	fbuf     []byte
@@ -295,6 +303,9 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		return len(b), err
 	}
 	c.mu.Unlock()
+	if c.sendDirect(p, b, len(b)) == len(b) {
+		return len(b), nil
+	}
 	select {
 	case p.slots <- struct{}{}:
 	default:
@@ -373,12 +384,119 @@ func (c *Conn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err e
 		_, err = c.WriteTo(b, addr)
 		return len(b), len(oob), err
 	}
-	for off := 0; off < len(b); off += seg {
+	off := 0
+	if ap, ok := addrPort(addr); ok {
+		c.mu.Lock()
+		p := c.peers[ap]
+		c.mu.Unlock()
+		if p != nil && p.hooked {
+			off = c.sendDirect(p, b, seg)
+			off += c.enqueueRun(p, b[off:], seg)
+		}
+	}
+	for ; off < len(b); off += seg {
 		if _, err := c.WriteTo(b[off:min(off+seg, len(b))], addr); err != nil {
 			return off, 0, err
 		}
 	}
 	return len(b), len(oob), nil
+}
+
+// enqueueRun queues as many datagrams of a segmented write to a hooked
+// peer as there is room for without waiting, under one lock, and returns
+// how many bytes of b it took (WriteTo does the rest, waiting as it does).
+func (c *Conn) enqueueRun(p *peer, b []byte, seg int) int {
+	if seg > pooledPayload || len(b) == 0 {
+		return 0
+	}
+	var obs [maxSegments]*outBuf
+	k, off := 0, 0
+	for ; off < len(b) && k < len(obs); off += seg {
+		select {
+		case p.slots <- struct{}{}:
+		default:
+			goto push
+		}
+		ob := c.bufs.Get().(*outBuf)
+		ob.n = copy(ob.b[maxHeaderLen:], b[off:min(off+seg, len(b))])
+		obs[k] = ob
+		k++
+	}
+push:
+	if k == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		for _, ob := range obs[:k] {
+			c.bufs.Put(ob)
+		}
+		return len(b) // dropped: WriteTo would fail the same way
+	}
+	first := p.queue.n == 0
+	if first {
+		c.account(p, c.clk.Now())
+	}
+	for _, ob := range obs[:k] {
+		p.queue.push(ob)
+	}
+	c.mu.Unlock()
+	if first {
+		c.kick()
+	}
+	return min(k*seg, len(b))
+}
+
+// sendDirect sends what it can of b, a run of datagrams of size seg (one
+// datagram if seg >= len(b)), straight from the caller's goroutine, and
+// returns how many bytes it took: when nothing is queued for p, as many
+// as the controller's window and pacer allow now. Most datagrams of an
+// unhurried flow, and every ACK-only one, so skip the queue and the hop
+// to the sender goroutine.
+func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
+	seg = min(seg, len(b))
+	if seg == 0 || seg > pooledPayload {
+		return 0
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.Lock()
+	now, wallUS := c.now()
+	if c.closed || p.queue.n > 0 || !p.tx.canSend(now) {
+		c.mu.Unlock()
+		return 0
+	}
+	c.account(p, now)
+	var batch [maxSegments]pending
+	k, off, echo := 0, 0, p.tx.echo
+	for off < len(b) && k < len(batch) && p.tx.canSend(now) {
+		ob := c.bufs.Get().(*outBuf)
+		ob.n = copy(ob.b[maxHeaderLen:], b[off:min(off+seg, len(b))])
+		batch[k] = c.stamp(p, ob, now, wallUS, echo)
+		batch[k].p = nil // holds no queue slot
+		k++
+		off += ob.n
+	}
+	p.tx.echo = false
+	c.mu.Unlock()
+	c.sendBatch(batch[:k])
+	for _, w := range batch[:k] {
+		c.bufs.Put(w.ob)
+	}
+	return off
+}
+
+// stamp numbers one datagram for p, records it in flight and writes its
+// header; echo says whether it carries the echo of the latest feedback.
+// Under c.mu (and c.writeMu, until the datagram is written).
+func (c *Conn) stamp(p *peer, ob *outBuf, now clock.Mono, wallUS int64, echo bool) pending {
+	h := dataHeader{sent: wallUS, echo: echo, t3: p.tx.t3, t4: p.tx.t4}
+	off := maxHeaderLen - h.len()
+	h.seq = p.tx.onSent(now, h.len()+ob.n)
+	h.put(ob.b[off:])
+	c.st.shimSent++
+	return pending{ob: ob, off: off, oob: c.oobFor(0, p), to: p.udp, p: p}
 }
 
 // ReadMsgUDP is ReadFrom for quic-go's OOBCapablePacketConn (no control
@@ -626,7 +744,7 @@ func (c *Conn) writeOne(b, oob []byte, to net.Addr) {
 // is 64, and the whole must fit one 64 KiB UDP datagram).
 const maxSegments = 64
 
-// sendBatch writes the sender goroutine's batch: runs of datagrams to one
+// sendBatch writes a batch (under c.writeMu): runs of datagrams to one
 // peer of one size (the last may be shorter) as one segmented message
 // where the kernel can, the rest one message each, all in one sendmmsg.
 func (c *Conn) sendBatch(batch []pending) {
@@ -662,6 +780,10 @@ func (c *Conn) sendBatch(batch []pending) {
 		c.wms = append(c.wms, m)
 		i = j
 	}
+	if len(c.wms) > 0 {
+		c.batchCalls.Add(1)
+		c.batchMsgs.Add(int64(len(c.wms)))
+	}
 	c.writeBatch(c.wms)
 }
 
@@ -690,6 +812,7 @@ func (c *Conn) run() {
 	var fbs []feedbackOut // feedback due, written after the lock
 	batch := make([]pending, 0, 64)
 	for {
+		c.writeMu.Lock()
 		c.mu.Lock()
 		if c.closed {
 			for _, p := range c.peers {
@@ -698,6 +821,7 @@ func (c *Conn) run() {
 				}
 			}
 			c.mu.Unlock()
+			c.writeMu.Unlock()
 			return
 		}
 		now, wallUS := c.now()
@@ -731,14 +855,8 @@ func (c *Conn) run() {
 			// of equal-sized ones can go as one segmented send.
 			echo := p.tx.echo
 			for p.queue.n > 0 && len(batch) < cap(batch) && p.tx.canSend(now) {
-				ob := p.queue.pop()
-				h := dataHeader{sent: wallUS, echo: echo, t3: p.tx.t3, t4: p.tx.t4}
+				batch = append(batch, c.stamp(p, p.queue.pop(), now, wallUS, echo))
 				p.tx.echo = false
-				off := maxHeaderLen - h.len()
-				h.seq = p.tx.onSent(now, h.len()+ob.n)
-				h.put(ob.b[off:])
-				batch = append(batch, pending{ob: ob, off: off, oob: c.oobFor(0, p), to: p.udp, p: p})
-				c.st.shimSent++
 			}
 			if p.queue.n > 0 && p.tx.ctl.CanSend(p.tx.inFlight) {
 				soonest(p.tx.nextSend)
@@ -749,6 +867,7 @@ func (c *Conn) run() {
 			c.writeOne(f.b, f.oob, f.to)
 		}
 		c.sendBatch(batch)
+		c.writeMu.Unlock()
 		for _, w := range batch {
 			c.bufs.Put(w.ob)
 			<-w.p.slots

@@ -46,6 +46,10 @@ type Stats struct {
 	Malformed, Oversize, Duplicates int64
 	// SendErrors counts failed socket writes (the datagram is lost).
 	SendErrors int64
+	// SendCalls counts the sender goroutine's sendmmsg calls and
+	// SendMessages the messages in them, each a lone datagram or a
+	// segmented run: ShimSent / SendCalls is the batching achieved.
+	SendCalls, SendMessages int64
 	// PeersRefused counts datagrams of peers beyond Config.MaxPeers.
 	PeersRefused int64
 	Peers        []PeerStats
@@ -95,6 +99,7 @@ func (c *Conn) Stats() Stats {
 		HellosSent: s.hellosSent, HellosReceived: s.hellosReceived,
 		QueueDrops: s.queueDrops, Malformed: s.malformed, Oversize: s.oversize,
 		Duplicates: s.duplicates, SendErrors: s.sendErrors, PeersRefused: s.peersRefused,
+		SendCalls: c.batchCalls.Load(), SendMessages: c.batchMsgs.Load(),
 	}
 	now := c.clk.Now()
 	for _, p := range c.peers {
