@@ -388,8 +388,9 @@ func (c *Conn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err e
 	if ap, ok := addrPort(addr); ok {
 		c.mu.Lock()
 		p := c.peers[ap]
+		hooked := p != nil && p.hooked
 		c.mu.Unlock()
-		if p != nil && p.hooked {
+		if hooked {
 			off = c.sendDirect(p, b, seg)
 			off += c.enqueueRun(p, b[off:], seg)
 		}
