@@ -72,7 +72,9 @@ type PeerStats struct {
 	Queued   int
 	// SRTT and MinRTT are the shim's own round-trip estimates (feedback).
 	SRTT, MinRTT time.Duration
-	// Acked, Lost and SpuriousLosses count shimmed datagrams by fate;
+	// Acked, Lost and SpuriousLosses count shimmed datagrams by fate
+	// (a spurious loss is one acknowledged after it was declared lost,
+	// while its record was still kept: behind an older datagram in flight);
 	// RTOs the retransmission timeouts (no feedback for an RTO with data
 	// in flight).
 	Acked, Lost, SpuriousLosses, RTOs int64
