@@ -64,8 +64,10 @@ type Config struct {
 	// datagram on Linux, the socket's class elsewhere (as in transport).
 	DSCP, FeedbackDSCP transport.DSCP
 	// MaxPeers bounds the peers (addresses) with their own controller and
-	// clock state (default 256). Datagrams of further peers pass through
-	// as plain QUIC, counted in Stats.PeersRefused.
+	// clock state (default 256). At the bound a new peer replaces the one
+	// silent for longest if that one has been for 30 s with nothing in
+	// flight; otherwise datagrams of further peers pass through as plain
+	// QUIC, counted in Stats.PeersRefused.
 	MaxPeers int
 	// Logger receives the hook's logs (nil: silent).
 	Logger *slog.Logger

@@ -92,7 +92,12 @@ type peer struct {
 	// (quic-go, its own window or pacer, or the application binding).
 	busy, idle    time.Duration
 	lastAccounted clock.Mono
+	lastActive    clock.Mono // last datagram to or from it
 }
+
+// peerIdle is how long a peer must have been silent, with nothing queued
+// or in flight, before its state may make room for a new one.
+const peerIdle = 30 * time.Second
 
 // outBuf is one queued datagram: room for the shim header, then quic-go's.
 type outBuf struct {
@@ -215,10 +220,12 @@ func addrPort(a net.Addr) (netip.AddrPort, bool) {
 // peerFor returns addr's peer, creating it if there is room; nil if not.
 // Under c.mu.
 func (c *Conn) peerFor(addr netip.AddrPort) *peer {
+	now := c.clk.Now()
 	if p := c.peers[addr]; p != nil {
+		p.lastActive = now
 		return p
 	}
-	if len(c.peers) >= c.cfg.MaxPeers {
+	if len(c.peers) >= c.cfg.MaxPeers && !c.evictIdle(now) {
 		c.st.peersRefused++
 		return nil
 	}
@@ -242,11 +249,30 @@ func (c *Conn) peerFor(addr netip.AddrPort) *peer {
 		// and marks them with IP_TOS.
 		ua = net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(addr.Addr().As16()), addr.Port()))
 	}
-	now := c.clk.Now()
-	p := &peer{addr: addr, udp: ua, v6: addr.Addr().Is6(), tx: sender{ctl: ctl}, rx: rx,
+	p := &peer{addr: addr, lastActive: now, udp: ua, v6: addr.Addr().Is6(), tx: sender{ctl: ctl}, rx: rx,
 		slots: make(chan struct{}, c.cfg.QueuePackets), queue: ring{b: make([]*outBuf, c.cfg.QueuePackets)}, lastAccounted: now}
 	c.peers[addr] = p
 	return p
+}
+
+// evictIdle forgets the peer silent for longest if it has been for
+// peerIdle with nothing queued or in flight, and reports whether it did.
+// A forgotten peer that comes back starts over: plain until its next hello
+// or shimmed datagram, with a fresh controller. Under c.mu.
+func (c *Conn) evictIdle(now clock.Mono) bool {
+	var oldest *peer
+	for _, p := range c.peers {
+		if p.queue.n == 0 && p.tx.inFlight == 0 && now.Sub(p.lastActive) >= peerIdle &&
+			(oldest == nil || p.lastActive.Before(oldest.lastActive)) {
+			oldest = p
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	delete(c.peers, oldest.addr)
+	c.st.peersEvicted++
+	return true
 }
 
 func (c *Conn) oobFor(class int, p *peer) []byte {
@@ -333,6 +359,12 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		c.mu.Unlock()
 		c.bufs.Put(ob)
 		return 0, net.ErrClosed
+	}
+	if c.peers[p.addr] != p { // evicted meanwhile: a loss like any other
+		c.st.queueDrops++
+		c.mu.Unlock()
+		c.bufs.Put(ob)
+		return len(b), nil
 	}
 	first := p.queue.n == 0
 	if first {
@@ -428,12 +460,12 @@ push:
 		return 0
 	}
 	c.mu.Lock()
-	if c.closed {
+	if c.closed || c.peers[p.addr] != p {
 		c.mu.Unlock()
 		for _, ob := range obs[:k] {
 			c.bufs.Put(ob)
 		}
-		return len(b) // dropped: WriteTo would fail the same way
+		return 0 // WriteTo fails or drops them the same way
 	}
 	first := p.queue.n == 0
 	if first {
@@ -464,7 +496,7 @@ func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
 	now, wallUS := c.now()
-	if c.closed || p.queue.n > 0 || !p.tx.canSend(now) {
+	if c.closed || c.peers[p.addr] != p || p.queue.n > 0 || !p.tx.canSend(now) {
 		c.mu.Unlock()
 		return 0
 	}
@@ -641,6 +673,7 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 			c.st.malformed++ // feedback for datagrams never sent
 			return 0, nil, false
 		}
+		p.lastActive = now
 		p.hooked = true
 		if !p.tx.onFeedback(now, wallUS, &f) {
 			c.st.malformed++

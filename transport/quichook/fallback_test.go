@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport/quichook"
 )
 
@@ -111,4 +112,30 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	for range 64 {
 		<-done
 	}
+}
+
+// At MaxPeers a new peer takes the place of one idle for long enough; a
+// busy one is never forgotten, and then the newcomer gets plain QUIC.
+func TestPeersBoundedAndIdleOnesEvicted(t *testing.T) {
+	leakCheck(t)
+	clk := clock.NewManual(time.Now())
+	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{MaxPeers: 1, Clock: clk})
+	require.NoError(t, err)
+	defer h.Close()
+	a, b := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 10}
+	_, err = h.WriteTo([]byte{0xc0, 1}, a)
+	require.NoError(t, err)
+	_, err = h.WriteTo([]byte{0xc0, 2}, b)
+	require.NoError(t, err)
+	st := h.Stats()
+	require.Len(t, st.Peers, 1)
+	require.Equal(t, int64(1), st.PeersRefused, "a is not idle yet")
+	clk.Advance(31 * time.Second)
+	_, err = h.WriteTo([]byte{0xc0, 3}, b)
+	require.NoError(t, err)
+	st = h.Stats()
+	require.Len(t, st.Peers, 1)
+	require.Equal(t, int64(1), st.PeersEvicted)
+	require.Equal(t, uint16(10), st.Peers[0].Addr.Port())
+	require.Equal(t, int64(3), st.PlainSent, "every datagram still went out")
 }

@@ -19,7 +19,7 @@ type counters struct {
 	malformed, oversize        int64
 	duplicates                 int64
 	sendErrors                 int64
-	peersRefused               int64
+	peersRefused, peersEvicted int64
 }
 
 // Stats is a snapshot of the hook (Conn.Stats): datagram counters since
@@ -50,9 +50,11 @@ type Stats struct {
 	// SendMessages the messages in them, each a lone datagram or a
 	// segmented run: ShimSent / SendCalls is the batching achieved.
 	SendCalls, SendMessages int64
-	// PeersRefused counts datagrams of peers beyond Config.MaxPeers.
-	PeersRefused int64
-	Peers        []PeerStats
+	// PeersRefused counts datagrams of peers beyond Config.MaxPeers while
+	// none had been idle long enough to make room; PeersEvicted the peers
+	// forgotten to make room (silent for 30 s, nothing in flight).
+	PeersRefused, PeersEvicted int64
+	Peers                      []PeerStats
 }
 
 // PeerStats is one peer's state.
@@ -101,7 +103,7 @@ func (c *Conn) Stats() Stats {
 		HellosSent: s.hellosSent, HellosReceived: s.hellosReceived,
 		QueueDrops: s.queueDrops, Malformed: s.malformed, Oversize: s.oversize,
 		Duplicates: s.duplicates, SendErrors: s.sendErrors, PeersRefused: s.peersRefused,
-		SendCalls: c.batchCalls.Load(), SendMessages: c.batchMsgs.Load(),
+		PeersEvicted: s.peersEvicted, SendCalls: c.batchCalls.Load(), SendMessages: c.batchMsgs.Load(),
 	}
 	now := c.clk.Now()
 	for _, p := range c.peers {
