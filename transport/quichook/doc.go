@@ -111,7 +111,11 @@
 //     quic-go's goodput; the whole shim 0.78–0.9×, noise on a shared
 //     machine included (bench/RESULTS.md).
 //
-// The shim's costs: 17 bytes per datagram (quic-go's path MTU discovery
+// The shim's costs: the extra hop (a queue and a sender goroutine while
+// the controller holds datagrams back; a datagram it lets go at once is
+// written from quic-go's own write), the feedback datagrams (one per two
+// data datagrams, at most one a millisecond unless 16 are waiting), 17
+// bytes per datagram (quic-go's path MTU discovery
 // finds the MTU with them included, since the socket sets don't-fragment;
 // but the path must carry quic-go's 1200-byte Initial plus 33 bytes), a
 // non-standard wire that needs the hook on both ends for any effect, and
@@ -127,10 +131,26 @@
 // their own class (CS7), send them on a second connection over a second
 // hook with that DSCP.
 //
+// # Security
+//
+// The shim is not authenticated: QUIC's packet protection covers what
+// quic-go puts in the datagram, not the header in front of it nor the
+// feedback. An on-path attacker can forge feedback (claim datagrams
+// arrived, or report delays), steering the hook's controller much as it
+// could by delaying or dropping packets; quic-go's own CUBIC still bounds
+// what is sent, and its loss recovery and flow control are untouched.
+// Feedback acknowledging a datagram never sent is rejected and counted
+// (Stats.Malformed). An off-path attacker who spoofs a plain peer's
+// address with a shim datagram makes the hook shim to that peer, whose
+// QUIC stack then drops everything: use the hook where both ends run it,
+// and read PeerStats.Hooked. Hellos are answered once each with an
+// equally small datagram, so the hook amplifies nothing.
+//
 // # Limits
 //
-// Per peer address: one controller and clock state (Config.MaxPeers of
-// them, kept for the Conn's life), one queue of Config.QueuePackets
-// datagrams. Several quic-go connections to one peer address share them.
+// Per peer address: one controller and clock state, one queue of
+// Config.QueuePackets datagrams. Several quic-go connections to one peer
+// address share them. Config.MaxPeers bounds the peers; at the bound a
+// peer idle for 30 s with nothing in flight makes room for a new one.
 // Path migration is not followed: a new address is a new peer.
 package quichook

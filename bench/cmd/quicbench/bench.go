@@ -282,14 +282,19 @@ type loopResult struct {
 	traced   bool      // plain quic-go with a qlog recorder that sees every event
 	goodputs []float64 // bit/s per run
 	median   float64
+	// cpuPerGB is the process's CPU-seconds per 10⁹ bytes, per run.
+	cpuPerGB  []float64
+	medianCPU float64
+	// ratios are each run's goodput over the plain run of its round.
+	ratios []float64
 }
 
 // loopOnce moves n bytes over one stream on loopback and returns the
-// goodput in bit/s.
-func loopOnce(hooked, traced bool, ccName string, n int) (float64, error) {
+// goodput in bit/s and the process's CPU time over the transfer.
+func loopOnce(hooked, traced bool, ccName string, n int) (float64, time.Duration, error) {
 	p, err := newPair(hooked, ccName)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer p.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -299,11 +304,11 @@ func loopOnce(hooked, traced bool, ccName string, n int) (float64, error) {
 	go p.serve(ctx, &got, served)
 	conn, s, err := p.dial(ctx, p.srvPC.LocalAddr(), traced)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer conn.CloseWithError(0, "")
 	buf := make([]byte, 64<<10)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	for sent := 0; sent < n; sent += len(buf) {
 		if _, err = s.Write(buf[:min(len(buf), n-sent)]); err != nil {
 			break
@@ -313,14 +318,14 @@ func loopOnce(hooked, traced bool, ccName string, n int) (float64, error) {
 		s.Close()
 		err = <-served
 	}
-	el := time.Since(start)
+	el, cpu := time.Since(start), processCPU()-cpu0
 	if err != nil {
-		return 0, fmt.Errorf("loopback: %w", err)
+		return 0, 0, fmt.Errorf("loopback: %w", err)
 	}
 	if got.Load() != int64(n) {
-		return 0, fmt.Errorf("loopback: server read %d of %d bytes", got.Load(), n)
+		return 0, 0, fmt.Errorf("loopback: server read %d of %d bytes", got.Load(), n)
 	}
-	return float64(n) * 8 / el.Seconds(), nil
+	return float64(n) * 8 / el.Seconds(), cpu, nil
 }
 
 // runLoopback alternates plain, traced and hooked runs, so that the
@@ -331,17 +336,26 @@ func runLoopback(ccName string, n, runs int) ([3]loopResult, error) {
 	res := [3]loopResult{{}, {traced: true}, {hooked: true}}
 	for range runs {
 		for i := range res {
-			g, err := loopOnce(res[i].hooked, res[i].traced, ccName, n)
+			g, cpu, err := loopOnce(res[i].hooked, res[i].traced, ccName, n)
 			if err != nil {
 				return res, err
 			}
 			res[i].goodputs = append(res[i].goodputs, g)
+			res[i].cpuPerGB = append(res[i].cpuPerGB, cpu.Seconds()/(float64(n)/1e9))
 		}
 	}
 	for i := range res {
-		s := slices.Clone(res[i].goodputs)
-		slices.Sort(s)
-		res[i].median = s[len(s)/2]
+		res[i].median = median(res[i].goodputs)
+		res[i].medianCPU = median(res[i].cpuPerGB)
+		for k := range res[i].goodputs {
+			res[i].ratios = append(res[i].ratios, res[i].goodputs[k]/res[0].goodputs[k])
+		}
 	}
 	return res, nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

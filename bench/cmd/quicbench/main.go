@@ -12,7 +12,12 @@
 //     warm-up, as percentiles;
 //   - on plain loopback: -loop-mb MiB over one stream, plain and hooked
 //     runs alternating (the machine's other load hits both alike), the
-//     median goodput of -runs runs each.
+//     median goodput of -runs runs each, the median ratio to the plain run
+//     of the same round, and the process's CPU time (getrusage, both
+//     endpoints and on loopback most of the kernel's work) per GB. A third
+//     stack, plain quic-go with a qlog recorder that receives every event
+//     and does nothing else, prices the information source of the design
+//     the hook did not take (see the quichook package doc).
 //
 // The plain quic-go runs use quic-go's default Config on a plain UDP
 // socket; the hooked runs the same Config over quichook.Listen with -cc.

@@ -39,16 +39,19 @@ func report(ccName string, dur, warm time.Duration, loopBytes, runs int, bn []bo
 		fmt.Fprintf(&b, "- loss %.0f %%: hook/default goodput %.2f×, p95 queueing delay %.2f×\n", d.loss*100, h.goodput/d.goodput, ratio(h.p95, d.p95))
 	}
 	fmt.Fprintf(&b, "\nLoopback (no bottleneck), %d MiB per run, median of %d runs:\n\n", loopBytes>>20, runs)
-	fmt.Fprintf(&b, "| stack | goodput (Mbit/s, median) | runs |\n|---|---:|---|\n")
+	fmt.Fprintf(&b, "| stack | goodput (Mbit/s, median) | runs (Mbit/s) | ÷ plain of the same round, median | CPU s/GB (median) |\n|---|---:|---|---:|---:|\n")
 	for _, r := range lb {
 		var rs []string
 		for _, g := range r.goodputs {
 			rs = append(rs, fmt.Sprintf("%.0f", g/1e6))
 		}
-		fmt.Fprintf(&b, "| %s | %.0f | %s |\n", loopStack(r), r.median/1e6, strings.Join(rs, ", "))
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %.2f | %.2f |\n", loopStack(r), r.median/1e6, strings.Join(rs, ", "), median(r.ratios), r.medianCPU)
 	}
 	if len(lb) == 3 && lb[0].median > 0 {
-		fmt.Fprintf(&b, "\n- loopback: hook/plain goodput %.2f×; plain with a qlog recorder/plain %.2f×\n", lb[2].median/lb[0].median, lb[1].median/lb[0].median)
+		fmt.Fprintf(&b, "\n- loopback: hook/plain goodput %.2f× (medians), %.2f× (median of run pairs); CPU per GB %.2f×\n",
+			lb[2].median/lb[0].median, median(lb[2].ratios), lb[2].medianCPU/lb[0].medianCPU)
+		fmt.Fprintf(&b, "- plain quic-go with a qlog recorder (the other design's information source, alone)/plain: goodput %.2f×, CPU per GB %.2f×\n",
+			lb[1].median/lb[0].median, lb[1].medianCPU/lb[0].medianCPU)
 	}
 	return b.String()
 }
