@@ -74,14 +74,19 @@
 // what its own window and pacer allow, and the hook's window binds only
 // while it is the smaller one. Under random loss CUBIC backs off by 0.7
 // per loss event and owd by 0.9, so there quic-go's window binds most of
-// the time and the hook adds nothing (both goodputs in bench/RESULTS.md).
-// Without random loss a delay-based controller keeps the bottleneck queue
-// short and CUBIC's window, seeing no loss, grows past it: the hook binds.
+// the time and the hook adds little (both goodputs in
+// bench/results/quichook.md: quic-go's window, from its qlog, was the
+// smaller in every sample at 1 % loss). Without random loss a delay-based
+// controller keeps the bottleneck queue short and CUBIC's window, seeing
+// no loss, grows past it: the hook binds (in no sample was quic-go's
+// window the smaller).
 // PeerStats.HookBound and QUICBound measure this from the queue: time
 // with datagrams waiting for the hook's window or pacer, against time
-// with the queue empty while datagrams were in flight. quic-go also
-// counts the hook's queueing in its RTT; its timers are the more patient
-// for it, nothing more.
+// with the queue empty while datagrams were in flight. quic-go counts the
+// hook's queueing in its RTT samples: its timers grow more patient, its
+// pacing rate (window over smoothed RTT) falls, and its hybrid slow start
+// may end sooner; each only makes quic-go's window bind less while the
+// hook's does.
 //
 // The queue's wait is the back-pressure: a full queue blocks quic-go's
 // write (for at most Config.QueueWait, then the datagram is dropped and
@@ -105,22 +110,21 @@
 //     controlled (it is small, as ACKs are).
 //   - It would take the application's DATAGRAM channel (quic-go has one
 //     receive queue per connection) and need both ends to enable it.
-//   - It costs more per packet in quic-go itself. Measured with
-//     bench/cmd/quicbench on loopback: quic-go with a qlog recorder that
-//     only receives the events (no hook at all) moves 0.85–1.0× plain
-//     quic-go's goodput; the whole shim 0.78–0.9×, noise on a shared
-//     machine included (bench/RESULTS.md).
+//   - It would not be cheaper. Its information source alone, a qlog
+//     recorder that receives quic-go's events and does nothing with them,
+//     costs plain quic-go about 10 % more CPU per GB on loopback; the whole
+//     shim costs about 20 % (bench/cmd/quicbench, bench/results/quichook.md), and
+//     the tracer design would still need its own write gate and reports.
 //
 // The shim's costs: the extra hop (a queue and a sender goroutine while
 // the controller holds datagrams back; a datagram it lets go at once is
 // written from quic-go's own write), the feedback datagrams (one per two
 // data datagrams, at most one a millisecond unless 16 are waiting), 17
-// bytes per datagram (quic-go's path MTU discovery
-// finds the MTU with them included, since the socket sets don't-fragment;
-// but the path must carry quic-go's 1200-byte Initial plus 33 bytes), a
-// non-standard wire that needs the hook on both ends for any effect, and
-// ECN: the hook marks datagrams with its own DSCP, so quic-go's ECN
-// validation turns ECN off.
+// bytes per datagram (quic-go's path MTU discovery finds the MTU with them
+// included, since the socket sets don't-fragment; but the path must carry
+// quic-go's 1200-byte Initial plus 33 bytes), a non-standard wire that
+// needs the hook on both ends for any effect, and ECN: the hook marks
+// datagrams with its own DSCP, so quic-go's ECN validation turns ECN off.
 //
 // # DSCP
 //
