@@ -112,9 +112,10 @@
 //     receive queue per connection) and need both ends to enable it.
 //   - It would not be cheaper. Its information source alone, a qlog
 //     recorder that receives quic-go's events and does nothing with them,
-//     costs plain quic-go about 10 % more CPU per GB on loopback; the whole
-//     shim costs about 20 % (bench/cmd/quicbench, bench/results/quichook.md), and
-//     the tracer design would still need its own write gate and reports.
+//     costs plain quic-go 10–15 % more CPU per GB on loopback; the whole
+//     shim costs 21–22 % (bench/cmd/quicbench, bench/results/quichook.md),
+//     and the tracer design would still need its own write gate and
+//     reports.
 //
 // The shim's costs: the extra hop (a queue and a sender goroutine while
 // the controller holds datagrams back; a datagram it lets go at once is
