@@ -29,6 +29,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,7 @@ type options struct {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	out = &syncWriter{w: out} // the server's connections and the demo's client print concurrently
 	fs := flag.NewFlagSet("quic", flag.ContinueOnError)
 	var o options
 	size := "20MB"
@@ -121,6 +123,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	default:
 		return demo(ctx, o, out)
 	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }
 
 func stack(o options) string {
