@@ -1,0 +1,151 @@
+package quichook
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+	_ "github.com/fresh-udp/fresh/owd" // registers "owd" and "owd-eq2"
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// Config configures a Conn. The zero value is valid: every zero field takes
+// the default written beside it.
+type Config struct {
+	// Controller names the congestion controller in cc's registry
+	// ("owd", "cubic", "reno", "htcp", "rttdelay", …; default "owd").
+	// Every peer gets its own.
+	Controller string
+	// NewController, if set, builds each peer's controller instead of the
+	// registry (a controller by value: a tuned owd.Config, say).
+	NewController func(mss cc.ByteCount) (cc.Controller, error)
+	// MSS is the segment size the controller counts its window in
+	// (default DefaultMSS: quic-go's largest datagram, 1452 bytes, minus
+	// nothing; the shim header is counted in flight but not in the MSS).
+	MSS cc.ByteCount
+	// Clock reads time (default clock.NewSystem()). An *ntpclock.Clock
+	// makes the send and arrival stamps NTP-corrected.
+	Clock clock.Clock
+	// TrustClocks says both hosts' clocks are synchronised already (NTP
+	// on both, or one host): one-way delays are taken from the stamps as
+	// they are and reported synchronised. Default: the in-band estimator
+	// (clock.Inband) learns the offset from the shim's own stamps, and
+	// until it has, samples go out unsynchronised so that delay-based
+	// controllers use RTT/2 (see package owd, "RTT fallback").
+	TrustClocks bool
+	// NoInband disables the in-band estimator: without TrustClocks every
+	// sample then goes out unsynchronised.
+	NoInband bool
+	// QueuePackets bounds each peer's queue of datagrams waiting for the
+	// controller's window and pacer (default 64). QueueWait is how long a
+	// write from quic-go waits for room before the datagram is dropped
+	// and counted (default 100 ms): the wait is the back-pressure that
+	// stops quic-go packing packets the controller will not send soon (its
+	// send queue fills and it pauses), the drop the bound on it.
+	QueuePackets int
+	QueueWait    time.Duration
+	// FeedbackEvery is how many data datagrams one feedback datagram
+	// covers normally (default 2, like a TCP or QUIC receiver's ACK every
+	// other packet; at most 16, what one feedback datagram carries);
+	// FeedbackGap spaces feedback datagrams at least that far apart
+	// unless 16 samples are waiting (default 1 ms: at 10 Mbit/s datagrams
+	// come a millisecond apart and every other one is acknowledged; at
+	// loopback rates the gap cuts the feedback datagrams, each a syscall
+	// at both ends, by up to eight); FeedbackDelay is how long the first
+	// waiting datagram may wait (default 2 ms).
+	FeedbackEvery int
+	FeedbackGap   time.Duration
+	FeedbackDelay time.Duration
+	// DSCP marks quic-go's datagrams, FeedbackDSCP the feedback datagrams
+	// (defaults: DSCP best effort, FeedbackDSCP the same as DSCP). Per
+	// datagram on Linux, the socket's class elsewhere (as in transport).
+	DSCP, FeedbackDSCP transport.DSCP
+	// MaxPeers bounds the peers (addresses) with their own controller and
+	// clock state (default 256). At the bound a new peer replaces the one
+	// silent for longest if that one has been for 30 s with nothing in
+	// flight; otherwise datagrams of further peers pass through as plain
+	// QUIC, counted in Stats.PeersRefused.
+	MaxPeers int
+	// Logger receives the hook's logs (nil: silent).
+	Logger *slog.Logger
+}
+
+// Defaults of Config (see the fields).
+const (
+	DefaultController    = "owd"
+	DefaultMSS           = cc.ByteCount(1452)
+	DefaultQueuePackets  = 64
+	DefaultQueueWait     = 100 * time.Millisecond
+	DefaultFeedbackEvery = 2
+	DefaultFeedbackGap   = time.Millisecond
+	DefaultFeedbackDelay = 2 * time.Millisecond
+	DefaultMaxPeers      = 256
+)
+
+// ErrConfig wraps every Config validation error.
+var ErrConfig = errors.New("quichook: invalid config")
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Controller == "" {
+		c.Controller = DefaultController
+	}
+	if c.MSS == 0 {
+		c.MSS = DefaultMSS
+	}
+	if c.Clock == nil {
+		c.Clock = clock.NewSystem()
+	}
+	if c.QueuePackets == 0 {
+		c.QueuePackets = DefaultQueuePackets
+	}
+	if c.QueueWait == 0 {
+		c.QueueWait = DefaultQueueWait
+	}
+	if c.FeedbackEvery == 0 {
+		c.FeedbackEvery = DefaultFeedbackEvery
+	}
+	if c.FeedbackGap == 0 {
+		c.FeedbackGap = DefaultFeedbackGap
+	}
+	if c.FeedbackDelay == 0 {
+		c.FeedbackDelay = DefaultFeedbackDelay
+	}
+	if c.FeedbackDSCP == 0 {
+		c.FeedbackDSCP = c.DSCP
+	}
+	if c.MaxPeers == 0 {
+		c.MaxPeers = DefaultMaxPeers
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.MSS < 512 || c.MSS > 65535:
+		return c, fmt.Errorf("%w: MSS %d outside 512..65535", ErrConfig, c.MSS)
+	case c.QueuePackets < 1:
+		return c, fmt.Errorf("%w: QueuePackets %d < 1", ErrConfig, c.QueuePackets)
+	case c.QueueWait < 0:
+		return c, fmt.Errorf("%w: QueueWait %v negative", ErrConfig, c.QueueWait)
+	case c.FeedbackEvery < 1 || c.FeedbackEvery > maxSamples:
+		return c, fmt.Errorf("%w: FeedbackEvery %d outside 1..%d", ErrConfig, c.FeedbackEvery, maxSamples)
+	case c.FeedbackGap < 0:
+		return c, fmt.Errorf("%w: FeedbackGap %v negative", ErrConfig, c.FeedbackGap)
+	case c.FeedbackDelay < 0:
+		return c, fmt.Errorf("%w: FeedbackDelay %v negative", ErrConfig, c.FeedbackDelay)
+	case c.MaxPeers < 1:
+		return c, fmt.Errorf("%w: MaxPeers %d < 1", ErrConfig, c.MaxPeers)
+	case c.DSCP != 0 && !c.DSCP.IsSet(), c.FeedbackDSCP != 0 && !c.FeedbackDSCP.IsSet():
+		return c, fmt.Errorf("%w: DSCP must be built with transport.ParseDSCP or the constants", ErrConfig)
+	}
+	if c.NewController == nil {
+		name := c.Controller
+		if _, err := cc.New(name, c.MSS); err != nil {
+			return c, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(name, mss) }
+	}
+	return c, nil
+}

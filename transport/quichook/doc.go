@@ -1,0 +1,161 @@
+// Package quichook drives upstream quic-go connections with fresh's
+// congestion controllers (package cc's registry: "owd", "cubic", "reno",
+// "htcp", "rttdelay", …) and receiver-stamped one-way delays, using only
+// quic-go's public API.
+//
+// quic-go (v0.65) has no public congestion-control interface: its
+// SendAlgorithm is internal and wired to CUBIC. What it does take from the
+// outside is the socket, quic.Transport{Conn: …}. A Conn is that socket: a
+// shim under quic-go on both ends.
+//
+//	hook, err := quichook.Listen("0.0.0.0:4433", quichook.Config{Controller: "owd"})
+//	tr := &quic.Transport{Conn: hook}
+//	ln, err := tr.Listen(tlsConf, quicConf) // or tr.Dial(ctx, addr, tlsConf, quicConf)
+//	…
+//	tr.Close()
+//	hook.Close()
+//
+// # How it works
+//
+// Every QUIC datagram quic-go writes to a peer that has the hook gets a
+// shim header (17 bytes: type, a sequence number of its own, the send
+// stamp in µs; 33 with the echo below) and waits in a bounded per-peer
+// queue. A sender goroutine releases the queue as the peer's cc.Controller
+// allows: while the bytes in flight are under its window, at its pacing
+// rate. The receiving hook takes the header off before quic-go sees the
+// datagram, stamps the arrival with its clock and sends feedback datagrams
+// back on the same socket: the received sequence ranges, the ACK delay,
+// and per datagram the one-way delay (arrival − send stamp − the clock
+// offset). Feedback drives the controller as ACKs drive it in package
+// transport: OnAck per newly acknowledged datagram in sequence order with
+// the RTT (for the largest) and OWD samples; OnLoss for datagrams declared
+// lost by RFC 9002 §6.1's thresholds over shim sequence numbers (three
+// later ones acknowledged, or 9/8 RTT); OnRetransmissionTimeout when
+// feedback stops for an RTO with datagrams in flight, which also empties
+// the flight so a silent peer cannot hold the window shut. These losses
+// only inform the controller; quic-go retransmits its frames itself.
+//
+// The one-way delays use the clock machinery of package transport: the
+// Config.Clock (an *ntpclock.Clock for NTP-corrected stamps), and the
+// in-band offset estimator clock.Inband fed with every data datagram's
+// stamps (forward) and the echo of the latest feedback's send and arrival
+// stamps that the data sender puts in its next datagram (reverse), as an
+// NTP exchange. Until the estimator is synchronised, samples go out marked
+// unsynchronised and delay-based controllers use RTT/2 (package owd, "RTT
+// fallback"); Config.TrustClocks skips the estimator when both clocks are
+// synchronised already.
+//
+// # Telling the shim from QUIC
+//
+// Every shim datagram starts with a byte whose two top bits are clear. A
+// QUIC v1 datagram never does: a long header has 0x80 set, a short header
+// the fixed bit 0x40 (RFC 9000 §17.2, §17.3.1). So both travel on one
+// socket and the first byte alone sorts them, whatever the peer runs. The
+// hook relies on the fixed bit: it must not be used with a peer that
+// greases it (RFC 9287; quic-go does not).
+//
+// # A peer without the hook
+//
+// The hook never shims to a peer before it knows the peer has the hook:
+// it sends a 6-byte hello before each of its first 8 datagrams to a new
+// address, and treats the address as hooked once a hello, a hello's answer
+// or a shimmed datagram arrives from it. Until then quic-go's datagrams go
+// out plain, and plain QUIC is always accepted. So a hooked endpoint talks
+// to plain quic-go (or any QUIC stack) as plain QUIC in either direction,
+// controlled by quic-go's own CUBIC alone: the documented fallback, never
+// a failed handshake or corrupt data. Stats and PeerStats.Hooked tell
+// which it is. (The hellos are shorter than 21 bytes, so a QUIC endpoint
+// that takes one for a short-header packet of an unknown connection does
+// not answer with a stateless reset, RFC 9000 §10.3.)
+//
+// # Which window binds
+//
+// quic-go's CUBIC still runs above the hook: quic-go only hands the hook
+// what its own window and pacer allow, and the hook's window binds only
+// while it is the smaller one. Under random loss CUBIC backs off by 0.7
+// per loss event and owd by 0.9, so there quic-go's window binds most of
+// the time and the hook adds little (both goodputs in
+// bench/results/quichook.md: quic-go's window, from its qlog, was the
+// smaller in every sample at 1 % loss). Without random loss a delay-based
+// controller keeps the bottleneck queue short and CUBIC's window, seeing
+// no loss, grows past it: the hook binds (in no sample was quic-go's
+// window the smaller).
+// PeerStats.HookBound and QUICBound measure this from the queue: time
+// with datagrams waiting for the hook's window or pacer, against time
+// with the queue empty while datagrams were in flight. quic-go counts the
+// hook's queueing in its RTT samples: its timers grow more patient, its
+// pacing rate (window over smoothed RTT) falls, and its hybrid slow start
+// may end sooner; each only makes quic-go's window bind less while the
+// hook's does.
+//
+// The queue's wait is the back-pressure: a full queue blocks quic-go's
+// write (for at most Config.QueueWait, then the datagram is dropped and
+// counted in Stats.QueueDrops), quic-go's own send queue fills and it
+// stops packing packets until there is room, so the packets it does pack
+// carry fresh ACK information.
+//
+// # Why a shim and not quic-go's tracer
+//
+// The other design would keep the wire standard: quic-go's qlog events
+// (Config.Tracer: packets sent, ACK frames received, losses) for the
+// sender's bookkeeping, receiver reports in QUIC DATAGRAM frames (RFC 9221)
+// and a PacketConn wrapper to gate the writes. It was not chosen because:
+//
+//   - The delay samples would be worse. A DATAGRAM-frame report is itself
+//     paced and windowed by quic-go's CUBIC and queued behind stream data,
+//     so feedback is late exactly when queues build; the receiver would
+//     stamp arrivals when quic-go processes them, not at the socket; and the
+//     sender would map packet numbers from events to its own send stamps.
+//     The shim stamps at the socket and its feedback is not congestion
+//     controlled (it is small, as ACKs are).
+//   - It would take the application's DATAGRAM channel (quic-go has one
+//     receive queue per connection) and need both ends to enable it.
+//   - It would not be cheaper. Its information source alone, a qlog
+//     recorder that receives quic-go's events and does nothing with them,
+//     costs plain quic-go 10–15 % more CPU per GB on loopback; the whole
+//     shim costs 21–22 % (bench/cmd/quicbench, bench/results/quichook.md),
+//     and the tracer design would still need its own write gate and
+//     reports.
+//
+// The shim's costs: the extra hop (a queue and a sender goroutine while
+// the controller holds datagrams back; a datagram it lets go at once is
+// written from quic-go's own write), the feedback datagrams (one per two
+// data datagrams, at most one a millisecond unless 16 are waiting), 17
+// bytes per datagram (quic-go's path MTU discovery finds the MTU with them
+// included, since the socket sets don't-fragment; but the path must carry
+// quic-go's 1200-byte Initial plus 33 bytes), a non-standard wire that
+// needs the hook on both ends for any effect, and ECN: the hook marks
+// datagrams with its own DSCP, so quic-go's ECN validation turns ECN off.
+//
+// # DSCP
+//
+// Config.DSCP marks quic-go's datagrams, Config.FeedbackDSCP the feedback
+// (per datagram on Linux, as package transport does). quic-go encrypts and
+// coalesces frames, so the hook cannot tell a datagram carrying a DATAGRAM
+// frame (a status update) from one carrying stream data: to give updates
+// their own class (CS7), send them on a second connection over a second
+// hook with that DSCP.
+//
+// # Security
+//
+// The shim is not authenticated: QUIC's packet protection covers what
+// quic-go puts in the datagram, not the header in front of it nor the
+// feedback. An on-path attacker can forge feedback (claim datagrams
+// arrived, or report delays), steering the hook's controller much as it
+// could by delaying or dropping packets; quic-go's own CUBIC still bounds
+// what is sent, and its loss recovery and flow control are untouched.
+// Feedback acknowledging a datagram never sent is rejected and counted
+// (Stats.Malformed). An off-path attacker who spoofs a plain peer's
+// address with a shim datagram makes the hook shim to that peer, whose
+// QUIC stack then drops everything: use the hook where both ends run it,
+// and read PeerStats.Hooked. Hellos are answered once each with an
+// equally small datagram, so the hook amplifies nothing.
+//
+// # Limits
+//
+// Per peer address: one controller and clock state, one queue of
+// Config.QueuePackets datagrams. Several quic-go connections to one peer
+// address share them. Config.MaxPeers bounds the peers; at the bound a
+// peer idle for 30 s with nothing in flight makes room for a new one.
+// Path migration is not followed: a new address is a new peer.
+package quichook

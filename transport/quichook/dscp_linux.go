@@ -1,0 +1,28 @@
+//go:build linux
+
+package quichook
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Linux takes IP_TOS / IPV6_TCLASS as ancillary data on sendmsg, so one
+// socket marks quic-go's datagrams and the feedback each with its class.
+const perPacketTOS = true
+
+// tosOOB builds the control message that sets one datagram's TOS byte.
+func tosOOB(v6 bool, tos int) []byte {
+	b := make([]byte, unix.CmsgSpace(4))
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+	if v6 {
+		h.Level, h.Type = unix.IPPROTO_IPV6, unix.IPV6_TCLASS
+	} else {
+		h.Level, h.Type = unix.IPPROTO_IP, unix.IP_TOS
+	}
+	h.SetLen(unix.CmsgLen(4))
+	binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], uint32(tos))
+	return b
+}

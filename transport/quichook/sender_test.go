@@ -1,0 +1,126 @@
+package quichook
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// recorder is a controller that records what the sender tells it and
+// grants a fixed window.
+type recorder struct {
+	window cc.ByteCount
+	acks   []cc.AckSample
+	losses []cc.LossEvent
+	rtos   int
+}
+
+func (r *recorder) Name() string                                                         { return "recorder" }
+func (r *recorder) OnPacketSent(clock.Mono, cc.PacketNumber, cc.ByteCount, cc.ByteCount) {}
+func (r *recorder) OnAck(_ clock.Mono, a cc.AckSample)                                   { r.acks = append(r.acks, a) }
+func (r *recorder) OnLoss(_ clock.Mono, l cc.LossEvent)                                  { r.losses = append(r.losses, l) }
+func (r *recorder) OnRetransmissionTimeout(clock.Mono)                                   { r.rtos++ }
+func (r *recorder) Window() cc.ByteCount                                                 { return r.window }
+func (r *recorder) PacingRate() cc.Bandwidth                                             { return 0 }
+func (r *recorder) CanSend(inFlight cc.ByteCount) bool                                   { return inFlight < r.window }
+func (r *recorder) Metrics() cc.Metrics                                                  { return cc.Metrics{Window: r.window} }
+
+const ms = clock.Mono(time.Millisecond)
+
+func fbOf(synced bool, ranges []seqRange, samples ...owdSample) *feedback {
+	f := &feedback{synced: synced, nRanges: len(ranges), nSamples: len(samples)}
+	copy(f.ranges[:], ranges)
+	copy(f.samples[:], samples)
+	return f
+}
+
+func TestSenderGatesByWindowAndFeedsSamples(t *testing.T) {
+	r := &recorder{window: 3000}
+	s := &sender{ctl: r}
+	n := 0
+	for s.canSend(0) {
+		s.onSent(clock.Mono(n)*ms, 1000)
+		n++
+	}
+	require.Equal(t, 3, n, "the window holds three 1000-byte datagrams")
+	// Acknowledge 0 and 1 (one feedback, ranges descending), with OWD for 1.
+	ok := s.onFeedback(50*ms, 1, fbOf(true, []seqRange{{0, 1}}, owdSample{seq: 1, owd: 12_000}))
+	require.True(t, ok)
+	require.Len(t, r.acks, 2)
+	require.Equal(t, cc.PacketNumber(0), r.acks[0].PacketNumber, "in sequence order")
+	require.False(t, r.acks[0].OWDValid)
+	require.Zero(t, r.acks[0].RTT, "only the largest carries the RTT")
+	require.Equal(t, 12*time.Millisecond, r.acks[1].OWD)
+	require.True(t, r.acks[1].OWDValid && r.acks[1].ClockSynced)
+	require.Equal(t, 49*time.Millisecond, r.acks[1].RTT)
+	require.Equal(t, cc.ByteCount(3000), r.acks[0].PriorInFlight)
+	require.True(t, s.canSend(50*ms), "acknowledged bytes left the flight")
+	require.True(t, s.echo, "the next datagram echoes this feedback")
+}
+
+func TestSenderRejectsFeedbackForUnsentDatagrams(t *testing.T) {
+	r := &recorder{window: 1 << 20}
+	s := &sender{ctl: r}
+	for i := range 4 {
+		s.onSent(clock.Mono(i)*ms, 1000)
+	}
+	require.False(t, s.onFeedback(10*ms, 1, fbOf(true, []seqRange{{0, 4}})), "4 was never sent")
+	require.Empty(t, r.acks)
+	require.Equal(t, cc.ByteCount(4000), s.inFlight)
+	require.False(t, s.echo)
+}
+
+func TestSenderDeclaresLossByThresholds(t *testing.T) {
+	r := &recorder{window: 1 << 20}
+	s := &sender{ctl: r}
+	for i := range 10 {
+		s.onSent(clock.Mono(i)*ms, 1000)
+	}
+	// 0..2 missing, 3..9 acknowledged: 0..2 are 3+ below the largest.
+	s.onFeedback(40*ms, 1, fbOf(false, []seqRange{{3, 9}}))
+	require.Len(t, r.losses, 3)
+	require.Equal(t, cc.PacketNumber(0), r.losses[0].PacketNumber)
+	require.Equal(t, cc.ByteCount(0), s.inFlight)
+	// A late acknowledgement of a datagram declared lost changes nothing:
+	// no second ack, no bytes leave the flight twice.
+	s.onFeedback(41*ms, 1, fbOf(false, []seqRange{{0, 9}}))
+	require.Len(t, r.acks, 7)
+	require.Equal(t, cc.ByteCount(0), s.inFlight)
+
+	// Time threshold: 10 and 12 sent, 12 acknowledged; 10 is lost 9/8 RTT
+	// after it was sent, not before.
+	s.onSent(100*ms, 1000)
+	s.onSent(101*ms, 1000)
+	s.onSent(102*ms, 1000)
+	s.onFeedback(140*ms, 1, fbOf(false, []seqRange{{12, 12}}))
+	require.Len(t, r.losses, 3, "not yet: 10 and 11 are within the threshold")
+	require.NotZero(t, s.lossTime)
+	s.onTimer(s.lossTime)
+	require.Len(t, r.losses, 4, "10 lost at the loss timer")
+	require.Equal(t, cc.PacketNumber(10), r.losses[3].PacketNumber)
+	s.onTimer(s.lossTime)
+	require.Len(t, r.losses, 5, "11 a millisecond later")
+}
+
+func TestSenderTimeoutEmptiesTheFlight(t *testing.T) {
+	r := &recorder{window: 3000}
+	s := &sender{ctl: r}
+	for s.canSend(0) {
+		s.onSent(0, 1000)
+	}
+	require.False(t, s.canSend(0))
+	d := s.deadline()
+	require.Equal(t, clock.Mono(initialRTO), d, "an RTO of 1 s before any RTT sample")
+	s.onTimer(d - 1)
+	require.Zero(t, r.rtos)
+	s.onTimer(d)
+	require.Equal(t, 1, r.rtos)
+	require.Zero(t, s.inFlight)
+	require.True(t, s.canSend(d), "a silent peer does not hold the window shut")
+	s.onSent(d, 1000)
+	require.Equal(t, d.Add(2*initialRTO), s.deadline(), "backed off")
+}

@@ -1,0 +1,121 @@
+package quichook
+
+import (
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+)
+
+// counters are the Conn's totals, under Conn.mu.
+type counters struct {
+	shimSent, shimReceived     int64
+	plainSent, plainReceived   int64
+	feedbackSent               int64
+	feedbackReceived           int64
+	hellosSent, hellosReceived int64
+	queueDrops                 int64
+	malformed, oversize        int64
+	duplicates                 int64
+	sendErrors                 int64
+	peersRefused, peersEvicted int64
+}
+
+// Stats is a snapshot of the hook (Conn.Stats): datagram counters since
+// New and one PeerStats per peer address.
+type Stats struct {
+	// ShimSent and ShimReceived count QUIC datagrams that went with the
+	// shim header (through the controller); PlainSent and PlainReceived
+	// those that went without (to or from a peer without the hook, or
+	// before the peer's hello arrived).
+	ShimSent, ShimReceived   int64
+	PlainSent, PlainReceived int64
+	// FeedbackSent and FeedbackReceived count feedback datagrams.
+	FeedbackSent, FeedbackReceived int64
+	// HellosSent and HellosReceived count hellos and their answers.
+	HellosSent, HellosReceived int64
+	// QueueDrops counts quic-go datagrams dropped because a peer's queue
+	// stayed full for Config.QueueWait.
+	QueueDrops int64
+	// Malformed counts shim datagrams dropped as undecodable or
+	// impossible (feedback acknowledging what was never sent); Oversize
+	// datagrams too big for quic-go's buffer; Duplicates shimmed
+	// datagrams received twice (still handed to quic-go, which drops
+	// them itself).
+	Malformed, Oversize, Duplicates int64
+	// SendErrors counts failed socket writes (the datagram is lost).
+	SendErrors int64
+	// SendCalls counts the sender goroutine's sendmmsg calls and
+	// SendMessages the messages in them, each a lone datagram or a
+	// segmented run: ShimSent / SendCalls is the batching achieved.
+	SendCalls, SendMessages int64
+	// PeersRefused counts datagrams of peers beyond Config.MaxPeers while
+	// none had been idle long enough to make room; PeersEvicted the peers
+	// forgotten to make room (silent for 30 s, nothing in flight).
+	PeersRefused, PeersEvicted int64
+	Peers                      []PeerStats
+}
+
+// PeerStats is one peer's state.
+type PeerStats struct {
+	Addr netip.AddrPort
+	// Hooked says the peer has the hook (it sent a hello or a shimmed
+	// datagram); until then, or for good with a peer without it, quic-go's
+	// datagrams go plain and the controller is not involved.
+	Hooked bool
+	// CC is the controller's name, Metrics its state (window, pacing
+	// rate, RTT and OWD state, the delay signal in use).
+	CC      string
+	Metrics cc.Metrics
+	// InFlight is the shimmed bytes not yet acknowledged or declared lost;
+	// Queued the datagrams waiting for the window or pacer.
+	InFlight cc.ByteCount
+	Queued   int
+	// SRTT and MinRTT are the shim's own round-trip estimates (feedback).
+	SRTT, MinRTT time.Duration
+	// Acked, Lost and SpuriousLosses count shimmed datagrams by fate
+	// (a spurious loss is one acknowledged after it was declared lost,
+	// while its record was still kept: behind an older datagram in flight);
+	// RTOs the retransmission timeouts (no feedback for an RTO with data
+	// in flight).
+	Acked, Lost, SpuriousLosses, RTOs int64
+	// ClockSynced is whether this end's offset estimate of the peer's
+	// clock is trusted (it stamps the OWD samples it reports).
+	ClockSynced bool
+	// HookBound is how long datagrams waited in the queue (the hook's
+	// window or pacer held quic-go back); QUICBound how long, with
+	// datagrams in flight, the queue was empty: quic-go sent less than the
+	// hook allowed (its own congestion window or pacer, flow control, or
+	// the application). Their ratio says which window binds.
+	HookBound, QUICBound time.Duration
+}
+
+// Stats returns a snapshot.
+func (c *Conn) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st
+	st := Stats{
+		ShimSent: s.shimSent, ShimReceived: s.shimReceived,
+		PlainSent: s.plainSent, PlainReceived: s.plainReceived,
+		FeedbackSent: s.feedbackSent, FeedbackReceived: s.feedbackReceived,
+		HellosSent: s.hellosSent, HellosReceived: s.hellosReceived,
+		QueueDrops: s.queueDrops, Malformed: s.malformed, Oversize: s.oversize,
+		Duplicates: s.duplicates, SendErrors: s.sendErrors, PeersRefused: s.peersRefused,
+		PeersEvicted: s.peersEvicted, SendCalls: c.batchCalls.Load(), SendMessages: c.batchMsgs.Load(),
+	}
+	now := c.clk.Now()
+	for _, p := range c.peers {
+		c.account(p, now)
+		st.Peers = append(st.Peers, PeerStats{
+			Addr: p.addr, Hooked: p.hooked, CC: p.tx.ctl.Name(), Metrics: p.tx.ctl.Metrics(),
+			InFlight: p.tx.inFlight, Queued: p.queue.n,
+			SRTT: p.tx.rtt.Smoothed(), MinRTT: p.tx.rtt.Min(),
+			Acked: p.tx.acked, Lost: p.tx.lost, SpuriousLosses: p.tx.spurious, RTOs: p.tx.rtos,
+			ClockSynced: p.rx.synced, HookBound: p.busy, QUICBound: p.idle,
+		})
+	}
+	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].Addr.String() < st.Peers[j].Addr.String() })
+	return st
+}

@@ -1,0 +1,212 @@
+package quichook
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// The shim's datagrams. Every one starts with a type byte whose two top
+// bits are clear. A QUIC v1 datagram never starts like that: a long header
+// has 0x80 set, and a short header has the fixed bit 0x40 set (RFC 9000
+// §17.2 and §17.3.1; RFC 8999 §5.2 lets other versions clear it only in
+// long headers). So one socket carries both and the first byte alone
+// tells them apart, whatever the peer runs.
+const (
+	typeData     byte = 0x01 // shim header + one QUIC datagram
+	typeDataEcho byte = 0x02 // the same with the echo of the latest feedback
+	typeFeedback byte = 0x03 // received sequence ranges and OWD samples
+	typeHello    byte = 0x04 // "this end has the hook": asks for a helloAck
+	typeHelloAck byte = 0x05 // the answer to a hello
+)
+
+// isShim reports whether a datagram's first byte is the shim's (not QUIC).
+func isShim(first byte) bool { return first&0xC0 == 0 }
+
+const (
+	dataHeaderLen     = 1 + 8 + 8          // type, sequence, send stamp (µs)
+	dataEchoHeaderLen = dataHeaderLen + 16 // + echo T3, T4 (µs)
+	// maxHeaderLen is the most the shim adds to a QUIC datagram.
+	maxHeaderLen = dataEchoHeaderLen
+
+	// helloLen is a hello's size: type, version, 4 bytes of magic. Kept
+	// under 21 bytes so that a QUIC endpoint without the hook, which
+	// takes it for a short-header packet of an unknown connection, never
+	// answers it with a stateless reset (RFC 9000 §10.3: a reset must be
+	// smaller than the packet that triggers it, and at least 21 bytes).
+	helloLen = 6
+	version  = 1
+
+	// feedbackFixed: type, T3, flags, ack delay (µs), range and sample counts.
+	feedbackFixed = 1 + 8 + 1 + 4 + 1 + 1
+	rangeLen      = 8 + 4 // largest, count − 1
+	sampleLen     = 8 + 4 // sequence, OWD (µs)
+	// maxRanges and maxSamples bound one feedback datagram (and what a
+	// decoder accepts): 16·12 + 16·12 + 16 = 400 bytes.
+	maxRanges  = 16
+	maxSamples = 16
+	// maxFeedbackLen is the largest feedback datagram.
+	maxFeedbackLen = feedbackFixed + maxRanges*rangeLen + maxSamples*sampleLen
+)
+
+var helloMagic = [4]byte{'f', 'r', 'h', 'k'}
+
+const flagSynced byte = 0x01 // the receiver trusts its clock-offset estimate
+
+// dataHeader is the shim header in front of one QUIC datagram.
+type dataHeader struct {
+	seq    uint64 // shim sequence number: one per datagram, never reused
+	sent   int64  // send stamp, sender's wall clock, µs since the epoch
+	echo   bool   // t3, t4 are set
+	t3, t4 int64  // the latest feedback's send stamp (receiver clock) and arrival (sender clock)
+}
+
+func (h *dataHeader) len() int {
+	if h.echo {
+		return dataEchoHeaderLen
+	}
+	return dataHeaderLen
+}
+
+// put writes h into b, which must have room for h.len() bytes.
+func (h *dataHeader) put(b []byte) {
+	b[0] = typeData
+	if h.echo {
+		b[0] = typeDataEcho
+		binary.BigEndian.PutUint64(b[17:], uint64(h.t3))
+		binary.BigEndian.PutUint64(b[25:], uint64(h.t4))
+	}
+	binary.BigEndian.PutUint64(b[1:], h.seq)
+	binary.BigEndian.PutUint64(b[9:], uint64(h.sent))
+}
+
+var (
+	errShort   = errors.New("quichook: datagram too short")
+	errType    = errors.New("quichook: unknown shim type")
+	errRanges  = errors.New("quichook: bad feedback ranges")
+	errVersion = errors.New("quichook: bad hello")
+)
+
+// parseData reads a data datagram's header and returns the QUIC payload.
+// An empty payload is malformed: the shim never sends one.
+func parseData(b []byte) (dataHeader, []byte, error) {
+	var h dataHeader
+	if len(b) == 0 {
+		return h, nil, errShort
+	}
+	n := dataHeaderLen
+	switch b[0] {
+	case typeData:
+	case typeDataEcho:
+		n, h.echo = dataEchoHeaderLen, true
+	default:
+		return h, nil, errType
+	}
+	if len(b) <= n {
+		return h, nil, errShort
+	}
+	h.seq = binary.BigEndian.Uint64(b[1:])
+	h.sent = int64(binary.BigEndian.Uint64(b[9:]))
+	if h.echo {
+		h.t3 = int64(binary.BigEndian.Uint64(b[17:]))
+		h.t4 = int64(binary.BigEndian.Uint64(b[25:]))
+	}
+	return h, b[n:], nil
+}
+
+// seqRange is the closed range [lo, hi] of received sequence numbers.
+type seqRange struct{ lo, hi uint64 }
+
+// owdSample is the one-way delay the receiver measured for one datagram.
+type owdSample struct {
+	seq uint64
+	owd int32 // µs; may be negative while the clocks are unsynchronised
+}
+
+// feedback is what the receiving shim reports to the sending one.
+type feedback struct {
+	t3       int64  // send stamp, receiver's wall clock, µs
+	synced   bool   // the receiver trusts its offset estimate
+	ackDelay uint32 // µs between the largest reported arrival and t3
+	nRanges  int
+	ranges   [maxRanges]seqRange // descending, disjoint, not adjacent
+	nSamples int
+	samples  [maxSamples]owdSample
+}
+
+// append appends f's encoding to b.
+func (f *feedback) append(b []byte) []byte {
+	var flags byte
+	if f.synced {
+		flags |= flagSynced
+	}
+	b = append(b, typeFeedback)
+	b = binary.BigEndian.AppendUint64(b, uint64(f.t3))
+	b = append(b, flags)
+	b = binary.BigEndian.AppendUint32(b, f.ackDelay)
+	b = append(b, byte(f.nRanges), byte(f.nSamples))
+	for _, r := range f.ranges[:f.nRanges] {
+		b = binary.BigEndian.AppendUint64(b, r.hi)
+		b = binary.BigEndian.AppendUint32(b, uint32(r.hi-r.lo))
+	}
+	for _, s := range f.samples[:f.nSamples] {
+		b = binary.BigEndian.AppendUint64(b, s.seq)
+		b = binary.BigEndian.AppendUint32(b, uint32(s.owd))
+	}
+	return b
+}
+
+// parseFeedback decodes a feedback datagram into f. It rejects anything
+// the encoder cannot produce: counts over the bounds, a length that does
+// not match them, ranges out of order, overlapping or wrapping below 0.
+// The sender acts on what it accepts, so a malformed datagram must change
+// nothing.
+func parseFeedback(b []byte, f *feedback) error {
+	if len(b) < feedbackFixed {
+		return errShort
+	}
+	if b[0] != typeFeedback {
+		return errType
+	}
+	nr, ns := int(b[14]), int(b[15])
+	if b[9]&^flagSynced != 0 || nr > maxRanges || ns > maxSamples || len(b) != feedbackFixed+nr*rangeLen+ns*sampleLen {
+		return errRanges
+	}
+	f.t3 = int64(binary.BigEndian.Uint64(b[1:]))
+	f.synced = b[9]&flagSynced != 0
+	f.ackDelay = binary.BigEndian.Uint32(b[10:])
+	f.nRanges, f.nSamples = nr, ns
+	p := b[feedbackFixed:]
+	for i := range nr {
+		hi := binary.BigEndian.Uint64(p)
+		n := uint64(binary.BigEndian.Uint32(p[8:]))
+		p = p[rangeLen:]
+		if n > hi {
+			return errRanges
+		}
+		r := seqRange{lo: hi - n, hi: hi}
+		// Descending and separated by at least one missing number.
+		if i > 0 && (r.hi >= f.ranges[i-1].lo || f.ranges[i-1].lo-r.hi < 2) {
+			return errRanges
+		}
+		f.ranges[i] = r
+	}
+	for i := range ns {
+		f.samples[i] = owdSample{seq: binary.BigEndian.Uint64(p), owd: int32(binary.BigEndian.Uint32(p[8:]))}
+		p = p[sampleLen:]
+	}
+	return nil
+}
+
+// appendHello appends a hello (or its ack) to b.
+func appendHello(b []byte, typ byte) []byte {
+	b = append(b, typ, version)
+	return append(b, helloMagic[:]...)
+}
+
+// parseHello checks a hello or helloAck.
+func parseHello(b []byte) error {
+	if len(b) != helloLen || (b[0] != typeHello && b[0] != typeHelloAck) || b[1] != version || [4]byte(b[2:6]) != helloMagic {
+		return errVersion
+	}
+	return nil
+}
