@@ -1,13 +1,18 @@
 package clock
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Manual is a Clock moved only by its owner: for tests and the simulator.
 // Wall time is Epoch + elapsed monotonic time + WallOffset, so a test can give
 // one host's clock an offset without touching its monotonic time.
-// Manual is not safe for concurrent use.
+// Now, Wall, Advance and Set are safe for concurrent use (a test may move
+// the clock while an endpoint's goroutine reads it); set the exported
+// fields before the clock is shared.
 type Manual struct {
-	mono Mono
+	mono atomic.Int64
 	// Epoch is the wall time at Mono 0.
 	Epoch time.Time
 	// WallOffset is added to wall readings (a deliberately wrong clock).
@@ -21,11 +26,11 @@ type Manual struct {
 func NewManual(epoch time.Time) *Manual { return &Manual{Epoch: epoch} }
 
 // Now returns the current monotonic time.
-func (m *Manual) Now() Mono { return m.mono }
+func (m *Manual) Now() Mono { return Mono(m.mono.Load()) }
 
 // Wall returns Epoch + elapsed·(1+skew) + WallOffset.
 func (m *Manual) Wall() time.Time {
-	elapsed := time.Duration(m.mono)
+	elapsed := time.Duration(m.mono.Load())
 	skew := time.Duration(float64(elapsed) * m.SkewPPM / 1e6)
 	return m.Epoch.Add(elapsed + skew + m.WallOffset)
 }
@@ -33,14 +38,17 @@ func (m *Manual) Wall() time.Time {
 // Advance moves the clock forward by d (negative d is ignored: monotonic).
 func (m *Manual) Advance(d time.Duration) {
 	if d > 0 {
-		m.mono += Mono(d)
+		m.mono.Add(int64(d))
 	}
 }
 
 // Set moves the clock to t if t is later than now.
 func (m *Manual) Set(t Mono) {
-	if t > m.mono {
-		m.mono = t
+	for {
+		cur := m.mono.Load()
+		if int64(t) <= cur || m.mono.CompareAndSwap(cur, int64(t)) {
+			return
+		}
 	}
 }
 
