@@ -1,6 +1,6 @@
 //go:build linux
 
-package quichook
+package tos
 
 import (
 	"encoding/binary"
@@ -9,12 +9,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Linux takes IP_TOS / IPV6_TCLASS as ancillary data on sendmsg, so one
-// socket marks quic-go's datagrams and the feedback each with its class.
-const perPacketTOS = true
+// PerPacket: Linux takes IP_TOS / IPV6_TCLASS as ancillary data on
+// sendmsg, so one socket can send each datagram with its own class.
+const PerPacket = true
 
-// tosOOB builds the control message that sets one datagram's TOS byte.
-func tosOOB(v6 bool, tos int) []byte {
+// ControlMessage builds the control message that sets one datagram's TOS
+// byte (IPv4) or traffic class (IPv6).
+func ControlMessage(v6 bool, tos int) []byte {
 	b := make([]byte, unix.CmsgSpace(4))
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 	if v6 {
