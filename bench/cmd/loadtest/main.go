@@ -54,6 +54,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"os"
 	"os/exec"
@@ -346,7 +347,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 		}
 		defer pprof.StopCPUProfile() // stopped earlier, at the window's end; a second stop is a no-op
 	}
-	cpu0, _ := processCPU()
+	cpu0, _ := rusage.Process()
 	t0 := time.Now()
 	select {
 	case <-time.After(o.duration):
@@ -356,7 +357,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	cpu1, _ := processCPU()
+	cpu1, _ := rusage.Process()
 	window := time.Since(t0)
 	pprof.StopCPUProfile()
 	recv1 := received()
@@ -394,7 +395,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 		return nil, fmt.Errorf("generator: %w", err)
 	}
 	genDone <- nil
-	if cpu, err := childrenCPU(); err == nil {
+	if cpu, err := rusage.Children(); err == nil {
 		rep.GenCPUS = cpu.Seconds()
 	}
 	rep.Generator = strings.TrimPrefix(genSummary, "sources: ")

@@ -2,10 +2,7 @@
 
 package main
 
-import (
-	"syscall"
-	"time"
-)
+import "syscall"
 
 // raiseFileLimit raises the soft limit on open files to the hard limit:
 // every source is a socket.
@@ -16,18 +13,4 @@ func raiseFileLimit() error {
 	}
 	r.Cur = r.Max
 	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r)
-}
-
-// processCPU is this process's user+system CPU time so far.
-func processCPU() (time.Duration, error) { return rusageCPU(syscall.RUSAGE_SELF) }
-
-// childrenCPU is the user+system CPU time of the children waited for.
-func childrenCPU() (time.Duration, error) { return rusageCPU(syscall.RUSAGE_CHILDREN) }
-
-func rusageCPU(who int) (time.Duration, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(who, &ru); err != nil {
-		return 0, err
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

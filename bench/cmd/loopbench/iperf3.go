@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"net"
 	"os/exec"
@@ -63,7 +64,7 @@ func runIperf3(ctx context.Context, n cc.ByteCount, ccName string) (transfer, er
 	if err != nil {
 		return transfer{}, err
 	}
-	cpu0, err := childrenCPU()
+	cpu0, err := rusage.Children()
 	if err != nil {
 		return transfer{}, err
 	}
@@ -110,7 +111,7 @@ func runIperf3(ctx context.Context, n cc.ByteCount, ccName string) (transfer, er
 	}
 	out, cliErr := exec.CommandContext(ctx, "iperf3", args...).Output()
 	srvWaitErr := srv.Wait()
-	cpu1, err := childrenCPU()
+	cpu1, err := rusage.Children()
 	if err != nil {
 		return transfer{}, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"time"
 
@@ -36,7 +37,7 @@ func drain(r io.Reader) copyResult {
 // process's user+system time over the same window.
 func timeTransfer(n cc.ByteCount, w io.Writer, closeWrite func() error, received <-chan copyResult) (transfer, error) {
 	buf := make([]byte, writeChunk)
-	cpu0, err := processCPU()
+	cpu0, err := rusage.Process()
 	if err != nil {
 		return transfer{}, err
 	}
@@ -53,7 +54,7 @@ func timeTransfer(n cc.ByteCount, w io.Writer, closeWrite func() error, received
 		return transfer{}, fmt.Errorf("close write: %w", err)
 	}
 	r := <-received
-	cpu1, err := processCPU()
+	cpu1, err := rusage.Process()
 	if err != nil {
 		return transfer{}, err
 	}

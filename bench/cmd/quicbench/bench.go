@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"net"
 	"slices"
@@ -358,4 +359,10 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// processCPU is this process's CPU time so far (0 where it cannot be read).
+func processCPU() time.Duration {
+	d, _ := rusage.Process()
+	return d
 }
