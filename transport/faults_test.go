@@ -61,8 +61,8 @@ func TestFaultBlackoutSurvives(t *testing.T) {
 
 	atEnd := rig.got.Load()
 	resumed, _ := waitFor(5*time.Second, func() bool { return rig.got.Load() > atEnd })
-	// A 500 ms window: the first probe after a 10 s outage comes ~2.6 s
-	// after its end (the RTO backs off 0.2, 0.4, … 6.4 s: 12.6 s in all),
+	// A 500 ms window: the first probe after a 10 s outage comes up to 2 s
+	// after its end (the RTO backs off 0.2, 0.4, … to MaxBackoffRTO, 2 s),
 	// and a longer window would mostly measure the outage's tail.
 	const window = 500 * time.Millisecond
 	rec, ok := rig.recovery(ended, window, 0.9*before, 5*time.Second)

@@ -11,7 +11,9 @@
 //   - RTO (RFC 6298 §2, §5): SRTT + max(4·RTTVAR, 1 ms) + the peer's
 //     maximum ACK delay, at least 200 ms (Linux's TCP_RTO_MIN rather than
 //     RFC 6298's 1 s, as deployed stacks do), 1 s before the first sample,
-//     doubled per expiry (backoff) up to 60 s; restarted when an ACK
+//     doubled per expiry (backoff) up to MaxBackoffRTO (2 s) or the
+//     un-backed-off RTO if that is longer, and never past 60 s; restarted
+//     when an ACK
 //     acknowledges new data. On expiry every packet in flight is declared
 //     lost. The ACK-delay term is RFC 9002 §6.2.1's: RTT samples have the
 //     receiver's ACK delay taken out, so on a steady path (RTTVAR → 0) a
@@ -36,6 +38,15 @@ const (
 	MinRTO           = 200 * time.Millisecond
 	InitialRTO       = time.Second
 	MaxRTO           = 60 * time.Second
+	// MaxBackoffRTO bounds the backoff: once the doubling reaches 2 s (or
+	// the un-backed-off RTO, if longer) a silent path is probed at that
+	// interval. RFC 6298 §5.5 doubles towards 60 s so that retransmissions
+	// do not add to a congested path; what goes out on expiry here is one
+	// packet (the window collapses), and a probe every 2 s costs nothing,
+	// while a 60 s cap leaves a device silent for up to half a minute
+	// after its link came back (a 10 s outage: the next probe 2.6 s after
+	// its end at most, against 6.4 s with the full doubling).
+	MaxBackoffRTO = 2 * time.Second
 	// initialRTT stands in for the RTT before the first sample in the time
 	// threshold (RFC 9002 §6.2.2's kInitialRtt).
 	initialRTT = 333 * time.Millisecond
@@ -171,8 +182,9 @@ func (t *Tracker) RTO() time.Duration {
 	if t.rtt.HasSample() {
 		r = max(t.rtt.Smoothed()+max(4*t.rtt.Var(), granularity)+t.maxAckDelay, MinRTO)
 	}
+	base := r
 	r <<= t.backoff
-	return min(r, MaxRTO)
+	return min(r, max(base, MaxBackoffRTO), MaxRTO)
 }
 
 func (t *Tracker) lossDelay() time.Duration {

@@ -79,3 +79,21 @@ func (t *Tracker) rtoAfter(rtt time.Duration) time.Duration {
 	}
 	return t.RTO()
 }
+
+// The backoff stops at MaxBackoffRTO, or at the un-backed-off RTO when
+// that is longer: a silent path is probed at least that often.
+func TestRTOBackoffBounded(t *testing.T) {
+	tr := New()
+	tr.rtt.Update(50 * time.Millisecond)
+	for range 10 {
+		tr.OnRTO(0, func(clock.Mono, cc.PacketNumber, *Packet) {})
+	}
+	require.Equal(t, MaxBackoffRTO, tr.RTO())
+	slow := New()
+	slow.rtt.Update(3 * time.Second) // a path slower than the bound
+	base := slow.RTO()
+	for range 10 {
+		slow.OnRTO(0, func(clock.Mono, cc.PacketNumber, *Packet) {})
+	}
+	require.Equal(t, base, slow.RTO(), "never below the un-backed-off RTO")
+}
