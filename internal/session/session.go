@@ -196,7 +196,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 var inbandConfig = clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8}
 
 // clockEstimator returns the in-band offset estimator, created with the
-// first clock sample: its history (about 14 KiB) is not allocated for a
+// first clock sample: its history (3.8 KiB) is not allocated for a
 // connection the peer never sent a stamped packet on, such as one opened
 // by an Initial from an address that never answers.
 func (s *Session) clockEstimator() *clock.Inband {
