@@ -24,7 +24,7 @@ func TestInbandWindowIs16Bytes(t *testing.T) {
 // clock step of hours.
 func TestInbandHugeOffsets(t *testing.T) {
 	since1970 := time.Duration(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	cfg := InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8} // as transport
+	cfg := historyConfigs["transport 500ms x 120"]
 	for _, off := range []time.Duration{-since1970 + time.Hour, since1970, 500 * time.Millisecond} {
 		for seed := uint64(1); seed <= 3; seed++ {
 			h := newTwoHosts(seed, off, 100, jittery, jittery)

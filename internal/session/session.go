@@ -230,11 +230,18 @@ func (s *Session) canSend() bool {
 }
 
 // inbandConfig is the in-band clock estimator's: 60 s of history in
-// 250 ms windows, trusted once 8 windows (2 s) have samples.
-var inbandConfig = clock.InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8}
+// 500 ms windows, trusted once 4 windows (2 s) have samples. Half as many
+// windows as the 250 ms the estimator was first run with, for 1.9 KiB a
+// connection instead of 3.8 (a monitor holds one per source): each window
+// keeps the minimum of twice the samples. Simulated (20 seeds, 60 s,
+// jittery 20 ms paths), the mean OWD error is the same (5.9, 51 and
+// 211 µs at 100, 10 and 2.5 exchanges/s, against 5.9, 51 and 213), the
+// worst within 25 % either way; the transport's clock-step recovery
+// (FaultClockStep) re-synchronises in 1.5 s instead of 1.7.
+var inbandConfig = clock.InbandConfig{Window: 500 * time.Millisecond, Windows: 120, MinWindows: 4}
 
 // clockEstimator returns the in-band offset estimator, created with the
-// first clock sample: its history (3.8 KiB) is not allocated for a
+// first clock sample: its history (1.9 KiB) is not allocated for a
 // connection the peer never sent a stamped packet on, such as one opened
 // by an Initial from an address that never answers.
 func (s *Session) clockEstimator() *clock.Inband {
