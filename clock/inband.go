@@ -155,7 +155,7 @@ type Inband struct {
 	latest  Stamp // latest sender-axis time seen
 
 	samples uint64 // samples accepted (a forward or reverse one-way delay each)
-	dropped uint64 // samples older than the history, impossible exchanges, or from before a step
+	dropped uint64 // samples older than the history, impossible exchanges, from before a step, or hours off (fitDelay)
 
 	// Step detection (InbandConfig.StepThreshold): consecutive samples
 	// below each direction's envelope, and resets done.
@@ -511,7 +511,9 @@ type InbandStatus struct {
 	ForwardWindows, ReverseWindows int
 	// Samples counts accepted one-way samples (an exchange is two);
 	// Dropped counts those older than the history, impossible exchanges,
-	// and samples taken before a detected clock step.
+	// samples taken before a detected clock step, and samples whose
+	// apparent delay lies so far from their direction's history that the
+	// two span more than 71 min (real steps: InbandConfig.StepThreshold).
 	Samples, Dropped uint64
 	// Steps counts clock steps detected (see InbandConfig.StepThreshold).
 	Steps uint64
