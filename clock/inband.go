@@ -175,7 +175,7 @@ type Inband struct {
 // inbandWindow keeps, per direction, the sample with the smallest apparent
 // delay (arrival stamp − send stamp) that fell into one window. It is 16
 // bytes rather than the 56 of two (time, delay, flag) triples of int64: a
-// monitor holds one history per source (240 windows in the transport).
+// monitor holds one history per source (120 windows in the transport).
 type inbandWindow struct {
 	pt [2]envelopePoint // [fwd], [rev]
 }
@@ -636,7 +636,7 @@ func (e *Inband) refit() {
 // refitScratch is refit's working memory: the envelope points of both
 // directions and the hull stack, a window's worth each. It lives only
 // during a refit, so estimators share it through refitScratchPool rather
-// than each keeping its own (9.6 KiB with the transport's 240 windows: a
+// than each keeping its own (4.8 KiB with the transport's 120 windows: a
 // monitor has one estimator per source).
 type refitScratch struct {
 	fx, fy, rx, ry []float64
