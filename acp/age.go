@@ -128,7 +128,7 @@ func (m AgeMark) MeanSince(prev AgeMark) (time.Duration, bool) {
 // the same weighting as the mean. They come from a fixed log-spaced histogram
 // of the sawtooth's ramps (see ageHistogram: 32 bins per octave, relative
 // resolution 2.2 %, from 10 µs to about 3 h), so memory is bounded (at most
-// about 15 KiB, 16 bytes per bin between the lowest and highest age seen:
+// about 8.5 KiB, 9 bytes per bin between the lowest and highest age seen:
 // a few KiB for a flow whose ages span a few octaves) however long the run.
 //
 // Deliveries may come out of generation order: an update older than one

@@ -52,14 +52,35 @@ func histBin(a float64) int {
 // Only the bins from the lowest to the highest age seen are held (part and
 // cover start at bin lo), grown when a ramp reaches outside them: a flow's
 // ages span a few octaves, not the 30 the geometry allows, so a meter holds
-// a few hundred bytes to a few KiB (16 bytes a bin) instead of all 15 KiB,
-// which matters to a monitor keeping one per source.
+// a few hundred bytes to a few KiB (9 bytes a bin) instead of all 8.5 KiB,
+// which matters to a monitor keeping one per source. cover is int8, not
+// int64: every histFold ramps it is folded into part (fold), so no entry
+// exceeds histFold in magnitude; the fold is one pass over the held bins,
+// a few operations per ramp on average.
 type ageHistogram struct {
 	lo    int       // the bin part[0] and cover[0] stand for
-	part  []float64 // s spent in each bin by ramps that end inside it
-	cover []int64   // difference array: ramps covering bin i entirely
+	part  []float64 // s spent in each bin by ramps that end inside it, and by covering ramps up to the last fold
+	cover []int8    // difference array: ramps covering bin i entirely since the last fold
+	adds  int       // ramps with a cover since the last fold
 	total float64   // s: sum of all ramp lengths
 	max   float64   // s: largest age seen
+}
+
+// histFold is how many covering ramps cover takes before fold: each changes
+// an entry by at most one.
+const histFold = math.MaxInt8
+
+// fold moves the covering ramps recorded in cover into part.
+func (h *ageHistogram) fold() {
+	var c int64
+	for k := range h.cover {
+		c += int64(h.cover[k])
+		h.cover[k] = 0
+		if c != 0 { // never for the overflow bin (its width is infinite)
+			h.part[k] += float64(c) * (histEdges[h.lo+k+1] - histEdges[h.lo+k])
+		}
+	}
+	h.adds = 0
 }
 
 // histGrain is the granularity (bins) the held range grows by, so a slowly
@@ -78,7 +99,7 @@ func (h *ageHistogram) hold(j0, j1 int) {
 	}
 	lo = max(lo/histGrain*histGrain, 0)
 	end = min((end+histGrain-1)/histGrain*histGrain, histBins)
-	part, cover := make([]float64, end-lo), make([]int64, end-lo)
+	part, cover := make([]float64, end-lo), make([]int8, end-lo)
 	if h.part != nil {
 		copy(part[h.lo-lo:], h.part)
 		copy(cover[h.lo-lo:], h.cover)
@@ -104,6 +125,10 @@ func (h *ageHistogram) add(a0, a1 float64) {
 	h.part[j0-h.lo] += math.Max(0, histEdges[j0+1]-a0)
 	h.part[j1-h.lo] += math.Max(0, a1-histEdges[j1])
 	if j1 > j0+1 {
+		if h.adds == histFold {
+			h.fold()
+		}
+		h.adds++
 		h.cover[j0+1-h.lo]++
 		h.cover[j1-h.lo]--
 	}
@@ -131,7 +156,7 @@ func (h *ageHistogram) quantile(q, o0, o1 float64) float64 {
 	for i := range histBins {
 		var t float64
 		if k := i - h.lo; k >= 0 && k < len(h.part) { // outside, both are 0
-			c += h.cover[k]
+			c += int64(h.cover[k])
 			t = h.part[k]
 		}
 		lo, hi := histEdges[i], histEdges[i+1]

@@ -44,8 +44,8 @@
 // keeps minimum-delay samples, but per direction and per window of time:
 //
 //  1. Envelope. Time (the sender's clock) is cut into Windows windows of
-//     Window each (defaults 64 × 1 s, a ring: fixed memory, no allocation
-//     per sample). For every window Inband keeps the smallest forward
+//     Window each (defaults 64 × 1 s, a ring of 16 bytes a window: fixed
+//     memory, no allocation per sample). For every window Inband keeps the smallest forward
 //     apparent delay T2−T1 (= OWD_f + θ) and the smallest reverse apparent
 //     delay T4−T3 (= OWD_r − θ), with their times. Per-direction minima are
 //     tighter than the minimum-δ pair: the forward and reverse minima need

@@ -40,13 +40,16 @@ type InbandConfig struct {
 	// Window is the length of one envelope window, on the sender's clock.
 	// Each window keeps only its minimum delay per direction, so Window
 	// trades time resolution for queueing immunity: with a sample every
-	// 10 ms a 1 s window keeps the best of ~100. Default 1 s; at least 1 ms.
+	// 10 ms a 1 s window keeps the best of ~100. Default 1 s; at least
+	// 1 ms, at most 1 h (a sample's place in its window is kept in 32 bits
+	// of µs).
 	Window time.Duration
 	// Windows is the history length in windows: the skew line is fitted and
 	// the offset anchored over the last Windows·Window of samples. Memory is
 	// fixed by it (a few dozen bytes per window). Default 64 (~1 minute,
 	// NTP's minimum poll interval: long enough to see 100 ppm as 6.4 ms of
 	// drift, short enough that oscillator wander stays small). At least 4.
+	// Each window costs 16 bytes.
 	Windows int
 	// MinWindows is how many windows must hold samples (in the better-fed
 	// direction) before Synced reports true: a skew fitted over fewer
@@ -83,6 +86,11 @@ const (
 	DefaultInbandStepSamples   = 3
 )
 
+// MaxInbandWindow is the longest InbandConfig.Window: a sample's offset
+// within its window, in µs, plus one (zero marks an empty slot) must fit
+// the 32 bits the history keeps it in.
+const MaxInbandWindow = time.Hour
+
 func (c InbandConfig) withDefaults() (InbandConfig, error) {
 	if c.Window == 0 {
 		c.Window = DefaultInbandWindow
@@ -105,6 +113,8 @@ func (c InbandConfig) withDefaults() (InbandConfig, error) {
 	switch {
 	case c.Window < time.Millisecond:
 		return c, fmt.Errorf("%w: inband Window %v < 1ms", ErrInvalidConfig, c.Window)
+	case c.Window > MaxInbandWindow:
+		return c, fmt.Errorf("%w: inband Window %v > %v", ErrInvalidConfig, c.Window, MaxInbandWindow)
 	case c.Windows < 4:
 		return c, fmt.Errorf("%w: inband Windows %d < 4", ErrInvalidConfig, c.Windows)
 	case c.MinWindows < 2 || c.MinWindows > c.Windows:
@@ -133,13 +143,19 @@ type Inband struct {
 	cfg   InbandConfig
 	winUS int64 // Window in µs
 
-	ring    []inbandWindow // ring[w mod len] holds window w if its idx == w
+	// ring[w mod len] holds window w for newest−len < w ≤ newest: the
+	// slots a window passes on its way out are cleared as newest
+	// advances, so a slot's index is implied by its position.
+	ring []inbandWindow
+	// base[dir] is the apparent delay (µs) the ring's delays of that
+	// direction are relative to (see fitDelay).
+	base    [2]int64
 	started bool
 	newest  int64 // newest window index seen
 	latest  Stamp // latest sender-axis time seen
 
 	samples uint64 // samples accepted (a forward or reverse one-way delay each)
-	dropped uint64 // samples older than the history, impossible exchanges, or from before a step
+	dropped uint64 // samples older than the history, impossible exchanges, from before a step, or hours off (fitDelay)
 
 	// Step detection (InbandConfig.StepThreshold): consecutive samples
 	// below each direction's envelope, and resets done.
@@ -157,25 +173,41 @@ type Inband struct {
 }
 
 // inbandWindow keeps, per direction, the sample with the smallest apparent
-// delay (arrival stamp − send stamp) that fell into one window.
+// delay (arrival stamp − send stamp) that fell into one window. It is 16
+// bytes rather than the 56 of two (time, delay, flag) triples of int64: a
+// monitor holds one history per source (120 windows in the transport).
 type inbandWindow struct {
-	idx      int64
-	fwd, rev envelopePoint
+	pt [2]envelopePoint // [fwd], [rev]
 }
 
-// envelopePoint is one lower-envelope candidate: at is its time on the
-// sender's clock (µs), d its apparent delay in µs (a one-way delay plus or
-// minus θ, depending on direction).
+// Directions, indexes of inbandWindow.pt and Inband.base.
+const (
+	fwd = 0
+	rev = 1
+)
+
+// envelopePoint is one lower-envelope candidate. off is its time on the
+// sender's clock as µs into its window, plus one (0: no sample; Window ≤
+// MaxInbandWindow keeps it in range). d is its apparent delay in µs (a
+// one-way delay plus or minus θ, depending on direction) relative to the
+// direction's Inband.base: θ may be anything (a device whose clock reads
+// 1970 is 1.7·10¹⁵ µs off), but a direction's apparent delays across one
+// history differ by path delay and skew drift, far less than the ±35 min
+// an int32 of µs spans.
 type envelopePoint struct {
-	at, d int64
-	ok    bool
+	off uint32
+	d   int32
 }
 
-func (p *envelopePoint) offer(at, d int64) bool {
-	if p.ok && d >= p.d {
+func (p envelopePoint) ok() bool { return p.off != 0 }
+
+// offer keeps (off, d) if it is below the point's delay; off is µs into
+// the window, d relative to the direction's base.
+func (p *envelopePoint) offer(off uint32, d int32) bool {
+	if p.ok() && d >= p.d {
 		return false
 	}
-	*p = envelopePoint{at: at, d: d, ok: true}
+	*p = envelopePoint{off: off + 1, d: d}
 	return true
 }
 
@@ -221,6 +253,7 @@ func (e *Inband) Reset() {
 func (e *Inband) reset() {
 	clear(e.ring)
 	e.started, e.newest, e.latest = false, 0, 0
+	e.base = [2]int64{}
 	e.dirty, e.fit = false, inbandFit{}
 	e.belowF, e.belowR = 0, 0
 	e.guardF, e.guardR = stepGuard{}, stepGuard{}
@@ -318,9 +351,7 @@ func (e *Inband) AddForward(sent, recv Stamp) {
 	if !e.screen(&e.belowF, e.fit.f0, int64(recv-sent)-e.fit.detrend(int64(sent)), &e.guardR, r0) {
 		return
 	}
-	if w := e.window(int64(sent)); w != nil && w.fwd.offer(int64(sent), int64(recv-sent)) {
-		e.dirty = true
-	}
+	e.record(fwd, int64(sent), int64(recv-sent))
 }
 
 // AddReverse records a packet the other way: sent is its send stamp on the
@@ -336,9 +367,7 @@ func (e *Inband) AddReverse(sent, recv Stamp) {
 	if !e.screen(&e.belowR, e.fit.r0, int64(recv-sent)+e.fit.detrend(int64(recv)), &e.guardF, f0) {
 		return
 	}
-	if w := e.window(int64(recv)); w != nil && w.rev.offer(int64(recv), int64(recv-sent)) {
-		e.dirty = true
-	}
+	e.record(rev, int64(recv), int64(recv-sent))
 }
 
 // AddExchange records NTP's four-timestamp exchange (RFC 5905 §8): t1 data
@@ -357,28 +386,75 @@ func (e *Inband) AddExchange(t1, t2, t3, t4 Stamp) error {
 	return nil
 }
 
-// window returns the ring slot for sender-axis time at (µs), advancing the
-// history if at is newer, or nil if at is older than the history.
-func (e *Inband) window(at int64) *inbandWindow {
+// record offers a sample of direction dir at sender-axis time at (µs) with
+// apparent delay d (µs) to its window, advancing the history if at is
+// newer. Samples older than the history, or whose delay no base can hold
+// together with the direction's history (fitDelay), are dropped.
+func (e *Inband) record(dir int, at, d int64) {
 	w := floorDiv(at, e.winUS)
+	n := int64(len(e.ring))
 	switch {
 	case !e.started:
 		e.started, e.newest, e.latest = true, w, Stamp(at)
 		e.dirty = true
 	case w > e.newest:
+		// Clear the slots of the windows falling out of the history,
+		// which the new ones reuse.
+		for v := e.newest + 1; v <= min(w, e.newest+n); v++ {
+			e.ring[floorMod(v, n)] = inbandWindow{}
+		}
 		e.newest = w
 		e.dirty = true // windows fell out of the history
-	case w <= e.newest-int64(len(e.ring)):
+	case w <= e.newest-n:
 		e.dropped++
-		return nil
+		return
+	}
+	rd, ok := e.fitDelay(dir, d)
+	if !ok {
+		e.dropped++
+		return
 	}
 	e.latest = max(e.latest, Stamp(at))
 	e.samples++
-	s := &e.ring[floorMod(w, int64(len(e.ring)))]
-	if s.idx != w {
-		*s = inbandWindow{idx: w}
+	if e.ring[floorMod(w, n)].pt[dir].offer(uint32(at-w*e.winUS), rd) {
+		e.dirty = true
 	}
-	return s
+}
+
+// fitDelay returns apparent delay d (µs) of direction dir relative to the
+// direction's base, moving the base if d is out of int32 range of it: to d
+// if the direction's history is empty (the first sample, or the first
+// after a reset), else to the middle of the history's delays and d, with
+// every stored delay shifted, if they then all fit (skew drift over a
+// long-lived flow: 1000 ppm moves the delays 35 min in 25 days). ok is
+// false if they do not: the history's delays and d are more than 71 min
+// apart, which no path delay and no believable skew explains within one
+// history. The sample is dropped rather than the history: one corrupt
+// stamp must not wipe it, and a real step that large is detected and
+// reset for (StepThreshold) in the direction it lowers; in the direction
+// it raises, the old history ages out and the base follows.
+func (e *Inband) fitDelay(dir int, d int64) (int32, bool) {
+	if r := d - e.base[dir]; r >= math.MinInt32 && r <= math.MaxInt32 {
+		return int32(r), true
+	}
+	lo, hi := d, d
+	for i := range e.ring {
+		if p := e.ring[i].pt[dir]; p.ok() {
+			v := e.base[dir] + int64(p.d)
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	base := lo + (hi-lo)/2
+	if lo-base < math.MinInt32 || hi-base > math.MaxInt32 {
+		return 0, false
+	}
+	for i := range e.ring {
+		if p := &e.ring[i].pt[dir]; p.ok() {
+			p.d = int32(e.base[dir] + int64(p.d) - base)
+		}
+	}
+	e.base[dir] = base
+	return int32(d - base), true
 }
 
 // Offset returns the estimated θ = receiver clock − sender clock at sender
@@ -435,7 +511,9 @@ type InbandStatus struct {
 	ForwardWindows, ReverseWindows int
 	// Samples counts accepted one-way samples (an exchange is two);
 	// Dropped counts those older than the history, impossible exchanges,
-	// and samples taken before a detected clock step.
+	// samples taken before a detected clock step, and samples whose
+	// apparent delay lies so far from their direction's history that the
+	// two span more than 71 min (real steps: InbandConfig.StepThreshold).
 	Samples, Dropped uint64
 	// Steps counts clock steps detected (see InbandConfig.StepThreshold).
 	Steps uint64
@@ -505,17 +583,18 @@ func (e *Inband) refit() {
 	ref := e.newest * e.winUS
 	f := inbandFit{ref: ref}
 	oldest := e.newest - int64(len(e.ring)) + 1
+	// Points are read relative to ref (time) and to each direction's
+	// base (delay): the line is fitted in small numbers, and the bases
+	// are added back to its minima below.
 	for w := oldest; w <= e.newest; w++ {
 		s := &e.ring[floorMod(w, int64(len(e.ring)))]
-		if s.idx != w {
-			continue
-		}
-		if s.fwd.ok {
-			sc.fx[f.nf], sc.fy[f.nf] = float64(s.fwd.at-ref), float64(s.fwd.d)
+		start := w*e.winUS - ref - 1 // off is µs into the window plus one
+		if p := s.pt[fwd]; p.ok() {
+			sc.fx[f.nf], sc.fy[f.nf] = float64(start+int64(p.off)), float64(p.d)
 			f.nf++
 		}
-		if s.rev.ok {
-			sc.rx[f.nr], sc.ry[f.nr] = float64(s.rev.at-ref), float64(s.rev.d)
+		if p := s.pt[rev]; p.ok() {
+			sc.rx[f.nr], sc.ry[f.nr] = float64(start+int64(p.off)), float64(p.d)
 			f.nr++
 		}
 	}
@@ -544,6 +623,8 @@ func (e *Inband) refit() {
 	for i := range rx {
 		f.r0 = min(f.r0, ry[i]+f.skew*rx[i])
 	}
+	f.f0 += float64(e.base[fwd])
+	f.r0 += float64(e.base[rev])
 	if f.nf > 0 && f.nr > 0 {
 		f.theta0 = (f.f0 - f.r0) / 2
 		f.bound = max(0, (f.f0+f.r0)/2)
@@ -555,7 +636,7 @@ func (e *Inband) refit() {
 // refitScratch is refit's working memory: the envelope points of both
 // directions and the hull stack, a window's worth each. It lives only
 // during a refit, so estimators share it through refitScratchPool rather
-// than each keeping its own (9.6 KiB with the transport's 240 windows: a
+// than each keeping its own (4.8 KiB with the transport's 120 windows: a
 // monitor has one estimator per source).
 type refitScratch struct {
 	fx, fy, rx, ry []float64

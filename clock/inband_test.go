@@ -445,7 +445,19 @@ func feedFrom(t *testing.T, e *Inband, h *twoHosts, from, dur time.Duration) (er
 // for up to the history length (a minute here). A standing queue of the same
 // size is not a step.
 func TestInbandDetectsClockSteps(t *testing.T) {
-	cfg := InbandConfig{Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8} // as transport
+	for cname, cfg := range historyConfigs {
+		t.Run(cname, func(t *testing.T) { testInbandDetectsClockSteps(t, cfg) })
+	}
+}
+
+// historyConfigs are the histories in use: the transport's sessions' and
+// the quic-go hook's receiver's.
+var historyConfigs = map[string]InbandConfig{
+	"transport 500ms x 120": {Window: 500 * time.Millisecond, Windows: 120, MinWindows: 4},
+	"quichook 250ms x 240":  {Window: 250 * time.Millisecond, Windows: 240, MinWindows: 8},
+}
+
+func testInbandDetectsClockSteps(t *testing.T, cfg InbandConfig) {
 	for _, tc := range []struct {
 		name      string
 		step      time.Duration // added to the receiver's clock at 30 s

@@ -319,7 +319,9 @@ func (c Config) withDefaults() (Config, error) {
 // sessionConfig is what the protocol session needs of a validated Config.
 func (c *Config) sessionConfig() session.Config {
 	newController := func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(c.CC, mss) }
+	controllerName := c.CC // a registry name, checked at Listen or Dial: the session may build it late
 	if c.NewController != nil {
+		controllerName = "" // an application's: built in New, as its name is its own
 		newController = func(mss cc.ByteCount) (cc.Controller, error) { return c.NewController(mss), nil }
 	}
 	newPolicy := c.NewUpdatePolicy
@@ -330,6 +332,7 @@ func (c *Config) sessionConfig() session.Config {
 		TLS:             c.TLS,
 		MaxDatagram:     c.MaxDatagram,
 		NewController:   newController,
+		ControllerName:  controllerName,
 		NewPolicy:       newPolicy,
 		TrustPeerClock:  c.TrustPeerClock,
 		StreamDSCP:      c.StreamDSCP.Code(),

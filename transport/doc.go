@@ -135,14 +135,15 @@
 // reads its socket, one (the driver) sends for and keeps the timers of
 // every connection, an idle connection being an entry in a timer heap.
 // bench/cmd/loadtest measures a monitor with 10,000 ACP sources sending
-// updates over TLS: about 30 KB of live heap per source (39 KB of heap in
-// use: the rest is free space left in the heap's spans by the handshakes),
-// almost half of it the in-band clock estimator's 60 s of history
-// (clock.Inband: 240 windows of 56 bytes), then the age histogram
-// (acp.AgeMeter: 16 bytes per bin between the lowest and highest age seen,
-// about 6 KB on loopback), the packet protection keys (about 3 KB) and the
-// congestion controller (2.5 KB); before, 2.26 MB and a goroutine. A
-// client Conn runs two goroutines (sending, reading).
+// updates over TLS: about 14 KB of live heap per source (23 KB of heap in
+// use: the rest is free space left in the heap's spans by the handshakes):
+// the session's state (2.3 KB), the packet protection keys and TLS state
+// (about 3 KB), the age histogram (acp.AgeMeter: 9 bytes per bin between
+// the lowest and highest age seen, about 2.6 KB on loopback), the in-band
+// clock estimator's 60 s of history (clock.Inband: 120 windows of 16
+// bytes), the Conn (1.5 KB); no congestion controller, which a connection
+// builds when it first sends stream data. Before, 2.26 MB and a goroutine.
+// A client Conn runs two goroutines (sending, reading).
 //
 // examples/agent/measure.sh gives the agent's peak resident memory with
 // defaults while it uploads as fast as loopback allows: about 7.5 MB, of

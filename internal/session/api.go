@@ -161,7 +161,7 @@ func (s *Session) WriteSpace() int {
 
 // Controller is the stream's window controller, for read-only inspection
 // (Metrics, Window) by drivers that trace it.
-func (s *Session) Controller() cc.Controller { return s.ctl }
+func (s *Session) Controller() cc.Controller { return s.controller() }
 
 // Policy is the update-rate regulator, for read-only inspection; its
 // NextSendTime tells a generate-at-will source when to sample.

@@ -22,6 +22,14 @@ type Config struct {
 	// NewController builds the stream's window controller for the stream
 	// payload size mss. Default: owd.New.
 	NewController func(mss cc.ByteCount) (cc.Controller, error)
+	// ControllerName, if set, is the Name of the controllers NewController
+	// builds, and promises that NewController does not fail (a registry
+	// name already checked): the session then builds its controller when
+	// the stream first needs it rather than in New. A connection that
+	// never sends stream data (a monitor's, which only receives updates)
+	// never holds one: 2 KiB per connection for the default controller.
+	// Set by default with the default NewController.
+	ControllerName string
 	// NewPolicy builds the update-rate regulator; size is the size the
 	// policy paces by (MaxDatagram). Default: the ACP regulator.
 	NewPolicy func(size cc.ByteCount) (acp.Policy, error)
@@ -111,6 +119,7 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NewController == nil {
 		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}), nil }
+		c.ControllerName = "owd"
 	}
 	if c.NewPolicy == nil {
 		c.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Config{UpdateSize: size}) }

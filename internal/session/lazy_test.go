@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/owd"
 )
 
 // A monitor's session that only receives updates holds neither a receive
@@ -77,4 +79,41 @@ func TestClockEstimatorCreatedByFirstSample(t *testing.T) {
 	}
 	require.NotNil(t, p.srv.inband)
 	require.True(t, p.srv.Stats(p.now).ClockSynced, "20 s of updates both ways")
+}
+
+// A session that never sends stream data builds no window controller (the
+// default one is named, so New may defer it): neither the monitor
+// receiving updates and stream data nor the source sending updates. Stats
+// reports a fresh controller's figures meanwhile, and the first stream
+// byte sent builds it.
+func TestControllerBuiltOnFirstStreamSend(t *testing.T) {
+	p := newSessionPair(t)
+	fresh := p.srv.Stats(p.now)
+	for i := range 20 {
+		require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte{byte(i)}))
+		p.advance(10, 10*time.Millisecond)
+	}
+	require.Nil(t, p.srv.ctl, "the monitor sent no stream data")
+	require.Nil(t, p.cli.ctl, "updates need no window controller")
+	st := p.srv.Stats(p.now)
+	require.Equal(t, "owd", st.CC)
+	require.Positive(t, st.Window)
+	require.Equal(t, fresh.Window, st.Window)
+	require.True(t, st.InSlowStart)
+
+	_, err := p.cli.Write([]byte("stream bytes"))
+	require.NoError(t, err)
+	p.advance(10, 10*time.Millisecond)
+	require.NotNil(t, p.cli.ctl, "the first stream packet builds it")
+	require.Nil(t, p.srv.ctl, "receiving stream data needs none")
+}
+
+// A controller the configuration does not name is built in New, so that
+// its errors are New's, as before.
+func TestUnnamedControllerBuiltInNew(t *testing.T) {
+	_, err := New(Config{NewController: func(cc.ByteCount) (cc.Controller, error) { return nil, nil }}, 1, true, 0)
+	require.ErrorIs(t, err, ErrConfig)
+	s, err := New(Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}), nil }}, 1, true, 0)
+	require.NoError(t, err)
+	require.NotNil(t, s.ctl)
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"sync"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
@@ -100,7 +101,7 @@ type AgeStats struct {
 // Stats is a snapshot of the session at now.
 func (s *Session) Stats(now clock.Mono) Stats {
 	st := s.st
-	m := s.ctl.Metrics()
+	m := s.controllerMetrics()
 	st.Window, st.PacingRate, st.InSlowStart = m.Window, m.PacingRate, m.InSlowStart
 	st.SRTT, st.MinRTT = s.tr.RTT().Smoothed(), s.tr.RTT().Min()
 	st.MinOWD, st.CurOWD, st.Signal = m.OWDMin, m.OWDCur, m.Signal
@@ -120,3 +121,30 @@ func (s *Session) Stats(now clock.Mono) Stats {
 	}
 	return st
 }
+
+// controllerMetrics is the controller's Metrics; for one not built yet
+// (see Config.ControllerName), those of a fresh controller of that name,
+// built once per name and payload size for every session: Stats is
+// polled, and must not build a controller the session does not need.
+func (s *Session) controllerMetrics() cc.Metrics {
+	if s.ctl != nil {
+		return s.ctl.Metrics()
+	}
+	key := freshMetricsKey{s.cfg.ControllerName, cc.ByteCount(s.cfg.MSS())}
+	if m, ok := freshMetrics.Load(key); ok {
+		return m.(cc.Metrics)
+	}
+	ctl, err := newController(&s.cfg)
+	if err != nil {
+		panic(err) // ControllerName promises NewController does not fail
+	}
+	m, _ := freshMetrics.LoadOrStore(key, ctl.Metrics())
+	return m.(cc.Metrics)
+}
+
+type freshMetricsKey struct {
+	name string
+	mss  cc.ByteCount
+}
+
+var freshMetrics sync.Map // freshMetricsKey → cc.Metrics
