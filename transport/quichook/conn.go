@@ -48,7 +48,13 @@ type Conn struct {
 	closed  bool
 	st      counters
 
-	wake       chan struct{} // the sender goroutine has work (buffered 1)
+	wake chan struct{} // the sender goroutine has work (buffered 1)
+	// armed is when the sender goroutine runs next on its own (its timer;
+	// 0: not before a kick), under mu. A new deadline earlier than that
+	// kicks it (wakeBy); a later one does not: the goroutine finds it when
+	// it wakes. At loopback rates this spares a goroutine wakeup per
+	// feedback datagram at each end.
+	armed      clock.Mono
 	done       chan struct{} // closed by Close
 	senderDone chan struct{}
 	closeOnce  sync.Once
@@ -512,6 +518,7 @@ func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
 		off += ob.n
 	}
 	p.tx.echo = false
+	c.wakeBy(p.tx.deadline()) // the retransmission timeout of what is now in flight
 	c.mu.Unlock()
 	c.sendBatch(batch[:k])
 	for _, w := range batch[:k] {
@@ -659,7 +666,7 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 		if p.rx.feedbackDue(now, &c.cfg) {
 			c.sendFeedback(p, now, wallUS)
 		} else if p.rx.pending == 1 || p.rx.pending == c.cfg.FeedbackEvery {
-			c.kick() // a new feedback deadline for the sender goroutine's timer
+			c.wakeBy(p.rx.nextDue(&c.cfg)) // a new feedback deadline for the sender goroutine's timer
 		}
 		return copy(b, payload), p.udp, true
 	case typeFeedback:
@@ -680,7 +687,10 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 			return 0, nil, false
 		}
 		c.st.feedbackReceived++
-		c.kick()
+		if p.queue.n > 0 {
+			c.wakeBy(now) // the window may have opened for what waits
+		}
+		c.wakeBy(p.tx.deadline()) // a time-threshold loss may be due sooner
 	case typeHello, typeHelloAck:
 		if parseHello(d) != nil {
 			c.st.malformed++
@@ -715,6 +725,15 @@ func (c *Conn) sendFeedback(p *peer, now clock.Mono, wallUS int64) {
 	c.fbuf = p.rx.build(now, wallUS, c.fbuf[:0])
 	c.replyOOB, c.replyTo = c.oobFor(1, p), p.udp
 	c.st.feedbackSent++
+}
+
+// wakeBy makes the sender goroutine run by t (0: no deadline): it kicks
+// it unless its timer fires by then anyway. Under c.mu.
+func (c *Conn) wakeBy(t clock.Mono) {
+	if t != 0 && (c.armed == 0 || t.Before(c.armed)) {
+		c.armed = t
+		c.kick()
+	}
 }
 
 // kick wakes the sender goroutine.
@@ -895,6 +914,12 @@ func (c *Conn) run() {
 			if p.queue.n > 0 && p.tx.ctl.CanSend(p.tx.inFlight) {
 				soonest(p.tx.nextSend)
 			}
+		}
+		// Until it sleeps again the goroutine runs now (a batch to send: it
+		// loops at once) or at next; writers compare their deadlines with it.
+		c.armed = next
+		if len(batch) > 0 {
+			c.armed = now
 		}
 		c.mu.Unlock()
 		for _, f := range fbs {
