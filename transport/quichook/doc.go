@@ -120,7 +120,7 @@
 // The shim's costs: the extra hop (a queue and a sender goroutine while
 // the controller holds datagrams back; a datagram it lets go at once is
 // written from quic-go's own write), the feedback datagrams (one per two
-// data datagrams, at most one a millisecond unless 16 are waiting), 17
+// data datagrams, at most one a millisecond unless 32 are waiting), 17
 // bytes per datagram (quic-go's path MTU discovery finds the MTU with them
 // included, since the socket sets don't-fragment; but the path must carry
 // quic-go's 1200-byte Initial plus 33 bytes), a non-standard wire that
