@@ -67,9 +67,21 @@ type Conn struct {
 	rms    []ipv4.Message
 	rnext  int // next unread message in rms[:rn]
 	rn     int
-	wms    []ipv4.Message // the sender goroutine's batch
-	woob   []byte         // its control messages
-	gso    atomic.Bool    // segmentation offload works (cleared when the kernel refuses it)
+	// rnow, rwall: when the batch in rms was read, every datagram's
+	// arrival stamp (they were all waiting in the socket by then; stamping
+	// each as quic-go gets to it would add quic-go's work on the earlier
+	// ones, and two clock reads a datagram).
+	rnow  clock.Mono
+	rwall int64
+	wms   []ipv4.Message // the batch being written (under writeMu)
+	woob  []byte         // its control messages
+	wbufs [][]byte       // its messages' buffers, one slice for all
+	// direct holds the datagrams sendDirect writes (under writeMu, which
+	// it holds until they are on the socket): no pool round trip for
+	// every datagram of a flow that skips the queue.
+	direct      []outBuf
+	directBatch []pending
+	gso         atomic.Bool // segmentation offload works (cleared when the kernel refuses it)
 	// Batching achieved: sendmmsg calls, and the messages in them (one per
 	// segmented run or lone datagram).
 	batchCalls, batchMsgs atomic.Int64
@@ -154,6 +166,11 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 	}
 	c.gso.Store(gsoSupported)
 	c.bufs.New = func() any { return &outBuf{b: make([]byte, maxHeaderLen+pooledPayload)} }
+	c.direct, c.directBatch = make([]outBuf, maxSegments), make([]pending, maxSegments)
+	for i, b := 0, make([]byte, maxSegments*(maxHeaderLen+pooledPayload)); i < maxSegments; i++ {
+		c.direct[i].b = b[: maxHeaderLen+pooledPayload : maxHeaderLen+pooledPayload]
+		b = b[maxHeaderLen+pooledPayload:]
+	}
 	go c.run()
 	return c, nil
 }
@@ -507,10 +524,10 @@ func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
 		return 0
 	}
 	c.account(p, now)
-	var batch [maxSegments]pending
+	batch := c.directBatch[:maxSegments]
 	k, off, echo := 0, 0, p.tx.echo
 	for off < len(b) && k < len(batch) && p.tx.canSend(now) {
-		ob := c.bufs.Get().(*outBuf)
+		ob := &c.direct[k]
 		ob.n = copy(ob.b[maxHeaderLen:], b[off:min(off+seg, len(b))])
 		batch[k] = c.stamp(p, ob, now, wallUS, echo)
 		batch[k].p = nil // holds no queue slot
@@ -521,9 +538,6 @@ func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
 	c.wakeBy(p.tx.deadline()) // the retransmission timeout of what is now in flight
 	c.mu.Unlock()
 	c.sendBatch(batch[:k])
-	for _, w := range batch[:k] {
-		c.bufs.Put(w.ob)
-	}
 	return off
 }
 
@@ -564,6 +578,7 @@ func (c *Conn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 				return 0, err
 			}
 			c.rnext, c.rn = 0, n
+			c.rnow, c.rwall = c.now()
 		}
 		m := &c.rms[c.rnext]
 		c.rnext++
@@ -593,6 +608,7 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 				return 0, nil, err
 			}
 			c.rnext, c.rn = 0, n
+			c.rnow, c.rwall = c.now()
 		}
 		m := &c.rms[c.rnext]
 		c.rnext++
@@ -606,11 +622,12 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 	}
 }
 
-// handle processes one received datagram d from addr. For a QUIC datagram
-// (plain, or shimmed with the header taken off) it copies it into b and
-// returns its length, the peer's address and true.
+// handle processes one received datagram d from addr, read at c.rnow
+// (under readMu). For a QUIC datagram (plain, or shimmed with the header
+// taken off) it copies it into b and returns its length, the peer's
+// address and true.
 func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, bool) {
-	now, wallUS := c.now()
+	now, wallUS := c.rnow, c.rwall
 	c.mu.Lock()
 	if len(d) == 0 || !isShim(d[0]) {
 		c.st.plainReceived++
@@ -806,6 +823,9 @@ func (c *Conn) sendBatch(batch []pending) {
 	// The control messages of every message go into one buffer, which must
 	// not move while the messages point into it.
 	c.woob = slices.Grow(c.woob, len(batch)*64)
+	// The same for the messages' buffers: one backing array for every
+	// batch, not a slice allocated per message.
+	c.wbufs = slices.Grow(c.wbufs[:0], len(batch))
 	for i := 0; i < len(batch); {
 		w := batch[i]
 		seg := maxHeaderLen + w.ob.n - w.off
@@ -822,9 +842,11 @@ func (c *Conn) sendBatch(batch []pending) {
 			}
 		}
 		m := ipv4.Message{Addr: w.to, OOB: w.oob}
+		n := len(c.wbufs)
 		for _, x := range batch[i:j] {
-			m.Buffers = append(m.Buffers, x.ob.b[x.off:maxHeaderLen+x.ob.n])
+			c.wbufs = append(c.wbufs, x.ob.b[x.off:maxHeaderLen+x.ob.n])
 		}
+		m.Buffers = c.wbufs[n:len(c.wbufs):len(c.wbufs)]
 		if j-i > 1 {
 			n := len(c.woob)
 			c.woob = gsoOOB(append(c.woob, w.oob...), seg)
