@@ -67,15 +67,9 @@ type Conn struct {
 	rms    []ipv4.Message
 	rnext  int // next unread message in rms[:rn]
 	rn     int
-	// rnow, rwall: when the batch in rms was read, every datagram's
-	// arrival stamp (they were all waiting in the socket by then; stamping
-	// each as quic-go gets to it would add quic-go's work on the earlier
-	// ones, and two clock reads a datagram).
-	rnow  clock.Mono
-	rwall int64
-	wms   []ipv4.Message // the batch being written (under writeMu)
-	woob  []byte         // its control messages
-	wbufs [][]byte       // its messages' buffers, one slice for all
+	wms    []ipv4.Message // the batch being written (under writeMu)
+	woob   []byte         // its control messages
+	wbufs  [][]byte       // its messages' buffers, one slice for all
 	// direct holds the datagrams sendDirect writes (under writeMu, which
 	// it holds until they are on the socket): no pool round trip for
 	// every datagram of a flow that skips the queue.
@@ -578,7 +572,6 @@ func (c *Conn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 				return 0, err
 			}
 			c.rnext, c.rn = 0, n
-			c.rnow, c.rwall = c.now()
 		}
 		m := &c.rms[c.rnext]
 		c.rnext++
@@ -608,7 +601,6 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 				return 0, nil, err
 			}
 			c.rnext, c.rn = 0, n
-			c.rnow, c.rwall = c.now()
 		}
 		m := &c.rms[c.rnext]
 		c.rnext++
@@ -622,12 +614,15 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 	}
 }
 
-// handle processes one received datagram d from addr, read at c.rnow
-// (under readMu). For a QUIC datagram (plain, or shimmed with the header
-// taken off) it copies it into b and returns its length, the peer's
-// address and true.
+// handle processes one received datagram d from addr. For a QUIC datagram
+// (plain, or shimmed with the header taken off) it copies it into b and
+// returns its length, the peer's address and true. The datagram is stamped
+// now, as quic-go takes it, not once per batch read: the feedback's timing
+// (and its ACK delay) runs on these stamps, and one stamp per batch, tried,
+// cost the hook a fifth of its goodput through the emulated bottleneck in
+// the first seconds while the race detector slowed quic-go's reads.
 func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, bool) {
-	now, wallUS := c.rnow, c.rwall
+	now, wallUS := c.now()
 	c.mu.Lock()
 	if len(d) == 0 || !isShim(d[0]) {
 		c.st.plainReceived++
