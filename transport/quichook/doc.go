@@ -113,7 +113,7 @@
 //   - It would not be cheaper. Its information source alone, a qlog
 //     recorder that receives quic-go's events and does nothing with them,
 //     costs plain quic-go 10–15 % more CPU per GB on loopback; the whole
-//     shim costs 11–13 % (bench/cmd/quicbench, bench/results/quichook.md),
+//     shim costs 13–15 % (bench/cmd/quicbench, bench/results/quichook.md),
 //     and the tracer design would still need its own write gate and
 //     reports.
 //
