@@ -49,12 +49,12 @@ type Config struct {
 	QueueWait    time.Duration
 	// FeedbackEvery is how many data datagrams one feedback datagram
 	// covers normally (default 2, like a TCP or QUIC receiver's ACK every
-	// other packet; at most 16, what one feedback datagram carries);
+	// other packet; at most 32, what one feedback datagram carries);
 	// FeedbackGap spaces feedback datagrams at least that far apart
-	// unless 16 samples are waiting (default 1 ms: at 10 Mbit/s datagrams
+	// unless 32 samples are waiting (default 1 ms: at 10 Mbit/s datagrams
 	// come a millisecond apart and every other one is acknowledged; at
 	// loopback rates the gap cuts the feedback datagrams, each a syscall
-	// at both ends, by up to eight); FeedbackDelay is how long the first
+	// at both ends, by up to sixteen); FeedbackDelay is how long the first
 	// waiting datagram may wait (default 2 ms).
 	FeedbackEvery int
 	FeedbackGap   time.Duration

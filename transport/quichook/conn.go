@@ -48,7 +48,13 @@ type Conn struct {
 	closed  bool
 	st      counters
 
-	wake       chan struct{} // the sender goroutine has work (buffered 1)
+	wake chan struct{} // the sender goroutine has work (buffered 1)
+	// armed is when the sender goroutine runs next on its own (its timer;
+	// 0: not before a kick), under mu. A new deadline earlier than that
+	// kicks it (wakeBy); a later one does not: the goroutine finds it when
+	// it wakes. At loopback rates this spares a goroutine wakeup per
+	// feedback datagram at each end.
+	armed      clock.Mono
 	done       chan struct{} // closed by Close
 	senderDone chan struct{}
 	closeOnce  sync.Once
@@ -61,9 +67,15 @@ type Conn struct {
 	rms    []ipv4.Message
 	rnext  int // next unread message in rms[:rn]
 	rn     int
-	wms    []ipv4.Message // the sender goroutine's batch
+	wms    []ipv4.Message // the batch being written (under writeMu)
 	woob   []byte         // its control messages
-	gso    atomic.Bool    // segmentation offload works (cleared when the kernel refuses it)
+	wbufs  [][]byte       // its messages' buffers, one slice for all
+	// direct holds the datagrams sendDirect writes (under writeMu, which
+	// it holds until they are on the socket): no pool round trip for
+	// every datagram of a flow that skips the queue.
+	direct      []outBuf
+	directBatch []pending
+	gso         atomic.Bool // segmentation offload works (cleared when the kernel refuses it)
 	// Batching achieved: sendmmsg calls, and the messages in them (one per
 	// segmented run or lone datagram).
 	batchCalls, batchMsgs atomic.Int64
@@ -148,6 +160,11 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 	}
 	c.gso.Store(gsoSupported)
 	c.bufs.New = func() any { return &outBuf{b: make([]byte, maxHeaderLen+pooledPayload)} }
+	c.direct, c.directBatch = make([]outBuf, maxSegments), make([]pending, maxSegments)
+	for i, b := 0, make([]byte, maxSegments*(maxHeaderLen+pooledPayload)); i < maxSegments; i++ {
+		c.direct[i].b = b[: maxHeaderLen+pooledPayload : maxHeaderLen+pooledPayload]
+		b = b[maxHeaderLen+pooledPayload:]
+	}
 	go c.run()
 	return c, nil
 }
@@ -501,10 +518,10 @@ func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
 		return 0
 	}
 	c.account(p, now)
-	var batch [maxSegments]pending
+	batch := c.directBatch[:maxSegments]
 	k, off, echo := 0, 0, p.tx.echo
 	for off < len(b) && k < len(batch) && p.tx.canSend(now) {
-		ob := c.bufs.Get().(*outBuf)
+		ob := &c.direct[k]
 		ob.n = copy(ob.b[maxHeaderLen:], b[off:min(off+seg, len(b))])
 		batch[k] = c.stamp(p, ob, now, wallUS, echo)
 		batch[k].p = nil // holds no queue slot
@@ -512,11 +529,9 @@ func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
 		off += ob.n
 	}
 	p.tx.echo = false
+	c.wakeBy(p.tx.deadline()) // the retransmission timeout of what is now in flight
 	c.mu.Unlock()
 	c.sendBatch(batch[:k])
-	for _, w := range batch[:k] {
-		c.bufs.Put(w.ob)
-	}
 	return off
 }
 
@@ -601,7 +616,11 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 
 // handle processes one received datagram d from addr. For a QUIC datagram
 // (plain, or shimmed with the header taken off) it copies it into b and
-// returns its length, the peer's address and true.
+// returns its length, the peer's address and true. The datagram is stamped
+// now, as quic-go takes it, not once per batch read: the feedback's timing
+// (and its ACK delay) runs on these stamps, and one stamp per batch, tried,
+// cost the hook a fifth of its goodput through the emulated bottleneck in
+// the first seconds while the race detector slowed quic-go's reads.
 func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, bool) {
 	now, wallUS := c.now()
 	c.mu.Lock()
@@ -659,7 +678,7 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 		if p.rx.feedbackDue(now, &c.cfg) {
 			c.sendFeedback(p, now, wallUS)
 		} else if p.rx.pending == 1 || p.rx.pending == c.cfg.FeedbackEvery {
-			c.kick() // a new feedback deadline for the sender goroutine's timer
+			c.wakeBy(p.rx.nextDue(&c.cfg)) // a new feedback deadline for the sender goroutine's timer
 		}
 		return copy(b, payload), p.udp, true
 	case typeFeedback:
@@ -680,7 +699,10 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 			return 0, nil, false
 		}
 		c.st.feedbackReceived++
-		c.kick()
+		if p.queue.n > 0 {
+			c.wakeBy(now) // the window may have opened for what waits
+		}
+		c.wakeBy(p.tx.deadline()) // a time-threshold loss may be due sooner
 	case typeHello, typeHelloAck:
 		if parseHello(d) != nil {
 			c.st.malformed++
@@ -715,6 +737,15 @@ func (c *Conn) sendFeedback(p *peer, now clock.Mono, wallUS int64) {
 	c.fbuf = p.rx.build(now, wallUS, c.fbuf[:0])
 	c.replyOOB, c.replyTo = c.oobFor(1, p), p.udp
 	c.st.feedbackSent++
+}
+
+// wakeBy makes the sender goroutine run by t (0: no deadline): it kicks
+// it unless its timer fires by then anyway. Under c.mu.
+func (c *Conn) wakeBy(t clock.Mono) {
+	if t != 0 && (c.armed == 0 || t.Before(c.armed)) {
+		c.armed = t
+		c.kick()
+	}
 }
 
 // kick wakes the sender goroutine.
@@ -787,6 +818,9 @@ func (c *Conn) sendBatch(batch []pending) {
 	// The control messages of every message go into one buffer, which must
 	// not move while the messages point into it.
 	c.woob = slices.Grow(c.woob, len(batch)*64)
+	// The same for the messages' buffers: one backing array for every
+	// batch, not a slice allocated per message.
+	c.wbufs = slices.Grow(c.wbufs[:0], len(batch))
 	for i := 0; i < len(batch); {
 		w := batch[i]
 		seg := maxHeaderLen + w.ob.n - w.off
@@ -803,9 +837,11 @@ func (c *Conn) sendBatch(batch []pending) {
 			}
 		}
 		m := ipv4.Message{Addr: w.to, OOB: w.oob}
+		n := len(c.wbufs)
 		for _, x := range batch[i:j] {
-			m.Buffers = append(m.Buffers, x.ob.b[x.off:maxHeaderLen+x.ob.n])
+			c.wbufs = append(c.wbufs, x.ob.b[x.off:maxHeaderLen+x.ob.n])
 		}
+		m.Buffers = c.wbufs[n:len(c.wbufs):len(c.wbufs)]
 		if j-i > 1 {
 			n := len(c.woob)
 			c.woob = gsoOOB(append(c.woob, w.oob...), seg)
@@ -895,6 +931,12 @@ func (c *Conn) run() {
 			if p.queue.n > 0 && p.tx.ctl.CanSend(p.tx.inFlight) {
 				soonest(p.tx.nextSend)
 			}
+		}
+		// Until it sleeps again the goroutine runs now (a batch to send: it
+		// loops at once) or at next; writers compare their deadlines with it.
+		c.armed = next
+		if len(batch) > 0 {
+			c.armed = now
 		}
 		c.mu.Unlock()
 		for _, f := range fbs {

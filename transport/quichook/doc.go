@@ -113,14 +113,14 @@
 //   - It would not be cheaper. Its information source alone, a qlog
 //     recorder that receives quic-go's events and does nothing with them,
 //     costs plain quic-go 10–15 % more CPU per GB on loopback; the whole
-//     shim costs 21–22 % (bench/cmd/quicbench, bench/results/quichook.md),
+//     shim costs 13–15 % (bench/cmd/quicbench, bench/results/quichook.md),
 //     and the tracer design would still need its own write gate and
 //     reports.
 //
 // The shim's costs: the extra hop (a queue and a sender goroutine while
 // the controller holds datagrams back; a datagram it lets go at once is
 // written from quic-go's own write), the feedback datagrams (one per two
-// data datagrams, at most one a millisecond unless 16 are waiting), 17
+// data datagrams, at most one a millisecond unless 32 are waiting), 17
 // bytes per datagram (quic-go's path MTU discovery finds the MTU with them
 // included, since the socket sets don't-fragment; but the path must carry
 // quic-go's 1200-byte Initial plus 33 bytes), a non-standard wire that

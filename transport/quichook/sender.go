@@ -114,6 +114,7 @@ func (s *sender) onFeedback(now clock.Mono, wallUS int64, f *feedback) bool {
 		}
 	}
 	acked := false
+	next := 0 // f.sample's cursor
 	for i := f.nRanges - 1; i >= 0; i-- {
 		r := f.ranges[i]
 		for seq := max(r.lo, s.base); seq <= r.hi; seq++ {
@@ -134,11 +135,8 @@ func (s *sender) onFeedback(now clock.Mono, wallUS int64, f *feedback) bool {
 			if seq == largest {
 				a.RTT = rtt
 			}
-			for _, o := range f.samples[:f.nSamples] {
-				if o.seq == seq {
-					a.OWD, a.OWDValid = time.Duration(o.owd)*time.Microsecond, true
-					break
-				}
+			if o, ok := f.sample(seq, &next); ok {
+				a.OWD, a.OWDValid = time.Duration(o.owd)*time.Microsecond, true
 			}
 			s.ctl.OnAck(now, a)
 		}

@@ -124,3 +124,32 @@ func TestSenderTimeoutEmptiesTheFlight(t *testing.T) {
 	s.onSent(d, 1000)
 	require.Equal(t, d.Add(2*initialRTO), s.deadline(), "backed off")
 }
+
+// A full feedback datagram's samples reach the right datagrams even when
+// they arrived out of order (the sender looks them up with a cursor that
+// expects ascending order), and a datagram without one gets none.
+func TestSenderMatchesSamplesOutOfOrder(t *testing.T) {
+	r := &recorder{window: 1 << 20}
+	s := &sender{ctl: r}
+	for i := range maxSamples + 1 {
+		s.onSent(clock.Mono(i)*ms, 1000)
+	}
+	// Samples for 0..maxSamples−1 in arrival order with 5 and 6 swapped;
+	// the last datagram, maxSamples, has no sample (the datagram was full).
+	var samples []owdSample
+	for i := range maxSamples {
+		samples = append(samples, owdSample{seq: uint64(i), owd: int32(1000 + i)})
+	}
+	samples[5], samples[6] = samples[6], samples[5]
+	require.True(t, s.onFeedback(100*ms, 1, fbOf(true, []seqRange{{0, maxSamples}}, samples...)))
+	require.Len(t, r.acks, maxSamples+1)
+	for i, a := range r.acks[:maxSamples] {
+		require.True(t, a.OWDValid, "datagram %d", i)
+		require.Equal(t, time.Duration(1000+i)*time.Microsecond, a.OWD, "datagram %d", i)
+	}
+	require.False(t, r.acks[maxSamples].OWDValid)
+	// The encoding carries all of them.
+	var f feedback
+	require.NoError(t, parseFeedback(fbOf(true, []seqRange{{0, maxSamples}}, samples...).append(nil), &f))
+	require.Equal(t, maxSamples, f.nSamples)
+}

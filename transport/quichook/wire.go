@@ -41,9 +41,12 @@ const (
 	rangeLen      = 8 + 4 // largest, count − 1
 	sampleLen     = 8 + 4 // sequence, OWD (µs)
 	// maxRanges and maxSamples bound one feedback datagram (and what a
-	// decoder accepts): 16·12 + 16·12 + 16 = 400 bytes.
+	// decoder accepts): 16·12 + 32·12 + 16 = 592 bytes. Feedback goes at
+	// the latest when maxSamples datagrams are waiting, so at loopback
+	// rates it sets how many feedback datagrams, each a syscall at both
+	// ends, there are: with 32, about as many as quic-go's own ACKs.
 	maxRanges  = 16
-	maxSamples = 16
+	maxSamples = 32
 	// maxFeedbackLen is the largest feedback datagram.
 	maxFeedbackLen = feedbackFixed + maxRanges*rangeLen + maxSamples*sampleLen
 )
@@ -131,6 +134,24 @@ type feedback struct {
 	ranges   [maxRanges]seqRange // descending, disjoint, not adjacent
 	nSamples int
 	samples  [maxSamples]owdSample
+}
+
+// sample returns seq's OWD sample, if f carries one. The samples come in
+// arrival order, mostly ascending, and the sender asks in ascending order,
+// so *cursor (start at 0) makes the usual lookup one comparison; a sample
+// out of order costs a scan.
+func (f *feedback) sample(seq uint64, cursor *int) (owdSample, bool) {
+	if i := *cursor; i < f.nSamples && f.samples[i].seq == seq {
+		*cursor = i + 1
+		return f.samples[i], true
+	}
+	for i, o := range f.samples[:f.nSamples] {
+		if o.seq == seq {
+			*cursor = i + 1
+			return o, true
+		}
+	}
+	return owdSample{}, false
 }
 
 // append appends f's encoding to b.

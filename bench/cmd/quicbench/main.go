@@ -31,6 +31,9 @@
 // Usage:
 //
 //	quicbench [-cc owd] [-duration 20s] [-warmup 3s] [-loop-mb 200] [-runs 3] [-md FILE] [-png FILE] [-no-bottleneck] [-cpuprofile FILE]
+//
+// -no-bottleneck runs the loopback part alone, -runs 0 the bottleneck part
+// alone.
 package main
 
 import (
@@ -47,7 +50,7 @@ func main() {
 	dur := flag.Duration("duration", 20*time.Second, "length of each bottleneck run")
 	warm := flag.Duration("warmup", 3*time.Second, "start of each bottleneck run left out of the numbers")
 	loopMB := flag.Int("loop-mb", 200, "megabytes per loopback run")
-	runs := flag.Int("runs", 3, "loopback runs per stack (the median is reported)")
+	runs := flag.Int("runs", 3, "loopback runs per stack (the median is reported; 0: bottleneck runs only)")
 	md := flag.String("md", "", "write the markdown table here too")
 	png := flag.String("png", "", "write a CDF plot of the queueing delay here")
 	noBottleneck := flag.Bool("no-bottleneck", false, "loopback runs only")
@@ -89,12 +92,16 @@ func run(ccName string, dur, warm time.Duration, loopBytes, runs int, md, png st
 			bn = append(bn, r)
 		}
 	}
-	lb, err := runLoopback(ccName, loopBytes, runs)
-	if err != nil {
-		return err
+	var lb []loopResult
+	if runs > 0 {
+		r, err := runLoopback(ccName, loopBytes, runs)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "loopback: plain %v, traced %v, hooked %v\n", r[0].goodputs, r[1].goodputs, r[2].goodputs)
+		lb = r[:]
 	}
-	fmt.Fprintf(os.Stderr, "loopback: plain %v, traced %v, hooked %v\n", lb[0].goodputs, lb[1].goodputs, lb[2].goodputs)
-	table := report(ccName, dur, warm, loopBytes, runs, bn, lb[:])
+	table := report(ccName, dur, warm, loopBytes, runs, bn, lb)
 	fmt.Fprint(out, table)
 	if md != "" {
 		if err := os.WriteFile(md, []byte(table), 0o644); err != nil {

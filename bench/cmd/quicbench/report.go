@@ -38,6 +38,9 @@ func report(ccName string, dur, warm time.Duration, loopBytes, runs int, bn []bo
 		d, h := bn[i], bn[i+1]
 		fmt.Fprintf(&b, "- loss %.0f %%: hook/default goodput %.2f×, p95 queueing delay %.2f×\n", d.loss*100, h.goodput/d.goodput, ratio(h.p95, d.p95))
 	}
+	if len(lb) == 0 {
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\nLoopback (no bottleneck), %d MiB per run, median of %d runs:\n\n", loopBytes>>20, runs)
 	fmt.Fprintf(&b, "| stack | goodput (Mbit/s, median) | runs (Mbit/s) | ÷ plain of the same round, median | CPU s/GB (median) |\n|---|---:|---|---:|---:|\n")
 	for _, r := range lb {
