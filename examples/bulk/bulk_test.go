@@ -510,6 +510,7 @@ func TestDataConnectionsAreTheClients(t *testing.T) {
 	// as Dial's error or as the connection ending.
 	intruder, err := transport.Dial(ctx, dataAddr, other)
 	if err == nil {
+		defer intruder.Close() // its socket stays open until Close, as a net.Conn's
 		<-intruder.Done()
 		err = intruder.Err()
 	}
