@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/internal/wire"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // tlsPair runs a TLS client and server session back to back through the
@@ -42,9 +42,15 @@ func newTLSPair(t testing.TB, cli, srv Config) *tlsPair {
 	return p
 }
 
-// step delivers what both sides send now, until quiet.
-func (p *tlsPair) step() {
-	buf := make([]byte, 0, 1500)
+// step delivers what both sides send now, until quiet, recording every
+// datagram (p.wire) and passing each through p.filter.
+func (p *tlsPair) step() { p.deliver(make([]byte, 0, 1500), true) }
+
+// deliver moves datagrams both ways until both sides are quiet. With
+// record, each is copied into p.wire and offered to p.filter first;
+// without, it is handled (decrypted in place) from buf as polled, as the
+// transport does, so nothing is allocated here.
+func (p *tlsPair) deliver(buf []byte, record bool) {
 	for moved := true; moved; {
 		moved = false
 		for _, dir := range [2][2]*Session{{p.cli, p.srv}, {p.srv, p.cli}} {
@@ -56,10 +62,12 @@ func (p *tlsPair) step() {
 					break
 				}
 				moved = true
-				d = bytes.Clone(d)
-				p.wire = append(p.wire, bytes.Clone(d))
-				if p.filter != nil && !p.filter(from, d) {
-					continue
+				if record {
+					d = bytes.Clone(d)
+					p.wire = append(p.wire, bytes.Clone(d))
+					if p.filter != nil && !p.filter(from, d) {
+						continue
+					}
 				}
 				to.Handle(p.now, wall+5000, d)
 			}
@@ -296,26 +304,6 @@ func TestTLSHandshakeDatagramsFit1200(t *testing.T) {
 	}
 }
 
-// exchangeInPlace is step without copies: each datagram is polled into one
-// buffer and handled (decrypted in place) from it, as the transport does.
-func (p *tlsPair) exchangeInPlace(buf []byte) {
-	for moved := true; moved; {
-		moved = false
-		for _, dir := range [2][2]*Session{{p.cli, p.srv}, {p.srv, p.cli}} {
-			from, to := dir[0], dir[1]
-			wall := int64(p.now) / 1000
-			for {
-				d, _, ok := from.Poll(p.now, wall, buf)
-				if !ok {
-					break
-				}
-				moved = true
-				to.Handle(p.now, wall+5000, d)
-			}
-		}
-	}
-}
-
 func newOpenTLSPair(tb testing.TB) *tlsPair {
 	p := newTLSPair(tb, secure(tb), secure(tb))
 	p.run(50 * time.Millisecond)
@@ -337,7 +325,7 @@ func BenchmarkSessionStreamTLS(b *testing.B) {
 	for range b.N {
 		p.cli.out.write(chunk)
 		p.now = p.now.Add(100 * time.Microsecond)
-		p.exchangeInPlace(buf)
+		p.deliver(buf, false)
 		p.srv.in.read(rd)
 	}
 }
@@ -352,7 +340,7 @@ func TestTLSStreamDoesNotAllocate(t *testing.T) {
 	step := func() {
 		p.cli.out.write(chunk)
 		p.now = p.now.Add(100 * time.Microsecond)
-		p.exchangeInPlace(buf)
+		p.deliver(buf, false)
 		p.srv.in.read(rd)
 	}
 	for range 5000 { // past slow start, buffers grown
