@@ -554,11 +554,7 @@ func (c *resultsCommand) fairness() error {
 		if err != nil {
 			return err
 		}
-		var total float64
-		for _, f := range r.Flows {
-			total += f.GoodputBps
-		}
-		share := flow(r, "under-test").GoodputBps / total
+		share := goodputShare(r, byName("under-test"), anyFlow)
 		jain[cc] = r4.Jain
 		if cc == "owd" {
 			withCubic = r.Jain
