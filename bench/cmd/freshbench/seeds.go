@@ -94,6 +94,11 @@ func summarize(xs []float64) meanSD {
 		}
 		m.SD = math.Sqrt(ss / float64(len(xs)-1))
 	}
+	// Six decimals: far below any difference worth reporting, and the
+	// JSON stays readable (no 0.9970000000000001).
+	for _, v := range []*float64{&m.Mean, &m.SD, &m.Min, &m.Max} {
+		*v = math.Round(*v*1e6) / 1e6
+	}
 	return m
 }
 
