@@ -196,13 +196,22 @@ func (c *resultsCommand) writeGapsBaseline(path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-// sourceRevision names the commit the scenarios directory is checked out
-// at ("git describe --always --dirty"), so the baseline says what it
-// measured; "unknown revision" outside a git tree.
+// sourceRevision names the controllers the baseline measured: the last
+// commit that changed owd/ or cc/ in the scenarios' git tree (a rebase
+// keeps that commit's hash, unlike the tip's), and whether they have
+// uncommitted changes; "unknown revision" outside a git tree.
 func sourceRevision(dir string) string {
-	out, err := exec.Command("git", "-C", dir, "describe", "--always", "--dirty", "--abbrev=12").Output()
-	if err != nil {
+	git := func(args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	rev, err := git("log", "-1", "--format=%h %s", "--", ":/owd", ":/cc")
+	if err != nil || rev == "" {
 		return "unknown revision"
 	}
-	return "commit " + strings.TrimSpace(string(out))
+	src := "owd/ and cc/ as of commit " + rev
+	if st, err := git("status", "--porcelain", "--", ":/owd", ":/cc"); err == nil && st != "" {
+		src += ", with uncommitted changes"
+	}
+	return src
 }
