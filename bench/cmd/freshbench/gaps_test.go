@@ -13,12 +13,12 @@ import (
 )
 
 // gapsFixture copies the section's scenarios into a temporary folder, cut
-// to 20 s and 3 seeds so the test stays cheap, the thin link with a
-// 500-byte MSS.
+// to 8 s (20 s where the test flow starts at 15 s) and 2 seeds so the
+// test stays cheap, the thin link with a 500-byte MSS.
 func gapsFixture(t *testing.T) *resultsCommand {
 	t.Helper()
 	seeds, label := gapSeeds, gapSeedsLabel
-	gapSeeds, gapSeedsLabel = seedRange(1, 3), "1-3"
+	gapSeeds, gapSeedsLabel = seedRange(1, 2), "1-2"
 	t.Cleanup(func() { gapSeeds, gapSeedsLabel = seeds, label })
 	dir := t.TempDir()
 	names := []string{"paper-fairness"}
@@ -30,7 +30,10 @@ func gapsFixture(t *testing.T) *resultsCommand {
 		require.NoError(t, err)
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(b, &m))
-		m["duration"] = "20s"
+		m["duration"] = "8s"
+		if n == "paper-fairness" || n == "gap-cubic-thin" {
+			m["duration"] = "20s"
+		}
 		if n == "gap-thin-100kbps" {
 			m["mss"] = 500
 		}
@@ -49,7 +52,7 @@ func TestGapsBaselineAndSection(t *testing.T) {
 	md := c.md.String()
 	require.Contains(t, md, "## Controller research: the gaps\n\n<!-- gaps-prose -->")
 	require.Contains(t, md, "| owd | - | ")
-	require.Contains(t, md, "--seeds 1-3 --cc owd,owd-eq2,cubic,reno,rttdelay bench/scenarios/paper-fairness.json`")
+	require.Contains(t, md, "--seeds 1-2 --cc owd,owd-eq2,cubic,reno,rttdelay bench/scenarios/paper-fairness.json`")
 
 	path := filepath.Join(c.plots, gapsBaselineFile)
 	require.NoError(t, c.writeGapsBaseline(path))
@@ -63,11 +66,11 @@ func TestGapsBaselineAndSection(t *testing.T) {
 		require.NotContains(t, keys, r.key())
 		keys[r.key()] = r
 	}
-	fair := keys["paper-fairness/owd/1-3"]
-	require.Equal(t, 3, fair.Runs)
-	require.Equal(t, 3, fair.Share.N)
+	fair := keys["paper-fairness/owd/1-2"]
+	require.Equal(t, 2, fair.Runs)
+	require.Equal(t, 2, fair.Share.N)
 	require.Equal(t, 1, keys["gap-cubic-1/cubic/file"].Runs)
-	require.Equal(t, 3, keys["gap-cubic-1/cubic/1-3"].Runs)
+	require.Equal(t, 2, keys["gap-cubic-1/cubic/1-2"].Runs)
 	// Packet time from the scenario's own MSS: (500 + 82 B)·8 / 100 kbit/s;
 	// gap-cubic-1 keeps the default, (1000 + 82)·8 / 10 Mbit/s.
 	require.Equal(t, 46.56, keys["gap-thin-100kbps/owd/file"].PacketTimeMs)
