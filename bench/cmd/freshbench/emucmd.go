@@ -37,6 +37,17 @@ Flags:
                      the controllers the file names
   --seed N           random seed of the links (loss, jitter) (default: the
                      file's "seed")
+  --seeds LIST       paired runs, one per seed of LIST ("1-5", "1,3"), as in
+                     sim; not with --seed or --plot
+  --runs N           run every scenario, controller (and seed) N times: in
+                     real time the seed fixes the links, not the scheduling.
+                     With N > 1 (or --seeds) a summary table per scenario
+                     gives mean ± SD over the runs of each controller: the
+                     goodput of the flows under test, their share of the
+                     forward goodput (fresh's bulk flows beside iperf3's
+                     kernel TCP when every bulk flow is pinned), Jain,
+                     utilisation, p95 queueing and OWD; not with --plot
+  -v, --verbose      with --seeds or --runs, also print the per-run tables
   --duration D       run time, a Go duration such as 30s (default: the
                      file's "duration"); must be positive
   --json FILE        write all runs as one indented JSON array ("-": stdout,

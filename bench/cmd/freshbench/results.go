@@ -28,6 +28,7 @@ import (
 // the speed section (wall-clock time) is deterministic.
 
 const resultsUsage = `usage: freshbench results [--scenarios DIR] [--out FILE] [--plots DIR] [--tun]
+       freshbench results [--scenarios DIR] --gaps-baseline FILE
 
 Runs the paper's experiments and the ACP sweeps in the simulator and writes
 the report with the paper's numbers beside ours (bench/RESULTS.md).
@@ -40,6 +41,10 @@ Flags:
                    experiments through the TUN router (root; about 25
                    minutes of real time) and rewrite DIR/tun.md, which the
                    report appends
+  --gaps-baseline FILE
+                   only measure the "Controller research: the gaps" rows and
+                   write them to FILE as JSON: the "before" the section shows
+                   (bench/results/gaps-baseline.json); writes no report
   -h, --help       print this help
 `
 
@@ -60,6 +65,7 @@ type resultsCommand struct {
 	md              bytes.Buffer
 	targets         []targetRow // every target checked, for the before/after table
 	tun             bool        // also run the TUN experiments (tun.md)
+	gapsBaseline    string      // --gaps-baseline: write the gaps rows there, nothing else
 }
 
 // targetRow is one target's value as this run measured it.
@@ -174,6 +180,7 @@ func runResultsCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.out, "out", filepath.Join("bench", "RESULTS.md"), "")
 	fs.StringVar(&c.plots, "plots", filepath.Join("bench", "results"), "")
 	fs.BoolVar(&c.tun, "tun", false, "")
+	fs.StringVar(&c.gapsBaseline, "gaps-baseline", "", "")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, resultsUsage)
@@ -185,6 +192,14 @@ func runResultsCommand(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "freshbench results: unexpected argument %q\n\n%s", fs.Arg(0), resultsUsage)
 		return exitUsage
+	}
+	if c.gapsBaseline != "" {
+		if err := c.writeGapsBaseline(c.gapsBaseline); err != nil {
+			fmt.Fprintln(stderr, "freshbench results:", err)
+			return exitCode(err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", c.gapsBaseline)
+		return exitOK
 	}
 	if err := c.generate(); err != nil {
 		fmt.Fprintln(stderr, "freshbench results:", err)
@@ -439,6 +454,9 @@ func (c *resultsCommand) generate() error {
 	}
 	c.printf("\n")
 	c.beforeAfter()
+	if err := c.gaps(); err != nil {
+		return err
+	}
 	if c.tun {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		err := c.writeTUN(ctx)
@@ -448,6 +466,94 @@ func (c *resultsCommand) generate() error {
 		}
 	}
 	return c.measured()
+}
+
+// gapsProse is the text of the "Controller research: the gaps" section
+// around its tables: what was changed in owd and why, written by hand.
+const gapsProse = `<!-- gaps-prose -->
+(Placeholder: what the controller research changed, and why, goes here.)`
+
+// gaps writes the "Controller research: the gaps" section: owd where it
+// was weak (beside CUBIC, jitter on fast links, a 100 kbit/s link), each
+// number beside the committed "before" (gaps-baseline.json).
+func (c *resultsCommand) gaps() error {
+	rows, err := c.gapRows()
+	if err != nil {
+		return err
+	}
+	before, err := readGapsBaseline(c.plots)
+	if err != nil {
+		return err
+	}
+	now := map[string]gapRow{}
+	for _, r := range rows {
+		now[r.key()] = r
+	}
+	// cell formats one metric of row key before and now: two cells, "-"
+	// where there is no such row.
+	cell := func(key string, format func(gapRow) string) string {
+		out := []string{"-", "-"}
+		for i, m := range []map[string]gapRow{before, now} {
+			if r, ok := m[key]; ok {
+				out[i] = format(r)
+			}
+		}
+		return strings.Join(out, " | ")
+	}
+	sharePM := func(r gapRow) string {
+		return fmt.Sprintf("%.1f ± %.1f %% (%.1f–%.1f)", 100*r.Share.Mean, 100*r.Share.SD, 100*r.Share.Min, 100*r.Share.Max)
+	}
+	jainPM := func(r gapRow) string { return fmt.Sprintf("%.3f ± %.3f", r.Jain.Mean, r.Jain.SD) }
+	util := func(r gapRow) string { return fmt.Sprintf("%.3f", r.Utilization.Mean) }
+	utilPM := func(r gapRow) string { return fmt.Sprintf("%.3f ± %.3f", r.Utilization.Mean, r.Utilization.SD) }
+	goodput := func(r gapRow) string { return formatBitRate(r.GoodputBps.Mean) }
+	goodputPM := func(r gapRow) string { return formatBitRatePM(r.GoodputBps) }
+	queuePM := func(r gapRow) string { return fmt.Sprintf("%.1f ± %.1f ms", r.QueueP95Ms.Mean, r.QueueP95Ms.SD) }
+
+	c.printf("\n## Controller research: the gaps\n\n%s\n\n", gapsProse)
+	c.printf("\"Before\" is `bench/results/%s`, measured before the research changed\n", gapsBaselineFile)
+	c.printf("owd (`freshbench results --gaps-baseline`); \"now\" is this report's run.\n\n")
+
+	c.printf("| controller beside three CUBIC flows | share before | share now | Jain before | Jain now |\n|---|---:|---:|---:|---:|\n")
+	for _, cc := range gapsFairnessCCs {
+		key := "paper-fairness/" + cc + "/" + gapSeedsLabel
+		c.printf("| %s | %s | %s |\n", cc, cell(key, sharePM), cell(key, jainPM))
+	}
+	c.printf("\n`go run ./bench/cmd/freshbench sim --seeds %s --cc %s bench/scenarios/paper-fairness.json`\n\n",
+		gapSeedsLabel, strings.Join(gapsFairnessCCs, ","))
+
+	c.printf("| scenario (file's seed) | cc | utilisation before | utilisation now | goodput before | goodput now | p95 queueing before | p95 queueing now |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+	var files []string
+	for _, g := range gapScenarios {
+		files = append(files, "bench/scenarios/"+g.name+".json")
+		queue := func(r gapRow) string {
+			q := fmt.Sprintf("%.1f ms", r.QueueP95Ms.Mean)
+			if g.thin && r.PacketTimeMs > 0 {
+				q += fmt.Sprintf(" = %.1f packet times of %.1f ms", r.QueueP95Ms.Mean/r.PacketTimeMs, r.PacketTimeMs)
+			}
+			return q
+		}
+		for _, cc := range gapsCCs {
+			key := g.name + "/" + cc + "/file"
+			c.printf("| %s | %s | %s | %s | %s |\n", g.name, cc, cell(key, util), cell(key, goodput), cell(key, queue))
+		}
+	}
+	c.printf("\n`go run ./bench/cmd/freshbench sim --cc %s %s`\n\n", strings.Join(gapsCCs, ","), strings.Join(files, " "))
+
+	c.printf("| scenario (seeds %s) | cc | share before | share now | goodput before | goodput now | utilisation before | utilisation now | p95 queueing before | p95 queueing now |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n", gapSeedsLabel)
+	files = files[:0]
+	for _, g := range gapScenarios {
+		if !g.seeds {
+			continue
+		}
+		files = append(files, "bench/scenarios/"+g.name+".json")
+		for _, cc := range gapsCCs {
+			key := g.name + "/" + cc + "/" + gapSeedsLabel
+			c.printf("| %s | %s | %s | %s | %s | %s |\n", g.name, cc, cell(key, sharePM), cell(key, goodputPM), cell(key, utilPM), cell(key, queuePM))
+		}
+	}
+	c.printf("\n`go run ./bench/cmd/freshbench sim --seeds %s --cc %s %s`\n", gapSeedsLabel, strings.Join(gapsCCs, ","), strings.Join(files, " "))
+	return nil
 }
 
 // measured appends the sections other benchmarks wrote as Markdown next to
@@ -554,11 +660,7 @@ func (c *resultsCommand) fairness() error {
 		if err != nil {
 			return err
 		}
-		var total float64
-		for _, f := range r.Flows {
-			total += f.GoodputBps
-		}
-		share := flow(r, "under-test").GoodputBps / total
+		share := goodputShare(r, byName("under-test"), anyFlow)
 		jain[cc] = r4.Jain
 		if cc == "owd" {
 			withCubic = r.Jain

@@ -35,6 +35,12 @@ Flags:
                      Default: one run with the controllers the file names
                      (labelled with the first bulk flow's cc, or "-").
   --seed N           random seed for every run (default: the file's "seed")
+  --seeds LIST       paired runs: every scenario under every controller with
+                     each seed of LIST ("1-20", "1,3,7-9"; the same seeds for
+                     every controller), and per scenario a summary table of
+                     mean ± SD over the seeds instead of the per-run tables;
+                     not with --seed, --plot or --acp-sweep
+  -v, --verbose      with --seeds, also print the per-run tables
   --duration D       simulated duration, a Go duration such as 30s or 2m
                      (default: the file's "duration"); must be positive
   --json FILE        write all runs as one indented JSON array ("-": stdout,
@@ -56,6 +62,9 @@ type simConfig struct {
 	CCs       []string      // nil: each scenario's own controllers
 	Seed      int64         // used if SeedSet
 	SeedSet   bool          // --seed was given
+	Seeds     []int64       // --seeds: paired runs, one per seed; nil if not given
+	Runs      int           // emu --runs: repeats of every run (0: once)
+	Verbose   bool          // -v: per-run tables beside the summary
 	Duration  time.Duration // 0: each scenario's own
 	JSON      string        // --json file, "-" for stdout, "" for none
 	SweepJSON string        // --sweep-json file
@@ -76,12 +85,15 @@ func parseSimArgs(args []string) (*simConfig, error) { return parseRunArgs("sim"
 // --sweep-json only in sim.
 func parseRunArgs(cmd string, args []string) (*simConfig, error) {
 	cfg := &simConfig{}
-	var ccList string
+	var ccList, seedList string
 	prefix := "freshbench " + cmd
 	fs := flag.NewFlagSet(prefix, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported by the caller, usage by simUsage
 	fs.StringVar(&ccList, "cc", "", "")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "")
+	fs.StringVar(&seedList, "seeds", "", "")
+	fs.BoolVar(&cfg.Verbose, "verbose", false, "")
+	fs.BoolVar(&cfg.Verbose, "v", false, "")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "")
 	fs.StringVar(&cfg.JSON, "json", "", "")
 	fs.StringVar(&cfg.SweepJSON, "sweep-json", "", "")
@@ -90,6 +102,7 @@ func parseRunArgs(cmd string, args []string) (*simConfig, error) {
 	if cmd == "emu" {
 		fs.BoolVar(&cfg.Relay, "relay", false, "")
 		fs.BoolVar(&cfg.TUN, "tun", false, "")
+		fs.IntVar(&cfg.Runs, "runs", 0, "")
 	}
 
 	for len(args) > 0 {
@@ -131,6 +144,25 @@ func parseRunArgs(cmd string, args []string) (*simConfig, error) {
 		}
 		cfg.CCs = ccs
 	}
+	if flagGiven(fs, "seeds") {
+		if cfg.SeedSet {
+			return nil, usagef("%s: --seed and --seeds are mutually exclusive: --seed N for one seed, --seeds LIST for paired runs", prefix)
+		}
+		seeds, err := parseSeedList(prefix, seedList)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Seeds = seeds
+	}
+	if flagGiven(fs, "runs") && cfg.Runs < 1 {
+		return nil, usagef("%s: --runs must be at least 1", prefix)
+	}
+	if cfg.multi() && cfg.PlotDir != "" {
+		return nil, usagef("%s: --plot draws one run: not with --seeds or --runs", prefix)
+	}
+	if cfg.multi() && cfg.ACPSweep {
+		return nil, usagef("%s: --acp-sweep runs one seed: not with --seeds", prefix)
+	}
 	if cmd != "sim" && (cfg.ACPSweep || cfg.SweepJSON != "") {
 		return nil, usagef("%s: --acp-sweep and --sweep-json are sim-only (a sweep is dozens of runs)", prefix)
 	}
@@ -145,6 +177,10 @@ func parseRunArgs(cmd string, args []string) (*simConfig, error) {
 	}
 	return cfg, nil
 }
+
+// multi reports whether every run is repeated (--seeds or --runs above
+// 1), so the command prints mean ± SD instead of one table row per run.
+func (cfg *simConfig) multi() bool { return cfg.Seeds != nil || cfg.Runs > 1 }
 
 func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
@@ -260,7 +296,7 @@ func (c *simCommand) run(scs []*scenario.Scenario) error {
 		if err != nil {
 			return err
 		}
-		if err := writeRunTable(c.table, runs); err != nil {
+		if err := c.writeTables(s, runs); err != nil {
 			return err
 		}
 		all = append(all, runs...)
@@ -315,22 +351,73 @@ func (c *simCommand) run(scs []*scenario.Scenario) error {
 	return nil
 }
 
-// runScenario runs s once per --cc controller, or once as written.
-func (c *simCommand) runScenario(s *scenario.Scenario) ([]*report.Run, error) {
-	if c.cfg.CCs == nil {
-		r, err := c.runOne(s, "", defaultLabel(s), nil)
-		if err != nil {
-			return nil, err
+// writeTables prints the runs of s: one table row per run, or with
+// --seeds or --runs the summary per controller (and the per-run table
+// only with --verbose).
+func (c *simCommand) writeTables(s *scenario.Scenario, runs []*report.Run) error {
+	if !c.cfg.multi() || c.cfg.Verbose {
+		if err := writeRunTable(c.table, runs); err != nil {
+			return err
 		}
-		return []*report.Run{r}, nil
+	}
+	if !c.cfg.multi() {
+		return nil
+	}
+	var sums []ccSummary
+	for _, g := range groupByCC(runs) {
+		sums = append(sums, summarizeRuns(s, g[0].CC, g))
+	}
+	return writeSummaryTable(c.table, sums)
+}
+
+// groupByCC splits runs by their cc label, in order of first appearance.
+func groupByCC(runs []*report.Run) [][]*report.Run {
+	var out [][]*report.Run
+	at := map[string]int{}
+	for _, r := range runs {
+		i, ok := at[r.CC]
+		if !ok {
+			i = len(out)
+			at[r.CC] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
+}
+
+// runScenario runs s once per --cc controller, or once as written; with
+// --seeds once per controller and seed (controllers outer, so every
+// controller gets the same seeds), and with --runs that many times each.
+func (c *simCommand) runScenario(s *scenario.Scenario) ([]*report.Run, error) {
+	type variant struct{ name, label string }
+	variants := []variant{{"", defaultLabel(s)}}
+	if c.cfg.CCs != nil {
+		variants = variants[:0]
+		for _, name := range c.cfg.CCs {
+			variants = append(variants, variant{name, name})
+		}
+	}
+	seeded := []*scenario.Scenario{s}
+	if c.cfg.Seeds != nil {
+		seeded = seeded[:0]
+		for _, seed := range c.cfg.Seeds {
+			v := *s // the runs share the flows slice; nothing writes to it
+			v.Seed = seed
+			seeded = append(seeded, &v)
+		}
 	}
 	var runs []*report.Run
-	for _, name := range c.cfg.CCs {
-		r, err := c.runOne(s, name, name, nil)
-		if err != nil {
-			return nil, err
+	for _, v := range variants {
+		for _, sv := range seeded {
+			for range max(c.cfg.Runs, 1) {
+				r, err := c.runOne(sv, v.name, v.label, nil)
+				if err != nil {
+					return nil, err
+				}
+				runs = append(runs, r)
+			}
 		}
-		runs = append(runs, r)
 	}
 	return runs, nil
 }
@@ -359,7 +446,11 @@ func (c *simCommand) runOne(s *scenario.Scenario, name, label string, bar func(f
 	opts := sim.Options{CC: name, Trace: c.cfg.PlotDir != "" && bar == nil}
 	var pb *progressBar
 	if bar == nil {
-		pb = newProgressBar(c.stderr, c.progress, s.Name+" "+label)
+		title := s.Name + " " + label
+		if c.cfg.Seeds != nil {
+			title += fmt.Sprintf(" seed %d", s.Seed)
+		}
+		pb = newProgressBar(c.stderr, c.progress, title)
 		defer pb.Done()
 		bar = pb.Set
 	}

@@ -122,7 +122,7 @@ func (t *tunReport) versusKernel(ctx context.Context) error {
 		return err
 	}
 	o, k := flow(both, "owd"), flow(both, "kernel-cubic")
-	share := o.GoodputBps / (o.GoodputBps + k.GoodputBps)
+	share := goodputShare(both, byName("owd"), anyFlow)
 	t.printf("\nTogether (`tun-10mbps-40ms-vs-cubic`, both from 0 to 30 s): `owd` %.2f Mbit/s,\n", o.GoodputBps/1e6)
 	t.printf("kernel CUBIC %.2f Mbit/s; `owd` has %.1f %% of the goodput, and both see\n", k.GoodputBps/1e6, 100*share)
 	t.printf("the queue CUBIC keeps full (p95 %.1f ms).\n\n", k.QueueMs.P95)
