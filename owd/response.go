@@ -1,0 +1,105 @@
+package owd
+
+import (
+	"math"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// response asks whether the delay responds to the window, which tells the
+// flow's own queue from delay it does not cause (our addition;
+// Tuning.DisableNoiseResponse). Per round (one SRTT) it records the mean
+// window and the mean queueing delay (OWDcur − OWDmin); over the last
+// responseRounds rounds it correlates each round's delay with the previous
+// round's window, since a window takes a round trip to show up as queue.
+// A queue the flow builds follows its window: the correlation is strongly
+// positive (0.9 and more on the paper's paths). Delay that a link adds
+// while keeping packet order — a radio link holding packets back and
+// releasing them together, as Wi-Fi and cellular links do — does not
+// follow it: there the level rises with the sending rate only slowly and
+// saturates at the holding time, and the RFC 3550 jitter, which sees only
+// the small steps between consecutive packets, misses it.
+//
+// When the correlation is below responseLow, the delay is noise to this
+// flow, and responseGain × the largest round delay of the history becomes
+// a floor under μ (the analyzer's NoiseFloor): the delay rule stops
+// shrinking the window against it. The floor is capped at responseCap, so
+// it can never license a long queue, and a queue that other delay-based
+// flows share, which follows each flow's window less tightly, stays short.
+// While the correlation is above responseHigh the floor decays with time
+// constant responseDecay; in between it holds. The queue of a buffer
+// filler does not follow the window either; the cap bounds what it can
+// do here, and competitive mode (compete.go) answers it.
+type response struct {
+	w, q    [responseRounds]float64
+	n, head int
+	start   clock.Mono
+	sumW    float64
+	sumQ    float64
+	acks    int
+	floor   time.Duration
+	started bool
+}
+
+const (
+	responseRounds = 16
+	responseLow    = 0.2
+	responseHigh   = 0.8
+	responseGain   = 2.0
+	responseCap    = 20 * time.Millisecond
+	responseDecay  = 10 * time.Second
+)
+
+// observe folds one ACK in congestion avoidance: cwnd in packets, q the
+// queueing delay. It closes a round every srtt and updates the floor.
+func (r *response) observe(now clock.Mono, cwnd float64, q, srtt time.Duration) {
+	if !r.started {
+		r.started, r.start = true, now
+	}
+	r.sumW += cwnd
+	r.sumQ += float64(q)
+	r.acks++
+	if now.Sub(r.start) < srtt || r.acks < 4 {
+		return
+	}
+	r.w[r.head], r.q[r.head] = r.sumW/float64(r.acks), r.sumQ/float64(r.acks)
+	r.head = (r.head + 1) % responseRounds
+	r.n = min(r.n+1, responseRounds)
+	r.start, r.sumW, r.sumQ, r.acks = now, 0, 0, 0
+	if r.n < responseRounds {
+		return
+	}
+	c, ok := r.lagCorrelation()
+	switch {
+	case !ok:
+	case c < responseLow:
+		top := 0.0
+		for _, v := range r.q {
+			top = math.Max(top, v)
+		}
+		r.floor = max(r.floor, min(time.Duration(responseGain*top), responseCap))
+	case c > responseHigh:
+		r.floor = time.Duration(float64(r.floor) * math.Exp(-srtt.Seconds()/responseDecay.Seconds()))
+	}
+}
+
+// lagCorrelation is Pearson's correlation between each round's delay and
+// the previous round's window; ok is false when the window hardly moved
+// (its standard deviation under 5 % of its mean: no experiment was made).
+func (r *response) lagCorrelation() (float64, bool) {
+	var sx, sy, sxx, syy, sxy float64
+	for k := 1; k < responseRounds; k++ {
+		i := (r.head + k) % responseRounds // oldest first: head is the oldest
+		prev := (r.head + k - 1) % responseRounds
+		x, y := r.w[prev], r.q[i]
+		sx, sy, sxx, syy, sxy = sx+x, sy+y, sxx+x*x, syy+y*y, sxy+x*y
+	}
+	n := float64(responseRounds - 1)
+	mx, my := sx/n, sy/n
+	vx, vy := sxx/n-mx*mx, syy/n-my*my
+	if vx <= 0 || vy <= 0 || math.Sqrt(vx) < 0.05*mx {
+		return 0, false
+	}
+	return (sxy/n - mx*my) / math.Sqrt(vx*vy), true
+}
