@@ -127,9 +127,12 @@ func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration) bool {
 }
 
 // observeEmptiness runs Copa's test on an OWD sample in congestion
-// avoidance (not during a slowdown, whose drain says nothing about others).
+// avoidance, from the end of the first slowdown on (slow start's own
+// overshoot is gone by then; see probe.go), and not during a slowdown,
+// whose drain says nothing about others.
 func (c *Controller) observeEmptiness(now clock.Mono, owd time.Duration) {
-	if c.cfg.Tuning.DisableCompetitiveMode || !c.ssExited || c.probe.active || !c.rtt.HasSample() {
+	armed := c.probeDone || c.cfg.Tuning.DisableBaseDelayProbe && c.ssExited
+	if c.cfg.Tuning.DisableCompetitiveMode || !armed || c.probe.active || !c.rtt.HasSample() {
 		return
 	}
 	a := &c.owdA

@@ -37,6 +37,7 @@ type Controller struct {
 	ssMaxOWDv  float64
 	ssExited   bool
 	probeArmed bool // the first slowdown has been scheduled
+	probeDone  bool // the first slowdown has ended
 
 	// Recovery (RFC 6582 style, by packet number since numbers are never
 	// reused): losses of packets sent before the episode began do not reduce
@@ -118,7 +119,7 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 		if c.probe.holding(now) {
 			return
 		}
-		c.cwnd = math.Max(c.cwnd, c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval))
+		c.cwnd = math.Max(c.cwnd, c.finishProbe(now))
 	}
 	if c.comp.on {
 		c.rebase = false
@@ -320,7 +321,13 @@ func (c *Controller) maybeStartProbe(now clock.Mono) {
 	hold := time.Duration(c.cfg.Tuning.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
 	c.probe.begin(now, c.cwnd, hold)
 	c.startHoldTest(now, hold)
-	c.cwnd = cc.MinWindowPackets * c.mss
+	c.cwnd = c.probeWindow()
+}
+
+// finishProbe ends a slowdown and returns the window to restore.
+func (c *Controller) finishProbe(now clock.Mono) float64 {
+	c.probeDone = true
+	return c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
 }
 
 // grow adds d bytes (possibly negative) and applies the 2-packet floor.
@@ -342,7 +349,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	if c.probe.active {
 		// The lost packet was sent before the slowdown: judge the loss
 		// against the window the flow had then.
-		c.cwnd = c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
+		c.cwnd = c.finishProbe(now)
 	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
@@ -381,7 +388,7 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 	c.inRecovery = false
 	c.recoverPN = c.largestSent
 	if c.probe.active {
-		c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
+		c.finishProbe(now)
 	}
 }
 

@@ -18,10 +18,14 @@ import (
 //
 // A pair counts only if the second packet was queued behind the first: its
 // arrival gap exceeds its send gap (the path spread them out) and it saw
-// queueing delay. The estimate is the minimum over the last two buckets of
-// dispersionBucket, so cross traffic, which only widens gaps, does not
-// inflate it as long as the flow's packets meet in the queue now and then,
-// which bursts (slow start, a restored window) make them do. Unlike the
+// queueing delay. The estimate is the minimum over the current bucket of
+// dispersionBucket and the last one with enough pairs, so cross traffic,
+// which only widens gaps, does not inflate it as long as the flow's
+// packets meet in the queue now and then, which bursts (slow start, a
+// restored window) make them do. A link that gets faster shows smaller
+// gaps at once; one that gets slower keeps the old estimate until a
+// bucket of pairs says otherwise, and a link thought faster than it is
+// only means the thin-link rules stay off. Unlike the
 // acknowledgement rate, it does not shrink with the flow's share of the
 // link: a flow with a quarter of a fast link must not believe the link is
 // thin.
@@ -47,13 +51,15 @@ func (d *dispersion) onSample(now clock.Mono, pn cc.PacketNumber, sent clock.Mon
 		d.started = true
 		d.bucketStart = now
 	}
-	for now.Sub(d.bucketStart) >= dispersionBucket {
-		d.old, d.nOld, d.cur, d.nCur = d.cur, d.nCur, 0, 0
-		d.bucketStart = d.bucketStart.Add(dispersionBucket)
-		if now.Sub(d.bucketStart) >= 2*dispersionBucket {
-			d.old, d.nOld = 0, 0
-			d.bucketStart = now
+	if now.Sub(d.bucketStart) >= dispersionBucket {
+		// A bucket with too few pairs does not replace the last good
+		// one: a paced flow whose packets no longer meet in the queue
+		// (the thin-link rules keep it so) still knows its link.
+		if d.nCur >= dispersionPairs {
+			d.old, d.nOld = d.cur, d.nCur
 		}
+		d.cur, d.nCur = 0, 0
+		d.bucketStart = now
 	}
 	arr := time.Duration(sent) + owd
 	if d.havePrev && pn == d.prevPN+1 && queued {

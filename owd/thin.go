@@ -80,16 +80,36 @@ func (c *Controller) growthScale(a *Analyzer) float64 {
 	return 1
 }
 
+// probeWindow is the window of a base-delay slowdown: the 2-packet floor,
+// or on a thin link whose bandwidth-delay product is under 2 packets, half
+// of it (never under a quarter packet), so the slowdown drains the queue
+// there too.
+func (c *Controller) probeWindow() float64 {
+	f := cc.MinWindowPackets * c.mss
+	if bdp := c.thinBDP(); bdp > 0 {
+		return math.Min(f, math.Max(bdp/2, c.mss/4))
+	}
+	return f
+}
+
+// thinBDP is the path's bandwidth-delay product in bytes on a thin link,
+// 0 elsewhere or while unknown.
+func (c *Controller) thinBDP() float64 {
+	pt := c.packetTime(c.active())
+	if pt <= 0 || !c.rtt.HasSample() {
+		return 0
+	}
+	return c.mss * c.rtt.Min().Seconds() / pt.Seconds()
+}
+
 // delayFloor is the smallest window a delay-driven decrease may reach: the
 // 2-packet floor, or on a thin link whose bandwidth-delay product is under
 // 2 packets, thinFloorBDP of it (never under a quarter packet). Below 2
 // packets the window acts through the pacing rate only (Window keeps 2).
 func (c *Controller) delayFloor() float64 {
 	f := cc.MinWindowPackets * c.mss
-	pt := c.packetTime(c.active())
-	if pt <= 0 || !c.rtt.HasSample() {
-		return f
+	if bdp := c.thinBDP(); bdp > 0 {
+		return math.Min(f, math.Max(thinFloorBDP*bdp, c.mss/4))
 	}
-	bdp := c.mss * c.rtt.Min().Seconds() / pt.Seconds()
-	return math.Min(f, math.Max(thinFloorBDP*bdp, c.mss/4))
+	return f
 }
