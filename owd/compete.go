@@ -88,11 +88,11 @@ const (
 // emptiness is Copa's "does the queue nearly empty once every 5 RTTs"
 // test on one-way queueing delay.
 type emptiness struct {
-	start   clock.Mono
-	minQ    time.Duration
-	winMax  time.Duration // largest queueing delay of the window
-	maxQ    time.Duration // largest queueing delay, decayed by 10 % a window
-	full    int           // windows in a row in which it did not
+	start  clock.Mono
+	minQ   time.Duration
+	winMax time.Duration // largest queueing delay of the window
+	maxQ   time.Duration // largest queueing delay, decayed by 10 % a window
+	full   int           // windows in a row in which it did not
 	// lo and hi bound the queueing delay over those windows: a standing
 	// queue held by a buffer filler moves (the filler grows and cuts),
 	// a longer path after a route change does not.
@@ -240,4 +240,3 @@ func (c *Controller) leaveCompetitive() {
 	c.ssMaxOWDv = 0
 	c.inRecovery = false
 }
-
