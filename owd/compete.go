@@ -96,13 +96,19 @@ type emptiness struct {
 	// lo and hi bound the queueing delay over those windows: a standing
 	// queue held by a buffer filler moves (the filler grows and cuts),
 	// a longer path after a route change does not.
-	lo, hi  time.Duration
+	lo, hi time.Duration
+	// w0 and q0 are the window and the queue's low point in the first of
+	// those windows; ignored is set when a later one found the window cut
+	// by a quarter and the low point no lower.
+	w0      float64
+	q0      time.Duration
+	ignored bool
 	started bool
 }
 
 // observe folds one queueing-delay sample q; floor is the noise floor.
 // It reports whether a window just closed.
-func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration) bool {
+func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration, cwnd float64) bool {
 	if !e.started {
 		e.started, e.start, e.minQ = true, now, q
 	}
@@ -117,8 +123,12 @@ func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration) bool {
 	} else {
 		if e.full == 0 {
 			e.lo, e.hi = e.minQ, e.winMax
+			e.w0, e.q0 = cwnd, e.minQ
 		}
 		e.lo, e.hi = min(e.lo, e.minQ), max(e.hi, e.winMax)
+		// The flow cut its window by a quarter and the queue's low point
+		// did not fall: the cut drained nothing, so the queue is not its.
+		e.ignored = cwnd <= 0.75*e.w0 && e.minQ >= e.q0
 		e.full++
 	}
 	e.start, e.minQ, e.winMax = now, q, q
@@ -136,18 +146,26 @@ func (c *Controller) observeEmptiness(now clock.Mono, owd time.Duration) {
 		return
 	}
 	a := &c.owdA
-	// "Nearly empty" allows for noise the flow has learned (response.go)
-	// and for two packets of the bottleneck: a queue that exists in whole
+	// "Nearly empty" allows for noise the flow has learned (response.go),
+	// for two packets of the bottleneck (a queue that exists in whole
 	// packets — 5.8 ms each at 1.5 Mbit/s — with another flow's packets
-	// interleaved rarely falls below one or two. Not the RFC 3550 term of
-	// NoiseFloor: a competitor's queue moving in packet-sized steps
-	// inflates it to tens of milliseconds, and the test would never fire.
-	floor := max(a.cfg.MuFloorDelay, a.learned, 2*c.disp.packetTime())
-	if !c.comp.empty.observe(now, max(owd-a.Min(), 0), floor, c.rtt.Smoothed()) {
+	// interleaved rarely falls below one or two), and for the RFC 3550
+	// term of NoiseFloor only up to responseCap: a competitor's queue
+	// moving in packet-sized steps inflates that term to tens of
+	// milliseconds, and the test would never fire.
+	floor := max(a.cfg.MuFloorDelay, a.learned, 2*c.disp.packetTime(), min(a.jitterFloor(), responseCap))
+	if !c.comp.empty.observe(now, max(owd-a.Min(), 0), floor, c.rtt.Smoothed(), c.cwnd) {
 		return
 	}
 	e := &c.comp.empty
-	if !c.comp.on && e.full >= competeWindows && e.hi-e.lo > 2*a.cfg.MuFloorDelay {
+	// Whose queue is it? Someone else's if the flow sits at its floor and
+	// it stays, if cutting the window did not lower it, or if it does not
+	// follow the flow's window (response.go).
+	// A queue that follows the window is the flow's own: on a short, slow
+	// path the delay rule's own oscillation may never empty it.
+	starved := c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss
+	others := starved || e.ignored || c.resp.judged && c.resp.ignores
+	if !c.comp.on && e.full >= competeWindows && e.hi-e.lo > 2*a.cfg.MuFloorDelay && others {
 		c.enterCompetitive(now)
 	}
 }

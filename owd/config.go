@@ -95,8 +95,9 @@ type Tuning struct {
 	// below 2 packets to 1.2 bandwidth-delay products.
 	DisableThinLink bool
 	// DisableSlowStartDrain keeps the window at a delay-based slow-start
-	// exit; by default it is cut by OWDmin/OWDcur, which removes the queue
-	// the last round of slow start built.
+	// exit; by default, when the queue then stands at more than half the
+	// base delay, the window is cut by OWDmin/OWDcur, which removes the
+	// queue the last round of slow start built.
 	DisableSlowStartDrain bool
 	ProbeHoldRTTs         float64
 	ProbeSpacing          float64

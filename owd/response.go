@@ -24,9 +24,15 @@ import (
 // When the correlation is below responseLow, the delay is noise to this
 // flow, and responseGain × the largest round delay of the history becomes
 // a floor under μ (the analyzer's NoiseFloor): the delay rule stops
-// shrinking the window against it. The floor is capped at responseCap, so
-// it can never license a long queue, and a queue that other delay-based
-// flows share, which follows each flow's window less tightly, stays short.
+// shrinking the window against it. Two caps keep that from licensing a
+// queue: responseCap, and responseGain × the mean range of the raw samples
+// within a round. Noise is jagged — the samples of one round spread over
+// most of its amplitude (12 ms within a round at 20 ms of jitter) — while
+// a queue is smooth at the scale of a round trip, whoever holds it: a queue
+// that other delay-based flows share, or that an AQM holds at its target
+// beside a loss-based flow, follows this flow's window only loosely, but
+// its rounds span a few milliseconds (3 ms at 10 Mbit/s), so it cannot
+// lift the floor past the delay rule's own μ.
 // While the correlation is above responseHigh the floor decays with time
 // constant responseDecay; in between it holds. The queue of a buffer
 // filler does not follow the window either; the cap bounds what it can
@@ -39,7 +45,12 @@ type response struct {
 	sumQ    float64
 	acks    int
 	floor   time.Duration
+	lo, hi  time.Duration // raw queueing delay range of the round
+	spread  float64       // mean of the rounds' ranges, ns
 	started bool
+	// judged: a verdict was reached; ignores: the last one found the delay
+	// not following the window (correlation below responseLow).
+	judged, ignores bool
 }
 
 const (
@@ -53,16 +64,22 @@ const (
 
 // observe folds one ACK in congestion avoidance: cwnd in packets, q the
 // queueing delay. It closes a round every srtt and updates the floor.
-func (r *response) observe(now clock.Mono, cwnd float64, q, srtt time.Duration) {
+func (r *response) observe(now clock.Mono, cwnd float64, q, raw, srtt time.Duration) {
 	if !r.started {
 		r.started, r.start = true, now
+		r.lo, r.hi = raw, raw
 	}
 	r.sumW += cwnd
 	r.sumQ += float64(q)
+	r.lo, r.hi = min(r.lo, raw), max(r.hi, raw)
 	r.acks++
 	if now.Sub(r.start) < srtt || r.acks < 4 {
 		return
 	}
+	// The raw samples' range within the round, averaged over rounds.
+	r.spread += (float64(r.hi-r.lo) - r.spread) / responseRounds
+	r.lo, r.hi = raw, raw
+
 	r.w[r.head], r.q[r.head] = r.sumW/float64(r.acks), r.sumQ/float64(r.acks)
 	r.head = (r.head + 1) % responseRounds
 	r.n = min(r.n+1, responseRounds)
@@ -71,6 +88,9 @@ func (r *response) observe(now clock.Mono, cwnd float64, q, srtt time.Duration) 
 		return
 	}
 	c, ok := r.lagCorrelation()
+	if ok {
+		r.judged, r.ignores = true, c < responseLow
+	}
 	switch {
 	case !ok:
 	case c < responseLow:
@@ -78,7 +98,7 @@ func (r *response) observe(now clock.Mono, cwnd float64, q, srtt time.Duration) 
 		for _, v := range r.q {
 			top = math.Max(top, v)
 		}
-		r.floor = max(r.floor, min(time.Duration(responseGain*top), responseCap))
+		r.floor = max(r.floor, min(time.Duration(responseGain*top), responseCap, time.Duration(responseGain*r.spread)))
 	case c > responseHigh:
 		r.floor = time.Duration(float64(r.floor) * math.Exp(-srtt.Seconds()/responseDecay.Seconds()))
 	}

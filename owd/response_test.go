@@ -1,6 +1,7 @@
 package owd
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -11,13 +12,16 @@ import (
 )
 
 // feedRounds runs r through n rounds of 10 ACKs over 100 ms each, the
-// window and queueing delay of round i given by w(i) and q(i).
-func feedRounds(r *response, n int, w func(int) float64, q func(int) time.Duration) {
+// window and queueing delay of round i given by w(i) and q(i); the raw
+// samples spread over [q, q+jag) within each round.
+func feedRounds(r *response, n int, jag time.Duration, w func(int) float64, q func(int) time.Duration) {
 	now := clock.Mono(0)
+	rng := rand.New(rand.NewPCG(9, 10))
 	for i := range n {
 		for range 10 {
 			now = now.Add(10 * time.Millisecond)
-			r.observe(now, w(i), q(i), 100*time.Millisecond)
+			raw := q(i) + time.Duration(rng.Float64()*float64(jag))
+			r.observe(now, w(i), q(i), raw, 100*time.Millisecond)
 		}
 	}
 }
@@ -27,7 +31,7 @@ func sawtooth(i int) float64 { return 20 + float64(i%8) } // a window that moves
 func TestResponseOwnQueueLearnsNothing(t *testing.T) {
 	var r response
 	// The delay follows the previous round's window: the flow's own queue.
-	feedRounds(&r, 64, sawtooth, func(i int) time.Duration {
+	feedRounds(&r, 64, 10*time.Millisecond, sawtooth, func(i int) time.Duration {
 		return time.Duration(sawtooth(i-1)-18) * time.Millisecond
 	})
 	require.Zero(t, r.floor)
@@ -39,8 +43,9 @@ func TestResponseOwnQueueLearnsNothing(t *testing.T) {
 func TestResponseNoiseRaisesFloor(t *testing.T) {
 	var r response
 	rng := rand.New(rand.NewPCG(1, 2))
-	// Delay that does not follow the window: noise of 0–8 ms per round.
-	feedRounds(&r, 64, sawtooth, func(int) time.Duration {
+	// Delay that does not follow the window: noise of 0–8 ms per round,
+	// jagged within the round.
+	feedRounds(&r, 64, 10*time.Millisecond, sawtooth, func(int) time.Duration {
 		return time.Duration(rng.Float64() * float64(8*time.Millisecond))
 	})
 	require.Greater(t, r.floor, 8*time.Millisecond, "responseGain × the largest round delay")
@@ -50,17 +55,34 @@ func TestResponseNoiseRaisesFloor(t *testing.T) {
 func TestResponseFloorCapped(t *testing.T) {
 	var r response
 	rng := rand.New(rand.NewPCG(3, 4))
-	// A competitor's queue of 200–300 ms, unrelated to the window.
-	feedRounds(&r, 64, sawtooth, func(int) time.Duration {
+	// A competitor's queue of 200–300 ms, unrelated to the window and
+	// jagged within rounds: capped at responseCap.
+	feedRounds(&r, 64, 50*time.Millisecond, sawtooth, func(int) time.Duration {
 		return 200*time.Millisecond + time.Duration(rng.Float64()*float64(100*time.Millisecond))
 	})
 	require.Equal(t, responseCap, r.floor, "never licenses a long queue")
 }
 
+func TestResponseSmoothQueueCappedBySpread(t *testing.T) {
+	var r response
+	// A queue of 5–10 ms that does not follow the window (it drifts on a
+	// period of its own) and is smooth within a round, as an AQM holding
+	// its target beside a loss-based flow: the floor stays within twice
+	// the rounds' spread of about 1 ms, far below the queue.
+	feedRounds(&r, 64, time.Millisecond, sawtooth, func(i int) time.Duration {
+		return time.Duration((7.5 + 2.5*math.Sin(float64(i)/7)) * float64(time.Millisecond))
+	})
+	c, ok := r.lagCorrelation()
+	require.True(t, ok)
+	require.Less(t, c, responseLow, "the queue does not follow the window")
+	require.Greater(t, r.floor, time.Duration(0))
+	require.LessOrEqual(t, r.floor, 3*time.Millisecond)
+}
+
 func TestResponseFloorDecaysWhenDelayFollowsWindow(t *testing.T) {
 	var r response
 	r.floor = responseCap
-	feedRounds(&r, 300, sawtooth, func(i int) time.Duration {
+	feedRounds(&r, 300, 0, sawtooth, func(i int) time.Duration {
 		return time.Duration(sawtooth(i-1)-18) * time.Millisecond
 	})
 	// 300 rounds of 100 ms = 30 s = 3 decay constants (less the first 16
@@ -71,7 +93,7 @@ func TestResponseFloorDecaysWhenDelayFollowsWindow(t *testing.T) {
 func TestResponseSteadyWindowNoVerdict(t *testing.T) {
 	var r response
 	rng := rand.New(rand.NewPCG(5, 6))
-	feedRounds(&r, 64, func(int) float64 { return 20 }, func(int) time.Duration {
+	feedRounds(&r, 64, 10*time.Millisecond, func(int) float64 { return 20 }, func(int) time.Duration {
 		return time.Duration(rng.Float64() * float64(8*time.Millisecond))
 	})
 	require.Zero(t, r.floor, "a window that did not move made no experiment")

@@ -509,6 +509,13 @@ func (c *resultsCommand) gaps() error {
 	goodput := func(r gapRow) string { return formatBitRate(r.GoodputBps.Mean) }
 	goodputPM := func(r gapRow) string { return formatBitRatePM(r.GoodputBps) }
 	queuePM := func(r gapRow) string { return fmt.Sprintf("%.1f ± %.1f ms", r.QueueP95Ms.Mean, r.QueueP95Ms.SD) }
+	queuePkPM := func(r gapRow) string {
+		q := queuePM(r)
+		if r.PacketTimeMs > 0 {
+			q += fmt.Sprintf(" = %.2f ± %.2f packet times", r.QueueP95Ms.Mean/r.PacketTimeMs, r.QueueP95Ms.SD/r.PacketTimeMs)
+		}
+		return q
+	}
 
 	c.printf("\n## Controller research: the gaps\n\n%s\n\n", gapsProse)
 	c.printf("\"Before\" is `bench/results/%s`, measured before the research changed\n", gapsBaselineFile)
@@ -547,9 +554,13 @@ func (c *resultsCommand) gaps() error {
 			continue
 		}
 		files = append(files, "bench/scenarios/"+g.name+".json")
+		q := queuePM
+		if g.thin {
+			q = queuePkPM
+		}
 		for _, cc := range gapsCCs {
 			key := g.name + "/" + cc + "/" + gapSeedsLabel
-			c.printf("| %s | %s | %s | %s | %s | %s |\n", g.name, cc, cell(key, sharePM), cell(key, goodputPM), cell(key, utilPM), cell(key, queuePM))
+			c.printf("| %s | %s | %s | %s | %s | %s |\n", g.name, cc, cell(key, sharePM), cell(key, goodputPM), cell(key, utilPM), cell(key, q))
 		}
 	}
 	c.printf("\n`go run ./bench/cmd/freshbench sim --seeds %s --cc %s %s`\n", gapSeedsLabel, strings.Join(gapsCCs, ","), strings.Join(files, " "))
