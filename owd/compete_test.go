@@ -21,6 +21,18 @@ func (h *harness) standingQueue(d, lo, hi, period time.Duration) {
 	}
 }
 
+// competingHarness is a default controller switched to competitive mode by
+// a moving standing queue after a queue-free start.
+func competingHarness(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(New(Config{MSS: mss}))
+	h.toAvoidance()
+	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
+	h.standingQueue(5*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+	require.True(t, h.c.comp.on)
+	return h
+}
+
 func TestCompetitiveModeOnStandingQueue(t *testing.T) {
 	h := newHarness(New(Config{MSS: mss}))
 	h.toAvoidance()
@@ -96,11 +108,7 @@ func TestRandomLossesDoNotSwitch(t *testing.T) {
 }
 
 func TestHoldDrainSwitchesBack(t *testing.T) {
-	h := newHarness(New(Config{MSS: mss}))
-	h.toAvoidance()
-	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
-	h.standingQueue(5*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
-	require.True(t, h.c.comp.on)
+	h := competingHarness(t)
 
 	// The competitor leaves: the queue is the flow's own CUBIC queue, which
 	// a slowdown drains. Run until the next slowdown has come and gone.
@@ -117,11 +125,7 @@ func TestHoldDrainSwitchesBack(t *testing.T) {
 }
 
 func TestHoldWithoutDrainStaysCompetitive(t *testing.T) {
-	h := newHarness(New(Config{MSS: mss}))
-	h.toAvoidance()
-	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
-	h.standingQueue(5*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
-	require.True(t, h.c.comp.on)
+	h := competingHarness(t)
 	holds := 0
 	was := false
 	for range 60000 { // 60 s: at least two slowdowns
