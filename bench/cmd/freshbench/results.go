@@ -783,7 +783,7 @@ func (c *resultsCommand) fairness() error {
 	c.printf("(0, 5, 10 s) and the flow under test (15 s). Jain's index over the bulk\n")
 	c.printf("flows while all are active, and the test flow's share of the goodput:\n\n")
 	c.printf("| controller | Jain, 4 of a kind | Jain, with 3 CUBIC | test flow's share with 3 CUBIC |\n|---|---:|---:|---:|\n")
-	jain := map[string]float64{}
+	jain, shares := map[string]float64{}, map[string]float64{}
 	var withCubic float64
 	for _, cc := range resultsCCs {
 		r4, err := c.run("fairness-4", cc)
@@ -795,7 +795,7 @@ func (c *resultsCommand) fairness() error {
 			return err
 		}
 		share := goodputShare(r, byName("under-test"), anyFlow)
-		jain[cc] = r4.Jain
+		jain[cc], shares[cc] = r4.Jain, share
 		if cc == "owd" {
 			withCubic = r.Jain
 			c.targets = append(c.targets, targetRow{key: "fairness: owd's share beside three CUBIC", now: fmt.Sprintf("%.1f %%", 100*share), info: true})
@@ -806,10 +806,12 @@ func (c *resultsCommand) fairness() error {
 	c.printf("(aim ≥ 0.9): %.3f %s. The Eq. 7 decrease is multiplicative per RTT, which\n", withCubic, c.target("fairness: Jain of owd with three CUBIC (aim ≥ 0.9)", fmt.Sprintf("%.3f", withCubic), withCubic >= 0.9))
 	c.printf("is what equalises competing windows (Chiu–Jain); Eq. 2's additive decrease\n")
 	c.printf("does not (%.3f), which is why fresh's default is Eq. 7. Against CUBIC a\n", jain["owd-eq2"])
-	c.printf("delay-based flow backs off from the queue CUBIC builds on purpose and gets\n")
-	c.printf("a small share: the paper reports the opposite (owd fairest); we could not\n")
-	c.printf("reproduce that without making owd fill the buffer like CUBIC, which would\n")
-	c.printf("give up the low delay it exists for. We report it as it is.\n\n")
+	c.printf("delay-based flow backs off from the queue CUBIC builds on purpose: Eq. 2,\n")
+	c.printf("the paper's rule, gets %.1f %%. owd gets its share by switching to CUBIC\n", 100*shares["owd-eq2"])
+	c.printf("while the queue never empties and is someone else's, and back once a\n")
+	c.printf("slowdown drains it (\"Controller research: the gaps\" below, with 20 seeds);\n")
+	c.printf("the paper reports owd the fairest without such a switch, which we could\n")
+	c.printf("not reproduce.\n\n")
 	return nil
 }
 
