@@ -51,7 +51,10 @@ type Analyzer struct {
 	nRecent int
 	next    int
 
-	jitter    float64       // RFC 3550 interarrival jitter J, ns
+	jitter float64 // RFC 3550 interarrival jitter J, ns
+	// learned is a noise floor the controller learned from how the delay
+	// responds to its window (response.go); 0 = none.
+	learned   time.Duration
 	last      time.Duration // previous raw sample
 	owdvMax   float64       // OWDv_max, decayed
 	maxUpdate clock.Mono    // when owdvMax was last decayed
@@ -268,8 +271,15 @@ func (a *Analyzer) QueueingDelay() time.Duration {
 func (a *Analyzer) Jitter() time.Duration { return time.Duration(a.jitter) }
 
 // NoiseFloor is the queueing delay the analyzer does not take for
-// congestion: max(MuFloorDelay, JitterGain·J).
+// congestion: max(MuFloorDelay, JitterGain·J, the floor the controller
+// learned from the delay's response to its window).
 func (a *Analyzer) NoiseFloor() time.Duration {
+	return max(a.jitterFloor(), a.learned)
+}
+
+// jitterFloor is max(MuFloorDelay, JitterGain·J): the noise floor without
+// the learned part.
+func (a *Analyzer) jitterFloor() time.Duration {
 	return max(a.cfg.MuFloorDelay, time.Duration(a.cfg.JitterGain*a.jitter))
 }
 

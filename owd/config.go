@@ -78,6 +78,27 @@ type Tuning struct {
 	// ProbeMinInterval) (defaults 9, as LEDBAT++, and 20 s), so queues drain
 	// and every flow, latecomers included, re-measures OWDmin.
 	DisableBaseDelayProbe bool
+	// DisableCompetitiveMode turns off the switch to CUBIC beside buffer-
+	// filling flows (compete.go): the queue does not nearly empty once in
+	// two windows of 5·SRTT (Copa's test), or two congestive losses come
+	// within 30 s with the window at its floor; a slowdown that drains the
+	// queue switches back.
+	DisableCompetitiveMode bool
+	// DisableNoiseResponse turns off the noise floor learned from whether
+	// the delay follows the window (response.go), which keeps the window
+	// open on links that add order-preserving delay noise.
+	DisableNoiseResponse bool
+	// DisableThinLink turns off the thin-link rules (thin.go): on a link
+	// slower than a quarter packet per MuFloorDelay (430 kbit/s at fresh's
+	// packet size) the queue target is a quarter packet time, the additive
+	// increase a quarter packet per RTT, and the paced window may fall
+	// below 2 packets to 1.2 bandwidth-delay products.
+	DisableThinLink bool
+	// DisableSlowStartDrain keeps the window at a delay-based slow-start
+	// exit; by default, when the queue then stands at more than half the
+	// base delay, the window is cut by OWDmin/OWDcur, which removes the
+	// queue the last round of slow start built.
+	DisableSlowStartDrain bool
 	ProbeHoldRTTs         float64
 	ProbeSpacing          float64
 	ProbeMinInterval      time.Duration

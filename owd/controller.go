@@ -34,8 +34,10 @@ type Controller struct {
 	goodRun int
 
 	// Slow start: the largest OWDv seen during it, to seed OWDv_max at exit.
-	ssMaxOWDv float64
-	ssExited  bool
+	ssMaxOWDv  float64
+	ssExited   bool
+	probeArmed bool // the first slowdown has been scheduled
+	probeDone  bool // the first slowdown has ended
 
 	// Recovery (RFC 6582 style, by packet number since numbers are never
 	// reused): losses of packets sent before the episode began do not reduce
@@ -45,6 +47,9 @@ type Controller struct {
 	inRecovery  bool
 
 	probe baseProbe
+	disp  dispersion
+	comp  compete
+	resp  response
 	// rebase: OWDmin rose (a longer path); slow start again (addSample).
 	rebase bool
 }
@@ -64,8 +69,15 @@ func init() {
 func New(cfg Config) *Controller { return newController("owd", cfg, eq7{}) }
 
 // NewEq2 returns the paper's Eq. 2 controller ("owd-eq2"), kept as the
-// literal baseline.
-func NewEq2(cfg Config) *Controller { return newController("owd-eq2", cfg, eq2{}) }
+// literal baseline. Competitive mode (compete.go) is always off for it:
+// Eq. 2 holds its window while μ < OWDv ≤ 2μ, so it keeps a standing queue
+// of its own, which Copa's test takes for a buffer filler's (on the
+// reverse-congestion path that switched it to CUBIC and cost it 14 % of
+// its goodput).
+func NewEq2(cfg Config) *Controller {
+	cfg.Tuning.DisableCompetitiveMode = true
+	return newController("owd-eq2", cfg, eq2{})
+}
 
 func newController(name string, cfg Config, rule windowRule) *Controller {
 	cfg = cfg.withDefaults()
@@ -89,9 +101,12 @@ func newController(name string, cfg Config, rule windowRule) *Controller {
 func (c *Controller) Name() string { return c.name }
 
 // OnPacketSent implements cc.Controller.
-func (c *Controller) OnPacketSent(_ clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
+func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
 	if pn > c.largestSent {
 		c.largestSent = pn
+	}
+	if c.comp.on {
+		c.comp.cubic.OnPacketSent(now, pn, 0, 0)
 	}
 }
 
@@ -99,15 +114,24 @@ func (c *Controller) OnPacketSent(_ clock.Mono, pn cc.PacketNumber, _, _ cc.Byte
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	c.rtt.Update(ack.RTT)
 	c.takeDelaySample(now, ack)
+	c.observeHoldTest(ack)
 
 	if c.inRecovery && ack.PacketNumber > c.recoverPN {
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
+	}
+	if c.comp.on {
+		c.comp.cubic.OnAck(now, ack)
 	}
 	if c.probe.active {
 		if c.probe.holding(now) {
 			return
 		}
-		c.cwnd = math.Max(c.cwnd, c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval))
+		c.cwnd = math.Max(c.cwnd, c.finishProbe(now))
+	}
+	if c.comp.on {
+		c.rebase = false
+		c.maybeStartProbe(now)
+		return
 	}
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
@@ -131,11 +155,18 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 		}
 		return
 	}
+	if !c.cfg.Tuning.DisableNoiseResponse {
+		c.resp.observe(now, c.cwnd/c.mss, a.QueueingDelay(), max(a.last-a.Min(), 0), c.rtt.Smoothed())
+		a.learned = c.resp.floor
+	}
 	v := a.Variation()
-	mu := a.Mu(now)
+	mu := c.mu(now, a)
 	// Per-ACK steps divided by the reverse scale keep the loop gain of the
 	// forward loop when the ACK path queues (reverse.go).
 	d := c.rule.delta(v, mu, a.Current(), a.floored(), c.cwnd/c.mss) * acked / c.reverseScale()
+	if d > 0 {
+		d *= c.growthScale(a)
+	}
 	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
 		c.grow(d * c.mss)
 	}
@@ -173,6 +204,8 @@ func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
 		return
 	}
 	c.addSample(now, &c.owdA, ack.OWD)
+	c.observeEmptiness(now, ack.OWD)
+	c.disp.onSample(now, ack.PacketNumber, ack.SentTime, ack.OWD, ack.OWD > c.owdA.Min()+time.Millisecond)
 	if c.signal == cc.SignalRTT {
 		c.goodRun++
 		if c.goodRun >= c.cfg.Tuning.FallbackRecoverySamples && c.owdA.Ready() {
@@ -232,6 +265,18 @@ func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limit
 		v := a.Variation()
 		c.ssMaxOWDv = math.Max(c.ssMaxOWDv, v)
 		if !c.cfg.Tuning.DisableEarlySlowStartExit && a.QueueingDelay() > c.slowStartExitDelay(a) {
+			if !c.cfg.Tuning.DisableSlowStartDrain && float64(a.Current()) > drainMinRatio*float64(a.floored()) {
+				// The exit is one round trip late: the window has
+				// doubled since the samples that showed the queue, and
+				// what stands in the queue is cwnd·(1 − OWDmin/OWDcur).
+				// When that is a long queue, take it out now, as BBR's
+				// drain phase does, instead of leaving it to the delay
+				// rule, whose per-ACK decrease shrinks as the queue grows
+				// ((1 − r)/r² with r = OWDcur/OWDmin, largest at r = 2):
+				// on a 100 kbit/s link an initial window's queue took
+				// 10 s to drain. A short queue the rule drains well.
+				c.cwnd = math.Max(c.cwnd*float64(a.floored())/float64(a.Current()), c.delayFloor())
+			}
 			c.ssthresh = c.cwnd
 			c.exitSlowStart(now)
 			return
@@ -253,31 +298,55 @@ func (c *Controller) slowStartExitDelay(a *Analyzer) time.Duration {
 	return max(t, a.NoiseFloor())
 }
 
+// drainMinRatio is the OWDcur/OWDmin above which a delay-based slow-start
+// exit drains the queue at once (the DisableSlowStartDrain doc). Below it
+// the cut costs more than it saves: on the reverse-congested path it took
+// 0.7 % of the goodput.
+const drainMinRatio = 1.5
+
 // exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis
 // "in slow start") and schedules base-delay probes.
 func (c *Controller) exitSlowStart(now clock.Mono) {
 	c.owdA.ResetMax(now, c.ssMaxOWDv)
 	c.rttA.ResetMax(now, c.ssMaxOWDv)
 	c.ssMaxOWDv = 0
-	if !c.ssExited && c.rtt.HasSample() {
-		c.probe.schedule(now.Add(2 * c.rtt.Smoothed())) // LEDBAT++ initial slowdown
-	}
 	c.ssExited = true
+	c.armProbe(now)
+}
+
+// armProbe schedules the first slowdown 2 SRTT after the first slow-start
+// exit (LEDBAT++'s initial slowdown), or as soon after it as an RTT sample
+// exists: a flow whose first exit is a loss before any RTT sample (a long
+// queue ahead of its first packets) must still get its slowdowns.
+func (c *Controller) armProbe(now clock.Mono) {
+	if c.probeArmed || !c.ssExited || !c.rtt.HasSample() {
+		return
+	}
+	c.probeArmed = true
+	c.probe.schedule(now.Add(2 * c.rtt.Smoothed()))
 }
 
 // maybeStartProbe begins a base-delay slowdown when one is due.
 func (c *Controller) maybeStartProbe(now clock.Mono) {
+	c.armProbe(now)
 	if c.cfg.Tuning.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
 		return
 	}
 	hold := time.Duration(c.cfg.Tuning.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
 	c.probe.begin(now, c.cwnd, hold)
-	c.cwnd = cc.MinWindowPackets * c.mss
+	c.startHoldTest(now, hold)
+	c.cwnd = c.probeWindow()
+}
+
+// finishProbe ends a slowdown and returns the window to restore.
+func (c *Controller) finishProbe(now clock.Mono) float64 {
+	c.probeDone = true
+	return c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
 }
 
 // grow adds d bytes (possibly negative) and applies the 2-packet floor.
 func (c *Controller) grow(d float64) {
-	c.cwnd = math.Max(c.cwnd+d, cc.MinWindowPackets*c.mss)
+	c.cwnd = math.Max(c.cwnd+d, c.delayFloor())
 }
 
 // OnLoss implements cc.Controller with loss differentiation: a loss while
@@ -285,18 +354,22 @@ func (c *Controller) grow(d float64) {
 // Config.NonCongestiveLossFactor; otherwise the window halves as in NewReno.
 // One reduction per recovery episode.
 func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
+	if c.comp.on {
+		c.comp.cubic.OnLoss(now, loss)
+	}
 	if loss.PacketNumber <= c.recoverPN {
 		return // sent before the current episode began
 	}
 	if c.probe.active {
 		// The lost packet was sent before the slowdown: judge the loss
 		// against the window the flow had then.
-		c.cwnd = c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
+		c.cwnd = c.finishProbe(now)
 	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
 	slowStart := c.cwnd < c.ssthresh
 	if c.congestiveLoss(now) {
+		c.onCongestiveLoss(now)
 		c.cwnd = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	} else {
 		c.cwnd = math.Max(c.cwnd*c.cfg.NonCongestiveLossFactor, cc.MinWindowPackets*c.mss)
@@ -321,19 +394,27 @@ func (c *Controller) congestiveLoss(now clock.Mono) bool {
 // so restart from the 2-packet floor in slow start (RFC 5681 §3.1 sets the
 // loss window to one segment; this controller's floor is two packets).
 func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
+	if c.comp.on {
+		c.comp.cubic.OnRetransmissionTimeout(now)
+	}
 	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	c.cwnd = cc.MinWindowPackets * c.mss
 	c.inRecovery = false
 	c.recoverPN = c.largestSent
 	if c.probe.active {
-		c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
+		c.finishProbe(now)
 	}
 }
 
 // Window implements cc.Controller.
 // With reverse-path compensation (reverse.go) it is the internal window
 // scaled by RTTcur/(RTTcur − reverse queueing).
-func (c *Controller) Window() cc.ByteCount { return cc.ByteCount(c.cwnd * c.reverseScale()) }
+func (c *Controller) Window() cc.ByteCount {
+	if c.comp.on && !c.probe.active {
+		return c.comp.cubic.Window()
+	}
+	return cc.ByteCount(math.Max(c.cwnd, cc.MinWindowPackets*c.mss) * c.reverseScale())
+}
 
 // reverseScale is the reverse-path compensation factor (1 when off).
 func (c *Controller) reverseScale() float64 {
@@ -345,7 +426,10 @@ func (c *Controller) reverseScale() float64 {
 
 // PacingRate implements cc.Controller.
 func (c *Controller) PacingRate() cc.Bandwidth {
-	return cc.PacingRate(c.Window(), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
+	if c.comp.on && !c.probe.active {
+		return c.comp.cubic.PacingRate()
+	}
+	return cc.PacingRate(cc.ByteCount(c.cwnd*c.reverseScale()), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
 }
 
 // CanSend implements cc.Controller.

@@ -196,7 +196,11 @@ func TestRetransmissionTimeout(t *testing.T) {
 }
 
 func TestWindowFloor(t *testing.T) {
-	h := newHarness(NewEq2(noProbe()))
+	cfg := noProbe()
+	// Losses at the floor with a long queue are competitive mode's signal
+	// (compete_test.go); this test is about the delay rule's floor.
+	cfg.Tuning.DisableCompetitiveMode = true
+	h := newHarness(NewEq2(cfg))
 	h.toAvoidance()
 	for range 10 {
 		h.ackN(4, 80*time.Millisecond, 110*time.Millisecond)

@@ -133,4 +133,37 @@
 //     rises past the noise (by more than max(NoiseFloor, OWDmin/8)) the
 //     controller re-enters slow start to find the new path's
 //     bandwidth-delay product in a few round trips, not hundreds.
+//
+// # Where the delay rule alone fails (our additions)
+//
+// Each has its own file, a doc that says why, and a Tuning switch; the
+// measurements behind them are in bench/RESULTS.md ("Controller research:
+// the gaps").
+//
+//   - Beside a buffer filler (compete.go): a delay-based flow backs off
+//     from the queue a loss-based flow builds on purpose (4 % of the link
+//     beside three CUBIC flows). Copa's test — the queue did not nearly
+//     empty in two windows of 5·SRTT, and the queue is someone else's —
+//     or two congestive losses at the floor within 30 s switch the window
+//     to CUBIC (RFC 9438); a base-delay slowdown that drains the queue
+//     switches back, through slow start.
+//   - Delay noise that keeps packet order (response.go): a radio link that
+//     holds packets and releases them together adds delay the RFC 3550
+//     jitter term misses, and the rule shrank the window against it (33 %
+//     of a 10 Mbit/s link with 20 ms of it). When the delay of a round does
+//     not follow the window of the round before (lag-1 correlation under
+//     0.2), the controller learns a noise floor under μ, capped at 20 ms
+//     and at twice the samples' spread within a round.
+//   - Thin links (thin.go, dispersion.go): on links slower than about
+//     430 kbit/s, measured by the packet-pair dispersion of the flow's own
+//     packets, the target is a quarter packet of queue, the increase a
+//     quarter packet per round trip, and the paced window may fall below
+//     2 packets to 1.2 bandwidth-delay products (and slowdowns to half of
+//     one); it kept 4–6 packets queued at 100 kbit/s before.
+//   - Slow-start drain: a delay-based exit with the queue above half the
+//     base delay cuts the window by OWDmin/OWDcur, the queue the last round
+//     of slow start built, as BBR's drain phase.
+//
+// "owd-eq2" never enters competitive mode: its hold band keeps a standing
+// queue of its own, which Copa's test would take for a competitor's.
 package owd

@@ -200,3 +200,67 @@ func TestRefusesTUNOnlyFlows(t *testing.T) {
 		require.ErrorContains(t, err, "emu --tun", kind)
 	}
 }
+
+// goodputShare is flow name's share of the bulk flows' goodput in r.
+func goodputShare(t *testing.T, r *report.Run, name string) float64 {
+	t.Helper()
+	var sum float64
+	for _, f := range r.Flows {
+		if f.Kind == "bulk" {
+			sum += f.GoodputBps
+		}
+	}
+	return flowNamed(t, r, name).GoodputBps / sum
+}
+
+// owd beside buffer-filling CUBIC (competitive mode): its share comes
+// within reach of what CUBIC itself gets in the same slot, same seed.
+func TestOWDHoldsItsShareBesideCubic(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		ratio float64
+	}{{"gap-cubic-1", 0.6}, {"paper-fairness", 0.4}} {
+		s := load(t, c.name, 60*time.Second)
+		o := goodputShare(t, run(t, s, "owd"), "under-test")
+		cu := goodputShare(t, run(t, s, "cubic"), "under-test")
+		t.Logf("%s: share %.3f, CUBIC in its place %.3f", c.name, o, cu)
+		require.Greater(t, o, c.ratio*cu, c.name)
+	}
+}
+
+// Order-preserving jitter (the learned noise floor) and a 100 kbit/s link
+// (the thin-link rules).
+func TestOWDOnJitterAndThinLinks(t *testing.T) {
+	s := load(t, "gap-jitter-20ms-10mbps", 30*time.Second)
+	o := flowNamed(t, run(t, s, "owd"), "bulk")
+	c := flowNamed(t, run(t, s, "cubic"), "bulk")
+	require.Greater(t, o.GoodputBps, 0.85*c.GoodputBps, "jitter: owd %v vs cubic %v bit/s", o.GoodputBps, c.GoodputBps)
+	require.Less(t, o.QueueMs.P95, 0.5*c.QueueMs.P95)
+
+	s = load(t, "gap-thin-100kbps", 100*time.Second)
+	o = flowNamed(t, run(t, s, "owd"), "bulk")
+	c = flowNamed(t, run(t, s, "cubic"), "bulk")
+	packetTime := float64(1082*8) / 100e3 * 1e3 // ms
+	require.Greater(t, o.GoodputBps, 0.9*c.GoodputBps, "thin: owd %v vs cubic %v bit/s", o.GoodputBps, c.GoodputBps)
+	require.Less(t, o.QueueMs.P95, 2*packetTime, "thin: p95 queueing within two packet times")
+}
+
+// Paths where competitive mode must not switch on: the flow's own queue
+// that the delay rule's oscillation never empties (1 Mbit/s at 10 ms),
+// jitter on a slow link, and four owd flows. A wrong switch fills the
+// buffer as CUBIC does.
+func TestOWDDoesNotTurnCompetitiveAlone(t *testing.T) {
+	for _, name := range []string{"robust-slow-short", "robust-jitter-slow", "fairness-4"} {
+		s := load(t, name, 60*time.Second)
+		o := run(t, s, "owd")
+		c := run(t, s, "cubic")
+		oq, cq := 0.0, 0.0
+		for _, f := range o.Flows {
+			oq = max(oq, f.QueueMs.P95)
+		}
+		for _, f := range c.Flows {
+			cq = max(cq, f.QueueMs.P95)
+		}
+		require.Less(t, oq, 0.5*cq, "%s: owd p95 queueing %v vs cubic %v", name, oq, cq)
+	}
+}

@@ -44,9 +44,9 @@ type gapScenario struct {
 var gapScenarios = []gapScenario{
 	{name: "gap-cubic-1", seeds: true},
 	{name: "gap-cubic-thin", seeds: true},
-	{name: "gap-jitter-20ms-10mbps"},
-	{name: "gap-jitter-10ms-50mbps"},
-	{name: "gap-thin-100kbps", thin: true},
+	{name: "gap-jitter-20ms-10mbps", seeds: true},
+	{name: "gap-jitter-10ms-50mbps", seeds: true},
+	{name: "gap-thin-100kbps", thin: true, seeds: true},
 }
 
 // gapsCCs are compared on every gap scenario.

@@ -1,0 +1,125 @@
+package owd
+
+import (
+	"math"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// response asks whether the delay responds to the window, which tells the
+// flow's own queue from delay it does not cause (our addition;
+// Tuning.DisableNoiseResponse). Per round (one SRTT) it records the mean
+// window and the mean queueing delay (OWDcur − OWDmin); over the last
+// responseRounds rounds it correlates each round's delay with the previous
+// round's window, since a window takes a round trip to show up as queue.
+// A queue the flow builds follows its window: the correlation is strongly
+// positive (0.9 and more on the paper's paths). Delay that a link adds
+// while keeping packet order — a radio link holding packets back and
+// releasing them together, as Wi-Fi and cellular links do — does not
+// follow it: there the level rises with the sending rate only slowly and
+// saturates at the holding time, and the RFC 3550 jitter, which sees only
+// the small steps between consecutive packets, misses it.
+//
+// When the correlation is below responseLow, the delay is noise to this
+// flow, and responseGain × the largest round delay of the history becomes
+// a floor under μ (the analyzer's NoiseFloor): the delay rule stops
+// shrinking the window against it. Two caps keep that from licensing a
+// queue: responseCap, and responseGain × the mean range of the raw samples
+// within a round. Noise is jagged — the samples of one round spread over
+// most of its amplitude (12 ms within a round at 20 ms of jitter) — while
+// a queue is smooth at the scale of a round trip, whoever holds it: a queue
+// that other delay-based flows share, or that an AQM holds at its target
+// beside a loss-based flow, follows this flow's window only loosely, but
+// its rounds span a few milliseconds (3 ms at 10 Mbit/s), so it cannot
+// lift the floor past the delay rule's own μ.
+// While the correlation is above responseHigh the floor decays with time
+// constant responseDecay; in between it holds. The queue of a buffer
+// filler does not follow the window either; the cap bounds what it can
+// do here, and competitive mode (compete.go) answers it.
+type response struct {
+	w, q    [responseRounds]float64
+	n, head int
+	start   clock.Mono
+	sumW    float64
+	sumQ    float64
+	acks    int
+	floor   time.Duration
+	lo, hi  time.Duration // raw queueing delay range of the round
+	spread  float64       // mean of the rounds' ranges, ns
+	started bool
+	// judged: a verdict was reached; ignores: the last one found the delay
+	// not following the window (correlation below responseLow).
+	judged, ignores bool
+}
+
+const (
+	responseRounds = 16
+	responseLow    = 0.2
+	responseHigh   = 0.8
+	responseGain   = 2.0
+	responseCap    = 20 * time.Millisecond
+	responseDecay  = 10 * time.Second
+)
+
+// observe folds one ACK in congestion avoidance: cwnd in packets, q the
+// queueing delay. It closes a round every srtt and updates the floor.
+func (r *response) observe(now clock.Mono, cwnd float64, q, raw, srtt time.Duration) {
+	if !r.started {
+		r.started, r.start = true, now
+		r.lo, r.hi = raw, raw
+	}
+	r.sumW += cwnd
+	r.sumQ += float64(q)
+	r.lo, r.hi = min(r.lo, raw), max(r.hi, raw)
+	r.acks++
+	if now.Sub(r.start) < srtt || r.acks < 4 {
+		return
+	}
+	// The raw samples' range within the round, averaged over rounds.
+	r.spread += (float64(r.hi-r.lo) - r.spread) / responseRounds
+	r.lo, r.hi = raw, raw
+
+	r.w[r.head], r.q[r.head] = r.sumW/float64(r.acks), r.sumQ/float64(r.acks)
+	r.head = (r.head + 1) % responseRounds
+	r.n = min(r.n+1, responseRounds)
+	r.start, r.sumW, r.sumQ, r.acks = now, 0, 0, 0
+	if r.n < responseRounds {
+		return
+	}
+	c, ok := r.lagCorrelation()
+	if ok {
+		r.judged, r.ignores = true, c < responseLow
+	}
+	switch {
+	case !ok:
+	case c < responseLow:
+		top := 0.0
+		for _, v := range r.q {
+			top = math.Max(top, v)
+		}
+		r.floor = max(r.floor, min(time.Duration(responseGain*top), responseCap, time.Duration(responseGain*r.spread)))
+	case c > responseHigh:
+		r.floor = time.Duration(float64(r.floor) * math.Exp(-srtt.Seconds()/responseDecay.Seconds()))
+	}
+}
+
+// lagCorrelation is Pearson's correlation between each round's delay and
+// the previous round's window; ok is false when the window hardly moved
+// (its standard deviation under 5 % of its mean: no experiment was made).
+func (r *response) lagCorrelation() (float64, bool) {
+	var sx, sy, sxx, syy, sxy float64
+	for k := 1; k < responseRounds; k++ {
+		i := (r.head + k) % responseRounds // oldest first: head is the oldest
+		prev := (r.head + k - 1) % responseRounds
+		x, y := r.w[prev], r.q[i]
+		sx, sy, sxx, syy, sxy = sx+x, sy+y, sxx+x*x, syy+y*y, sxy+x*y
+	}
+	n := float64(responseRounds - 1)
+	mx, my := sx/n, sy/n
+	vx, vy := sxx/n-mx*mx, syy/n-my*my
+	if vx <= 0 || vy <= 0 || math.Sqrt(vx) < 0.05*mx {
+		return 0, false
+	}
+	return (sxy/n - mx*my) / math.Sqrt(vx*vy), true
+}
