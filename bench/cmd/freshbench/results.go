@@ -521,8 +521,9 @@ more on the paper's paths); noise does not. Below 0.2 the largest round
 delay × 2 becomes a floor under μ, capped at 20 ms and at twice the mean
 range of the raw samples within a round (noise is jagged within a round, a
 queue held by others or by an AQM is smooth). Results: 20 ms of jitter at
-10 Mbit/s from 33 % to 92.7 ± 2.0 % utilisation, 10 ms at 50 Mbit/s from
-12 % to 87.8 ± 0.7 % (20 seeds), p95 queueing 7–9 ms (CUBIC: 49–83 ms).
+10 Mbit/s from 33 % to 93.8 ± 2.0 % utilisation (worst seed 88.7 %), 10 ms
+at 50 Mbit/s from 12 % to 87.7 ± 1.2 % (worst 84.9 %; 20 seeds), p95
+queueing 7 ms (CUBIC: 49–83 ms).
 40 ms of jitter is beyond the 20 ms cap and stays at 18 %.
 
 **Thin links** (§owd/thin.go§, §owd/dispersion.go§). On a 100 kbit/s link one
