@@ -72,9 +72,20 @@ type compete struct {
 	nStarved    int
 
 	empty emptiness
+
+	// The last return to the delay target: when, and CUBIC's window at
+	// the start of the hold that decided it.
+	holdWindow, leftWindow float64
+	leftAt                 clock.Mono
+	left                   bool
 }
 
 const (
+	// competeRecall is how long after a return to the delay target a
+	// switch back counts as undoing a wrong return; cubicRecallFactor is
+	// CUBIC's β (RFC 9438 §4.6), the share of its window it resumes with.
+	competeRecall     = 10 * time.Second
+	cubicRecallFactor = 0.7
 	// competeWindows is how many 5·SRTT windows in a row without a nearly
 	// empty queue switch to competitive mode.
 	competeWindows = 2
@@ -84,6 +95,11 @@ const (
 	// competeFloorSlack: "at the floor" is within this many packets of it.
 	competeFloorSlack = 1
 )
+
+// recentlyLeft reports whether competitive mode ended within competeRecall.
+func (c *Controller) recentlyLeft(now clock.Mono) bool {
+	return c.comp.left && now.Sub(c.comp.leftAt) < competeRecall
+}
 
 // emptiness is Copa's "does the queue nearly empty once every 5 RTTs"
 // test on one-way queueing delay.
@@ -165,7 +181,13 @@ func (c *Controller) observeEmptiness(now clock.Mono, owd time.Duration) {
 	// path the delay rule's own oscillation may never empty it.
 	starved := c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss
 	others := starved || e.ignored || c.resp.judged && c.resp.ignores
-	if !c.comp.on && e.full >= competeWindows && e.hi-e.lo > 2*a.cfg.MuFloorDelay && others {
+	// Soon after a return to the delay target one window of evidence is
+	// enough: the return was most likely wrong (see enterCompetitive).
+	need := competeWindows
+	if c.recentlyLeft(now) {
+		need = 1
+	}
+	if !c.comp.on && e.full >= need && e.hi-e.lo > 2*a.cfg.MuFloorDelay && others {
 		c.enterCompetitive(now)
 	}
 }
@@ -194,7 +216,16 @@ func (c *Controller) enterCompetitive(now clock.Mono) {
 	m.nStarved = 0
 	m.empty.full = 0
 	m.base = c.active().Min()
-	m.cubic = cc.NewCubic(cc.CubicConfig{MSS: c.cfg.MSS, InitialWindow: cc.ByteCount(c.cwnd)})
+	w := c.cwnd
+	if c.recentlyLeft(now) {
+		// Back within competeRecall of a return to the delay target: that
+		// return was wrong (the competitor's queue had drained under the
+		// hold, as one CUBIC flow's does after its cut). Resume near the
+		// window CUBIC had then, less one CUBIC decrease, instead of
+		// starting again from the floor.
+		w = max(w, cubicRecallFactor*m.leftWindow)
+	}
+	m.cubic = cc.NewCubic(cc.CubicConfig{MSS: c.cfg.MSS, InitialWindow: cc.ByteCount(w)})
 	if c.largestSent != cc.InvalidPacketNumber {
 		m.cubic.OnPacketSent(now, c.largestSent, 0, 0)
 	}
@@ -209,6 +240,7 @@ func (c *Controller) startHoldTest(now clock.Mono, hold time.Duration) {
 	a := c.active()
 	m.base = a.Min()
 	m.testing = true
+	m.holdWindow = float64(m.cubic.Window())
 	m.from, m.to = now, now.Add(hold)
 	m.minQ, m.samples = -1, 0
 	m.qBefore = max(a.Current()-m.base, 0)
@@ -217,7 +249,7 @@ func (c *Controller) startHoldTest(now clock.Mono, hold time.Duration) {
 // observeHoldTest folds one ACK into the hold's test and, once a packet
 // sent after the hold is acknowledged (every packet of the hold that will
 // be acknowledged has been), decides.
-func (c *Controller) observeHoldTest(ack cc.AckSample) {
+func (c *Controller) observeHoldTest(now clock.Mono, ack cc.AckSample) {
 	m := &c.comp
 	if !m.testing {
 		return
@@ -226,7 +258,7 @@ func (c *Controller) observeHoldTest(ack cc.AckSample) {
 		m.testing = false
 		th := 2 * c.active().NoiseFloor()
 		if m.samples > 0 && m.qBefore-m.minQ > th && m.minQ < m.qBefore/2 {
-			c.leaveCompetitive()
+			c.leaveCompetitive(now)
 		}
 		return
 	}
@@ -248,8 +280,9 @@ func (c *Controller) observeHoldTest(ack cc.AckSample) {
 }
 
 // leaveCompetitive returns to the delay target through slow start.
-func (c *Controller) leaveCompetitive() {
+func (c *Controller) leaveCompetitive(now clock.Mono) {
 	c.comp.on = false
+	c.comp.leftAt, c.comp.leftWindow, c.comp.left = now, c.comp.holdWindow, true
 	c.comp.cubic = nil
 	c.comp.empty.full = 0
 	c.cwnd = cc.MinWindowPackets * c.mss

@@ -138,3 +138,27 @@ func TestHoldWithoutDrainStaysCompetitive(t *testing.T) {
 	require.GreaterOrEqual(t, holds, 2)
 	require.True(t, h.c.comp.on, "the buffer filler kept the queue through the holds")
 }
+
+func TestWrongReturnResumesCubicWindow(t *testing.T) {
+	h := competingHarness(t)
+	// Let CUBIC's window grow, then a hold drains the queue (as one CUBIC
+	// flow's queue does after its cut): the flow returns to the delay target.
+	h.standingQueue(10*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+	for h.c.comp.on {
+		q := 60 * time.Millisecond
+		if h.c.probe.active {
+			q = 0
+		}
+		h.ack(50*time.Millisecond+q, 2*(50*time.Millisecond+q))
+	}
+	left := h.c.comp.leftWindow
+	require.Greater(t, left, float64(10*mss))
+	// The competitor was there all along: the queue is back at once.
+	start := h.now
+	for !h.c.comp.on && h.now.Sub(start) < competeRecall {
+		h.standingQueue(time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+	}
+	require.True(t, h.c.comp.on, "back within the recall span")
+	require.GreaterOrEqual(t, float64(h.c.comp.cubic.Window()), cubicRecallFactor*left-1,
+		"resumes at CUBIC's β of the window it had, not from the floor")
+}

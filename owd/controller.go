@@ -114,7 +114,7 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.By
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	c.rtt.Update(ack.RTT)
 	c.takeDelaySample(now, ack)
-	c.observeHoldTest(ack)
+	c.observeHoldTest(now, ack)
 
 	if c.inRecovery && ack.PacketNumber > c.recoverPN {
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3

@@ -146,7 +146,8 @@
 //     empty in two windows of 5·SRTT, and the queue is someone else's —
 //     or two congestive losses at the floor within 30 s switch the window
 //     to CUBIC (RFC 9438); a base-delay slowdown that drains the queue
-//     switches back, through slow start.
+//     switches back, through slow start, and a switch back within 10 s
+//     resumes near the CUBIC window it left.
 //   - Delay noise that keeps packet order (response.go): a radio link that
 //     holds packets and releases them together adds delay the RFC 3550
 //     jitter term misses, and the rule shrank the window against it (33 %

@@ -493,14 +493,17 @@ window — or if two congestive losses hit the flow at its floor within 30 s
 becomes CUBIC's (RFC 9438). The way back is Nimbus's question (SIGCOMM 2022)
 asked with the base-delay slowdown §owd§ already runs: if holding the
 window at the floor for two round trips drains the queue, the buffer filler
-is gone, and the flow slow-starts back to its delay target. Copa+'s critique
+is gone, and the flow slow-starts back to its delay target (a switch back
+within 10 s undoes a wrong return: beside one CUBIC flow the queue does
+drain after CUBIC's cut, so it resumes at 0.7 of the CUBIC window it had).
+Copa+'s critique
 (false switches) is answered by the "someone else's" test: each of its three
 parts was added after a false switch on a path outside the gap scenarios
 (below). Results: beside three CUBIC flows §owd§'s share went from 4.0 ± 0.2 %
-to 18.3 ± 3.4 % (20 paired seeds; CUBIC itself gets 22.1 ± 2.3 % in the same
-slot), beside one from 2.5 % to 41.9 ± 2.5 % (CUBIC: 45.4 %); beside one
+to 18.3 ± 3.8 % (20 paired seeds; CUBIC itself gets 22.1 ± 2.3 % in the same
+slot), beside one from 2.5 % to 42.6 ± 2.1 % (CUBIC: 45.4 %); beside one
 kernel CUBIC flow (iperf3) through the TUN emulator, 10 Mbit/s, 40 ms, a
-one-BDP FIFO, from 4.0 ± 0.2 % (5 runs) to 42.6 ± 2.4 % of the link (10 runs, 40.5–46.7 %)
+one-BDP FIFO, from 4.0 ± 0.2 % (5 runs) to 44.2 ± 4.6 % of the link (10 runs, 40.4–55.3 %)
 (§freshbench emu --tun --runs 10 bench/scenarios/tun-10mbps-40ms-vs-cubic.json§,
 as root). The worst seed beside three CUBIC flows still gets 10.8 %: there
 the flow never sees the queue empty relative to its (latecomer) base and
@@ -518,8 +521,9 @@ more on the paper's paths); noise does not. Below 0.2 the largest round
 delay × 2 becomes a floor under μ, capped at 20 ms and at twice the mean
 range of the raw samples within a round (noise is jagged within a round, a
 queue held by others or by an AQM is smooth). Results: 20 ms of jitter at
-10 Mbit/s from 33 % to 92.7 ± 2.0 % utilisation, 10 ms at 50 Mbit/s from
-12 % to 87.8 ± 0.7 % (20 seeds), p95 queueing 7–9 ms (CUBIC: 49–83 ms).
+10 Mbit/s from 33 % to 93.8 ± 2.0 % utilisation (worst seed 88.7 %), 10 ms
+at 50 Mbit/s from 12 % to 87.7 ± 1.2 % (worst 84.9 %; 20 seeds), p95
+queueing 7 ms (CUBIC: 49–83 ms).
 40 ms of jitter is beyond the 20 ms cap and stays at 18 %.
 
 **Thin links** (§owd/thin.go§, §owd/dispersion.go§). On a 100 kbit/s link one
