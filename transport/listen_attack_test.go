@@ -424,27 +424,28 @@ func TestHandshakeRateLimit(t *testing.T) {
 	l := listen(t, Config{LimitLoopback: true, HandshakeRate: 0.5, HandshakeBurst: 2})
 	acceptAll(l)
 	floodInitials(t, l.Addr(), 100, 4) // same source (127.0.0.1): Retries only
-	for range 2 {
+	dialsThenRefused(t, l, 2)
+	require.Positive(t, l.Stats().InitialsRateLimited)
+}
+
+// dialsThenRefused dials l n times successfully (closing the connections
+// when the test ends), then once more, which the limit must refuse.
+func dialsThenRefused(t *testing.T, l *Listener, n int) {
+	t.Helper()
+	for range n {
 		c, err := dialWithin(l, 5*time.Second)
 		require.NoError(t, err)
-		defer c.Close()
+		t.Cleanup(func() { c.Close() })
 	}
 	_, err := dialWithin(l, 700*time.Millisecond)
 	require.ErrorIs(t, err, ErrHandshake)
-	require.Positive(t, l.Stats().InitialsRateLimited)
 }
 
 // MaxConnections bounds the connections of all sources together.
 func TestMaxConnections(t *testing.T) {
 	l := listen(t, Config{MaxConnections: 2})
 	acceptAll(l)
-	for range 2 {
-		c, err := dialWithin(l, 5*time.Second)
-		require.NoError(t, err)
-		defer c.Close()
-	}
-	_, err := dialWithin(l, 700*time.Millisecond)
-	require.ErrorIs(t, err, ErrHandshake)
+	dialsThenRefused(t, l, 2)
 	require.Positive(t, l.Stats().InitialsTotalLimit)
 }
 
