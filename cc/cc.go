@@ -89,6 +89,12 @@ func (s DelaySignal) String() string {
 	}
 }
 
+// Mode names shared by window controllers (Metrics.Mode).
+const (
+	ModeSlowStart = "slow_start"
+	ModeAvoidance = "avoidance"
+)
+
 // Metrics is a controller's state snapshot for stats, traces and tests. Fields a
 // controller does not have are zero.
 type Metrics struct {
@@ -100,11 +106,16 @@ type Metrics struct {
 	SRTT        time.Duration // smoothed RTT (RFC 6298)
 	MinRTT      time.Duration //
 	Signal      DelaySignal   // which delay signal is in use
-	OWDMin      time.Duration // base one-way delay (owd)
-	OWDCur      time.Duration // filtered current one-way delay (owd)
-	OWDv        float64       // (OWDcur-OWDmin)/OWDmin, Eq. 1 (owd)
-	Mu          float64       // threshold μ (owd)
-	UpdateRate  float64       // updates per second (acp)
+	// Mode is the controller's current mode, a short snake_case name
+	// from a fixed set of constants (so reading it never allocates):
+	// "slow_start" or "avoidance" for the loss-based baselines; owd and
+	// bbr document their own. Recovery is orthogonal (InRecovery).
+	Mode       string
+	OWDMin     time.Duration // base one-way delay (owd)
+	OWDCur     time.Duration // filtered current one-way delay (owd)
+	OWDv       float64       // (OWDcur-OWDmin)/OWDmin, Eq. 1 (owd)
+	Mu         float64       // threshold μ (owd)
+	UpdateRate float64       // updates per second (acp)
 }
 
 // Controller is the congestion/rate controller contract shared by every

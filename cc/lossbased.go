@@ -199,11 +199,16 @@ func (w *lossWindow) metrics() Metrics {
 	if !math.IsInf(w.ssthresh, 1) {
 		ssthresh = ByteCount(w.ssthresh)
 	}
+	mode := ModeAvoidance
+	if w.inSlowStart() {
+		mode = ModeSlowStart
+	}
 	return Metrics{
 		Window:      w.window(),
 		Ssthresh:    ssthresh,
 		PacingRate:  w.pacingRate(),
 		InSlowStart: w.inSlowStart(),
+		Mode:        mode,
 		InRecovery:  w.inRecovery,
 		SRTT:        w.rtt.Smoothed(),
 		MinRTT:      w.rtt.Min(),

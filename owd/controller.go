@@ -448,6 +448,7 @@ func (c *Controller) Metrics() cc.Metrics {
 		Window:      c.Window(),
 		PacingRate:  c.PacingRate(),
 		InSlowStart: c.cwnd < c.ssthresh,
+		Mode:        c.modeName(),
 		InRecovery:  c.inRecovery,
 		SRTT:        c.rtt.Smoothed(),
 		MinRTT:      c.rtt.Min(),
@@ -461,4 +462,17 @@ func (c *Controller) Metrics() cc.Metrics {
 		m.Ssthresh = cc.ByteCount(c.ssthresh)
 	}
 	return m
+}
+
+// modeName is the mode reported in Metrics.
+func (c *Controller) modeName() string {
+	switch {
+	case c.probe.active:
+		return "probe"
+	case c.comp.on:
+		return "competitive"
+	case c.cwnd < c.ssthresh:
+		return cc.ModeSlowStart
+	}
+	return cc.ModeAvoidance
 }

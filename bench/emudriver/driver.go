@@ -713,6 +713,12 @@ func (d *driver) sampleControllers(t time.Duration) {
 			f.m.signals = map[string]int64{}
 		}
 		f.m.signals[ss.Signal.String()]++
+		if ss.Mode != "" {
+			if f.m.modes == nil {
+				f.m.modes = map[string]int64{}
+			}
+			f.m.modes[ss.Mode]++
+		}
 		if d.s.ClockSync == "inband" && rs.ClockSynced {
 			f.m.clockErrSum += math.Abs(float64(rs.ClockOffset) / 1e6)
 			f.m.clockErrN++

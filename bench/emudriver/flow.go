@@ -75,7 +75,8 @@ type measures struct {
 	// Controller samples every statsEvery while active (bulk).
 	samples, slowStart int64
 	signals            map[string]int64
-	clockErrSum        float64 // ms
+	modes              map[string]int64 // samples per Stats.Mode
+	clockErrSum        float64          // ms
 	clockErrN          int64
 	// The current time-series interval, and the series.
 	ivBytes  int64

@@ -90,6 +90,12 @@ func (f *flowRun) report(d *driver) report.Flow {
 		fr.Lost, fr.Retransmitted = ss.PacketsLost, ss.Retransmitted
 		sentBytes = ss.BytesSent + ipUDPHeader*ss.PacketsSent
 		fr.SlowStartS = report.Round3(float64(m.slowStart) * statsEvery.Seconds())
+		if len(m.modes) > 0 {
+			fr.ModeS = map[string]float64{}
+			for mode, n := range m.modes {
+				fr.ModeS[mode] = report.Round3(float64(n) * statsEvery.Seconds())
+			}
+		}
 		if m.samples > 0 {
 			fr.SignalShare = map[string]float64{}
 			for sig, n := range m.signals {

@@ -62,7 +62,12 @@ type Flow struct {
 	Delivered int64 `json:"delivered"`
 	// Trace summary of the controller: seconds in slow start, and the
 	// fraction of ACKs on which each delay signal was in use.
-	SlowStartS   float64            `json:"slow_start_s,omitempty"`
+	SlowStartS float64 `json:"slow_start_s,omitempty"`
+	// ModeS is the time the controller spent in each of its modes
+	// (cc.Metrics.Mode), seconds: for owd "slow_start", "avoidance",
+	// "probe", "competitive"; for bbr "startup", "drain", "probe_bw",
+	// "probe_rtt"; for the loss-based baselines "slow_start", "avoidance".
+	ModeS        map[string]float64 `json:"mode_s,omitempty"`
 	SignalShare  map[string]float64 `json:"signal_share,omitempty"`
 	StartS       float64            `json:"start_s"`
 	EndS         float64            `json:"end_s"`

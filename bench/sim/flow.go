@@ -47,8 +47,9 @@ type flowStats struct {
 	bytes           int64 // application bytes delivered (in order for bulk)
 	owdMs, queueMs  []float64
 	slowStart       time.Duration
-	signals         [3]int64 // by cc.DelaySignal
-	clockErrSum     float64  // ms
+	modes           map[string]time.Duration // time per cc.Metrics.Mode
+	signals         [3]int64                 // by cc.DelaySignal
+	clockErrSum     float64                  // ms
 	clockErrN       int64
 	// Jain window marks.
 	bytesAtMark [2]int64
@@ -319,8 +320,17 @@ func (f *flow) noteControllerState(now clock.Mono) {
 	} else {
 		m = f.cli.Policy().Metrics()
 	}
-	if m.InSlowStart && f.lastAck != 0 {
-		f.st.slowStart += now.Sub(f.lastAck)
+	if f.lastAck != 0 {
+		dt := now.Sub(f.lastAck)
+		if m.InSlowStart {
+			f.st.slowStart += dt
+		}
+		if m.Mode != "" {
+			if f.st.modes == nil {
+				f.st.modes = map[string]time.Duration{}
+			}
+			f.st.modes[m.Mode] += dt
+		}
 	}
 	f.lastAck = now
 	if int(m.Signal) < len(f.st.signals) {

@@ -52,6 +52,12 @@ func (w *world) result(opts Options) *report.Run {
 		}
 		if f.isBulk() {
 			fr.SlowStartS = report.Round3(f.st.slowStart.Seconds())
+			if len(f.st.modes) > 0 {
+				fr.ModeS = map[string]float64{}
+				for mode, d := range f.st.modes {
+					fr.ModeS[mode] = report.Round3(d.Seconds())
+				}
+			}
 			if !f.reverse { // Jain over the flows that share the forward bottleneck
 				jain = append(jain, float64(f.st.bytesAtMark[1]-f.st.bytesAtMark[0]))
 			}

@@ -12,12 +12,16 @@ import (
 // connection began; units are in the field names or comments.
 type Stats struct {
 	// Stream congestion control.
-	CC          string        // controller name
-	Window      cc.ByteCount  // congestion window, bytes
-	PacingRate  cc.Bandwidth  // bit/s
-	InSlowStart bool          //
-	SRTT        time.Duration // smoothed RTT (RFC 6298)
-	MinRTT      time.Duration //
+	CC          string       // controller name
+	Window      cc.ByteCount // congestion window, bytes
+	PacingRate  cc.Bandwidth // bit/s
+	InSlowStart bool         //
+	// Mode is the stream controller's mode (cc.Metrics.Mode: "slow_start",
+	// "avoidance", and owd's "probe" and "competitive", bbr's "startup",
+	// "drain", "probe_bw", "probe_rtt").
+	Mode   string
+	SRTT   time.Duration // smoothed RTT (RFC 6298)
+	MinRTT time.Duration //
 	// MinOWD and CurOWD are the stream's one-way delays: the owd
 	// controller's OWDmin and OWDcur, or, for a controller without them,
 	// the smallest trusted sample since the connection opened and the
@@ -102,7 +106,7 @@ type AgeStats struct {
 func (s *Session) Stats(now clock.Mono) Stats {
 	st := s.st
 	m := s.controllerMetrics()
-	st.Window, st.PacingRate, st.InSlowStart = m.Window, m.PacingRate, m.InSlowStart
+	st.Window, st.PacingRate, st.InSlowStart, st.Mode = m.Window, m.PacingRate, m.InSlowStart, m.Mode
 	st.SRTT, st.MinRTT = s.tr.RTT().Smoothed(), s.tr.RTT().Min()
 	st.MinOWD, st.CurOWD, st.Signal = m.OWDMin, m.OWDCur, m.Signal
 	if st.MinOWD == 0 { // a controller without a delay analyzer
