@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +128,40 @@ func TestTraceStartJSON(t *testing.T) {
 	random, err := json.Marshal(Path{Trace: "a.up", TraceStart: TraceStart{Random: true}})
 	require.NoError(t, err)
 	require.Contains(t, string(random), `"trace":"a.up","trace_start":"random"`)
+}
+
+// TestTraceScenariosFollowTheirDesign: every trace in bench/traces has a
+// fifo and a codel scenario whose forward path replays it and whose
+// reverse path replays its pair, 20 ms each way, a random start, a
+// 200-packet buffer on both sides and one bulk flow for 60 s.
+func TestTraceScenariosFollowTheirDesign(t *testing.T) {
+	traceFiles, err := filepath.Glob(filepath.Join("..", "traces", "*.*[pn]"))
+	require.NoError(t, err)
+	require.Len(t, traceFiles, 8)
+	for _, tf := range traceFiles {
+		base := filepath.Base(tf)
+		pair := strings.TrimSuffix(base, ".up") + ".down"
+		if strings.HasSuffix(base, ".down") {
+			pair = strings.TrimSuffix(base, ".down") + ".up"
+		}
+		for _, disc := range []string{"fifo", "codel"} {
+			name := "trace-" + strings.ToLower(strings.ReplaceAll(base, ".", "-")) + "-" + disc
+			s, err := Load(filepath.Join("..", "scenarios", name+".json"))
+			require.NoError(t, err, name)
+			require.Equal(t, name, s.Name)
+			require.Equal(t, 60*time.Second, s.Duration.D())
+			for _, p := range []struct {
+				path  Path
+				trace string
+			}{{s.Forward, base}, {s.Reverse, pair}} {
+				require.Equal(t, "bench/traces/"+p.trace, p.path.Trace, name)
+				require.True(t, p.path.TraceStart.Random, name)
+				require.Equal(t, 20*time.Millisecond, p.path.Delay.D(), name)
+				require.Equal(t, disc, p.path.Queue.Discipline, name)
+				require.Equal(t, 200, p.path.Queue.Limit, name)
+			}
+			require.Len(t, s.Flows, 1)
+			require.Equal(t, KindBulk, s.Flows[0].Kind)
+		}
+	}
 }
