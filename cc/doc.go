@@ -1,5 +1,6 @@
 // Package cc holds fresh's congestion-control contract and its baseline
-// controllers: NewReno, CUBIC, H-TCP and a Vegas-style RTT-delay controller.
+// controllers: NewReno, CUBIC, H-TCP, a Vegas-style RTT-delay controller and
+// BBR (v1, as Linux ships it).
 // The one-way-delay controller (package owd) and the age-of-information
 // regulator (package acp) implement the same contract elsewhere.
 //
@@ -35,7 +36,7 @@
 //
 // Register makes a Factory available under a name and New builds a fresh
 // controller by name with a given MSS; Names lists what is registered. This
-// package registers "reno", "cubic", "htcp" and "rttdelay" in init, each
+// package registers "reno", "cubic", "htcp", "rttdelay" and "bbr" in init, each
 // with its zero-value Config; owd registers "owd" and "owd-eq2". Every
 // benchmark scenario therefore swaps controllers by name alone. The
 // update-rate policies of package acp satisfy Controller too but are not
@@ -237,4 +238,24 @@
 //     their samples carry the queue the reduction is draining.
 //   - With the defaults, delay alone never takes the window below about
 //     β/(1 − baseRTT/RTT) packets; the 2-packet floor still applies.
+//
+// # BBR (BBR, "bbr")
+//
+// References: Cardwell, Cheng, Gunn, Hassas Yeganeh, Jacobson, "BBR:
+// Congestion-Based Congestion Control", ACM Queue 2016;
+// draft-cardwell-iccrg-bbr-congestion-control-00;
+// draft-cheng-iccrg-delivery-rate-estimation-00. BBR v1 as Linux's
+// tcp_bbr.c has it since 5.1 (with the ACK-aggregation allowance and the
+// long-term "lt_bw" policer detection): a model of the path — btlBw, the
+// 10-round max of the delivery rate, and minRTT, the 10 s minimum RTT —
+// and a pacing rate of gain·btlBw with cwnd = gain·BDP + allowances. It
+// does not share the loss-based bookkeeping above: losses do not cut the
+// model, only cwnd during recovery (packet conservation in the first round,
+// the cwnd restored after). Metrics.Mode is "startup", "drain", "probe_bw"
+// or "probe_rtt"; InSlowStart is true in Startup. Its floor is 4 packets
+// (1 after a retransmission timeout until the next ACK). The delivery-rate
+// samples are kept inside the controller, per packet number; whether the
+// flow is application-limited is inferred at each send, since the contract
+// has no such event. bbr.go's header says every constant, every choice and
+// where it differs from the kernel.
 package cc

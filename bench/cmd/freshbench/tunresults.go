@@ -74,7 +74,7 @@ func (t *tunReport) generate(ctx context.Context) error {
 	t.printf("packet, `owd` the time through the emulated link. Our flows carry 82 bytes\n")
 	t.printf("of headers per 1400-byte segment, kernel TCP 52 per 1448, so at the same\n")
 	t.printf("utilisation kernel TCP's goodput is about 2 %% higher.\n\n")
-	for _, sec := range []func(context.Context) error{t.versusKernel, t.aqm, t.acpPriority, t.nagle} {
+	for _, sec := range []func(context.Context) error{t.versusKernel, t.bbrVersusKernel, t.aqm, t.acpPriority, t.nagle} {
 		if err := sec(ctx); err != nil {
 			return err
 		}
