@@ -77,9 +77,11 @@ type compete struct {
 	// only tests set it, to show what the drain test prevents.
 	trustCopa bool
 
-	// Starved losses.
-	lastStarved clock.Mono
-	nStarved    int
+	// Starved losses; pendingStarved: one was noted and counts at the
+	// next ACK unless a retransmission timeout comes first.
+	lastStarved    clock.Mono
+	nStarved       int
+	pendingStarved bool
 
 	// The last return to the delay target: when, and CUBIC's window at
 	// the start of the hold that decided it.
@@ -207,10 +209,28 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 	}
 }
 
-// onCongestiveLoss counts starved losses (see the type doc).
+// onCongestiveLoss notes a loss that may be a starved one (see the type
+// doc): in congestion avoidance only, where the delay rule, not a
+// retransmission timeout, put the window at its floor. It counts at the
+// next ACK (countStarved), unless a timeout comes first: on a cellular
+// link in a fade the timeouts come one after another, each declaring the
+// packet it gave up on lost, at the floor the previous one set, and those
+// losses say nothing about another flow.
 func (c *Controller) onCongestiveLoss(now clock.Mono) {
-	if c.cfg.Tuning.DisableCompetitiveMode || c.mode == modeCompetitive ||
+	if c.cfg.Tuning.DisableCompetitiveMode || c.mode != modeAvoidance ||
 		c.cwnd > (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+		return
+	}
+	c.comp.pendingStarved = true
+}
+
+// countStarved counts a starved loss noted before this ACK.
+func (c *Controller) countStarved(now clock.Mono) {
+	if !c.comp.pendingStarved {
+		return
+	}
+	c.comp.pendingStarved = false
+	if c.mode == modeCompetitive {
 		return
 	}
 	if c.comp.nStarved > 0 && now.Sub(c.comp.lastStarved) > competeLossSpan {

@@ -158,7 +158,9 @@ func TestNoCompetitiveModeAloneOnCapacityChanges(t *testing.T) {
 		{"step 4 to 1 Mbit/s", steps([]time.Duration{0, 15 * time.Second}, []float64{4e6, 1e6}), 60},
 		{"flap 4 and 1 Mbit/s", steps([]time.Duration{0, 10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second, 50 * time.Second},
 			[]float64{4e6, 1e6, 4e6, 1e6, 4e6, 1e6}), 60},
-		{"LTE-like 1 to 20 Mbit/s", lteLike(1e6, 20e6, 7), 400},
+		{"LTE-like 1 to 20 Mbit/s, walk 8", lteLike(1e6, 20e6, lteFoolingSeeds[0]), 400},
+		{"LTE-like 1 to 20 Mbit/s, walk 10", lteLike(1e6, 20e6, lteFoolingSeeds[1]), 400},
+		{"LTE-like 1 to 20 Mbit/s, walk 13", lteLike(1e6, 20e6, lteFoolingSeeds[2]), 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustNew(New(Config{MSS: mss}))
@@ -166,10 +168,10 @@ func TestNoCompetitiveModeAloneOnCapacityChanges(t *testing.T) {
 			p95 := l.run(c, 60*time.Second)
 			require.Zero(t, l.modeTime[ModeCompetitive], "alone: never competitive")
 			require.Positive(t, l.modeTime[ModeProbe], "the slowdowns ran")
-			// A CUBIC flow fills the buffer: limit packets of queueing
-			// at the lowest rate. The delay rule keeps a small part.
-			full := time.Duration(float64(tc.limit*mss*8) / 1e6 * float64(time.Second))
-			require.Less(t, p95, full/4, "p95 queueing %v against a full buffer's %v", p95, full)
+			// A CUBIC flow on the same link fills the buffer.
+			cubic := newTestLink(20*time.Millisecond, tc.limit, tc.rate)
+			p95Cubic := cubic.run(cc.NewCubic(cc.CubicConfig{MSS: mss}), 60*time.Second)
+			require.Less(t, p95, p95Cubic/2, "p95 queueing %v against CUBIC's %v", p95, p95Cubic)
 		})
 	}
 }
@@ -177,12 +179,18 @@ func TestNoCompetitiveModeAloneOnCapacityChanges(t *testing.T) {
 // The same paths with the drain test's verdict ignored (Copa's test
 // switching on its own) do switch: the test above can fail.
 func TestCapacityChangesFoolCopaAlone(t *testing.T) {
-	c := mustNew(New(Config{MSS: mss}))
-	c.comp.trustCopa = true
-	l := newTestLink(20*time.Millisecond, 400, lteLike(1e6, 20e6, 7))
-	l.run(c, 60*time.Second)
-	require.Positive(t, l.modeTime[ModeCompetitive])
+	for _, seed := range lteFoolingSeeds {
+		c := mustNew(New(Config{MSS: mss}))
+		c.comp.trustCopa = true
+		l := newTestLink(20*time.Millisecond, 400, lteLike(1e6, 20e6, seed))
+		l.run(c, 60*time.Second)
+		require.Greater(t, l.modeTime[ModeCompetitive], 5*time.Second, "rate walk %d", seed)
+	}
 }
+
+// lteFoolingSeeds are rate walks on which Copa's test alone switches to
+// competitive mode for more than 5 s of 60 (15 of the first 30 do).
+var lteFoolingSeeds = []uint64{6, 8, 11}
 
 func TestStarvedLossesSwitch(t *testing.T) {
 	h := newHarness(mustNew(New(noProbe())))
@@ -193,7 +201,25 @@ func TestStarvedLossesSwitch(t *testing.T) {
 	require.NotEqual(t, modeCompetitive, h.c.mode, "one loss is not enough")
 	h.ackN(50, 150*time.Millisecond, 300*time.Millisecond) // ends recovery
 	h.lose()
+	h.ack(150*time.Millisecond, 300*time.Millisecond) // a loss counts at the next ACK
 	require.Equal(t, modeCompetitive, h.c.mode, "a second congestive loss at the floor within 30 s")
+}
+
+// Losses a retransmission timeout declares do not count: in a cellular
+// fade the timeouts come one after another at the floor the previous one
+// set, and the buffer is not full, the link is silent.
+func TestTimeoutLossesDoNotStarve(t *testing.T) {
+	h := newHarness(mustNew(New(noProbe())))
+	h.toAvoidance()
+	h.ackN(200, 150*time.Millisecond, 300*time.Millisecond) // deep queue: window to the floor
+	for range 5 {
+		h.lose()
+		h.c.OnRetransmissionTimeout(h.now)
+		h.now = h.now.Add(time.Second)
+	}
+	h.ack(150*time.Millisecond, 300*time.Millisecond)
+	require.NotEqual(t, modeCompetitive, h.c.mode)
+	require.Zero(t, h.c.comp.nStarved)
 }
 
 func TestStarvedLossesExpire(t *testing.T) {
@@ -248,9 +274,10 @@ func TestHoldWithoutDrainStaysCompetitive(t *testing.T) {
 
 func TestWrongReturnResumesCubicWindow(t *testing.T) {
 	h := competingHarness(t)
-	// Let CUBIC's window grow, then a hold drains the queue (as one CUBIC
-	// flow's queue does after its cut): the flow returns to the delay target.
-	h.standingQueue(10*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+	// Let CUBIC's window grow through a slowdown that finds the filler
+	// still there, then a hold drains the queue (as one CUBIC flow's queue
+	// does after its cut): the flow returns to the delay target.
+	h.standingQueue(25*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
 	for h.c.comp.cubic != nil {
 		h.ownQueue(time.Millisecond)
 	}

@@ -106,9 +106,20 @@ type Tuning struct {
 	// base delay, the window is cut by OWDmin/OWDcur, which removes the
 	// queue the last round of slow start built.
 	DisableSlowStartDrain bool
-	ProbeHoldRTTs         float64
-	ProbeSpacing          float64
-	ProbeMinInterval      time.Duration
+	// DisableQueueDrain leaves a queue far above the target to the delay
+	// rule alone; by default the window is cut once per round trip to
+	// what would leave μ of queueing (drainQueue in controller.go).
+	DisableQueueDrain bool
+	// DisableVelocity keeps the additive increase at one packet per round
+	// trip; by default it doubles each round trip after two round trips in
+	// which the queueing delay stayed under a quarter of μ (velocity.go).
+	DisableVelocity bool
+	// VelocityMax is the largest increase, packets per round trip, the
+	// velocity may reach. Default 2.
+	VelocityMax      float64
+	ProbeHoldRTTs    float64
+	ProbeSpacing     float64
+	ProbeMinInterval time.Duration
 }
 
 // validate refuses what withDefaults cannot repair: negative sizes and
@@ -134,6 +145,7 @@ func (c Config) validate() error {
 		{"Tuning.SlowStartExitFraction", t.SlowStartExitFraction},
 		{"Tuning.ProbeHoldRTTs", t.ProbeHoldRTTs},
 		{"Tuning.ProbeSpacing", t.ProbeSpacing},
+		{"Tuning.VelocityMax", t.VelocityMax},
 		{"Tuning.Analyzer.Beta", t.Analyzer.Beta},
 	} {
 		if !finite(f.v) || f.v < 0 {
@@ -209,6 +221,9 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.ProbeSpacing <= 0 {
 		t.ProbeSpacing = 9
+	}
+	if t.VelocityMax <= 0 {
+		t.VelocityMax = 2
 	}
 	if t.ProbeMinInterval <= 0 {
 		t.ProbeMinInterval = 20 * time.Second

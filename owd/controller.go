@@ -44,6 +44,9 @@ type Controller struct {
 	// OWDv_max at the exit.
 	ssMaxOWDv float64
 	ssExited  bool // the first slow start has ended
+	// drainPN is the largest packet sent when drainQueue last cut: until
+	// a later one is acknowledged, the cut has not shown.
+	drainPN cc.PacketNumber
 
 	// Recovery (RFC 6582 style, by packet number since numbers are never
 	// reused): losses of packets sent before the episode began do not reduce
@@ -56,7 +59,34 @@ type Controller struct {
 	comp  compete    // compete.go: the buffer-filler detector and CUBIC
 	disp  dispersion // dispersion.go: the bottleneck's packet time
 	resp  response   // response.go: does the delay follow the window?
+	vel   velocity   // velocity.go: a faster increase while the queue is empty
+	used  inFlight   // the most in flight in this round trip and the last
 }
+
+// inFlight keeps the most bytes in flight seen in the current round trip
+// (until a packet sent after it began is acknowledged) and the last one,
+// as Linux keeps max_packets_out for tcp_is_cwnd_limited. A flow uses its
+// window if it filled it at some moment of the round: on a link that
+// delivers in bursts (cellular scheduling, Wi-Fi aggregation) the ACKs
+// come in bursts too, and just after one the bytes in flight sit far below
+// the window although the flow is sending all the window allows, so the
+// bytes in flight at one ACK would call most such ACKs application-limited
+// and stop the window from growing.
+type inFlight struct {
+	cur, prev cc.ByteCount
+	roundEnd  cc.PacketNumber // the largest packet sent when the round began
+}
+
+// note folds bytes in flight seen at now; acked is the packet number an
+// ACK is for (InvalidPacketNumber for a send), largest the largest sent.
+func (u *inFlight) note(n cc.ByteCount, acked, largest cc.PacketNumber) {
+	if acked != cc.InvalidPacketNumber && acked > u.roundEnd {
+		u.prev, u.cur, u.roundEnd = u.cur, 0, largest
+	}
+	u.cur = max(u.cur, n)
+}
+
+func (u *inFlight) max() cc.ByteCount { return max(u.cur, u.prev) }
 
 var _ cc.Controller = (*Controller)(nil)
 
@@ -83,11 +113,15 @@ func mustNew(c *Controller, err error) *Controller {
 func New(cfg Config) (*Controller, error) { return newController("owd", cfg, eq7{}) }
 
 // NewEq2 returns the paper's Eq. 2 controller ("owd-eq2"), kept as the
-// literal baseline. Competitive mode (compete.go) is always off for it:
-// Eq. 2 holds its window while μ < OWDv ≤ 2μ, so it keeps a standing queue
-// of its own, which Copa's test takes for a buffer filler's.
+// literal baseline: its window follows Eq. 2 alone, without the queue
+// drain and the velocity that "owd" adds to the rule. Competitive mode
+// (compete.go) is always off for it: Eq. 2 holds its window while
+// μ < OWDv ≤ 2μ, so it keeps a standing queue of its own, which Copa's
+// test takes for a buffer filler's.
 func NewEq2(cfg Config) (*Controller, error) {
 	cfg.Tuning.DisableCompetitiveMode = true
+	cfg.Tuning.DisableQueueDrain = true
+	cfg.Tuning.DisableVelocity = true
 	return newController("owd-eq2", cfg, eq2{})
 }
 
@@ -107,6 +141,7 @@ func newController(name string, cfg Config, rule windowRule) (*Controller, error
 		signal:      cc.SignalOWD,
 		largestSent: cc.InvalidPacketNumber,
 		recoverPN:   cc.InvalidPacketNumber,
+		drainPN:     cc.InvalidPacketNumber,
 	}
 	c.owdA.init(cfg.Tuning.Analyzer)
 	c.rttA.init(cfg.Tuning.Analyzer)
@@ -125,6 +160,7 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 	if pn > c.largestSent {
 		c.largestSent = pn
 	}
+	c.used.note(inFlight, cc.InvalidPacketNumber, c.largestSent)
 	if c.comp.cubic != nil {
 		c.comp.cubic.OnPacketSent(now, pn, bytes, inFlight)
 	}
@@ -134,6 +170,8 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 // The estimators are fed first, whatever the mode; then the mode's own
 // transition function decides what the window does.
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
+	c.countStarved(now)
+	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
 	c.takeDelaySample(now, ack)
 	c.observeDrainTest(now, ack)
@@ -160,9 +198,10 @@ func (c *Controller) onAck(now clock.Mono, ack cc.AckSample) {
 	}
 }
 
-// limited reports whether the flow was using its window (RFC 7661).
+// limited reports whether the flow was using its window (RFC 7661): at
+// this ACK, or at any moment of this round trip or the last one (inFlight).
 func (c *Controller) limited(ack cc.AckSample) bool {
-	return cc.WindowLimited(ack.PriorInFlight, c.Window(), c.cfg.MSS, c.mode == modeSlowStart)
+	return cc.WindowLimited(max(ack.PriorInFlight, c.used.max()), c.Window(), c.cfg.MSS, c.mode == modeSlowStart)
 }
 
 // onAckSlowStart grows the window by the bytes acknowledged (RFC 5681
@@ -236,11 +275,21 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	}
 	t := c.targets(now)
 	v := a.Variation()
+	if c.drainQueue(ack, a, v, t) {
+		a.TrackMax(now, v)
+		return
+	}
 	// Per-ACK steps divided by the reverse scale keep the loop gain of the
 	// forward loop when the ACK path queues (reverse.go).
 	d := c.rule.delta(v, t.mu, a.Current(), a.floored(), c.cwnd/c.mss) * acked / c.reverseScale()
+	speed := 1.0
+	if !c.cfg.Tuning.DisableVelocity {
+		speed = c.vel.observe(now, v, t.mu, c.rtt.Smoothed(), c.cwnd/c.mss, c.cfg.Tuning.VelocityMax)
+	}
 	if d > 0 {
-		d *= t.growth
+		d *= t.growth * speed
+	}
+	if ack.PacketNumber%50 == 0 {
 	}
 	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
 		c.grow(d*c.mss, t.floor)
@@ -266,6 +315,7 @@ func (c *Controller) onAckCompetitive(now clock.Mono) {
 
 // enterSlowStart restarts slow start toward an unknown ssthresh.
 func (c *Controller) enterSlowStart() {
+	c.vel.reset()
 	c.mode = modeSlowStart
 	c.ssthresh = math.Inf(1)
 	c.ssMaxOWDv = 0
@@ -274,6 +324,7 @@ func (c *Controller) enterSlowStart() {
 // exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis
 // "in slow start") and schedules base-delay probes.
 func (c *Controller) exitSlowStart(now clock.Mono) {
+	c.vel.reset()
 	c.mode = modeAvoidance
 	c.owdA.ResetMax(now, c.ssMaxOWDv)
 	c.rttA.ResetMax(now, c.ssMaxOWDv)
@@ -288,6 +339,40 @@ func (c *Controller) slowStartExitDelay(a *Analyzer) time.Duration {
 	t := time.Duration(float64(a.Min()) * c.cfg.Tuning.SlowStartExitFraction)
 	t = min(max(t, c.cfg.Tuning.SlowStartExitMin), c.cfg.Tuning.SlowStartExitMax)
 	return max(t, a.NoiseFloor())
+}
+
+// drainQueue cuts the window once per round trip to what would leave μ of
+// queueing, cwnd·(1 + μ)/(1 + OWDv), when the queue stands far above the
+// target: OWDv above 2μ and OWDcur above drainMinRatio × OWDmin (our
+// addition; Tuning.DisableQueueDrain). It reports whether the ACK was
+// handled.
+//
+// Eq. 7's decrease, (1 − r)/r² per ACK with r = OWDcur/OWDmin, is largest
+// at r = 2 and fades as the queue grows (−1/r per ACK, a 1/r cut per round
+// trip): after a capacity drop that leaves a queue of ten base delays, the
+// rule cuts 10 % per round trip of a round trip ten times longer, and the
+// queue outlives the drop by seconds. A window that leaves μ of queueing
+// is known at once: the delivery rate is cwnd/OWDcur-worth per base
+// delay, so cwnd·OWDmin(1 + μ)/OWDcur does it, as FAST TCP's update
+// (Wei et al., IEEE/ACM ToN 2006) and BBR's drain aim at the window the
+// measured rate supports. The cut waits a round trip (until a packet sent
+// after it is acknowledged) before it may repeat, and the rule's own
+// decrease waits with it: the packets already in flight still report the
+// queue the cut is draining.
+func (c *Controller) drainQueue(ack cc.AckSample, a *Analyzer, v float64, t targets) bool {
+	if c.cfg.Tuning.DisableQueueDrain {
+		return false
+	}
+	if ack.PacketNumber <= c.drainPN {
+		return true // a cut is on its way: nothing to add until it shows
+	}
+	if v <= 2*t.mu || float64(a.Current()) <= drainMinRatio*float64(a.floored()) {
+		return false
+	}
+	c.cwnd = math.Max(c.cwnd*(1+t.mu)/(1+v), t.floor)
+	c.ssthresh = math.Min(c.ssthresh, c.cwnd)
+	c.drainPN = c.largestSent
+	return true
 }
 
 // drainMinRatio is the OWDcur/OWDmin above which a delay-based slow-start
@@ -318,6 +403,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
+	c.vel.reset()
 	if c.congestiveLoss(now) {
 		c.onCongestiveLoss(now)
 		c.cwnd = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
@@ -353,6 +439,8 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 	}
 	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	c.cwnd = cc.MinWindowPackets * c.mss
+	c.vel.reset()
+	c.comp.pendingStarved = false // the timeout declared that loss
 	c.inRecovery = false
 	c.recoverPN = c.largestSent
 	if c.mode != modeCompetitive {

@@ -36,6 +36,7 @@ type drainTest struct {
 	from, to clock.Mono // packets sent in [from, to) are the hold's
 	base     time.Duration
 	minQ     time.Duration // smallest queueing delay of the hold's packets; -1 none yet
+	maxQ     time.Duration // largest
 	samples  int
 	// fit is the least-squares line through the hold's queueing delays
 	// against their send times: a queue that grows back under the hold is
@@ -43,8 +44,11 @@ type drainTest struct {
 	// residual spread is the noise every verdict must rise above.
 	fit lineFit
 	// suspect: the slowdown was started because Copa's test fired; its
-	// verdict may enter competitive mode.
-	suspect bool
+	// verdict may enter competitive mode. first: it is the flow's first.
+	// short: a loss or timeout ended the hold early; no verdict.
+	suspect, first, short bool
+	// lastQ is the queueing delay of the hold's last sample.
+	lastQ time.Duration
 	// cubicWindow is CUBIC's window at the start of the hold (competitive
 	// mode), the window a wrong return resumes near.
 	cubicWindow float64
@@ -60,11 +64,17 @@ const (
 	drainStayedPackets = 2
 )
 
+// drainStayedSamples is how many samples a hold needs before it may find
+// that the queue stayed: one cannot tell a standing queue from noise.
+// (On a long path a hold of two round trips at two packets has two or
+// three.)
+const drainStayedSamples = 2
+
 // startDrainTest arms the test for a slowdown [now, now+hold).
 func (c *Controller) startDrainTest(now clock.Mono, hold time.Duration) {
 	d := &c.probe.test
 	a := c.active()
-	*d = drainTest{active: true, from: now, to: now.Add(hold), base: a.Min(), minQ: -1, suspect: c.comp.suspect}
+	*d = drainTest{active: true, from: now, to: now.Add(hold), base: a.Min(), minQ: -1, suspect: c.comp.suspect, first: !c.probe.done}
 	if c.mode == modeCompetitive {
 		d.base = min(d.base, c.comp.base)
 		d.cubicWindow = float64(c.comp.cubic.Window())
@@ -93,17 +103,26 @@ func (c *Controller) observeDrainTest(now clock.Mono, ack cc.AckSample) {
 		d.minQ = q
 	}
 	d.fit.add(ack.SentTime.Sub(d.from).Seconds(), q.Seconds())
+	d.lastQ = q
+	d.maxQ = max(d.maxQ, q)
 	d.samples++
 }
 
 // stayed reports whether the queue stayed under the hold: its lowest
 // sample stood above thr, or the fitted line rose by more than thr over
-// the hold, in both cases by more than twice the samples' spread about the
-// line, so that random per-packet delay (jitter, whose samples scatter
-// about a flat line) reads as neither.
-func (d *drainTest) stayed(thr time.Duration) bool {
+// the hold and the last sample stood above it, in both cases by more than
+// twice the samples' spread about the line, so that random per-packet
+// delay (jitter, whose samples scatter about a flat line) reads as
+// neither.
+func (d *drainTest) stayed(thr time.Duration, rising bool) bool {
+	if d.samples < drainStayedSamples {
+		return false // too few to tell a queue from noise
+	}
 	noise := max(thr, 2*sec(d.fit.residualSD()))
-	return d.minQ > noise || sec(d.fit.rise()) > noise
+	if d.samples < 3 {
+		noise = max(noise, d.maxQ-d.minQ) // two points: their difference is all the spread there is
+	}
+	return d.minQ > noise || rising && sec(d.fit.rise()) > noise && d.lastQ > noise
 }
 
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -127,16 +146,30 @@ func (c *Controller) drainThreshold() time.Duration {
 // mode; one that stayed after Copa's test fired begins it.
 func (c *Controller) drainVerdict(now clock.Mono) {
 	d := &c.probe.test
-	if d.samples == 0 {
-		return // nothing was measured (every packet of the hold was lost)
+	if d.samples == 0 || d.short {
+		// Nothing was measured (every packet of the hold was lost), or the
+		// hold was cut short. A slowdown Copa's test asked for still
+		// counts as asked: the test waits for the next regular one.
+		if d.suspect {
+			c.comp.suspect, c.comp.quiet = false, true
+		}
+		return
 	}
-	stayed := d.stayed(c.drainThreshold())
 	competitive := c.mode == modeCompetitive || c.mode == modeProbe && c.probe.resume == modeCompetitive
+	// A queue that grows back under the hold keeps the flow competitive
+	// but does not make it so: alone on a cellular link, a capacity dip
+	// during the hold raises the delay of the hold's later packets behind
+	// the flow's own earlier ones.
+	stayed := d.stayed(c.drainThreshold(), competitive)
 	switch {
 	case competitive && !stayed:
 		c.leaveCompetitive(now, d.cubicWindow)
 	case !competitive && d.suspect && stayed:
 		c.enterCompetitive(now)
+	case !competitive && d.first:
+		// The first slowdown comes right after slow start, whose own
+		// queue may still be draining behind the hold: it re-measures the
+		// base delay but is no evidence about other flows.
 	case !competitive:
 		// A regular slowdown: a queue that stayed is half the evidence
 		// (delay-based neighbours keep a standing queue too); Copa's test

@@ -45,11 +45,11 @@ func newTestLink(prop time.Duration, limit int, rate func(clock.Mono) float64) *
 
 // run drives c for d and returns the 95th percentile of the queueing
 // delay over the packets sent in its second half.
-func (l *testLink) run(c *Controller, d time.Duration) time.Duration {
+func (l *testLink) run(c cc.Controller, d time.Duration) time.Duration {
 	end := l.now.Add(d)
 	half := l.now.Add(d / 2)
 	l.queued = l.queued[:0]
-	last := c.Mode()
+	last := c.Metrics().Mode
 	lastAt := l.now
 	for l.now.Before(end) {
 		inFlight := cc.ByteCount(len(l.flight)) * mss
@@ -69,7 +69,7 @@ func (l *testLink) run(c *Controller, d time.Duration) time.Duration {
 			c.OnAck(l.now, cc.AckSample{PacketNumber: p.pn, Bytes: mss, SentTime: p.sent, OWD: p.arr.Sub(p.sent),
 				OWDValid: true, ClockSynced: true, RTT: l.now.Sub(p.sent), PriorInFlight: prior})
 		}
-		if m := c.Mode(); m != last {
+		if m := c.Metrics().Mode; m != last {
 			l.modeTime[last] += l.now.Sub(lastAt)
 			last, lastAt = m, l.now
 			l.switches++
@@ -89,7 +89,7 @@ func (l *testLink) run(c *Controller, d time.Duration) time.Duration {
 }
 
 // send puts one packet on the link at l.now.
-func (l *testLink) send(c *Controller, inFlight cc.ByteCount, record bool) {
+func (l *testLink) send(c cc.Controller, inFlight cc.ByteCount, record bool) {
 	l.pn++
 	c.OnPacketSent(l.now, l.pn, mss, inFlight+mss)
 	atQueue := l.now.Add(l.prop)

@@ -86,6 +86,7 @@ func (c *Controller) startProbe(now clock.Mono) {
 		c.comp.quiet = false // a regular slowdown: Copa's test may ask again after it
 	}
 	c.startDrainTest(now, hold)
+	c.vel.reset()
 	c.cwnd = c.targets(now).probe
 	c.mode = modeProbe
 }
@@ -104,6 +105,12 @@ func (c *Controller) onAckProbe(now clock.Mono, ack cc.AckSample) {
 // schedules the next one and returns the window to restore.
 func (c *Controller) finishProbe(now clock.Mono) float64 {
 	p := &c.probe
+	if d := &p.test; d.active && now.Before(d.to) {
+		// Cut short (a loss or a timeout ended the hold): the packets
+		// sent from now on are no longer the hold's, and the hold did not
+		// last long enough to say anything.
+		d.to, d.short = now, true
+	}
 	p.done = true
 	c.mode = p.resume
 	gap := max(time.Duration(c.cfg.Tuning.ProbeSpacing*float64(now.Sub(p.start))), c.cfg.Tuning.ProbeMinInterval)
