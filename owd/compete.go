@@ -82,6 +82,11 @@ type compete struct {
 	lastStarved    clock.Mono
 	nStarved       int
 	pendingStarved bool
+	// The last congestive loss in congestion avoidance that no timeout
+	// declared (an overflow of the buffer), as for starved losses.
+	lastOverflow    clock.Mono
+	overflowed      bool
+	pendingOverflow bool
 
 	// The last return to the delay target: when, and CUBIC's window at
 	// the start of the hold that decided it.
@@ -216,16 +221,27 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 // link in a fade the timeouts come one after another, each declaring the
 // packet it gave up on lost, at the floor the previous one set, and those
 // losses say nothing about another flow.
+//
+// Any congestive loss in congestion avoidance that no timeout declared is
+// also noted as an overflow (lastOverflow): the buffer was full. The drain
+// test takes it as corroboration (drain.go).
 func (c *Controller) onCongestiveLoss(now clock.Mono) {
-	if c.cfg.Tuning.DisableCompetitiveMode || c.mode != modeAvoidance ||
-		c.cwnd > (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+	if c.cfg.Tuning.DisableCompetitiveMode || c.mode != modeAvoidance {
 		return
 	}
-	c.comp.pendingStarved = true
+	c.comp.pendingOverflow = true
+	if c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+		c.comp.pendingStarved = true
+	}
 }
 
-// countStarved counts a starved loss noted before this ACK.
+// countStarved counts a starved loss (and an overflow) noted before this
+// ACK.
 func (c *Controller) countStarved(now clock.Mono) {
+	if c.comp.pendingOverflow {
+		c.comp.pendingOverflow = false
+		c.comp.lastOverflow, c.comp.overflowed = now, true
+	}
 	if !c.comp.pendingStarved {
 		return
 	}

@@ -110,12 +110,18 @@ type Tuning struct {
 	// rule alone; by default the window is cut once per round trip to
 	// what would leave μ of queueing (drainQueue in controller.go).
 	DisableQueueDrain bool
+	// DisableFreeRandomLoss makes every non-congestive loss cost
+	// NonCongestiveLossFactor; by default a loss in congestion avoidance
+	// with the queue clearly empty, while under 1 % of packets are lost,
+	// costs nothing (freeLoss in controller.go).
+	DisableFreeRandomLoss bool
 	// DisableVelocity keeps the additive increase at one packet per round
 	// trip; by default it doubles each round trip after two round trips in
 	// which the queueing delay stayed under a quarter of μ (velocity.go).
 	DisableVelocity bool
 	// VelocityMax is the largest increase, packets per round trip, the
-	// velocity may reach. Default 2.
+	// velocity may reach, scaled up on paths whose base round trip is
+	// longer than 50 ms (velocity.go). Default 2.
 	VelocityMax      float64
 	ProbeHoldRTTs    float64
 	ProbeSpacing     float64

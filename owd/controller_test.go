@@ -160,6 +160,45 @@ func TestLossDifferentiation(t *testing.T) {
 	}
 }
 
+// A random loss with the queue clearly empty costs nothing while losses
+// are rare; with a queue, or once losses are common, it costs ×0.9.
+func TestFreeRandomLoss(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		owd    time.Duration // the queue: OWDmin is 50 ms, μ 0.1 (5 ms)
+		losses int           // losses before the one measured, 20 packets apart
+		factor float64
+	}{
+		{"empty queue, rare losses: free", 50 * time.Millisecond, 0, 1},
+		{"queue at half of μ: free", 52500 * time.Microsecond, 0, 1},
+		{"queue at three quarters of μ: ×0.9", 53750 * time.Microsecond, 0, 0.9},
+		{"empty queue, 5 % lost: ×0.9", 50 * time.Millisecond, 40, 0.9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(mustNew(New(noProbe())))
+			h.toAvoidance()
+			h.ackN(200, 50*time.Millisecond, 100*time.Millisecond)
+			for range tc.losses {
+				h.lose()
+				h.ackN(20, 50*time.Millisecond, 100*time.Millisecond)
+			}
+			h.ackN(4, tc.owd, 110*time.Millisecond)
+			before := h.cwndPackets()
+			h.lose()
+			require.InDelta(t, before*tc.factor, h.cwndPackets(), 1e-6)
+			require.Equal(t, tc.factor < 1, h.c.Metrics().InRecovery, "a free loss starts no recovery episode")
+		})
+	}
+	cfg := noProbe()
+	cfg.Tuning.DisableFreeRandomLoss = true
+	h := newHarness(mustNew(New(cfg)))
+	h.toAvoidance()
+	h.ackN(200, 50*time.Millisecond, 100*time.Millisecond)
+	before := h.cwndPackets()
+	h.lose()
+	require.InDelta(t, before*0.9, h.cwndPackets(), 1e-6, "switched off: loss differentiation's ×0.9")
+}
+
 func TestRecoveryOneReductionAndPartialAcks(t *testing.T) {
 	h := newHarness(mustNew(NewEq2(noProbe())))
 	h.toAvoidance()

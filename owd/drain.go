@@ -156,11 +156,23 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 		return
 	}
 	competitive := c.mode == modeCompetitive || c.mode == modeProbe && c.probe.resume == modeCompetitive
-	// A queue that grows back under the hold keeps the flow competitive
-	// but does not make it so: alone on a cellular link, a capacity dip
-	// during the hold raises the delay of the hold's later packets behind
-	// the flow's own earlier ones.
-	stayed := d.stayed(c.drainThreshold(), competitive)
+	var stayed bool
+	if competitive {
+		// A queue that grows back under the hold keeps the flow
+		// competitive (but does not make it so: alone on a cellular link,
+		// a capacity dip during the hold raises the delay of the hold's
+		// later packets behind the flow's own earlier ones).
+		stayed = d.stayed(c.drainThreshold(), true)
+	} else {
+		// To become competitive the queue must have stayed above what
+		// delay-based neighbours keep — about their threshold, which is
+		// no less than the noise floor, learned part included — or above
+		// the lower threshold with a recent overflow of the buffer: a
+		// buffer filler fills the buffer, delay-based flows do not.
+		overflow := c.comp.overflowed && now.Sub(c.comp.lastOverflow) < competeLossSpan
+		stayed = d.stayed(max(c.drainThreshold(), drainStayedNoise*c.targets(now).noise), false) ||
+			overflow && d.stayed(c.drainThreshold(), false)
+	}
 	switch {
 	case competitive && !stayed:
 		c.leaveCompetitive(now, d.cubicWindow)

@@ -51,6 +51,10 @@ type response struct {
 	// judged: a verdict was reached; ignores: the last one found the delay
 	// not following the window (correlation below responseLow).
 	judged, ignores bool
+	// batched: the link releases packets in batches (bunching.go), so
+	// delay that does not follow the window is the link's, and the floor
+	// is not held to responseCap.
+	batched bool
 }
 
 const (
@@ -98,7 +102,11 @@ func (r *response) observe(now clock.Mono, cwnd float64, q, raw, srtt time.Durat
 		for _, v := range r.q {
 			top = math.Max(top, v)
 		}
-		r.floor = max(r.floor, min(time.Duration(responseGain*top), responseCap, time.Duration(responseGain*r.spread)))
+		lim := min(time.Duration(responseGain*top), time.Duration(responseGain*r.spread))
+		if !r.batched {
+			lim = min(lim, responseCap)
+		}
+		r.floor = max(r.floor, lim)
 	case c > responseHigh:
 		r.floor = time.Duration(float64(r.floor) * math.Exp(-srtt.Seconds()/responseDecay.Seconds()))
 	}

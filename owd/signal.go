@@ -27,6 +27,7 @@ func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
 	}
 	c.addSample(now, &c.owdA, ack.OWD)
 	c.disp.onSample(now, ack.PacketNumber, ack.SentTime, ack.OWD, ack.OWD > c.owdA.Min()+time.Millisecond)
+	c.bunch.onSample(ack.PacketNumber, ack.SentTime, ack.OWD)
 	if c.signal == cc.SignalRTT {
 		c.goodRun++
 		if c.goodRun >= c.cfg.Tuning.FallbackRecoverySamples && c.owdA.Ready() {

@@ -38,6 +38,12 @@ type velocity struct {
 	n     int        // the round's ACKs
 	runs  int        // quiet rounds in a row
 	v     float64    // the increase multiplier: 1, 2, 4, …
+	// full is the window, packets, at which the queue last rose past μ
+	// (0: none, or the path has since shown more room): the velocity
+	// brings the window back to it quickly and probes past it at the
+	// rule's own pace, as CUBIC grows fast toward W_max and slowly around
+	// it (RFC 9438 §4.2).
+	full float64
 }
 
 const (
@@ -46,11 +52,25 @@ const (
 	velocityQuiet = 0.25
 	// velocityRounds quiet rounds in a row start the doubling (Copa's
 	// three round trips, the first of which is the run's own).
-	velocityRounds = 2
+	velocityRounds = 4
 	// velocityMaxShare caps the increase at this share of the window per
 	// round trip.
 	velocityMaxShare = 0.5
+	// velocityBeyond × the window at which the path last filled, reached
+	// without the queue rising, says the path has more room now.
+	velocityBeyond = 1.25
 )
+
+// velocityRefRTT scales the velocity's cap on long paths: Tuning.
+// VelocityMax packets per round trip, or per velocityRefRTT of the base
+// round trip where that is longer. A path's bandwidth-delay product grows
+// with its round trip, and a cap per round trip makes the time to reach it
+// grow with the square of the round trip (at 600 ms and 5 Mbit/s, 350
+// packets at 2 a round trip take 100 s); a cap per unit of time, as
+// CUBIC's growth is in real time (RFC 9438 §5.1), keeps that time linear
+// in it, while a short path, on which the capacity moves faster than the
+// feedback, keeps the small cap.
+const velocityRefRTT = 50 * time.Millisecond
 
 // observe folds one ACK in congestion avoidance: v is OWDv, mu the
 // threshold, srtt the round length; it returns the multiplier for this
@@ -63,9 +83,16 @@ func (vel *velocity) observe(now clock.Mono, v, mu float64, srtt time.Duration, 
 		vel.start, vel.quiet = now, true
 	}
 	if v > mu {
-		// A decrease step: the window is at or past the target.
+		// A decrease step: the window is at or past the target. The
+		// window at the first such step is where the path filled last.
+		if vel.quiet || vel.n == 0 {
+			vel.full = cwnd
+		}
 		vel.quiet = false
 		vel.runs, vel.v = 0, 1
+	}
+	if vel.full > 0 && cwnd >= velocityBeyond*vel.full {
+		vel.full = 0 // well past where it filled without filling: the path got faster
 	}
 	vel.sum += v
 	vel.n++
@@ -80,9 +107,13 @@ func (vel *velocity) observe(now clock.Mono, v, mu float64, srtt time.Duration, 
 		}
 		vel.start, vel.quiet, vel.sum, vel.n = now, true, 0, 0
 	}
+	if vel.full > 0 && cwnd >= vel.full {
+		return 1 // past where the path filled last: probe at the rule's pace
+	}
 	return math.Min(vel.v, math.Max(1, math.Min(maxSpeed, velocityMaxShare*cwnd)))
 }
 
 // reset returns the increase to one packet per round trip (a loss, a
-// slowdown, a new slow start).
-func (vel *velocity) reset() { *vel = velocity{} }
+// slowdown, a new slow start); the window at which the path last filled
+// is kept.
+func (vel *velocity) reset() { *vel = velocity{full: vel.full} }

@@ -214,15 +214,21 @@ func goodputShare(t *testing.T, r *report.Run, name string) float64 {
 }
 
 // owd beside buffer-filling CUBIC (competitive mode): its share comes
-// within reach of what CUBIC itself gets in the same slot, same seed.
+// within reach of what CUBIC itself gets in the same slot, on the same
+// seeds (the mean over three: when a latecomer finds the filler varies
+// from seed to seed by tens of seconds).
 func TestOWDHoldsItsShareBesideCubic(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		ratio float64
-	}{{"gap-cubic-1", 0.6}, {"paper-fairness", 0.4}} {
-		s := load(t, c.name, 60*time.Second)
-		o := goodputShare(t, run(t, s, "owd"), "under-test")
-		cu := goodputShare(t, run(t, s, "cubic"), "under-test")
+	}{{"gap-cubic-1", 0.6}, {"paper-fairness", 0.5}, {"latecomer-10bdp", 0.5}} {
+		var o, cu float64
+		for seed := range int64(3) {
+			s := load(t, c.name, 100*time.Second)
+			s.Seed = seed + 1
+			o += goodputShare(t, run(t, s, "owd"), "under-test") / 3
+			cu += goodputShare(t, run(t, s, "cubic"), "under-test") / 3
+		}
 		t.Logf("%s: share %.3f, CUBIC in its place %.3f", c.name, o, cu)
 		require.Greater(t, o, c.ratio*cu, c.name)
 	}
@@ -262,5 +268,31 @@ func TestOWDDoesNotTurnCompetitiveAlone(t *testing.T) {
 			cq = max(cq, f.QueueMs.P95)
 		}
 		require.Less(t, oq, 0.5*cq, "%s: owd p95 queueing %v vs cubic %v", name, oq, cq)
+	}
+}
+
+// Alone on a link whose capacity changes — the measured cellular traces,
+// a 4 → 1 Mbit/s step, a 4 ↔ 1 Mbit/s flap and a rate walk — owd never
+// enters competitive mode, and on the synthetic ones keeps the queue well
+// below CUBIC's on the same path and seed. (A capacity drop leaves a
+// queue that does not empty for many round trips and does not follow the
+// window: Copa's test alone reads it as a buffer filler, the drain test
+// must not.)
+func TestOWDAloneOnVariableLinksNeverCompetitive(t *testing.T) {
+	for _, name := range []string{"alone-step-4to1", "alone-flap-4-1", "alone-lte-like"} {
+		s := load(t, name, 40*time.Second)
+		of, cf := run(t, s, "owd").Flows[0], run(t, s, "cubic").Flows[0]
+		require.Zero(t, of.ModeS["competitive"], "%s: seconds in competitive mode", name)
+		require.Less(t, of.QueueMs.P95, 0.5*cf.QueueMs.P95, "%s: owd p95 queueing %v vs cubic %v", name, of.QueueMs.P95, cf.QueueMs.P95)
+	}
+	for _, tr := range []string{"att-lte-driving-2016", "tmobile-lte-short", "tmobile-umts-driving", "verizon-evdo-driving"} {
+		for _, dir := range []string{"up", "down"} {
+			name := "trace-" + tr + "-" + dir + "-fifo"
+			s := load(t, name, 60*time.Second)
+			for seed := range int64(2) {
+				s.Seed = seed + 1
+				require.Zero(t, run(t, s, "owd").Flows[0].ModeS["competitive"], "%s seed %d: seconds in competitive mode", name, s.Seed)
+			}
+		}
 	}
 }
