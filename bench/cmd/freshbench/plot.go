@@ -263,6 +263,79 @@ func binMeans(xs, ys []float64, width float64) (bx, by []float64) {
 	return bx, by
 }
 
+// binRanges is binMeans' bins with the smallest and largest non-NaN y
+// of each (NaN for an empty bin).
+func binRanges(xs, ys []float64, width float64) (bx, lo, hi []float64) {
+	half := 0.0
+	if len(xs) > 1 {
+		half = (xs[1] - xs[0]) / 2
+	}
+	cur := math.NaN()
+	l, h := math.NaN(), math.NaN()
+	emit := func() {
+		if !math.IsNaN(cur) {
+			bx, lo, hi = append(bx, (cur+0.5)*width), append(lo, l), append(hi, h)
+		}
+		l, h = math.NaN(), math.NaN()
+	}
+	for k := range min(len(xs), len(ys)) {
+		b := math.Floor((xs[k] - half) / width)
+		if b != cur {
+			emit()
+			cur = b
+		}
+		if y := ys[k]; !math.IsNaN(y) && !math.IsInf(y, 0) {
+			if math.IsNaN(l) || y < l {
+				l = y
+			}
+			if math.IsNaN(h) || y > h {
+				h = y
+			}
+		}
+	}
+	emit()
+	return bx, lo, hi
+}
+
+// addBand shades the area between lo and hi over xs (divided by scale),
+// broken where a bin is empty, in c made translucent.
+func addBand(p *plot.Plot, c color.Color, xs, lo, hi []float64, scale float64) error {
+	fill := color.NRGBAModel.Convert(c).(color.NRGBA)
+	fill.A = 60
+	var seg []int
+	flush := func() error {
+		if len(seg) < 2 {
+			seg = seg[:0]
+			return nil
+		}
+		var pts plotter.XYs
+		for _, k := range seg {
+			pts = append(pts, plotter.XY{X: xs[k], Y: hi[k] / scale})
+		}
+		for i := len(seg) - 1; i >= 0; i-- {
+			pts = append(pts, plotter.XY{X: xs[seg[i]], Y: lo[seg[i]] / scale})
+		}
+		poly, err := plotter.NewPolygon(pts)
+		if err != nil {
+			return err
+		}
+		poly.Color, poly.LineStyle.Width = fill, 0
+		p.Add(poly)
+		seg = seg[:0]
+		return nil
+	}
+	for k := range min(len(xs), len(lo), len(hi)) {
+		if math.IsNaN(lo[k]) || math.IsNaN(hi[k]) {
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		seg = append(seg, k)
+	}
+	return flush()
+}
+
 // seriesSpec says what a time-series figure draws.
 type seriesSpec struct {
 	what   string  // end of the title
@@ -277,6 +350,10 @@ type seriesSpec struct {
 	// panels draws a panel per run even when each has one line: for
 	// spiky series (delay) that would hide each other on one axes.
 	panels bool
+	// band shades, under each line of bin means, the range (min to max)
+	// of the samples in each bin: the mean is the level, the band how far
+	// it swings within the bin.
+	band bool
 	pick   func(*report.Flow) bool
 	field  func(*report.Series) []float64
 }
@@ -286,6 +363,7 @@ type seriesLine struct {
 	name   string
 	index  int // the flow's index: its colour in every panel
 	xs, ys []float64
+	lo, hi []float64 // the band (seriesSpec.band), per bin; nil without
 }
 
 // runLines bins the series of the flows of r that sp picks.
@@ -301,13 +379,19 @@ func runLines(r *report.Run, sp seriesSpec) (lines []seriesLine, capacity *serie
 			continue
 		}
 		xs, ys := f.Series.T, sp.field(f.Series)
+		l := seriesLine{name: f.Name + " (" + f.Kind + ")", index: i}
 		if sp.binS > 0 {
-			xs, ys = binMeans(xs, ys, sp.binS)
+			l.xs, l.ys = binMeans(xs, ys, sp.binS)
+			if sp.band {
+				_, l.lo, l.hi = binRanges(xs, ys, sp.binS)
+			}
+		} else {
+			l.xs, l.ys = xs, ys
 		}
-		if !slices.ContainsFunc(ys, func(y float64) bool { return !math.IsNaN(y) && !math.IsInf(y, 0) }) {
+		if !slices.ContainsFunc(l.ys, func(y float64) bool { return !math.IsNaN(y) && !math.IsInf(y, 0) }) {
 			continue
 		}
-		lines = append(lines, seriesLine{name: f.Name + " (" + f.Kind + ")", index: i, xs: xs, ys: ys})
+		lines = append(lines, l)
 	}
 	if sp.capacity && len(lines) > 0 && len(r.CapacityBps) > 0 && len(t) > 0 {
 		xs, ys := t, r.CapacityBps
@@ -333,10 +417,12 @@ func seriesFigure(title, subtitle string, runs []*report.Run, sp seriesSpec) (*f
 		overlay = overlay && len(all[i]) <= 1 && !sp.panels
 		anyLine = anyLine || len(all[i]) > 0
 		for _, l := range append(slices.Clone(all[i]), derefLines(caps[i])...) {
-			for k, y := range l.ys {
-				if !math.IsNaN(y) && !math.IsInf(y, 0) {
-					lo, hi = min(lo, y/sp.scale), max(hi, y/sp.scale)
-					xmax = max(xmax, l.xs[k])
+			for _, ys := range [][]float64{l.ys, l.lo, l.hi} {
+				for k, y := range ys {
+					if !math.IsNaN(y) && !math.IsInf(y, 0) {
+						lo, hi = min(lo, y/sp.scale), max(hi, y/sp.scale)
+						xmax = max(xmax, l.xs[k])
+					}
 				}
 			}
 		}
@@ -381,7 +467,16 @@ func seriesFigure(title, subtitle string, runs []*report.Run, sp seriesSpec) (*f
 		for i, r := range runs {
 			for _, l := range all[i] {
 				st := lineStyle{index: i}
-				if _, err := addLine(p, r.CC, st.apply, l.xs, l.ys, sp.scale); err != nil {
+				if l.lo != nil {
+					if err := addBand(p, plotutil.Color(st.index), l.xs, l.lo, l.hi, sp.scale); err != nil {
+						return nil, err
+					}
+				}
+				name := r.CC
+				if len(runs) == 1 {
+					name = l.name // one run: name the flow
+				}
+				if _, err := addLine(p, name, st.apply, l.xs, l.ys, sp.scale); err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", sp.what, r.CC, err)
 				}
 			}
@@ -406,6 +501,11 @@ func seriesFigure(title, subtitle string, runs []*report.Run, sp seriesSpec) (*f
 			st := lineStyle{index: l.index, dashed: sp.dashed && len(all[i]) > 1}
 			if single {
 				st.index = i // one line a panel: the controller's colour, as on the other figures
+			}
+			if l.lo != nil {
+				if err := addBand(p, plotutil.Color(st.index), l.xs, l.lo, l.hi, sp.scale); err != nil {
+					return nil, err
+				}
 			}
 			name := l.name
 			if single || i > 0 {
@@ -444,14 +544,33 @@ func scenarioTitle(s *scenario.Scenario, what string) string { return s.Name + "
 
 // Bins of the time series, seconds. Goodput per 100 ms sample is too
 // bursty to read (a retransmission that fills a hole delivers a window at
-// once): 1 s means, as Pantheon's throughput plots bin. One-way delay is
-// the mean over the packets delivered in each 100 ms: finer than any
-// queue's build-up at these rates, coarse enough that a line is not one
-// packet's zigzag.
-const (
-	throughputBinS = 1.0
-	owdBinS        = 0.1
-)
+// once): 1 s means, as Pantheon's throughput plots bin.
+const throughputBinS = 1.0
+
+// stateBin is the bin of the delay, window and age series: the series are
+// 100 ms samples (delay: the mean of the packets delivered in each 100 ms,
+// not a packet's own), and a figure 700 pixels wide shows a line of 1000
+// samples (100 s) as a solid zigzag. So the line is the mean of bins
+// sized for about 200 across the run (100 ms up to 20 s, 0.5 s for 100 s),
+// and the band under it the range of the samples in each bin.
+func stateBin(runs []*report.Run) float64 {
+	d := 0.0
+	for _, r := range runs {
+		d = max(d, r.DurationS)
+	}
+	raw := d / 200
+	for _, b := range []float64{0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10} {
+		if b >= raw {
+			return b
+		}
+	}
+	return 10
+}
+
+// binWhat says how a series figure is binned, for its title.
+func binWhat(what string, bin float64) string {
+	return fmt.Sprintf("%s (%s s means, band: range of the 100 ms samples)", what, tickLabel(bin))
+}
 
 // throughputSpec is the goodput figure's spec, in Mbit/s or, when every
 // flow stays below 1 Mbit/s, kbit/s.
@@ -479,37 +598,44 @@ func throughputSpec(runs []*report.Run) seriesSpec {
 	}
 }
 
-var (
-	owdSpec = seriesSpec{
-		what: "one-way delay (100 ms means)", ylabel: "one-way delay [ms]", scale: 1, dashed: true, binS: owdBinS, panels: true,
+func owdSpec(runs []*report.Run) seriesSpec {
+	bin := stateBin(runs)
+	return seriesSpec{
+		what: binWhat("one-way delay", bin), ylabel: "one-way delay [ms]", scale: 1, dashed: true, binS: bin, band: true, panels: true,
 		pick: allFlows, field: func(s *report.Series) []float64 { return s.OWDms },
 	}
-	cwndSpec = seriesSpec{
-		what: "congestion window", ylabel: "cwnd [kB]", scale: 1e3, zeroY: true,
+}
+
+func cwndSpec(runs []*report.Run) seriesSpec {
+	bin := stateBin(runs)
+	return seriesSpec{
+		what: binWhat("congestion window", bin), ylabel: "cwnd [kB]", scale: 1e3, zeroY: true, binS: bin, band: true,
 		pick: bulkFlows, field: func(s *report.Series) []float64 { return s.CwndBytes },
 	}
-	ageSpec = seriesSpec{
-		what: "age of information", ylabel: "age at the monitor [ms]", scale: 1, zeroY: true,
+}
+
+func ageSpec(runs []*report.Run) seriesSpec {
+	bin := stateBin(runs)
+	return seriesSpec{
+		what: binWhat("age of information", bin), ylabel: "age at the monitor [ms]", scale: 1, zeroY: true, binS: bin, band: true,
 		pick: updateFlows, field: func(s *report.Series) []float64 { return s.AgeMs },
 	}
+}
+
+// specFigure draws spec(runs) for every run of s.
+func specFigure(spec func([]*report.Run) seriesSpec) func(*scenario.Scenario, []*report.Run) (*figure, error) {
+	return func(s *scenario.Scenario, runs []*report.Run) (*figure, error) {
+		sp := spec(runs)
+		return seriesFigure(scenarioTitle(s, sp.what), s.DescribePaths(), runs, sp)
+	}
+}
+
+var (
+	throughputFigure = specFigure(throughputSpec)
+	owdFigure        = specFigure(owdSpec)
+	cwndFigure       = specFigure(cwndSpec)
+	ageFigure        = specFigure(ageSpec)
 )
-
-func throughputFigure(s *scenario.Scenario, runs []*report.Run) (*figure, error) {
-	sp := throughputSpec(runs)
-	return seriesFigure(scenarioTitle(s, sp.what), s.DescribePaths(), runs, sp)
-}
-
-func owdFigure(s *scenario.Scenario, runs []*report.Run) (*figure, error) {
-	return seriesFigure(scenarioTitle(s, owdSpec.what), s.DescribePaths(), runs, owdSpec)
-}
-
-func cwndFigure(s *scenario.Scenario, runs []*report.Run) (*figure, error) {
-	return seriesFigure(scenarioTitle(s, cwndSpec.what), s.DescribePaths(), runs, cwndSpec)
-}
-
-func ageFigure(s *scenario.Scenario, runs []*report.Run) (*figure, error) {
-	return seriesFigure(scenarioTitle(s, ageSpec.what), s.DescribePaths(), runs, ageSpec)
-}
 
 // runPlot draws one run's figure of sp as a single plot (the path in its
 // title): the per-run plots "freshbench results" writes.
@@ -539,8 +665,8 @@ func runTitle(r *report.Run, what string) string {
 func throughputPlot(r *report.Run) (*plot.Plot, error) {
 	return runPlot(r, throughputSpec([]*report.Run{r}))
 }
-func owdPlot(r *report.Run) (*plot.Plot, error)  { return runPlot(r, owdSpec) }
-func cwndPlot(r *report.Run) (*plot.Plot, error) { return runPlot(r, cwndSpec) }
+func owdPlot(r *report.Run) (*plot.Plot, error)  { return runPlot(r, owdSpec([]*report.Run{r})) }
+func cwndPlot(r *report.Run) (*plot.Plot, error) { return runPlot(r, cwndSpec([]*report.Run{r})) }
 
 // cdfFigure draws the empirical CDF of the per-packet one-way delay: one
 // line per run if each has one flow with samples, else a panel per run;
@@ -736,8 +862,8 @@ func addPantheonMarks(p *plot.Plot, marks, small []pantheonMark) (*markLabels, e
 		if err != nil {
 			return nil, err
 		}
-		c := color.RGBAModel.Convert(plotutil.Color(m.index)).(color.RGBA)
-		c.A = 110
+		c := color.NRGBAModel.Convert(plotutil.Color(m.index)).(color.NRGBA)
+		c.A = 120
 		sc.GlyphStyle = draw.GlyphStyle{Shape: plotutil.Shape(m.index), Radius: vg.Points(2.5), Color: c}
 		p.Add(sc)
 	}

@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/fresh-udp/fresh/bench/report"
 )
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
@@ -227,6 +229,25 @@ func TestWriteSweepPlot(t *testing.T) {
 	requirePNG(t, filepath.Join(dir, "dumbbell-test-sweep.png"))
 }
 
+func TestBinRanges(t *testing.T) {
+	xs := []float64{0.5, 1, 1.5, 2, 2.5, 3}
+	ys := []float64{1, 3, 5, math.NaN(), math.NaN(), math.NaN()}
+	bx, lo, hi := binRanges(xs, ys, 1)
+	require.Equal(t, []float64{0.5, 1.5, 2.5}, bx, "the bins of binMeans")
+	require.Equal(t, 1.0, lo[0])
+	require.Equal(t, 3.0, hi[0])
+	require.Equal(t, 5.0, lo[1])
+	require.True(t, math.IsNaN(lo[2]) && math.IsNaN(hi[2]), "an empty bin")
+}
+
+// The bins of the state series grow with the run so a figure shows about
+// 200 of them.
+func TestStateBin(t *testing.T) {
+	for _, tc := range []struct{ d, want float64 }{{10, 0.1}, {20, 0.1}, {40, 0.2}, {60, 0.5}, {100, 0.5}, {300, 2}} {
+		require.Equal(t, tc.want, stateBin([]*report.Run{{DurationS: tc.d}}), "%v s", tc.d)
+	}
+}
+
 func TestBinMeans(t *testing.T) {
 	xs := []float64{0.5, 1, 1.5, 2, 2.5, 3}
 	ys := []float64{1, 3, 5, math.NaN(), math.NaN(), math.NaN()}
@@ -246,7 +267,7 @@ func TestRunPlotTitle(t *testing.T) {
 	runs[0].Path = "1.5 Mbit/s, RTT 100 ms, fifo 50 pkts"
 	p, err := owdPlot(runs[0])
 	require.NoError(t, err)
-	require.Equal(t, "dumbbell-test, cc owd: one-way delay (100 ms means)\n1.5 Mbit/s, RTT 100 ms, fifo 50 pkts", p.Title.Text)
+	require.Equal(t, "dumbbell-test, cc owd: one-way delay (0.1 s means, band: range of the 100 ms samples)\n1.5 Mbit/s, RTT 100 ms, fifo 50 pkts", p.Title.Text)
 	path := filepath.Join(t.TempDir(), "x.png")
 	require.NoError(t, savePNG(p, path))
 	requirePNG(t, path)
