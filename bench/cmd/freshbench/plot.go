@@ -353,9 +353,9 @@ type seriesSpec struct {
 	// band shades, under each line of bin means, the range (min to max)
 	// of the samples in each bin: the mean is the level, the band how far
 	// it swings within the bin.
-	band bool
-	pick   func(*report.Flow) bool
-	field  func(*report.Series) []float64
+	band  bool
+	pick  func(*report.Flow) bool
+	field func(*report.Series) []float64
 }
 
 // seriesLine is one flow's binned series.

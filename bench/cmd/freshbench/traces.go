@@ -258,10 +258,12 @@ func (res *tracesResult) writeFigures(dir string) ([]string, error) {
 // figure is a trace's throughput–delay figure: a panel per queue
 // discipline, side by side on shared axes.
 func (res *tracesResult) figure(g *traceGroup) (*figure, error) {
+	s0 := g.scenarios[0].s
+	rtt := s0.Forward.Delay.D() + s0.Reverse.Delay.D()
 	f := &figure{
 		title: fmt.Sprintf("%s: throughput vs. p95 one-way delay (better: up and right)", g.trace),
 		subtitle: fmt.Sprintf("%s/%s, RTT %d ms; each controller's mean over %d seeds (large, labelled) and each seed (small)",
-			g.scenarios[0].s.Forward.DescribeCapacity(), filepath.Ext(g.reverse), (g.scenarios[0].s.Forward.Delay.D()+g.scenarios[0].s.Reverse.Delay.D()).Milliseconds(), len(res.cfg.Seeds)),
+			s0.Forward.DescribeCapacity(), filepath.Ext(g.reverse), rtt.Milliseconds(), len(res.cfg.Seeds)),
 		cols: len(g.scenarios),
 	}
 	type panelMarks struct{ marks, small []pantheonMark }
