@@ -3,7 +3,8 @@
 // network namespaces (see "TUN router" below). Relay is a
 // userspace UDP relay between loopback sockets: clients send to its front
 // address instead of the server's, and every datagram crosses a
-// bench/netem link (rate, queue discipline, delay, jitter, loss) before it
+// bench/netem link (rate, trace or rate walk, queue discipline, delay,
+// jitter, loss) before it
 // goes on. No root, TUN device or qdisc is needed, so it is the embedded
 // default for the demo, the examples and the end-to-end tests of
 // transport. The link model is the simulator's (the same netem.Link, built
@@ -58,6 +59,14 @@
 // (with runtime.Gosched, so other goroutines run); with Spin = 2 ms a
 // 20 ms RTT measures 20.2 ms. Spinning costs up to a core while packets are
 // in the links, so it is off by default.
+//
+// A trace-driven link (a scenario path with "trace") is paced the same
+// way: while something is queued its NextEvent is the next delivery
+// opportunity, and the scheduler sleeps until then (an opportunity comes
+// at most every millisecond or so, and several at one millisecond are
+// served in one wake-up); an idle trace link has no event at all, so the
+// relay does not wake up for opportunities it would waste. A trace, or a
+// rate walk, starts when the relay (or the TUN router) is created.
 //
 // The clock is injected (clock.Clock, default the system clock) so that
 // the relay's timestamps share an origin with the endpoints', but it must

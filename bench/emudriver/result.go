@@ -32,6 +32,7 @@ func (d *driver) result() *report.Run {
 		r.Flows = append(r.Flows, fr)
 	}
 	r.Jain = report.Jain(jain)
+	r.Path = s.DescribePaths()
 	busy := d.net.busy()
 	r.Utilization = report.Utilization{
 		Forward: report.Round3(min(busy[0].BusySince(d.busy0[0]).Seconds()/dur.Seconds(), 1)),

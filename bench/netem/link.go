@@ -615,6 +615,15 @@ func (l *Link) NextEvent() (at clock.Mono, ok bool) {
 	return at, ok
 }
 
+// Rate is the fixed serialization rate in force (a rate walk's current
+// rate, as of the latest now), or 0 while a trace drives the link.
+func (l *Link) Rate() cc.Bandwidth {
+	if l.opp != nil || !l.started && l.cfg.Trace != nil {
+		return 0
+	}
+	return l.rate
+}
+
 // SetRate changes the serialization rate at now. The packet being
 // serialized finishes at the old rate; later packets use the new one. On
 // a trace link (or one whose rate walks) it replaces the trace (the walk)

@@ -160,3 +160,18 @@ func TestRateWalkLazyReplayMatchesSteps(t *testing.T) {
 	}
 	require.True(t, slices.ContainsFunc(rates, func(r cc.Bandwidth) bool { return r != rates[0] }))
 }
+
+func TestLinkRate(t *testing.T) {
+	l := newLink(t, LinkConfig{Rate: 3 * cc.MbitPerSecond}, nil)
+	require.Equal(t, 3*cc.MbitPerSecond, l.Rate())
+	l = newLink(t, LinkConfig{Trace: mkTrace(t, 1)}, nil)
+	require.Zero(t, l.Rate(), "before the first now")
+	l.Poll(at(0))
+	require.Zero(t, l.Rate(), "a trace has no rate")
+	w := RateWalk{Min: 2e6, Max: 2e6, HoldMin: scenario.Duration(time.Second), HoldMax: scenario.Duration(time.Second)}
+	l = newLink(t, LinkConfig{RateWalk: &w}, nil)
+	l.Poll(at(0))
+	require.Equal(t, 2*cc.MbitPerSecond, l.Rate())
+	require.NoError(t, l.SetRate(at(time.Second), 5*cc.MbitPerSecond))
+	require.Equal(t, 5*cc.MbitPerSecond, l.Rate())
+}

@@ -112,6 +112,14 @@ type Run struct {
 	// WallS is how long the run took in wall-clock time; not in the JSON
 	// because it would break byte-identical output across runs.
 	WallS float64 `json:"-"`
+	// Path describes the scenario's paths for plot titles
+	// (scenario.DescribePaths); not in the JSON.
+	Path string `json:"-"`
+	// CapacityBps is the forward link's capacity over each time-series
+	// interval (the flows' Series.T), bit/s: its rate, or on a trace
+	// the delivery opportunities' bytes in the interval; set by traced
+	// simulator runs, for plots; not in the JSON.
+	CapacityBps []float64 `json:"-"`
 }
 
 // Summarize computes mean and percentiles of xs (nearest-rank); zero Stats

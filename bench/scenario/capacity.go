@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/traces"
@@ -240,3 +243,98 @@ func capacityFields(rate, trace, walk bool) string {
 // would ("" = the working directory): a relative name from dir, then from
 // the root of the repository holding dir. Files are read once per process.
 func LoadTrace(name, dir string) (*traces.Trace, error) { return resolver{dir: dir}.load(name) }
+
+// Describe is a one-line account of the path for titles: its capacity,
+// its one-way delay and its queue, e.g. "1.5 Mbit/s, 45 ms, fifo 50 pkts",
+// "trace TMobile-LTE-short.up, 20 ms, codel 200 pkts" or "rate walk 1–20
+// Mbit/s, 20 ms, fifo 400 pkts", with loss and jitter when set.
+func (p *Path) Describe() string {
+	return strings.Join(append([]string{p.DescribeCapacity(), fmtMs(p.Delay.D())}, p.queueAndImpairments()...), ", ")
+}
+
+// queueAndImpairments describes the queue, loss and jitter.
+func (p *Path) queueAndImpairments() []string {
+	q := p.Queue.Discipline
+	if q == "" {
+		q = "fifo"
+	}
+	switch {
+	case p.Queue.Limit > 0 && p.Queue.LimitBytes > 0:
+		q += fmt.Sprintf(" %d pkts / %d B", p.Queue.Limit, p.Queue.LimitBytes)
+	case p.Queue.LimitBytes > 0:
+		q += fmt.Sprintf(" %d B", p.Queue.LimitBytes)
+	case p.Queue.Limit > 0:
+		q += fmt.Sprintf(" %d pkts", p.Queue.Limit)
+	}
+	parts := []string{q}
+	if p.Loss > 0 {
+		parts = append(parts, fmt.Sprintf("%g %% loss", p.Loss*100))
+	}
+	if p.GE != nil {
+		parts = append(parts, "burst loss")
+	}
+	if p.Jitter > 0 {
+		parts = append(parts, "jitter "+fmtMs(p.Jitter.D()))
+	}
+	return parts
+}
+
+// DescribeCapacity names the path's capacity: "1.5 Mbit/s", "trace
+// TMobile-LTE-short.up" or "rate walk 1–20 Mbit/s".
+func (p *Path) DescribeCapacity() string {
+	switch {
+	case p.Trace != "":
+		return "trace " + filepath.Base(p.Trace)
+	case p.RateWalk != nil:
+		lo, hi := FormatRate(p.RateWalk.Min.Bandwidth()), FormatRate(p.RateWalk.Max.Bandwidth())
+		if unit := strings.TrimLeft(hi, "0123456789."); strings.HasSuffix(lo, unit) {
+			lo = strings.TrimSuffix(lo, unit)
+		}
+		return "rate walk " + spaceUnit(lo+"–"+hi)
+	}
+	return spaceUnit(FormatRate(p.Rate.Bandwidth()))
+}
+
+// DescribePaths is the scenario's paths in one line for a plot title: the
+// forward path's capacity (and the reverse path's when it differs: "trace
+// TMobile-LTE-short.up/.down" for a trace and its pair), the round-trip
+// propagation delay, the forward queue and impairments, and the scheduled
+// changes ("→ 1 Mbit/s at 15 s" for one change of the forward capacity,
+// else how many).
+func (s *Scenario) DescribePaths() string {
+	f, r := &s.Forward, &s.Reverse
+	c, rc := f.DescribeCapacity(), r.DescribeCapacity()
+	fs, rs := strings.TrimSuffix(f.Trace, filepath.Ext(f.Trace)), strings.TrimSuffix(r.Trace, filepath.Ext(r.Trace))
+	switch {
+	case f.Trace != "" && r.Trace != "" && fs == rs && f.Trace != r.Trace:
+		c += "/" + filepath.Ext(r.Trace)
+	case rc != c:
+		c += " (reverse " + rc + ")"
+	}
+	parts := append([]string{c, "RTT " + fmtMs(f.Delay.D()+r.Delay.D())}, f.queueAndImpairments()...)
+	switch ch := s.Changes; {
+	case len(ch) == 1 && ch[0].Reverse == nil && ch[0].Forward != nil && *ch[0].Forward == (PathChange{Rate: ch[0].Forward.Rate}):
+		parts = append(parts, "→ "+spaceUnit(FormatRate(ch[0].Forward.Rate.Bandwidth()))+" at "+ch[0].At.D().String())
+	case len(ch) == 1:
+		parts = append(parts, "1 change")
+	case len(ch) > 1:
+		parts = append(parts, fmt.Sprintf("%d changes", len(ch)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtMs writes d in milliseconds, "45 ms", "0.5 ms".
+func fmtMs(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', -1, 64) + " ms"
+}
+
+// spaceUnit puts a space before the unit of FormatRate's "1.5Mbps" and
+// writes it as "Mbit/s".
+func spaceUnit(r string) string {
+	for _, u := range []struct{ in, out string }{{"Gbps", " Gbit/s"}, {"Mbps", " Mbit/s"}, {"kbps", " kbit/s"}, {"bps", " bit/s"}} {
+		if strings.HasSuffix(r, u.in) {
+			return strings.TrimSuffix(r, u.in) + u.out
+		}
+	}
+	return r
+}

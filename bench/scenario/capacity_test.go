@@ -165,3 +165,29 @@ func TestTraceScenariosFollowTheirDesign(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribePaths(t *testing.T) {
+	tests := []struct{ forward, reverse, changes, want string }{
+		{`{"rate":"1.5Mbps","delay":"45ms","queue":{"limit":50}}`, `{"rate":"1.5Mbps","delay":"45ms"}`, "",
+			"1.5 Mbit/s, RTT 90 ms, fifo 50 pkts"},
+		{`{"trace":"bench/traces/TMobile-LTE-short.up","delay":"20ms","queue":{"discipline":"codel","limit":200}}`,
+			`{"trace":"bench/traces/TMobile-LTE-short.down","delay":"20ms"}`, "",
+			"trace TMobile-LTE-short.up/.down, RTT 40 ms, codel 200 pkts"},
+		{`{"rate_walk":{"min":"1Mbps","max":"20Mbps","hold_min":"200ms","hold_max":"500ms"},"delay":"20ms","queue":{"limit":400}}`,
+			`{"rate":"20Mbps","delay":"20ms"}`, "",
+			"rate walk 1–20 Mbit/s (reverse 20 Mbit/s), RTT 40 ms, fifo 400 pkts"},
+		{`{"rate":"4Mbps","delay":"20ms","loss":0.02,"jitter":"5ms","queue":{"limit_bytes":30000}}`, `{"rate":"4Mbps","delay":"20ms"}`,
+			`[{"at":"15s","forward":{"rate":"1Mbps"}}]`, "4 Mbit/s, RTT 40 ms, fifo 30000 B, 2 % loss, jitter 5 ms, → 1 Mbit/s at 15s"},
+		{`{"rate":"4Mbps"}`, `{"rate":"4Mbps"}`, `[{"at":"1s","forward":{"delay":"5ms"}},{"at":"2s","reverse":{"loss":0.1}}]`,
+			"4 Mbit/s, RTT 0 ms, fifo 1000 pkts, 2 changes"},
+	}
+	for _, tc := range tests {
+		b := `{"name":"x","duration":"20s","forward":` + tc.forward + `,"reverse":` + tc.reverse + `,"flows":[{"kind":"bulk"}]`
+		if tc.changes != "" {
+			b += `,"changes":` + tc.changes
+		}
+		s, err := Parse([]byte(b + "}"))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, s.DescribePaths())
+	}
+}

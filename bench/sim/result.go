@@ -98,6 +98,10 @@ func (w *world) result(opts Options) *report.Run {
 		r.Flows = append(r.Flows, fr)
 	}
 	r.Jain = report.Jain(jain)
+	r.Path = s.DescribePaths()
+	if w.trace {
+		r.CapacityBps = w.capacity
+	}
 	fs, rs := w.fwd.Stats(), w.rev.Stats()
 	r.Utilization = report.Utilization{
 		Forward: report.Round3(fs.BusyTime.Seconds() / dur.Seconds()),

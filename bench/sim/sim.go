@@ -63,6 +63,8 @@ type world struct {
 
 	owdSamples [][]float64
 	series     []report.Series
+	capacity   []float64 // the forward link's capacity per interval (traced runs)
+	offered    uint64    // its trace opportunities' bytes at the last sample
 }
 
 // Run simulates s and returns its result. The same scenario, seed and
@@ -285,6 +287,13 @@ func (w *world) sample(t clock.Mono, step time.Duration) {
 		}
 		return
 	}
+	st := w.fwd.Stats()
+	capBps := float64(w.fwd.Rate())
+	if off := st.OfferedBytes - w.offered; off > 0 || capBps == 0 {
+		capBps = float64(off*8) / step.Seconds()
+	}
+	w.offered = st.OfferedBytes
+	w.capacity = append(w.capacity, capBps)
 	for i, f := range w.flows {
 		se := &w.series[i]
 		se.T = append(se.T, t.Sub(0).Seconds())

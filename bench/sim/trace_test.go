@@ -58,3 +58,33 @@ func TestAloneScenarios(t *testing.T) {
 		})
 	}
 }
+
+// A traced run records the forward link's capacity per interval: the rate
+// on a fixed-rate path, the opportunities' bytes on a trace (whose mean
+// over the run is its window's capacity, not the trace's mean).
+func TestTracedRunRecordsCapacity(t *testing.T) {
+	s := load(t, "paper-rtt-90ms", 5*time.Second)
+	r, err := Run(s, Options{CC: "owd", Trace: true})
+	require.NoError(t, err)
+	require.Len(t, r.CapacityBps, len(r.Flows[0].Series.T))
+	for _, c := range r.CapacityBps {
+		require.Equal(t, 1.5e6, c)
+	}
+	require.Equal(t, "1.5 Mbit/s, RTT 90 ms, fifo 50 pkts", r.Path)
+
+	s = load(t, "trace-tmobile-umts-driving-down-fifo", 20*time.Second)
+	r, err = Run(s, Options{CC: "cubic", Trace: true})
+	require.NoError(t, err)
+	var sum, delivered float64
+	for _, c := range r.CapacityBps {
+		sum += c
+	}
+	for _, g := range r.Flows[0].Series.GoodputBps {
+		delivered += g
+	}
+	require.Positive(t, sum)
+	require.Less(t, delivered, sum, "goodput stays below the capacity offered")
+	require.Greater(t, delivered, 0.8*sum, "a saturating flow uses most of it")
+	untraced := run(t, s, "cubic")
+	require.Nil(t, untraced.CapacityBps)
+}

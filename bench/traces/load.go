@@ -36,6 +36,12 @@ func Load(path string) (*Trace, error) {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	defer f.Close()
+	// A device or a named pipe could block or never end: only files.
+	if st, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrInvalid, abs)
+	}
 	t, err := Parse(f, abs)
 	if err != nil {
 		return nil, err

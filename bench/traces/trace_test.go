@@ -133,6 +133,10 @@ func TestLoadCachesByAbsolutePath(t *testing.T) {
 
 	_, err = Load(filepath.Join(dir, "missing.up"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = Load(dir)
+	require.ErrorIs(t, err, ErrInvalid, "a directory")
+	_, err = Load(os.DevNull)
+	require.ErrorIs(t, err, ErrInvalid, "a device")
 	bad := filepath.Join(dir, "bad.up")
 	require.NoError(t, os.WriteFile(bad, []byte("x\n"), 0o644))
 	_, err = Load(bad)

@@ -65,8 +65,8 @@ func TestEndToEnd(t *testing.T) {
 	require.Positive(t, sums[0].OracleRateHz)
 	require.Positive(t, sums[0].OracleAgeMs)
 
-	for _, name := range []string{"dumbbell-test-owd-throughput.png", "dumbbell-test-cubic-cwnd.png",
-		"dumbbell-test-owd-age.png", "dumbbell-test-cubic-cdf.png", "dumbbell-test-summary.png", "dumbbell-test-sweep.png"} {
+	for _, name := range []string{"dumbbell-test-throughput.png", "dumbbell-test-owd.png", "dumbbell-test-cwnd.png",
+		"dumbbell-test-age.png", "dumbbell-test-cdf.png", "dumbbell-test-summary.png", "dumbbell-test-sweep.png"} {
 		requirePNG(t, filepath.Join(dir, "a", "plots", name))
 	}
 }

@@ -4,6 +4,7 @@
 //	freshbench sim [flags] SCENARIO.json...
 //	freshbench emu --relay|--tun [flags] SCENARIO.json...
 //	freshbench results [--out FILE] [--plots DIR]
+//	freshbench traces [--seeds LIST] [--cc LIST] [--out DIR]
 //
 // runs each scenario in the virtual-time simulator (bench/sim), or in real
 // time with fresh endpoints through the emulated bottleneck (bench/emudriver),
@@ -40,6 +41,8 @@ Commands:
            through the TUN router, root only)
   results  regenerate bench/RESULTS.md: the paper's experiments, fairness,
            ACP against the oracle, with plots in bench/results
+  traces   the Pantheon-style summary of the cellular-trace scenarios:
+           throughput against p95 delay per trace, over ten seeds
 
 Run "freshbench <command> -h" for the flags of a command.
 Flags, the scenario file and the result JSON are documented in bench/README.md.
@@ -65,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runEmuCommand(args[1:], stdout, stderr)
 	case "results":
 		return runResultsCommand(args[1:], stdout, stderr)
+	case "traces":
+		return runTracesCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
 	return exitUsage

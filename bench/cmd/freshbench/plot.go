@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,93 +14,62 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
 )
 
-// Size of every PNG (at gonum/plot's 96 dpi: 756×454 px).
-const (
-	plotWidth  = 20 * vg.Centimeter
-	plotHeight = 12 * vg.Centimeter
-	// cdfPoints caps the points of a delay CDF line; more are invisible.
-	cdfPoints = 1000
-	// legendPad is the space around the legend, right of the axes.
-	legendPad = 3 * vg.Millimeter
-)
+// What freshbench draws. The rule of every figure: the controllers of one
+// scenario are compared on one figure, on the same axes — one line per
+// controller when each run has one flow to show, else one panel per
+// controller with shared x and y axes — with the path in the subtitle and
+// the legend inside the axes.
 
-// writePlots writes the plots of one scenario's runs into dir:
+// cdfPoints caps the points of a delay CDF line; more are invisible.
+const cdfPoints = 1000
+
+// writePlots writes the figures of one scenario's runs into dir:
 //
-//	<scenario>-<cc>-throughput.png  goodput over time, every flow
-//	<scenario>-<cc>-owd.png         one-way delay over time, every flow
-//	<scenario>-<cc>-cwnd.png        window over time, bulk flows
-//	<scenario>-<cc>-age.png         age at the monitor over time, update flows
-//	<scenario>-<cc>-cdf.png         one-way delay CDF, every flow
-//	<scenario>-summary.png          goodput against p95 OWD, one point per cc
+//	<scenario>-throughput.png  goodput over time (1 s means), link capacity
+//	<scenario>-owd.png         one-way delay over time (100 ms means)
+//	<scenario>-cwnd.png        window over time, bulk flows
+//	<scenario>-age.png         age at the monitor over time, update flows
+//	<scenario>-cdf.png         one-way delay CDF
+//	<scenario>-summary.png     goodput against p95 OWD, one point per run
 //
-// The time-series plots need traced runs (report.Flow.Series); a plot with
-// nothing to draw is not written. It returns the paths it wrote.
+// each with every run (controller) of the scenario. The time series need
+// traced runs (report.Flow.Series); a figure with nothing to draw is not
+// written. It returns the paths it wrote.
 func writePlots(dir string, s *scenario.Scenario, runs []*report.Run) (wrote []string, err error) {
-	for _, r := range runs {
-		base := filepath.Join(dir, fileName(r.Scenario)+"-"+fileName(r.CC))
-		for _, pl := range []struct {
-			suffix string
-			make   func(*report.Run) (*plot.Plot, error)
-		}{
-			{"throughput", throughputPlot}, {"owd", owdPlot}, {"cwnd", cwndPlot}, {"age", agePlot}, {"cdf", cdfPlot},
-		} {
-			p, err := pl.make(r)
-			if err != nil {
-				return wrote, err
-			}
-			if p == nil {
-				continue
-			}
-			path := base + "-" + pl.suffix + ".png"
-			if err := savePNG(p, path); err != nil {
-				return wrote, err
-			}
-			wrote = append(wrote, path)
+	base := filepath.Join(dir, fileName(s.Name))
+	for _, fg := range []struct {
+		suffix string
+		make   func(*scenario.Scenario, []*report.Run) (*figure, error)
+	}{
+		{"throughput", throughputFigure}, {"owd", owdFigure}, {"cwnd", cwndFigure}, {"age", ageFigure}, {"cdf", cdfFigure},
+	} {
+		f, err := fg.make(s, runs)
+		if err != nil {
+			return wrote, fmt.Errorf("%s: %w", fg.suffix, err)
 		}
+		if f == nil {
+			continue
+		}
+		path := base + "-" + fg.suffix + ".png"
+		if err := f.save(path); err != nil {
+			return wrote, err
+		}
+		wrote = append(wrote, path)
 	}
 	p, err := summaryPlot(s, runs)
 	if err != nil || p == nil {
 		return wrote, err
 	}
-	path := filepath.Join(dir, fileName(s.Name)+"-summary.png")
+	path := base + "-summary.png"
 	if err := savePNG(p, path); err != nil {
 		return wrote, err
 	}
 	return append(wrote, path), nil
-}
-
-// savePNG writes p as a plotWidth×plotHeight PNG with its legend, if any,
-// to the right of the axes, where it cannot hide a line.
-func savePNG(p *plot.Plot, path string) error {
-	img := vgimg.NewWith(vgimg.UseWH(plotWidth, plotHeight), vgimg.UseDPI(vgimg.DefaultDPI))
-	dc := draw.New(img)
-	leg := p.Legend
-	if r := leg.Rectangle(dc); r.Max.X > r.Min.X {
-		w := r.Max.X - r.Min.X + 2*legendPad
-		p.Legend = plot.NewLegend()
-		p.Draw(draw.Crop(dc, 0, -w, 0, 0))
-		leg.Top, leg.Left = true, true
-		leg.XOffs, leg.YOffs = legendPad, -p.Title.TextStyle.Height(p.Title.Text)-p.Title.Padding-legendPad
-		leg.Draw(draw.Crop(dc, plotWidth-w, 0, 0, 0))
-		p.Legend = leg
-	} else {
-		p.Draw(dc)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // linearTicks labels about six round values (1, 2, 2.5 or 5 × 10^k apart)
@@ -135,10 +103,19 @@ func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
 }
 
 // logTicks labels 1, 2 and 5 × 10^k, with unlabelled ticks at the other
-// integer multiples; gonum/plot's LogTicks labels only powers of ten.
+// integer multiples; gonum/plot's LogTicks labels only powers of ten. On
+// a range of less than a decade, where that would leave one or two
+// labels, it labels 1, 2, 3, 4, 5, 6 and 8 × 10^k.
 type logTicks struct{}
 
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if lo <= 0 || hi <= lo {
+		return []plot.Tick{{Value: max(lo, hi), Label: tickLabel(max(lo, hi))}}
+	}
+	labelled := map[float64]bool{1: true, 2: true, 5: true}
+	if hi/lo < 10 {
+		labelled = map[float64]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 8: true}
+	}
 	var ts []plot.Tick
 	for dec := math.Pow(10, math.Floor(math.Log10(lo))); dec <= hi; dec *= 10 {
 		for m := 1.0; m < 10; m++ {
@@ -147,7 +124,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
+			if labelled[m] {
 				t.Label = tickLabel(v)
 			}
 			ts = append(ts, t)
@@ -180,14 +157,22 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Title.Text = title
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
-	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.TextStyle.Font.Size = vg.Points(titleSize)
 	p.Title.Padding = vg.Points(6)
 	p.X.Tick.Marker, p.Y.Tick.Marker = linearTicks{}, linearTicks{}
 	p.Add(plotter.NewGrid())
 	return p
 }
 
-// lineStyle tells flows apart by colour; dashed adds dash patterns, for
+// panelPlot is one panel of a stack: a small title (the controller).
+func panelPlot(title, x, y string) *plot.Plot {
+	p := newPlot(title, x, y)
+	p.Title.TextStyle.Font.Size = vg.Points(subSize + 1)
+	p.Title.Padding = vg.Points(2)
+	return p
+}
+
+// lineStyle tells lines apart by colour; dashed adds dash patterns, for
 // lines that lie on top of each other (flows sharing a queue have the same
 // delay).
 type lineStyle struct {
@@ -203,9 +188,12 @@ func (st lineStyle) apply(l *plotter.Line) {
 	l.Width = vg.Points(1.5)
 }
 
+// capacityColor draws a link's capacity: grey, behind the flows.
+var capacityColor = color.Gray{Y: 150}
+
 // addLine draws ys/scale over xs as one line, broken where y is NaN, and
 // names it in the legend. It reports whether anything was drawn.
-func addLine(p *plot.Plot, name string, st lineStyle, xs, ys []float64, scale float64) (bool, error) {
+func addLine(p *plot.Plot, name string, style func(*plotter.Line), xs, ys []float64, scale float64) (bool, error) {
 	var seg plotter.XYs
 	drawn := false
 	flush := func() error {
@@ -216,9 +204,9 @@ func addLine(p *plot.Plot, name string, st lineStyle, xs, ys []float64, scale fl
 		if err != nil {
 			return err
 		}
-		st.apply(l)
+		style(l)
 		p.Add(l)
-		if !drawn {
+		if !drawn && name != "" {
 			p.Legend.Add(name, l)
 		}
 		drawn, seg = true, nil
@@ -275,7 +263,80 @@ func binMeans(xs, ys []float64, width float64) (bx, by []float64) {
 	return bx, by
 }
 
-// seriesSpec says what a time-series plot draws.
+// binRanges is binMeans' bins with the smallest and largest non-NaN y
+// of each (NaN for an empty bin).
+func binRanges(xs, ys []float64, width float64) (bx, lo, hi []float64) {
+	half := 0.0
+	if len(xs) > 1 {
+		half = (xs[1] - xs[0]) / 2
+	}
+	cur := math.NaN()
+	l, h := math.NaN(), math.NaN()
+	emit := func() {
+		if !math.IsNaN(cur) {
+			bx, lo, hi = append(bx, (cur+0.5)*width), append(lo, l), append(hi, h)
+		}
+		l, h = math.NaN(), math.NaN()
+	}
+	for k := range min(len(xs), len(ys)) {
+		b := math.Floor((xs[k] - half) / width)
+		if b != cur {
+			emit()
+			cur = b
+		}
+		if y := ys[k]; !math.IsNaN(y) && !math.IsInf(y, 0) {
+			if math.IsNaN(l) || y < l {
+				l = y
+			}
+			if math.IsNaN(h) || y > h {
+				h = y
+			}
+		}
+	}
+	emit()
+	return bx, lo, hi
+}
+
+// addBand shades the area between lo and hi over xs (divided by scale),
+// broken where a bin is empty, in c made translucent.
+func addBand(p *plot.Plot, c color.Color, xs, lo, hi []float64, scale float64) error {
+	fill := color.NRGBAModel.Convert(c).(color.NRGBA)
+	fill.A = 60
+	var seg []int
+	flush := func() error {
+		if len(seg) < 2 {
+			seg = seg[:0]
+			return nil
+		}
+		var pts plotter.XYs
+		for _, k := range seg {
+			pts = append(pts, plotter.XY{X: xs[k], Y: hi[k] / scale})
+		}
+		for i := len(seg) - 1; i >= 0; i-- {
+			pts = append(pts, plotter.XY{X: xs[seg[i]], Y: lo[seg[i]] / scale})
+		}
+		poly, err := plotter.NewPolygon(pts)
+		if err != nil {
+			return err
+		}
+		poly.Color, poly.LineStyle.Width = fill, 0
+		p.Add(poly)
+		seg = seg[:0]
+		return nil
+	}
+	for k := range min(len(xs), len(lo), len(hi)) {
+		if math.IsNaN(lo[k]) || math.IsNaN(hi[k]) {
+			if err := flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		seg = append(seg, k)
+	}
+	return flush()
+}
+
+// seriesSpec says what a time-series figure draws.
 type seriesSpec struct {
 	what   string  // end of the title
 	ylabel string  // y axis label, with its unit
@@ -283,37 +344,191 @@ type seriesSpec struct {
 	zeroY  bool    // the y axis starts at 0
 	dashed bool    // see lineStyle
 	binS   float64 // if > 0, plot means over bins of binS seconds
-	pick   func(*report.Flow) bool
-	field  func(*report.Series) []float64
+	// capacity draws the forward link's capacity (report.Run.CapacityBps)
+	// under the lines, binned as they are (throughput).
+	capacity bool
+	// panels draws a panel per run even when each has one line: for
+	// spiky series (delay) that would hide each other on one axes.
+	panels bool
+	// band shades, under each line of bin means, the range (min to max)
+	// of the samples in each bin: the mean is the level, the band how far
+	// it swings within the bin.
+	band  bool
+	pick  func(*report.Flow) bool
+	field func(*report.Series) []float64
 }
 
-// seriesPlot draws one Series field of the chosen flows against time; nil
-// if no flow has samples.
-func seriesPlot(r *report.Run, sp seriesSpec) (*plot.Plot, error) {
-	p := newPlot(runTitle(r, sp.what), "time [s]", sp.ylabel)
-	if sp.zeroY {
-		p.Y.Min = 0
-	}
-	any := false
+// seriesLine is one flow's binned series.
+type seriesLine struct {
+	name   string
+	index  int // the flow's index: its colour in every panel
+	xs, ys []float64
+	lo, hi []float64 // the band (seriesSpec.band), per bin; nil without
+}
+
+// runLines bins the series of the flows of r that sp picks.
+func runLines(r *report.Run, sp seriesSpec) (lines []seriesLine, capacity *seriesLine) {
+	var t []float64
 	for i := range r.Flows {
 		f := &r.Flows[i]
-		if f.Series == nil || !sp.pick(f) {
+		if f.Series == nil {
+			continue
+		}
+		t = f.Series.T
+		if !sp.pick(f) {
 			continue
 		}
 		xs, ys := f.Series.T, sp.field(f.Series)
+		l := seriesLine{name: f.Name + " (" + f.Kind + ")", index: i}
+		if sp.binS > 0 {
+			l.xs, l.ys = binMeans(xs, ys, sp.binS)
+			if sp.band {
+				_, l.lo, l.hi = binRanges(xs, ys, sp.binS)
+			}
+		} else {
+			l.xs, l.ys = xs, ys
+		}
+		if !slices.ContainsFunc(l.ys, func(y float64) bool { return !math.IsNaN(y) && !math.IsInf(y, 0) }) {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if sp.capacity && len(lines) > 0 && len(r.CapacityBps) > 0 && len(t) > 0 {
+		xs, ys := t, r.CapacityBps
 		if sp.binS > 0 {
 			xs, ys = binMeans(xs, ys, sp.binS)
 		}
-		ok, err := addLine(p, f.Name+" ("+f.Kind+")", lineStyle{index: i, dashed: sp.dashed}, xs, ys, sp.scale)
-		if err != nil {
-			return nil, fmt.Errorf("%s: flow %s: %w", sp.what, f.Name, err)
-		}
-		any = any || ok
+		capacity = &seriesLine{name: "forward link capacity", xs: xs, ys: ys}
 	}
-	if !any {
+	return lines, capacity
+}
+
+// seriesFigure draws one Series field of every run of s: one line per
+// run (labelled with its controller) if each run has at most one line,
+// else one panel per run with a line per flow; every panel on the same x
+// and y ranges. nil if nothing has samples.
+func seriesFigure(title, subtitle string, runs []*report.Run, sp seriesSpec) (*figure, error) {
+	all := make([][]seriesLine, len(runs))
+	caps := make([]*seriesLine, len(runs))
+	overlay, anyLine := true, false
+	lo, hi, xmax := math.Inf(1), math.Inf(-1), 0.0
+	for i, r := range runs {
+		all[i], caps[i] = runLines(r, sp)
+		overlay = overlay && len(all[i]) <= 1 && !sp.panels
+		anyLine = anyLine || len(all[i]) > 0
+		for _, l := range append(slices.Clone(all[i]), derefLines(caps[i])...) {
+			for _, ys := range [][]float64{l.ys, l.lo, l.hi} {
+				for k, y := range ys {
+					if !math.IsNaN(y) && !math.IsInf(y, 0) {
+						lo, hi = min(lo, y/sp.scale), max(hi, y/sp.scale)
+						xmax = max(xmax, l.xs[k])
+					}
+				}
+			}
+		}
+		xmax = max(xmax, r.DurationS)
+	}
+	if !anyLine {
 		return nil, nil
 	}
-	return p, nil
+	ylo, yhi := lo-(hi-lo)*0.05, hi+(hi-lo)*0.05
+	if sp.zeroY || ylo < 0 {
+		ylo = 0
+	}
+	if yhi <= ylo {
+		yhi = ylo + 1
+	}
+	f := &figure{title: title, subtitle: subtitle}
+	axes := func(p *plot.Plot) {
+		p.X.Min, p.X.Max = 0, xmax
+		p.Y.Min, p.Y.Max = ylo, yhi
+	}
+	drawCapacity := func(p *plot.Plot, c *seriesLine, named bool) error {
+		if c == nil {
+			return nil
+		}
+		name := ""
+		if named {
+			name = c.name
+		}
+		_, err := addLine(p, name, func(l *plotter.Line) { l.Color, l.Width = capacityColor, vg.Points(1) }, c.xs, c.ys, sp.scale)
+		return err
+	}
+	if overlay {
+		p := panelPlot("", "time [s]", sp.ylabel)
+		for i := range runs {
+			if caps[i] != nil {
+				if err := drawCapacity(p, caps[i], true); err != nil {
+					return nil, err
+				}
+				break // the runs of one scenario share a seed: one capacity
+			}
+		}
+		for i, r := range runs {
+			for _, l := range all[i] {
+				st := lineStyle{index: i}
+				if l.lo != nil {
+					if err := addBand(p, plotutil.Color(st.index), l.xs, l.lo, l.hi, sp.scale); err != nil {
+						return nil, err
+					}
+				}
+				name := r.CC
+				if len(runs) == 1 {
+					name = l.name // one run: name the flow
+				}
+				if _, err := addLine(p, name, st.apply, l.xs, l.ys, sp.scale); err != nil {
+					return nil, fmt.Errorf("%s: %s: %w", sp.what, r.CC, err)
+				}
+			}
+		}
+		axes(p)
+		f.panels = []*plot.Plot{p}
+		return f, nil
+	}
+	single := true
+	for _, ls := range all {
+		single = single && len(ls) <= 1
+	}
+	for i, r := range runs {
+		p := panelPlot("cc "+r.CC, "time [s]", sp.ylabel)
+		if i < len(runs)-1 {
+			p.X.Label.Text = ""
+		}
+		if err := drawCapacity(p, caps[i], i == 0); err != nil {
+			return nil, err
+		}
+		for _, l := range all[i] {
+			st := lineStyle{index: l.index, dashed: sp.dashed && len(all[i]) > 1}
+			if single {
+				st.index = i // one line a panel: the controller's colour, as on the other figures
+			}
+			if l.lo != nil {
+				if err := addBand(p, plotutil.Color(st.index), l.xs, l.lo, l.hi, sp.scale); err != nil {
+					return nil, err
+				}
+			}
+			name := l.name
+			if single || i > 0 {
+				// One line a panel: the panel's title says it all; and
+				// the flows are those of the first panel, in the same
+				// colours.
+				name = ""
+			}
+			if _, err := addLine(p, name, st.apply, l.xs, l.ys, sp.scale); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", sp.what, l.name, err)
+			}
+		}
+		axes(p)
+		f.panels = append(f.panels, p)
+	}
+	return f, nil
+}
+
+func derefLines(l *seriesLine) []seriesLine {
+	if l == nil {
+		return nil
+	}
+	return []seriesLine{*l}
 }
 
 func allFlows(*report.Flow) bool      { return true }
@@ -324,23 +539,51 @@ func isUpdateKind(k string) bool {
 	return k == scenario.KindACP || k == scenario.KindFixed || k == scenario.KindLazy
 }
 
-func runTitle(r *report.Run, what string) string {
-	return fmt.Sprintf("%s, cc %s: %s", r.Scenario, r.CC, what)
-}
+// scenarioTitle is the title of a figure of s's runs.
+func scenarioTitle(s *scenario.Scenario, what string) string { return s.Name + ": " + what }
 
-// throughputBinS is the averaging bin of the throughput plot, seconds:
-// per-sample goodput is too bursty to read (a retransmission that fills a
-// hole delivers a window at once), and Pantheon's plots bin too.
+// Bins of the time series, seconds. Goodput per 100 ms sample is too
+// bursty to read (a retransmission that fills a hole delivers a window at
+// once): 1 s means, as Pantheon's throughput plots bin.
 const throughputBinS = 1.0
 
-func throughputPlot(r *report.Run) (*plot.Plot, error) {
+// stateBin is the bin of the delay, window and age series: the series are
+// 100 ms samples (delay: the mean of the packets delivered in each 100 ms,
+// not a packet's own), and a figure 700 pixels wide shows a line of 1000
+// samples (100 s) as a solid zigzag. So the line is the mean of bins
+// sized for about 200 across the run (100 ms up to 20 s, 0.5 s for 100 s),
+// and the band under it the range of the samples in each bin.
+func stateBin(runs []*report.Run) float64 {
+	d := 0.0
+	for _, r := range runs {
+		d = max(d, r.DurationS)
+	}
+	raw := d / 200
+	for _, b := range []float64{0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10} {
+		if b >= raw {
+			return b
+		}
+	}
+	return 10
+}
+
+// binWhat says how a series figure is binned, for its title.
+func binWhat(what string, bin float64) string {
+	return fmt.Sprintf("%s (%s s means, band: range of the 100 ms samples)", what, tickLabel(bin))
+}
+
+// throughputSpec is the goodput figure's spec, in Mbit/s or, when every
+// flow stays below 1 Mbit/s, kbit/s.
+func throughputSpec(runs []*report.Run) seriesSpec {
 	peak := 0.0
-	for _, f := range r.Flows {
-		if f.Series != nil {
-			_, ys := binMeans(f.Series.T, f.Series.GoodputBps, throughputBinS)
-			for _, v := range ys {
-				if !math.IsNaN(v) {
-					peak = max(peak, v)
+	for _, r := range runs {
+		for _, f := range r.Flows {
+			if f.Series != nil {
+				_, ys := binMeans(f.Series.T, f.Series.GoodputBps, throughputBinS)
+				for _, v := range ys {
+					if !math.IsNaN(v) {
+						peak = max(peak, v)
+					}
 				}
 			}
 		}
@@ -349,56 +592,159 @@ func throughputPlot(r *report.Run) (*plot.Plot, error) {
 	if peak < 1e6 {
 		scale, unit = 1e3, "kbit/s"
 	}
-	return seriesPlot(r, seriesSpec{
+	return seriesSpec{
 		what: "throughput (1 s means)", ylabel: "goodput [" + unit + "]", scale: scale, zeroY: true,
-		binS: throughputBinS, pick: allFlows, field: func(s *report.Series) []float64 { return s.GoodputBps },
-	})
+		binS: throughputBinS, capacity: true, pick: allFlows, field: func(s *report.Series) []float64 { return s.GoodputBps },
+	}
 }
 
-func owdPlot(r *report.Run) (*plot.Plot, error) {
-	return seriesPlot(r, seriesSpec{
-		what: "one-way delay", ylabel: "mean one-way delay [ms]", scale: 1, dashed: true,
+func owdSpec(runs []*report.Run) seriesSpec {
+	bin := stateBin(runs)
+	return seriesSpec{
+		what: binWhat("one-way delay", bin), ylabel: "one-way delay [ms]", scale: 1, dashed: true, binS: bin, band: true, panels: true,
 		pick: allFlows, field: func(s *report.Series) []float64 { return s.OWDms },
-	})
+	}
 }
 
-func cwndPlot(r *report.Run) (*plot.Plot, error) {
-	return seriesPlot(r, seriesSpec{
-		what: "congestion window", ylabel: "cwnd [kB]", scale: 1e3, zeroY: true,
+func cwndSpec(runs []*report.Run) seriesSpec {
+	bin := stateBin(runs)
+	return seriesSpec{
+		what: binWhat("congestion window", bin), ylabel: "cwnd [kB]", scale: 1e3, zeroY: true, binS: bin, band: true,
 		pick: bulkFlows, field: func(s *report.Series) []float64 { return s.CwndBytes },
-	})
+	}
 }
 
-func agePlot(r *report.Run) (*plot.Plot, error) {
-	return seriesPlot(r, seriesSpec{
-		what: "age of information", ylabel: "age at the monitor [ms]", scale: 1, zeroY: true,
+func ageSpec(runs []*report.Run) seriesSpec {
+	bin := stateBin(runs)
+	return seriesSpec{
+		what: binWhat("age of information", bin), ylabel: "age at the monitor [ms]", scale: 1, zeroY: true, binS: bin, band: true,
 		pick: updateFlows, field: func(s *report.Series) []float64 { return s.AgeMs },
-	})
+	}
 }
 
-// cdfPlot draws the empirical CDF of every flow's per-packet one-way delay.
-func cdfPlot(r *report.Run) (*plot.Plot, error) {
-	p := newPlot(runTitle(r, "one-way delay CDF"), "one-way delay [ms]", "fraction of packets")
-	p.Y.Min, p.Y.Max = 0, 1
-	any := false
-	for i, f := range r.Flows {
-		xys := cdfXYs(f.OWDSamples, cdfPoints)
-		if len(xys) == 0 {
-			continue
+// specFigure draws spec(runs) for every run of s.
+func specFigure(spec func([]*report.Run) seriesSpec) func(*scenario.Scenario, []*report.Run) (*figure, error) {
+	return func(s *scenario.Scenario, runs []*report.Run) (*figure, error) {
+		sp := spec(runs)
+		return seriesFigure(scenarioTitle(s, sp.what), s.DescribePaths(), runs, sp)
+	}
+}
+
+var (
+	throughputFigure = specFigure(throughputSpec)
+	owdFigure        = specFigure(owdSpec)
+	cwndFigure       = specFigure(cwndSpec)
+	ageFigure        = specFigure(ageSpec)
+)
+
+// runPlot draws one run's figure of sp as a single plot (the path in its
+// title): the per-run plots "freshbench results" writes.
+func runPlot(r *report.Run, sp seriesSpec) (*plot.Plot, error) {
+	f, err := seriesFigure("", "", []*report.Run{r}, sp)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	p := f.panels[0]
+	p.Title.Text = runTitle(r, sp.what)
+	p.Title.TextStyle.Font.Size = vg.Points(titleSize)
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = "time [s]"
+	return p, nil
+}
+
+// runTitle is a one-run plot's title: scenario, controller, what, and the
+// path on a second line.
+func runTitle(r *report.Run, what string) string {
+	t := fmt.Sprintf("%s, cc %s: %s", r.Scenario, r.CC, what)
+	if r.Path != "" {
+		t += "\n" + r.Path
+	}
+	return t
+}
+
+func throughputPlot(r *report.Run) (*plot.Plot, error) {
+	return runPlot(r, throughputSpec([]*report.Run{r}))
+}
+func owdPlot(r *report.Run) (*plot.Plot, error)  { return runPlot(r, owdSpec([]*report.Run{r})) }
+func cwndPlot(r *report.Run) (*plot.Plot, error) { return runPlot(r, cwndSpec([]*report.Run{r})) }
+
+// cdfFigure draws the empirical CDF of the per-packet one-way delay: one
+// line per run if each has one flow with samples, else a panel per run;
+// the x axis ends at the largest 99th percentile of any line, so one
+// run's tail does not squeeze the others into the left edge.
+func cdfFigure(s *scenario.Scenario, runs []*report.Run) (*figure, error) {
+	type cdfLine struct {
+		name  string
+		index int
+		xys   plotter.XYs
+	}
+	all := make([][]cdfLine, len(runs))
+	overlay, any := true, false
+	xlo, xhi := math.Inf(1), 0.0
+	for i, r := range runs {
+		for j, f := range r.Flows {
+			xys := cdfXYs(f.OWDSamples, cdfPoints)
+			if len(xys) == 0 {
+				continue
+			}
+			all[i] = append(all[i], cdfLine{name: f.Name + " (" + f.Kind + ")", index: j, xys: xys})
+			xlo = min(xlo, xys[0].X)
+			for _, xy := range xys {
+				if xy.Y >= 0.99 {
+					xhi = max(xhi, xy.X)
+					break
+				}
+			}
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return nil, fmt.Errorf("cdf of %s: %w", f.Name, err)
-		}
-		lineStyle{index: i, dashed: true}.apply(l)
-		p.Add(l)
-		p.Legend.Add(f.Name+" ("+f.Kind+")", l)
-		any = true
+		overlay = overlay && len(all[i]) <= 1
+		any = any || len(all[i]) > 0
 	}
 	if !any {
 		return nil, nil
 	}
-	return p, nil
+	f := &figure{title: scenarioTitle(s, "one-way delay CDF (to the largest p99)"), subtitle: s.DescribePaths()}
+	pad := (xhi - xlo) * 0.03
+	axes := func(p *plot.Plot) {
+		p.X.Min, p.X.Max = max(xlo-pad, 0), xhi+pad
+		p.Y.Min, p.Y.Max = 0, 1
+	}
+	add := func(p *plot.Plot, name string, st lineStyle, xys plotter.XYs) error {
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return fmt.Errorf("cdf of %s: %w", name, err)
+		}
+		st.apply(l)
+		p.Add(l)
+		p.Legend.Add(name, l)
+		return nil
+	}
+	if overlay {
+		p := panelPlot("", "one-way delay [ms]", "fraction of packets")
+		for i, r := range runs {
+			for _, l := range all[i] {
+				if err := add(p, r.CC, lineStyle{index: i}, l.xys); err != nil {
+					return nil, err
+				}
+			}
+		}
+		axes(p)
+		f.panels = []*plot.Plot{p}
+		return f, nil
+	}
+	for i, r := range runs {
+		p := panelPlot("cc "+r.CC, "one-way delay [ms]", "fraction of packets")
+		if i < len(runs)-1 {
+			p.X.Label.Text = ""
+		}
+		for _, l := range all[i] {
+			if err := add(p, l.name, lineStyle{index: l.index, dashed: true}, l.xys); err != nil {
+				return nil, err
+			}
+		}
+		axes(p)
+		f.panels = append(f.panels, p)
+	}
+	return f, nil
 }
 
 // cdfXYs is the empirical CDF of samples (NaNs dropped) as at most n
@@ -466,13 +812,13 @@ func summaryPoints(s *scenario.Scenario, runs []*report.Run) []summaryPoint {
 	return pts
 }
 
-// summaryPlot is Pantheon's throughput–delay plot: goodput as a fraction
-// of the forward link's capacity (up, from 0) against p95 one-way delay (x
-// axis inverted, so better is up and to the right), one point per
-// controller, each with its own colour and marker, named in the legend
-// (labels beside the points would overlap where controllers cluster); nil
-// without bulk flows. The fraction counts payload, so headers
-// keep even a full link a few percent below 1.
+// summaryPlot is Pantheon's throughput–delay plot: goodput (up, from 0)
+// against p95 one-way delay on a logarithmic x axis, inverted so that
+// better is up and to the right, one point per controller, each with its
+// own colour and marker and its name written beside it; nil without bulk
+// flows. On a fixed-rate path goodput is a fraction of the forward link's
+// capacity (payload, so headers keep even a full link a few percent below
+// 1); on a trace or a rate walk, whose capacity moves, it is in Mbit/s.
 func summaryPlot(s *scenario.Scenario, runs []*report.Run) (*plot.Plot, error) {
 	pts := summaryPoints(s, runs)
 	if len(pts) == 0 {
@@ -483,42 +829,84 @@ func summaryPlot(s *scenario.Scenario, runs []*report.Run) (*plot.Plot, error) {
 	if capacity <= 0 {
 		capacity, ylabel = 1e6, "goodput [Mbit/s]"
 	}
-	p := newPlot(s.Name+": goodput vs. delay (better: up and right)",
-		"p95 one-way delay [ms] (axis inverted)", ylabel)
-	p.X.Scale = plot.InvertedScale{Normalizer: plot.LinearScale{}}
-	all := make(plotter.XYs, len(pts))
+	title := s.Name + ": goodput vs. delay (better: up and right)\n" + s.DescribePaths()
+	p := newPlot(title, "p95 one-way delay [ms] (log, inverted)", ylabel)
+	marks := make([]pantheonMark, len(pts))
 	for i, pt := range pts {
-		xy := plotter.XY{X: pt.OWDp95Ms, Y: pt.GoodputBps / capacity}
-		all[i] = xy
-		sc, err := plotter.NewScatter(plotter.XYs{xy})
-		if err != nil {
-			return nil, err
-		}
-		sc.GlyphStyle = draw.GlyphStyle{Shape: plotutil.Shape(i), Radius: vg.Points(6), Color: plotutil.Color(i)}
-		p.Add(sc)
-		p.Legend.Add(pt.CC, sc)
+		marks[i] = pantheonMark{label: pt.CC, index: i, x: pt.OWDp95Ms, y: pt.GoodputBps / capacity}
 	}
-	p.X.Min, p.X.Max = padRange(all, func(xy plotter.XY) float64 { return xy.X })
-	_, hi := padRange(all, func(xy plotter.XY) float64 { return xy.Y })
-	p.Y.Min, p.Y.Max = 0, hi
+	if _, err := addPantheonMarks(p, marks, nil); err != nil {
+		return nil, err
+	}
+	xlo, xhi, _, yhi := markRange(marks, nil)
+	setPantheonAxes(p, xlo, xhi, yhi)
 	if ylabel != "goodput [Mbit/s]" {
-		p.Y.Max = max(hi, 1.05)
+		p.Y.Max = max(p.Y.Max, 1.05)
 	}
 	return p, nil
 }
 
-// padRange is the range of the chosen coordinate widened by 15% on each
-// side (or ±10% of the value if all are equal), so labels stay inside.
-func padRange(xys plotter.XYs, c func(plotter.XY) float64) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, xy := range xys {
-		lo, hi = min(lo, c(xy)), max(hi, c(xy))
+// pantheonMark is one controller's point of a throughput–delay plot.
+type pantheonMark struct {
+	label string
+	index int     // colour and marker
+	x, y  float64 // delay (ms), throughput
+}
+
+// addPantheonMarks draws big marks with their labels beside them, and the
+// small ones (one per seed, say) under them in the same colours, faint. It
+// returns the labels' plotter.
+func addPantheonMarks(p *plot.Plot, marks, small []pantheonMark) (*markLabels, error) {
+	for _, m := range small {
+		sc, err := plotter.NewScatter(plotter.XYs{{X: m.x, Y: m.y}})
+		if err != nil {
+			return nil, err
+		}
+		c := color.NRGBAModel.Convert(plotutil.Color(m.index)).(color.NRGBA)
+		c.A = 120
+		sc.GlyphStyle = draw.GlyphStyle{Shape: plotutil.Shape(m.index), Radius: vg.Points(2.5), Color: c}
+		p.Add(sc)
 	}
-	pad := (hi - lo) * 0.15
-	if pad == 0 {
-		pad = math.Max(math.Abs(lo)*0.1, 1)
+	labels := newMarkLabels(vg.Points(6))
+	for _, m := range marks {
+		sc, err := plotter.NewScatter(plotter.XYs{{X: m.x, Y: m.y}})
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Shape: plotutil.Shape(m.index), Radius: vg.Points(6), Color: plotutil.Color(m.index)}
+		p.Add(sc)
+		p.Legend.Add(m.label, sc)
+		labels.add(m.x, m.y, m.label, plotutil.Color(m.index))
 	}
-	return max(lo-pad, 0), hi + pad
+	p.Add(labels)
+	return labels, nil
+}
+
+// markRange is the range of the marks' coordinates.
+func markRange(marks, small []pantheonMark) (xlo, xhi, ylo, yhi float64) {
+	xlo, ylo = math.Inf(1), math.Inf(1)
+	for _, m := range append(slices.Clone(marks), small...) {
+		if m.x > 0 {
+			xlo, xhi = min(xlo, m.x), max(xhi, m.x)
+		}
+		ylo, yhi = min(ylo, m.y), max(yhi, m.y)
+	}
+	if math.IsInf(xlo, 1) {
+		xlo, xhi = 1, 10
+	}
+	return xlo, xhi, ylo, yhi
+}
+
+// setPantheonAxes sets a log x axis, inverted (lower delay to the right),
+// widened by a factor on each side so the labels beside the marks stay
+// inside, and a y axis from 0.
+func setPantheonAxes(p *plot.Plot, xlo, xhi, yhi float64) {
+	p.X.Scale = plot.InvertedScale{Normalizer: plot.LogScale{}}
+	p.X.Tick.Marker = logTicks{}
+	span := math.Max(xhi/xlo, 1.2)
+	f := math.Pow(span, 0.12)
+	p.X.Min, p.X.Max = xlo/f/1.05, xhi*f*1.1
+	p.Y.Min, p.Y.Max = 0, math.Max(yhi*1.12, 1e-9)
 }
 
 // writeSweepPlot draws the --acp-sweep of one scenario: mean age against

@@ -457,6 +457,9 @@ func (c *resultsCommand) generate() error {
 	if err := c.gaps(); err != nil {
 		return err
 	}
+	if err := c.cellularTraces(rel); err != nil { // traces.go
+		return err
+	}
 	if c.tun {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		err := c.writeTUN(ctx)

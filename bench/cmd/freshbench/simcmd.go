@@ -316,6 +316,7 @@ func (c *simCommand) run(scs []*scenario.Scenario) error {
 			for i := range r.Flows {
 				r.Flows[i].Series, r.Flows[i].OWDSamples = nil, nil
 			}
+			r.CapacityBps = nil
 		}
 		if c.cfg.ACPSweep && hasUpdates(s) {
 			sum, sruns, err := c.runSweep(s)
