@@ -244,6 +244,62 @@ func TestRandomLossesDoNotSwitch(t *testing.T) {
 	require.NotEqual(t, modeCompetitive, h.c.mode)
 }
 
+// A slowdown cut short by a loss gives no verdict: the hold did not last
+// long enough to drain anything, and the packets sent after it are not
+// the hold's.
+func TestShortHoldGivesNoVerdict(t *testing.T) {
+	h := newHarness(mustNew(New(Config{MSS: mss})))
+	h.toAvoidance()
+	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
+	for h.c.mode != modeProbe {
+		h.standingQueue(time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+	}
+	require.True(t, h.c.probe.test.suspect, "Copa's test asked for this slowdown")
+	h.ackN(50, 110*time.Millisecond, 220*time.Millisecond) // part of the hold: the queue stands
+	require.Equal(t, modeProbe, h.c.mode)
+	h.lose()
+	require.NotEqual(t, modeProbe, h.c.mode, "the loss ended the hold")
+	require.True(t, h.c.probe.test.short)
+	h.standingQueue(500*time.Millisecond, 60*time.Millisecond, 61*time.Millisecond, time.Second)
+	require.NotEqual(t, modeCompetitive, h.c.mode, "a queue that stays after the hold is no verdict")
+	require.True(t, h.c.comp.quiet, "and Copa's test waits for the next regular slowdown")
+}
+
+// The first slowdown, right after slow start, is no evidence: slow
+// start's own queue may still stand behind its hold.
+func TestFirstSlowdownIsNoEvidence(t *testing.T) {
+	h := newHarness(mustNew(New(Config{MSS: mss})))
+	h.toAvoidance()
+	for h.c.mode != modeProbe {
+		h.ack(60*time.Millisecond, 120*time.Millisecond)
+	}
+	require.True(t, h.c.probe.test.first)
+	for h.c.mode == modeProbe || h.c.probe.test.active {
+		h.ack(90*time.Millisecond, 180*time.Millisecond) // 40 ms stands under the hold
+	}
+	require.False(t, h.c.comp.stayed, "the first slowdown found a standing queue but is no evidence")
+}
+
+// Within competeRecall of a return, Copa's test alone switches back, with
+// no slowdown first: the drain test found the filler before.
+func TestRecallNeedsNoSlowdown(t *testing.T) {
+	h := competingHarness(t)
+	h.standingQueue(25*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+	for h.c.comp.cubic != nil {
+		h.ownQueue(time.Millisecond)
+	}
+	for range 8 {
+		h.ack(50*time.Millisecond, 100*time.Millisecond) // slow start back
+	}
+	h.ackN(4, 110*time.Millisecond, 220*time.Millisecond) // and out of it
+	require.Equal(t, modeAvoidance, h.c.mode)
+	for h.c.mode != modeCompetitive {
+		h.standingQueue(time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+		require.NotEqual(t, modeProbe, h.c.mode, "no drain test before the recall")
+		require.True(t, h.c.recentlyLeft(h.now))
+	}
+}
+
 func TestHoldDrainSwitchesBack(t *testing.T) {
 	h := competingHarness(t)
 

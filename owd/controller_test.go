@@ -355,3 +355,59 @@ func TestBaseDelayProbeDisabled(t *testing.T) {
 	h.ackN(5000, 50*time.Millisecond, 100*time.Millisecond) // 50 s
 	require.Greater(t, h.cwndPackets(), 50.0, "never pinned to the floor")
 }
+
+// The next slowdown comes ProbeSpacing × the last one's length after it
+// when that is longer than ProbeMinInterval: a long round trip makes long
+// holds, and LEDBAT++ keeps the share of time spent slowed down at a
+// tenth.
+func TestProbeSpacingScalesWithTheHold(t *testing.T) {
+	h := newHarness(mustNew(NewEq2(Config{MSS: mss})))
+	h.step = 10 * time.Millisecond
+	h.ackN(8, 1500*time.Millisecond, 3*time.Second)
+	h.ackN(4, 1600*time.Millisecond, 3100*time.Millisecond) // out of slow start; SRTT ≈ 3 s
+	for h.c.mode != modeProbe {
+		h.ack(1500*time.Millisecond, 3*time.Second)
+	}
+	start := h.now
+	for h.c.mode == modeProbe {
+		h.ack(1500*time.Millisecond, 3*time.Second)
+	}
+	lasted := h.now.Sub(start)
+	require.Greater(t, lasted, 5*time.Second, "2 SRTT of hold")
+	gap := h.c.probe.at.Sub(h.now)
+	require.InDelta(t, float64(9*lasted), float64(gap), float64(100*time.Millisecond), "9 × the hold, not the 20 s minimum")
+}
+
+// New refuses what it cannot repair and names the field.
+func TestNewValidatesConfig(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		cfg   Config
+	}{
+		{"NonCongestiveLossFactor", Config{NonCongestiveLossFactor: math.NaN()}},
+		{"NonCongestiveLossFactor", Config{NonCongestiveLossFactor: 1.5}},
+		{"NonCongestiveLossFactor", Config{NonCongestiveLossFactor: -0.1}},
+		{"MSS", Config{MSS: -1}},
+		{"InitialWindow", Config{InitialWindow: -1}},
+		{"Tuning.ProbeHoldRTTs", Config{Tuning: Tuning{ProbeHoldRTTs: math.Inf(1)}}},
+		{"Tuning.VelocityMax", Config{Tuning: Tuning{VelocityMax: math.NaN()}}},
+		{"Tuning.SlowStartExitMin", Config{Tuning: Tuning{SlowStartExitMin: -time.Millisecond}}},
+		{"Tuning.Analyzer.Beta", Config{Tuning: Tuning{Analyzer: AnalyzerConfig{Beta: -1}}}},
+		{"Tuning.Analyzer.JitterGain", Config{Tuning: Tuning{Analyzer: AnalyzerConfig{JitterGain: math.NaN()}}}},
+		{"Tuning.Analyzer.HistoryBuckets", Config{Tuning: Tuning{Analyzer: AnalyzerConfig{HistoryBuckets: 65}}}},
+		{"Tuning.Analyzer.CurrentFilter", Config{Tuning: Tuning{Analyzer: AnalyzerConfig{CurrentFilter: -1}}}},
+	} {
+		_, err := New(tc.cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig, tc.field)
+		require.Contains(t, err.Error(), tc.field)
+		_, err = NewEq2(tc.cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig, tc.field)
+	}
+	// Zero is every field's default, and 1 a valid loss factor.
+	c, err := New(Config{NonCongestiveLossFactor: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1.0, c.cfg.NonCongestiveLossFactor)
+	c, err = New(Config{})
+	require.NoError(t, err)
+	require.Equal(t, 0.9, c.cfg.NonCongestiveLossFactor)
+}

@@ -24,6 +24,9 @@ type testLink struct {
 	pn              cc.PacketNumber
 	flight          []linkPkt // in send order
 	queued          []time.Duration
+	// deps are the bottleneck departure times of the packets not yet
+	// departed as of the last send (FIFO: non-decreasing).
+	deps []clock.Mono
 
 	// Per-mode time, the largest queueing delay, and the mode changes.
 	modeTime map[string]time.Duration
@@ -94,12 +97,10 @@ func (l *testLink) send(c cc.Controller, inFlight cc.ByteCount, record bool) {
 	c.OnPacketSent(l.now, l.pn, mss, inFlight+mss)
 	atQueue := l.now.Add(l.prop)
 	start := max(atQueue, l.free)
-	backlog := 0 // packets ahead of this one still waiting at atQueue
-	for _, p := range l.flight {
-		if !p.lost && p.arr.Add(-l.prop).After(atQueue) {
-			backlog++
-		}
+	for len(l.deps) > 0 && !l.deps[0].After(atQueue) {
+		l.deps = l.deps[1:] // departed before this packet reaches the queue
 	}
+	backlog := len(l.deps) // packets ahead of this one still waiting at atQueue
 	pt := time.Duration(float64(mss*8) / l.rate(start) * float64(time.Second))
 	p := linkPkt{pn: l.pn, sent: l.now}
 	if backlog >= l.limit {
@@ -107,6 +108,7 @@ func (l *testLink) send(c cc.Controller, inFlight cc.ByteCount, record bool) {
 		p.arr = atQueue.Add(l.prop) // its loss shows up about when it would have arrived
 	} else {
 		l.free = start.Add(pt)
+		l.deps = append(l.deps, l.free)
 		p.arr = l.free.Add(l.prop)
 		p.queued = start.Sub(atQueue)
 		l.maxQ = max(l.maxQ, p.queued)
