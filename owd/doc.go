@@ -3,6 +3,24 @@
 // enhanced performance" (Sections 3–5, Eq. 1, 2 and 7), with the choices
 // below where the paper leaves room.
 //
+// # The model in five lines
+//
+//  1. The receiver stamps every packet's one-way delay; the sender keeps
+//     the base (OWDmin) and the current delay (OWDcur) and acts on the
+//     queueing delay between them, relative to the base (OWDv, Eq. 1).
+//  2. Below the threshold μ the window grows, above it it shrinks (Eq. 7):
+//     the flow keeps about μ of queue, μ being half the largest queueing
+//     seen and never less than the path's noise floor.
+//  3. Every mechanism adds to that one targets value (targets.go): the
+//     noise floor (static, jitter, learned), the thin-link rules, the
+//     slowdown window.
+//  4. Every 20 s or so the window is held at the floor for two round trips
+//     (the slowdown): the queue drains, every flow re-measures its base, and
+//     the drain test asks whose queue it was.
+//  5. Only a queue that stays under the hold, beside other signs of a
+//     buffer filler, switches the window to CUBIC (competitive mode); a
+//     queue that drains under a later hold switches it back.
+//
 // # Pieces
 //
 //   - One-way delay (receiver side, outside this package): OWD = PRtime −
@@ -16,21 +34,43 @@
 //     1 ms, and the threshold μ = max(μ_floor, β·OWDv_max).
 //   - Controller: the window. New gives the default "owd" (the normalised
 //     Eq. 7 rule, see below), NewEq2 the paper's Eq. 2 ("owd-eq2"). Both
-//     satisfy cc.Controller and register themselves with cc.Register.
+//     satisfy cc.Controller and register themselves with cc.Register; both
+//     refuse a Config with a value out of range (ErrInvalidConfig).
 //
-// # State diagram
+// # Modes
 //
-//	             OWD queueing > clamp(OWDmin/8, 4, 16 ms)
-//	             or cwnd ≥ ssthresh or loss
-//	┌──────────┐ ─────────────────────────────────▶ ┌────────────────────┐
-//	│slow start│                                    │congestion avoidance│
-//	└──────────┘ ◀──────────────────────────────────└────────────────────┘
-//	     ▲                                              │   ▲
-//	     │                                          loss│   │ACK above
-//	     │  RTO                                         ▼   │recover point
-//	     │                                           ┌────────┐
-//	     └────────────────── RTO ─────────────────── │recovery│
-//	                                                 └────────┘
+// One mode at a time (mode.go), reported as cc.Metrics.Mode and in the
+// benchmark's result JSON as seconds per mode (mode_s). Loss recovery
+// (RFC 6582) and the RTT/2 fallback are orthogonal to it.
+//
+//	              exit: queueing delay, ssthresh or a loss
+//	┌────────────┐ ──────────────────────────────────────▶ ┌───────────┐
+//	│ slow_start │                                         │ avoidance │───┐
+//	└────────────┘ ◀─────── RTO, or OWDmin rose ────────── └───────────┘   │
+//	      ▲                                                  │       ▲     │
+//	      │                       slowdown due, or Copa's    │       │     │ starved
+//	      │                       test fired                 ▼       │     │ losses;
+//	      │                                                ┌───────────┐   │ recall
+//	      │                                  hold over ─── │   probe   │   │
+//	      │                                                └───────────┘   │
+//	      │                     drain test: queue stayed     │       ▲     │
+//	      │                     (after Copa's test)          ▼       │     │
+//	      │     drain test: queue drained                ┌─────────────┐   │
+//	      └───────────────────────────────────────────── │ competitive │ ◀─┘
+//	                                                     └─────────────┘
+//	                                       slowdown due: to probe, and back
+//	                                       when the hold is over
+//
+// Transitions, each in one function: slow start ends in onAckSlowStart
+// (or OnLoss); avoidance starts a slowdown in maybeStartProbe or, when
+// Copa's test fires, in observeEmptiness, and goes back to slow start on a
+// rebase; probe returns to the mode it interrupted in onAckProbe (or
+// OnLoss, which ends the hold); the drain test's verdict, a round trip
+// after the hold (drainVerdict), enters competitive mode from avoidance or
+// leaves it for slow start; starved losses (countStarved) and the recall
+// (observeEmptiness) enter it from avoidance. An RTO sends slow start or
+// avoidance back to slow start; competitive mode survives it (CUBIC
+// handles its own).
 //
 // In congestion avoidance each acknowledged packet applies Eq. 2
 // ("owd-eq2"):
@@ -137,34 +177,56 @@
 // # Where the delay rule alone fails (our additions)
 //
 // Each has its own file, a doc that says why, and a Tuning switch; the
-// measurements behind them are in bench/RESULTS.md ("Controller research:
-// the gaps").
+// measurements behind them are in bench/RESULTS.md.
 //
-//   - Beside a buffer filler (compete.go): a delay-based flow backs off
-//     from the queue a loss-based flow builds on purpose (4 % of the link
-//     beside three CUBIC flows). Copa's test — the queue did not nearly
-//     empty in two windows of 5·SRTT, and the queue is someone else's —
-//     or two congestive losses at the floor within 30 s switch the window
-//     to CUBIC (RFC 9438); a base-delay slowdown that drains the queue
-//     switches back, through slow start, and a switch back within 10 s
-//     resumes near the CUBIC window it left.
-//   - Delay noise that keeps packet order (response.go): a radio link that
-//     holds packets and releases them together adds delay the RFC 3550
-//     jitter term misses, and the rule shrank the window against it (33 %
-//     of a 10 Mbit/s link with 20 ms of it). When the delay of a round does
-//     not follow the window of the round before (lag-1 correlation under
-//     0.2), the controller learns a noise floor under μ, capped at 20 ms
-//     and at twice the samples' spread within a round.
+//   - Beside a buffer filler (compete.go, drain.go): a delay-based flow
+//     backs off from the queue a loss-based flow builds on purpose. Copa's
+//     test (the queue did not nearly empty in two windows of 5·SRTT, and
+//     moved) asks for a slowdown now; if the queue stays under its hold
+//     above what delay-based neighbours keep (or above the lower drain
+//     threshold with a recent buffer overflow), the window becomes CUBIC's
+//     (RFC 9438). Two congestive losses at the floor within 30 s that no
+//     timeout declared switch too. A slowdown that drains the queue
+//     switches back through slow start; a switch back within 10 s resumes
+//     near the CUBIC window it left. Alone on a link whose capacity drops,
+//     the drain test refutes Copa's test: the flow's own queue drains
+//     under the hold.
+//   - Delay noise that keeps packet order (response.go, bunching.go): a
+//     radio link that holds packets and releases them together adds delay
+//     the RFC 3550 jitter term misses. When the delay of a round does not
+//     follow the window of the round before (lag-1 correlation under 0.2),
+//     the controller learns a noise floor under μ, capped at twice the
+//     samples' spread within a round and, unless the link is seen to
+//     release packets in batches (bunching.go), at 20 ms: on a wired
+//     bottleneck that delay is most often other delay-based flows' share
+//     of the queue.
 //   - Thin links (thin.go, dispersion.go): on links slower than about
 //     430 kbit/s, measured by the packet-pair dispersion of the flow's own
 //     packets, the target is a quarter packet of queue, the increase a
 //     quarter packet per round trip, and the paced window may fall below
 //     2 packets to 1.2 bandwidth-delay products (and slowdowns to half of
-//     one); it kept 4–6 packets queued at 100 kbit/s before.
+//     one).
 //   - Slow-start drain: a delay-based exit with the queue above half the
 //     base delay cuts the window by OWDmin/OWDcur, the queue the last round
 //     of slow start built, as BBR's drain phase.
+//   - Queue drain (controller.go, drainQueue): a queue above three base
+//     delays, where Eq. 7's decrease has faded, is cut once per round trip
+//     to what would leave μ of it.
+//   - Velocity (velocity.go): after four round trips with the queue under
+//     a quarter of μ the increase doubles each round trip (Copa's velocity)
+//     up to 2 packets per round trip (more on paths longer than 50 ms), and
+//     falls back to one packet per round trip past the window at which the
+//     path last filled.
+//   - Free random losses (controller.go, freeLoss): a loss with the queue
+//     under half of μ, while under 2 % of packets are lost, costs nothing.
+//   - Window use over the round trip (controller.go, inFlight): growth
+//     needs the window filled at some moment of the round trip, not at
+//     every ACK, so ACKs that come in bursts do not stop it.
 //
-// "owd-eq2" never enters competitive mode: its hold band keeps a standing
-// queue of its own, which Copa's test would take for a competitor's.
+// "owd-eq2" is the paper's rule with loss differentiation, recovery, the
+// RTT fallback, the slowdowns, reverse-path compensation, the learned
+// noise floor and the thin-link rules, but without competitive mode (its
+// hold band keeps a standing queue of its own, which Copa's test would
+// take for a competitor's), the queue drain, the velocity and free random
+// losses.
 package owd
