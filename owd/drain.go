@@ -125,6 +125,20 @@ func (d *drainTest) stayed(thr time.Duration, rising bool) bool {
 	return d.minQ > noise || rising && sec(d.fit.rise()) > noise && d.lastQ > noise
 }
 
+// falling reports whether the queue fell under the hold by more than the
+// noise and by more than drainFalling of where it stood: someone is
+// draining it, as delay-based flows do after a capacity drop. A buffer
+// filler's queue stands or grows (once per cycle it falls by its cut).
+func (d *drainTest) falling(thr time.Duration) bool {
+	noise := max(thr, 2*sec(d.fit.residualSD()))
+	drop := -d.fit.rise()
+	return sec(drop) > noise && drop > drainFalling*d.fit.first()
+}
+
+// drainFalling is the share of the queue a hold must see drained for the
+// queue to count as falling.
+const drainFalling = 0.3
+
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // drainThreshold is the queueing delay above which the hold's queue
@@ -156,7 +170,7 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 		return
 	}
 	competitive := c.mode == modeCompetitive || c.mode == modeProbe && c.probe.resume == modeCompetitive
-	var stayed bool
+	var stayed, corroborated bool
 	if competitive {
 		// A queue that grows back under the hold keeps the flow
 		// competitive (but does not make it so: alone on a cellular link,
@@ -169,19 +183,30 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 		// no less than the noise floor, learned part included — or above
 		// the lower threshold with a recent overflow of the buffer: a
 		// buffer filler fills the buffer, delay-based flows do not.
+		// Either way not a queue that fell under the hold: beside
+		// delay-based flows whose link just lost capacity, the queue they
+		// are draining stands under this flow's hold too, but falls.
+		//
+		// And one hold Copa's test asked for is not enough on its own:
+		// beside delay-based flows on a link that keeps losing capacity,
+		// the queue they are draining may stand through it. A buffer
+		// filler fills the buffer (an overflow within competeLossSpan), or
+		// keeps the queue up under a regular slowdown too (comp.stayed,
+		// within competeEvidenceSpan).
 		overflow := c.comp.overflowed && now.Sub(c.comp.lastOverflow) < competeLossSpan
-		stayed = d.stayed(max(c.drainThreshold(), drainStayedNoise*c.targets(now).noise), false) ||
-			overflow && d.stayed(c.drainThreshold(), false)
+		strong := d.stayed(max(c.drainThreshold(), drainStayedNoise*c.targets(now).noise), false)
+		stayed = (strong || overflow && d.stayed(c.drainThreshold(), false)) && !d.falling(c.drainThreshold())
+		corroborated = stayed && (overflow || c.comp.stayed && now.Sub(c.comp.stayedAt) < competeEvidenceSpan)
 	}
 	switch {
 	case competitive && !stayed:
 		c.leaveCompetitive(now, d.cubicWindow)
-	case !competitive && d.suspect && stayed:
-		c.enterCompetitive(now)
-	case !competitive && d.first:
-		// The first slowdown comes right after slow start, whose own
-		// queue may still be draining behind the hold: it re-measures the
-		// base delay but is no evidence about other flows.
+	case !competitive && d.suspect:
+		// The slowdown Copa's test asked for: it decides now, and its
+		// finding is not carried over as half of later evidence.
+		if corroborated {
+			c.enterCompetitive(now)
+		}
 	case !competitive:
 		// A regular slowdown: a queue that stayed is half the evidence
 		// (delay-based neighbours keep a standing queue too); Copa's test

@@ -35,6 +35,14 @@ func (f *lineFit) slope() float64 {
 // rise is the fitted line's change from the first point's x to the last's.
 func (f *lineFit) rise() float64 { return f.slope() * (f.x1 - f.x0) }
 
+// first is the fitted line's value at the first point's x.
+func (f *lineFit) first() float64 {
+	if f.n == 0 {
+		return 0
+	}
+	return f.sy/f.n - f.slope()*(f.sx/f.n-f.x0)
+}
+
 // residualSD is the standard deviation of the points about the line.
 func (f *lineFit) residualSD() float64 {
 	if f.n < 2 {
