@@ -36,19 +36,26 @@ import (
 // byte then no longer picks it).
 
 // floors is each controller's documented window floor in packets, and the
-// floor right after a retransmission timeout, which holds until the window
-// is back at the normal floor (package doc "What the baselines share": 2
-// packets, 1 MSS after an RTO; owd keeps the 2-packet floor but in its
-// competitive mode the window is its embedded CUBIC's; bbr.go "Floors": 4
-// packets, 1 after an RTO until the next ACK).
-var floors = map[string]struct{ normal, afterRTO cc.ByteCount }{
-	"reno":     {2, 1},
-	"cubic":    {2, 1},
-	"htcp":     {2, 1},
-	"rttdelay": {2, 1},
-	"owd":      {2, 1},
-	"owd-eq2":  {2, 1},
-	"bbr":      {4, 1},
+// floor right after a retransmission timeout (package doc "What the
+// baselines share": 2 packets, 1 MSS after an RTO, from which slow start
+// grows; bbr.go "Floors": 4 packets, 1 after an RTO until the next ACK).
+// The after-RTO floor holds until the window is back at the normal floor.
+// owd's window is composite — its own, or in competitive mode its embedded
+// CUBIC's, and the two can alternate while the way-back probe runs — so for
+// it the after-RTO floor holds instead until a packet sent after the
+// timeout is lost: that is a new congestion event, whose reduction floors
+// either window at 2 packets.
+var floors = map[string]struct {
+	normal, afterRTO cc.ByteCount
+	composite        bool
+}{
+	"reno":     {2, 1, false},
+	"cubic":    {2, 1, false},
+	"htcp":     {2, 1, false},
+	"rttdelay": {2, 1, false},
+	"owd":      {2, 1, true},
+	"owd-eq2":  {2, 1, true},
+	"bbr":      {4, 1, false},
 }
 
 const (
@@ -110,6 +117,7 @@ type fuzzDriver struct {
 	inFlight    cc.ByteCount
 	hadRTT      bool
 	afterRTO    bool
+	rtoLargest  cc.PacketNumber // the largest packet number sent before the last RTO
 	events      []string // the last events, for the failure message
 }
 
@@ -238,6 +246,9 @@ func (d *fuzzDriver) lose(i int) {
 	d.outstanding = append(d.outstanding[:i], d.outstanding[i+1:]...)
 	prior := d.inFlight
 	d.inFlight -= p.bytes
+	if d.afterRTO && floors[d.name].composite && p.pn > d.rtoLargest {
+		d.afterRTO = false // a new congestion event: see floors
+	}
 	d.c.OnLoss(d.now, cc.LossEvent{PacketNumber: p.pn, Bytes: p.bytes, SentTime: p.sent, PriorInFlight: prior})
 	d.note("lost")
 	d.check()
@@ -253,6 +264,7 @@ func (d *fuzzDriver) rto(withoutLosses bool) {
 	}
 	d.c.OnRetransmissionTimeout(d.now)
 	d.afterRTO = true
+	d.rtoLargest = d.nextPN - 1
 	d.note("rto")
 	d.check()
 }
@@ -271,7 +283,7 @@ func (d *fuzzDriver) check() {
 		fl.normal, fl.afterRTO = 1, 1 // an unknown controller: one packet at least
 	}
 	w := d.c.Window()
-	if d.afterRTO && w >= fl.normal*d.mss {
+	if d.afterRTO && !fl.composite && w >= fl.normal*d.mss {
 		d.afterRTO = false
 	}
 	floor := fl.normal * d.mss
