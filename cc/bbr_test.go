@@ -398,7 +398,7 @@ func TestBBRProbeRTTLastsARound(t *testing.T) {
 	p.run(5*time.Second, nil)
 	b.minRTTStamp = p.now().Add(-10*time.Second - time.Millisecond)
 	p.prop += 10 * time.Millisecond // no sample refreshes the minimum
-	var atFour clock.Mono // when inflight reached 4 packets and the 200 ms began
+	var atFour clock.Mono           // when inflight reached 4 packets and the 200 ms began
 	require.True(t, p.runUntil(10*time.Second, func() bool {
 		if atFour == 0 && b.mode == bbrProbeRTT && b.probeRTTDoneSet {
 			atFour = p.now()

@@ -118,7 +118,7 @@ type fuzzDriver struct {
 	hadRTT      bool
 	afterRTO    bool
 	rtoLargest  cc.PacketNumber // the largest packet number sent before the last RTO
-	events      []string // the last events, for the failure message
+	events      []string        // the last events, for the failure message
 }
 
 // next returns the next input byte (0 once the input is used up).
