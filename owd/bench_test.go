@@ -27,11 +27,11 @@ func benchmarkOnAck(b *testing.B, c *Controller) {
 	}
 }
 
-func BenchmarkOWDEq2OnAck(b *testing.B) { benchmarkOnAck(b, NewEq2(Config{MSS: mss})) }
-func BenchmarkOWDEq7OnAck(b *testing.B) { benchmarkOnAck(b, New(Config{MSS: mss})) }
+func BenchmarkOWDEq2OnAck(b *testing.B) { benchmarkOnAck(b, mustNew(NewEq2(Config{MSS: mss}))) }
+func BenchmarkOWDEq7OnAck(b *testing.B) { benchmarkOnAck(b, mustNew(New(Config{MSS: mss}))) }
 
 func BenchmarkOWDOnPacketSent(b *testing.B) {
-	c := New(Config{MSS: mss})
+	c := mustNew(New(Config{MSS: mss}))
 	var now clock.Mono
 	b.ReportAllocs()
 	for i := range b.N {
@@ -40,7 +40,7 @@ func BenchmarkOWDOnPacketSent(b *testing.B) {
 }
 
 func BenchmarkOWDMetrics(b *testing.B) {
-	c := New(Config{MSS: mss})
+	c := mustNew(New(Config{MSS: mss}))
 	b.ReportAllocs()
 	for range b.N {
 		_ = c.Metrics()

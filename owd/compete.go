@@ -12,72 +12,82 @@ import (
 //
 // A delay-based flow beside a loss-based one in a drop-tail buffer backs
 // off from the queue the other flow builds on purpose and is left with
-// almost nothing: Vegas against Reno, and here owd beside three CUBIC flows
-// with 4 % of the link. Copa's answer is a mode switch (Arun and
-// Balakrishnan, "Copa: Practical Delay-Based Congestion Control for the
-// Internet", NSDI 2018, §2.2): a flow among delay-based flows sees the
-// queue nearly empty at least once every five RTTs; when it does not, a
-// buffer filler is present and the flow turns competitive. Its critique
-// (Copa+, IEEE/ACM ToN 2023) is false switches, by noise or by a queue
-// that is the flow's own, which fill buffers where nobody competes.
+// almost nothing (Vegas against Reno). Copa's answer is a mode switch
+// (Arun and Balakrishnan, "Copa: Practical Delay-Based Congestion Control
+// for the Internet", NSDI 2018, §2.2): a flow among delay-based flows sees
+// the queue nearly empty at least once every five RTTs; when it does not,
+// a buffer filler is present and the flow turns competitive. Its critique
+// (Copa+, IEEE/ACM ToN 2023) is false switches, and the worst false switch
+// is the common one on the links IoT devices use: alone on a link whose
+// capacity drops, the queue the drop leaves behind does not empty for many
+// round trips and does not follow the window either (the capacity, not
+// the window, moved it), so every passive sign of a competitor is there,
+// and a flow that turns competitive on them fills the buffer it was built
+// to keep short.
 //
-// Two signals switch the flow to CUBIC (RFC 9438, the cc package's,
-// started as a new CUBIC flow from the current window):
+// So passive signs only ask; an experiment decides. Entering competitive
+// mode (CUBIC, RFC 9438, the cc package's, started as a new CUBIC flow from
+// the current window) takes one of:
 //
-//   - the queue did not nearly empty (Copa's test, on one-way queueing
-//     delay: the smallest sample of a window of 5·SRTT stayed above
-//     max(NoiseFloor, a tenth of the largest recent queueing delay)) in
-//     competeWindows windows in a row. A delay-based flow empties its own
-//     queue far more often: its decrease is multiplicative per round trip,
-//     and its slowdowns drain it to the floor;
+//   - Copa's test (the smallest one-way queueing delay of a window of
+//     5·SRTT stayed above max(noise floor, two packet times, a tenth of
+//     the largest recent queueing delay) in competeWindows windows in a
+//     row, and the queue moved meanwhile, which a longer path after a
+//     route change does not) *and* the drain test (drain.go) of a slowdown
+//     finding that the queue stayed when the flow held its window at the
+//     floor. Copa's test starts that slowdown at once; or a regular
+//     slowdown's finding within competeEvidenceSpan before Copa's test
+//     fires counts too. A refuted test keeps Copa's test quiet until the
+//     next regular slowdown.
 //   - two congestive losses (OWDv > μ when they happen) within
 //     competeLossSpan while the window sat within a packet of the floor
-//     ("starved losses"). It catches the latecomer, who joined when the
-//     buffer was already full and took the full buffer for its base delay,
-//     so never sees the queue fail to empty; a delay-based flow at its
-//     floor loses packets only if someone else keeps the buffer full.
-//     Random losses do not count: they come with a short queue.
+//     ("starved losses"). Physics alone is evidence here: a delay-based
+//     flow whose window is two packets cannot overflow a buffer, so
+//     someone else keeps it full. Random losses do not count: they come
+//     with a short queue.
 //
-// The way back is the test Nimbus (Goyal et al., "Elasticity Detection",
-// SIGCOMM 2022) makes with its pulses, here with the base-delay slowdown
-// the controller runs anyway (probe.go): for ProbeHoldRTTs·SRTT the window
-// sits at the floor. If the flow is alone with its own CUBIC queue, the
-// queue drains: the packets sent during the hold see the queueing delay
-// fall by more than twice the noise floor and to under half of what it
-// was. If buffer fillers are still there, they take the room and the queue
-// stays. A drained queue returns the flow to its delay target through slow
-// start (the delay rule would take hundreds of round trips to drain a full
-// buffer). A wrong return costs little: the signals above switch back
-// within a few windows.
+// The way back is the same experiment: every slowdown in competitive mode
+// is a drain test, and a queue that drained under it returns the flow to
+// its delay target through slow start (the delay rule would take hundreds
+// of round trips to drain a full buffer). A wrong return costs little:
+// within competeRecall, Copa's test alone switches back, to 0.7 of the
+// CUBIC window the flow had (the drain test found the filler once; one
+// CUBIC flow's queue does drain after its cut).
 //
 // In competitive mode the delay analyzers keep running, so the signal is
-// warm on the way back; their windowed minimum climbs to the competitor's
-// standing queue once the true base leaves the history, so the hold's test
-// measures against the base delay the flow had when it switched (or a
-// lower one seen since).
+// warm on the way back.
 type compete struct {
-	on    bool
-	cubic *cc.Cubic
-	base  time.Duration // base delay for the hold's test
-
-	// The hold's test: packets sent in [from, to).
-	testing  bool
-	from, to clock.Mono
-	minQ     time.Duration
-	qBefore  time.Duration
-	samples  int
-
-	// Starved losses.
-	lastStarved clock.Mono
-	nStarved    int
+	cubic *cc.Cubic     // the window in competitive mode; nil outside it
+	base  time.Duration // base delay the episode's drain tests measure against
+	// prevBase is the last episode's base, kept at its end (baseAt).
+	prevBase time.Duration
+	baseAt   clock.Mono
 
 	empty emptiness
+	// suspect: Copa's test fired; the slowdown it started decides.
+	suspect bool
+	// quiet: a slowdown Copa's test started has given its verdict; the
+	// test waits for the next regular slowdown.
+	quiet bool
+	// stayedAt is when a regular slowdown last found the queue staying
+	// (drain.go); stayed says there was one.
+	stayedAt clock.Mono
+	stayed   bool
+	// trustCopa switches on Copa's test alone, without the drain test:
+	// only tests set it, to show what the drain test prevents.
+	trustCopa bool
+
+	// Starved losses; pendingStarved: one was noted and counts at the
+	// next ACK unless a retransmission timeout comes first.
+	lastStarved    clock.Mono
+	nStarved       int
+	pendingStarved bool
 
 	// The last return to the delay target: when, and CUBIC's window at
 	// the start of the hold that decided it.
-	holdWindow, leftWindow float64
-	leftAt                 clock.Mono
-	left                   bool
+	leftWindow float64
+	leftAt     clock.Mono
+	left       bool
 }
 
 const (
@@ -87,8 +97,15 @@ const (
 	competeRecall     = 10 * time.Second
 	cubicRecallFactor = 0.7
 	// competeWindows is how many 5·SRTT windows in a row without a nearly
-	// empty queue switch to competitive mode.
+	// empty queue ask for a drain test.
 	competeWindows = 2
+	// competeEvidenceSpan is how long a regular slowdown's finding that
+	// the queue stayed counts as the drain test's half of the evidence.
+	competeEvidenceSpan = 30 * time.Second
+	// competeBaseMemory is how long an episode's base delay is carried
+	// into the next one: long enough for recalls, short enough that a
+	// longer path (a route change) is soon measured against its own base.
+	competeBaseMemory = 2 * time.Minute
 	// competeLosses starved losses within competeLossSpan switch too.
 	competeLosses   = 2
 	competeLossSpan = 30 * time.Second
@@ -112,19 +129,13 @@ type emptiness struct {
 	// lo and hi bound the queueing delay over those windows: a standing
 	// queue held by a buffer filler moves (the filler grows and cuts),
 	// a longer path after a route change does not.
-	lo, hi time.Duration
-	// w0 and q0 are the window and the queue's low point in the first of
-	// those windows; ignored is set when a later one found the window cut
-	// by a quarter and the low point no lower.
-	w0      float64
-	q0      time.Duration
-	ignored bool
+	lo, hi  time.Duration
 	started bool
 }
 
 // observe folds one queueing-delay sample q; floor is the noise floor.
 // It reports whether a window just closed.
-func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration, cwnd float64) bool {
+func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration) bool {
 	if !e.started {
 		e.started, e.start, e.minQ = true, now, q
 	}
@@ -139,12 +150,8 @@ func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration, cwnd f
 	} else {
 		if e.full == 0 {
 			e.lo, e.hi = e.minQ, e.winMax
-			e.w0, e.q0 = cwnd, e.minQ
 		}
 		e.lo, e.hi = min(e.lo, e.minQ), max(e.hi, e.winMax)
-		// The flow cut its window by a quarter and the queue's low point
-		// did not fall: the cut drained nothing, so the queue is not its.
-		e.ignored = cwnd <= 0.75*e.w0 && e.minQ >= e.q0
 		e.full++
 	}
 	e.start, e.minQ, e.winMax = now, q, q
@@ -152,50 +159,78 @@ func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration, cwnd f
 	return true
 }
 
-// observeEmptiness runs Copa's test on an OWD sample in congestion
-// avoidance, from the end of the first slowdown on (slow start's own
-// overshoot is gone by then; see probe.go), and not during a slowdown,
-// whose drain says nothing about others.
-func (c *Controller) observeEmptiness(now clock.Mono, owd time.Duration) {
-	armed := c.probeDone || c.cfg.Tuning.DisableBaseDelayProbe && c.ssExited
-	if c.cfg.Tuning.DisableCompetitiveMode || !armed || c.probe.active || !c.rtt.HasSample() {
+// observeEmptiness runs Copa's test on the OWD sample of ack in
+// congestion avoidance, from the end of the first slowdown on (slow
+// start's own overshoot is gone by then; see probe.go). When the queue
+// did not nearly empty for competeWindows windows, and moved meanwhile (a
+// longer path after a route change does not), it asks for a drain test:
+// a slowdown now, whose verdict decides (drain.go).
+func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
+	armed := c.probe.done || c.cfg.Tuning.DisableBaseDelayProbe && c.ssExited
+	if c.cfg.Tuning.DisableCompetitiveMode || !armed || !c.rtt.HasSample() || !c.trustedOWD(ack) {
 		return
 	}
 	a := &c.owdA
-	// "Nearly empty" allows for noise the flow has learned (response.go),
-	// for two packets of the bottleneck (a queue that exists in whole
-	// packets — 5.8 ms each at 1.5 Mbit/s — with another flow's packets
-	// interleaved rarely falls below one or two), and for the RFC 3550
-	// term of NoiseFloor only up to responseCap: a competitor's queue
-	// moving in packet-sized steps inflates that term to tens of
-	// milliseconds, and the test would never fire.
-	floor := max(a.cfg.MuFloorDelay, a.learned, 2*c.disp.packetTime(), min(a.jitterFloor(), responseCap))
-	if !c.comp.empty.observe(now, max(owd-a.Min(), 0), floor, c.rtt.Smoothed(), c.cwnd) {
+	// "Nearly empty" allows for the noise floor and for two packets of the
+	// bottleneck (a queue that exists in whole packets — 5.8 ms each at
+	// 1.5 Mbit/s — with another flow's packets interleaved rarely falls
+	// below one or two).
+	floor := max(c.targets(now).noise, 2*c.disp.packetTime())
+	if !c.comp.empty.observe(now, max(ack.OWD-a.Min(), 0), floor, c.rtt.Smoothed()) {
 		return
 	}
 	e := &c.comp.empty
-	// Whose queue is it? Someone else's if the flow sits at its floor and
-	// it stays, if cutting the window did not lower it, or if it does not
-	// follow the flow's window (response.go).
-	// A queue that follows the window is the flow's own: on a short, slow
-	// path the delay rule's own oscillation may never empty it.
-	starved := c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss
-	others := starved || e.ignored || c.resp.judged && c.resp.ignores
 	// Soon after a return to the delay target one window of evidence is
 	// enough: the return was most likely wrong (see enterCompetitive).
 	need := competeWindows
 	if c.recentlyLeft(now) {
 		need = 1
 	}
-	if !c.comp.on && e.full >= need && e.hi-e.lo > 2*a.cfg.MuFloorDelay && others {
+	if e.full < need || e.hi-e.lo <= 2*a.cfg.MuFloorDelay || c.mode != modeAvoidance {
+		return
+	}
+	if c.recentlyLeft(now) {
+		// Back within competeRecall of a return to the delay target:
+		// the drain test found a buffer filler before, and the return
+		// was most likely wrong (the filler's queue drained under the
+		// hold, as one CUBIC flow's does after its cut).
 		c.enterCompetitive(now)
+		return
+	}
+	if c.comp.trustCopa || c.comp.stayed && now.Sub(c.comp.stayedAt) < competeEvidenceSpan {
+		// The drain test already found the queue staying under a
+		// slowdown: with Copa's test that is both halves of the evidence.
+		c.enterCompetitive(now)
+		return
+	}
+	if !c.comp.suspect && !c.comp.quiet {
+		c.comp.suspect = true
+		c.startProbe(now)
 	}
 }
 
-// onCongestiveLoss counts starved losses (see the type doc).
+// onCongestiveLoss notes a loss that may be a starved one (see the type
+// doc): in congestion avoidance only, where the delay rule, not a
+// retransmission timeout, put the window at its floor. It counts at the
+// next ACK (countStarved), unless a timeout comes first: on a cellular
+// link in a fade the timeouts come one after another, each declaring the
+// packet it gave up on lost, at the floor the previous one set, and those
+// losses say nothing about another flow.
 func (c *Controller) onCongestiveLoss(now clock.Mono) {
-	if c.cfg.Tuning.DisableCompetitiveMode || c.comp.on ||
+	if c.cfg.Tuning.DisableCompetitiveMode || c.mode != modeAvoidance ||
 		c.cwnd > (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+		return
+	}
+	c.comp.pendingStarved = true
+}
+
+// countStarved counts a starved loss noted before this ACK.
+func (c *Controller) countStarved(now clock.Mono) {
+	if !c.comp.pendingStarved {
+		return
+	}
+	c.comp.pendingStarved = false
+	if c.mode == modeCompetitive {
 		return
 	}
 	if c.comp.nStarved > 0 && now.Sub(c.comp.lastStarved) > competeLossSpan {
@@ -209,14 +244,29 @@ func (c *Controller) onCongestiveLoss(now clock.Mono) {
 }
 
 // enterCompetitive switches to CUBIC, started as a new flow from the
-// current window.
+// current window. During a slowdown the switch takes effect when the hold
+// ends.
 func (c *Controller) enterCompetitive(now clock.Mono) {
 	m := &c.comp
-	m.on = true
 	m.nStarved = 0
 	m.empty.full = 0
+	m.suspect = false
+	m.stayed = false
+	// The drain tests of this episode measure against the lowest base the
+	// flow knows: the windowed minimum climbs to the competitor's standing
+	// queue once the true base has left the history, and a recall comes
+	// soon after an episode whose base was still good.
 	m.base = c.active().Min()
+	if m.baseAt != 0 && now.Sub(m.baseAt) < competeBaseMemory {
+		m.base = min(m.base, m.prevBase)
+	}
 	w := c.cwnd
+	if c.mode == modeProbe {
+		w = c.probe.saved
+		c.probe.resume = modeCompetitive
+	} else {
+		c.mode = modeCompetitive
+	}
 	if c.recentlyLeft(now) {
 		// Back within competeRecall of a return to the delay target: that
 		// return was wrong (the competitor's queue had drained under the
@@ -231,63 +281,22 @@ func (c *Controller) enterCompetitive(now clock.Mono) {
 	}
 }
 
-// startHoldTest arms the way-back test for a slowdown [now, now+hold).
-func (c *Controller) startHoldTest(now clock.Mono, hold time.Duration) {
+// leaveCompetitive returns to the delay target through slow start;
+// cubicWindow is CUBIC's window when the hold that decided it began.
+func (c *Controller) leaveCompetitive(now clock.Mono, cubicWindow float64) {
 	m := &c.comp
-	if !m.on {
-		return
-	}
-	a := c.active()
-	m.base = a.Min()
-	m.testing = true
-	m.holdWindow = float64(m.cubic.Window())
-	m.from, m.to = now, now.Add(hold)
-	m.minQ, m.samples = -1, 0
-	m.qBefore = max(a.Current()-m.base, 0)
-}
-
-// observeHoldTest folds one ACK into the hold's test and, once a packet
-// sent after the hold is acknowledged (every packet of the hold that will
-// be acknowledged has been), decides.
-func (c *Controller) observeHoldTest(now clock.Mono, ack cc.AckSample) {
-	m := &c.comp
-	if !m.testing {
-		return
-	}
-	if !ack.SentTime.Before(m.to) {
-		m.testing = false
-		th := 2 * c.active().NoiseFloor()
-		if m.samples > 0 && m.qBefore-m.minQ > th && m.minQ < m.qBefore/2 {
-			c.leaveCompetitive(now)
-		}
-		return
-	}
-	var d time.Duration
-	switch {
-	case c.signal == cc.SignalOWD && ack.OWDValid:
-		d = ack.OWD
-	case c.signal == cc.SignalRTT && ack.RTT > 0:
-		d = ack.RTT / 2
-	}
-	if ack.SentTime.Before(m.from) || d <= 0 {
-		return
-	}
-	q := max(d-m.base, 0)
-	if m.minQ < 0 || q < m.minQ {
-		m.minQ = q
-	}
-	m.samples++
-}
-
-// leaveCompetitive returns to the delay target through slow start.
-func (c *Controller) leaveCompetitive(now clock.Mono) {
-	c.comp.on = false
-	c.comp.leftAt, c.comp.leftWindow, c.comp.left = now, c.comp.holdWindow, true
-	c.comp.cubic = nil
-	c.comp.empty.full = 0
+	m.leftAt, m.leftWindow, m.left = now, cubicWindow, true
+	m.prevBase, m.baseAt = m.base, now
+	m.cubic = nil
+	m.empty.full = 0
 	c.cwnd = cc.MinWindowPackets * c.mss
-	c.probe.saved = c.cwnd
 	c.ssthresh = math.Inf(1)
 	c.ssMaxOWDv = 0
 	c.inRecovery = false
+	if c.mode == modeProbe {
+		c.probe.saved = c.cwnd
+		c.probe.resume = modeSlowStart
+	} else {
+		c.mode = modeSlowStart
+	}
 }

@@ -7,10 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
 )
 
 // standingQueue feeds ACKs for d of a queue that never empties but moves,
-// as a buffer filler's does: queueing delay sweeping lo…hi every period.
+// as a buffer filler's does: queueing delay sweeping lo…hi every period,
+// whatever this flow's window (the filler takes any room the flow leaves).
 func (h *harness) standingQueue(d, lo, hi, period time.Duration) {
 	base := 50 * time.Millisecond
 	end := h.now.Add(d)
@@ -21,72 +23,207 @@ func (h *harness) standingQueue(d, lo, hi, period time.Duration) {
 	}
 }
 
+// ownQueue feeds ACKs for d of a queue this flow alone builds: it moves
+// between 40 and 80 ms every second while the window is above the floor
+// (a link whose capacity changes) and drains under a slowdown's hold (the
+// window at the probe window).
+func (h *harness) ownQueue(d time.Duration) {
+	base := 50 * time.Millisecond
+	end := h.now.Add(d)
+	for h.now.Before(end) {
+		phase := float64(int64(h.now)%int64(time.Second)) / float64(time.Second)
+		q := 40*time.Millisecond + time.Duration(phase*float64(40*time.Millisecond))
+		if h.c.mode == modeProbe {
+			q = 0
+		}
+		h.ack(base+q, 2*(base+q))
+	}
+}
+
 // competingHarness is a default controller switched to competitive mode by
 // a moving standing queue after a queue-free start.
 func competingHarness(t *testing.T) *harness {
 	t.Helper()
-	h := newHarness(New(Config{MSS: mss}))
+	h := newHarness(mustNew(New(Config{MSS: mss})))
 	h.toAvoidance()
 	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
 	h.standingQueue(5*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
-	require.True(t, h.c.comp.on)
+	require.Equal(t, modeCompetitive, h.c.mode)
 	return h
 }
 
 func TestCompetitiveModeOnStandingQueue(t *testing.T) {
-	h := newHarness(New(Config{MSS: mss}))
+	h := newHarness(mustNew(New(Config{MSS: mss})))
 	h.toAvoidance()
 	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond) // queue-free first
-	require.False(t, h.c.comp.on)
+	require.Equal(t, modeAvoidance, h.c.mode)
 	h.standingQueue(5*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
-	require.True(t, h.c.comp.on, "a queue that never nearly empties and moves is a buffer filler's")
+	require.Equal(t, modeCompetitive, h.c.mode, "a queue that never nearly empties, moves and stays under a slowdown is a buffer filler's")
+	require.Equal(t, ModeCompetitive, h.c.Metrics().Mode)
 	require.Equal(t, h.c.comp.cubic.Window(), h.c.Window(), "the window is CUBIC's, not the delay rule's")
 	require.Greater(t, h.c.Window(), cc.ByteCount(h.c.cwnd))
 
 	// The same without competitive mode: the delay rule holds the floor.
 	cfg := Config{MSS: mss}
 	cfg.Tuning.DisableCompetitiveMode = true
-	h2 := newHarness(New(cfg))
+	h2 := newHarness(mustNew(New(cfg)))
 	h2.toAvoidance()
 	h2.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
 	h2.standingQueue(5*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
-	require.False(t, h2.c.comp.on)
+	require.NotEqual(t, modeCompetitive, h2.c.mode)
 	require.Less(t, h2.c.Window(), h.c.Window()/4)
 }
 
+// Copa's test alone only asks for the drain test: a queue that never
+// empties between slowdowns but is the flow's own (it drains under the
+// hold) is no competitor, and the test does not ask again before the next
+// regular slowdown.
+func TestDrainTestDecides(t *testing.T) {
+	h := newHarness(mustNew(New(Config{MSS: mss})))
+	h.toAvoidance()
+	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
+	holds := 0
+	was := false
+	for range 10000 { // 10 s, within one regular slowdown interval
+		h.ownQueue(time.Millisecond)
+		if h.c.mode == modeProbe && !was {
+			holds++
+		}
+		was = h.c.mode == modeProbe
+		require.NotEqual(t, modeCompetitive, h.c.mode, "the hold drained the queue: it is the flow's own")
+	}
+	require.Equal(t, 1, holds, "Copa's test fired, its drain test refuted it, and it stays quiet until the next regular slowdown")
+	require.True(t, h.c.comp.quiet)
+
+	// Without the drain test's verdict (a queue that stays), the same
+	// evidence switches.
+	h2 := newHarness(mustNew(New(Config{MSS: mss})))
+	h2.toAvoidance()
+	h2.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
+	h2.standingQueue(10*time.Second, 55*time.Millisecond, 65*time.Millisecond+3*time.Millisecond, 300*time.Millisecond)
+	require.Equal(t, modeCompetitive, h2.c.mode)
+}
+
+// A queue that grows back under the hold is a competitor's growing window,
+// even when the hold's lowest sample is near the base.
+func TestDrainTestRiseCountsAsStayed(t *testing.T) {
+	h := competingHarness(t)
+	for range 3 {
+		// Run to the next slowdown, then let the queue fall to nothing
+		// and grow again during the hold (a filler's cut and regrowth).
+		for h.c.mode != modeProbe {
+			h.standingQueue(time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+		}
+		start := h.now
+		for h.c.mode == modeProbe || h.c.probe.test.active {
+			q := time.Duration(float64(h.now.Sub(start)) * 0.3) // 0 → 30 % of the elapsed time
+			h.ack(50*time.Millisecond+q, 2*(50*time.Millisecond+q))
+		}
+		require.Equal(t, modeCompetitive, h.c.mode, "the queue grew back under the hold")
+	}
+}
+
 func TestNoCompetitiveModeWhenQueueEmpties(t *testing.T) {
-	h := newHarness(New(Config{MSS: mss}))
+	h := newHarness(mustNew(New(Config{MSS: mss})))
 	h.toAvoidance()
 	// A queue of the flow's own: rises to 30 ms and drains to nothing
 	// every 200 ms (well within 5 RTTs).
 	h.standingQueue(10*time.Second, 0, 30*time.Millisecond, 200*time.Millisecond)
-	require.False(t, h.c.comp.on)
+	require.NotEqual(t, modeCompetitive, h.c.mode)
+	require.False(t, h.c.comp.suspect)
 }
 
 func TestNoCompetitiveModeOnRouteChange(t *testing.T) {
 	// +100 ms each way: the delay steps up and stays flat. Copa's test
 	// alone calls that a queue that never empties.
-	h := newHarness(New(Config{MSS: mss}))
+	h := newHarness(mustNew(New(Config{MSS: mss})))
 	h.toAvoidance()
 	h.ackN(2000, 50*time.Millisecond, 100*time.Millisecond)
 	h.ackN(10000, 150*time.Millisecond, 300*time.Millisecond)
-	require.False(t, h.c.comp.on, "a flat step is a longer path, not a competitor")
+	require.NotEqual(t, modeCompetitive, h.c.mode, "a flat step is a longer path, not a competitor")
 }
 
+// Alone on a link whose capacity changes — a step down, a flap, an
+// LTE-like rate re-drawn every few hundred milliseconds — the queue a drop
+// leaves behind does not empty for many round trips and does not follow
+// the window, which is what Copa's test sees beside a buffer filler. The
+// drain test must refute it every time: not a second in competitive mode,
+// and the queue held far below the buffer.
+func TestNoCompetitiveModeAloneOnCapacityChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rate  func(clock.Mono) float64
+		limit int
+	}{
+		{"step 4 to 1 Mbit/s", steps([]time.Duration{0, 15 * time.Second}, []float64{4e6, 1e6}), 60},
+		{"flap 4 and 1 Mbit/s", steps([]time.Duration{0, 10 * time.Second, 20 * time.Second, 30 * time.Second, 40 * time.Second, 50 * time.Second},
+			[]float64{4e6, 1e6, 4e6, 1e6, 4e6, 1e6}), 60},
+		{"LTE-like 1 to 20 Mbit/s, walk 8", lteLike(1e6, 20e6, lteFoolingSeeds[0]), 400},
+		{"LTE-like 1 to 20 Mbit/s, walk 10", lteLike(1e6, 20e6, lteFoolingSeeds[1]), 400},
+		{"LTE-like 1 to 20 Mbit/s, walk 13", lteLike(1e6, 20e6, lteFoolingSeeds[2]), 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustNew(New(Config{MSS: mss}))
+			l := newTestLink(20*time.Millisecond, tc.limit, tc.rate)
+			p95 := l.run(c, 60*time.Second)
+			require.Zero(t, l.modeTime[ModeCompetitive], "alone: never competitive")
+			require.Positive(t, l.modeTime[ModeProbe], "the slowdowns ran")
+			// A CUBIC flow on the same link fills the buffer.
+			cubic := newTestLink(20*time.Millisecond, tc.limit, tc.rate)
+			p95Cubic := cubic.run(cc.NewCubic(cc.CubicConfig{MSS: mss}), 60*time.Second)
+			require.Less(t, p95, p95Cubic/2, "p95 queueing %v against CUBIC's %v", p95, p95Cubic)
+		})
+	}
+}
+
+// The same paths with the drain test's verdict ignored (Copa's test
+// switching on its own) do switch: the test above can fail.
+func TestCapacityChangesFoolCopaAlone(t *testing.T) {
+	for _, seed := range lteFoolingSeeds {
+		c := mustNew(New(Config{MSS: mss}))
+		c.comp.trustCopa = true
+		l := newTestLink(20*time.Millisecond, 400, lteLike(1e6, 20e6, seed))
+		l.run(c, 60*time.Second)
+		require.Greater(t, l.modeTime[ModeCompetitive], 5*time.Second, "rate walk %d", seed)
+	}
+}
+
+// lteFoolingSeeds are rate walks on which Copa's test alone switches to
+// competitive mode for more than 5 s of 60 (15 of the first 30 do).
+var lteFoolingSeeds = []uint64{6, 8, 11}
+
 func TestStarvedLossesSwitch(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(mustNew(New(noProbe())))
 	h.toAvoidance()
 	h.ackN(200, 150*time.Millisecond, 300*time.Millisecond) // deep queue: window to the floor
 	require.InDelta(t, 2.0, h.cwndPackets(), 0.01)
 	h.lose()
-	require.False(t, h.c.comp.on, "one loss is not enough")
+	require.NotEqual(t, modeCompetitive, h.c.mode, "one loss is not enough")
 	h.ackN(50, 150*time.Millisecond, 300*time.Millisecond) // ends recovery
 	h.lose()
-	require.True(t, h.c.comp.on, "a second congestive loss at the floor within 30 s")
+	h.ack(150*time.Millisecond, 300*time.Millisecond) // a loss counts at the next ACK
+	require.Equal(t, modeCompetitive, h.c.mode, "a second congestive loss at the floor within 30 s")
+}
+
+// Losses a retransmission timeout declares do not count: in a cellular
+// fade the timeouts come one after another at the floor the previous one
+// set, and the buffer is not full, the link is silent.
+func TestTimeoutLossesDoNotStarve(t *testing.T) {
+	h := newHarness(mustNew(New(noProbe())))
+	h.toAvoidance()
+	h.ackN(200, 150*time.Millisecond, 300*time.Millisecond) // deep queue: window to the floor
+	for range 5 {
+		h.lose()
+		h.c.OnRetransmissionTimeout(h.now)
+		h.now = h.now.Add(time.Second)
+	}
+	h.ack(150*time.Millisecond, 300*time.Millisecond)
+	require.NotEqual(t, modeCompetitive, h.c.mode)
+	require.Zero(t, h.c.comp.nStarved)
 }
 
 func TestStarvedLossesExpire(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(mustNew(New(noProbe())))
 	h.toAvoidance()
 	h.ackN(200, 150*time.Millisecond, 300*time.Millisecond)
 	h.lose()
@@ -94,17 +231,17 @@ func TestStarvedLossesExpire(t *testing.T) {
 	h.ackN(400, 150*time.Millisecond, 300*time.Millisecond) // 40 s later
 	h.step = time.Millisecond
 	h.lose()
-	require.False(t, h.c.comp.on, "losses 40 s apart are not a buffer filler")
+	require.NotEqual(t, modeCompetitive, h.c.mode, "losses 40 s apart are not a buffer filler")
 }
 
 func TestRandomLossesDoNotSwitch(t *testing.T) {
-	h := newHarness(New(noProbe()))
+	h := newHarness(mustNew(New(noProbe())))
 	h.toAvoidance()
 	for range 20 {
 		h.ackN(100, 50*time.Millisecond, 100*time.Millisecond) // no queue
 		h.lose()
 	}
-	require.False(t, h.c.comp.on)
+	require.NotEqual(t, modeCompetitive, h.c.mode)
 }
 
 func TestHoldDrainSwitchesBack(t *testing.T) {
@@ -113,15 +250,11 @@ func TestHoldDrainSwitchesBack(t *testing.T) {
 	// The competitor leaves: the queue is the flow's own CUBIC queue, which
 	// a slowdown drains. Run until the next slowdown has come and gone.
 	deadline := h.now.Add(60 * time.Second)
-	for h.c.comp.on && h.now.Before(deadline) {
-		q := 60 * time.Millisecond
-		if h.c.probe.active {
-			q = 0 // the hold drained it
-		}
-		h.ack(50*time.Millisecond+q, 2*(50*time.Millisecond+q))
+	for h.c.comp.cubic != nil && h.now.Before(deadline) {
+		h.ownQueue(time.Millisecond)
 	}
-	require.False(t, h.c.comp.on, "the hold drained the queue: back to the delay target")
-	require.True(t, h.c.Metrics().InSlowStart, "through slow start")
+	require.Nil(t, h.c.comp.cubic, "the hold drained the queue: back to the delay target")
+	require.Equal(t, modeSlowStart, h.c.mode, "through slow start")
 }
 
 func TestHoldWithoutDrainStaysCompetitive(t *testing.T) {
@@ -130,35 +263,33 @@ func TestHoldWithoutDrainStaysCompetitive(t *testing.T) {
 	was := false
 	for range 60000 { // 60 s: at least two slowdowns
 		h.standingQueue(time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second)
-		if h.c.probe.active && !was {
+		if h.c.mode == modeProbe && !was {
 			holds++
 		}
-		was = h.c.probe.active
+		was = h.c.mode == modeProbe
 	}
 	require.GreaterOrEqual(t, holds, 2)
-	require.True(t, h.c.comp.on, "the buffer filler kept the queue through the holds")
+	require.Equal(t, modeCompetitive, h.c.mode, "the buffer filler kept the queue through the holds")
 }
 
 func TestWrongReturnResumesCubicWindow(t *testing.T) {
 	h := competingHarness(t)
-	// Let CUBIC's window grow, then a hold drains the queue (as one CUBIC
-	// flow's queue does after its cut): the flow returns to the delay target.
-	h.standingQueue(10*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
-	for h.c.comp.on {
-		q := 60 * time.Millisecond
-		if h.c.probe.active {
-			q = 0
-		}
-		h.ack(50*time.Millisecond+q, 2*(50*time.Millisecond+q))
+	// Let CUBIC's window grow through a slowdown that finds the filler
+	// still there, then a hold drains the queue (as one CUBIC flow's queue
+	// does after its cut): the flow returns to the delay target.
+	h.standingQueue(25*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
+	for h.c.comp.cubic != nil {
+		h.ownQueue(time.Millisecond)
 	}
 	left := h.c.comp.leftWindow
 	require.Greater(t, left, float64(10*mss))
 	// The competitor was there all along: the queue is back at once.
 	start := h.now
-	for !h.c.comp.on && h.now.Sub(start) < competeRecall {
+	for h.c.mode != modeCompetitive && h.now.Sub(start) < competeRecall {
 		h.standingQueue(time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second)
 	}
-	require.True(t, h.c.comp.on, "back within the recall span")
-	require.GreaterOrEqual(t, float64(h.c.comp.cubic.Window()), cubicRecallFactor*left-1,
+	require.Equal(t, modeCompetitive, h.c.mode, "back within the recall span")
+	// CUBIC's β is 0.7 (RFC 9438 §4.6): it resumes there, not at the floor.
+	require.InDelta(t, 0.7*left, float64(h.c.comp.cubic.Window()), 0.1*left,
 		"resumes at CUBIC's β of the window it had, not from the floor")
 }

@@ -1,10 +1,17 @@
 package owd
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
 )
+
+// ErrInvalidConfig is wrapped by every error New and NewEq2 return for a
+// Config they refuse; the message names the field.
+var ErrInvalidConfig = errors.New("owd: invalid config")
 
 // Config holds the OWD controller's options. The zero Config is the
 // recommended controller: every zero field takes the default written beside
@@ -21,8 +28,8 @@ type Config struct {
 	// the queue was short (OWDv ≤ μ), i.e. a loss that was most likely
 	// random (radio noise) rather than a full queue; a loss with a long
 	// queue halves the window as NewReno does. In (0, 1]; 1 means random
-	// losses do not reduce the window at all. Default 0.9; values outside
-	// (0, 1] take the default.
+	// losses do not reduce the window at all. Default 0.9 (zero takes it);
+	// a value outside [0, 1] or NaN is refused.
 	NonCongestiveLossFactor float64
 
 	// Tuning holds the controller's internal parameters and the switches
@@ -99,9 +106,81 @@ type Tuning struct {
 	// base delay, the window is cut by OWDmin/OWDcur, which removes the
 	// queue the last round of slow start built.
 	DisableSlowStartDrain bool
-	ProbeHoldRTTs         float64
-	ProbeSpacing          float64
-	ProbeMinInterval      time.Duration
+	// DisableQueueDrain leaves a queue far above the target to the delay
+	// rule alone; by default the window is cut once per round trip to
+	// what would leave μ of queueing (drainQueue in controller.go).
+	DisableQueueDrain bool
+	// DisableVelocity keeps the additive increase at one packet per round
+	// trip; by default it doubles each round trip after two round trips in
+	// which the queueing delay stayed under a quarter of μ (velocity.go).
+	DisableVelocity bool
+	// VelocityMax is the largest increase, packets per round trip, the
+	// velocity may reach. Default 2.
+	VelocityMax      float64
+	ProbeHoldRTTs    float64
+	ProbeSpacing     float64
+	ProbeMinInterval time.Duration
+}
+
+// validate refuses what withDefaults cannot repair: negative sizes and
+// times, fractions out of range, NaN and infinities.
+func (c Config) validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("%w: %s = %v: want %s", ErrInvalidConfig, field, v, want)
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case c.MSS < 0:
+		return bad("MSS", c.MSS, "a positive size in bytes, or 0 for the default")
+	case c.InitialWindow < 0:
+		return bad("InitialWindow", c.InitialWindow, "a positive size in bytes, or 0 for the default")
+	case !finite(c.NonCongestiveLossFactor) || c.NonCongestiveLossFactor < 0 || c.NonCongestiveLossFactor > 1:
+		return bad("NonCongestiveLossFactor", c.NonCongestiveLossFactor, "a factor in (0, 1], or 0 for the default 0.9")
+	}
+	t := c.Tuning
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"Tuning.SlowStartExitFraction", t.SlowStartExitFraction},
+		{"Tuning.ProbeHoldRTTs", t.ProbeHoldRTTs},
+		{"Tuning.ProbeSpacing", t.ProbeSpacing},
+		{"Tuning.VelocityMax", t.VelocityMax},
+		{"Tuning.Analyzer.Beta", t.Analyzer.Beta},
+	} {
+		if !finite(f.v) || f.v < 0 {
+			return bad(f.name, f.v, "a positive number, or 0 for the default")
+		}
+	}
+	if !finite(t.Analyzer.JitterGain) {
+		return bad("Tuning.Analyzer.JitterGain", t.Analyzer.JitterGain, "a finite gain (negative: ignore jitter; 0: the default)")
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Tuning.SlowStartExitMin", t.SlowStartExitMin},
+		{"Tuning.SlowStartExitMax", t.SlowStartExitMax},
+		{"Tuning.OWDTolerance", t.OWDTolerance},
+		{"Tuning.ProbeMinInterval", t.ProbeMinInterval},
+		{"Tuning.Analyzer.BucketLength", t.Analyzer.BucketLength},
+		{"Tuning.Analyzer.MinBaseDelay", t.Analyzer.MinBaseDelay},
+		{"Tuning.Analyzer.MuFloorDelay", t.Analyzer.MuFloorDelay},
+		{"Tuning.Analyzer.MaxDecay", t.Analyzer.MaxDecay},
+	} {
+		if f.v < 0 {
+			return bad(f.name, f.v, "a positive duration, or 0 for the default")
+		}
+	}
+	switch {
+	case t.FallbackRecoverySamples < 0:
+		return bad("Tuning.FallbackRecoverySamples", t.FallbackRecoverySamples, "a positive count, or 0 for the default")
+	case t.Analyzer.HistoryBuckets < 0 || t.Analyzer.HistoryBuckets > maxHistoryBuckets:
+		return bad("Tuning.Analyzer.HistoryBuckets", t.Analyzer.HistoryBuckets, fmt.Sprintf("1..%d, or 0 for the default", maxHistoryBuckets))
+	case t.Analyzer.CurrentFilter < 0 || t.Analyzer.CurrentFilter > maxCurrentFilter:
+		return bad("Tuning.Analyzer.CurrentFilter", t.Analyzer.CurrentFilter, fmt.Sprintf("1..%d, or 0 for the default", maxCurrentFilter))
+	}
+	return nil
 }
 
 func (c Config) withDefaults() Config {
@@ -112,7 +191,7 @@ func (c Config) withDefaults() Config {
 		c.InitialWindow = cc.InitialWindowPackets * c.MSS
 	}
 	c.InitialWindow = max(c.InitialWindow, cc.MinWindowPackets*c.MSS)
-	if c.NonCongestiveLossFactor <= 0 || c.NonCongestiveLossFactor > 1 {
+	if c.NonCongestiveLossFactor == 0 {
 		c.NonCongestiveLossFactor = 0.9
 	}
 	c.Tuning = c.Tuning.withDefaults()
@@ -142,6 +221,9 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.ProbeSpacing <= 0 {
 		t.ProbeSpacing = 9
+	}
+	if t.VelocityMax <= 0 {
+		t.VelocityMax = 2
 	}
 	if t.ProbeMinInterval <= 0 {
 		t.ProbeMinInterval = 20 * time.Second

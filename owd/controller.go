@@ -1,6 +1,7 @@
 package owd
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -16,254 +17,206 @@ type Controller struct {
 	name string
 	cfg  Config
 	rule windowRule
-	mss  float64
+	mss  float64 // bytes
+
+	mode mode
 
 	// Window state, in bytes. Floats so that the per-ACK steps of ±MSS²/cwnd
-	// are not lost to integer truncation.
+	// are not lost to integer truncation. In competitive mode the window in
+	// force is CUBIC's (comp.cubic); cwnd is then the delay window the flow
+	// returns with.
 	cwnd     float64
 	ssthresh float64 // +Inf until the first slow-start exit
 
 	rtt cc.RTTStats
 
-	// Delay state: one analyzer per signal, both always fed, so a switch
-	// between OWD and the RTT/2 fallback finds a warm history.
+	// Delay state (signal.go): one analyzer per signal, both always fed, so
+	// a switch between OWD and the RTT/2 fallback finds a warm history.
 	owdA   Analyzer
 	rttA   Analyzer
 	signal cc.DelaySignal
 	// goodRun counts consecutive trustworthy OWD samples while in fallback.
 	goodRun int
+	// rebase: OWDmin rose past the noise (a longer path): slow start again.
+	rebase bool
 
-	// Slow start: the largest OWDv seen during it, to seed OWDv_max at exit.
-	ssMaxOWDv  float64
-	ssExited   bool
-	probeArmed bool // the first slowdown has been scheduled
-	probeDone  bool // the first slowdown has ended
+	// ssMaxOWDv is the largest OWDv of the current slow start; it seeds
+	// OWDv_max at the exit.
+	ssMaxOWDv float64
+	ssExited  bool // the first slow start has ended
+	// drainPN is the largest packet sent when drainQueue last cut: until
+	// a later one is acknowledged, the cut has not shown.
+	drainPN cc.PacketNumber
 
 	// Recovery (RFC 6582 style, by packet number since numbers are never
 	// reused): losses of packets sent before the episode began do not reduce
-	// the window again; an ACK above recoverPN ends it.
+	// the window again; an ACK above recoverPN ends it. Orthogonal to mode.
 	largestSent cc.PacketNumber
 	recoverPN   cc.PacketNumber
 	inRecovery  bool
 
-	probe baseProbe
-	disp  dispersion
-	comp  compete
-	resp  response
-	// rebase: OWDmin rose (a longer path); slow start again (addSample).
-	rebase bool
+	probe slowdown   // probe.go: the base-delay slowdowns and the drain test
+	comp  compete    // compete.go: the buffer-filler detector and CUBIC
+	disp  dispersion // dispersion.go: the bottleneck's packet time
+	resp  response   // response.go: does the delay follow the window?
+	vel   velocity   // velocity.go: a faster increase while the queue is empty
+	used  inFlight   // the most in flight in this round trip and the last
 }
+
+// inFlight keeps the most bytes in flight seen in the current round trip
+// (until a packet sent after it began is acknowledged) and the last one,
+// as Linux keeps max_packets_out for tcp_is_cwnd_limited. A flow uses its
+// window if it filled it at some moment of the round: on a link that
+// delivers in bursts (cellular scheduling, Wi-Fi aggregation) the ACKs
+// come in bursts too, and just after one the bytes in flight sit far below
+// the window although the flow is sending all the window allows, so the
+// bytes in flight at one ACK would call most such ACKs application-limited
+// and stop the window from growing.
+type inFlight struct {
+	cur, prev cc.ByteCount
+	roundEnd  cc.PacketNumber // the largest packet sent when the round began
+}
+
+// note folds bytes in flight seen at now; acked is the packet number an
+// ACK is for (InvalidPacketNumber for a send), largest the largest sent.
+func (u *inFlight) note(n cc.ByteCount, acked, largest cc.PacketNumber) {
+	if acked != cc.InvalidPacketNumber && acked > u.roundEnd {
+		u.prev, u.cur, u.roundEnd = u.cur, 0, largest
+	}
+	u.cur = max(u.cur, n)
+}
+
+func (u *inFlight) max() cc.ByteCount { return max(u.cur, u.prev) }
 
 var _ cc.Controller = (*Controller)(nil)
 
 func init() {
-	cc.Register("owd", func(mss cc.ByteCount) cc.Controller { return New(Config{MSS: mss}) })
-	cc.Register("owd-eq2", func(mss cc.ByteCount) cc.Controller { return NewEq2(Config{MSS: mss}) })
+	cc.Register("owd", func(mss cc.ByteCount) cc.Controller { return mustNew(New(Config{MSS: mss})) })
+	cc.Register("owd-eq2", func(mss cc.ByteCount) cc.Controller { return mustNew(NewEq2(Config{MSS: mss})) })
+}
+
+// mustNew is for the registry's factories, whose Config only sets a
+// positive MSS: an error there is a broken invariant.
+func mustNew(c *Controller, err error) *Controller {
+	if err != nil {
+		panic(fmt.Sprintf("owd: default config refused: %v", err))
+	}
+	return c
 }
 
 // New returns fresh's default OWD controller, "owd": the Eq. 7 rule,
 // normalised by the base delay. Its decrease is multiplicative per round
 // trip, so competing flows converge to equal windows (Chiu and Jain's AIMD
 // argument), which Eq. 2's additive decrease does not do; see the package
-// doc.
-func New(cfg Config) *Controller { return newController("owd", cfg, eq7{}) }
+// doc. A Config with a value out of range (the field docs say which) is
+// refused with an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Controller, error) { return newController("owd", cfg, eq7{}) }
 
 // NewEq2 returns the paper's Eq. 2 controller ("owd-eq2"), kept as the
-// literal baseline. Competitive mode (compete.go) is always off for it:
-// Eq. 2 holds its window while μ < OWDv ≤ 2μ, so it keeps a standing queue
-// of its own, which Copa's test takes for a buffer filler's (on the
-// reverse-congestion path that switched it to CUBIC and cost it 14 % of
-// its goodput).
-func NewEq2(cfg Config) *Controller {
+// literal baseline: its window follows Eq. 2 alone, without the queue
+// drain and the velocity that "owd" adds to the rule. Competitive mode
+// (compete.go) is always off for it: Eq. 2 holds its window while
+// μ < OWDv ≤ 2μ, so it keeps a standing queue of its own, which Copa's
+// test takes for a buffer filler's.
+func NewEq2(cfg Config) (*Controller, error) {
 	cfg.Tuning.DisableCompetitiveMode = true
+	cfg.Tuning.DisableQueueDrain = true
+	cfg.Tuning.DisableVelocity = true
 	return newController("owd-eq2", cfg, eq2{})
 }
 
-func newController(name string, cfg Config, rule windowRule) *Controller {
+func newController(name string, cfg Config, rule windowRule) (*Controller, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
 	cfg = cfg.withDefaults()
 	c := &Controller{
 		name:        name,
 		cfg:         cfg,
 		rule:        rule,
 		mss:         float64(cfg.MSS),
+		mode:        modeSlowStart,
 		cwnd:        float64(cfg.InitialWindow),
 		ssthresh:    math.Inf(1),
 		signal:      cc.SignalOWD,
 		largestSent: cc.InvalidPacketNumber,
 		recoverPN:   cc.InvalidPacketNumber,
+		drainPN:     cc.InvalidPacketNumber,
 	}
 	c.owdA.init(cfg.Tuning.Analyzer)
 	c.rttA.init(cfg.Tuning.Analyzer)
-	return c
+	return c, nil
 }
 
 // Name implements cc.Controller.
 func (c *Controller) Name() string { return c.name }
 
+// Mode is the controller's mode: ModeSlowStart, ModeAvoidance, ModeProbe
+// or ModeCompetitive.
+func (c *Controller) Mode() string { return c.mode.String() }
+
 // OnPacketSent implements cc.Controller.
-func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
+func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inFlight cc.ByteCount) {
 	if pn > c.largestSent {
 		c.largestSent = pn
 	}
-	if c.comp.on {
-		c.comp.cubic.OnPacketSent(now, pn, 0, 0)
+	c.used.note(inFlight, cc.InvalidPacketNumber, c.largestSent)
+	if c.comp.cubic != nil {
+		c.comp.cubic.OnPacketSent(now, pn, bytes, inFlight)
 	}
 }
 
 // OnAck implements cc.Controller: one call per newly acknowledged packet.
+// The estimators are fed first, whatever the mode; then the mode's own
+// transition function decides what the window does.
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
+	c.countStarved(now)
+	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
 	c.takeDelaySample(now, ack)
-	c.observeHoldTest(now, ack)
-
+	c.observeDrainTest(now, ack)
 	if c.inRecovery && ack.PacketNumber > c.recoverPN {
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
 	}
-	if c.comp.on {
+	if c.comp.cubic != nil {
 		c.comp.cubic.OnAck(now, ack)
 	}
-	if c.probe.active {
-		if c.probe.holding(now) {
-			return
-		}
-		c.cwnd = math.Max(c.cwnd, c.finishProbe(now))
+	c.onAck(now, ack)
+}
+
+// onAck dispatches to the mode's transition function.
+func (c *Controller) onAck(now clock.Mono, ack cc.AckSample) {
+	switch c.mode {
+	case modeSlowStart:
+		c.onAckSlowStart(now, ack)
+	case modeAvoidance:
+		c.onAckAvoidance(now, ack)
+	case modeProbe:
+		c.onAckProbe(now, ack)
+	case modeCompetitive:
+		c.onAckCompetitive(now)
 	}
-	if c.comp.on {
-		c.rebase = false
-		c.maybeStartProbe(now)
-		return
-	}
+}
+
+// limited reports whether the flow was using its window (RFC 7661): at
+// this ACK, or at any moment of this round trip or the last one (inFlight).
+func (c *Controller) limited(ack cc.AckSample) bool {
+	return cc.WindowLimited(max(ack.PriorInFlight, c.used.max()), c.Window(), c.cfg.MSS, c.mode == modeSlowStart)
+}
+
+// onAckSlowStart grows the window by the bytes acknowledged (RFC 5681
+// §3.1) and leaves slow start early once the queueing delay passes the
+// HyStart-style threshold, before the queue overflows.
+func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
 	}
-	c.restartAfterRebase()
-
+	c.rebase = false // slow start is already what a rebase asks for
 	a := c.active()
-	slowStart := c.cwnd < c.ssthresh
-	limited := cc.WindowLimited(ack.PriorInFlight, c.Window(), c.cfg.MSS, slowStart)
-	acked := float64(ack.Bytes) / c.mss // packets acknowledged
-
-	if slowStart {
-		c.slowStart(now, a, acked, limited)
-		return
-	}
-	if !a.Ready() {
-		// No delay history yet (e.g. neither OWD nor RTT samples): behave
-		// as NewReno's congestion avoidance.
-		if limited {
-			c.grow(c.mss * acked / (c.cwnd / c.mss))
-		}
-		return
-	}
-	if !c.cfg.Tuning.DisableNoiseResponse {
-		c.resp.observe(now, c.cwnd/c.mss, a.QueueingDelay(), max(a.last-a.Min(), 0), c.rtt.Smoothed())
-		a.learned = c.resp.floor
-	}
-	v := a.Variation()
-	mu := c.mu(now, a)
-	// Per-ACK steps divided by the reverse scale keep the loop gain of the
-	// forward loop when the ACK path queues (reverse.go).
-	d := c.rule.delta(v, mu, a.Current(), a.floored(), c.cwnd/c.mss) * acked / c.reverseScale()
-	if d > 0 {
-		d *= c.growthScale(a)
-	}
-	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
-		c.grow(d * c.mss)
-	}
-	if d < 0 {
-		// A delay-driven decrease must not drop the window below
-		// ssthresh and so back into slow start (as Vegas/TCP-LP lower
-		// ssthresh together with cwnd).
-		c.ssthresh = math.Min(c.ssthresh, c.cwnd)
-	}
-	a.TrackMax(now, v)
-	c.maybeStartProbe(now)
-}
-
-// takeDelaySample feeds the analyzers and decides which signal is in use.
-// OWD is trusted when the receiver says its clock offset is synchronised and
-// the sample is physically possible: 0 < OWD ≤ RTT (+ tolerance). Otherwise
-// the controller falls back to RTT/2 (see the package doc, "RTT fallback")
-// until Tuning.FallbackRecoverySamples good samples in a row say clocks are
-// good again.
-func (c *Controller) takeDelaySample(now clock.Mono, ack cc.AckSample) {
-	if ack.RTT > 0 {
-		c.addSample(now, &c.rttA, ack.RTT/2)
-	}
-	if !ack.OWDValid {
-		return // no sample is no evidence either way
-	}
-	good := ack.ClockSynced && ack.OWD > 0
-	if good && c.rtt.HasSample() {
-		ceiling := max(c.rtt.Latest(), c.rtt.Smoothed()) + c.cfg.Tuning.OWDTolerance
-		good = ack.OWD <= ceiling
-	}
-	if !good {
-		c.signal = cc.SignalRTT
-		c.goodRun = 0
-		return
-	}
-	c.addSample(now, &c.owdA, ack.OWD)
-	c.observeEmptiness(now, ack.OWD)
-	c.disp.onSample(now, ack.PacketNumber, ack.SentTime, ack.OWD, ack.OWD > c.owdA.Min()+time.Millisecond)
-	if c.signal == cc.SignalRTT {
-		c.goodRun++
-		if c.goodRun >= c.cfg.Tuning.FallbackRecoverySamples && c.owdA.Ready() {
-			c.signal = cc.SignalOWD
-		}
-	}
-}
-
-// addSample feeds a and notes when its OWDmin rose past the noise as old
-// buckets left the history (rebase, acted on in OnAck).
-//
-// A base delay that rises is a longer path (a route change), not a queue:
-// queueing never raises a minimum taken over a history that spans a
-// slowdown. Until the old minimum left the history the controller took
-// the new path's extra delay for a queue of its own and held the window
-// at its floor; the window the new path needs (a larger bandwidth-delay
-// product) is unknown, and congestion avoidance from the floor would take
-// hundreds of round trips to find it. Slow start finds it in a few, and
-// its exit on queueing delay (HyStart-like) stops it before it overfills
-// the queue, as BBR goes back to probing after its min-RTT filter moves.
-// Either analyzer may see the rise first (the signal can fall back to
-// RTT/2 meanwhile), so it is noted whichever it is.
-func (c *Controller) addSample(now clock.Mono, a *Analyzer, d time.Duration) {
-	prev := a.Min()
-	a.Add(now, d)
-	if prev > 0 && a.Min()-prev > max(a.NoiseFloor(), prev/8) {
-		c.rebase = true
-	}
-}
-
-// restartAfterRebase re-enters slow start once after OWDmin rose (see
-// addSample), when no slowdown holds the window.
-func (c *Controller) restartAfterRebase() {
-	if !c.rebase || c.probe.active {
-		return
-	}
-	c.rebase = false
-	if c.cwnd >= c.ssthresh {
-		c.ssthresh = math.Inf(1)
-		c.ssMaxOWDv = 0
-	}
-}
-
-// active is the analyzer of the signal in use.
-func (c *Controller) active() *Analyzer {
-	if c.signal == cc.SignalOWD {
-		return &c.owdA
-	}
-	return &c.rttA
-}
-
-// slowStart grows the window by the bytes acknowledged (RFC 5681 §3.1) and
-// leaves slow start early once the queueing delay passes the HyStart-style
-// threshold, before the queue overflows.
-func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limited bool) {
+	acked := float64(ack.Bytes) / c.mss
+	limited := c.limited(ack)
 	if a.Ready() {
-		v := a.Variation()
-		c.ssMaxOWDv = math.Max(c.ssMaxOWDv, v)
+		c.ssMaxOWDv = math.Max(c.ssMaxOWDv, a.Variation())
 		if !c.cfg.Tuning.DisableEarlySlowStartExit && a.QueueingDelay() > c.slowStartExitDelay(a) {
 			if !c.cfg.Tuning.DisableSlowStartDrain && float64(a.Current()) > drainMinRatio*float64(a.floored()) {
 				// The exit is one round trip late: the window has
@@ -275,7 +228,7 @@ func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limit
 				// ((1 − r)/r² with r = OWDcur/OWDmin, largest at r = 2):
 				// on a 100 kbit/s link an initial window's queue took
 				// 10 s to drain. A short queue the rule drains well.
-				c.cwnd = math.Max(c.cwnd*float64(a.floored())/float64(a.Current()), c.delayFloor())
+				c.cwnd = math.Max(c.cwnd*float64(a.floored())/float64(a.Current()), c.targets(now).floor)
 			}
 			c.ssthresh = c.cwnd
 			c.exitSlowStart(now)
@@ -283,11 +236,101 @@ func (c *Controller) slowStart(now clock.Mono, a *Analyzer, acked float64, limit
 		}
 	}
 	if limited {
-		c.grow(acked * c.mss)
+		c.grow(acked*c.mss, c.targets(now).floor)
 	}
 	if c.cwnd >= c.ssthresh {
 		c.exitSlowStart(now)
 	}
+}
+
+// onAckAvoidance applies the delay rule (Eq. 7 or Eq. 2) and starts the
+// slowdowns, and competitive mode when a buffer filler is found.
+func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
+	c.observeEmptiness(now, ack)
+	if c.inRecovery {
+		return // partial ACK: no growth until the episode ends (RFC 6582)
+	}
+	if c.rebase {
+		// OWDmin rose: a longer path, whose bandwidth-delay product is
+		// unknown. Slow start finds it in a few round trips (addSample).
+		c.rebase = false
+		c.enterSlowStart()
+		c.onAckSlowStart(now, ack)
+		return
+	}
+	a := c.active()
+	acked := float64(ack.Bytes) / c.mss // packets acknowledged
+	limited := c.limited(ack)
+	if !a.Ready() {
+		// No delay history yet (e.g. neither OWD nor RTT samples): behave
+		// as NewReno's congestion avoidance.
+		if limited {
+			c.grow(c.mss*acked/(c.cwnd/c.mss), c.targets(now).floor)
+		}
+		return
+	}
+	if !c.cfg.Tuning.DisableNoiseResponse {
+		c.resp.observe(now, c.cwnd/c.mss, a.QueueingDelay(), max(a.last-a.Min(), 0), c.rtt.Smoothed())
+		a.learned = c.resp.floor
+	}
+	t := c.targets(now)
+	v := a.Variation()
+	if c.drainQueue(ack, a, v, t) {
+		a.TrackMax(now, v)
+		return
+	}
+	// Per-ACK steps divided by the reverse scale keep the loop gain of the
+	// forward loop when the ACK path queues (reverse.go).
+	d := c.rule.delta(v, t.mu, a.Current(), a.floored(), c.cwnd/c.mss) * acked / c.reverseScale()
+	speed := 1.0
+	if !c.cfg.Tuning.DisableVelocity {
+		speed = c.vel.observe(now, v, t.mu, c.rtt.Smoothed(), c.cwnd/c.mss, c.cfg.Tuning.VelocityMax)
+	}
+	if d > 0 {
+		d *= t.growth * speed
+	}
+	if ack.PacketNumber%50 == 0 {
+	}
+	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
+		c.grow(d*c.mss, t.floor)
+	}
+	if d < 0 {
+		// A delay-driven decrease must not drop the window below
+		// ssthresh and so back into slow start (as Vegas/TCP-LP lower
+		// ssthresh together with cwnd).
+		c.ssthresh = math.Min(c.ssthresh, c.cwnd)
+	}
+	a.TrackMax(now, v)
+	if c.mode == modeAvoidance {
+		c.maybeStartProbe(now)
+	}
+}
+
+// onAckCompetitive: CUBIC (fed in OnAck) owns the window; the periodic
+// slowdowns ask whether the buffer filler is still there.
+func (c *Controller) onAckCompetitive(now clock.Mono) {
+	c.rebase = false // the base delay a buffer filler's queue inflates says nothing about the path
+	c.maybeStartProbe(now)
+}
+
+// enterSlowStart restarts slow start toward an unknown ssthresh.
+func (c *Controller) enterSlowStart() {
+	c.vel.reset()
+	c.mode = modeSlowStart
+	c.ssthresh = math.Inf(1)
+	c.ssMaxOWDv = 0
+}
+
+// exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis
+// "in slow start") and schedules base-delay probes.
+func (c *Controller) exitSlowStart(now clock.Mono) {
+	c.vel.reset()
+	c.mode = modeAvoidance
+	c.owdA.ResetMax(now, c.ssMaxOWDv)
+	c.rttA.ResetMax(now, c.ssMaxOWDv)
+	c.ssMaxOWDv = 0
+	c.ssExited = true
+	c.armProbe(now)
 }
 
 // slowStartExitDelay is clamp(OWDmin·fraction, min, max), raised to the
@@ -298,55 +341,48 @@ func (c *Controller) slowStartExitDelay(a *Analyzer) time.Duration {
 	return max(t, a.NoiseFloor())
 }
 
+// drainQueue cuts the window once per round trip to what would leave μ of
+// queueing, cwnd·(1 + μ)/(1 + OWDv), when the queue stands far above the
+// target: OWDv above 2μ and OWDcur above drainMinRatio × OWDmin (our
+// addition; Tuning.DisableQueueDrain). It reports whether the ACK was
+// handled.
+//
+// Eq. 7's decrease, (1 − r)/r² per ACK with r = OWDcur/OWDmin, is largest
+// at r = 2 and fades as the queue grows (−1/r per ACK, a 1/r cut per round
+// trip): after a capacity drop that leaves a queue of ten base delays, the
+// rule cuts 10 % per round trip of a round trip ten times longer, and the
+// queue outlives the drop by seconds. A window that leaves μ of queueing
+// is known at once: the delivery rate is cwnd/OWDcur-worth per base
+// delay, so cwnd·OWDmin(1 + μ)/OWDcur does it, as FAST TCP's update
+// (Wei et al., IEEE/ACM ToN 2006) and BBR's drain aim at the window the
+// measured rate supports. The cut waits a round trip (until a packet sent
+// after it is acknowledged) before it may repeat, and the rule's own
+// decrease waits with it: the packets already in flight still report the
+// queue the cut is draining.
+func (c *Controller) drainQueue(ack cc.AckSample, a *Analyzer, v float64, t targets) bool {
+	if c.cfg.Tuning.DisableQueueDrain {
+		return false
+	}
+	if ack.PacketNumber <= c.drainPN {
+		return true // a cut is on its way: nothing to add until it shows
+	}
+	if v <= 2*t.mu || float64(a.Current()) <= drainMinRatio*float64(a.floored()) {
+		return false
+	}
+	c.cwnd = math.Max(c.cwnd*(1+t.mu)/(1+v), t.floor)
+	c.ssthresh = math.Min(c.ssthresh, c.cwnd)
+	c.drainPN = c.largestSent
+	return true
+}
+
 // drainMinRatio is the OWDcur/OWDmin above which a delay-based slow-start
 // exit drains the queue at once (the DisableSlowStartDrain doc). Below it
-// the cut costs more than it saves: on the reverse-congested path it took
-// 0.7 % of the goodput.
+// the cut costs more than it saves.
 const drainMinRatio = 1.5
 
-// exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis
-// "in slow start") and schedules base-delay probes.
-func (c *Controller) exitSlowStart(now clock.Mono) {
-	c.owdA.ResetMax(now, c.ssMaxOWDv)
-	c.rttA.ResetMax(now, c.ssMaxOWDv)
-	c.ssMaxOWDv = 0
-	c.ssExited = true
-	c.armProbe(now)
-}
-
-// armProbe schedules the first slowdown 2 SRTT after the first slow-start
-// exit (LEDBAT++'s initial slowdown), or as soon after it as an RTT sample
-// exists: a flow whose first exit is a loss before any RTT sample (a long
-// queue ahead of its first packets) must still get its slowdowns.
-func (c *Controller) armProbe(now clock.Mono) {
-	if c.probeArmed || !c.ssExited || !c.rtt.HasSample() {
-		return
-	}
-	c.probeArmed = true
-	c.probe.schedule(now.Add(2 * c.rtt.Smoothed()))
-}
-
-// maybeStartProbe begins a base-delay slowdown when one is due.
-func (c *Controller) maybeStartProbe(now clock.Mono) {
-	c.armProbe(now)
-	if c.cfg.Tuning.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
-		return
-	}
-	hold := time.Duration(c.cfg.Tuning.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
-	c.probe.begin(now, c.cwnd, hold)
-	c.startHoldTest(now, hold)
-	c.cwnd = c.probeWindow()
-}
-
-// finishProbe ends a slowdown and returns the window to restore.
-func (c *Controller) finishProbe(now clock.Mono) float64 {
-	c.probeDone = true
-	return c.probe.finish(now, c.cfg.Tuning.ProbeSpacing, c.cfg.Tuning.ProbeMinInterval)
-}
-
-// grow adds d bytes (possibly negative) and applies the 2-packet floor.
-func (c *Controller) grow(d float64) {
-	c.cwnd = math.Max(c.cwnd+d, c.delayFloor())
+// grow adds d bytes (possibly negative) and applies the floor.
+func (c *Controller) grow(d, floor float64) {
+	c.cwnd = math.Max(c.cwnd+d, floor)
 }
 
 // OnLoss implements cc.Controller with loss differentiation: a loss while
@@ -354,20 +390,20 @@ func (c *Controller) grow(d float64) {
 // Config.NonCongestiveLossFactor; otherwise the window halves as in NewReno.
 // One reduction per recovery episode.
 func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
-	if c.comp.on {
+	if c.comp.cubic != nil {
 		c.comp.cubic.OnLoss(now, loss)
 	}
 	if loss.PacketNumber <= c.recoverPN {
 		return // sent before the current episode began
 	}
-	if c.probe.active {
+	if c.mode == modeProbe {
 		// The lost packet was sent before the slowdown: judge the loss
 		// against the window the flow had then.
 		c.cwnd = c.finishProbe(now)
 	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
-	slowStart := c.cwnd < c.ssthresh
+	c.vel.reset()
 	if c.congestiveLoss(now) {
 		c.onCongestiveLoss(now)
 		c.cwnd = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
@@ -375,7 +411,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 		c.cwnd = math.Max(c.cwnd*c.cfg.NonCongestiveLossFactor, cc.MinWindowPackets*c.mss)
 	}
 	c.ssthresh = c.cwnd
-	if slowStart {
+	if c.mode == modeSlowStart {
 		c.exitSlowStart(now)
 	}
 }
@@ -393,16 +429,26 @@ func (c *Controller) congestiveLoss(now clock.Mono) bool {
 // OnRetransmissionTimeout implements cc.Controller: the whole window was lost,
 // so restart from the 2-packet floor in slow start (RFC 5681 §3.1 sets the
 // loss window to one segment; this controller's floor is two packets).
+// Competitive mode survives it: CUBIC handles its own timeout.
 func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
-	if c.comp.on {
+	if c.comp.cubic != nil {
 		c.comp.cubic.OnRetransmissionTimeout(now)
+	}
+	if c.mode == modeProbe {
+		c.finishProbe(now)
 	}
 	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	c.cwnd = cc.MinWindowPackets * c.mss
+	c.vel.reset()
+	c.comp.pendingStarved = false // the timeout declared that loss
 	c.inRecovery = false
 	c.recoverPN = c.largestSent
-	if c.probe.active {
-		c.finishProbe(now)
+	if c.mode != modeCompetitive {
+		if c.cwnd < c.ssthresh {
+			c.mode = modeSlowStart
+		} else if c.mode == modeSlowStart {
+			c.exitSlowStart(now)
+		}
 	}
 }
 
@@ -410,23 +456,16 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 // With reverse-path compensation (reverse.go) it is the internal window
 // scaled by RTTcur/(RTTcur − reverse queueing).
 func (c *Controller) Window() cc.ByteCount {
-	if c.comp.on && !c.probe.active {
+	if c.mode == modeCompetitive {
 		return c.comp.cubic.Window()
 	}
 	return cc.ByteCount(math.Max(c.cwnd, cc.MinWindowPackets*c.mss) * c.reverseScale())
 }
 
-// reverseScale is the reverse-path compensation factor (1 when off).
-func (c *Controller) reverseScale() float64 {
-	if c.cfg.Tuning.DisableReverseCompensation || c.signal != cc.SignalOWD || !c.owdA.Ready() || !c.rttA.Ready() {
-		return 1
-	}
-	return reverseScale(c.rttA.Current(), c.rttA.Min(), c.owdA.Current(), c.owdA.Min())
-}
-
-// PacingRate implements cc.Controller.
+// PacingRate implements cc.Controller. Below ssthresh (slow start, and a
+// slowdown's hold) the pacing gain is slow start's (cc.PacingRate).
 func (c *Controller) PacingRate() cc.Bandwidth {
-	if c.comp.on && !c.probe.active {
+	if c.mode == modeCompetitive {
 		return c.comp.cubic.PacingRate()
 	}
 	return cc.PacingRate(cc.ByteCount(c.cwnd*c.reverseScale()), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
@@ -447,8 +486,8 @@ func (c *Controller) Metrics() cc.Metrics {
 	m := cc.Metrics{
 		Window:      c.Window(),
 		PacingRate:  c.PacingRate(),
-		InSlowStart: c.cwnd < c.ssthresh,
-		Mode:        c.modeName(),
+		InSlowStart: c.mode == modeSlowStart,
+		Mode:        c.mode.String(),
 		InRecovery:  c.inRecovery,
 		SRTT:        c.rtt.Smoothed(),
 		MinRTT:      c.rtt.Min(),
@@ -462,17 +501,4 @@ func (c *Controller) Metrics() cc.Metrics {
 		m.Ssthresh = cc.ByteCount(c.ssthresh)
 	}
 	return m
-}
-
-// modeName is the mode reported in Metrics.
-func (c *Controller) modeName() string {
-	switch {
-	case c.probe.active:
-		return "probe"
-	case c.comp.on:
-		return "competitive"
-	case c.cwnd < c.ssthresh:
-		return cc.ModeSlowStart
-	}
-	return cc.ModeAvoidance
 }

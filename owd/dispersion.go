@@ -17,8 +17,8 @@ import (
 // (send time + OWD; the clock offset is the same for both and cancels).
 //
 // A pair counts only if the second packet was queued behind the first: its
-// arrival gap exceeds its send gap (the path spread them out) and it saw
-// queueing delay. The estimate is the minimum over the current bucket of
+// arrival gap exceeds twice its send gap (the path spread them out) and it
+// saw queueing delay. The estimate is the minimum over the current bucket of
 // dispersionBucket and the last one with enough pairs, so cross traffic,
 // which only widens gaps, does not inflate it as long as the flow's
 // packets meet in the queue now and then, which bursts (slow start, a
@@ -64,7 +64,12 @@ func (d *dispersion) onSample(now clock.Mono, pn cc.PacketNumber, sent clock.Mon
 	arr := time.Duration(sent) + owd
 	if d.havePrev && pn == d.prevPN+1 && queued {
 		gap, sendGap := arr-d.prevArr, sent.Sub(d.prevSent)
-		if gap > sendGap && gap > 0 {
+		// Sent at least twice as fast as they arrived: the bottleneck,
+		// not the sender, set the spacing. A pair sent far apart (a window
+		// at its floor beside a buffer filler, two packets a round trip)
+		// has the other flows' packets between its two in the queue, and
+		// its gap is the send gap, not a packet time.
+		if gap > 2*sendGap && gap > 0 {
 			d.nCur++
 			if d.cur == 0 || gap < d.cur {
 				d.cur = gap

@@ -33,14 +33,15 @@ func (h *harness) ack(owd, rtt time.Duration) {
 func (h *harness) ackSample(s cc.AckSample) {
 	h.now = h.now.Add(h.step)
 	h.pn++
-	h.c.OnPacketSent(h.now, h.pn, mss, h.c.Window())
+	inFlight := h.c.Window()
+	if h.appLimited {
+		inFlight = mss
+	}
+	h.c.OnPacketSent(h.now, h.pn, mss, inFlight)
 	s.PacketNumber = h.pn
 	s.Bytes = mss
 	s.SentTime = h.now
-	s.PriorInFlight = h.c.Window()
-	if h.appLimited {
-		s.PriorInFlight = mss
-	}
+	s.PriorInFlight = inFlight
 	h.c.OnAck(h.now, s)
 }
 

@@ -1,20 +1,22 @@
 package owd
 
 import (
+	"math"
 	"time"
 
+	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 )
 
-// baseProbe is the periodic base-delay re-probe that answers LEDBAT's
+// slowdown is the periodic base-delay re-probe that answers LEDBAT's
 // latecomer problem (LEDBAT, RFC 6817): a flow that starts while others hold a
 // standing queue takes that queue for its base delay and then defends it.
 // As LEDBAT++'s slowdown (draft-irtf-iccrg-ledbat-plus-plus §4.4), the
-// controller drops its window to the 2-packet floor for ProbeHoldRTTs·SRTT,
-// which lets the queue drain so every flow re-measures OWDmin. The SRTT is
-// taken without the ACK path's queueing (divided by reverseScale) when
-// reverse compensation is on: the hold waits for the forward queue only.
-// The first slowdown comes 2 SRTT after the first slow-start exit (so a newcomer
+// controller drops its window to the probe window (2 packets) for
+// ProbeHoldRTTs·SRTT, which lets the queue drain so every flow re-measures
+// OWDmin. The SRTT is taken without the ACK path's queueing (divided by
+// reverseScale) when reverse compensation is on: the hold waits for the
+// forward queue only. The first slowdown comes 2 SRTT after the first slow-start exit (so a newcomer
 // re-measures soon), the next ones max(ProbeSpacing × the last slowdown's
 // length, ProbeMinInterval) later.
 //
@@ -23,37 +25,95 @@ import (
 // log2(cwnd) nearly idle RTTs per slowdown, a noticeable share of the link
 // when slowdowns come every 20 s. Restoring is safe because the window was
 // sustainable a moment ago and pacing spreads it over an SRTT.
-type baseProbe struct {
+//
+// Every slowdown is also an experiment, the drain test (drain.go): if the
+// flow is alone, holding its window at the floor empties the queue; if a
+// buffer filler shares the bottleneck, the queue stays. That decides
+// competitive mode both ways.
+type slowdown struct {
 	at        clock.Mono // next slowdown; 0 = none scheduled
 	start     clock.Mono // when the current one began
 	holdUntil clock.Mono
 	saved     float64 // window to restore, bytes
-	active    bool
+	resume    mode    // the mode to return to
+	armed     bool    // the first slowdown has been scheduled
+	done      bool    // the first slowdown has ended
+
+	test drainTest
 }
 
 // schedule sets the next slowdown at t.
-func (p *baseProbe) schedule(t clock.Mono) { p.at = t }
+func (p *slowdown) schedule(t clock.Mono) { p.at = t }
 
 // due reports whether a slowdown should begin at now.
-func (p *baseProbe) due(now clock.Mono) bool { return p.at != 0 && !now.Before(p.at) }
+func (p *slowdown) due(now clock.Mono) bool { return p.at != 0 && !now.Before(p.at) }
 
-// begin starts a slowdown holding for hold; cwnd is the window to restore.
-func (p *baseProbe) begin(now clock.Mono, cwnd float64, hold time.Duration) {
-	p.at = 0
-	p.active = true
-	p.start = now
-	p.holdUntil = now.Add(hold)
-	p.saved = cwnd
+// holding reports whether the window is pinned to the probe window at now.
+func (p *slowdown) holding(now clock.Mono) bool { return now.Before(p.holdUntil) }
+
+// armProbe schedules the first slowdown 2 SRTT after the first slow-start
+// exit (LEDBAT++'s initial slowdown), or as soon after it as an RTT sample
+// exists: a flow whose first exit is a loss before any RTT sample (a long
+// queue ahead of its first packets) must still get its slowdowns.
+func (c *Controller) armProbe(now clock.Mono) {
+	if c.probe.armed || !c.ssExited || !c.rtt.HasSample() {
+		return
+	}
+	c.probe.armed = true
+	c.probe.schedule(now.Add(2 * c.rtt.Smoothed()))
 }
 
-// holding reports whether the window is pinned to the floor at now.
-func (p *baseProbe) holding(now clock.Mono) bool { return p.active && now.Before(p.holdUntil) }
+// maybeStartProbe begins a base-delay slowdown when one is due.
+func (c *Controller) maybeStartProbe(now clock.Mono) {
+	c.armProbe(now)
+	if c.cfg.Tuning.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
+		return
+	}
+	c.startProbe(now)
+}
 
-// finish ends the slowdown at now, schedules the next one and returns the
-// window to restore.
-func (p *baseProbe) finish(now clock.Mono, spacing float64, minInterval time.Duration) float64 {
-	p.active = false
-	gap := max(time.Duration(spacing*float64(now.Sub(p.start))), minInterval)
+// startProbe enters modeProbe from the current mode (avoidance or
+// competitive) and starts the drain test on the hold.
+func (c *Controller) startProbe(now clock.Mono) {
+	p := &c.probe
+	hold := time.Duration(c.cfg.Tuning.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
+	p.at = 0
+	p.start = now
+	p.holdUntil = now.Add(hold)
+	p.saved = c.cwnd
+	p.resume = c.mode
+	if !c.comp.suspect {
+		c.comp.quiet = false // a regular slowdown: Copa's test may ask again after it
+	}
+	c.startDrainTest(now, hold)
+	c.vel.reset()
+	c.cwnd = c.targets(now).probe
+	c.mode = modeProbe
+}
+
+// onAckProbe holds the window until the hold is over, then restores it and
+// goes on in the mode the slowdown interrupted.
+func (c *Controller) onAckProbe(now clock.Mono, ack cc.AckSample) {
+	if c.probe.holding(now) {
+		return
+	}
+	c.cwnd = math.Max(c.cwnd, c.finishProbe(now))
+	c.onAck(now, ack)
+}
+
+// finishProbe ends a slowdown at now, returns to the mode it interrupted,
+// schedules the next one and returns the window to restore.
+func (c *Controller) finishProbe(now clock.Mono) float64 {
+	p := &c.probe
+	if d := &p.test; d.active && now.Before(d.to) {
+		// Cut short (a loss or a timeout ended the hold): the packets
+		// sent from now on are no longer the hold's, and the hold did not
+		// last long enough to say anything.
+		d.to, d.short = now, true
+	}
+	p.done = true
+	c.mode = p.resume
+	gap := max(time.Duration(c.cfg.Tuning.ProbeSpacing*float64(now.Sub(p.start))), c.cfg.Tuning.ProbeMinInterval)
 	p.at = now.Add(gap)
 	return p.saved
 }

@@ -107,7 +107,7 @@ func TestNoiseResponseKeepsWindowOpen(t *testing.T) {
 		cfg := Config{MSS: mss}
 		cfg.Tuning.DisableNoiseResponse = disable
 		cfg.Tuning.DisableBaseDelayProbe = true
-		h := newHarness(New(cfg))
+		h := newHarness(mustNew(New(cfg)))
 		h.toAvoidance()
 		rng := rand.New(rand.NewPCG(7, 8))
 		// A 10 ms-correlated burst of 0–15 ms on a 50 ms path, unrelated to

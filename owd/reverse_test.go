@@ -37,7 +37,7 @@ func TestWindowFollowsReverseQueueing(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
 		cfg := noProbe()
 		cfg.Tuning.DisableReverseCompensation = disabled
-		h := newHarness(NewEq2(cfg))
+		h := newHarness(mustNew(NewEq2(cfg)))
 		h.toAvoidance()
 		h.ackN(8, 55*time.Millisecond, 100*time.Millisecond) // RTT back to base
 		base := h.c.cwnd
@@ -64,15 +64,15 @@ func TestWindowFollowsReverseQueueing(t *testing.T) {
 func TestProbeHoldExcludesReverseQueueing(t *testing.T) {
 	for _, disabled := range []bool{false, true} {
 		cfg := Config{MSS: mss, Tuning: Tuning{DisableReverseCompensation: disabled}}
-		h := newHarness(NewEq2(cfg))
+		h := newHarness(mustNew(NewEq2(cfg)))
 		h.toAvoidance()
 		h.ackN(8, 55*time.Millisecond, 100*time.Millisecond)
 		h.ackN(100, 55*time.Millisecond, 300*time.Millisecond) // ACK path queues 200 ms
-		require.False(t, h.c.probe.active)
+		require.NotEqual(t, modeProbe, h.c.mode)
 		srtt := h.c.rtt.Smoothed()
 		h.c.probe.schedule(h.now.Add(h.step))
 		h.ack(55*time.Millisecond, 300*time.Millisecond)
-		require.True(t, h.c.probe.active)
+		require.Equal(t, modeProbe, h.c.mode)
 		hold := h.c.probe.holdUntil.Sub(h.c.probe.start)
 		if disabled {
 			require.InDelta(t, float64(2*srtt), float64(hold), float64(time.Millisecond), "without compensation: 2 SRTT")
@@ -98,7 +98,7 @@ func TestStepsScaledByReverseQueueing(t *testing.T) {
 			step := func(disabled bool) float64 {
 				cfg := noProbe()
 				cfg.Tuning.DisableReverseCompensation = disabled
-				h := newHarness(New(cfg))
+				h := newHarness(mustNew(New(cfg)))
 				h.toAvoidance()
 				// Forward queueing as given, plus 200 ms on the ACK path.
 				rtt := 300*time.Millisecond + tc.owd - 50*time.Millisecond

@@ -17,7 +17,7 @@ func TestControllerFollowsLongerPath(t *testing.T) {
 		if rfc6817 {
 			cfg.Tuning.Analyzer.BucketLength = time.Minute
 		}
-		h := newHarness(New(cfg))
+		h := newHarness(mustNew(New(cfg)))
 		h.toAvoidance()
 		h.ackN(2000, 50*time.Millisecond, 100*time.Millisecond) // 2 s at the old base
 		before := h.cwndPackets()

@@ -3,9 +3,6 @@ package owd
 import (
 	"math"
 	"time"
-
-	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/clock"
 )
 
 // Thin links (our addition; Tuning.DisableThinLink).
@@ -49,8 +46,9 @@ const (
 	thinFloorBDP = 1.2
 )
 
-// packetTime is the bottleneck's packet time when the link is thin, else 0.
-func (c *Controller) packetTime(a *Analyzer) time.Duration {
+// thinPacketTime is the bottleneck's packet time when the link is thin,
+// else 0.
+func (c *Controller) thinPacketTime(a *Analyzer) time.Duration {
 	if c.cfg.Tuning.DisableThinLink {
 		return 0
 	}
@@ -61,55 +59,20 @@ func (c *Controller) packetTime(a *Analyzer) time.Duration {
 	return pt
 }
 
-// mu is the threshold of the delay rule: the analyzer's μ, capped on thin
-// links at thinQueuePackets packet times of queueing.
-func (c *Controller) mu(now clock.Mono, a *Analyzer) float64 {
-	mu := a.Mu(now)
-	if pt := c.packetTime(a); pt > 0 {
-		mu = math.Min(mu, thinQueuePackets*float64(pt)/float64(a.floored()))
+// thinTargets applies the thin-link rules to t, given the packet time pt
+// of a thin link: μ capped at a quarter packet of queueing, a quarter
+// packet of increase per round trip, and, when the bandwidth-delay product
+// is under 2 packets, a delay floor of thinFloorBDP of it and a slowdown
+// window of half of it (never under a quarter packet), so the slowdown
+// drains the queue there too. Below 2 packets the window acts through the
+// pacing rate only (Window keeps 2).
+func (c *Controller) thinTargets(t *targets, a *Analyzer, pt time.Duration) {
+	t.mu = math.Min(t.mu, thinQueuePackets*float64(pt)/float64(a.floored()))
+	t.growth = thinGrowthPackets
+	if !c.rtt.HasSample() {
+		return
 	}
-	return mu
-}
-
-// growthScale scales the additive increase: 1, or thinGrowthPackets on
-// thin links.
-func (c *Controller) growthScale(a *Analyzer) float64 {
-	if c.packetTime(a) > 0 {
-		return thinGrowthPackets
-	}
-	return 1
-}
-
-// probeWindow is the window of a base-delay slowdown: the 2-packet floor,
-// or on a thin link whose bandwidth-delay product is under 2 packets, half
-// of it (never under a quarter packet), so the slowdown drains the queue
-// there too.
-func (c *Controller) probeWindow() float64 {
-	f := cc.MinWindowPackets * c.mss
-	if bdp := c.thinBDP(); bdp > 0 {
-		return math.Min(f, math.Max(bdp/2, c.mss/4))
-	}
-	return f
-}
-
-// thinBDP is the path's bandwidth-delay product in bytes on a thin link,
-// 0 elsewhere or while unknown.
-func (c *Controller) thinBDP() float64 {
-	pt := c.packetTime(c.active())
-	if pt <= 0 || !c.rtt.HasSample() {
-		return 0
-	}
-	return c.mss * c.rtt.Min().Seconds() / pt.Seconds()
-}
-
-// delayFloor is the smallest window a delay-driven decrease may reach: the
-// 2-packet floor, or on a thin link whose bandwidth-delay product is under
-// 2 packets, thinFloorBDP of it (never under a quarter packet). Below 2
-// packets the window acts through the pacing rate only (Window keeps 2).
-func (c *Controller) delayFloor() float64 {
-	f := cc.MinWindowPackets * c.mss
-	if bdp := c.thinBDP(); bdp > 0 {
-		return math.Min(f, math.Max(thinFloorBDP*bdp, c.mss/4))
-	}
-	return f
+	bdp := c.mss * c.rtt.Min().Seconds() / pt.Seconds() // bytes
+	t.floor = math.Min(t.floor, math.Max(thinFloorBDP*bdp, c.mss/4))
+	t.probe = math.Min(t.probe, math.Max(bdp/2, c.mss/4))
 }

@@ -1,6 +1,7 @@
 package owd
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -58,8 +59,8 @@ func TestDispersionNeedsConsecutivePackets(t *testing.T) {
 // window allows, at its pacing rate; the bottleneck serves packets in
 // order; each ACK returns 20 ms after its packet arrives. It returns the
 // 95th percentile of the packets' queueing over the second half, in
-// packet times.
-func runThin(c *Controller, n int) float64 {
+// packet times, and the smallest window (bytes) of the second half.
+func runThin(c *Controller, n int) (p95, minCwnd float64) {
 	const pt = 87 * time.Millisecond
 	const prop = 20 * time.Millisecond
 	type pkt struct {
@@ -71,7 +72,11 @@ func runThin(c *Controller, n int) float64 {
 	var now, free, next clock.Mono // free: bottleneck idle; next: pacer
 	var pn cc.PacketNumber
 	var queued []float64
+	minCwnd = math.Inf(1)
 	for acked := 0; acked < n; {
+		if acked > n/2 {
+			minCwnd = math.Min(minCwnd, c.cwnd)
+		}
 		canSend := cc.ByteCount(len(flight))*mss < c.Window()
 		if canSend && (len(flight) == 0 || !next.After(flight[0].arr.Add(prop))) {
 			now = max(now, next)
@@ -97,33 +102,42 @@ func runThin(c *Controller, n int) float64 {
 		acked++
 	}
 	slices.Sort(queued)
-	return queued[len(queued)*95/100]
+	return queued[len(queued)*95/100], minCwnd
 }
 
 func TestThinLinkRules(t *testing.T) {
-	c := New(Config{MSS: mss})
-	p95 := runThin(c, 2000)
-	pt := c.packetTime(c.active())
+	c := mustNew(New(Config{MSS: mss}))
+	p95, minCwnd := runThin(c, 2000)
+	pt := c.thinPacketTime(c.active())
 	require.InDelta(t, float64(87*time.Millisecond), float64(pt), float64(time.Millisecond), "packet time from dispersion")
 	a := c.active()
-	require.LessOrEqual(t, c.mu(0, a)*float64(a.floored()), thinQueuePackets*float64(pt)+1, "μ is a quarter packet of queueing")
-	require.Equal(t, thinGrowthPackets, c.growthScale(a))
+	tg := c.targets(0)
+	require.LessOrEqual(t, tg.mu*float64(a.floored()), thinQueuePackets*float64(pt)+1, "μ is a quarter packet of queueing")
+	require.Equal(t, thinGrowthPackets, tg.growth)
+	// The bandwidth-delay product is about 1.5 packets (the minimum RTT,
+	// 40 ms of propagation and a packet's 87 ms, over 87 ms): the delay
+	// floor is 1.2 of it and a slowdown holds half of it.
+	bdp := c.rtt.Min().Seconds() / pt.Seconds() * mss
+	require.InDelta(t, 1.5*mss, bdp, 0.1*mss)
+	require.InDelta(t, thinFloorBDP*bdp, tg.floor, 0.1*mss, "the paced window may fall below 2 packets")
+	require.InDelta(t, bdp/2, tg.probe, 0.1*mss)
+	require.Less(t, minCwnd, float64(cc.MinWindowPackets*mss), "and it does: the window paces below 2 packets")
 	require.GreaterOrEqual(t, c.Window(), cc.ByteCount(cc.MinWindowPackets*mss), "the sending window never goes below 2 packets")
 
 	cfg := Config{MSS: mss}
 	cfg.Tuning.DisableThinLink = true
-	off := New(cfg)
-	p95Off := runThin(off, 2000)
-	require.Zero(t, off.packetTime(off.active()))
-	require.Equal(t, 1.0, off.growthScale(off.active()))
-	require.Equal(t, float64(cc.MinWindowPackets*mss), off.delayFloor())
+	off := mustNew(New(cfg))
+	p95Off, _ := runThin(off, 2000)
+	require.Zero(t, off.thinPacketTime(off.active()))
+	require.Equal(t, 1.0, off.targets(0).growth)
+	require.Equal(t, float64(cc.MinWindowPackets*mss), off.targets(0).floor)
 	t.Logf("p95 queueing over the second half: %.2f packet times with the thin-link rules, %.2f without", p95, p95Off)
 	require.Less(t, p95, p95Off)
 	require.LessOrEqual(t, p95, 2.0)
 }
 
 func TestThinLinkNotOnFastLink(t *testing.T) {
-	c := New(Config{MSS: mss})
+	c := mustNew(New(Config{MSS: mss}))
 	var d dispersion
 	// 1.5 Mbit/s: 5.8 ms per packet, under 4 × MuFloorDelay.
 	sent, arr := clock.Mono(0), 100*time.Millisecond
@@ -133,14 +147,14 @@ func TestThinLinkNotOnFastLink(t *testing.T) {
 		d.onSample(sent, pn, sent, arr-time.Duration(sent), true)
 	}
 	c.disp = d
-	require.Zero(t, c.packetTime(c.active()))
+	require.Zero(t, c.thinPacketTime(c.active()))
 }
 
 func TestSlowStartDrain(t *testing.T) {
 	run := func(disable bool) float64 {
 		cfg := noProbe()
 		cfg.Tuning.DisableSlowStartDrain = disable
-		h := newHarness(New(cfg))
+		h := newHarness(mustNew(New(cfg)))
 		h.ackN(8, 50*time.Millisecond, 100*time.Millisecond)
 		before := h.cwndPackets()
 		h.ackN(4, 100*time.Millisecond, 150*time.Millisecond) // OWDcur twice OWDmin: exit
@@ -154,12 +168,12 @@ func TestSlowStartDrain(t *testing.T) {
 func TestFirstSlowdownWithoutRTTSample(t *testing.T) {
 	// Slow start ends on a loss before any RTT sample (a long queue ahead
 	// of the flow's first packets); the first slowdown must still come.
-	h := newHarness(New(Config{MSS: mss}))
+	h := newHarness(mustNew(New(Config{MSS: mss})))
 	h.lose()
 	require.False(t, h.c.Metrics().InSlowStart)
-	require.False(t, h.c.probeArmed)
+	require.False(t, h.c.probe.armed)
 	h.ackN(20, 50*time.Millisecond, 100*time.Millisecond)
-	require.True(t, h.c.probeArmed)
+	require.True(t, h.c.probe.armed)
 	h.ackN(400, 50*time.Millisecond, 100*time.Millisecond)
-	require.True(t, h.c.probe.active || h.c.probe.at != 0 && h.c.probe.start != 0, "a slowdown ran")
+	require.True(t, h.c.probe.done || h.c.mode == modeProbe, "a slowdown ran")
 }

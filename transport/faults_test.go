@@ -131,7 +131,9 @@ func TestFaultRouteChange(t *testing.T) {
 		cfg := transport.Config{NewController: func(mss cc.ByteCount) cc.Controller {
 			c := oc
 			c.MSS = mss
-			return owd.New(c)
+			ctl, err := owd.New(c)
+			require.NoError(t, err)
+			return ctl
 		}}
 		routeChange(t, cfg, 10*time.Second, 10*time.Second)
 	})

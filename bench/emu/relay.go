@@ -60,7 +60,8 @@ type RelayConfig struct {
 	Target string
 	// Forward (client → server) and Reverse (server → client) are the two
 	// directions of the emulated bottleneck, with the simulator's
-	// semantics (netem.LinkConfigFromPath). Rate is required in both.
+	// semantics (netem.LinkConfigFromPath). Each needs a capacity: a
+	// rate, a trace or a rate walk.
 	Forward, Reverse scenario.Path
 	// Seed seeds both links' random choices (loss, jitter, flow hash):
 	// forward gets Seed·2+1 and reverse Seed·2+2, as in bench/sim.
@@ -370,6 +371,8 @@ func checkChange(c *scenario.PathChange) error {
 	switch {
 	case c.Rate != nil && *c.Rate == 0:
 		return bad("rate must be positive")
+	case (c.Rate != nil && c.Trace != nil) || (c.Rate != nil && c.RateWalk != nil) || (c.Trace != nil && c.RateWalk != nil):
+		return bad("give only one of rate, trace and rate_walk")
 	case c.Delay != nil && *c.Delay < 0:
 		return bad("delay %v is negative", c.Delay.D())
 	case c.Jitter != nil && *c.Jitter < 0:

@@ -207,6 +207,11 @@ func (s *sched) initSched(clk clock.Clock, spin time.Duration, fwd, rev scenario
 	if s.rev, err = netem.NewLink(netem.LinkConfigFromPath(rev, seed*2+2), drop); err != nil {
 		return fmt.Errorf("%w: reverse: %w", ErrInvalidConfig, err)
 	}
+	// A trace or a rate walk starts at its link's first now: make that
+	// the driver's start, not whenever the first datagram comes.
+	now := clk.Now()
+	s.fwd.Poll(now)
+	s.rev.Poll(now)
 	return nil
 }
 
@@ -225,6 +230,21 @@ func (s *sched) applyChange(forward, reverse *scenario.PathChange, closed func()
 	if closed() {
 		s.mu.Unlock()
 		return ErrClosed
+	}
+	// Both checked before either is applied (a trace may not load, or
+	// meet a queue that refuses it).
+	for _, c := range []struct {
+		name string
+		l    *netem.Link
+		c    *scenario.PathChange
+	}{{"forward", s.fwd, forward}, {"reverse", s.rev, reverse}} {
+		if c.c == nil {
+			continue
+		}
+		if err := c.l.CheckChange(*c.c); err != nil {
+			s.mu.Unlock()
+			return fmt.Errorf("emu: set path: %s: %w", c.name, err)
+		}
 	}
 	now := s.clk.Now()
 	var err error

@@ -37,7 +37,8 @@ const (
 )
 
 // TUNConfig configures a TUN router. Zero fields take the documented
-// defaults; Forward.Rate and Reverse.Rate are required.
+// defaults; Forward and Reverse each need a capacity (a rate, a trace or
+// a rate walk).
 type TUNConfig struct {
 	Forward, Reverse scenario.Path // client→server and server→client links
 	Seed             int64         // link randomness (as Relay: forward seed*2+1, reverse seed*2+2)

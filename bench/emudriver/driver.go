@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
+	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
@@ -226,7 +227,7 @@ type driver struct {
 	applied atomic.Pointer[[]appliedChange]
 
 	// The path's busy time at time zero, so utilisation covers the run only.
-	busy0 [2]time.Duration
+	busy0 [2]netem.LinkStats
 	// listenerDatagram is the Listener's MaxDatagram.
 	listenerDatagram int
 

@@ -1,8 +1,7 @@
 package emudriver
 
 import (
-	"time"
-
+	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -29,8 +28,9 @@ type network interface {
 	finish()
 	// setPath applies a scheduled change.
 	setPath(forward, reverse *scenario.PathChange) error
-	// busy is each direction's transmitter busy time so far.
-	busy() [2]time.Duration
+	// busy is each direction's link counters so far (busy time:
+	// LinkStats.BusySince).
+	busy() [2]netem.LinkStats
 	// close stops the emulator and whatever the network started.
 	close()
 }

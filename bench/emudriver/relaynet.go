@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/emu"
+	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
@@ -60,9 +61,9 @@ func (n *relayNet) setPath(forward, reverse *scenario.PathChange) error {
 	return n.relay.SetPath(forward, reverse)
 }
 
-func (n *relayNet) busy() [2]time.Duration {
+func (n *relayNet) busy() [2]netem.LinkStats {
 	st := n.relay.Stats()
-	return [2]time.Duration{st.Forward.Link.BusyTime, st.Reverse.Link.BusyTime}
+	return [2]netem.LinkStats{st.Forward.Link, st.Reverse.Link}
 }
 
 func (n *relayNet) close() {

@@ -34,8 +34,8 @@ func (d *driver) result() *report.Run {
 	r.Jain = report.Jain(jain)
 	busy := d.net.busy()
 	r.Utilization = report.Utilization{
-		Forward: report.Round3(min((busy[0]-d.busy0[0]).Seconds()/dur.Seconds(), 1)),
-		Reverse: report.Round3(min((busy[1]-d.busy0[1]).Seconds()/dur.Seconds(), 1)),
+		Forward: report.Round3(min(busy[0].BusySince(d.busy0[0]).Seconds()/dur.Seconds(), 1)),
+		Reverse: report.Round3(min(busy[1].BusySince(d.busy0[1]).Seconds()/dur.Seconds(), 1)),
 	}
 	if r.CC == "" {
 		r.CC = defaultLabel(s.Flows)

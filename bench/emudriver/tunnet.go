@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/emu"
+	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
@@ -234,9 +235,9 @@ func (n *tunNet) setPath(forward, reverse *scenario.PathChange) error {
 	return n.tun.SetPath(forward, reverse)
 }
 
-func (n *tunNet) busy() [2]time.Duration {
+func (n *tunNet) busy() [2]netem.LinkStats {
 	st := n.tun.Stats()
-	return [2]time.Duration{st.Forward.Link.BusyTime, st.Reverse.Link.BusyTime}
+	return [2]netem.LinkStats{st.Forward.Link, st.Reverse.Link}
 }
 
 func (n *tunNet) close() {

@@ -1,6 +1,7 @@
 // Package netem models a bottleneck link in userspace: serialization at a
-// rate, a queue discipline in front of it, propagation delay, jitter and
-// random loss. It is sans-I/O — every call carries now — so the same link
+// rate (or delivery opportunities replayed from a cellular trace, or a
+// random rate walk), a queue discipline in front of it, propagation delay,
+// jitter and random loss. It is sans-I/O — every call carries now — so the same link
 // runs under the discrete-event simulator (bench/sim, virtual time) and the
 // real-time UDP relay (bench/emu). The kernel here has no netem, fq_codel or
 // cake qdisc; this package is our replacement. No goroutines, timers,
@@ -11,7 +12,8 @@
 //	Enqueue(now, p)                                                Poll(now)
 //	  → random loss → queue discipline → transmitter → delay line →
 //	    (DropRandom)   (DropOverflow,     Size·8/Rate   Delay + U[0,Jitter],
-//	                    DropAQM)                        order kept
+//	                    DropAQM)          or a trace's  order kept
+//	                                      opportunities
 //
 // Stage by stage:
 //
@@ -65,6 +67,44 @@
 // delay and jitter (those already on the delay line keep theirs, and a
 // shorter delay never lets a later packet overtake); packets enqueued
 // from then on see the new loss. The CAKE thresholds follow the rate.
+//
+// # Capacity: a rate, a trace or a rate walk
+//
+// The transmitter's capacity is one of three (LinkConfig: exactly one of
+// Rate, Trace, RateWalk):
+//
+//   - Rate: a fixed serialization rate, as above.
+//   - Trace: a Mahimahi trace (bench/traces) replayed as mm-link replays
+//     it (opportunity.go): each line is a delivery opportunity of 1500
+//     bytes at that millisecond; the trace repeats with the period of its
+//     last line. An opportunity carries up to 1500 bytes of queued
+//     packets; a packet larger than what is left is carried partly and
+//     finishes in a later one; bytes with nothing queued are wasted. A
+//     packet leaves the queue (dequeue, CoDel's decision, QueueDelay) at
+//     the opportunity that starts carrying it and goes on the delay line
+//     at the one that finishes it. Opportunities at the instant of an
+//     Enqueue come before it. NextEvent names the next opportunity only
+//     while something is queued or being carried, so an idle trace link
+//     does not wake its driver every millisecond. The replay starts at the
+//     link's first now (the driver's start) from TraceStart, or from a
+//     point drawn uniformly over the period from Seed (TraceStartRandom),
+//     so seeds see different windows of a long trace. cake is refused: its
+//     shaper and tin thresholds need a rate, and a trace has none.
+//   - RateWalk: a fixed rate re-drawn at random (ratewalk.go): each rate
+//     holds for U[HoldMin, HoldMax], then a new one is drawn log-uniformly
+//     on [Min, Max], from Seed. CAKE's thresholds follow it.
+//
+// Utilisation (LinkStats.BusyTime): on a fixed rate or a walk, the time
+// spent serializing; while a trace drives the link, the fraction of the
+// opportunities' bytes that carried data, times that time — so a saturated
+// trace link reads 100 %, whatever the trace's rate (BusySince gives a
+// window's).
+//
+// A change of capacity (SetRate, or ApplyChange with a rate, trace or rate
+// walk) applies to packets dequeued from its now on: a packet being
+// serialized at a fixed rate finishes at it; a packet partly carried by a
+// trace is finished by that trace. A change to a trace starts replaying it
+// (from its trace_start) the moment the transmitter is free.
 //
 // The steady-state hot path does not allocate: queues and the delay line
 // are power-of-two ring buffers that only grow, flow tables are allocated
@@ -141,7 +181,8 @@
 //     proportion to their thresholds. The scheduler is work-conserving: a
 //     tin alone uses the whole link.
 //
-// CAKE's shaper is the link's own serialization rate (LinkConfig.Rate).
+// CAKE's shaper is the link's own serialization rate (LinkConfig.Rate, or
+// the rate walk's current rate; never a trace).
 // The overflow limit is shared by the tins; the fattest flow of any tin
 // loses its head packet. Per tin, CoDel's target is raised to at least the
 // time to send 1.5 MTU (1514 B) at the tin's threshold rate and the
@@ -173,6 +214,11 @@
 //
 // # References
 //
+//   - R. Netravali et al., "Mahimahi: Accurate Record-and-Replay for HTTP",
+//     USENIX ATC 2015 (mm-link's trace-driven link); K. Winstein,
+//     A. Sivaraman, H. Balakrishnan, "Stochastic Forecasts Achieve High
+//     Throughput and Low Delay over Cellular Networks", USENIX NSDI 2013
+//     (the cellular traces).
 //   - IEEE 802.11-2020 §10.2.4.2 (EDCA access categories); RFC 8325,
 //     Mapping Diffserv to IEEE 802.11.
 //   - RFC 8289, Controlled Delay Active Queue Management (CoDel).

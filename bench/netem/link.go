@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/bench/traces"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 )
@@ -44,10 +45,22 @@ type QueueConfig struct {
 // average, and the chain is bad a fraction P/(P+R) of the time).
 type GilbertElliott = scenario.GilbertElliott
 
-// LinkConfig describes one direction of a bottleneck link.
+// LinkConfig describes one direction of a bottleneck link. Its capacity
+// is exactly one of Rate, Trace and RateWalk.
 type LinkConfig struct {
-	// Rate is the serialization rate in bit/s (required).
+	// Rate is the serialization rate in bit/s.
 	Rate cc.Bandwidth
+	// Trace, instead of Rate, replays a Mahimahi trace as the link's
+	// delivery opportunities (opportunity.go; not with cake).
+	Trace *traces.Trace
+	// TraceStart is where in Trace the replay begins, modulo its period;
+	// TraceStartRandom instead draws it uniformly over the period from
+	// Seed.
+	TraceStart       time.Duration
+	TraceStartRandom bool
+	// RateWalk, instead of Rate, draws the rate at random now and then
+	// (ratewalk.go), from Seed.
+	RateWalk *RateWalk
 	// Delay is the one-way propagation delay.
 	Delay time.Duration
 	// Jitter adds a uniform random delay in [0, Jitter] per packet,
@@ -65,17 +78,24 @@ type LinkConfig struct {
 	// jitter, the flow hash): the same Seed and the same calls give the
 	// same result. Give the two directions of a path different seeds.
 	Seed uint64
+
+	err error // LinkConfigFromPath could not load the path's trace
 }
 
 // LinkConfigFromPath converts one direction of a scenario into a link
-// config. p should have been validated (scenario.Parse does it); NewLink
-// checks the result again.
+// config. p should have been validated (scenario.Parse does it, and loads
+// its trace); NewLink checks the result again. A path with a trace that was
+// never validated has its trace loaded here (a relative name from the
+// working directory, then the repository root); if that fails, NewLink
+// returns the error.
 func LinkConfigFromPath(p scenario.Path, seed uint64) LinkConfig {
 	cfg := LinkConfig{
-		Rate:   p.Rate.Bandwidth(),
-		Delay:  p.Delay.D(),
-		Jitter: p.Jitter.D(),
-		Loss:   p.Loss,
+		Rate:             p.Rate.Bandwidth(),
+		TraceStart:       p.TraceStart.Offset.D(),
+		TraceStartRandom: p.TraceStart.Random,
+		Delay:            p.Delay.D(),
+		Jitter:           p.Jitter.D(),
+		Loss:             p.Loss,
 		Queue: QueueConfig{
 			Discipline: p.Queue.Discipline,
 			Limit:      p.Queue.Limit,
@@ -93,6 +113,16 @@ func LinkConfigFromPath(p scenario.Path, seed uint64) LinkConfig {
 		ge := *p.GE
 		cfg.GE = &ge
 	}
+	if p.Trace != "" {
+		cfg.Trace = p.TraceData
+		if cfg.Trace == nil {
+			cfg.Trace, cfg.err = scenario.LoadTrace(p.Trace, "")
+		}
+	}
+	if p.RateWalk != nil {
+		w := *p.RateWalk
+		cfg.RateWalk = &w
+	}
 	return cfg
 }
 
@@ -104,8 +134,22 @@ func validProb(name string, v float64) error {
 }
 
 func (c *LinkConfig) validate() error {
-	if c.Rate == 0 {
-		return invalid("rate is required")
+	if c.err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, c.err)
+	}
+	switch n := btoi(c.Rate != 0) + btoi(c.Trace != nil) + btoi(c.RateWalk != nil); {
+	case n == 0:
+		return invalid("a rate, a trace or a rate walk is required")
+	case n > 1:
+		return invalid("give only one of rate, trace and rate walk")
+	}
+	if c.RateWalk != nil {
+		if err := c.RateWalk.Validate(); err != nil {
+			return invalid("%v", err)
+		}
+	}
+	if c.Trace != nil && c.Queue.Discipline == DisciplineCake {
+		return invalid("cake needs a rate for its shaper and tin thresholds; a trace link has none (use fq_codel, or a rate)")
 	}
 	if c.Delay < 0 {
 		return invalid("delay %v is negative", c.Delay)
@@ -129,9 +173,20 @@ func (c *LinkConfig) validate() error {
 	return nil
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // newQueue builds the discipline cfg names.
 func newQueue(cfg LinkConfig, drop DropFunc) (Queue, error) {
 	q := cfg.Queue
+	rate := cfg.Rate
+	if cfg.RateWalk != nil {
+		rate = cfg.RateWalk.Min.Bandwidth() // until the walk's first draw (Link.start)
+	}
 	switch q.Discipline {
 	case "", DisciplineFIFO:
 		return NewFIFO(FIFOConfig{Limit: q.Limit, LimitBytes: q.LimitBytes}, drop)
@@ -144,7 +199,7 @@ func newQueue(cfg LinkConfig, drop DropFunc) (Queue, error) {
 		}, drop)
 	case DisciplineCake:
 		return NewCake(CakeConfig{
-			Rate: cfg.Rate, Limit: q.Limit, LimitBytes: q.LimitBytes, Flows: q.Flows, Quantum: q.Quantum,
+			Rate: rate, Limit: q.Limit, LimitBytes: q.LimitBytes, Flows: q.Flows, Quantum: q.Quantum,
 			Target: q.Target, Interval: q.Interval, HashSeed: cfg.Seed,
 		}, drop)
 	case DisciplineWMM:
@@ -175,8 +230,21 @@ type LinkStats struct {
 	DroppedAQM      uint64
 	// BusyTime is how long the transmitter has been serializing, up to
 	// the latest now the link was given; BusyTime / elapsed time is the
-	// link utilisation.
+	// link utilisation. While a trace drives the link a serializing time
+	// is not defined, so the utilisation of that time is the fraction of
+	// the delivery opportunities' bytes that carried data (those wasted
+	// with nothing queued count as idle): BusyTime adds TraceTime ·
+	// CarriedBytes / OfferedBytes. A saturated trace link is then 100 %
+	// busy, as a saturated fixed-rate link is. That part is a share of
+	// the time, recomputed as opportunities pass, so it can fall while
+	// opportunities go unused; for the utilisation of a window that does
+	// not start with the link, use BusySince.
 	BusyTime time.Duration
+	// TraceTime is how long traces have driven the link; OfferedBytes the
+	// bytes their delivery opportunities offered meanwhile (1500 each),
+	// CarriedBytes those that carried packets.
+	TraceTime                  time.Duration
+	OfferedBytes, CarriedBytes uint64
 	// MaxBacklog and MaxBacklogBytes are the largest queue backlog seen
 	// (after the transmitter took what it could at that instant; the
 	// packet being serialized is not in the queue).
@@ -197,7 +265,18 @@ const (
 	streamLoss = iota + 1
 	streamGE
 	streamJitter
+	streamTraceStart // random trace start offsets
+	streamRateWalk
 )
+
+// capacity is what carries packets: a fixed rate, a rate walk or a trace
+// (with the offset its replay starts from, random draws already made).
+type capacity struct {
+	rate       cc.Bandwidth
+	walk       *RateWalk
+	trace      *traces.Trace
+	traceStart time.Duration
+}
 
 // Link is a bottleneck link: random loss at the ingress, a queue
 // discipline, a transmitter serializing at Rate, then a propagation delay
@@ -214,19 +293,35 @@ type Link struct {
 	drop DropFunc
 
 	lossRNG, geRNG, jitterRNG *rand.Rand
+	startRNG, walkRNG         *rand.Rand
 	geBad                     bool // Gilbert–Elliott chain is in the bad state
 
-	now clock.Mono // latest now seen; the link's events are done up to it
+	now     clock.Mono // latest now seen; the link's events are done up to it
+	started bool       // the capacity process runs (from the first now)
 
-	tx      *Packet    // packet being serialized, nil when idle
+	// The capacity in force: rate (rate and walk), walk (non-nil while the
+	// rate walks) or opp (non-nil while a trace drives the link). initial
+	// is cfg's, installed at the first now; pending is a change that
+	// waits for the packet on the wire to be done.
+	rate    cc.Bandwidth
+	walk    *rateWalk
+	opp     *opportunities
+	initial capacity
+	pending *capacity
+
+	tx      *Packet    // packet being serialized (carried, on a trace), nil when idle
 	txStart clock.Mono // when tx started serializing
-	txEnd   clock.Mono // when tx is fully serialized
+	txEnd   clock.Mono // when tx is fully serialized (fixed rate)
+	txLeft  int        // bytes of tx not yet carried (trace)
 
 	delayLine   ring[*Packet] // serialized packets by ArrivedAt, non-decreasing
 	lastArrival clock.Mono    // ArrivedAt of the last packet put in delayLine
 
-	busyDone time.Duration // serialization time of completed transmissions
-	st       LinkStats
+	busyDone  time.Duration // serialization time of completed transmissions
+	traceDone time.Duration // time of traces replaced by a change
+	offered   uint64        // bytes offered and carried by those traces
+	carried   uint64
+	st        LinkStats
 }
 
 // NewLink validates cfg and returns an idle, empty link. onDrop (may be
@@ -244,8 +339,12 @@ func NewLink(cfg LinkConfig, onDrop DropFunc) (*Link, error) {
 		lossRNG:   rand.New(rand.NewPCG(cfg.Seed, streamLoss)),
 		geRNG:     rand.New(rand.NewPCG(cfg.Seed, streamGE)),
 		jitterRNG: rand.New(rand.NewPCG(cfg.Seed, streamJitter)),
+		startRNG:  rand.New(rand.NewPCG(cfg.Seed, streamTraceStart)),
+		walkRNG:   rand.New(rand.NewPCG(cfg.Seed, streamRateWalk)),
 		now:       math.MinInt64,
 	}
+	l.initial = l.capacityOf(cfg)
+	l.rate = cfg.Rate
 	user := onDrop
 	l.drop = func(now clock.Mono, p *Packet, why DropReason) {
 		switch why {
@@ -290,22 +389,122 @@ func TxTime(size int, rate cc.Bandwidth) time.Duration {
 	return time.Duration((bits + uint64(rate) - 1) / uint64(rate))
 }
 
+// capacityOf is cfg's capacity, with a random trace start drawn.
+func (l *Link) capacityOf(cfg LinkConfig) capacity {
+	c := capacity{rate: cfg.Rate, walk: cfg.RateWalk, trace: cfg.Trace, traceStart: cfg.TraceStart}
+	if c.trace != nil && cfg.TraceStartRandom {
+		c.traceStart = time.Duration(l.startRNG.Int64N(int64(c.trace.Period())))
+	}
+	return c
+}
+
 // advance runs the link's own events up to now and returns the effective
 // now (never below the latest seen).
 func (l *Link) advance(now clock.Mono) clock.Mono {
 	if now < l.now {
 		now = l.now
 	}
-	for l.tx != nil && !l.txEnd.After(now) {
+	if !l.started {
+		// The capacity process (a trace, a rate walk) starts at the first
+		// now the link is given, as mm-link's trace starts when the link
+		// is created.
+		l.started = true
+		l.install(now, l.initial)
+	}
+	for {
+		if l.opp != nil {
+			if l.tx == nil && l.q.Len() == 0 {
+				l.opp.skip(now) // idle: opportunities are wasted, never banked
+				break
+			}
+			if l.opp.next.After(now) {
+				break
+			}
+			l.carry(l.opp.next)
+			continue
+		}
+		if l.tx == nil || l.txEnd.After(now) {
+			break
+		}
 		t := l.txEnd
 		p := l.tx
 		l.tx = nil
 		l.busyDone += t.Sub(l.txStart)
 		l.toDelayLine(t, p)
+		if l.pending != nil {
+			l.switchPending(t)
+			continue
+		}
 		l.startNext(t)
 	}
+	l.walkTo(now)
 	l.now = now
 	return now
+}
+
+// install makes c the link's capacity from at. It closes the account of
+// a trace being replaced; it does not start a transmission.
+func (l *Link) install(at clock.Mono, c capacity) {
+	if l.opp != nil {
+		l.traceDone += at.Sub(l.opp.origin)
+		l.offered += uint64(l.opp.offered)
+		l.carried += uint64(l.opp.used)
+		l.opp = nil
+	}
+	l.walk = nil
+	switch {
+	case c.trace != nil:
+		l.opp = newOpportunities(c.trace, at, c.traceStart)
+	case c.walk != nil:
+		l.walk = newRateWalk(*c.walk, l.walkRNG, at)
+		l.setRate(l.walk.rate)
+	default:
+		l.setRate(c.rate)
+	}
+}
+
+// switchPending installs the pending change at at, the moment the packet
+// on the wire is done, and starts the next transmission at a fixed rate.
+func (l *Link) switchPending(at clock.Mono) {
+	c := *l.pending
+	l.pending = nil
+	l.install(at, c)
+	if l.opp == nil {
+		l.startNext(at)
+	}
+}
+
+// setRate sets the fixed rate (and CAKE's, which its thresholds follow).
+func (l *Link) setRate(rate cc.Bandwidth) {
+	l.rate = rate
+	if l.cake != nil {
+		l.cake.SetRate(rate)
+	}
+}
+
+// walkTo replays the rate walk, if any, up to t.
+func (l *Link) walkTo(t clock.Mono) {
+	if l.walk != nil && l.walk.to(t) {
+		l.setRate(l.walk.rate)
+	}
+}
+
+// change makes c the capacity at now (after advance). A fixed rate or a
+// walk is read only when a packet is dequeued, so between those the change
+// is immediate: the packet being serialized finishes at the old rate. A
+// packet being carried by a trace, or serialized when the link switches
+// to a trace, is finished first: the change takes effect the moment it
+// is done. The latest pending change wins.
+func (l *Link) change(now clock.Mono, c capacity) {
+	if l.tx == nil || (l.opp == nil && c.trace == nil) {
+		l.pending = nil
+		l.install(now, c)
+		if l.opp == nil && l.tx == nil {
+			l.startNext(now) // a trace's queue may be waiting
+		}
+		return
+	}
+	l.pending = &c
 }
 
 // toDelayLine puts p, fully serialized at t, on the propagation delay
@@ -325,8 +524,10 @@ func (l *Link) toDelayLine(t clock.Mono, p *Packet) {
 	l.delayLine.push(p)
 }
 
-// startNext starts serializing the queue's next packet at t, if any.
+// startNext starts serializing the queue's next packet at t, if any, at
+// the fixed rate (or the walk's rate at t).
 func (l *Link) startNext(t clock.Mono) {
+	l.walkTo(t)
 	p := l.q.Dequeue(t)
 	if p == nil {
 		return
@@ -334,7 +535,7 @@ func (l *Link) startNext(t clock.Mono) {
 	p.QueueDelay = t.Sub(p.EnqueuedAt)
 	l.tx = p
 	l.txStart = t
-	l.txEnd = t.Add(TxTime(p.Size, l.cfg.Rate))
+	l.txEnd = t.Add(TxTime(p.Size, l.rate))
 }
 
 // lost draws the ingress loss decision for one packet: Bernoulli, then the
@@ -372,8 +573,8 @@ func (l *Link) Enqueue(now clock.Mono, p *Packet) {
 	p.QueueDelay = 0
 	p.EnqueuedAt = now
 	l.q.Enqueue(now, p)
-	if l.tx == nil {
-		l.startNext(now)
+	if l.tx == nil && l.opp == nil {
+		l.startNext(now) // a trace link waits for its next opportunity
 	}
 	l.st.MaxBacklog = max(l.st.MaxBacklog, l.q.Len())
 	l.st.MaxBacklogBytes = max(l.st.MaxBacklogBytes, l.q.Bytes())
@@ -394,11 +595,18 @@ func (l *Link) Poll(now clock.Mono) *Packet {
 
 // NextEvent returns the earliest time the link has something to do: the
 // current transmission completes (and the next dequeue, with its AQM
-// decision, happens), or the oldest packet on the delay line arrives. It
-// may be at or before the latest now if an arrived packet is waiting for
-// Poll. ok is false when the link is idle and empty.
+// decision, happens) — on a trace link, the next delivery opportunity, if
+// a packet is on the wire or queued (an idle trace link does not wake up
+// for opportunities it would waste) — or the oldest packet on the delay
+// line arrives. It may be at or before the latest now if an arrived packet
+// is waiting for Poll. ok is false when the link is idle and empty.
 func (l *Link) NextEvent() (at clock.Mono, ok bool) {
-	if l.tx != nil {
+	switch {
+	case l.opp != nil:
+		if l.tx != nil || l.q.Len() > 0 {
+			at, ok = l.opp.next, true
+		}
+	case l.tx != nil:
 		at, ok = l.txEnd, true
 	}
 	if p := l.delayLine.peek(); p != nil && (!ok || p.ArrivedAt.Before(at)) {
@@ -408,16 +616,17 @@ func (l *Link) NextEvent() (at clock.Mono, ok bool) {
 }
 
 // SetRate changes the serialization rate at now. The packet being
-// serialized finishes at the old rate; later packets use the new one.
+// serialized finishes at the old rate; later packets use the new one. On
+// a trace link (or one whose rate walks) it replaces the trace (the walk)
+// by the fixed rate, from the moment the packet on the wire is done.
 func (l *Link) SetRate(now clock.Mono, rate cc.Bandwidth) error {
 	if rate == 0 {
 		return fmt.Errorf("netem link: %w", invalid("rate must be positive"))
 	}
 	l.advance(now)
-	l.cfg.Rate = rate
-	if l.cake != nil {
-		l.cake.SetRate(rate)
-	}
+	l.cfg.Rate, l.cfg.Trace, l.cfg.RateWalk = rate, nil, nil
+	l.cfg.TraceStart, l.cfg.TraceStartRandom = 0, false
+	l.change(now, capacity{rate: rate})
 	return nil
 }
 
@@ -455,12 +664,62 @@ func (l *Link) SetLoss(now clock.Mono, loss float64) error {
 }
 
 // ApplyChange applies a scenario's scheduled path change at now: each
-// non-nil field through its setter. On an invalid value nothing is
-// changed.
+// non-nil field through its setter. A rate, trace or rate walk replaces
+// the link's capacity, whichever it was (see change for when). On an
+// invalid value nothing is changed.
 func (l *Link) ApplyChange(now clock.Mono, c scenario.PathChange) error {
+	next, err := l.changed(c)
+	if err != nil {
+		return err
+	}
+	l.advance(now)
+	if c.Rate != nil || c.Trace != nil || c.RateWalk != nil {
+		l.cfg.Rate, l.cfg.Trace, l.cfg.RateWalk = next.Rate, next.Trace, next.RateWalk
+		l.cfg.TraceStart, l.cfg.TraceStartRandom = next.TraceStart, next.TraceStartRandom
+		l.change(now, l.capacityOf(next))
+	}
+	// Each setter re-validates and re-advances (a no-op now); errors are
+	// impossible after validate.
+	_ = l.SetDelay(now, next.Delay)
+	_ = l.SetJitter(now, next.Jitter)
+	_ = l.SetLoss(now, next.Loss)
+	return nil
+}
+
+// CheckChange reports whether ApplyChange would accept c, changing
+// nothing: a driver applying a change to both directions checks both
+// first.
+func (l *Link) CheckChange(c scenario.PathChange) error {
+	_, err := l.changed(c)
+	return err
+}
+
+// changed is the configuration c would give the link, validated.
+func (l *Link) changed(c scenario.PathChange) (LinkConfig, error) {
 	next := l.cfg
+	if c.Rate != nil || c.Trace != nil || c.RateWalk != nil {
+		next.Rate, next.Trace, next.RateWalk = 0, nil, nil
+		next.TraceStart, next.TraceStartRandom = 0, false
+	}
 	if c.Rate != nil {
 		next.Rate = c.Rate.Bandwidth()
+	}
+	if c.Trace != nil {
+		next.Trace = c.TraceData
+		if next.Trace == nil {
+			t, err := scenario.LoadTrace(*c.Trace, "")
+			if err != nil {
+				return next, fmt.Errorf("netem link: %w: %w", ErrInvalidConfig, err)
+			}
+			next.Trace = t
+		}
+		if c.TraceStart != nil {
+			next.TraceStart, next.TraceStartRandom = c.TraceStart.Offset.D(), c.TraceStart.Random
+		}
+	}
+	if c.RateWalk != nil {
+		w := *c.RateWalk
+		next.RateWalk = &w
 	}
 	if c.Delay != nil {
 		next.Delay = c.Delay.D()
@@ -472,26 +731,28 @@ func (l *Link) ApplyChange(now clock.Mono, c scenario.PathChange) error {
 		next.Loss = *c.Loss
 	}
 	if err := next.validate(); err != nil {
-		return fmt.Errorf("netem link: %w", err)
+		return next, fmt.Errorf("netem link: %w", err)
 	}
-	l.advance(now)
-	// Each setter re-validates and re-advances (a no-op now); errors are
-	// impossible after validate.
-	_ = l.SetRate(now, next.Rate)
-	_ = l.SetDelay(now, next.Delay)
-	_ = l.SetJitter(now, next.Jitter)
-	_ = l.SetLoss(now, next.Loss)
-	return nil
+	return next, nil
 }
 
 // Stats returns the link's counters. BusyTime counts the current
-// transmission up to the latest now seen.
+// transmission (or trace replay) up to the latest now seen.
 func (l *Link) Stats() LinkStats {
 	s := l.st
 	s.BusyTime = l.busyDone
-	if l.tx != nil && l.now.After(l.txStart) {
+	s.TraceTime, s.OfferedBytes, s.CarriedBytes = l.traceDone, l.offered, l.carried
+	switch {
+	case l.opp != nil:
+		if l.now.After(l.opp.origin) {
+			s.TraceTime += l.now.Sub(l.opp.origin)
+		}
+		s.OfferedBytes += uint64(l.opp.offered)
+		s.CarriedBytes += uint64(l.opp.used)
+	case l.tx != nil && l.now.After(l.txStart):
 		s.BusyTime += l.now.Sub(l.txStart)
 	}
+	s.BusyTime += s.traceBusy()
 	s.Backlog = l.q.Len()
 	s.BacklogBytes = l.q.Bytes()
 	s.InFlight = l.delayLine.len()
@@ -499,4 +760,26 @@ func (l *Link) Stats() LinkStats {
 		s.InFlight++
 	}
 	return s
+}
+
+// traceBusy is the trace part of BusyTime.
+func (s LinkStats) traceBusy() time.Duration {
+	if s.OfferedBytes == 0 {
+		return 0
+	}
+	return time.Duration(float64(s.TraceTime) * float64(s.CarriedBytes) / float64(s.OfferedBytes))
+}
+
+// BusySince is the busy time between prev, an earlier Stats of the same
+// link, and s: the serializing time in between, plus the trace time in
+// between times the fraction of the opportunities' bytes offered in between
+// that carried data. BusySince / the time between them is the utilisation
+// of that window (BusyTime's difference is not, on a trace link).
+func (s LinkStats) BusySince(prev LinkStats) time.Duration {
+	serializing := (s.BusyTime - s.traceBusy()) - (prev.BusyTime - prev.traceBusy())
+	busy := max(serializing, 0)
+	if off := s.OfferedBytes - prev.OfferedBytes; off > 0 && s.OfferedBytes >= prev.OfferedBytes {
+		busy += time.Duration(float64(s.TraceTime-prev.TraceTime) * float64(s.CarriedBytes-prev.CarriedBytes) / float64(off))
+	}
+	return busy
 }

@@ -10,8 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/traces"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -57,24 +59,48 @@ type GilbertElliott struct {
 	LossBad  float64 `json:"loss_bad"`
 }
 
-// Path is one direction of the bottleneck link.
+// Path is one direction of the bottleneck link. Its capacity is exactly
+// one of Rate, Trace and RateWalk (capacity.go).
 type Path struct {
-	Rate   Rate     `json:"rate"`             // serialization rate
-	Delay  Duration `json:"delay,omitempty"`  // one-way propagation delay
-	Loss   float64  `json:"loss,omitempty"`   // Bernoulli random loss probability, 0..1
-	Jitter Duration `json:"jitter,omitempty"` // uniform extra delay in [0, Jitter], order kept
-	Queue  Queue    `json:"queue,omitempty"`
+	Rate Rate `json:"rate,omitempty"` // serialization rate
+	// Trace is a Mahimahi trace file (bench/traces) replayed as the link's
+	// delivery opportunities; relative paths are read from the scenario
+	// file's directory, then from the repository root.
+	Trace string `json:"trace,omitempty"`
+	// TraceStart is where the replay begins (default: the trace's start).
+	TraceStart TraceStart `json:"trace_start,omitzero"`
+	// RateWalk re-draws the rate at random now and then.
+	RateWalk *RateWalk `json:"rate_walk,omitempty"`
+	Delay    Duration  `json:"delay,omitempty"`  // one-way propagation delay
+	Loss     float64   `json:"loss,omitempty"`   // Bernoulli random loss probability, 0..1
+	Jitter   Duration  `json:"jitter,omitempty"` // uniform extra delay in [0, Jitter], order kept
+	Queue    Queue     `json:"queue,omitempty"`
 	// GE, if set, adds Gilbert–Elliott burst loss on top of Loss.
 	GE *GilbertElliott `json:"gilbert_elliott,omitempty"`
+
+	// TraceData is Trace's contents, loaded by Validate (nil without a
+	// trace). Not in the JSON.
+	TraceData *traces.Trace `json:"-"`
+	traceFor  string        // the Trace that TraceData was loaded for
 }
 
 // PathChange changes some parameters of a path at a given time; nil fields
-// keep their value.
+// keep their value. Rate, Trace and RateWalk replace the path's capacity,
+// whichever it had (at most one of them per change).
 type PathChange struct {
-	Rate   *Rate     `json:"rate,omitempty"`
-	Delay  *Duration `json:"delay,omitempty"`
-	Loss   *float64  `json:"loss,omitempty"`
-	Jitter *Duration `json:"jitter,omitempty"`
+	Rate *Rate `json:"rate,omitempty"`
+	// Trace switches the path to a trace, replayed from TraceStart (default
+	// the trace's start).
+	Trace      *string     `json:"trace,omitempty"`
+	TraceStart *TraceStart `json:"trace_start,omitempty"`
+	RateWalk   *RateWalk   `json:"rate_walk,omitempty"`
+	Delay      *Duration   `json:"delay,omitempty"`
+	Loss       *float64    `json:"loss,omitempty"`
+	Jitter     *Duration   `json:"jitter,omitempty"`
+
+	// TraceData is Trace's contents, loaded by Validate. Not in the JSON.
+	TraceData *traces.Trace `json:"-"`
+	traceFor  string
 }
 
 // Change is a scheduled path change.
@@ -161,27 +187,40 @@ type Scenario struct {
 	Reverse   Path     `json:"reverse"`
 	Flows     []Flow   `json:"flows"`
 	Changes   []Change `json:"changes,omitempty"`
+
+	// dir is the directory of the file Load read (relative trace paths
+	// are resolved against it); "" for Parse: the working directory.
+	dir string
 }
 
 // Load reads and validates a scenario file. Unknown fields are errors, so a
-// typo does not silently run a different experiment.
+// typo does not silently run a different experiment. Relative trace paths
+// are resolved against the file's directory, then the repository root.
 func Load(path string) (*Scenario, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	s, err := Parse(b)
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	s, err := parse(b, dir)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// Parse decodes and validates a scenario, filling defaults.
-func Parse(b []byte) (*Scenario, error) {
+// Parse decodes and validates a scenario, filling defaults. Relative trace
+// paths are resolved against the working directory, then the root of the
+// repository holding it.
+func Parse(b []byte) (*Scenario, error) { return parse(b, "") }
+
+func parse(b []byte, dir string) (*Scenario, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var s Scenario
+	s := Scenario{dir: dir}
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
@@ -208,11 +247,12 @@ func (s *Scenario) Validate() error {
 	if s.MSS < 100 || s.MSS > 65000 {
 		return bad("mss %d out of range 100..65000", s.MSS)
 	}
+	res := resolver{dir: s.dir}
 	for _, p := range []struct {
 		name string
 		p    *Path
 	}{{"forward", &s.Forward}, {"reverse", &s.Reverse}} {
-		if err := p.p.validate(); err != nil {
+		if err := p.p.validate(res); err != nil {
 			return bad("%s: %v", p.name, err)
 		}
 	}
@@ -244,17 +284,30 @@ func (s *Scenario) Validate() error {
 			return bad("flow %q: %v", f.Name, err)
 		}
 	}
-	for i, c := range s.Changes {
+	for i := range s.Changes {
+		c := &s.Changes[i]
 		if c.At > s.Duration {
 			return bad("change %d at %v is after the end", i, c.At.D())
+		}
+		for _, pc := range []struct {
+			name string
+			c    *PathChange
+			p    *Path
+		}{{"forward", c.Forward, &s.Forward}, {"reverse", c.Reverse, &s.Reverse}} {
+			if pc.c == nil {
+				continue
+			}
+			if err := pc.c.validate(res, pc.p.Queue.Discipline); err != nil {
+				return bad("change %d at %v: %s: %v", i, c.At.D(), pc.name, err)
+			}
 		}
 	}
 	return nil
 }
 
-func (p *Path) validate() error {
-	if p.Rate == 0 {
-		return errors.New("rate is required")
+func (p *Path) validate(r resolver) error {
+	if err := p.validateCapacity(r); err != nil {
+		return err
 	}
 	if p.Loss < 0 || p.Loss > 1 {
 		return fmt.Errorf("loss %v outside 0..1", p.Loss)
@@ -278,6 +331,9 @@ func (p *Path) validate() error {
 		}
 	default:
 		return fmt.Errorf("queue discipline %q: want fifo, codel, fq_codel, cake or wmm", q.Discipline)
+	}
+	if q.Discipline == "cake" && p.Trace != "" {
+		return errors.New(cakeOnTrace)
 	}
 	if q.Limit < 0 || q.LimitBytes < 0 || q.Quantum < 0 || q.Flows < 0 || q.ACLimit < 0 {
 		return errors.New("queue limits must not be negative")

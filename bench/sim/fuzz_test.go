@@ -38,6 +38,9 @@ func FuzzScenario(f *testing.F) {
 		s.Duration = min(s.Duration, scenario.Duration(2*time.Second))
 		for _, p := range []*scenario.Path{&s.Forward, &s.Reverse} {
 			p.Rate = min(p.Rate, scenario.Rate(100e6))
+			if w := p.RateWalk; w != nil {
+				w.Min, w.Max = min(w.Min, scenario.Rate(100e6)), min(w.Max, scenario.Rate(100e6))
+			}
 		}
 		r, err := Run(s, Options{})
 		if err != nil {

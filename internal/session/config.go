@@ -118,7 +118,7 @@ func (c Config) withDefaults() Config {
 		c.MaxDatagram = 1200
 	}
 	if c.NewController == nil {
-		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}), nil }
+		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}) }
 		c.ControllerName = "owd"
 	}
 	if c.NewPolicy == nil {

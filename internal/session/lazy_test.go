@@ -113,7 +113,7 @@ func TestControllerBuiltOnFirstStreamSend(t *testing.T) {
 func TestUnnamedControllerBuiltInNew(t *testing.T) {
 	_, err := New(Config{NewController: func(cc.ByteCount) (cc.Controller, error) { return nil, nil }}, 1, true, 0)
 	require.ErrorIs(t, err, ErrConfig)
-	s, err := New(Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}), nil }}, 1, true, 0)
+	s, err := New(Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}) }}, 1, true, 0)
 	require.NoError(t, err)
 	require.NotNil(t, s.ctl)
 }

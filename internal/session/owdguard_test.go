@@ -38,8 +38,9 @@ type owdSender struct {
 func newOWDSender(t *testing.T) *owdSender {
 	o := &owdSender{t: t, ctl: &recordingController{}, buf: make([]byte, 0, 2048)}
 	cfg := Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) {
-		o.ctl.Controller = owd.New(owd.Config{MSS: mss})
-		return o.ctl, nil
+		ctl, err := owd.New(owd.Config{MSS: mss})
+		o.ctl.Controller = ctl
+		return o.ctl, err
 	}}
 	var err error
 	o.s, err = New(cfg, 3, true, 0)

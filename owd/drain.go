@@ -1,0 +1,187 @@
+package owd
+
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// drainTest is the experiment every slowdown makes: does the queue drain
+// when this flow holds its window at the probe window? It is Nimbus's
+// question (Goyal et al., "Elasticity Detection: A Building Block for
+// Internet Congestion Control", SIGCOMM 2022: pulse the rate and see
+// whether the cross traffic takes the room), asked with one deep pulse.
+//
+//   - Alone, whatever the link's capacity does, the packets sent during
+//     the hold find only the flow's own earlier packets ahead of them,
+//     which leave within one queueing delay; the later packets of the
+//     hold see the queue empty.
+//   - Beside a buffer filler (a loss-based flow in a drop-tail buffer),
+//     the filler takes the room and the queue stays.
+//   - Beside other delay-based flows, a standing queue of their target
+//     stays, which is why "stayed" needs more than the noise floor.
+//
+// The passive signs of a buffer filler (Copa's test in compete.go) cannot
+// tell a competitor's queue from a queue a capacity drop left behind: both
+// fail to empty for many round trips and neither follows the window. The
+// experiment can, and so it decides: the passive test only asks for it.
+//
+// The queue is measured against the base delay at the start of the hold,
+// or, in competitive mode, the lower of that and the base the flow had
+// when it switched (the windowed minimum climbs to the competitor's
+// standing queue once the true base has left the history).
+type drainTest struct {
+	active   bool
+	from, to clock.Mono // packets sent in [from, to) are the hold's
+	base     time.Duration
+	minQ     time.Duration // smallest queueing delay of the hold's packets; -1 none yet
+	maxQ     time.Duration // largest
+	samples  int
+	// fit is the least-squares line through the hold's queueing delays
+	// against their send times: a queue that grows back under the hold is
+	// a competitor's growing window, not the flow's drained queue, and the
+	// residual spread is the noise every verdict must rise above.
+	fit lineFit
+	// suspect: the slowdown was started because Copa's test fired; its
+	// verdict may enter competitive mode. first: it is the flow's first.
+	// short: a loss or timeout ended the hold early; no verdict.
+	suspect, first, short bool
+	// lastQ is the queueing delay of the hold's last sample.
+	lastQ time.Duration
+	// cubicWindow is CUBIC's window at the start of the hold (competitive
+	// mode), the window a wrong return resumes near.
+	cubicWindow float64
+}
+
+// drainStayedNoise is how many noise floors of queueing must remain under
+// the hold for the queue to count as someone else's; drainStayedPackets
+// the same in bottleneck packet times (a queue exists in whole packets).
+// Delay-based neighbours hold a queue of about their threshold μ, which is
+// at least one noise floor; two keep them from reading as a buffer filler.
+const (
+	drainStayedNoise   = 2
+	drainStayedPackets = 2
+)
+
+// drainStayedSamples is how many samples a hold needs before it may find
+// that the queue stayed: one cannot tell a standing queue from noise.
+// (On a long path a hold of two round trips at two packets has two or
+// three.)
+const drainStayedSamples = 2
+
+// startDrainTest arms the test for a slowdown [now, now+hold).
+func (c *Controller) startDrainTest(now clock.Mono, hold time.Duration) {
+	d := &c.probe.test
+	a := c.active()
+	*d = drainTest{active: true, from: now, to: now.Add(hold), base: a.Min(), minQ: -1, suspect: c.comp.suspect, first: !c.probe.done}
+	if c.mode == modeCompetitive {
+		d.base = min(d.base, c.comp.base)
+		d.cubicWindow = float64(c.comp.cubic.Window())
+	}
+}
+
+// observeDrainTest folds one ACK into the test and, once a packet sent
+// after the hold is acknowledged (every packet of the hold that will be
+// acknowledged has been), gives the verdict.
+func (c *Controller) observeDrainTest(now clock.Mono, ack cc.AckSample) {
+	d := &c.probe.test
+	if !d.active {
+		return
+	}
+	if !ack.SentTime.Before(d.to) {
+		d.active = false
+		c.drainVerdict(now)
+		return
+	}
+	q := c.delaySample(ack)
+	if ack.SentTime.Before(d.from) || q <= 0 {
+		return
+	}
+	q = max(q-d.base, 0)
+	if d.minQ < 0 || q < d.minQ {
+		d.minQ = q
+	}
+	d.fit.add(ack.SentTime.Sub(d.from).Seconds(), q.Seconds())
+	d.lastQ = q
+	d.maxQ = max(d.maxQ, q)
+	d.samples++
+}
+
+// stayed reports whether the queue stayed under the hold: its lowest
+// sample stood above thr, or the fitted line rose by more than thr over
+// the hold and the last sample stood above it, in both cases by more than
+// twice the samples' spread about the line, so that random per-packet
+// delay (jitter, whose samples scatter about a flat line) reads as
+// neither.
+func (d *drainTest) stayed(thr time.Duration, rising bool) bool {
+	if d.samples < drainStayedSamples {
+		return false // too few to tell a queue from noise
+	}
+	noise := max(thr, 2*sec(d.fit.residualSD()))
+	if d.samples < 3 {
+		noise = max(noise, d.maxQ-d.minQ) // two points: their difference is all the spread there is
+	}
+	return d.minQ > noise || rising && sec(d.fit.rise()) > noise && d.lastQ > noise
+}
+
+func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// drainThreshold is the queueing delay above which the hold's queue
+// counts as having stayed, before the hold's own spread (stayed):
+// drainStayedNoise × the noise floor with its jitter term at gain 1
+// instead of JitterGain and without the learned part, since the test reads
+// the lowest of the hold's samples and their spread about a line, which
+// random per-packet delay affects far less than a single sample (and a
+// competitor's queue, moving in packet steps, inflates the RFC 3550 jitter
+// to tens of milliseconds, and the learned floor to its cap); and
+// drainStayedPackets bottleneck packet times.
+func (c *Controller) drainThreshold() time.Duration {
+	a := c.active()
+	noise := max(a.cfg.MuFloorDelay, a.Jitter())
+	return max(drainStayedNoise*noise, drainStayedPackets*c.disp.packetTime())
+}
+
+// drainVerdict acts on the test: a queue that drained ends competitive
+// mode; one that stayed after Copa's test fired begins it.
+func (c *Controller) drainVerdict(now clock.Mono) {
+	d := &c.probe.test
+	if d.samples == 0 || d.short {
+		// Nothing was measured (every packet of the hold was lost), or the
+		// hold was cut short. A slowdown Copa's test asked for still
+		// counts as asked: the test waits for the next regular one.
+		if d.suspect {
+			c.comp.suspect, c.comp.quiet = false, true
+		}
+		return
+	}
+	competitive := c.mode == modeCompetitive || c.mode == modeProbe && c.probe.resume == modeCompetitive
+	// A queue that grows back under the hold keeps the flow competitive
+	// but does not make it so: alone on a cellular link, a capacity dip
+	// during the hold raises the delay of the hold's later packets behind
+	// the flow's own earlier ones.
+	stayed := d.stayed(c.drainThreshold(), competitive)
+	switch {
+	case competitive && !stayed:
+		c.leaveCompetitive(now, d.cubicWindow)
+	case !competitive && d.suspect && stayed:
+		c.enterCompetitive(now)
+	case !competitive && d.first:
+		// The first slowdown comes right after slow start, whose own
+		// queue may still be draining behind the hold: it re-measures the
+		// base delay but is no evidence about other flows.
+	case !competitive:
+		// A regular slowdown: a queue that stayed is half the evidence
+		// (delay-based neighbours keep a standing queue too); Copa's test
+		// is the other half (observeEmptiness).
+		c.comp.stayed, c.comp.stayedAt = stayed, now
+	}
+	if d.suspect {
+		// Refuted or not, Copa's test may not start another slowdown
+		// before the next regular one: on a path where it fires on the
+		// flow's own queue (short, slow paths) that would be a slowdown
+		// every few round trips.
+		c.comp.suspect = false
+		c.comp.quiet = true
+	}
+}

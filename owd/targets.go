@@ -1,0 +1,40 @@
+package owd
+
+import (
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// targets are what the window rules read, fed by every mechanism: the
+// analyzer's μ and its one noise floor (the static floor, the path's
+// jitter, and what response.go learned), and the thin-link rules (thin.go),
+// which count the target in packets on a slow link. They are computed from
+// the analyzer of the signal in use, where a rule needs them.
+type targets struct {
+	// noise is the queueing delay not taken for congestion
+	// (Analyzer.NoiseFloor).
+	noise time.Duration
+	// mu is the delay rule's threshold μ, in OWDv units.
+	mu float64
+	// growth scales the delay rule's additive increase: 1, or
+	// thinGrowthPackets on a thin link.
+	growth float64
+	// floor is the smallest window a delay-driven decrease may reach,
+	// bytes: 2 packets, or less on a thin link.
+	floor float64
+	// probe is the window of a base-delay slowdown, bytes.
+	probe float64
+}
+
+// targets computes the targets at now.
+func (c *Controller) targets(now clock.Mono) targets {
+	a := c.active()
+	f := cc.MinWindowPackets * c.mss
+	t := targets{noise: a.NoiseFloor(), mu: a.Mu(now), growth: 1, floor: f, probe: f}
+	if pt := c.thinPacketTime(a); pt > 0 {
+		c.thinTargets(&t, a, pt)
+	}
+	return t
+}
