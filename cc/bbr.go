@@ -808,7 +808,8 @@ func (b *BBR) pacingOf(bw Bandwidth, gain float64) Bandwidth {
 	if !(v < float64(maxSampleRate)) {
 		return maxSampleRate
 	}
-	return Bandwidth(v)
+	// At least 1 bit/s: 0 would mean "do not pace" to the session.
+	return max(Bandwidth(v), 1)
 }
 
 // setPacingRate paces at gain·bw. Until the pipe is full the rate only

@@ -217,5 +217,5 @@ func rateOf(bytes ByteCount, d time.Duration) Bandwidth {
 	if !(bps < float64(maxSampleRate)) { // also NaN
 		return maxSampleRate
 	}
-	return Bandwidth(math.Round(bps))
+	return max(Bandwidth(math.Round(bps)), 1) // some data in some time is a rate
 }

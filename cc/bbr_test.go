@@ -375,33 +375,38 @@ func TestBBRProbeRTT(t *testing.T) {
 		return false
 	}))
 	since := entered.Sub(stamp)
-	require.Greater(t, since, bbrMinRTTWindow, "not before the minimum is 10 s old")
-	require.Less(t, since, bbrMinRTTWindow+100*time.Millisecond, "and right after")
-	require.Equal(t, bbrMinPipeCwnd*testMSS, maxCwnd, "cwnd 4 packets in ProbeRTT")
+	// The spec's numbers, not the constants, so a changed constant fails.
+	require.Greater(t, since, 10*time.Second, "not before the minimum is 10 s old")
+	require.Less(t, since, 10*time.Second+100*time.Millisecond, "and right after")
+	require.Equal(t, 4*testMSS, maxCwnd, "cwnd 4 packets in ProbeRTT")
 	dur := left.Sub(entered)
-	require.Greater(t, dur, bbrProbeRTTDuration, "at least 200 ms")
-	require.Less(t, dur, bbrProbeRTTDuration+3*p.prop, "200 ms after inflight reached 4 packets and a round")
+	require.Greater(t, dur, 200*time.Millisecond, "at least 200 ms")
+	require.Less(t, dur, 200*time.Millisecond+3*p.prop, "200 ms after inflight reached 4 packets and a round")
 	require.Equal(t, bbrProbeBW, b.mode, "the pipe was full: back to ProbeBW")
 	require.GreaterOrEqual(t, b.Window(), before, "cwnd restored")
 	require.InDelta(t, p.prop, b.minRTT, float64(2*time.Millisecond), "minRTT follows the path after expiry")
 }
 
-// ProbeRTT needs one round at 4 packets as well as 200 ms: on a path whose
-// RTT is longer than 200 ms it lasts longer than 200 ms.
+// ProbeRTT needs one round at 4 packets as well as 200 ms. On a thin link
+// (100 kbit/s: 80 ms per packet) the 4 packets in flight when ProbeRTT's
+// 200 ms start are still being acknowledged 240–320 ms later; the round
+// ends only when a packet sent after that moment is acknowledged, about
+// 4 serialisations + the propagation delay later.
 func TestBBRProbeRTTLastsARound(t *testing.T) {
 	b := newTestBBR()
-	p := newBBRPath(t, b, MbitPerSecond, 400*time.Millisecond)
-	p.run(3*time.Second, nil)
-	b.minRTTStamp = p.now().Add(-bbrMinRTTWindow - time.Millisecond)
+	p := newBBRPath(t, b, 100*KbitPerSecond, 100*time.Millisecond)
+	p.run(5*time.Second, nil)
+	b.minRTTStamp = p.now().Add(-10*time.Second - time.Millisecond)
 	p.prop += 10 * time.Millisecond // no sample refreshes the minimum
-	var entered clock.Mono
+	var atFour clock.Mono           // when inflight reached 4 packets and the 200 ms began
 	require.True(t, p.runUntil(10*time.Second, func() bool {
-		if entered == 0 && b.mode == bbrProbeRTT {
-			entered = p.now()
+		if atFour == 0 && b.mode == bbrProbeRTT && b.probeRTTDoneSet {
+			atFour = p.now()
 		}
-		return entered != 0 && b.mode != bbrProbeRTT
+		return atFour != 0 && b.mode != bbrProbeRTT
 	}))
-	require.Greater(t, p.now().Sub(entered), p.prop, "one round at least")
+	t.Logf("ProbeRTT at 4 packets for %v", p.now().Sub(atFour))
+	require.Greater(t, p.now().Sub(atFour), 400*time.Millisecond, "a round at 4 packets, well over 200 ms here")
 }
 
 func TestBBRMinRTTUpdate(t *testing.T) {
@@ -435,8 +440,8 @@ func TestBBRBtlBwFilterExpires(t *testing.T) {
 	changed := b.roundCount
 	require.True(t, p.runUntil(5*time.Second, func() bool { return b.BtlBw() < old*3/4 }))
 	rounds := b.roundCount - changed
-	require.GreaterOrEqual(t, rounds, uint64(bbrBwRounds-1), "held for the window")
-	require.LessOrEqual(t, rounds, uint64(bbrBwRounds+4), "then expired")
+	require.GreaterOrEqual(t, rounds, uint64(9), "held for the 10-round window")
+	require.LessOrEqual(t, rounds, uint64(14), "then expired")
 	p.run(2*time.Second, nil)
 	require.InDelta(t, float64(testBBRRate/2), float64(b.BtlBw()), 0.1*float64(testBBRRate/2), "the new rate")
 }
@@ -652,12 +657,23 @@ func TestBBRLongTermBandwidth(t *testing.T) {
 	require.Equal(t, (3*MbitPerSecond+3*MbitPerSecond+300*KbitPerSecond)/2, b.BtlBw())
 	b.updateGains()
 	require.Equal(t, 1.0, b.pacingGain)
-	for i := range bbrLTBwMaxRounds {
+	for i := range 48 {
 		require.True(t, b.ltUseBw, "round %d", i)
 		b.roundStart = true
 		b.ltSample(false, 0)
 	}
 	require.False(t, b.ltUseBw, "48 rounds later it probes again")
+
+	// Sampling starts only at a loss: before it a policer's bucket still
+	// holds tokens and the rate measured would be the burst's.
+	w := newTestBBR()
+	w.roundStart = true
+	w.ltSample(false, 0)
+	require.False(t, w.ltIsSampling, "no loss yet")
+	w.ltSample(false, testMSS)
+	require.True(t, w.ltIsSampling)
+	w.ltSample(true, 0)
+	require.False(t, w.ltIsSampling, "an app-limited sample restarts it")
 
 	off := NewBBR(BBRConfig{MSS: testMSS, NoLongTermBandwidth: true})
 	off.ltSample(false, testMSS)
@@ -696,6 +712,7 @@ func TestBBRWindowedMaxFilter(t *testing.T) {
 		{"approximate: early samples are dropped", []sample{{0, 10, 10}, {1, 4, 10}, {10, 3, 10}, {11, 3, 3}}},
 		{"the second best takes over", []sample{{0, 10, 10}, {3, 7, 10}, {6, 5, 10}, {11, 2, 7}, {14, 2, 5}}},
 		{"all too old: the new sample alone", []sample{{0, 10, 10}, {30, 1, 1}}},
+		{"a better second-best replaces second and third", []sample{{0, 10, 10}, {3, 4, 10}, {4, 6, 10}, {11, 1, 6}}},
 		{"equal samples refresh", []sample{{0, 10, 10}, {8, 10, 10}, {15, 1, 10}, {19, 1, 1}}},
 	}
 	for _, tc := range cases {

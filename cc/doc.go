@@ -195,6 +195,10 @@
 //   - Δ counts from the last loss event or timeout; before any event (which
 //     only matters if congestion avoidance is reached without one) from the
 //     first packet sent.
+//   - One ACK adds at most the bytes it acknowledges (slow start's rate):
+//     α(Δ) has no upper bound, and after a long quiet stretch a single ACK
+//     would otherwise grow the window by terabytes (found by the invariant
+//     fuzz test: 20 minutes without congestion, then one ACK).
 //   - Timeout: as Reno (ssthresh = cwnd/2, cwnd = 1 MSS), and the adaptive
 //     state is forgotten (β = 0.5, no throughput history) because the path
 //     may have changed; Δ restarts.

@@ -169,7 +169,11 @@ func (h *HTCP) OnAck(now clock.Mono, ack AckSample) {
 		h.lw.slowStart(ack.Bytes)
 		return
 	}
-	h.lw.cwnd += h.increase(now) * float64(h.lw.mss) * float64(ack.Bytes) / h.lw.cwnd
+	// Never faster than slow start: α(Δ) grows without bound with the time
+	// since the last congestion event (20 idle minutes make it ~10^5), and
+	// one ACK must not add more window than it acknowledged.
+	inc := h.increase(now) * float64(h.lw.mss) * float64(ack.Bytes) / h.lw.cwnd
+	h.lw.cwnd += math.Min(inc, float64(ack.Bytes))
 }
 
 // backoff computes β for the congestion event happening now and remembers

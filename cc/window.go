@@ -34,7 +34,8 @@ func WindowLimited(priorInFlight, cwnd, mss ByteCount, slowStart bool) bool {
 // PacingRate spreads cwnd over srtt with a gain: Linux paces at 200 % of
 // cwnd/srtt in slow start and 120 % in congestion avoidance
 // (sysctl tcp_pacing_ss_ratio / tcp_pacing_ca_ratio) so pacing never becomes
-// the bottleneck. Without an RTT sample it returns 0, meaning "do not pace".
+// the bottleneck. Without an RTT sample it returns 0, meaning "do not pace";
+// with one it is at least 1 bit/s.
 func PacingRate(cwnd ByteCount, srtt time.Duration, slowStart bool) Bandwidth {
 	if srtt <= 0 || cwnd <= 0 {
 		return 0
@@ -44,5 +45,7 @@ func PacingRate(cwnd ByteCount, srtt time.Duration, slowStart bool) Bandwidth {
 		gain = 2.0
 	}
 	bps := gain * float64(cwnd) * 8 / srtt.Seconds()
-	return Bandwidth(bps)
+	// At least 1 bit/s: a rate that truncated to 0 would read "do not
+	// pace" and turn a (nonsense) RTT of hours into an unpaced burst.
+	return max(Bandwidth(bps), 1)
 }

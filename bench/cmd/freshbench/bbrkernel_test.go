@@ -17,8 +17,8 @@ func TestBBRVersusKernelSection(t *testing.T) {
 		oursGp, oursQ float64
 		wantGp, wantQ string
 	}{
-		{"close", 9.2e6, 36, "| `bbr` goodput within ±10 % of kernel BBR's | -3.0 % | **met** |", "| `bbr` p95 queueing within ±30 % of kernel BBR's | -2.7 % | **met** |"},
-		{"far", 7e6, 15, "| -26.2 % | **missed** |", "| -59.5 % | **missed** |"},
+		{"close", 9.2e6, 36, "| `tun-10mbps-40ms-bbr`: goodput within ±10 % of kernel BBR's | -3.0 % | **met** |", "| `tun-10mbps-40ms-bbr`: p95 queueing within ±30 % of kernel BBR's | -2.7 % | **met** |"},
+		{"far", 7e6, 15, "goodput within ±10 % of kernel BBR's | -26.2 % | **missed** |", "p95 queueing within ±30 % of kernel BBR's | -59.5 % | **missed** |"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var asked []string
@@ -27,7 +27,7 @@ func TestBBRVersusKernelSection(t *testing.T) {
 				asked = append(asked, name+"/"+cc)
 				n++
 				r := &report.Run{Scenario: name, Utilization: report.Utilization{Forward: 0.98}}
-				if name == "tun-10mbps-40ms-bbr" {
+				if name == "tun-10mbps-40ms-bbr" || name == "trace-tmobile-lte-short-down-fifo-bbr" {
 					// Alternate a little so the SD is not zero.
 					gp := tc.oursGp + float64(n%2)*0.02e6
 					r.Flows = []report.Flow{{Name: "bulk", Kind: "bulk", GoodputBps: gp, QueueMs: report.Stats{P50: 28, P95: tc.oursQ}, Retransmitted: 150}}
@@ -38,12 +38,15 @@ func TestBBRVersusKernelSection(t *testing.T) {
 			}
 			rep := &tunReport{run: run}
 			require.NoError(t, rep.bbrVersusKernel(context.Background()))
-			require.Len(t, asked, 2*bbrKernelRuns)
+			require.Len(t, asked, 4*bbrKernelRuns, "two paths, two sides")
 			require.Equal(t, "tun-10mbps-40ms-bbr/bbr", asked[0])
 			require.Equal(t, "tun-10mbps-40ms-kernel-bbr/", asked[bbrKernelRuns])
+			require.Equal(t, "trace-tmobile-lte-short-down-fifo-bbr/bbr", asked[2*bbrKernelRuns])
+			require.Equal(t, "trace-tmobile-lte-short-down-fifo-kernel-bbr/", asked[3*bbrKernelRuns])
 			md := rep.md.String()
 			require.Contains(t, md, "| kernel bbr | 9.50 ± 0.00 Mbit/s | 0.980 ± 0.000 | 27.0 ± 0.0 ms | 37.0 ± 0.0 ms | 200 ± 0 |")
 			require.Contains(t, md, tc.wantGp)
+			require.Contains(t, md, "| `trace-tmobile-lte-short-down-fifo-bbr`: goodput within ±10 % of kernel BBR's |")
 			require.Contains(t, md, tc.wantQ)
 		})
 	}

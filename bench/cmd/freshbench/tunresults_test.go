@@ -64,7 +64,7 @@ func TestTUNReport(t *testing.T) {
 	rep := &tunReport{run: f.run, plots: t.TempDir()}
 	require.NoError(t, rep.generate(context.Background()))
 	md := rep.md.String()
-	require.Len(t, f.asked, 11+2*bbrKernelRuns+8+21+3, "every run of the five sections")
+	require.Len(t, f.asked, 11+2*len(bbrPaths)*bbrKernelRuns+8+21+3, "every run of the five sections")
 	require.Contains(t, md, "| with 1 % loss, `owd` ≥ 2× kernel CUBIC's goodput | 3.00× | **met** |")
 	require.Contains(t, md, "| our `cubic` within ±10 % of kernel CUBIC's goodput (clean path) | -2.1 % | **met** |")
 	require.Contains(t, md, "gets ≥ 30 % of the link | 4.1 % | **missed** |")
