@@ -518,7 +518,13 @@ func (c *Controller) Window() cc.ByteCount {
 // slowdown's hold) the pacing gain is slow start's (cc.PacingRate).
 func (c *Controller) PacingRate() cc.Bandwidth {
 	if c.mode == modeCompetitive {
-		return c.comp.cubic.PacingRate()
+		if r := c.comp.cubic.PacingRate(); r > 0 {
+			return r
+		}
+		// The CUBIC flow is new and has no RTT sample of its own until
+		// its first ACK carries one: pace its window over this flow's
+		// SRTT meanwhile, not send it at once.
+		return cc.PacingRate(c.comp.cubic.Window(), c.rtt.Smoothed(), false)
 	}
 	return cc.PacingRate(cc.ByteCount(c.cwnd*c.reverseScale()), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
 }
