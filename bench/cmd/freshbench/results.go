@@ -29,6 +29,7 @@ import (
 
 const resultsUsage = `usage: freshbench results [--scenarios DIR] [--out FILE] [--plots DIR] [--tun]
        freshbench results [--scenarios DIR] --gaps-baseline FILE
+       freshbench results [--scenarios DIR] --untuned-baseline FILE
 
 Runs the paper's experiments and the ACP sweeps in the simulator and writes
 the report with the paper's numbers beside ours (bench/RESULTS.md).
@@ -45,6 +46,9 @@ Flags:
                    only measure the "Controller research: the gaps" rows and
                    write them to FILE as JSON: the "before" the section shows
                    (bench/results/gaps-baseline.json); writes no report
+  --untuned-baseline FILE
+                   the same for owd's rows of "Controllers on paths nobody
+                   tuned for" (bench/results/untuned-baseline.json)
   -h, --help       print this help
 `
 
@@ -66,6 +70,7 @@ type resultsCommand struct {
 	targets         []targetRow // every target checked, for the before/after table
 	tun             bool        // also run the TUN experiments (tun.md)
 	gapsBaseline    string      // --gaps-baseline: write the gaps rows there, nothing else
+	untunedBaseline string      // --untuned-baseline: write owd's untuned rows there, nothing else
 }
 
 // targetRow is one target's value as this run measured it.
@@ -181,6 +186,7 @@ func runResultsCommand(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.plots, "plots", filepath.Join("bench", "results"), "")
 	fs.BoolVar(&c.tun, "tun", false, "")
 	fs.StringVar(&c.gapsBaseline, "gaps-baseline", "", "")
+	fs.StringVar(&c.untunedBaseline, "untuned-baseline", "", "")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, resultsUsage)
@@ -199,6 +205,14 @@ func runResultsCommand(args []string, stdout, stderr io.Writer) int {
 			return exitCode(err)
 		}
 		fmt.Fprintf(stderr, "wrote %s\n", c.gapsBaseline)
+		return exitOK
+	}
+	if c.untunedBaseline != "" {
+		if err := c.writeUntunedBaseline(c.untunedBaseline); err != nil {
+			fmt.Fprintln(stderr, "freshbench results:", err)
+			return exitCode(err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", c.untunedBaseline)
 		return exitOK
 	}
 	if err := c.generate(); err != nil {
@@ -454,6 +468,9 @@ func (c *resultsCommand) generate() error {
 	}
 	c.printf("\n")
 	c.beforeAfter()
+	if err := c.untuned(); err != nil { // untuned.go
+		return err
+	}
 	if err := c.gaps(); err != nil {
 		return err
 	}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/sim"
+	"github.com/fresh-udp/fresh/cc"
+)
+
+// The "Controllers on paths nobody tuned for" section of RESULTS.md: owd
+// where IoT devices live — alone on links whose capacity changes (measured
+// cellular traces, a capacity step and flap, a rate walk), beside other
+// delay-based flows on such links, beside buffer fillers, on jitter, long
+// lossy paths and AQMs — over paired seeds, each number beside the
+// committed "before" (untuned-baseline.json, measured on the controllers
+// as they were before the mode machine) and beside CUBIC and BBR in the
+// same run, with the targets the work was judged by.
+
+// untunedBaselineFile is the committed "before", in the --plots directory.
+const untunedBaselineFile = "untuned-baseline.json"
+
+const untunedBaselineCommand = "go run ./bench/cmd/freshbench results --untuned-baseline bench/results/untuned-baseline.json"
+
+// untunedSeeds are the paired seeds of every row.
+var untunedSeeds = seedRange(1, 10)
+
+const untunedSeedsLabel = "1-10"
+
+// untunedTraces are the eight trace files the trace rows replay.
+var untunedTraces = []string{
+	"att-lte-driving-2016-down", "att-lte-driving-2016-up",
+	"tmobile-lte-short-down", "tmobile-lte-short-up",
+	"tmobile-umts-driving-down", "tmobile-umts-driving-up",
+	"verizon-evdo-driving-down", "verizon-evdo-driving-up",
+}
+
+// untunedAlone are the scenarios with one flow alone on a variable link.
+func untunedAlone() []string {
+	names := []string{"alone-step-4to1", "alone-flap-4-1", "alone-lte-like"}
+	for _, t := range untunedTraces {
+		names = append(names, "trace-"+t+"-fifo", "trace-"+t+"-codel")
+	}
+	return names
+}
+
+// untunedOthers are the rest: delay-based flows together, buffer fillers,
+// jitter, a long lossy path, an AQM.
+var untunedOthers = []string{
+	"fairness-4", "robust-peers3-lte-like", "robust-peers3-tmobile-lte-short-down",
+	"robust-peers4-jitter",
+	"paper-fairness", "latecomer-10bdp", "gap-cubic-1", "codel-reno-4",
+	"jitter-10mbps-00ms", "jitter-10mbps-05ms", "jitter-10mbps-10ms", "jitter-10mbps-15ms",
+	"jitter-10mbps-20ms", "jitter-10mbps-25ms", "jitter-10mbps-30ms", "jitter-10mbps-35ms",
+	"jitter-10mbps-40ms", "lossy-long-600ms",
+}
+
+// untunedCCs are run on every scenario; the baseline has owd only.
+func untunedCCs() []string {
+	ccs := []string{"owd", "cubic"}
+	if slices.Contains(cc.Names(), "bbr") {
+		ccs = append(ccs, "bbr")
+	}
+	return ccs
+}
+
+// untunedRow is one scenario under one controller over untunedSeeds, with
+// the seconds each flow under test spent in each mode, summed over them.
+type untunedRow struct {
+	ccSummary
+	ModeS map[string]meanSD `json:"mode_s,omitempty"`
+}
+
+func (r untunedRow) key() string { return r.Scenario + "/" + r.CC }
+
+// untunedBaseline is the file format of untuned-baseline.json.
+type untunedBaseline struct {
+	Source  string       `json:"source"`
+	Command string       `json:"command"`
+	Seeds   string       `json:"seeds"`
+	Rows    []untunedRow `json:"rows"`
+}
+
+// untunedRows measures every row under ccs, two runs at a time.
+func (c *resultsCommand) untunedRows(ccs []string) ([]untunedRow, error) {
+	type job struct{ name, cc string }
+	var jobs []job
+	for _, name := range append(untunedAlone(), untunedOthers...) {
+		for _, cc := range ccs {
+			jobs = append(jobs, job{name, cc})
+		}
+	}
+	rows := make([]untunedRow, len(jobs))
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 2 {
+		wg.Go(func() {
+			for i := range next {
+				rows[i], errs[i] = c.untunedRow(jobs[i].name, jobs[i].cc)
+			}
+		})
+	}
+	for i := range jobs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return rows, errors.Join(errs...)
+}
+
+// untunedRow runs scenario name under cc once per seed.
+func (c *resultsCommand) untunedRow(name, cc string) (untunedRow, error) {
+	s, err := c.load(name)
+	if err != nil {
+		return untunedRow{}, err
+	}
+	test, _ := flowsUnderTest(s)
+	var runs []*report.Run
+	modes := map[string][]float64{}
+	for k, seed := range untunedSeeds {
+		v := *s
+		v.Seed = seed
+		r, err := sim.Run(&v, sim.Options{CC: cc})
+		if err != nil {
+			return untunedRow{}, fmt.Errorf("%s under %s, seed %d: %w", name, cc, seed, err)
+		}
+		runs = append(runs, r)
+		for i, f := range r.Flows {
+			if !test(i, f) {
+				continue
+			}
+			for m, sec := range f.ModeS {
+				if modes[m] == nil {
+					modes[m] = make([]float64, len(untunedSeeds))
+				}
+				modes[m][k] += sec
+			}
+		}
+	}
+	row := untunedRow{ccSummary: summarizeRuns(s, cc, runs), ModeS: map[string]meanSD{}}
+	for m, xs := range modes {
+		row.ModeS[m] = summarize(xs)
+	}
+	return row, nil
+}
+
+// readUntunedBaseline reads the committed "before" from dir; no file is no
+// baseline.
+func readUntunedBaseline(dir string) (map[string]untunedRow, error) {
+	out := map[string]untunedRow{}
+	if dir == "" {
+		return out, nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, untunedBaselineFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var base untunedBaseline
+	if err := json.Unmarshal(b, &base); err != nil {
+		return nil, fmt.Errorf("%s: %w", untunedBaselineFile, err)
+	}
+	for _, r := range base.Rows {
+		out[r.key()] = r
+	}
+	return out, nil
+}
+
+// writeUntunedBaseline measures owd's rows and writes them to path.
+func (c *resultsCommand) writeUntunedBaseline(path string) error {
+	rows, err := c.untunedRows([]string{"owd"})
+	if err != nil {
+		return err
+	}
+	b, err := marshalStable(untunedBaseline{Source: sourceRevision(c.dir), Command: untunedBaselineCommand, Seeds: untunedSeedsLabel, Rows: rows})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// untuned writes the section.
+func (c *resultsCommand) untuned() error {
+	rows, err := c.untunedRows(untunedCCs())
+	if err != nil {
+		return err
+	}
+	before, err := readUntunedBaseline(c.plots)
+	if err != nil {
+		return err
+	}
+	now := map[string]untunedRow{}
+	for _, r := range rows {
+		now[r.key()] = r
+	}
+	get := func(m map[string]untunedRow, name, cc string) (untunedRow, bool) {
+		r, ok := m[name+"/"+cc]
+		return r, ok
+	}
+	comp := func(r untunedRow) meanSD { return r.ModeS[ModeCompetitive] }
+	pct := func(m meanSD) string { return fmt.Sprintf("%.1f (%.1f–%.1f)", 100*m.Mean, 100*m.Min, 100*m.Max) }
+	ms := func(m meanSD) string { return fmt.Sprintf("%.0f (%.0f)", m.Mean, m.Max) }
+	secs := func(m meanSD) string { return fmt.Sprintf("%.1f (%.1f)", m.Mean, m.Max) }
+	rate := func(m meanSD) string { return formatBitRate(m.Mean) }
+	cell := func(m map[string]untunedRow, name, cc string, f func(untunedRow) string) string {
+		if r, ok := get(m, name, cc); ok {
+			return f(r)
+		}
+		return "-"
+	}
+
+	c.printf("\n## Controllers on paths nobody tuned for\n\n%s\n\n", untunedProse)
+	c.printf("Every row is %d paired seeds (`--seeds %s`); a cell is the mean over them with the worst seed in\n", len(untunedSeeds), untunedSeedsLabel)
+	c.printf("brackets (the lowest share or utilisation, the highest delay or time in competitive mode).\n")
+	c.printf("\"Before\" is `bench/results/%s`: owd as it was when this work began (`%s`).\n\n", untunedBaselineFile, untunedBaselineCommand)
+
+	// The targets.
+	c.printf("### The targets\n\n| case | target | before | now | verdict |\n|---|---|---|---|---|\n")
+	aloneMax := func(m map[string]untunedRow) (float64, bool) {
+		worst, any := 0.0, false
+		for _, n := range untunedAlone() {
+			if r, ok := get(m, n, "owd"); ok {
+				worst, any = math.Max(worst, comp(r).Max), true
+			}
+		}
+		return worst, any
+	}
+	wb, okb := aloneMax(before)
+	wn, _ := aloneMax(now)
+	fmtOpt := func(v float64, ok bool, f string) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf(f, v)
+	}
+	c.printf("| owd alone on every trace (FIFO and CoDel), the step, the flap, the rate walk: seconds in competitive mode, worst seed | 0 | %s | %s | %s |\n",
+		fmtOpt(wb, okb, "%.1f s"), fmtOpt(wn, true, "%.1f s"), verdict(wn == 0))
+	stepQ := func(m map[string]untunedRow) (float64, bool) {
+		r, ok := get(m, "alone-step-4to1", "owd")
+		return r.QueueP95Ms.Mean, ok
+	}
+	cub, _ := get(now, "alone-step-4to1", "cubic")
+	qb, okq := stepQ(before)
+	qn, _ := stepQ(now)
+	c.printf("| capacity step 4 → 1 Mbit/s, alone: p95 queueing against CUBIC's %.0f ms | ≤ 0.25× | %s | %s | %s |\n",
+		cub.QueueP95Ms.Mean, fmtOpt(qb/cub.QueueP95Ms.Mean, okq, "%.2f×"), fmtOpt(qn/cub.QueueP95Ms.Mean, true, "%.2f×"), verdict(qn <= 0.25*cub.QueueP95Ms.Mean))
+	// Traces against BBR and CUBIC.
+	beatBBR := func(m map[string]untunedRow) (n int, ok bool) {
+		for _, t := range untunedTraces {
+			o, ok1 := get(m, "trace-"+t+"-fifo", "owd")
+			b, ok2 := get(now, "trace-"+t+"-fifo", "bbr")
+			if !ok1 || !ok2 {
+				return 0, false
+			}
+			if o.OWDP95Ms.Mean <= b.OWDP95Ms.Mean && o.GoodputBps.Mean >= 0.9*b.GoodputBps.Mean {
+				n++
+			}
+		}
+		return n, true
+	}
+	underCubic := func(m map[string]untunedRow) (n int, ok bool) {
+		for _, t := range untunedTraces {
+			o, ok1 := get(m, "trace-"+t+"-fifo", "owd")
+			cu, ok2 := get(now, "trace-"+t+"-fifo", "cubic")
+			if !ok1 || !ok2 {
+				return 0, false
+			}
+			if o.OWDP95Ms.Mean <= 0.3*cu.OWDP95Ms.Mean {
+				n++
+			}
+		}
+		return n, true
+	}
+	if nb, ok := beatBBR(now); ok {
+		b0, okb := beatBBR(before)
+		c.printf("| each of the 8 traces, 200-packet FIFO: p95 one-way delay ≤ BBR's and throughput ≥ 0.9× BBR's | on ≥ 6 of 8 | %s | %d of 8 | %s |\n",
+			fmtOpt(float64(b0), okb, "%.0f of 8"), nb, verdict(nb >= 6))
+	}
+	if nc, ok := underCubic(now); ok {
+		c0, okc := underCubic(before)
+		c.printf("| each of the 8 traces, 200-packet FIFO: p95 one-way delay ≤ 0.3× CUBIC's | on all 8 | %s | %d of 8 | %s |\n",
+			fmtOpt(float64(c0), okc, "%.0f of 8"), nc, verdict(nc == 8))
+	}
+	share := func(name string, target float64, label string) {
+		rb, okb := get(before, name, "owd")
+		rn, _ := get(now, name, "owd")
+		cu, _ := get(now, name, "cubic")
+		c.printf("| %s: owd's share (CUBIC in its slot: %.1f %%) | ≥ %.0f %% | %s | %s | %s |\n", label, 100*cu.Share.Mean, 100*target,
+			func() string {
+				if !okb {
+					return "-"
+				}
+				return pct(rb.Share)
+			}(), pct(rn.Share), verdict(rn.Share.Mean >= target))
+	}
+	share("latecomer-10bdp", 0.20, "latecomer into a 10×BDP FIFO two CUBIC flows fill")
+	share("paper-fairness", 0.18, "owd + 3 CUBIC, 50-packet FIFO")
+	share("codel-reno-4", 0.16, "beside 4 NewReno under CoDel (0.8× the fair 20 %)")
+	jitterRow := func(m map[string]untunedRow) ([]float64, bool) {
+		var u []float64
+		for j := 0; j <= 40; j += 5 {
+			r, ok := get(m, fmt.Sprintf("jitter-10mbps-%02dms", j), "owd")
+			if !ok {
+				return nil, false
+			}
+			u = append(u, 100*r.Utilization.Mean)
+		}
+		return u, true
+	}
+	ub, okj := jitterRow(before)
+	un, _ := jitterRow(now)
+	maxDrop := func(u []float64) float64 {
+		d := 0.0
+		for i := 1; i < len(u); i++ {
+			d = math.Max(d, u[i-1]-u[i])
+		}
+		return d
+	}
+	jit := func(u []float64, ok bool) string {
+		if !ok {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f / %.0f / %.0f %%, largest step down %.0f points", u[5], u[6], u[8], maxDrop(u))
+	}
+	c.printf("| order-keeping jitter 25 / 30 / 40 ms on 20 ms, 10 Mbit/s: utilisation | ≥ 85 / 80 / 70 %%, no step down > 15 points | %s | %s | %s |\n",
+		jit(ub, okj), jit(un, true), verdict(un[5] >= 85 && un[6] >= 80 && un[8] >= 70 && maxDrop(un) <= 15))
+	lb, okl := get(before, "lossy-long-600ms", "owd")
+	ln, _ := get(now, "lossy-long-600ms", "owd")
+	lbbr, _ := get(now, "lossy-long-600ms", "bbr")
+	c.printf("| 600 ms RTT, 5 Mbit/s, 0.5 %% loss: utilisation (BBR: %.1f %%) | ≥ 50 %% | %s | %s | %s |\n", 100*lbbr.Utilization.Mean,
+		func() string {
+			if !okl {
+				return "-"
+			}
+			return pct(lb.Utilization)
+		}(), pct(ln.Utilization), verdict(ln.Utilization.Min >= 0.5))
+	fb, okf := get(before, "fairness-4", "owd")
+	fn, _ := get(now, "fairness-4", "owd")
+	c.printf("| four owd flows (fairness-4): Jain's index, worst seed | ≥ 0.95 | %s | %.3f | %s |\n",
+		func() string {
+			if !okf {
+				return "-"
+			}
+			return fmt.Sprintf("%.3f", fb.Jain.Min)
+		}(), fn.Jain.Min, verdict(fn.Jain.Min >= 0.95))
+
+	// Every row.
+	c.printf("\n### Every row\n\n")
+	c.printf("| scenario | owd util before | owd util now | owd p95 queueing [ms] before | now | owd competitive [s] before | now | owd share before | now | CUBIC util / p95 queueing | BBR util / p95 queueing |\n")
+	c.printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	ccs := untunedCCs()
+	for _, name := range append(untunedAlone(), untunedOthers...) {
+		two := func(f func(untunedRow) string) string {
+			return cell(before, name, "owd", f) + " | " + cell(now, name, "owd", f)
+		}
+		other := func(cc string) string {
+			if !slices.Contains(ccs, cc) {
+				return "-"
+			}
+			return cell(now, name, cc, func(r untunedRow) string {
+				return fmt.Sprintf("%.1f %% / %.0f", 100*r.Utilization.Mean, r.QueueP95Ms.Mean)
+			})
+		}
+		c.printf("| %s | %s | %s | %s | %s | %s | %s |\n", name,
+			two(func(r untunedRow) string { return pct(r.Utilization) }),
+			two(func(r untunedRow) string { return ms(r.QueueP95Ms) }),
+			two(func(r untunedRow) string { return secs(comp(r)) }),
+			two(func(r untunedRow) string { return pct(r.Share) }),
+			other("cubic"), other("bbr"))
+	}
+	c.printf("\n`go run ./bench/cmd/freshbench sim --seeds %s --cc %s bench/scenarios/<scenario>.json` for any row;\n", untunedSeedsLabel, strings.Join(ccs, ","))
+	c.printf("the goodput of each (%s) is in the JSON (`--json`).\n", rate(meanSD{}))
+	return nil
+}
+
+// ModeCompetitive is owd's competitive mode as cc.Metrics.Mode names it.
+const ModeCompetitive = "competitive"
+
+// untunedProse is the section's text (written with the measurements of
+// this report's run in mind; the tables below are regenerated).
+var untunedProse = strings.ReplaceAll(`<!-- untuned-prose -->
+The scenarios the controller was developed on are not where IoT devices
+live. This section judges §owd§ where nobody tuned it: alone on the eight
+measured cellular traces (§bench/traces§), on a 4 → 1 Mbit/s step, a 4 ↔ 1
+Mbit/s flap and a rate walk between 1 and 20 Mbit/s; three §owd§ flows
+together on such links and four on a jittery one; beside buffer fillers;
+under order-keeping jitter up to 40 ms; on a 600 ms path with random loss;
+beside NewReno under CoDel.`, "§", "`")
