@@ -34,8 +34,8 @@ var bbrPaths = []bbrPath{
 		{"kernel bbr", "tun-10mbps-40ms-kernel-bbr", "", "kernel-bbr"},
 	}},
 	{"the T-Mobile LTE downlink trace (`TMobile-LTE-short.down`, its uplink for the ACKs), 20 ms each way, 200-packet FIFOs, 60 s, the same trace window for both, drawn from the seed", [2]bbrSide{
-		{"`bbr` (fresh)", "trace-tmobile-lte-short-down-fifo-bbr", "bbr", "bulk"},
-		{"kernel bbr", "trace-tmobile-lte-short-down-fifo-kernel-bbr", "", "kernel-bbr"},
+		{"`bbr` (fresh)", "tun-trace-tmobile-lte-short-down-fifo-bbr", "bbr", "bulk"},
+		{"kernel bbr", "tun-trace-tmobile-lte-short-down-fifo-kernel-bbr", "", "kernel-bbr"},
 	}},
 }
 

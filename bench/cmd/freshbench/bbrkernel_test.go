@@ -27,7 +27,7 @@ func TestBBRVersusKernelSection(t *testing.T) {
 				asked = append(asked, name+"/"+cc)
 				n++
 				r := &report.Run{Scenario: name, Utilization: report.Utilization{Forward: 0.98}}
-				if name == "tun-10mbps-40ms-bbr" || name == "trace-tmobile-lte-short-down-fifo-bbr" {
+				if name == "tun-10mbps-40ms-bbr" || name == "tun-trace-tmobile-lte-short-down-fifo-bbr" {
 					// Alternate a little so the SD is not zero.
 					gp := tc.oursGp + float64(n%2)*0.02e6
 					r.Flows = []report.Flow{{Name: "bulk", Kind: "bulk", GoodputBps: gp, QueueMs: report.Stats{P50: 28, P95: tc.oursQ}, Retransmitted: 150}}
@@ -41,12 +41,12 @@ func TestBBRVersusKernelSection(t *testing.T) {
 			require.Len(t, asked, 4*bbrKernelRuns, "two paths, two sides")
 			require.Equal(t, "tun-10mbps-40ms-bbr/bbr", asked[0])
 			require.Equal(t, "tun-10mbps-40ms-kernel-bbr/", asked[bbrKernelRuns])
-			require.Equal(t, "trace-tmobile-lte-short-down-fifo-bbr/bbr", asked[2*bbrKernelRuns])
-			require.Equal(t, "trace-tmobile-lte-short-down-fifo-kernel-bbr/", asked[3*bbrKernelRuns])
+			require.Equal(t, "tun-trace-tmobile-lte-short-down-fifo-bbr/bbr", asked[2*bbrKernelRuns])
+			require.Equal(t, "tun-trace-tmobile-lte-short-down-fifo-kernel-bbr/", asked[3*bbrKernelRuns])
 			md := rep.md.String()
 			require.Contains(t, md, "| kernel bbr | 9.50 ± 0.00 Mbit/s | 0.980 ± 0.000 | 27.0 ± 0.0 ms | 37.0 ± 0.0 ms | 200 ± 0 |")
 			require.Contains(t, md, tc.wantGp)
-			require.Contains(t, md, "| `trace-tmobile-lte-short-down-fifo-bbr`: goodput within ±10 % of kernel BBR's |")
+			require.Contains(t, md, "| `tun-trace-tmobile-lte-short-down-fifo-bbr`: goodput within ±10 % of kernel BBR's |")
 			require.Contains(t, md, tc.wantQ)
 		})
 	}

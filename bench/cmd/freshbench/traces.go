@@ -152,6 +152,11 @@ func loadTraceScenarios(dir string, d time.Duration) ([]*traceGroup, error) {
 		if s.Forward.Trace == "" {
 			return nil, usagef("freshbench traces: %s: the forward path is not a trace", f)
 		}
+		for _, fl := range s.Flows {
+			if fl.EmuTUNOnly() {
+				return nil, usagef("freshbench traces: %s: flow %q is %s, which runs only in the TUN router; name TUN scenarios tun-*.json", f, fl.Name, fl.Kind)
+			}
+		}
 		if d > 0 {
 			s.Duration = scenario.Duration(d)
 			if err := s.Validate(); err != nil {
