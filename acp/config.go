@@ -88,7 +88,7 @@ const (
 	// over the last ~8 ACKs.
 	DefaultZGain = 1.0 / 8
 	// DefaultCapacity is the number of recent updates whose state is kept
-	// (ring of per-update records, 32 B each): 1024 outstanding updates is a
+	// (ring of per-update records, 40 B each): 1024 outstanding updates is a
 	// backlog no age-optimal rate approaches.
 	DefaultCapacity = 1024
 )
@@ -118,7 +118,7 @@ type Config struct {
 	// DefaultMinRate (0.1 Hz) and DefaultMaxRate (1000 Hz).
 	MinRate, MaxRate Rate
 	// Capacity is how many recent updates are tracked for their ACKs
-	// (rounded up to a power of two, 32 B each); an update still
+	// (rounded up to a power of two, 40 B each); an update still
 	// unacknowledged Capacity sends later is counted lost. Default
 	// DefaultCapacity (1024).
 	Capacity int
@@ -173,22 +173,85 @@ type Tuning struct {
 	// (literal).
 	EpochZ int
 	// BinaryInc bounds INC by a binary search below the rate that last
-	// made backlog and age rise. Recommended on.
+	// made backlog and age rise. Off in the recommended tuning (Gradient
+	// replaces it).
 	BinaryInc bool
+
+	// Gradient replaces ACP's decision by fresh's rule (see the package
+	// doc, "fresh's regulator", and gradient.go): the sign table compares
+	// the send rates of the measured updates instead of backlogs, and
+	// steps are multiplicative with a size s adapted as in Rprop, in
+	// [StepMin, StepMax]. Kappa, IncFraction, EpochZ, ZCountsLosses and
+	// BinaryInc then have no effect on the rate. Recommended on.
+	Gradient bool
+	// StepMin and StepMax bound Gradient's step s (λ·(1+s) for INC,
+	// λ/(1+s) for DEC). Zero means DefaultStepMin (0.02) and
+	// DefaultStepMax (0.5).
+	StepMin, StepMax float64
+	// RateBand is the relative change of the send rate ρ that Gradient
+	// treats as none, and the tolerance of the delivery bound's rate
+	// comparisons. Zero means DefaultRateBand (1 %).
+	RateBand float64
+	// ExcessAge makes Gradient judge the age change net of the change in
+	// the updates' mean queueing delay. Recommended on.
+	ExcessAge bool
+	// NoiseBand makes Gradient treat a (net) age change within NoiseBand
+	// times the running mean of |δ| as no information. Recommended
+	// DefaultNoiseBand (1). 0 = off.
+	NoiseBand float64
+	// EpochUpdates shortens the MinEpoch floor at high rates to the time
+	// of EpochUpdates updates: T = max(SRTT, min(MinEpoch,
+	// EpochUpdates/λ)), so a short fast path is judged every few
+	// milliseconds, not every 200. Recommended DefaultEpochUpdates (20).
+	// 0 = off.
+	EpochUpdates int
+	// QueueBound is K, the most updates kept waiting at the bottleneck:
+	// λ ≤ K/Q̄ (see queuebound.go). Recommended DefaultQueueBound (4).
+	// 0 = off.
+	QueueBound float64
+	// DeliveryBound holds the rate just under the capacity the path showed
+	// when the updates' own queue formed, drains such a queue at the
+	// path's delivery rate and resumes there after a cut (see
+	// delivery.go). Recommended on.
+	DeliveryBound bool
+	// SourceHeadroom is h: when most sends of an epoch waited for the
+	// source, the rate is held at (1 + h) times the source's rate (see
+	// source.go). Recommended DefaultSourceHeadroom (1). 0 = off.
+	SourceHeadroom float64
+	// StartBurst lets a source faster than one update per RTT start the
+	// regulator at its own rate (times 1 + SourceHeadroom), at most
+	// StartBurst updates per RTT (see source.go). Recommended
+	// DefaultStartBurst (10). 0 = off.
+	StartBurst float64
 }
 
+// DefaultEpochUpdates is Tuning.EpochUpdates: 20 updates per epoch, enough
+// that ρ and the delivery rate move by under 5 % from one update more or
+// less, and at 1000 Hz a 20 ms epoch, not 200 ms: a one-epoch overshoot on
+// the 2 ms acp-short path no longer fills the queue (1.93× → 1.02× the
+// oracle; see the repository's bench results).
+const DefaultEpochUpdates = 20
+
 // RecommendedTuning is the regulator's default tuning, what a nil
-// Config.Tuning means: ACP's rule with all seven refinements on (see the
-// package doc for what each one fixes).
+// Config.Tuning means: ACP's epochs and age measurement (with the floors of
+// MinEpoch and MinUpdatesPerRTT, and ExploreOnHold) under fresh's rule and
+// its bounds (see the package doc for what each one fixes).
 func RecommendedTuning() Tuning {
 	return Tuning{
 		MinEpoch:         200 * time.Millisecond,
 		MinUpdatesPerRTT: 1,
 		ExploreOnHold:    true,
-		IncFraction:      0.5,
-		ZCountsLosses:    true,
-		EpochZ:           8,
-		BinaryInc:        true,
+		Gradient:         true,
+		StepMin:          DefaultStepMin,
+		StepMax:          DefaultStepMax,
+		RateBand:         DefaultRateBand,
+		ExcessAge:        true,
+		NoiseBand:        DefaultNoiseBand,
+		EpochUpdates:     DefaultEpochUpdates,
+		QueueBound:       DefaultQueueBound,
+		DeliveryBound:    true,
+		SourceHeadroom:   DefaultSourceHeadroom,
+		StartBurst:       DefaultStartBurst,
 	}
 }
 
@@ -259,6 +322,36 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(t.IncFraction >= 0) || t.IncFraction > 1 {
 		return bad("IncFraction %v outside [0, 1]", t.IncFraction)
+	}
+	if t.StepMin == 0 {
+		t.StepMin = DefaultStepMin
+	}
+	if t.StepMax == 0 {
+		t.StepMax = DefaultStepMax
+	}
+	if !(t.StepMin > 0) || !(t.StepMax >= t.StepMin) || math.IsInf(t.StepMax, 1) {
+		return bad("StepMin %v / StepMax %v: want 0 < StepMin ≤ StepMax, finite", t.StepMin, t.StepMax)
+	}
+	if t.RateBand == 0 {
+		t.RateBand = DefaultRateBand
+	}
+	if !(t.RateBand > 0) || t.RateBand >= t.StepMin {
+		return bad("RateBand %v: want 0 < RateBand < StepMin (%v), or a step could not be seen", t.RateBand, t.StepMin)
+	}
+	if !(t.QueueBound >= 0) || math.IsInf(t.QueueBound, 1) {
+		return bad("QueueBound %v: want ≥ 0 updates, finite", t.QueueBound)
+	}
+	if !(t.SourceHeadroom >= 0) || math.IsInf(t.SourceHeadroom, 1) {
+		return bad("SourceHeadroom %v: want ≥ 0, finite", t.SourceHeadroom)
+	}
+	if !(t.NoiseBand >= 0) || math.IsInf(t.NoiseBand, 1) {
+		return bad("NoiseBand %v: want ≥ 0, finite", t.NoiseBand)
+	}
+	if t.EpochUpdates < 0 || t.EpochUpdates > 1<<20 {
+		return bad("EpochUpdates %d outside [0, 2^20]", t.EpochUpdates)
+	}
+	if !(t.StartBurst >= 0) || math.IsInf(t.StartBurst, 1) {
+		return bad("StartBurst %v: want ≥ 0 updates per RTT, finite", t.StartBurst)
 	}
 	c.Tuning = &t
 	return c, nil

@@ -99,7 +99,8 @@
 // Not enough information. The table needs b_k, δ_k and Z: an epoch acts only
 // if it and the previous epoch both have a Δ̄ and at least two ACKs have
 // given Z. Otherwise it keeps the rate. Until the table first sets the rate,
-// the rate follows one update per SRTT (1/InitialRTT before a sample).
+// the rate follows one update per SRTT (1/InitialRTT before a sample), or
+// with Tuning.StartBurst a faster source's rate (see source.go).
 //
 // γ. γ counts the MDECs of the current run of consecutive (b>0, δ>0) epochs.
 // The first epoch of a run is a DEC and sets γ = 0; each further epoch of the
@@ -150,15 +151,17 @@
 // CanSend is always true, and the gate is NextSendTime. PacingRate is
 // λ × Config.UpdateSize × 8 bit/s. OnPacketSent is an update sent with
 // generation time = send time; senders whose data is older call OnUpdateSent
-// with its generation time. Events stamped earlier than a previous event are
-// taken at the previous event's time, so integrals never run backwards.
+// with its generation time. A transport whose application hands it updates
+// (SendUpdate) also calls OnUpdateOffered on a policy that implements
+// SourceObserver, for every update offered, sent or not. Events stamped
+// earlier than a previous event are taken at the previous event's time, so
+// integrals never run backwards.
 //
 // # Refinements
 //
-// Read literally, the rule has seven weaknesses. fresh's regulator fixes each
-// with one refinement; all seven are on by default (RecommendedTuning), and
-// NewLiteral runs the rule without them for comparison. Tuning switches
-// them one by one, for benchmarks.
+// Read literally, the rule has seven weaknesses, each fixed by one refinement
+// that Tuning switches on its own, for benchmarks; NewLiteral runs the rule
+// without any.
 //
 //   - Near the start rate about one update is in flight, so 1/Z ≈ 1/T and a
 //     single DEC (b*/T = −κ/T) sets λ ≈ 0, i.e. λ_min; from there an epoch
@@ -203,10 +206,71 @@
 //     λ ≥ C clears C (the path got faster). DEC, MDEC and a first INC are
 //     as the table says. EpochStats.Ceiling shows C; an RTO clears it.
 //
+// These seven were the previous default. Beside a flow that keeps the
+// bottleneck queue full they made the regulator bistable: the table read
+// the neighbour's sawtooth, the fixed-size steps were large at low rates
+// and BinaryInc's ceiling held a run wherever it first landed, so the
+// outcome depended on the draw (8.5 Hz on some seeds, 25–40 Hz on others, on
+// the same path). fresh's regulator, below, keeps four of the ideas
+// (MinUpdatesPerRTT, ExploreOnHold, geometric steps, MinEpoch) and replaces
+// the rest.
+//
+// # fresh's regulator
+//
+// The recommended regulator (RecommendedTuning, the zero Config) keeps ACP's
+// epochs, its measurement of B̄ and Δ̄ and its four rows, and changes how it
+// decides and bounds the rate. Each rule has a switch in Tuning and its
+// reasoning beside its code:
+//
+//   - Gradient (gradient.go): the sign table compares ρ, the send rate of
+//     the updates each epoch acknowledges, instead of the backlog, so the
+//     rows say whether sending faster made the monitor fresher; steps are
+//     multiplicative, λ·(1+s) or λ/(1+s), with s adapted as in Rprop
+//     (×1.2 when the direction repeats, ×0.5 when it reverses, within
+//     [StepMin, StepMax] = [2 %, 50 %]), so noise gives small steps, not
+//     modes. Two epochs without an ACK are a DEC.
+//   - ExcessAge and NoiseBand (gradient.go): the age change is judged net
+//     of the change in the updates' queueing delay, and a change within the
+//     running mean of |δ| is no information (an explore INC).
+//   - EpochUpdates (config.go): at high rates an epoch is 20 updates long
+//     (never shorter than SRTT, never longer than MinEpoch), so a short
+//     fast path is judged every few milliseconds.
+//   - QueueBound (queuebound.go): at most K = 4 updates waiting at the
+//     bottleneck, λ ≤ K/Q̄, where Q̄ is the updates' mean queueing delay
+//     (OWD above its 10-minute base, as LEDBAT measures it; RTT above its
+//     base without a trusted OWD). Beside a neighbour's standing queue,
+//     more rate buys less than 1/(2K + 1) of its size in age.
+//   - DeliveryBound (delivery.go): once the path has shown its capacity C
+//     (updates sent faster than delivered, at the largest delivery rate of
+//     the last 10 s), the rate is held at C/(1 + StepMin) for 10 s; the
+//     updates' own queue is drained at the delivery rate (ACP's 1/Z + b*/T
+//     with b* = −n_q) rather than cut to K/Q̄; after a path change (more
+//     than 2K queued) the delivery maximum is measured afresh, and after a
+//     deep cut the rate resumes at the delivery rate once the queue has
+//     drained.
+//   - SourceHeadroom and StartBurst (source.go): a source that cannot
+//     generate at will (a periodic sensor) holds the rate at (1 + h)·σ̂
+//     when most sends wait for it (h = 1), so every reading leaves at once
+//     and the rate is never inflated past what the source uses; and
+//     readings offered while the gate is still closed (SourceObserver)
+//     start the regulator at the source's rate, at most 10 updates per
+//     RTT (RFC 6928's initial window), instead of climbing from one per
+//     RTT while superseding.
+//
+// The rate then never goes below the MinUpdatesPerRTT floor nor above
+// MaxRate. EpochStats reports every measurement (SendRate, DeliveryRate,
+// QueueDelay, Queued, SourceRate, Capacity) and which bound set the rate.
+// Limits: a queue the first updates already find (a neighbour that filled
+// it before the connection) is part of the base delay, as for LEDBAT, and
+// the queue bound cannot see it; through an AQM that keeps the queue short
+// (CoDel) the regulator has no signal that it takes a neighbour's
+// bandwidth.
+//
 // The judge is the time-average age against the best fixed rate for the
-// same path (found by sweeping NewFixed), on long and short, clean, lossy,
-// jittery and shared paths; the benchmark results are in the repository's
-// bench directory, not here.
+// same path (found by sweeping NewFixed), and where bulk flows share the path
+// against the best fixed rate that costs them at most 10 % of their goodput,
+// over ten seeds, on long and short, clean, lossy and shared paths; the
+// benchmark results are in the repository's bench directory, not here.
 //
 // # Age metrics
 //

@@ -151,22 +151,25 @@ func TestZeroConfigIsRecommended(t *testing.T) {
 	require.Equal(t, Tuning{
 		Kappa: 1, ZGain: 1.0 / 8, AgeSource: AgeFromOWD,
 		MinEpoch: 200 * time.Millisecond, MinUpdatesPerRTT: 1, ExploreOnHold: true,
-		IncFraction: 0.5, ZCountsLosses: true, EpochZ: 8, BinaryInc: true,
+		Gradient: true, StepMin: 0.02, StepMax: 0.5, RateBand: 0.01,
+		ExcessAge: true, NoiseBand: 1, EpochUpdates: 20,
+		QueueBound: 4, DeliveryBound: true, SourceHeadroom: 1, StartBurst: 10,
 	}, *r.Config().Tuning)
 	require.Equal(t, "acp", r.Name())
 
 	// Config hands out a copy: changing it changes nothing in use.
-	r.Config().Tuning.EpochZ = 0
-	require.Equal(t, 8, r.Config().Tuning.EpochZ)
+	r.Config().Tuning.QueueBound = 0
+	require.Equal(t, 4.0, r.Config().Tuning.QueueBound)
 	tun := RecommendedTuning()
 	r2, err := NewRegulator(Config{Tuning: &tun})
 	require.NoError(t, err)
-	tun.BinaryInc = false
-	require.True(t, r2.Config().Tuning.BinaryInc, "the caller's Tuning is copied at construction")
+	tun.DeliveryBound = false
+	require.True(t, r2.Config().Tuning.DeliveryBound, "the caller's Tuning is copied at construction")
 
 	lit, err := NewLiteral(Config{})
 	require.NoError(t, err)
-	require.Equal(t, Tuning{Kappa: 1, ZGain: 1.0 / 8}, *lit.Config().Tuning)
+	require.Equal(t, Tuning{Kappa: 1, ZGain: 1.0 / 8, StepMin: 0.02, StepMax: 0.5, RateBand: 0.01},
+		*lit.Config().Tuning, "the literal rule: no refinement, no bound (the step constants are unused)")
 	require.Equal(t, "acp-literal", lit.Name())
 }
 

@@ -111,6 +111,29 @@ type EpochStats struct {
 	T              time.Duration  // next epoch length, used in b*/T
 	Rate           Rate           // λ_{k+1}, the rate from now on
 	RateBefore     Rate           // λ_k
+
+	// Tuning.Gradient: ρ_k, the send rate of the updates acknowledged in
+	// the epoch (0 = unknown), Δρ_k (when Compared; within RateBand it is
+	// 0) and the step s after the epoch.
+	SendRate     Rate
+	DeliveryRate Rate          // the rate the path delivered those updates (0 = unknown)
+	RateChange   Rate          //
+	ExcessDelta  time.Duration // δ before the noise band: δ_k, minus ΔQ̄ with Tuning.ExcessAge
+	Step         float64       //
+	// Capacity is the delivery bound's capacity estimate C (0 before the
+	// first saturation).
+	Capacity Rate
+	// Tuning.QueueBound: Q̄, the mean queueing delay of the updates
+	// acknowledged in the epoch (or the latest epoch that had any; 0 =
+	// unknown), and Queued = ρ_k·Q̄, the updates waiting at the bottleneck
+	// by Little's law.
+	QueueDelay time.Duration
+	Queued     float64
+	// SourceRate is σ̂ when at least half the epoch's sends waited for the
+	// source (Tuning.SourceHeadroom), else 0.
+	SourceRate Rate
+	// Bound is the bound that lowered the rate, if any.
+	Bound Bound
 }
 
 // Counters are cumulative event counts of a Regulator.
@@ -183,6 +206,14 @@ type Regulator struct {
 	ceiling     Rate // Tuning.BinaryInc: λ of the last epoch that started a (b>0, δ>0) run; 0 = none
 	lastEpoch   EpochStats
 	counters    Counters
+
+	// fresh's rule and its bounds (gradient.go, bounds.go).
+	grad        gradientState
+	queue       queueState
+	deliv       deliveryState
+	source      sourceState
+	offered     offeredState
+	outstanding bool // updates were in the backlog at some time in the epoch
 }
 
 var (
@@ -215,6 +246,7 @@ func newRegulator(name string, cfg Config) (*Regulator, error) {
 		return nil, err
 	}
 	r := &Regulator{name: name, cfg: cfg, tun: *cfg.Tuning, ring: newUpdateRing(cfg.Capacity)}
+	r.grad.reset()
 	r.cfg.Tuning = nil // r.tun is the one in use; Config hands out copies
 	r.setRate(r.startRate())
 	return r, nil
@@ -240,14 +272,27 @@ func (r *Regulator) smoothedRTT() time.Duration {
 	return r.cfg.InitialRTT
 }
 
-// epochLength is T = max(SRTT, MinEpoch).
+// epochLength is T = max(SRTT, MinEpoch), with Tuning.EpochUpdates
+// max(SRTT, min(MinEpoch, EpochUpdates/λ)).
 func (r *Regulator) epochLength() time.Duration {
-	return max(r.smoothedRTT(), r.tun.MinEpoch)
+	floor := r.tun.MinEpoch
+	if n := r.tun.EpochUpdates; n > 0 && r.rate > 0 {
+		floor = min(floor, secondsToDuration(float64(n)/float64(r.rate)))
+	}
+	return max(r.smoothedRTT(), floor)
 }
 
-// startRate is one update per RTT, ACP's start rate, clamped.
+// startRate is one update per RTT, ACP's start rate, or with
+// Tuning.StartBurst the offered rate of a faster source (see
+// OnUpdateOffered), clamped.
 func (r *Regulator) startRate() Rate {
-	return min(max(Rate(1/r.smoothedRTT().Seconds()), r.cfg.MinRate), r.cfg.MaxRate)
+	l := Rate(1 / r.smoothedRTT().Seconds())
+	if n := r.tun.StartBurst; n > 0 {
+		if o := r.offered.rate(); o > 0 {
+			l = max(l, min(o*Rate(1+r.tun.SourceHeadroom), Rate(n/r.smoothedRTT().Seconds())))
+		}
+	}
+	return min(max(l, r.cfg.MinRate), r.cfg.MaxRate)
 }
 
 // minRate is λ_min: MinRate, raised to MinUpdatesPerRTT/SRTT if that option
@@ -346,8 +391,24 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 	st.Departures = r.departures
 	st.AgeFrom, st.AgeTo, st.Age, st.AgeValid = r.epochAge(now)
 
+	r.queue.close()
+	if r.queue.valid {
+		st.QueueDelay = r.queue.delay
+	}
+	sigma := r.source.close()
+	st.SourceRate = sigma
+	r.grad.measure(&st)
+	r.deliv.observe(now, r.grad.rho, r.grad.dlv, r.tun.RateBand)
+
 	var bstar float64
-	if r.prevValid && st.AgeValid && r.zValid {
+	if r.tun.Gradient {
+		var lambda Rate
+		st.Action, lambda = r.gradient(&st, r.outstanding, r.queue.delay, r.queue.fresh)
+		if st.Action != ActionHold {
+			r.setRate(lambda)
+			r.ruled = true
+		}
+	} else if r.prevValid && st.AgeValid && r.zValid {
 		st.Compared = true
 		st.B = st.Backlog - r.prevBacklog
 		st.Delta = st.Age - r.prevAge
@@ -361,7 +422,7 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		// (b>0, δ>0), so a run of MDECs ends here.
 		st.Action, bstar = r.apply(rowNone, st.Backlog)
 	}
-	if st.Action != ActionHold {
+	if st.Action != ActionHold && !r.tun.Gradient {
 		lambda := nextRate(z, bstar, st.T, r.minRate(), r.cfg.MaxRate)
 		if r.tun.BinaryInc {
 			lambda = r.binaryInc(st.Action, r.prevWasUpUp, st.RateBefore, lambda, st.T)
@@ -369,8 +430,12 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 		r.setRate(lambda)
 		r.ruled = true
 	}
+	st.Queued = r.queue.queued(r.grad.rho)
+	st.Bound = r.applyBounds(sigma)
+	st.Step, st.Capacity = r.grad.step, Rate(r.deliv.capacity)
 	st.BStar, st.Gamma, st.Rate, st.Ceiling = bstar, r.gamma, r.rate, r.ceiling
 	r.lastEpoch = st
+	r.outstanding = r.backlog > 0
 
 	r.prevBacklog, r.prevAge, r.prevValid = st.Backlog, st.Age, st.AgeValid
 	r.epochStart, r.backlogArea, r.departures = now, 0, 0
@@ -449,8 +514,10 @@ func (r *Regulator) OnUpdateSent(now clock.Mono, pn cc.PacketNumber, gen clock.M
 	if gen > now {
 		gen = now
 	}
+	r.source.onSend(now, gen, r.lastSent.Add(r.interval), r.sentAny)
 	n := r.backlog + 1
-	if r.ring.put(pn, gen, now) == slotOutstanding {
+	r.outstanding = true
+	if r.ring.put(pn, uint64(r.counters.Sent), gen, now) == slotOutstanding {
 		n-- // evicted: counted lost
 		r.counters.Evicted++
 	}
@@ -501,7 +568,9 @@ func (r *Regulator) OnAck(now clock.Mono, ack cc.AckSample) {
 		r.counters.LateAcks++
 	}
 	r.counters.Acked++
+	r.queue.sample(now, ack, r.owdTrusted(ack))
 	recv, sig := r.deliveryTime(now, s.sent, ack)
+	r.grad.onAck(s.seq, s.sent, recv)
 	r.saw.deliver(s.gen, recv)
 	r.lag, r.lagValid, r.signal = now.Sub(recv), true, sig
 	s.state = slotFree
@@ -512,8 +581,7 @@ func (r *Regulator) OnAck(now clock.Mono, ack cc.AckSample) {
 // ACK arrival − RTT/2 with the ACK's own RTT sample (SRTT, then InitialRTT, if
 // it has none). The result lies in [sent, now].
 func (r *Regulator) deliveryTime(now, sent clock.Mono, ack cc.AckSample) (clock.Mono, cc.DelaySignal) {
-	if r.tun.AgeSource == AgeFromOWD && ack.OWDValid && ack.ClockSynced &&
-		ack.OWD >= 0 && (ack.RTT <= 0 || ack.OWD <= ack.RTT) {
+	if r.owdTrusted(ack) {
 		return min(sent.Add(ack.OWD), now), cc.SignalOWD
 	}
 	rtt := ack.RTT
@@ -521,6 +589,13 @@ func (r *Regulator) deliveryTime(now, sent clock.Mono, ack cc.AckSample) (clock.
 		rtt = r.smoothedRTT()
 	}
 	return max(now.Add(-rtt/2), sent), cc.SignalRTT
+}
+
+// owdTrusted reports whether ack's OWD sample is used (Tuning.AgeSource,
+// and a valid, synchronized, plausible sample: 0 ≤ OWD ≤ RTT sample).
+func (r *Regulator) owdTrusted(ack cc.AckSample) bool {
+	return r.tun.AgeSource == AgeFromOWD && ack.OWDValid && ack.ClockSynced &&
+		ack.OWD >= 0 && (ack.RTT <= 0 || ack.OWD <= ack.RTT)
 }
 
 // OnLoss implements cc.Controller: the update is gone (never retransmitted;
@@ -541,13 +616,16 @@ func (r *Regulator) OnLoss(now clock.Mono, loss cc.LossEvent) {
 }
 
 // OnRetransmissionTimeout implements cc.Controller. The path may have changed
-// entirely, so the epoch history (B̄_{k−1}, Δ̄_{k−1}, γ) no longer describes
-// it: the regulator restarts from one update per SRTT, as at start, and
-// needs two measured epochs before the table acts again.
+// entirely, so the epoch history (B̄_{k−1}, Δ̄_{k−1}, γ, fresh's step and the
+// delivery bound's capacity) no longer describes it: the regulator restarts
+// from its start rate, as at start, and needs two measured epochs before the
+// table acts again.
 func (r *Regulator) OnRetransmissionTimeout(now clock.Mono) {
 	r.tick(now)
 	r.prevValid, r.prevWasUpUp, r.gamma, r.ruled = false, false, 0, false
 	r.ceiling = 0
+	r.grad.reset()
+	r.deliv = deliveryState{}
 	r.setRate(r.startRate())
 }
 

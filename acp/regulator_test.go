@@ -531,6 +531,16 @@ func TestConfigValidation(t *testing.T) {
 		{Tuning: &Tuning{MinUpdatesPerRTT: math.Inf(1)}},
 		{Tuning: &Tuning{EpochZ: -1}},
 		{Tuning: &Tuning{IncFraction: 1.5}},
+		{Tuning: &Tuning{StepMin: -0.1}},
+		{Tuning: &Tuning{StepMin: 0.5, StepMax: 0.1}},
+		{Tuning: &Tuning{StepMax: math.Inf(1)}},
+		{Tuning: &Tuning{RateBand: 0.05}}, // not below StepMin: a step would look like no change
+		{Tuning: &Tuning{QueueBound: -1}},
+		{Tuning: &Tuning{QueueBound: math.NaN()}},
+		{Tuning: &Tuning{SourceHeadroom: -1}},
+		{Tuning: &Tuning{NoiseBand: math.Inf(1)}},
+		{Tuning: &Tuning{EpochUpdates: -1}},
+		{Tuning: &Tuning{StartBurst: -3}},
 	}
 	for _, c := range bad {
 		_, err := NewRegulator(c)
@@ -543,19 +553,23 @@ func TestConfigValidation(t *testing.T) {
 func TestRegulatorNoAllocs(t *testing.T) {
 	h := newHarness(t, literal(Tuning{}))
 	h.run(plan([]int{0, 0, 1}, []float64{0, 0, 0})) // warm up: epochs closing
-	r := h.r
-	now := clock.Mono(time.Hour)
-	pn := cc.PacketNumber(1 << 20)
-	allocs := testing.AllocsPerRun(1000, func() {
-		now += clock.Mono(hTick)
-		r.OnPacketSent(now, pn, 1024, 1024)
-		r.OnAck(now+clock.Mono(hRTT), cc.AckSample{PacketNumber: pn, RTT: hRTT, OWD: hOWD, OWDValid: true, ClockSynced: true})
-		r.OnLoss(now, cc.LossEvent{PacketNumber: pn - 1})
-		_ = r.Metrics()
-		_ = r.NextSendTime()
-		pn++
-	})
-	require.Zero(t, allocs)
+	tp := newTestPath(t, regulatorWith(t, nil), hOWD, hOWD, 500)
+	tp.run(sec(5)) // the recommended regulator, warmed up on a path
+	for _, r := range []*Regulator{h.r, tp.p.(*Regulator)} {
+		now := clock.Mono(time.Hour)
+		pn := cc.PacketNumber(1 << 20)
+		allocs := testing.AllocsPerRun(1000, func() {
+			now += clock.Mono(hTick)
+			r.OnUpdateOffered(now)
+			r.OnPacketSent(now, pn, 1024, 1024)
+			r.OnAck(now+clock.Mono(hRTT), cc.AckSample{PacketNumber: pn, RTT: hRTT, OWD: hOWD, OWDValid: true, ClockSynced: true})
+			r.OnLoss(now, cc.LossEvent{PacketNumber: pn - 1})
+			_ = r.Metrics()
+			_ = r.NextSendTime()
+			pn++
+		})
+		require.Zero(t, allocs, r.Name())
+	}
 }
 
 func BenchmarkRegulatorOnPacketSent(b *testing.B) {

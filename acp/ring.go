@@ -18,6 +18,7 @@ const (
 // monitor's sawtooth.
 type slot struct {
 	pn    cc.PacketNumber
+	seq   uint64     // the regulator's count of updates sent before this one
 	gen   clock.Mono // g_i: when the update's content was generated
 	sent  clock.Mono // when it was sent (sender clock)
 	state slotState
@@ -55,7 +56,7 @@ func newUpdateRing(capacity int) updateRing {
 
 // put stores a newly sent update and returns the state of the update it
 // evicted (slotFree if none).
-func (r *updateRing) put(pn cc.PacketNumber, gen, sent clock.Mono) slotState {
+func (r *updateRing) put(pn cc.PacketNumber, seq uint64, gen, sent clock.Mono) slotState {
 	if r.slots == nil {
 		r.resize(min(ringMinSlots, r.capacity))
 	}
@@ -64,7 +65,7 @@ func (r *updateRing) put(pn cc.PacketNumber, gen, sent clock.Mono) slotState {
 	}
 	s := &r.slots[pn&r.mask]
 	evicted := s.state // packet numbers are never reused (cc.PacketNumber)
-	*s = slot{pn: pn, gen: gen, sent: sent, state: slotOutstanding}
+	*s = slot{pn: pn, seq: seq, gen: gen, sent: sent, state: slotOutstanding}
 	return evicted
 }
 

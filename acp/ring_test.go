@@ -27,7 +27,7 @@ func TestRingGrowsOnlyWhenASlotIsHeld(t *testing.T) {
 		}
 		pn += cc.PacketNumber(1 + rng.IntN(3)) // stream packets take numbers too
 		at := clock.Mono(step)
-		require.Equal(t, full.put(pn, at, at), grow.put(pn, at, at), "evictions agree at %d", pn)
+		require.Equal(t, full.put(pn, uint64(pn), at, at), grow.put(pn, uint64(pn), at, at), "evictions agree at %d", pn)
 		if !lossy { // every update is acknowledged inFlight packets later
 			for q := pn - cc.PacketNumber(inFlight) - 3; q <= pn-cc.PacketNumber(inFlight); q++ {
 				for _, r := range []*updateRing{&grow, &full} {

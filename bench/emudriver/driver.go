@@ -173,6 +173,9 @@ func check(s *scenario.Scenario, tun bool) error {
 				return bad("flow %q: %v", f.Name, err)
 			}
 		case scenario.KindACP, scenario.KindLazy, scenario.KindFixed:
+			if f.PeriodicSource() {
+				return bad("flow %q: update_rate on a %s flow (a periodic source) is for the simulator; through the emulator use a telemetry flow with protocol fresh (emu --tun)", f.Name, f.Kind)
+			}
 			if f.Kind != scenario.KindFixed && !slices.Contains(acp.PolicyNames(), f.CC) {
 				return bad("flow %q: update policy %q: want one of %s", f.Name, f.CC, strings.Join(acp.PolicyNames(), ", "))
 			}

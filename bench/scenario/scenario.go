@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -138,7 +139,11 @@ type Flow struct {
 	Stop  Duration `json:"stop,omitempty"`
 	// Rate is the sending rate of cbr flows.
 	Rate Rate `json:"rate,omitempty"`
-	// UpdateRate is the update rate in Hz of fixed flows.
+	// UpdateRate is the update rate in Hz of fixed flows. On acp and lazy
+	// flows it is the source's rate: the application takes a reading
+	// every 1/UpdateRate and hands it to SendUpdate, and the policy
+	// decides when the freshest leaves (PeriodicSource); without it the
+	// source generates an update whenever the policy would send one.
 	UpdateRate float64 `json:"update_rate,omitempty"`
 	// Size is the packet (cbr) or update (acp/fixed/lazy) size in bytes
 	// (default 1000 for cbr, 1024 for updates); bulk flows use MSS.
@@ -397,6 +402,12 @@ func (f *Flow) validate(s *Scenario) error {
 	default:
 		return fmt.Errorf("kind %q: want bulk, acp, fixed, lazy, cbr, iperf3 or telemetry", f.Kind)
 	}
+	if f.UpdateRate < 0 || math.IsInf(f.UpdateRate, 0) || math.IsNaN(f.UpdateRate) {
+		return fmt.Errorf("update_rate %v: want a positive number of updates per second", f.UpdateRate)
+	}
+	if f.UpdateRate != 0 && !f.IsUpdates() {
+		return fmt.Errorf("update_rate is for fixed flows (their rate) and acp and lazy flows (the source's reading rate), not %s flows", f.Kind)
+	}
 	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle || f.Respond) {
 		return errors.New("interval, protocol, nagle and respond are for telemetry flows only")
 	}
@@ -438,6 +449,14 @@ func (f *Flow) End(s *Scenario) Duration {
 // EmuTUNOnly reports whether the flow runs only through the TUN router
 // (freshbench emu --tun): kernel TCP (iperf3) and telemetry flows.
 func (f *Flow) EmuTUNOnly() bool { return f.Kind == KindIperf3 || f.Kind == KindTelemetry }
+
+// PeriodicSource reports whether the flow's application takes a reading
+// every 1/UpdateRate and hands it to SendUpdate (acp and lazy flows with
+// update_rate), rather than generating an update whenever the policy would
+// send one.
+func (f *Flow) PeriodicSource() bool {
+	return (f.Kind == KindACP || f.Kind == KindLazy) && f.UpdateRate > 0
+}
 
 // IsUpdates reports whether the flow carries status updates.
 func (f *Flow) IsUpdates() bool {

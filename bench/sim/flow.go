@@ -34,7 +34,7 @@ type flow struct {
 	closed   bool      // CloseWrite called (bulk with a byte limit)
 	stopped  bool      // past end: neither end is driven any more
 
-	nextSend clock.Mono // cbr: next packet
+	nextSend clock.Mono // cbr: next packet; periodic update source: next reading
 	age      acp.AgeMeter
 	lastAck  clock.Mono
 	st       flowStats
@@ -59,7 +59,12 @@ type flowStats struct {
 	ivOWDN   int64
 }
 
-func (f *flow) isBulk() bool    { return f.spec.Kind == scenario.KindBulk }
+func (f *flow) isBulk() bool { return f.spec.Kind == scenario.KindBulk }
+
+// periodic reports whether the flow's source takes a reading every
+// 1/update_rate (acp and lazy flows with update_rate) instead of
+// generating an update whenever the regulator would send one.
+func (f *flow) periodic() bool  { return f.spec.PeriodicSource() }
 func (f *flow) isUpdates() bool { return f.spec.IsUpdates() }
 func (f *flow) isCBR() bool     { return !f.isBulk() && !f.isUpdates() }
 
@@ -143,9 +148,15 @@ func (f *flow) nextEvent(now clock.Mono) clock.Mono {
 		}
 	}
 	if f.isUpdates() && f.cli != nil {
-		// The source samples at will: the next update is generated when
-		// the regulator will let it go.
-		t = earliest(t, max(f.cli.Policy().NextSendTime(), now))
+		if f.periodic() {
+			// A periodic source: the next reading is due at its time; the
+			// session's own deadline covers the regulator's gate.
+			t = earliest(t, max(f.nextSend, now))
+		} else {
+			// The source samples at will: the next update is generated
+			// when the regulator will let it go.
+			t = earliest(t, max(f.cli.Policy().NextSendTime(), now))
+		}
 	}
 	return t
 }
@@ -195,7 +206,9 @@ func (f *flow) drive(w *world, now clock.Mono) {
 // feed is the sending application: a bulk flow keeps the send buffer full
 // (up to its byte limit, then closes the stream); an update flow generates
 // a fresh update whenever the regulator would send one (ACP's
-// generate-at-will source), stamped with its true generation time.
+// generate-at-will source), or with update_rate a reading every
+// 1/update_rate handed to SendUpdate (a newer one replaces one the
+// regulator has not sent yet), stamped with its true generation time.
 func (f *flow) feed(now clock.Mono, buf []byte) {
 	switch {
 	case f.isBulk():
@@ -216,6 +229,19 @@ func (f *flow) feed(now clock.Mono, buf []byte) {
 		if f.spec.Bytes > 0 && f.written >= f.spec.Bytes && !f.closed {
 			f.closed = true
 			_ = f.cli.CloseWrite()
+		}
+	case f.isUpdates() && f.periodic():
+		// Readings are due at start + k/update_rate; one due before the
+		// connection is open is taken and lost, as an application's
+		// SendUpdate before the handshake would be.
+		period := time.Duration(float64(time.Second) / f.spec.UpdateRate)
+		for !now.Before(f.nextSend) {
+			if f.cli.Opened() {
+				u := buf[:f.spec.Size]
+				binary.BigEndian.PutUint64(u, uint64(f.nextSend))
+				_ = f.cli.SendUpdate(now, f.cliClock.micros(now), u)
+			}
+			f.nextSend = f.nextSend.Add(period)
 		}
 	case f.isUpdates():
 		if f.cli.Opened() && !now.Before(f.cli.Policy().NextSendTime()) {

@@ -720,6 +720,9 @@ func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error
 	if s.updFresh {
 		s.st.UpdatesSuperseded++
 	}
+	if o, ok := s.policy.(acp.SourceObserver); ok {
+		o.OnUpdateOffered(now) // the policy learns the source's rate
+	}
 	// The buffer grows to the largest update sent, not to the largest
 	// possible: a monitor's session never sends one, and a source's
 	// samples are usually a few dozen bytes.

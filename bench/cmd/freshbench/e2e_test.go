@@ -40,7 +40,7 @@ func TestEndToEnd(t *testing.T) {
 		} else {
 			require.NotContains(t, stderr.String(), "wrote", "no --plot, no files")
 		}
-		require.Contains(t, stdout.String(), "ACP/ORACLE")
+		require.Contains(t, stdout.String(), "worst / CONSTRAINED")
 		b, err := os.ReadFile(filepath.Join(out, "runs.json"))
 		require.NoError(t, err)
 		files = append(files, b)
@@ -64,6 +64,9 @@ func TestEndToEnd(t *testing.T) {
 	require.Len(t, sums, 1)
 	require.Positive(t, sums[0].OracleRateHz)
 	require.Positive(t, sums[0].OracleAgeMs)
+	require.Positive(t, sums[0].ConstrainedAgeMs)
+	require.Len(t, sums[0].PerSeed, 1)
+	require.Equal(t, int64(7), sums[0].PerSeed[0].Seed)
 
 	for _, name := range []string{"dumbbell-test-throughput.png", "dumbbell-test-owd.png", "dumbbell-test-cwnd.png",
 		"dumbbell-test-age.png", "dumbbell-test-cdf.png", "dumbbell-test-summary.png", "dumbbell-test-sweep.png"} {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"path/filepath"
 	"slices"
@@ -907,67 +906,4 @@ func setPantheonAxes(p *plot.Plot, xlo, xhi, yhi float64) {
 	f := math.Pow(span, 0.12)
 	p.X.Min, p.X.Max = xlo/f/1.05, xhi*f*1.1
 	p.Y.Min, p.Y.Max = 0, math.Max(yhi*1.12, 1e-9)
-}
-
-// writeSweepPlot draws the --acp-sweep of one scenario: mean age against
-// the fixed update rate (both axes logarithmic), the oracle marked, and acp's
-// and lazy's mean age as horizontal lines: <scenario>-sweep.png.
-func writeSweepPlot(dir string, sum *sweepSummary) error {
-	var xys plotter.XYs
-	for _, pt := range sum.Points {
-		if pt.MeanAgeMs > 0 {
-			xys = append(xys, plotter.XY{X: pt.RateHz, Y: pt.MeanAgeMs})
-		}
-	}
-	if len(xys) == 0 {
-		return nil
-	}
-	p := newPlot(sum.Scenario+": mean age vs. fixed update rate", "update rate [Hz] (log)", "mean age [ms] (log)")
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
-	l, s, err := plotter.NewLinePoints(xys)
-	if err != nil {
-		return err
-	}
-	l.Color, s.Color = plotutil.Color(0), plotutil.Color(0)
-	p.Add(l, s)
-	p.Legend.Add("fixed rate", l, s)
-	if sum.OracleAgeMs > 0 {
-		o, err := plotter.NewScatter(plotter.XYs{{X: sum.OracleRateHz, Y: sum.OracleAgeMs}})
-		if err != nil {
-			return err
-		}
-		o.GlyphStyle = draw.GlyphStyle{Shape: draw.RingGlyph{}, Radius: vg.Points(7), Color: color.RGBA{R: 0xcc, A: 0xff}}
-		p.Add(o)
-		p.Legend.Add(fmt.Sprintf("oracle %s Hz: %s ms", formatFloat(sum.OracleRateHz), formatMeasuredMs(sum.OracleAgeMs)), o)
-	}
-	lo, hi := xys[0].X, xys[len(xys)-1].X
-	for i, ref := range []struct {
-		name      string
-		age, rate float64
-	}{{"acp", sum.ACPAgeMs, sum.ACPRateHz}, {"lazy", sum.LazyAgeMs, sum.LazyRateHz}} {
-		if ref.age <= 0 {
-			continue
-		}
-		h, err := plotter.NewLine(plotter.XYs{{X: lo, Y: ref.age}, {X: hi, Y: ref.age}})
-		if err != nil {
-			return err
-		}
-		h.Color, h.Dashes, h.Width = plotutil.Color(i+2), plotutil.Dashes(i+1), vg.Points(1.5)
-		p.Add(h)
-		p.Legend.Add(fmt.Sprintf("%s (%s Hz): %s ms", ref.name, formatFloat(ref.rate), formatMeasuredMs(ref.age)), h)
-	}
-	// Ages at capacity grow without bound: keep the axis on the interesting
-	// range, from just below the best age to 30× the oracle's.
-	lowest, highest := sum.OracleAgeMs, 0.0
-	for _, a := range []float64{sum.ACPAgeMs, sum.LazyAgeMs} {
-		if a > 0 {
-			lowest = min(lowest, a)
-		}
-	}
-	for _, xy := range xys {
-		lowest, highest = min(lowest, xy.Y), max(highest, xy.Y)
-	}
-	p.Y.Min, p.Y.Max = lowest/1.3, min(highest*1.1, 30*sum.OracleAgeMs)
-	return savePNG(p, filepath.Join(dir, fileName(sum.Scenario)+"-sweep.png"))
 }

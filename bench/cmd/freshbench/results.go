@@ -839,69 +839,6 @@ func (c *resultsCommand) fairness() error {
 	return nil
 }
 
-func (c *resultsCommand) acp(rel func(string) string) error {
-	c.printf("## ACP: age of information against the oracle\n\n")
-	c.printf("Update flows of 1024-byte updates, DSCP CS7, on five paths (`acp-*`):\n")
-	c.printf("1 Mbit/s/40 ms, 10 Mbit/s/100 ms, 2 Mbit/s/60 ms with 5 %% loss, a short\n")
-	c.printf("10 Mbit/s/2 ms path, and 2 Mbit/s/40 ms shared with a CUBIC bulk flow and\n")
-	c.printf("CBR. The oracle is the best fixed rate found by sweeping 34 rates\n")
-	c.printf("(`freshbench sim --acp-sweep`). Mean age, ms:\n\n")
-	c.printf("| path | oracle (rate) | acp (rate) | acp-literal | lazy | acp/oracle | acp/lazy |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	files, err := filepath.Glob(filepath.Join(c.dir, "acp-*.json"))
-	if err != nil {
-		return err
-	}
-	slices.Sort(files)
-	cmd := newSimCommand(&simConfig{}, sim.Run, io.Discard, io.Discard)
-	worstO, worstL := 0.0, 0.0
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".json")
-		s, err := c.load(name)
-		if err != nil {
-			return err
-		}
-		sum, _, err := cmd.runSweep(s)
-		if err != nil {
-			return err
-		}
-		lit, err := withUpdates(s, func(f *scenario.Flow) { f.Kind, f.CC = scenario.KindACP, "acp-literal" })
-		if err != nil {
-			return err
-		}
-		lr, err := sim.Run(lit, sim.Options{})
-		if err != nil {
-			return err
-		}
-		litAge := flow(lr, "updates").AgeMs.Mean
-		c.printf("| %s | %.1f (%.0f Hz) | %.1f (%.0f Hz) | %.1f | %.1f | %.2f | %.2f |\n", name,
-			sum.OracleAgeMs, sum.OracleRateHz, sum.ACPAgeMs, sum.ACPRateHz, litAge, sum.LazyAgeMs, sum.ACPOverOracle, sum.ACPOverLazy)
-		worstO, worstL = max(worstO, sum.ACPOverOracle), max(worstL, sum.ACPOverLazy)
-		if c.plots != "" {
-			if err := writeSweepPlot(c.plots, sum); err != nil {
-				return err
-			}
-		}
-	}
-	c.printf("\nTargets on every path: acp ≤ 1.10× the oracle: worst %.2f× %s; ≤ 0.8× Lazy:\n", worstO, c.target("ACP: worst acp / oracle age (≤ 1.10×)", fmt.Sprintf("%.2f×", worstO), worstO <= 1.10))
-	c.printf("worst %.2f× %s.\n\n", worstL, c.target("ACP: worst acp / Lazy age (≤ 0.8×)", fmt.Sprintf("%.2f×", worstL), worstL <= 0.8))
-	c.printf("`acp-literal` is ACP's decision table alone. Where a DEC fires with about\n")
-	c.printf("one update in flight, 1/Z − κ/T is about zero and it collapses to λ_min,\n")
-	c.printf("and with the session's handshake RTT as its first epoch that happens on\n")
-	c.printf("every path (without a seed it starts from a 1 s RTT, its backlog stays\n")
-	c.printf("exactly constant on a steady path, b = 0, and it holds one update per\n")
-	c.printf("RTT, as Lazy). fresh's `acp` (acp.RecommendedTuning) adds seven refinements:\n")
-	c.printf("never slower than Lazy, explore on a hold, INC by half the backlog, epochs\n")
-	c.printf("of at least 200 ms (chosen on these five paths), and losses counted in Z,\n")
-	c.printf("Z measured over the epoch, INC bisecting toward the last rate that made\n")
-	c.printf("backlog and age rise (added after paths outside this set — long thin,\n")
-	c.printf("jittery, CBR cross traffic, capacity changes — put the first four at up to\n")
-	c.printf("6× the oracle; see the history section at the end). The regulator's up-and-down\n")
-	c.printf("probing still costs most where the optimum is a fixed rate just under the\n")
-	c.printf("bottleneck's service rate.\n\n")
-	c.printf("![sweep, 1 Mbit/s/40 ms](%s)\n\n", rel("acp-1mbps-40ms-sweep.png"))
-	return nil
-}
-
 // speed measures how much faster than real time the simulator runs the
 // 100 s RTT scenario: median of 5 runs under owd.
 func (c *resultsCommand) speed() error {

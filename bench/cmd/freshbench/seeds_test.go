@@ -65,7 +65,6 @@ func TestParseSeedsFlags(t *testing.T) {
 		{"sim", []string{"--seeds", "1-2", "--seed", "0", "a.json"}, "--seed and --seeds are mutually exclusive"},
 		{"sim", []string{"--seeds", "2-1", "a.json"}, "runs backwards"},
 		{"sim", []string{"--seeds", "1-2", "--plot", "d", "a.json"}, "--plot draws one run"},
-		{"sim", []string{"--seeds", "1-2", "--acp-sweep", "a.json"}, "--acp-sweep runs one seed"},
 		{"sim", []string{"--runs", "3", "a.json"}, "-runs"}, // emu only
 		{"emu", []string{"--tun", "--runs", "0", "a.json"}, "--runs must be at least 1"},
 		{"emu", []string{"--tun", "--runs", "2", "--plot", "d", "a.json"}, "--plot draws one run"},
@@ -77,6 +76,10 @@ func TestParseSeedsFlags(t *testing.T) {
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
+	cfg, err = parseRunArgs("sim", []string{"--seeds", "1-2", "--acp-sweep", "a.json"})
+	require.NoError(t, err, "the sweep runs every seed: paired oracles")
+	require.Equal(t, []int64{1, 2}, cfg.Seeds)
+	require.True(t, cfg.ACPSweep)
 	cfg, err = parseRunArgs("emu", []string{"--tun", "--runs", "5", "a.json"})
 	require.NoError(t, err)
 	require.Equal(t, 5, cfg.Runs)

@@ -42,20 +42,6 @@ func writeRunTable(w io.Writer, runs []*report.Run) error {
 	return tw.Flush()
 }
 
-// writeSweepTable prints the --acp-sweep result of each scenario.
-func writeSweepTable(w io.Writer, sums []*sweepSummary) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tRATES TRIED\tCAPACITY [Hz]\tORACLE [Hz]\tORACLE AGE [ms]\tACP [Hz]\tACP AGE [ms]\tLAZY [Hz]\tLAZY AGE [ms]\tACP/ORACLE\tACP/LAZY")
-	for _, s := range sums {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Scenario, len(s.Points),
-			formatFloat(s.CapacityHz), formatFloat(s.OracleRateHz), formatMeasuredMs(s.OracleAgeMs),
-			formatFloat(s.ACPRateHz), formatMeasuredMs(s.ACPAgeMs), formatFloat(s.LazyRateHz), formatMeasuredMs(s.LazyAgeMs),
-			formatRatio(s.ACPOverOracle), formatRatio(s.ACPOverLazy))
-	}
-	fmt.Fprintln(tw)
-	return tw.Flush()
-}
-
 // formatBitRate writes bit/s with a decimal prefix, as iperf3 does:
 // "1.21 Mbit/s", "81.9 kbit/s".
 func formatBitRate(bps float64) string {

@@ -71,10 +71,16 @@ func TestWriteRunTable(t *testing.T) {
 func TestWriteSweepTable(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, writeSweepTable(&b, []*sweepSummary{{
-		Scenario: "s", CapacityHz: 183.1, Points: make([]sweepPoint, 30), OracleRateHz: 25.5, OracleAgeMs: 134.2,
-		ACPAgeMs: 140.9, ACPRateHz: 28, LazyAgeMs: 160, LazyRateHz: 9, ACPOverOracle: 1.05, ACPOverLazy: 0.881,
+		Scenario: "s", Seeds: []int64{1, 2}, CapacityHz: 183.1, Points: make([]sweepPoint, 30), Elastic: true,
+		NoiseMs: 0.42, OracleRateHz: 25.5, OracleRange: rateRange{LoHz: 22, HiHz: 31.2},
+		ConstrainedRateHz: 14.1, ConstrainedRange: rateRange{LoHz: 14.1, HiHz: 14.1},
+		ACP:                  ageDist{MeanMs: 140.9, WorstMs: 150, BestMs: 130, MaxOverMin: 1.154, MeanCost: 0.081, WorstCost: 0.12},
+		Lazy:                 ageDist{MeanMs: 160, WorstMs: 161, BestMs: 159, MaxOverMin: 1.013},
+		WorstOverConstrained: 1.08, WorstOverOracle: 1.12, WorstOverLazy: 0.881,
 	}}))
-	require.Contains(t, b.String(), "ACP/ORACLE")
-	row := strings.Fields(strings.Split(b.String(), "\n")[1])
-	require.Equal(t, []string{"s", "30", "183.1", "25.5", "134.2", "28", "140.9", "9", "160.0", "1.05", "0.88"}, row)
+	lines := strings.Split(b.String(), "\n")
+	require.Equal(t, []string{"s", "2", "30", "183.1", "0.4", "25.5", "22–31.2", "14.1", "14.1"}, strings.Fields(lines[1]))
+	require.Contains(t, lines[3], "worst / CONSTRAINED")
+	require.Equal(t, []string{"s", "acp", "140.9", "150.0", "130.0", "1.15", "8.1%", "12.0%", "1.08", "1.12", "0.88"}, strings.Fields(lines[4]))
+	require.Equal(t, []string{"s", "lazy", "160.0", "161.0", "159.0", "1.01", "0.0%", "0.0%"}, strings.Fields(lines[5]))
 }

@@ -1,0 +1,181 @@
+package acp
+
+import (
+	"math"
+	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+)
+
+// The delivery bound (Tuning.DeliveryBound): a queue of the updates' own is
+// kept from forming, and drained at the rate the path delivers, once the
+// path has shown how fast that is.
+//
+// A queue forms where updates are sent faster than the bottleneck serves
+// them; the updates then leave it at the bottleneck's rate whatever the send
+// rate (the reasoning of BBR: N. Cardwell et al., "BBR: Congestion-Based
+// Congestion Control", ACM Queue 14(5), 2016). An epoch is saturated when its
+// updates were sent faster than the path delivered them (ρ > d·(1 +
+// RateBand): the delivery rate d counts them over the span of their delivery
+// times, as ρ over their send times) while d was the largest delivery rate
+// of the last 10 s, within twice RateBand (the noise of two rate
+// measurements). The second condition tells the updates' own queue from a
+// neighbour's: beside a flow whose queue grows and drains, the updates'
+// delivery rate falls below their send rate while the queue grows, but the
+// drains, which deliver the queued updates in a burst, keep the maximum well
+// above it.
+//
+// From the saturated epochs the regulator learns the capacity C, an EWMA
+// (gain 1/4) of their delivery rates, restarted when 10 s pass without a
+// saturation or a sample differs from it by more than 10 % (the path
+// changed). For 10 s after a saturation:
+//
+//   - the rate is held at C/(1 + StepMin), just under the capacity, where a
+//     deterministic bottleneck is age-optimal (ACP's ideal: no update waits
+//     behind another); after 10 s without saturation the hold lapses, the
+//     rule probes upward again and a faster path is found;
+//   - in a saturated epoch the queue bound is raised to at least
+//     btlBw − n_q/T: ACP's own rate rule λ = 1/Z + b*/T with the
+//     bottleneck's delivery rate for 1/Z and b* = −n_q, which drains the
+//     queued updates within the next epoch instead of cutting to K/Q̄ (on a
+//     2 ms path after a 25 % overshoot, K/Q̄ was a sixth of the capacity).
+//
+// When the queue bound cuts while more than 2K updates are queued, the path
+// changed under the regulator (no neighbour's sawtooth puts twice K of ours
+// in the queue at a rate the bound allowed): the delivery maximum is
+// forgotten, so the next saturation measures the new path at once instead of
+// waiting out the 10 s window. And when the cuts of such an episode have
+// taken the rate below half of what it was, the rate resumes, once fewer
+// than one update is queued, at the lowest delivery rate seen during the
+// episode /(1 + StepMin): the path delivered that much while the queue
+// drained, and climbing back from the cut rate in small steps cost
+// bench/scenarios/acp-capacity.json seconds of stale updates.
+const (
+	// btlInterval and btlBuckets make the delivery maximum a 10 s window
+	// in 1 s buckets: longer than a CUBIC flow's sawtooth on the paths we
+	// measure (3–6 s at 2 Mbit/s, 40 ms), so a neighbour's drain is
+	// always in it.
+	btlInterval = time.Second
+	btlBuckets  = 10
+	// satHold is how long a saturation holds the capacity estimate and
+	// the ceiling: the whole delivery window.
+	satHold = btlInterval * btlBuckets
+	// satGain is the EWMA weight of a saturated epoch's delivery rate in
+	// the capacity estimate: 1/4, a few epochs' memory.
+	satGain = 1.0 / 4
+	// satJump is the relative difference from the estimate at which a
+	// saturated delivery rate restarts it instead of moving it: 10 %,
+	// five times the spread of one epoch's delivery rate at the
+	// acp-lossy path's capacity.
+	satJump = 0.1
+	// changeQueued is the multiple of K queued updates at which a cut of
+	// the queue bound means the path changed.
+	changeQueued = 2
+)
+
+// rateMax is the largest rate sample of the last btlBuckets buckets of
+// btlInterval (0 if none).
+type rateMax struct {
+	maxs  [btlBuckets]float64
+	cur   int
+	since clock.Mono
+	ok    bool
+}
+
+func (m *rateMax) update(now clock.Mono, v float64) {
+	if !m.ok {
+		m.ok, m.since = true, now
+	}
+	for n := 0; now.Sub(m.since) >= btlInterval && n < btlBuckets; n++ {
+		m.cur = (m.cur + 1) % btlBuckets
+		m.maxs[m.cur] = 0
+		m.since = m.since.Add(btlInterval)
+	}
+	if now.Sub(m.since) >= btlInterval { // idle longer than the window
+		m.since = now
+	}
+	m.maxs[m.cur] = max(m.maxs[m.cur], v)
+}
+
+func (m *rateMax) max() float64 {
+	var x float64
+	for _, v := range m.maxs {
+		x = max(x, v)
+	}
+	return x
+}
+
+// deliveryState is the delivery bound's memory.
+type deliveryState struct {
+	btl      rateMax // delivery rates of the last 10 s
+	satAt    clock.Mono
+	satValid bool    // a saturation was seen (satAt)
+	satNow   bool    // the latest epoch was saturated
+	capacity float64 // C, updates/s
+	// The queue-bound episode: the lowest delivery rate seen while the
+	// bound cut, and the rate before its first cut (0 = none).
+	resume     float64
+	resumeFrom Rate
+}
+
+// observe runs the saturation test on a closed epoch (send rate rho and
+// delivery rate d of its acknowledged updates; 0 = not measured).
+func (ds *deliveryState) observe(now clock.Mono, rho, d, band float64) {
+	ds.satNow = false
+	if !(d > 0) {
+		return
+	}
+	ds.btl.update(now, d)
+	if !(rho > d*(1+band)) || d*(1+2*band) < ds.btl.max() {
+		return
+	}
+	if !ds.satValid || now.Sub(ds.satAt) >= satHold || math.Abs(d-ds.capacity) > satJump*ds.capacity {
+		ds.capacity = d
+	} else {
+		ds.capacity += satGain * (d - ds.capacity)
+	}
+	ds.satNow, ds.satAt, ds.satValid = true, now, true
+}
+
+// ceiling is the bound while a saturation is recent: the rate cap
+// C/(1 + StepMin) and, in a saturated epoch, the floor btlBw − n_q/T for the
+// queue bound (0 otherwise); ok is false when no saturation is recent.
+func (ds *deliveryState) ceiling(r *Regulator) (ceiling, drain Rate, ok bool) {
+	if !ds.satValid || r.last.Sub(ds.satAt) >= satHold {
+		return 0, 0, false
+	}
+	if ds.satNow {
+		drain = Rate(ds.btl.max() - r.queue.queued(r.grad.rho)/r.epochLength().Seconds())
+	}
+	return Rate(ds.capacity / (1 + r.tun.StepMin)), drain, true
+}
+
+// queueCut is called when the queue bound lowers the rate from lambda.
+func (ds *deliveryState) queueCut(r *Regulator, lambda Rate) {
+	if d := r.grad.dlv; d > 0 {
+		if ds.resume == 0 || d < ds.resume {
+			ds.resume = d
+		}
+		if ds.resumeFrom == 0 {
+			ds.resumeFrom = lambda
+		}
+	}
+	if r.queue.queued(r.grad.rho) > changeQueued*r.tun.QueueBound {
+		ds.btl = rateMax{} // the path changed: measure it afresh
+	}
+}
+
+// resumeRate is the rate to resume at once a queue-bound episode has drained
+// (fewer than one update queued in an epoch that measured it), if its cuts
+// took the rate below half of where they started; rate otherwise.
+func (ds *deliveryState) resumeRate(r *Regulator, rate Rate) Rate {
+	if ds.resume == 0 || !r.queue.fresh || r.queue.queued(r.grad.rho) >= 1 {
+		return rate
+	}
+	res, from := Rate(ds.resume/(1+r.tun.StepMin)), ds.resumeFrom
+	ds.resume, ds.resumeFrom = 0, 0
+	if res > rate && rate < from/2 {
+		return res
+	}
+	return rate
+}
