@@ -26,10 +26,8 @@ const (
 // baseDelay is the minimum of delay samples over the last baseBuckets
 // buckets of baseInterval. The zero value is empty.
 type baseDelay struct {
-	mins    [baseBuckets]time.Duration // per bucket; 0 = no sample
-	cur     int                        // bucket being filled
-	since   clock.Mono                 // when the current bucket began
-	started bool
+	mins [baseBuckets]time.Duration // per bucket; 0 = no sample
+	ring bucketClock
 }
 
 // update folds in a sample taken at now (samples ≤ 0 are ignored) and
@@ -38,19 +36,9 @@ func (b *baseDelay) update(now clock.Mono, d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if !b.started {
-		b.started, b.since = true, now
-	}
-	for n := 0; now.Sub(b.since) >= baseInterval && n < baseBuckets; n++ {
-		b.cur = (b.cur + 1) % baseBuckets
-		b.mins[b.cur] = 0
-		b.since = b.since.Add(baseInterval)
-	}
-	if now.Sub(b.since) >= baseInterval { // idle longer than the history
-		b.since = now
-	}
-	if m := b.mins[b.cur]; m == 0 || d < m {
-		b.mins[b.cur] = d
+	i := advance(&b.ring, b.mins[:], now, baseInterval)
+	if m := b.mins[i]; m == 0 || d < m {
+		b.mins[i] = d
 	}
 }
 

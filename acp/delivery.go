@@ -76,25 +76,13 @@ const (
 // rateMax is the largest rate sample of the last btlBuckets buckets of
 // btlInterval (0 if none).
 type rateMax struct {
-	maxs  [btlBuckets]float64
-	cur   int
-	since clock.Mono
-	ok    bool
+	maxs [btlBuckets]float64
+	ring bucketClock
 }
 
 func (m *rateMax) update(now clock.Mono, v float64) {
-	if !m.ok {
-		m.ok, m.since = true, now
-	}
-	for n := 0; now.Sub(m.since) >= btlInterval && n < btlBuckets; n++ {
-		m.cur = (m.cur + 1) % btlBuckets
-		m.maxs[m.cur] = 0
-		m.since = m.since.Add(btlInterval)
-	}
-	if now.Sub(m.since) >= btlInterval { // idle longer than the window
-		m.since = now
-	}
-	m.maxs[m.cur] = max(m.maxs[m.cur], v)
+	i := advance(&m.ring, m.maxs[:], now, btlInterval)
+	m.maxs[i] = max(m.maxs[i], v)
 }
 
 func (m *rateMax) max() float64 {

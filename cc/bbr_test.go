@@ -824,37 +824,6 @@ func TestBBRDeterministic(t *testing.T) {
 	require.Equal(t, trace(3), trace(3))
 }
 
-func TestBBRDoesNotAllocate(t *testing.T) {
-	b := newTestBBR()
-	var pn PacketNumber
-	var now clock.Mono
-	// Warm up past the ring's first size.
-	for range 1000 {
-		now = now.Add(time.Millisecond)
-		b.OnPacketSent(now, pn, DefaultMSS, DefaultMSS)
-		b.OnAck(now, AckSample{PacketNumber: pn, Bytes: DefaultMSS, SentTime: now, RTT: testRTT, PriorInFlight: DefaultMSS})
-		pn++
-	}
-	allocs := testing.AllocsPerRun(1000, func() {
-		now = now.Add(time.Millisecond)
-		for range 3 {
-			b.OnPacketSent(now, pn, DefaultMSS, b.Window())
-			pn++
-		}
-		b.OnAck(now, AckSample{PacketNumber: pn - 3, Bytes: DefaultMSS, RTT: testRTT, PriorInFlight: b.Window()})
-		b.OnAck(now, AckSample{PacketNumber: pn - 2, Bytes: DefaultMSS, RTT: testRTT, PriorInFlight: b.Window()})
-		if pn%300 == 0 {
-			b.OnLoss(now, LossEvent{PacketNumber: pn - 1, Bytes: DefaultMSS})
-		}
-		if pn%3000 == 0 {
-			b.OnRetransmissionTimeout(now)
-		}
-		_ = b.CanSend(b.Window()) && b.PacingRate() > 0
-		_ = b.Metrics()
-	})
-	require.Zero(t, allocs)
-}
-
 func BenchmarkBBROnAck(b *testing.B) { benchOnAck(b, newTestBBR()) }
 
 func BenchmarkBBROnPacketSent(b *testing.B) { benchOnPacketSent(b, newTestBBR()) }
