@@ -503,7 +503,11 @@ it off, unit tests per rule, and a §bench/sim§ test. The scenarios are
 §bench/scenarios/gap-*.json§ (and §robust-slow-short§, §robust-jitter-slow§
 for the false switches below).
 
-**Beside a buffer filler: competitive mode** (§owd/compete.go§). Copa's mode
+**Beside a buffer filler: competitive mode** (§owd/compete.go§; the entry
+and exit described here were replaced by the drain test of "Controllers on
+paths nobody tuned for" below, after they switched alone on cellular
+traces; the numbers in this paragraph are from when it was written, the
+tables show today's). Copa's mode
 switch (Arun and Balakrishnan, NSDI 2018, Section 2.2) on one-way delay: if the
 queue did not nearly empty in two windows of 5·SRTT, and the queue is
 someone else's — the flow sits at its 2-packet floor, or cutting its window
@@ -613,9 +617,10 @@ after.
 - Competitive mode for §owd-eq2§: its hold band keeps a standing queue of
   its own; on the reverse-congestion path it switched and lost 14 %.
 
-**Not solved**: a latecomer beside a CUBIC flow that filled a 10 × BDP
-buffer first (3.5 %, unchanged: the queue it measures falls with its own
-window); 40 ms of jitter (18 %); §owd§ beside CUBIC under CoDel keeps 22 %;
+**Not solved** then (the latecomer and 40 ms of jitter are solved in
+"Controllers on paths nobody tuned for"): a latecomer beside a CUBIC flow
+that filled a 10 × BDP buffer first (3.5 %, unchanged: the queue it
+measures falls with its own window); 40 ms of jitter (18 %); §owd§ beside CUBIC under CoDel keeps 22 %;
 at 300 kbit/s the thin-link rules trade utilisation for queue (98.6 → 90 %,
 p95 142 → 11 ms); the reverse-congestion drop sits at the 10 % bound as it
 did before.`, "§", "`")

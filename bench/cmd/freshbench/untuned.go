@@ -213,7 +213,6 @@ func (c *resultsCommand) untuned() error {
 	pct := func(m meanSD) string { return fmt.Sprintf("%.1f (%.1f–%.1f)", 100*m.Mean, 100*m.Min, 100*m.Max) }
 	ms := func(m meanSD) string { return fmt.Sprintf("%.0f (%.0f)", m.Mean, m.Max) }
 	secs := func(m meanSD) string { return fmt.Sprintf("%.1f (%.1f)", m.Mean, m.Max) }
-	rate := func(m meanSD) string { return formatBitRate(m.Mean) }
 	cell := func(m map[string]untunedRow, name, cc string, f func(untunedRow) string) string {
 		if r, ok := get(m, name, cc); ok {
 			return f(r)
@@ -381,7 +380,7 @@ func (c *resultsCommand) untuned() error {
 			other("cubic"), other("bbr"))
 	}
 	c.printf("\n`go run ./bench/cmd/freshbench sim --seeds %s --cc %s bench/scenarios/<scenario>.json` for any row;\n", untunedSeedsLabel, strings.Join(ccs, ","))
-	c.printf("the goodput of each (%s) is in the JSON (`--json`).\n", rate(meanSD{}))
+	c.printf("goodput and every other column are in its JSON (`--json`).\n")
 	return nil
 }
 
@@ -397,4 +396,70 @@ measured cellular traces (§bench/traces§), on a 4 → 1 Mbit/s step, a 4 ↔ 1
 Mbit/s flap and a rate walk between 1 and 20 Mbit/s; three §owd§ flows
 together on such links and four on a jittery one; beside buffer fillers;
 under order-keeping jitter up to 40 ms; on a 600 ms path with random loss;
-beside NewReno under CoDel.`, "§", "`")
+beside NewReno under CoDel.
+
+**What was wrong.** Alone on a link whose capacity falls, the queue the
+flow itself built before it could react stays for a few round trips; the
+old competitive switch (Copa's "did the queue nearly empty" test with three
+"someone else's queue" conditions) read that queue as a buffer filler's and
+switched to CUBIC: up to 56 s of one 60 s trace run in competitive mode,
+and a CUBIC window on a link that had just shrunk is the buffer-filling the
+controller exists to avoid. Three §owd§ flows on a varying link switched
+each other (116–273 s summed). Jitter above the learned floor's 20 ms cap,
+and a long path whose random losses each halved a window that regrows by
+one packet per 600 ms round trip, left most of the link unused.
+
+**What changed** (§owd/mode.go§ and one file per mechanism; §owd/doc.go§
+has the state diagram):
+
+- One mode at a time — slow start, avoidance, probe (the base-delay
+  slowdown), competitive — with every transition in one function and the
+  mode reported in §cc.Metrics.Mode§ and the result JSON (§mode_s§), so
+  each row below can show the seconds spent in competitive mode.
+- Entering competitive mode needs the queue to *stay* under a slowdown:
+  the window is held at its floor for two round trips (§owd/drain.go§)
+  and the queue's minimum over the round trip after it must stay above
+  the path's noise (twice max(5 ms, J), with the spread of the samples)
+  and not be falling. Copa's test alone only starts such a test (a
+  suspicion slowdown). A suspicion that is not corroborated — by a
+  congestive loss in avoidance within 30 s, or by an ordinary slowdown
+  whose queue also stayed — does not switch. A capacity drop leaves a
+  queue that drains under the hold; a buffer filler's does not.
+- Leaving it is the same test the other way round: a competitive hold
+  whose queue drains. Two congestive losses at the window floor within
+  30 s (the latecomer who never saw an empty queue) still switch, and a
+  switch back within 10 s of leaving resumes at 0.7 of the CUBIC window.
+- Growth in quiet rounds (§owd/velocity.go§): after 4 round trips with
+  no queue the additive increase doubles per round (Copa's velocity),
+  capped at 2 packets per round trip, or per 50 ms on longer paths, and
+  back to one packet per round trip past the last window that filled the
+  queue; this is what fills a 600 ms path between losses.
+- A queue above 3× the base delay is drained once per round trip, the
+  window cut to the one that leaves μ of queueing, cwnd·(1 + μ)/(1 + OWDv)
+  (FAST TCP's and BBR's drain aim), instead of by Eq. 7's per-ACK steps,
+  which fade as the queue grows: the step's p95 comes from there.
+- Random losses while the queue is below μ/2 and the loss rate below 2 %
+  cost nothing (§freeLoss§ in §owd/controller.go§): on a short queue a
+  rare loss says nothing of congestion.
+- A link that releases packets in bunches (§owd/bunching.go§) lifts the
+  learned floor's 20 ms cap: 25–40 ms of order-keeping jitter.
+
+**Tried and rejected**, each on the same ten seeds:
+
+- A second hold confirming a suspicion instead of a loss: the TUN share
+  beside kernel CUBIC would have kept its 44 %, but three §owd§ flows on
+  the LTE-like walk switched again (§robust-peers3-lte-like§).
+- The response floor's cap raised to 200 ms: four §owd§ flows on a jittery
+  link ran away (p95 queueing 254 ms).
+- A velocity cap in shares of the window: LTE trace p95 338–423 ms.
+  Velocity after 2 or 3 quiet rounds: four §owd§ flows' Jain 0.942 / 0.969.
+  Velocity off: the 600 ms lossy path 38 %.
+- Draining at 1.5× the base delay: four §owd§ flows drained 323 times.
+- A 10 ms μ floor for CoDel: +1 point beside NewReno.
+
+**Not met** (the targets table): BBR's throughput on the traces (§owd§
+gets 0.74–0.96 of it, at 2–3.5× lower p95 delay); 0.3× CUBIC's p95 on
+three traces; the share beside four NewReno flows under CoDel. Through the
+TUN router beside one kernel CUBIC flow the share fell from 44 % to 16 %
+(the "TUN" section): without a congestive loss in avoidance, a slowdown
+whose queue stayed once is not enough to switch.`, "§", "`")
