@@ -39,7 +39,7 @@ Flags:
   --out FILE       the Markdown report (default bench/RESULTS.md; "-": stdout)
   --plots DIR      where its PNG plots go (default bench/results)
   --tun            also run the kernel-TCP, AQM, ACP-priority and Nagle
-                   experiments through the TUN router (root; about 25
+                   experiments through the TUN router (root; about 40
                    minutes of real time) and rewrite DIR/tun.md, which the
                    report appends
   --gaps-baseline FILE

@@ -16,7 +16,7 @@ import (
 )
 
 // "freshbench results --tun" also runs the experiments that need kernel
-// TCP through the TUN router (root, about 25 minutes of real time) and
+// TCP through the TUN router (root, about 40 minutes of real time) and
 // writes bench/results/tun.md and its plots, which the report then
 // appends: fresh beside iperf3's kernel TCP, AQM for mission-critical
 // telemetry, ACP updates marked CS7 under FIFO, WMM-like priority and
@@ -65,7 +65,7 @@ func (c *resultsCommand) writeTUN(ctx context.Context) error {
 func (t *tunReport) generate(ctx context.Context) error {
 	t.printf("## Kernel TCP beside fresh through the TUN router\n\n")
 	t.printf("Regenerate with `sudo go run ./bench/cmd/freshbench results --tun` (root:\n")
-	t.printf("network namespaces and TUN devices; about 25 minutes of real time). Every\n")
+	t.printf("network namespaces and TUN devices; about 40 minutes of real time). Every\n")
 	t.printf("flow runs between two network namespaces through the TUN router\n")
 	t.printf("(`freshbench emu --tun`); one run each, so numbers move by a few percent\n")
 	t.printf("from one regeneration to the next (the seed fixes the links, not the\n")
@@ -169,9 +169,10 @@ func (t *tunReport) versusKernel(ctx context.Context) error {
 	t.printf("| our `cubic` within ±10 %% of kernel CUBIC's goodput (clean path) | %+.1f %% | %s |\n", 100*cubicDiff, verdict(cubicDiff >= -0.10 && cubicDiff <= 0.10))
 	t.printf("| `owd` beside one kernel CUBIC flow gets ≥ 30 %% of the link | %.1f %% | %s |\n\n", 100*share, verdict(share >= 0.30))
 	t.printf("No controller was tuned for these runs. The last target is where a\n")
-	t.printf("delay-based flow yields to a buffer-filling one; owd meets it in its\n")
-	t.printf("competitive mode, which these runs exercise (see \"Controller research:\n")
-	t.printf("the gaps\" in RESULTS.md for the 10-run mean).\n\n")
+	t.printf("delay-based flow yields to a buffer-filling one, in its competitive\n")
+	t.printf("mode; whether and when it switches differs from run to run, so this one\n")
+	t.printf("run's share is a draw (ten runs: \"Controllers on paths nobody tuned\n")
+	t.printf("for\" in RESULTS.md).\n\n")
 	return nil
 }
 
@@ -322,7 +323,11 @@ func (t *tunReport) nagle(ctx context.Context) error {
 		fr := flow(r, "fresh-updates")
 		delivered := "-"
 		if fr.Sent > 0 {
-			delivered = fmt.Sprintf("%.0f %% (the rest superseded)", 100*float64(fr.Delivered)/float64(fr.Sent))
+			pct := 100 * float64(fr.Delivered) / float64(fr.Sent)
+			delivered = fmt.Sprintf("%.0f %%", pct)
+			if pct < 99.5 { // "100 %" with some superseded would read as a contradiction
+				delivered += " (the rest superseded)"
+			}
 		}
 		t.printf("| %d ms | %s | %s | %s | %s |\n", rtt, cell(flow(r, "tcp-nagle")), cell(flow(r, "tcp-nodelay")), cell(fr), delivered)
 		if t.plots != "" {
@@ -335,11 +340,13 @@ func (t *tunReport) nagle(ctx context.Context) error {
 	t.printf("\nNagle holds a small write while an earlier one is unacknowledged, and the\n")
 	t.printf("receiver delays its ACK, so the buffering grows with the RTT; with\n")
 	t.printf("`TCP_NODELAY` a message leaves at once. fresh's update path never queues\n")
-	t.printf("one message behind another, but it does not send every message either:\n")
-	t.printf("ACP sends the freshest at the rate it finds age-optimal for the path, so a\n")
-	t.printf("message may wait for the regulator's next slot or be replaced by a newer\n")
-	t.printf("one before it goes (the last column). For a source that must deliver\n")
-	t.printf("every message, that is the wrong tool; for a monitor that wants the\n")
+	t.printf("one message behind another. ACP sends the freshest update at the rate it\n")
+	t.printf("finds age-optimal for the path; a periodic source slower than that rate\n")
+	t.printf("is its bound (the regulator holds the rate just above the source's, so a\n")
+	t.printf("reading leaves when it is written), and a source faster than the path\n")
+	t.printf("allows has its older readings superseded by newer ones (the last column\n")
+	t.printf("says how many arrived). For a source that must deliver every message\n")
+	t.printf("whatever the path, that is the wrong tool; for a monitor that wants the\n")
 	t.printf("newest reading, it is the point.\n\n")
 	for _, p := range plots {
 		t.printf("%s\n\n", p)

@@ -456,10 +456,23 @@ has the state diagram):
   Velocity off: the 600 ms lossy path 38 %.
 - Draining at 1.5× the base delay: four §owd§ flows drained 323 times.
 - A 10 ms μ floor for CoDel: +1 point beside NewReno.
+- Judging "window-limited" (RFC 7661) by the bytes in flight at each ACK
+  again, instead of the most in flight over the round trip: the reverse-
+  congestion drop back to 9.9 % (below), but the LTE traces lose 6–11
+  points of utilisation and three §owd§ flows on the LTE-like walk spend
+  50 s in competitive mode.
 
 **Not met** (the targets table): BBR's throughput on the traces (§owd§
-gets 0.74–0.96 of it, at 2–3.5× lower p95 delay); 0.3× CUBIC's p95 on
-three traces; the share beside four NewReno flows under CoDel. Through the
-TUN router beside one kernel CUBIC flow the share fell from 44 % to 16 %
-(the "TUN" section): without a congestive loss in avoidance, a slowdown
-whose queue stayed once is not enough to switch.`, "§", "`")
+gets 0.72–0.95 of it, at 1.8–4.3× lower p95 queueing); 0.3× CUBIC's p95
+one-way delay on three traces (T-Mobile LTE up and down, Verizon EVDO
+up); the share beside four NewReno flows under CoDel. Through the TUN
+router beside one kernel CUBIC flow (10 Mbit/s, 40 ms, one-BDP FIFO, 30 s;
+§freshbench emu --tun --runs 10 bench/scenarios/tun-10mbps-40ms-vs-cubic.json§)
+the share fell from 44.2 ± 4.6 % to 29.6 ± 14.5 % (10.9–46.6 %; target
+35 %): the share is set by when §owd§ switches — runs that switched after
+1–2 s got 46–51 %, one that switched at 11 s 38 %, and runs that did not
+switch within the 30 s about 11 % — and without a congestive loss in
+avoidance it takes a second slowdown whose queue stayed. The reverse-
+congestion drop (the "Sensitivity" section) moved from 9.9 % to 10.3 %
+over seeds 1–10 (9.8 → 10.2 % on the file's seed; bound 10 %), from the
+window-limited change above.`, "§", "`")
