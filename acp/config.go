@@ -1,12 +1,13 @@
 package acp
 
 import (
-	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // Rate is an update rate in updates per second (Hz).
@@ -99,8 +100,10 @@ const (
 const RateOnlyWindow cc.ByteCount = 1 << 40
 
 // ErrInvalidConfig is returned (wrapped) by the constructors for a Config they
-// cannot run with.
-var ErrInvalidConfig = errors.New("acp: invalid config")
+// cannot run with; the message names the field. It is the same value in
+// every fresh package (clock, owd, transport, …): errors.Is(err,
+// transport.ErrInvalidConfig) holds for all of them.
+var ErrInvalidConfig = cfgerr.ErrInvalid
 
 // Config configures the update-rate policies. The zero Config is the
 // recommended regulator: every zero field takes the default written beside
@@ -259,8 +262,19 @@ func RecommendedTuning() Tuning {
 // private copy (RecommendedTuning if nil), or an error wrapping
 // ErrInvalidConfig.
 func (c Config) withDefaults() (Config, error) {
+	// The format starts with the field's name; a Tuning field is checked
+	// with t (the defaulted copy) among its arguments.
+	field := func(prefix, format string) (string, string) {
+		name, rest, _ := strings.Cut(format, " ")
+		return prefix + strings.TrimSuffix(name, ":"), rest
+	}
 	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+		f, rest := field("acp.Config.", format)
+		return Config{}, cfgerr.Field(f, rest, args...)
+	}
+	badT := func(format string, args ...any) (Config, error) {
+		f, rest := field("acp.Tuning.", format)
+		return Config{}, cfgerr.Field(f, rest, args...)
 	}
 	if c.UpdateSize < 0 {
 		return bad("UpdateSize %d < 0", c.UpdateSize)
@@ -297,31 +311,31 @@ func (c Config) withDefaults() (Config, error) {
 		t = *c.Tuning
 	}
 	if t.Kappa < 0 || math.IsNaN(t.Kappa) || math.IsInf(t.Kappa, 0) {
-		return bad("Kappa %v", t.Kappa)
+		return badT("Kappa %v", t.Kappa)
 	}
 	if t.Kappa == 0 {
 		t.Kappa = DefaultKappa
 	}
 	if t.ZGain < 0 || t.ZGain > 1 || math.IsNaN(t.ZGain) {
-		return bad("ZGain %v outside (0, 1]", t.ZGain)
+		return badT("ZGain %v outside (0, 1]", t.ZGain)
 	}
 	if t.ZGain == 0 {
 		t.ZGain = DefaultZGain
 	}
 	if t.AgeSource > AgeFromRTT {
-		return bad("AgeSource %v", t.AgeSource)
+		return badT("AgeSource %v", t.AgeSource)
 	}
 	if t.MinEpoch < 0 {
-		return bad("MinEpoch %v < 0", t.MinEpoch)
+		return badT("MinEpoch %v < 0", t.MinEpoch)
 	}
 	if !(t.MinUpdatesPerRTT >= 0) || math.IsInf(t.MinUpdatesPerRTT, 1) {
-		return bad("MinUpdatesPerRTT %v", t.MinUpdatesPerRTT)
+		return badT("MinUpdatesPerRTT %v", t.MinUpdatesPerRTT)
 	}
 	if t.EpochZ < 0 || t.EpochZ > 1<<20 {
-		return bad("EpochZ %d outside [0, 2^20]", t.EpochZ)
+		return badT("EpochZ %d outside [0, 2^20]", t.EpochZ)
 	}
 	if !(t.IncFraction >= 0) || t.IncFraction > 1 {
-		return bad("IncFraction %v outside [0, 1]", t.IncFraction)
+		return badT("IncFraction %v outside [0, 1]", t.IncFraction)
 	}
 	if t.StepMin == 0 {
 		t.StepMin = DefaultStepMin
@@ -330,28 +344,28 @@ func (c Config) withDefaults() (Config, error) {
 		t.StepMax = DefaultStepMax
 	}
 	if !(t.StepMin > 0) || !(t.StepMax >= t.StepMin) || math.IsInf(t.StepMax, 1) {
-		return bad("StepMin %v / StepMax %v: want 0 < StepMin ≤ StepMax, finite", t.StepMin, t.StepMax)
+		return badT("StepMin %v / StepMax %v: want 0 < StepMin ≤ StepMax, finite", t.StepMin, t.StepMax)
 	}
 	if t.RateBand == 0 {
 		t.RateBand = DefaultRateBand
 	}
 	if !(t.RateBand > 0) || t.RateBand >= t.StepMin {
-		return bad("RateBand %v: want 0 < RateBand < StepMin (%v), or a step could not be seen", t.RateBand, t.StepMin)
+		return badT("RateBand %v: want 0 < RateBand < StepMin (%v), or a step could not be seen", t.RateBand, t.StepMin)
 	}
 	if !(t.QueueBound >= 0) || math.IsInf(t.QueueBound, 1) {
-		return bad("QueueBound %v: want ≥ 0 updates, finite", t.QueueBound)
+		return badT("QueueBound %v: want ≥ 0 updates, finite", t.QueueBound)
 	}
 	if !(t.SourceHeadroom >= 0) || math.IsInf(t.SourceHeadroom, 1) {
-		return bad("SourceHeadroom %v: want ≥ 0, finite", t.SourceHeadroom)
+		return badT("SourceHeadroom %v: want ≥ 0, finite", t.SourceHeadroom)
 	}
 	if !(t.NoiseBand >= 0) || math.IsInf(t.NoiseBand, 1) {
-		return bad("NoiseBand %v: want ≥ 0, finite", t.NoiseBand)
+		return badT("NoiseBand %v: want ≥ 0, finite", t.NoiseBand)
 	}
 	if t.EpochUpdates < 0 || t.EpochUpdates > 1<<20 {
-		return bad("EpochUpdates %d outside [0, 2^20]", t.EpochUpdates)
+		return badT("EpochUpdates %d outside [0, 2^20]", t.EpochUpdates)
 	}
 	if !(t.StartBurst >= 0) || math.IsInf(t.StartBurst, 1) {
-		return bad("StartBurst %v: want ≥ 0 updates per RTT, finite", t.StartBurst)
+		return badT("StartBurst %v: want ≥ 0 updates per RTT, finite", t.StartBurst)
 	}
 	c.Tuning = &t
 	return c, nil

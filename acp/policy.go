@@ -9,6 +9,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // Policy is what an update sender needs from a rate policy: the event side of
@@ -193,7 +194,7 @@ var (
 // UpdateSize and InitialRTT of cfg are used. Errors wrap ErrInvalidConfig.
 func NewFixed(hz Rate, cfg Config) (*Fixed, error) {
 	if !(hz > 0) || math.IsInf(float64(hz), 1) {
-		return nil, fmt.Errorf("%w: fixed rate %v", ErrInvalidConfig, hz)
+		return nil, cfgerr.Field("acp.NewFixed hz", "%v: want a finite rate > 0", hz)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // Action is the regulator's decision at the end of a control epoch (ACP's
@@ -234,7 +235,7 @@ func NewRegulator(cfg Config) (*Regulator, error) {
 // error wraps ErrInvalidConfig.
 func NewLiteral(cfg Config) (*Regulator, error) {
 	if cfg.Tuning != nil {
-		return nil, fmt.Errorf("%w: NewLiteral with a Tuning (the literal rule is the zero Tuning; use NewRegulator)", ErrInvalidConfig)
+		return nil, cfgerr.Field("acp.Config.Tuning", "set for NewLiteral (the literal rule is the zero Tuning; use NewRegulator)")
 	}
 	cfg.Tuning = &Tuning{}
 	return newRegulator(PolicyLiteral, cfg)

@@ -2,10 +2,11 @@ package clock
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // Stamp is a wall-clock timestamp in microseconds since the Unix epoch, read
@@ -30,9 +31,11 @@ func (s Stamp) Sub(o Stamp) time.Duration { return time.Duration(s-o) * time.Mic
 // before the data was received). The sample is not used.
 var ErrBadExchange = errors.New("clock: impossible four-timestamp exchange")
 
-// ErrInvalidConfig is wrapped by the constructors of this package when a
-// Config field is out of range.
-var ErrInvalidConfig = errors.New("clock: invalid config")
+// ErrInvalidConfig is wrapped by every error a constructor of this package
+// returns for a Config field out of range; the message names the field. It
+// is the same value in every fresh package (clock, owd, acp, transport,
+// …): errors.Is(err, transport.ErrInvalidConfig) holds for all of them.
+var ErrInvalidConfig = cfgerr.ErrInvalid
 
 // InbandConfig configures an Inband estimator. The zero value is valid: every
 // zero field takes the default written beside it.
@@ -112,17 +115,17 @@ func (c InbandConfig) withDefaults() (InbandConfig, error) {
 	}
 	switch {
 	case c.Window < time.Millisecond:
-		return c, fmt.Errorf("%w: inband Window %v < 1ms", ErrInvalidConfig, c.Window)
+		return c, cfgerr.Field("clock.InbandConfig.Window", "%v < 1ms", c.Window)
 	case c.Window > MaxInbandWindow:
-		return c, fmt.Errorf("%w: inband Window %v > %v", ErrInvalidConfig, c.Window, MaxInbandWindow)
+		return c, cfgerr.Field("clock.InbandConfig.Window", "%v > %v", c.Window, MaxInbandWindow)
 	case c.Windows < 4:
-		return c, fmt.Errorf("%w: inband Windows %d < 4", ErrInvalidConfig, c.Windows)
+		return c, cfgerr.Field("clock.InbandConfig.Windows", "%d < 4", c.Windows)
 	case c.MinWindows < 2 || c.MinWindows > c.Windows:
-		return c, fmt.Errorf("%w: inband MinWindows %d not in [2, Windows=%d]", ErrInvalidConfig, c.MinWindows, c.Windows)
+		return c, cfgerr.Field("clock.InbandConfig.MinWindows", "%d not in [2, Windows=%d]", c.MinWindows, c.Windows)
 	case c.StepSamples < 1:
-		return c, fmt.Errorf("%w: inband StepSamples %d < 1", ErrInvalidConfig, c.StepSamples)
+		return c, cfgerr.Field("clock.InbandConfig.StepSamples", "%d < 1", c.StepSamples)
 	case !(c.MaxSkewPPM > 0) || math.IsInf(c.MaxSkewPPM, 0):
-		return c, fmt.Errorf("%w: inband MaxSkewPPM %v must be positive and finite", ErrInvalidConfig, c.MaxSkewPPM)
+		return c, cfgerr.Field("clock.InbandConfig.MaxSkewPPM", "%v must be positive and finite", c.MaxSkewPPM)
 	}
 	return c, nil
 }

@@ -1,17 +1,20 @@
 package owd
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // ErrInvalidConfig is wrapped by every error New and NewEq2 return for a
-// Config they refuse; the message names the field.
-var ErrInvalidConfig = errors.New("owd: invalid config")
+// Config they refuse; the message names the field. It is the same value in
+// every fresh package (clock, acp, transport, …): errors.Is(err,
+// transport.ErrInvalidConfig) holds for an owd.Config refused inside a
+// transport.Config too.
+var ErrInvalidConfig = cfgerr.ErrInvalid
 
 // Config holds the OWD controller's options. The zero Config is the
 // recommended controller: every zero field takes the default written beside
@@ -132,7 +135,7 @@ type Tuning struct {
 // times, fractions out of range, NaN and infinities.
 func (c Config) validate() error {
 	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("%w: %s = %v: want %s", ErrInvalidConfig, field, v, want)
+		return cfgerr.Field("owd.Config."+field, "%v: want %s", v, want)
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {

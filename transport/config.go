@@ -13,6 +13,7 @@ import (
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // Config configures an endpoint and every connection it carries. The zero
@@ -77,12 +78,12 @@ type Config struct {
 
 	// StreamDSCP and UpdateDSCP mark the stream's and the updates' packets
 	// (IPv4 TOS / IPv6 traffic class, DSCP in the upper 6 bits). Left
-	// zero (unset) they take the defaults: DSCPBestEffort for the stream and
-	// DSCPCS7 for the updates, so updates ride the network-control class
+	// zero (unset) they take the defaults: dscp.BestEffort for the stream and
+	// dscp.CS7 for the updates, so updates ride the network-control class
 	// and a DiffServ bottleneck serves them first, as in the ACP Wi-Fi
-	// paper. Set UpdateDSCP to DSCPBestEffort to leave updates unmarked.
-	StreamDSCP DSCP
-	UpdateDSCP DSCP
+	// paper. Set UpdateDSCP to dscp.BestEffort to leave updates unmarked.
+	StreamDSCP dscp.Codepoint
+	UpdateDSCP dscp.Codepoint
 
 	// AckEvery is how many ack-eliciting packets the receiver waits for
 	// before it ACKs (the ACK frequency). Default 2 (RFC 5681 §4.2).
@@ -188,7 +189,7 @@ type Config struct {
 // withDefaults validates c and fills defaults.
 func (c Config) withDefaults() (Config, error) {
 	bad := func(f string, a ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(f, a...))
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(f, a...))
 	}
 	if c.CC == "" {
 		c.CC = "owd"
@@ -228,11 +229,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	for _, f := range []struct {
 		name string
-		d    *DSCP
-		def  DSCP
-	}{{"StreamDSCP", &c.StreamDSCP, DSCPBestEffort}, {"UpdateDSCP", &c.UpdateDSCP, DSCPCS7}} {
-		if !f.d.valid() {
-			return bad("%s %d is not a DSCP value: use the DSCP constants, ParseDSCP or DSCPCode (a plain number such as 46 would not be the code point 46)", f.name, uint8(*f.d))
+		d    *dscp.Codepoint
+		def  dscp.Codepoint
+	}{{"StreamDSCP", &c.StreamDSCP, dscp.BestEffort}, {"UpdateDSCP", &c.UpdateDSCP, dscp.CS7}} {
+		if !f.d.Valid() {
+			return bad("%s %d is not a code point: use the dscp constants, dscp.Parse or dscp.FromCode (a plain number such as 46 would not be the code point 46)", f.name, uint8(*f.d))
 		}
 		if !f.d.IsSet() {
 			*f.d = f.def

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
-// Every bad setting fails at Listen/Dial time with ErrConfig and a message
+// Every bad setting fails at Listen/Dial time with ErrInvalidConfig and a message
 // naming the field; the zero Config is valid.
 func TestConfigValidation(t *testing.T) {
 	_, err := testConfig(Config{}).withDefaults()
@@ -27,16 +29,16 @@ func TestConfigValidation(t *testing.T) {
 		{Config{UpdatePolicy: "x"}, `UpdatePolicy "x"`},
 		{Config{MaxUpdateRate: -5}, "MaxUpdateRate -5"},
 		{Config{AckEvery: -1}, "AckEvery -1"},
-		{Config{StreamDSCP: 46}, "StreamDSCP 46 is not a DSCP value"}, // a raw number, not DSCPCode(46)
-		{Config{UpdateDSCP: 0xff}, "UpdateDSCP 255 is not a DSCP value"},
+		{Config{StreamDSCP: 46}, "StreamDSCP 46 is not a code point"}, // a raw number, not dscp.FromCode(46)
+		{Config{UpdateDSCP: 0xff}, "UpdateDSCP 255 is not a code point"},
 		{Config{IdleTimeout: -time.Second}, "IdleTimeout -1s"},
 		{Config{HandshakeTimeout: -time.Second}, "HandshakeTimeout -1s"},
 	} {
 		_, err := tc.cfg.withDefaults()
-		require.ErrorIs(t, err, ErrConfig, "%+v", tc.cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", tc.cfg)
 		require.ErrorContains(t, err, tc.want)
 		_, err = Listen("127.0.0.1:0", tc.cfg)
-		require.ErrorIs(t, err, ErrConfig, "Listen fails at once")
+		require.ErrorIs(t, err, ErrInvalidConfig, "Listen fails at once")
 	}
 }
 
@@ -44,13 +46,13 @@ func TestConfigValidation(t *testing.T) {
 // unless plaintext is asked for by name, and the error says how.
 func TestTLSOrInsecureRequired(t *testing.T) {
 	_, err := Listen("127.0.0.1:0", Config{})
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.Contains(t, err.Error(), "Config.TLS")
 	require.Contains(t, err.Error(), "Insecure")
 	_, err = Dial(t.Context(), "127.0.0.1:9", Config{})
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 	_, err = Listen("127.0.0.1:0", testConfig(Config{Insecure: true, TLS: testConfig(Config{}).TLS}))
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.Contains(t, err.Error(), "choose one")
 }
 
@@ -108,4 +110,16 @@ func TestTLSSessionResumption(t *testing.T) {
 		require.NoError(t, c.Close())
 	}
 	require.Equal(t, []bool{false, true}, resumed)
+}
+
+func TestDSCPDefaults(t *testing.T) {
+	c, err := testConfig(Config{}).withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, dscp.BestEffort, c.StreamDSCP, "stream default")
+	require.Equal(t, dscp.CS7, c.UpdateDSCP, "update default")
+
+	c, err = testConfig(Config{UpdateDSCP: dscp.BestEffort, StreamDSCP: dscp.AF12}).withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, uint8(0), c.UpdateDSCP.Code(), "best effort set explicitly stays best effort")
+	require.Equal(t, uint8(12), c.StreamDSCP.Code())
 }

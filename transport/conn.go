@@ -727,12 +727,12 @@ func startNTP(cfg *Config) (stop context.CancelFunc, err error) {
 	if h, p, err := net.SplitHostPort(cfg.NTPServer); err == nil {
 		host = h
 		if _, err := fmt.Sscanf(p, "%d", &port); err != nil {
-			return nil, fmt.Errorf("%w: NTPServer port %q", ErrConfig, p)
+			return nil, fmt.Errorf("%w: NTPServer port %q", ErrInvalidConfig, p)
 		}
 	}
 	nc, err := ntpclock.New(cfg.Clock, ntpclock.Config{Server: host, Port: port, Logger: cfg.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	// Synchronise once before any packet is stamped: the first sync steps
 	// the clock (by seconds, on a device that booted without RTC), and a

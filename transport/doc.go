@@ -82,7 +82,7 @@
 // returns updates in increasing generation time, dropping any that arrive
 // older than one already delivered, with the generation time in the
 // monitor's clock and the age on arrival. Updates are marked CS7 by
-// default (Config.UpdateDSCP, a DSCP: ParseDSCP reads class names), the
+// default (Config.UpdateDSCP, a dscp.Codepoint: dscp.Parse reads class names), the
 // stream best effort.
 //
 // # One-way delay and clocks
@@ -174,7 +174,7 @@
 // in batches, with UDP_GRO when the kernel allows (several datagrams of a flow in one buffer,
 // split by the segment size it reports), and sent with sendmmsg, as
 // UDP_SEGMENT (GSO) runs when the kernel allows; elsewhere with plain reads
-// and writes. DSCP is set per packet
+// and writes. The DSCP is set per packet
 // (IP_TOS / IPV6_TCLASS control messages), so the stream and the updates can
 // share one socket.
 //

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // tosTap is a UDP forwarder that records the TOS byte of every datagram
@@ -90,7 +91,7 @@ func TestDSCPOnTheWire(t *testing.T) {
 	tap := newTOSTap(t, l.Addr().(*net.UDPAddr))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, tap.front.LocalAddr().String(), transport.WithTestTLS(transport.Config{StreamDSCP: transport.DSCPEF}))
+	c, err := transport.Dial(ctx, tap.front.LocalAddr().String(), transport.WithTestTLS(transport.Config{StreamDSCP: dscp.EF}))
 	require.NoError(t, err)
 	defer c.Close()
 	s, err := l.Accept(ctx)
@@ -109,11 +110,11 @@ func TestDSCPOnTheWire(t *testing.T) {
 	const typeData, typeUpdate = 0x03, 0x04
 	require.NotEmpty(t, tap.byType[typeUpdate])
 	for _, tos := range tap.byType[typeUpdate] {
-		require.Equal(t, transport.DSCPCS7.Code()<<2, tos, "updates carry CS7 (TOS 0xe0)")
+		require.Equal(t, dscp.CS7.Code()<<2, tos, "updates carry CS7 (TOS 0xe0)")
 	}
 	require.NotEmpty(t, tap.byType[typeData])
 	for _, tos := range tap.byType[typeData] {
-		require.Equal(t, transport.DSCPEF.Code()<<2, tos, "the stream carries its own DSCP (EF)")
+		require.Equal(t, dscp.EF.Code()<<2, tos, "the stream carries its own dscp.Codepoint (EF)")
 	}
 }
 
@@ -200,7 +201,7 @@ func TestDSCPOnTheWireBothFamilies(t *testing.T) {
 	} else {
 		l6.Close()
 	}
-	cfg := transport.WithTestTLS(transport.Config{StreamDSCP: transport.DSCPEF})
+	cfg := transport.WithTestTLS(transport.Config{StreamDSCP: dscp.EF})
 	l, err := transport.Listen(":0", cfg)
 	require.NoError(t, err)
 	defer l.Close()
@@ -235,11 +236,11 @@ func TestDSCPOnTheWireBothFamilies(t *testing.T) {
 		for dir, seen := range map[string]map[byte][]byte{"client→server": tap.fwd, "server→client": tap.rev} {
 			require.NotEmpty(t, seen[typeUpdate], "v6=%v %s updates", v6, dir)
 			for _, tos := range seen[typeUpdate] {
-				require.Equal(t, transport.DSCPCS7.Code()<<2, tos, "v6=%v %s: updates carry CS7", v6, dir)
+				require.Equal(t, dscp.CS7.Code()<<2, tos, "v6=%v %s: updates carry CS7", v6, dir)
 			}
 			require.NotEmpty(t, seen[typeData], "v6=%v %s data", v6, dir)
 			for _, tos := range seen[typeData] {
-				require.Equal(t, transport.DSCPEF.Code()<<2, tos, "v6=%v %s: the stream carries EF", v6, dir)
+				require.Equal(t, dscp.EF.Code()<<2, tos, "v6=%v %s: the stream carries EF", v6, dir)
 			}
 		}
 		tap.mu.Unlock()

@@ -9,8 +9,12 @@ import (
 // Errors, in one place. Match them with errors.Is: the errors returned
 // wrap them with context.
 var (
-	// ErrConfig wraps every configuration error of Listen and Dial.
-	ErrConfig = session.ErrConfig
+	// ErrInvalidConfig wraps every configuration error of Listen and
+	// Dial; the message names the field. It is the same value as every
+	// other fresh package's ErrInvalidConfig (owd, acp, clock,
+	// quichook), so it also matches a controller's Config refused
+	// inside this one.
+	ErrInvalidConfig = session.ErrInvalidConfig
 	// ErrClosed: the connection was closed locally (Close), or Close's
 	// linger expired with bytes unacknowledged (Close's error says how
 	// many).

@@ -480,7 +480,7 @@ func TestListenLimitsValidation(t *testing.T) {
 		{MaxConnections: -1}, {MaxConnectionsPerSource: -1}, {HandshakeRate: -1}, {HandshakeBurst: -1},
 	} {
 		_, err := Listen("127.0.0.1:0", testConfig(cfg))
-		require.ErrorIs(t, err, ErrConfig, "%+v", cfg)
+		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", cfg)
 	}
 	c, err := testConfig(Config{}).withDefaults()
 	require.NoError(t, err)

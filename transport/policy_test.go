@@ -20,10 +20,10 @@ func TestUpdatePolicyByNameOrHook(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 	_, err := testConfig(Config{UpdatePolicy: "fastest"}).withDefaults()
-	require.ErrorIs(t, err, ErrConfig, "unknown names fail in the config")
+	require.ErrorIs(t, err, ErrInvalidConfig, "unknown names fail in the config")
 	cfg := testConfig(Config{UpdatePolicy: "fastest"})
 	_, err = newPolicy(&cfg)
-	require.ErrorIs(t, err, ErrConfig, "and when a session is built")
+	require.ErrorIs(t, err, ErrInvalidConfig, "and when a session is built")
 
 	// The hook wins over the name and gets the datagram size.
 	var gotSize cc.ByteCount
@@ -45,7 +45,7 @@ func TestUpdatePolicyByNameOrHook(t *testing.T) {
 	} {
 		cfg.NewUpdatePolicy = hook
 		_, err = newPolicy(&cfg)
-		require.ErrorIs(t, err, ErrConfig)
+		require.ErrorIs(t, err, ErrInvalidConfig)
 	}
 }
 
@@ -61,13 +61,13 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 
 // An update policy's name is not a congestion controller: Config{CC:
 // "lazy"} once passed validation and ran the stream with a 2^40-byte
-// window. It fails at Listen and Dial with ErrConfig and says what to do.
+// window. It fails at Listen and Dial with ErrInvalidConfig and says what to do.
 func TestUpdatePolicyNameAsCCFails(t *testing.T) {
 	for _, name := range acp.PolicyNames() {
 		_, err := Listen("127.0.0.1:0", testConfig(Config{CC: name}))
-		require.ErrorIs(t, err, ErrConfig, name)
+		require.ErrorIs(t, err, ErrInvalidConfig, name)
 		require.ErrorContains(t, err, "is an update policy")
 		_, err = Dial(t.Context(), "127.0.0.1:9", testConfig(Config{CC: name}))
-		require.ErrorIs(t, err, ErrConfig, name)
+		require.ErrorIs(t, err, ErrInvalidConfig, name)
 	}
 }

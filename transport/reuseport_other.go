@@ -10,5 +10,5 @@ import (
 // setReusePort fails: this platform has no SO_REUSEPORT with the meaning
 // Config.ReusePort documents.
 func setReusePort(_, _ string, _ syscall.RawConn) error {
-	return fmt.Errorf("%w: ReusePort (SO_REUSEPORT) is not supported on this platform", ErrConfig)
+	return fmt.Errorf("%w: ReusePort (SO_REUSEPORT) is not supported on this platform", ErrInvalidConfig)
 }

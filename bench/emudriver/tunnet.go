@@ -24,6 +24,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // Ports of the flows that are not fresh (fresh flows use the Listener's
@@ -489,7 +490,7 @@ func (n *tunNet) setupTelemetry(f *flowRun) error {
 // whose regulator decides when it leaves.
 func (n *tunNet) setupFreshTelemetry(f *flowRun, caddr netip.AddrPort) error {
 	tf := f.tunf
-	dscp, err := transport.DSCPCode(f.dscp)
+	dscp, err := dscp.FromCode(f.dscp)
 	if err != nil {
 		return err
 	}

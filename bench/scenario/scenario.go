@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/traces"
-	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // ErrInvalid wraps every validation error.
@@ -167,9 +167,9 @@ type Flow struct {
 	// Reverse sends the flow through the reverse path.
 	Reverse bool `json:"reverse,omitempty"`
 	// DSCP marks the flow's packets: a class name ("CS7", "EF", "AF41",
-	// "BE", …) or a number "0".."63", as transport.ParseDSCP reads them.
+	// "BE", …) or a number "0".."63", as dscp.Parse reads them.
 	// Default BE (Validate fills it in).
-	DSCP transport.DSCP `json:"dscp,omitempty"`
+	DSCP dscp.Codepoint `json:"dscp,omitempty"`
 }
 
 // Scenario is one experiment.
@@ -433,7 +433,7 @@ func (f *Flow) validate(s *Scenario) error {
 		return errors.New("starts after the scenario ends")
 	}
 	if !f.DSCP.IsSet() {
-		f.DSCP = transport.DSCPBestEffort
+		f.DSCP = dscp.BestEffort
 	}
 	return nil
 }

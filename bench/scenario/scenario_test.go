@@ -75,7 +75,7 @@ func TestWithCCKeepsPinned(t *testing.T) {
 	require.Equal(t, "owd", s.Flows[1].CC, "original untouched")
 }
 
-// A flow's dscp is read by transport.ParseDSCP (every class name, any
+// A flow's dscp is read by dscp.Parse (every class name, any
 // case, or a number) and defaults to best effort.
 func TestDSCP(t *testing.T) {
 	for in, want := range map[string]uint8{`"CS7"`: 56, `"cs6"`: 48, `"EF"`: 46, `"AF12"`: 12, `"af43"`: 38, `""`: 0, `"10"`: 10, "": 0} {

@@ -2,12 +2,13 @@ package ntpclock
 
 import (
 	"errors"
-	"fmt"
-	"github.com/fresh-udp/fresh/clock"
 	"log/slog"
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // ErrNotSynchronized is returned where a caller needs synchronized wall time
@@ -28,9 +29,11 @@ var ErrInvalidResponse = errors.New("ntpclock: invalid NTP response")
 // wildly wrong local clock, which needs a human or PanicThreshold < 0).
 var ErrOffsetTooLarge = errors.New("ntpclock: offset beyond the panic threshold")
 
-// ErrInvalidConfig is wrapped by New and NewState when a Config field is out
-// of range.
-var ErrInvalidConfig = errors.New("ntpclock: invalid config")
+// ErrInvalidConfig is wrapped by every error a constructor of this package
+// returns for a Config field out of range; the message names the field. It
+// is the same value in every fresh package (clock, owd, acp, transport,
+// …): errors.Is(err, transport.ErrInvalidConfig) holds for all of them.
+var ErrInvalidConfig = cfgerr.ErrInvalid
 
 // Config configures an NTP-corrected clock. The zero value is valid: each
 // zero field takes the default written beside it. Negative durations are
@@ -93,14 +96,14 @@ const (
 func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Port < 0 || c.Port > 65535:
-		return c, fmt.Errorf("%w: ntp Port %d", ErrInvalidConfig, c.Port)
+		return c, cfgerr.Field("ntpclock.Config.Port", "%d not in 0..65535", c.Port)
 	case c.Timeout < 0, c.Interval < 0, c.RetryInterval < 0, c.MaxAge < 0:
-		return c, fmt.Errorf("%w: ntp durations must not be negative (Timeout %v, Interval %v, RetryInterval %v, MaxAge %v)",
-			ErrInvalidConfig, c.Timeout, c.Interval, c.RetryInterval, c.MaxAge)
+		return c, cfgerr.Field("ntpclock.Config", "durations must not be negative (Timeout %v, Interval %v, RetryInterval %v, MaxAge %v)",
+			c.Timeout, c.Interval, c.RetryInterval, c.MaxAge)
 	case c.MaxSlewPPM < 0 || math.IsNaN(c.MaxSlewPPM) || c.MaxSlewPPM >= 1e6:
 		// A slew of 1e6 ppm or more would let a slewed clock stand still
 		// or run backwards.
-		return c, fmt.Errorf("%w: ntp MaxSlewPPM %v not in [0, 1e6)", ErrInvalidConfig, c.MaxSlewPPM)
+		return c, cfgerr.Field("ntpclock.Config.MaxSlewPPM", "%v not in [0, 1e6)", c.MaxSlewPPM)
 	}
 	if c.Server == "" {
 		c.Server = DefaultServer

@@ -16,6 +16,7 @@ import (
 	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 	"github.com/fresh-udp/fresh/internal/ntptest"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // listen is a monitor's listener on loopback with the certificates of
@@ -114,8 +115,8 @@ func TestAgentUploadsAndUpdates(t *testing.T) {
 func TestDSCPFlag(t *testing.T) {
 	o, err := parseFlags([]string{"-server", "x:1"})
 	require.NoError(t, err)
-	require.Equal(t, transport.DSCPCS7, o.dscp, "updates are CS7 by default")
-	for in, want := range map[string]transport.DSCP{"BE": transport.DSCPBestEffort, "af12": transport.DSCPAF12, "EF": transport.DSCPEF, "46": transport.DSCPEF} {
+	require.Equal(t, dscp.CS7, o.dscp, "updates are CS7 by default")
+	for in, want := range map[string]dscp.Codepoint{"BE": dscp.BestEffort, "af12": dscp.AF12, "EF": dscp.EF, "46": dscp.EF} {
 		o, err := parseFlags([]string{"-server", "x:1", "-dscp", in})
 		require.NoError(t, err, in)
 		require.Equal(t, want, o.dscp, in)

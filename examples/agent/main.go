@@ -105,6 +105,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 func main() { cli.Main("agent", run) }
@@ -114,7 +115,7 @@ type options struct {
 	server      string
 	cc          string
 	hz          float64
-	dscp        transport.DSCP
+	dscp        dscp.Codepoint
 	upload      string
 	uploadBytes cli.Size
 	sendBuffer  cli.Size
@@ -127,7 +128,7 @@ type options struct {
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	o := &options{dscp: transport.DSCPCS7, creds: cli.Credentials{Peer: "monitor"}}
+	o := &options{dscp: dscp.CS7, creds: cli.Credentials{Peer: "monitor"}}
 	fs.StringVar(&o.server, "server", "", "the monitor's `HOST:PORT` (required)")
 	fs.StringVar(&o.cc, "cc", "owd", "stream congestion `controller` (owd, cubic, reno, htcp, rttdelay, …)")
 	fs.Float64Var(&o.hz, "rate-hz", 200, "sensing rate, readings per second (also the most updates ACP sends)")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // loopback runs a one-off server with serverArgs and a client with
@@ -315,11 +316,11 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, "ip4", o.network)
 
 	// -S takes a TOS byte as iperf3 does; --dscp a class name or number.
-	for in, want := range map[string]transport.DSCP{"0x10": 0, "16": 0, "020": 0, "184": transport.DSCPEF, "0xb8": transport.DSCPEF} {
+	for in, want := range map[string]dscp.Codepoint{"0x10": 0, "16": 0, "020": 0, "184": dscp.EF, "0xb8": dscp.EF} {
 		o, err := parseFlags([]string{"-c", "h", "-S", in})
 		require.NoError(t, err, in)
 		if want == 0 {
-			want, _ = transport.DSCPCode(4)
+			want, _ = dscp.FromCode(4)
 		}
 		require.Equal(t, want, o.dscp, in)
 		ts, f := o.testParams()
@@ -339,7 +340,7 @@ func TestFlags(t *testing.T) {
 	ts, f := o.testParams()
 	cfg, err := checkParams(params{TestStart: ts, Fresh: f}, transport.Config{})
 	require.NoError(t, err)
-	require.Equal(t, transport.DSCPAF41, cfg.StreamDSCP)
+	require.Equal(t, dscp.AF41, cfg.StreamDSCP)
 	require.Equal(t, "cubic", cfg.CC)
 	require.Equal(t, 1<<20, cfg.SendBuffer)
 
@@ -347,7 +348,7 @@ func TestFlags(t *testing.T) {
 	cfg, err = checkParams(params{TestStart: testStart{Protocol: "fresh", NumStreams: 1, Blksize: 1, Duration: 1, TOS: 184},
 		Fresh: freshSettings{CC: "owd"}}, transport.Config{})
 	require.NoError(t, err)
-	require.Equal(t, transport.DSCPEF, cfg.StreamDSCP)
+	require.Equal(t, dscp.EF, cfg.StreamDSCP)
 
 	// iperf3's flags bulk does not implement are refused by name.
 	for _, args := range [][]string{{"-u"}, {"--udp"}, {"-Z"}, {"--cport", "5000"}, {"-n", "1G"}, {"-O", "2"}} {

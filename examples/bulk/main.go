@@ -140,6 +140,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 func main() { cli.Main("bulk", run) }
@@ -159,7 +160,7 @@ type options struct {
 	reverse    bool
 	bidir      bool
 	rate       float64        // bits/s per connection, 0: unlimited
-	dscp       transport.DSCP // zero: unset (best effort)
+	dscp       dscp.Codepoint // zero: unset (best effort)
 	json       bool
 	jsonStream bool
 	logfile    string
@@ -230,7 +231,7 @@ func (b *bitrate) Set(v string) error {
 // tosFlag is -S: an IPv4 TOS byte as iperf3 takes it, decimal, 0x hex or 0
 // octal (0x10 = 16 = DSCP 4). The DSCP is its upper six bits; the low two
 // are ECN's and must be zero.
-type tosFlag struct{ d *transport.DSCP }
+type tosFlag struct{ d *dscp.Codepoint }
 
 func (t tosFlag) String() string {
 	if t.d == nil || !t.d.IsSet() {
@@ -247,7 +248,7 @@ func (t tosFlag) Set(v string) error {
 	case n&3 != 0:
 		return fmt.Errorf("%q: the low two bits of the TOS byte are ECN's; give a multiple of 4 (DSCP·4)", v)
 	}
-	d, err := transport.DSCPCode(uint8(n >> 2))
+	d, err := dscp.FromCode(uint8(n >> 2))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // serve accepts tests until ctx ends (or, with -1, after one).
@@ -102,9 +103,9 @@ func checkParams(p params, logger transport.Config) (transport.Config, error) {
 	}
 	// fresh.dscp names the class; a client that sent only iperf3's tos
 	// gets its upper six bits.
-	d, err := transport.DSCPCode(uint8(ts.TOS >> 2))
+	d, err := dscp.FromCode(uint8(ts.TOS >> 2))
 	if p.Fresh.DSCP != "" {
-		d, err = transport.ParseDSCP(p.Fresh.DSCP)
+		d, err = dscp.Parse(p.Fresh.DSCP)
 	}
 	switch {
 	case err != nil:

@@ -154,13 +154,13 @@ func (c Config) withDefaults() Config {
 // validate rejects settings the session cannot run with.
 func (c *Config) validate() error {
 	if c.MaxDatagram < 256 || c.MaxDatagram > 65000 {
-		return fmt.Errorf("%w: MaxDatagram %d outside 256..65000", ErrConfig, c.MaxDatagram)
+		return fmt.Errorf("%w: MaxDatagram %d outside 256..65000", ErrInvalidConfig, c.MaxDatagram)
 	}
 	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
-		return fmt.Errorf("%w: SendBuffer and ReceiveWindow must hold at least one datagram", ErrConfig)
+		return fmt.Errorf("%w: SendBuffer and ReceiveWindow must hold at least one datagram", ErrInvalidConfig)
 	}
 	if c.MaxStreamGaps < 1 || c.MaxUpdateFuture < 0 {
-		return fmt.Errorf("%w: MaxStreamGaps %d must be positive, MaxUpdateFuture %v not negative", ErrConfig, c.MaxStreamGaps, c.MaxUpdateFuture)
+		return fmt.Errorf("%w: MaxStreamGaps %d must be positive, MaxUpdateFuture %v not negative", ErrInvalidConfig, c.MaxStreamGaps, c.MaxUpdateFuture)
 	}
 	return nil
 }

@@ -1,12 +1,16 @@
 package session
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/fresh-udp/fresh/internal/cfgerr"
+)
 
 // Errors a connection can end with or a call can return. The transport
 // package re-exports them (transport.ErrClosed is ErrClosed), so callers
 // match them with errors.Is whichever package they import.
 var (
-	ErrConfig          = errors.New("transport: invalid config")
+	ErrInvalidConfig   = cfgerr.ErrInvalid
 	ErrClosed          = errors.New("transport: connection closed")
 	ErrPeerClosed      = errors.New("transport: closed by peer")
 	ErrIdleTimeout     = errors.New("transport: idle timeout")

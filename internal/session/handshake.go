@@ -150,12 +150,12 @@ func newSecurity(cfg *Config, client bool) (*security, error) {
 	var conn *tls.QUICConn
 	if client {
 		if conf.ServerName == "" && !conf.InsecureSkipVerify {
-			return nil, fmt.Errorf("%w: TLS config has no ServerName to verify the server's certificate against", ErrConfig)
+			return nil, fmt.Errorf("%w: TLS config has no ServerName to verify the server's certificate against", ErrInvalidConfig)
 		}
 		conn = tls.QUICClient(qc)
 	} else {
 		if len(conf.Certificates) == 0 && conf.GetCertificate == nil && conf.GetConfigForClient == nil {
-			return nil, fmt.Errorf("%w: a server's TLS config needs a certificate (Certificates or GetCertificate)", ErrConfig)
+			return nil, fmt.Errorf("%w: a server's TLS config needs a certificate (Certificates or GetCertificate)", ErrInvalidConfig)
 		}
 		conn = tls.QUICServer(qc)
 	}

@@ -281,12 +281,12 @@ func TestTLSKeyUpdate(t *testing.T) {
 
 func TestTLSConfigErrors(t *testing.T) {
 	_, err := New(Config{TLS: &tls.Config{}}, 1, true, 0)
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.Contains(t, err.Error(), "ServerName")
 	_, err = New(Config{TLS: &tls.Config{ServerName: "x"}}, 1, false, 0)
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.Contains(t, err.Error(), "certificate")
-	require.True(t, errors.Is(err, ErrConfig))
+	require.True(t, errors.Is(err, ErrInvalidConfig))
 }
 
 // Handshake datagrams never exceed 1200 bytes, whatever either end's

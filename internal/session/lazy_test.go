@@ -112,7 +112,7 @@ func TestControllerBuiltOnFirstStreamSend(t *testing.T) {
 // its errors are New's, as before.
 func TestUnnamedControllerBuiltInNew(t *testing.T) {
 	_, err := New(Config{NewController: func(cc.ByteCount) (cc.Controller, error) { return nil, nil }}, 1, true, 0)
-	require.ErrorIs(t, err, ErrConfig)
+	require.ErrorIs(t, err, ErrInvalidConfig)
 	s, err := New(Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}) }}, 1, true, 0)
 	require.NoError(t, err)
 	require.NotNil(t, s.ctl)

@@ -159,7 +159,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		err = errors.New("NewPolicy returned no policy")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	s := &Session{
 		cfg: cfg, connID: connID, client: client,
@@ -200,7 +200,7 @@ func newController(cfg *Config) (cc.Controller, error) {
 		err = errors.New("NewController returned no controller")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return ctl, nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd" and "owd-eq2"
-	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // Config configures a Conn. The zero value is valid: every zero field takes
@@ -62,7 +62,7 @@ type Config struct {
 	// DSCP marks quic-go's datagrams, FeedbackDSCP the feedback datagrams
 	// (defaults: DSCP best effort, FeedbackDSCP the same as DSCP). Per
 	// datagram on Linux, the socket's class elsewhere (as in transport).
-	DSCP, FeedbackDSCP transport.DSCP
+	DSCP, FeedbackDSCP dscp.Codepoint
 	// MaxPeers bounds the peers (addresses) with their own controller and
 	// clock state (default 256). At the bound a new peer replaces the one
 	// silent for longest if that one has been for 30 s with nothing in
@@ -138,7 +138,7 @@ func (c Config) withDefaults() (Config, error) {
 	case c.MaxPeers < 1:
 		return c, fmt.Errorf("%w: MaxPeers %d < 1", ErrConfig, c.MaxPeers)
 	case c.DSCP != 0 && !c.DSCP.IsSet(), c.FeedbackDSCP != 0 && !c.FeedbackDSCP.IsSet():
-		return c, fmt.Errorf("%w: DSCP must be built with transport.ParseDSCP or the constants", ErrConfig)
+		return c, fmt.Errorf("%w: DSCP must be built with dscp.Parse or the constants", ErrConfig)
 	}
 	if c.NewController == nil {
 		name := c.Controller

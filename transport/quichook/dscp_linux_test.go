@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/dscp"
 	"github.com/fresh-udp/fresh/transport/quichook"
 )
 
@@ -38,7 +38,7 @@ func readTOS(t *testing.T, c *net.UDPConn) (first byte, tos int) {
 // hook's own answers Config.FeedbackDSCP.
 func TestDSCPPerDatagram(t *testing.T) {
 	leakCheck(t)
-	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{DSCP: transport.DSCPAF41, FeedbackDSCP: transport.DSCPCS7})
+	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{DSCP: dscp.AF41, FeedbackDSCP: dscp.CS7})
 	require.NoError(t, err)
 	defer h.Close()
 	go func() {
@@ -62,11 +62,11 @@ func TestDSCPPerDatagram(t *testing.T) {
 	require.NoError(t, err)
 	first, tos := readTOS(t, peer)
 	require.Equal(t, byte(0x05), first, "the hello's answer")
-	require.Equal(t, int(transport.DSCPCS7.Code())<<2, tos&^3)
+	require.Equal(t, int(dscp.CS7.Code())<<2, tos&^3)
 	// quic-go's datagram, shimmed.
 	_, err = h.WriteTo([]byte{0x40, 1, 2, 3}, peer.LocalAddr())
 	require.NoError(t, err)
 	first, tos = readTOS(t, peer)
 	require.Equal(t, byte(0x01), first, "a shimmed data datagram")
-	require.Equal(t, int(transport.DSCPAF41.Code())<<2, tos&^3)
+	require.Equal(t, int(dscp.AF41.Code())<<2, tos&^3)
 }
