@@ -93,9 +93,15 @@ func (u *inFlight) max() cc.ByteCount { return max(u.cur, u.prev) }
 
 var _ cc.Controller = (*Controller)(nil)
 
+// The registry names of New's and NewEq2's controllers (cc.New).
+const (
+	Name    = "owd"
+	NameEq2 = "owd-eq2"
+)
+
 func init() {
-	cc.Register("owd", func(mss cc.ByteCount) cc.Controller { return mustNew(New(Config{MSS: mss})) })
-	cc.Register("owd-eq2", func(mss cc.ByteCount) cc.Controller { return mustNew(NewEq2(Config{MSS: mss})) })
+	cc.Register(Name, func(mss cc.ByteCount) cc.Controller { return mustNew(New(Config{MSS: mss})) })
+	cc.Register(NameEq2, func(mss cc.ByteCount) cc.Controller { return mustNew(NewEq2(Config{MSS: mss})) })
 }
 
 // mustNew is for the registry's factories, whose Config only sets a
@@ -113,7 +119,7 @@ func mustNew(c *Controller, err error) *Controller {
 // argument), which Eq. 2's additive decrease does not do; see the package
 // doc. A Config with a value out of range (the field docs say which) is
 // refused with an error wrapping ErrInvalidConfig.
-func New(cfg Config) (*Controller, error) { return newController("owd", cfg, eq7{}) }
+func New(cfg Config) (*Controller, error) { return newController(Name, cfg, eq7{}) }
 
 // NewEq2 returns the paper's Eq. 2 controller ("owd-eq2"), kept as the
 // literal baseline: its window follows Eq. 2 alone, without the queue
@@ -126,7 +132,7 @@ func NewEq2(cfg Config) (*Controller, error) {
 	cfg.Tuning.DisableQueueDrain = true
 	cfg.Tuning.DisableVelocity = true
 	cfg.Tuning.DisableFreeRandomLoss = true
-	return newController("owd-eq2", cfg, eq2{})
+	return newController(NameEq2, cfg, eq2{})
 }
 
 func newController(name string, cfg Config, rule windowRule) (*Controller, error) {

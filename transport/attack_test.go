@@ -76,10 +76,10 @@ func TestForgedPacketsFromThePeersAddressAreDropped(t *testing.T) {
 			case <-tick.C:
 			}
 			for _, b := range toServer {
-				_, _ = cli.sock.conn.Write(b)
+				_, _ = cli.tr.sock.udp.Write(b)
 			}
 			for _, b := range toClient {
-				_, _ = l.sock.conn.WriteToUDP(b, cli.sock.conn.LocalAddr().(*net.UDPAddr))
+				_, _ = l.t.sock.udp.WriteToUDP(b, cli.tr.sock.udp.LocalAddr().(*net.UDPAddr))
 			}
 		}
 	}()

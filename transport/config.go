@@ -2,7 +2,6 @@ package transport
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -11,13 +10,16 @@ import (
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
-// Config configures an endpoint and every connection it carries. The zero
-// value is usable: every zero field takes the default written beside it.
+// Config configures connections: every connection a Listener accepts, or
+// the one Dial opens. The socket and the Listener's admission limits are
+// the Transport's. The zero value is usable once TLS (or Insecure) is set:
+// every zero field takes the default written beside it.
 type Config struct {
 	// TLS secures every connection, and one of TLS or Insecure must be
 	// set. A TLS 1.3 handshake (crypto/tls's QUIC API, RFC 9001)
@@ -43,8 +45,9 @@ type Config struct {
 	// ("owd", "cubic", "reno", "htcp", "rttdelay", …). Default "owd".
 	CC string
 	// NewController, if set, builds the controller instead of CC (for a
-	// controller with a non-default configuration).
-	NewController func(mss cc.ByteCount) cc.Controller
+	// controller with a non-default configuration, such as owd.New with a
+	// tuned owd.Config); an error it returns fails the connection's setup.
+	NewController func(mss cc.ByteCount) (cc.Controller, error)
 	// UpdatePolicy names the update-rate policy, one of acp.PolicyNames()
 	// ("acp", "acp-literal", "lazy"; see acp.NewPolicy). Default "acp".
 	UpdatePolicy string
@@ -120,9 +123,10 @@ type Config struct {
 	// the offset estimate's error, far below a forged or broken stamp.
 	MaxUpdateFuture time.Duration
 
-	// HandshakeTimeout bounds Dial; on a Listener, it is how long a new
-	// connection may take to complete its handshake before it is dropped
-	// (Accept never sees it). Default 10 s.
+	// HandshakeTimeout is how long a connection's handshake may take:
+	// Dial gives up after it (or when its ctx ends, if sooner), and a
+	// Listener drops a connection that has not completed its handshake by
+	// then (Accept never sees it). Default 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that heard nothing for this long.
 	// Default 30 s.
@@ -135,94 +139,37 @@ type Config struct {
 	// data already written. Default 5 s; negative: do not wait.
 	Linger time.Duration
 
-	// DisableRetry turns off a Listener's address validation by Retry.
-	// By default an Initial without a token is answered with a Retry (a
-	// 67-byte datagram, no state kept) and a connection is created only
-	// when the client sends its Initial again with the Retry's token, which
-	// proves it receives at its source address (RFC 9000 §8.1.2). That
-	// costs every handshake one extra round trip, and is on by default
-	// because without it a forged source address makes the Listener hold
-	// a connection (its state) per forged Initial until
-	// IdleTimeout, and send to the forged address: up to three times the
-	// Initial's bytes (RFC 9000 §8.1's anti-amplification limit, which
-	// then applies until the client answers). Disable it only where the
-	// round trip matters more than those risks, for example behind a
-	// filter that drops forged source addresses (BCP 38).
-	DisableRetry bool
-	// MaxConnections bounds the connections a Listener holds at once,
-	// handshaking, waiting for Accept or accepted. An Initial beyond it is
-	// dropped and its client retries. Default 100,000.
-	MaxConnections int
-	// MaxConnectionsPerSource bounds the connections of one source: one
-	// IPv4 address, or one IPv6 /64 (a subscriber's usual allocation,
-	// whose addresses one host can use freely). Default 1,024.
-	MaxConnectionsPerSource int
-	// HandshakeRate and HandshakeBurst bound how fast one source opens
-	// connections: a token bucket of HandshakeBurst handshakes refilled at
-	// HandshakeRate per second. With Retry on, only an Initial with a
-	// valid token counts, so forged Initials cannot use up a real
-	// source's budget. Defaults 100/s and 100.
-	HandshakeRate  float64
-	HandshakeBurst int
-	// LimitLoopback applies MaxConnectionsPerSource and the handshake rate
-	// to loopback sources too. By default loopback is exempt: its
-	// sources are processes on this host, which can exhaust it by other
-	// means anyway, and a local load generator or proxy (thousands of
-	// connections from 127.0.0.1) must not be throttled as one remote
-	// host would be. MaxConnections applies to every source.
-	LimitLoopback bool
-
-	// ReusePort opens a Listener's socket with SO_REUSEPORT, so that
-	// several processes (or Listeners) serve one port, each with its own
-	// socket; every socket on the port must set it (and, on Linux, belong
-	// to the same user). The kernel spreads datagrams among the sockets by
-	// a hash of the source and destination addresses and ports, so a
-	// source stays with one process while its address and port stay the
-	// same; see the package doc's "Scale-out". Linux and the BSDs; Listen
-	// fails elsewhere. Dial ignores it.
-	ReusePort bool
-
 	// Logger receives debug logs; nil is silent.
 	Logger *slog.Logger
 }
 
-// withDefaults validates c and fills defaults.
+// withDefaults validates c and fills the defaults this package applies
+// itself; the protocol's own (MaxDatagram, AckEvery, MaxAckDelay,
+// IdleTimeout, KeepAlive, SendBuffer, ReceiveWindow, MaxStreamGaps,
+// MaxUpdateFuture, the default controller) are the session's, resolved
+// and checked by session.Config.Resolve, so each default is written once.
 func (c Config) withDefaults() (Config, error) {
-	bad := func(f string, a ...any) (Config, error) {
-		return Config{}, fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(f, a...))
-	}
-	if c.CC == "" {
-		c.CC = "owd"
-	}
-	if c.UpdatePolicy == "" {
-		c.UpdatePolicy = "acp"
+	field := func(name, format string, a ...any) (Config, error) {
+		return Config{}, cfgerr.Field("transport.Config."+name, format, a...)
 	}
 	// Unknown names fail here, at Listen or Dial, not when the first
 	// connection builds its controller.
-	if c.NewController == nil {
+	if c.NewController == nil && c.CC != "" {
 		if _, err := cc.New(c.CC, 1200); err != nil {
 			if slices.Contains(acp.PolicyNames(), c.CC) {
-				return bad("CC %q is an update policy, not a congestion controller: set UpdatePolicy to it, and CC to one of %v", c.CC, cc.Names())
+				return field("CC", "%q is an update policy, not a congestion controller: set UpdatePolicy to it, and CC to one of %v", c.CC, cc.Names())
 			}
-			return bad("CC: %v", err)
+			return Config{}, cfgerr.Wrap("transport.Config.CC", err)
 		}
 	}
-	if c.NewUpdatePolicy == nil {
-		if !slices.Contains(acp.PolicyNames(), c.UpdatePolicy) {
-			return bad("UpdatePolicy %q (want one of %s, or set NewUpdatePolicy)", c.UpdatePolicy, strings.Join(acp.PolicyNames(), ", "))
-		}
+	if c.UpdatePolicy == "" {
+		c.UpdatePolicy = acp.PolicyACP
 	}
-	if c.MaxUpdateRate == 0 {
-		c.MaxUpdateRate = 1000
+	if c.NewUpdatePolicy == nil && !slices.Contains(acp.PolicyNames(), c.UpdatePolicy) {
+		return field("UpdatePolicy", "%q: want one of %s, or set NewUpdatePolicy", c.UpdatePolicy, strings.Join(acp.PolicyNames(), ", "))
 	}
 	if c.MaxUpdateRate < 0 {
-		return bad("MaxUpdateRate %v < 0", c.MaxUpdateRate)
-	}
-	if c.MaxDatagram == 0 {
-		c.MaxDatagram = 1200
-	}
-	if c.MaxDatagram < 256 || c.MaxDatagram > 65000 {
-		return bad("MaxDatagram %d outside 256..65000", c.MaxDatagram)
+		return field("MaxUpdateRate", "%v < 0", c.MaxUpdateRate)
 	}
 	if c.Clock == nil {
 		c.Clock = clock.NewSystem()
@@ -233,82 +180,37 @@ func (c Config) withDefaults() (Config, error) {
 		def  dscp.Codepoint
 	}{{"StreamDSCP", &c.StreamDSCP, dscp.BestEffort}, {"UpdateDSCP", &c.UpdateDSCP, dscp.CS7}} {
 		if !f.d.Valid() {
-			return bad("%s %d is not a code point: use the dscp constants, dscp.Parse or dscp.FromCode (a plain number such as 46 would not be the code point 46)", f.name, uint8(*f.d))
+			return field(f.name, "%d is not a code point: use the dscp constants, dscp.Parse or dscp.FromCode (a plain number such as 46 would not be the code point 46)", uint8(*f.d))
 		}
 		if !f.d.IsSet() {
 			*f.d = f.def
 		}
 	}
-	if c.AckEvery == 0 {
-		c.AckEvery = 2
-	}
-	if c.AckEvery < 1 || c.AckEvery > 64 {
-		return bad("AckEvery %d outside 1..64", c.AckEvery)
-	}
-	if c.MaxAckDelay == 0 {
-		c.MaxAckDelay = 25 * time.Millisecond
-	}
-	if c.MaxAckDelay < 0 {
-		return bad("MaxAckDelay < 0")
-	}
-	if c.SendBuffer == 0 {
-		c.SendBuffer = 4 << 20
-	}
-	if c.ReceiveWindow == 0 {
-		c.ReceiveWindow = 4 << 20
-	}
-	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
-		return bad("SendBuffer and ReceiveWindow must hold at least one datagram")
-	}
-	if c.MaxStreamGaps == 0 {
-		c.MaxStreamGaps = 1024
-	}
-	if c.MaxUpdateFuture == 0 {
-		c.MaxUpdateFuture = 5 * time.Second
-	}
-	if c.MaxStreamGaps < 1 || c.MaxUpdateFuture < 0 {
-		return bad("MaxStreamGaps %d must be positive and MaxUpdateFuture %v not negative (0: the default)", c.MaxStreamGaps, c.MaxUpdateFuture)
-	}
-	if c.HandshakeTimeout < 0 || c.IdleTimeout < 0 {
-		return bad("HandshakeTimeout %v and IdleTimeout %v must not be negative (0: the default)", c.HandshakeTimeout, c.IdleTimeout)
+	if c.HandshakeTimeout < 0 {
+		return field("HandshakeTimeout", "%v is negative (0: the default)", c.HandshakeTimeout)
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = 10 * time.Second
 	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 30 * time.Second
-	}
-	if c.KeepAlive == 0 {
-		c.KeepAlive = c.IdleTimeout / 3
-	}
 	if c.Linger == 0 {
 		c.Linger = 5 * time.Second
-	}
-	if c.MaxConnections < 0 || c.MaxConnectionsPerSource < 0 || c.HandshakeRate < 0 || c.HandshakeBurst < 0 {
-		return bad("MaxConnections %d, MaxConnectionsPerSource %d, HandshakeRate %v and HandshakeBurst %d must not be negative (0: the default)",
-			c.MaxConnections, c.MaxConnectionsPerSource, c.HandshakeRate, c.HandshakeBurst)
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = 100_000
-	}
-	if c.MaxConnectionsPerSource == 0 {
-		c.MaxConnectionsPerSource = 1024
-	}
-	if c.HandshakeRate == 0 {
-		c.HandshakeRate = 100
-	}
-	if c.HandshakeBurst == 0 {
-		c.HandshakeBurst = 100
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case c.TLS == nil && !c.Insecure:
-		return bad("no TLS config: set Config.TLS (a certificate on the listener; RootCAs, and ServerName if the address is not the name, on the dialer), or Insecure: true for plaintext (unsafe: anyone on the path can read, forge and close connections)")
+		return field("TLS", "not set: set Config.TLS (a certificate on the listener; RootCAs, and ServerName if the address is not the name, on the dialer), or Insecure: true for plaintext (unsafe: anyone on the path can read, forge and close connections)")
 	case c.TLS != nil && c.Insecure:
-		return bad("both TLS and Insecure are set: choose one")
+		return field("Insecure", "set together with TLS: choose one")
 	}
+	// The protocol's settings: the session fills and checks them; the
+	// resolved datagram size sizes this end's buffers.
+	sc, err := c.sessionConfig().Resolve()
+	if err != nil {
+		return Config{}, err
+	}
+	c.MaxDatagram = sc.MaxDatagram
 	if c.TLS != nil {
 		// Once per endpoint: every connection shares this config (and
 		// with it the keys that encrypt session tickets).
@@ -317,17 +219,25 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// sessionConfig is what the protocol session needs of a validated Config.
+// sessionConfig is what the protocol session needs of a Config. Zero
+// fields stay zero: the session's defaults apply.
 func (c *Config) sessionConfig() session.Config {
-	newController := func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(c.CC, mss) }
-	controllerName := c.CC // a registry name, checked at Listen or Dial: the session may build it late
-	if c.NewController != nil {
-		controllerName = "" // an application's: built in New, as its name is its own
-		newController = func(mss cc.ByteCount) (cc.Controller, error) { return c.NewController(mss), nil }
+	var newController func(mss cc.ByteCount) (cc.Controller, error)
+	controllerName := ""
+	switch {
+	case c.NewController != nil: // an application's: built in New, as its name is its own
+		newController = c.NewController
+	case c.CC != "":
+		name := c.CC
+		newController = func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(name, mss) }
+		controllerName = name // a registry name, checked at Listen or Dial: the session may build it late
 	}
 	newPolicy := c.NewUpdatePolicy
 	if newPolicy == nil {
-		newPolicy = func(size cc.ByteCount) (acp.Policy, error) { return namedPolicy(c.UpdatePolicy, size, c.MaxUpdateRate) }
+		name, maxRate := c.UpdatePolicy, acp.Rate(c.MaxUpdateRate)
+		newPolicy = func(size cc.ByteCount) (acp.Policy, error) {
+			return acp.NewPolicy(name, acp.Config{UpdateSize: size, MaxRate: maxRate})
+		}
 	}
 	return session.Config{
 		TLS:             c.TLS,
@@ -354,11 +264,6 @@ func (c *Config) sessionConfig() session.Config {
 
 // ALPN is the TLS application protocol fresh negotiates by default.
 const ALPN = session.ALPN
-
-// namedPolicy builds the update policy called name (acp.NewPolicy).
-func namedPolicy(name string, size cc.ByteCount, maxRate float64) (acp.Policy, error) {
-	return acp.NewPolicy(name, acp.Config{UpdateSize: size, MaxRate: acp.Rate(maxRate)})
-}
 
 // maxAccepted is the largest datagram an endpoint accepts: its own
 // MaxDatagram, and never less than an Initial's padded size.

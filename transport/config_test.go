@@ -21,20 +21,20 @@ func TestConfigValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{MaxDatagram: 10}, "MaxDatagram 10"},
-		{Config{MaxDatagram: 100000}, "MaxDatagram 100000"},
-		{Config{SendBuffer: 100}, "SendBuffer and ReceiveWindow"},
-		{Config{ReceiveWindow: 1}, "SendBuffer and ReceiveWindow"},
-		{Config{CC: "nope"}, `unknown controller "nope"`},
-		{Config{UpdatePolicy: "x"}, `UpdatePolicy "x"`},
-		{Config{MaxUpdateRate: -5}, "MaxUpdateRate -5"},
-		{Config{AckEvery: -1}, "AckEvery -1"},
-		{Config{StreamDSCP: 46}, "StreamDSCP 46 is not a code point"}, // a raw number, not dscp.FromCode(46)
-		{Config{UpdateDSCP: 0xff}, "UpdateDSCP 255 is not a code point"},
-		{Config{IdleTimeout: -time.Second}, "IdleTimeout -1s"},
-		{Config{HandshakeTimeout: -time.Second}, "HandshakeTimeout -1s"},
+		{Config{MaxDatagram: 10}, "Config.MaxDatagram: 10 outside"},
+		{Config{MaxDatagram: 100000}, "Config.MaxDatagram: 100000 outside"},
+		{Config{SendBuffer: 100}, "Config.SendBuffer: 100 does not hold one datagram"},
+		{Config{ReceiveWindow: 1}, "Config.ReceiveWindow: 1 does not hold"},
+		{Config{CC: "nope"}, `Config.CC: cc: unknown controller "nope"`},
+		{Config{UpdatePolicy: "x"}, `Config.UpdatePolicy: "x"`},
+		{Config{MaxUpdateRate: -5}, "Config.MaxUpdateRate: -5"},
+		{Config{AckEvery: -1}, "Config.AckEvery: -1"},
+		{Config{StreamDSCP: 46}, "Config.StreamDSCP: 46 is not a code point"}, // a raw number, not dscp.FromCode(46)
+		{Config{UpdateDSCP: 0xff}, "Config.UpdateDSCP: 255 is not a code point"},
+		{Config{IdleTimeout: -time.Second}, "Config.IdleTimeout: -1s"},
+		{Config{HandshakeTimeout: -time.Second}, "Config.HandshakeTimeout: -1s"},
 	} {
-		_, err := tc.cfg.withDefaults()
+		_, err := testConfig(tc.cfg).withDefaults()
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", tc.cfg)
 		require.ErrorContains(t, err, tc.want)
 		_, err = Listen("127.0.0.1:0", tc.cfg)

@@ -5,19 +5,16 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/clock/ntpclock"
 	"github.com/fresh-udp/fresh/internal/session"
-	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // Conn is one fresh connection. It carries a reliable ordered byte stream
@@ -26,11 +23,10 @@ import (
 // one reader and one writer of the stream at a time, as io.Reader and
 // io.Writer usually are.
 //
-// A client Conn runs two goroutines: one owns sending and timers, one
-// reads its socket; Close stops both. A Listener's Conns have none of
-// their own: the Listener reads for all of them and one driver goroutine
-// sends and keeps the timers of all of them, so an idle connection costs
-// memory, not a goroutine.
+// A Conn has no goroutine of its own: its Transport reads for all the
+// connections on the socket and one driver goroutine sends and keeps the
+// timers of all of them, so an idle connection costs memory, not a
+// goroutine.
 //
 // Conn is a net.Conn: SetDeadline, SetReadDeadline and SetWriteDeadline
 // bound Read and Write with the net package's semantics (a passed deadline
@@ -40,34 +36,32 @@ import (
 // ReadUpdate, which takes a context.
 type Conn struct {
 	cfg  *Config
-	sock *socket
+	tr   *Transport
+	ln   *Listener // the Listener that accepted it; nil for a Dial'ed one
 	peer *net.UDPAddr
 	clk  clock.Clock
 
 	mu sync.Mutex
 	s  *session.Session
 
-	wake       chan struct{} // poke the send loop
 	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
 	writeReady chan struct{} // send buffer space freed
 	updReady   chan struct{} // a fresher update arrived
 	opened     chan struct{} // closed when the handshake completes
 	readDL     deadline      // SetReadDeadline
 	writeDL    deadline      // SetWriteDeadline
-	done       chan struct{} // closed when the send loop has exited
+	done       chan struct{} // closed when the driver has let it go
 	openOnce   sync.Once
 	closeOnce  sync.Once
 	closeErr   error
 
-	ownsSocket bool          // a client Conn closes its socket
-	readDone   chan struct{} // client: the socket reader has exited
-	stopNTP    context.CancelFunc
-	onDone     func() // a Listener's cleanup
+	ownsTransport bool // package Dial's: Close closes the Transport and socket
+	stopNTP       context.CancelFunc
+	onDone        func() // the Transport's cleanup
 
-	// A server Conn is run by its Listener's driver: drv is set, wake is
-	// nil. The driver's bookkeeping: queued (guarded by drv.mu) says the
-	// Conn is in the driver's run queue, finished (written under drv.mu by
-	// the driver goroutine) that it has closed and left the driver; due and
+	// The driver's bookkeeping: queued (guarded by drv.mu) says the Conn
+	// is in the driver's run queue, finished (written under drv.mu by the
+	// driver goroutine) that it has closed and left the driver; due and
 	// timerIdx (the driver goroutine's alone) place it in the timer heap.
 	drv      *driver
 	queued   bool
@@ -89,9 +83,9 @@ type Update struct {
 	Age time.Duration
 }
 
-func newConn(cfg *Config, sock *socket, peer *net.UDPAddr, s *session.Session) *Conn {
+func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) *Conn {
 	c := &Conn{
-		cfg: cfg, sock: sock, peer: peer, clk: cfg.Clock, s: s,
+		cfg: cfg, tr: tr, peer: peer, clk: cfg.Clock, s: s,
 		readReady:  make(chan struct{}, 1),
 		writeReady: make(chan struct{}, 1),
 		updReady:   make(chan struct{}, 1),
@@ -163,86 +157,30 @@ func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
 	return c.s.NextTimeout(now), tx.full(), c.s.Closed()
 }
 
-// send sends a client Conn's batch. It reports false when the socket is
-// closed: the session is then aborted.
-func (c *Conn) send(tx *txBatch) bool {
-	err := tx.send()
-	if err == nil {
-		return true
-	}
-	c.cfg.Logger.Debug("fresh: write failed", "peer", c.peer, "err", err)
-	if errors.Is(err, net.ErrClosed) {
-		c.mu.Lock()
-		c.s.Abort(ErrClosed)
-		c.mu.Unlock()
-		return false
-	}
-	c.socketError(err)
-	return true
-}
-
 // finish runs once the session has closed and nothing more will be sent:
 // it wakes every waiter and tells the owner.
 func (c *Conn) finish() {
 	c.mu.Lock()
 	c.notifyLocked()
 	c.mu.Unlock()
-	close(c.done)
+	// Forgotten before done is closed: a Close waiting on done that then
+	// closes its own Transport must not find itself still listed there.
 	if c.onDone != nil {
 		c.onDone()
 	}
+	close(c.done)
 }
 
-// loop is a client Conn's send and timer goroutine (a Listener's driver
-// does this for server Conns). It holds a batch from txPool only while
-// it sends.
-func (c *Conn) loop() {
-	defer c.finish()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	size := max(c.cfg.MaxDatagram, wire.MinInitialSize)
-	var tx *txBatch
-	defer func() {
-		if tx != nil {
-			tx.reset(nil, size) // unsent leftovers of a closed session
-			putTxBatch(tx)
-		}
-	}()
-	for {
-		if tx == nil {
-			tx = getTxBatch(c.sock, size)
-		}
-		next, full, closed := c.poll(tx)
-		if tx.n > 0 && !c.send(tx) {
-			return
-		}
-		if closed {
-			return
-		}
-		if full {
-			continue // more may be ready at once
-		}
-		putTxBatch(tx) // empty: a batch that is not full was sent whole
-		tx = nil
-		if next != 0 {
-			timer.Reset(max(next.Sub(c.clk.Now()), 0))
-		}
-		select {
-		case <-c.wake:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-}
+// kick tells the Transport's driver to run the connection.
+func (c *Conn) kick() { c.drv.schedule(c) }
 
-// kick tells whoever sends for the connection (its loop, or the
-// Listener's driver) to run it.
-func (c *Conn) kick() {
-	if c.drv != nil {
-		c.drv.schedule(c)
-		return
-	}
-	signal(c.wake)
+// abort ends the connection at once with err, without a linger.
+func (c *Conn) abort(err error) {
+	c.mu.Lock()
+	c.s.Abort(err)
+	c.notifyLocked()
+	c.mu.Unlock()
+	c.kick() // the driver sees the session closed and lets it go
 }
 
 // Write writes p to the stream, blocking while the send buffer is full.
@@ -387,7 +325,7 @@ func (c *Conn) ConnectionState() (state tls.ConnectionState, ok bool) {
 }
 
 // LocalAddr is the local UDP address.
-func (c *Conn) LocalAddr() net.Addr { return c.sock.conn.LocalAddr() }
+func (c *Conn) LocalAddr() net.Addr { return c.tr.Conn.LocalAddr() }
 
 // RemoteAddr is the peer's UDP address.
 func (c *Conn) RemoteAddr() net.Addr { return c.peer }
@@ -484,81 +422,14 @@ func (c *Conn) Close() error {
 		c.mu.Unlock()
 		c.kick()
 		<-c.done
-		if c.ownsSocket {
-			_ = c.sock.conn.Close()
-			<-c.readDone
+		if c.ownsTransport {
+			_ = c.tr.Close()
 		}
 		if c.stopNTP != nil {
 			c.stopNTP()
 		}
 	})
 	return c.closeErr
-}
-
-// Dial opens a connection to a fresh server at addr ("host:port") and
-// returns once the handshake completed, ctx ended or HandshakeTimeout passed.
-// A handshake that fails returns an error wrapping ErrHandshake and the
-// cause: ctx's error, context.DeadlineExceeded for HandshakeTimeout, or
-// syscall.ECONNREFUSED ("connection refused") at once when the kernel
-// reports that nothing listens at addr (an ICMP port unreachable).
-//
-// The client's socket is connected to addr, so it takes datagrams from
-// addr only and hears of such ICMP errors. Once the connection is open a
-// refusal is ignored, as TCP treats ICMP errors on an established
-// connection as soft (they are unauthenticated and may be transient): a
-// peer that went away is noticed by IdleTimeout.
-func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
-	conf, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	raddr, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, &dialError{addr, err}
-	}
-	network := "udp4"
-	if raddr.IP.To4() == nil {
-		network = "udp6"
-	}
-	sock, stopNTP, err := openSocket(&conf, network, nil, raddr)
-	if err != nil {
-		return nil, &dialError{addr, err}
-	}
-	scfg := conf.sessionConfig()
-	if scfg.TLS != nil && scfg.TLS.ServerName == "" {
-		// Verify the server against the name dialled, as tls.Dial does.
-		scfg.TLS = scfg.TLS.Clone()
-		scfg.TLS.ServerName, _, _ = net.SplitHostPort(addr)
-	}
-	s, err := session.New(scfg, randomID(), true, conf.Clock.Now())
-	if err != nil {
-		sock.conn.Close()
-		stopNTP()
-		return nil, err
-	}
-	c := newConn(&conf, sock, raddr, s)
-	c.ownsSocket, c.stopNTP = true, stopNTP
-	c.readDone = make(chan struct{})
-	c.wake = make(chan struct{}, 1)
-	go c.readLoop()
-	go c.loop()
-
-	hs, cancel := context.WithTimeout(ctx, conf.HandshakeTimeout)
-	defer cancel()
-	select {
-	case <-c.opened:
-		if err := c.Err(); err != nil {
-			c.Close()
-			return nil, &dialError{addr, err}
-		}
-		return c, nil
-	case <-hs.Done():
-		c.mu.Lock()
-		c.cfg.Linger = -1
-		c.mu.Unlock()
-		c.Close()
-		return nil, &dialError{addr, fmt.Errorf("%w: %w", ErrHandshake, hs.Err())}
-	}
 }
 
 // dialError is an error of Dial: "transport: dial addr: " and the cause,
@@ -574,61 +445,6 @@ func (e *dialError) Error() string {
 }
 
 func (e *dialError) Unwrap() error { return e.err }
-
-// openSocket opens the UDP socket of a client (raddr: the server, which the
-// socket is connected to) or of a listener (laddr, raddr nil), with its
-// DSCP marking, and starts the NTP clock if the config asks for one
-// (cfg.Clock is replaced by it). stop ends the NTP loop. network is "udp4",
-// "udp6", or "udp" for a dual-stack listener on a wildcard address.
-func openSocket(cfg *Config, network string, laddr, raddr *net.UDPAddr) (sock *socket, stop context.CancelFunc, err error) {
-	var udp *net.UDPConn
-	if raddr != nil {
-		// Connected: the kernel reports ICMP errors for this peer
-		// (ECONNREFUSED) on the socket, which an unconnected one does
-		// not, and drops datagrams from anyone else.
-		udp, err = net.DialUDP(network, laddr, raddr)
-	} else {
-		udp, err = listenUDP(network, laddr, cfg.ReusePort)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if stop, err = startNTP(cfg); err != nil {
-		udp.Close()
-		return nil, nil, err
-	}
-	if sock, err = newSocket(udp, network == "udp", cfg.StreamDSCP.Code(), cfg.UpdateDSCP.Code()); err != nil {
-		udp.Close()
-		stop()
-		return nil, nil, err
-	}
-	sock.connected = raddr != nil
-	return sock, stop, nil
-}
-
-// readLoop reads a client Conn's socket until it is closed.
-func (c *Conn) readLoop() {
-	defer close(c.readDone)
-	rx, err := newRxBatch(c.sock, maxAccepted(c.cfg.MaxDatagram), true)
-	if err != nil {
-		c.cfg.Logger.Error("fresh: cannot read socket", "err", err)
-		return
-	}
-	for {
-		dgs, err := rx.read()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			c.socketError(err)
-			continue
-		}
-		for _, d := range dgs {
-			c.handleDatagram(d.b)
-		}
-		c.kick()
-	}
-}
 
 // deadline is one of a Conn's deadlines: a channel closed when it passes,
 // which blocked calls select on (the pattern of net.Pipe).
@@ -683,31 +499,6 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// socketError handles an error of the client socket's reads or writes
-// other than its close. The one that matters is ECONNREFUSED: the kernel
-// received an ICMP port unreachable for a datagram we sent (reported on
-// whichever call comes first, a read or a write). During the handshake
-// nothing listens at the address, and Dial fails at once; afterwards it
-// is ignored (see Dial). Other errors (a full buffer, a transient route
-// error) are left to retransmission.
-func (c *Conn) socketError(err error) {
-	if !c.ownsSocket || !errors.Is(err, syscall.ECONNREFUSED) {
-		return
-	}
-	c.mu.Lock()
-	aborted := !c.s.Opened()
-	if aborted {
-		c.s.Abort(fmt.Errorf("%w: %w", ErrHandshake, syscall.ECONNREFUSED))
-		c.notifyLocked()
-	}
-	c.mu.Unlock()
-	if aborted {
-		c.kick() // the send loop sees the session closed and exits
-		return
-	}
-	c.cfg.Logger.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer)
 }
 
 // randomID returns a random connection ID.

@@ -433,9 +433,9 @@ func TestMalformedCorpusRejectedAndCounted(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, 1, st.Connections)
 	require.Zero(t, st.AcceptQueue)
-	l.mu.Lock()
-	require.Len(t, l.conns, 1)
-	l.mu.Unlock()
+	l.t.mu.Lock()
+	require.Len(t, l.t.conns, 1)
+	l.t.mu.Unlock()
 	exchange(cli, srv, "still here")
 	exchange(srv, cli, "still here too")
 }

@@ -86,7 +86,7 @@ func TestRefusedAfterHandshakeIsIgnored(t *testing.T) {
 	defer l.Close()
 	defer cli.Close()
 
-	require.NoError(t, l.sock.conn.Close()) // the server vanishes, no CLOSE sent
+	require.NoError(t, l.t.Conn.Close()) // the server vanishes, no CLOSE sent
 	require.Eventually(t, func() bool {
 		_ = cli.SendUpdate([]byte("anyone there?"))
 		return strings.Contains(logs.String(), "unreachable") || strings.Contains(logs.String(), "connection refused")

@@ -57,9 +57,9 @@
 // (with the TLS alert or certificate error). A Listener first answers an Initial with a Retry
 // carrying an address-validation token and opens the connection only when
 // the Initial comes back with it (one extra round trip; see
-// Config.DisableRetry), so a forged source address gets one small Retry
+// Transport.DisableRetry), so a forged source address gets one small Retry
 // and no state. It also bounds connections in total, per source and per
-// second (Config.MaxConnections and the fields after it), takes a
+// second (Transport.MaxConnections and the fields after it), takes a
 // connection's datagrams only from the address it was opened from (no
 // migration: a client whose NAT rebinds loses the connection at
 // IdleTimeout), and counts what it drops (Listener.Stats). Accept hands
@@ -182,8 +182,8 @@
 //
 // One Listener is one socket, read by one goroutine and sent on by another,
 // so the protocol work of one monitor process runs on about two cores at most.
-// To use more, run several monitor processes on one port with
-// Config.ReusePort (SO_REUSEPORT): each opens its own socket, and the kernel
+// To use more, run several monitor processes on one port, each with a
+// socket from ListenUDP(addr, true) (SO_REUSEPORT) in its Transport.Conn: each has its own socket, and the kernel
 // hands each arriving datagram to one of them by a hash of its source and
 // destination addresses and ports. A source therefore stays with the process
 // that accepted it while its address and port stay the same, which is what

@@ -7,31 +7,30 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/wire"
 )
 
 // driver sends for, and keeps the timers of, every connection of one
-// Listener, on one goroutine. A goroutine per connection (as a client
+// Transport (its Listener's and its Dial'ed ones), on one goroutine. A goroutine per connection (as a client
 // Conn has, and as quic-go runs per connection) costs a stack of 2 to
 // 8 KiB, a timer and a wake-up channel even while the connection is idle:
 // with thousands of mostly idle sources on one monitor that is most of
 // its memory. Here an idle connection is an entry in a timer heap, and a
 // busy one is run when the Listener's reader or the application kicks it.
 //
-// It does what a client Conn's loop does, for many connections: run the
-// session (Conn.poll) when it was kicked or its deadline passed, send what
-// it polled, and re-arm its deadline. The datagrams of every connection it
+// It runs each session (Conn.poll) when it was kicked or its deadline
+// passed, sends what it polled, and re-arms its deadline. The datagrams of every connection it
 // runs in one pass share one batch, sent with one sendmmsg: the ACKs of a
 // reader's batch of updates from many sources leave in one system call,
 // not one each. A send that
 // finds the socket's buffer full holds the others up; they would wait
 // anyway, as every connection of a Listener sends through that buffer.
 type driver struct {
-	clk  clock.Clock
-	log  *slog.Logger
-	wake chan struct{} // something was queued
-	stop chan struct{} // close: exit once every Conn has finished
-	done chan struct{} // closed when run has returned
+	clk     clock.Clock
+	log     *slog.Logger
+	onError func(error)   // a send failed
+	wake    chan struct{} // something was queued
+	stop    chan struct{} // close: exit once every Conn has finished
+	done    chan struct{} // closed when run has returned
 
 	mu    sync.Mutex
 	queue []*Conn // kicked, to run soon; each at most once (Conn.queued)
@@ -47,14 +46,15 @@ type driver struct {
 // timers and ACKs of the rest.
 const maxRounds = 4
 
-func newDriver(cfg *Config, sock *socket) *driver {
+func newDriver(clk clock.Clock, log *slog.Logger, sock *socket, maxDatagram int, onError func(error)) *driver {
 	return &driver{
-		clk:  cfg.Clock,
-		log:  cfg.Logger,
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-		tx:   newTxBatch(sock, max(cfg.MaxDatagram, wire.MinInitialSize)),
+		clk:     clk,
+		log:     log,
+		onError: onError,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+		tx:      newTxBatch(sock, maxDatagram),
 	}
 }
 
@@ -91,7 +91,7 @@ func (d *driver) scheduleAll(cs []*Conn) {
 }
 
 // close stops the driver once the connections it runs have finished (the
-// Listener closes them first) and waits for it.
+// Transport closes them first) and waits for it.
 func (d *driver) close() {
 	close(d.stop)
 	<-d.done
@@ -174,9 +174,7 @@ func (d *driver) service(c *Conn) {
 // send sends the batch.
 func (d *driver) send() {
 	if err := d.tx.send(); err != nil {
-		// Errors of one datagram (an unreachable peer) are the
-		// connection's to recover from, by retransmission or timeout.
-		d.log.Debug("fresh: write failed", "err", err)
+		d.onError(err)
 	}
 }
 

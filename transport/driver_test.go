@@ -91,8 +91,8 @@ func TestDriverFiresEachConnectionsIdleTimeout(t *testing.T) {
 		require.GreaterOrEqual(t, ended[i].Sub(opened[i]), idle-50*time.Millisecond, "not before its own deadline")
 	}
 	require.Eventually(t, func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return len(l.conns) == 0
+		l.t.mu.Lock()
+		defer l.t.mu.Unlock()
+		return len(l.t.conns) == 0
 	}, 5*time.Second, 10*time.Millisecond, "idled-out connections leave the Listener")
 }

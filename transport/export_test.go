@@ -5,4 +5,4 @@ func WithTestTLS(c Config) Config { return testConfig(c) }
 
 // Crash closes the listener's socket and nothing else, as a server process
 // that dies does: its connections send no CLOSE and vanish.
-func (l *Listener) Crash() { _ = l.sock.conn.Close() }
+func (l *Listener) Crash() { _ = l.t.Conn.Close() }

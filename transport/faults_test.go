@@ -128,12 +128,10 @@ func TestFaultRouteChange(t *testing.T) {
 		oc := owd.Config{}
 		oc.Tuning.Analyzer = owd.AnalyzerConfig{HistoryBuckets: 5, BucketLength: time.Second}
 		oc.Tuning.ProbeMinInterval = 4 * time.Second
-		cfg := transport.Config{NewController: func(mss cc.ByteCount) cc.Controller {
+		cfg := transport.Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) {
 			c := oc
 			c.MSS = mss
-			ctl, err := owd.New(c)
-			require.NoError(t, err)
-			return ctl
+			return owd.New(c)
 		}}
 		routeChange(t, cfg, 10*time.Second, 10*time.Second)
 	})

@@ -142,7 +142,7 @@ func TestRandomFlood(t *testing.T) {
 	targets := floodTargets{
 		listener: l.Addr().(*net.UDPAddr),
 		foreign:  attacker,
-		client:   cli.sock.conn,
+		client:   cli.tr.sock.udp,
 		replayer: relay.conn,
 	}
 
@@ -234,8 +234,10 @@ func TestRandomFlood(t *testing.T) {
 	// no connection ended.
 	require.Equal(t, 2, lst.Connections)
 	require.Zero(t, lst.AcceptQueue)
+	l.t.mu.Lock()
+	require.Len(t, l.t.conns, 2)
+	l.t.mu.Unlock()
 	l.mu.Lock()
-	require.Len(t, l.conns, 2)
 	require.Empty(t, l.sources.m)
 	l.mu.Unlock()
 	require.NoError(t, idle.Err())

@@ -125,6 +125,22 @@ func listen(t *testing.T, cfg Config) *Listener {
 	return l
 }
 
+// listenWith listens on a loopback socket of its own through a Transport
+// with tr's settings.
+func listenWith(t *testing.T, tr *Transport, cfg Config) *Listener {
+	t.Helper()
+	udp, err := ListenUDP("127.0.0.1:0", false)
+	require.NoError(t, err)
+	tr.Conn = udp
+	l, err := tr.Listen(testConfig(cfg))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		l.t.Close()
+		udp.Close()
+	})
+	return l
+}
+
 // With Retry on (the default), a forged Initial draws exactly one Retry,
 // smaller than the Initial, and the listener keeps nothing for it.
 func TestSpoofedInitialDrawsOneRetry(t *testing.T) {
@@ -148,8 +164,10 @@ func TestSpoofedInitialDrawsOneRetry(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, int64(1), st.RetriesSent)
 	require.Zero(t, st.Connections)
+	l.t.mu.Lock()
+	require.Empty(t, l.t.conns)
+	l.t.mu.Unlock()
 	l.mu.Lock()
-	require.Empty(t, l.conns)
 	require.Empty(t, l.sources.m)
 	l.mu.Unlock()
 
@@ -187,7 +205,7 @@ func TestBadTokenDropped(t *testing.T) {
 // attacker sends blind ACKs for the connection from its own address, until
 // the connection idles out.
 func TestSpoofedInitialWithoutRetryIsLimited(t *testing.T) {
-	l := listen(t, Config{DisableRetry: true, IdleTimeout: 1500 * time.Millisecond, HandshakeTimeout: 1500 * time.Millisecond})
+	l := listenWith(t, &Transport{DisableRetry: true}, Config{IdleTimeout: 1500 * time.Millisecond, HandshakeTimeout: 1500 * time.Millisecond})
 	v, attacker := newVictim(t), newVictim(t)
 	accepted := make(chan *Conn, 1)
 	go func() {
@@ -361,7 +379,7 @@ func TestInitialFloodDoesNotStopDial(t *testing.T) {
 // Without Retry the same flood does create connections: the defence
 // above is what keeps them out. (A small flood: each costs real memory.)
 func TestInitialFloodWithoutRetryCreatesState(t *testing.T) {
-	l := listen(t, Config{DisableRetry: true})
+	l := listenWith(t, &Transport{DisableRetry: true}, Config{})
 	floodInitials(t, l.Addr(), 20, 4)
 	require.Eventually(t, func() bool { return l.Stats().Connections >= 15 }, 5*time.Second, 5*time.Millisecond)
 }
@@ -386,7 +404,7 @@ func acceptAll(l *Listener) {
 // One source may hold MaxConnectionsPerSource connections; a slot frees
 // when one of them ends.
 func TestPerSourceConnectionLimit(t *testing.T) {
-	l := listen(t, Config{LimitLoopback: true, MaxConnectionsPerSource: 2})
+	l := listenWith(t, &Transport{LimitLoopback: true, MaxConnectionsPerSource: 2}, Config{})
 	acceptAll(l)
 	a, err := dialWithin(l, 5*time.Second)
 	require.NoError(t, err)
@@ -406,7 +424,7 @@ func TestPerSourceConnectionLimit(t *testing.T) {
 
 // Loopback sources are exempt from the per-source limits by default.
 func TestLoopbackExemptByDefault(t *testing.T) {
-	l := listen(t, Config{MaxConnectionsPerSource: 1, HandshakeBurst: 1, HandshakeRate: 0.001})
+	l := listenWith(t, &Transport{MaxConnectionsPerSource: 1, HandshakeBurst: 1, HandshakeRate: 0.001}, Config{})
 	acceptAll(l)
 	for range 3 {
 		c, err := dialWithin(l, 5*time.Second)
@@ -421,7 +439,7 @@ func TestLoopbackExemptByDefault(t *testing.T) {
 // HandshakeRate per second; forged token-less Initials from its address
 // use none of that budget (only an Initial with a valid token counts).
 func TestHandshakeRateLimit(t *testing.T) {
-	l := listen(t, Config{LimitLoopback: true, HandshakeRate: 0.5, HandshakeBurst: 2})
+	l := listenWith(t, &Transport{LimitLoopback: true, HandshakeRate: 0.5, HandshakeBurst: 2}, Config{})
 	acceptAll(l)
 	floodInitials(t, l.Addr(), 100, 4) // same source (127.0.0.1): Retries only
 	dialsThenRefused(t, l, 2)
@@ -443,7 +461,7 @@ func dialsThenRefused(t *testing.T, l *Listener, n int) {
 
 // MaxConnections bounds the connections of all sources together.
 func TestMaxConnections(t *testing.T) {
-	l := listen(t, Config{MaxConnections: 2})
+	l := listenWith(t, &Transport{MaxConnections: 2}, Config{})
 	acceptAll(l)
 	dialsThenRefused(t, l, 2)
 	require.Positive(t, l.Stats().InitialsTotalLimit)
@@ -459,8 +477,9 @@ func TestHandshakeTimeoutNeverAccepted(t *testing.T) {
 	s, err := session.New(l.cfg.sessionConfig(), 77, true, l.cfg.Clock.Now())
 	require.NoError(t, err)
 	l.mu.Lock()
-	e := l.track(77, v.addrPort(), netip.Addr{}, s)
+	e, err := l.track(77, v.addrPort(), netip.Addr{}, s)
 	l.mu.Unlock()
+	require.NoError(t, err)
 	l.deliverIfOpen(e)
 	require.Equal(t, 1, l.Stats().Connections)
 
@@ -476,18 +495,22 @@ func TestHandshakeTimeoutNeverAccepted(t *testing.T) {
 
 // The limits' settings are validated.
 func TestListenLimitsValidation(t *testing.T) {
-	for _, cfg := range []Config{
-		{MaxConnections: -1}, {MaxConnectionsPerSource: -1}, {HandshakeRate: -1}, {HandshakeBurst: -1},
-	} {
-		_, err := Listen("127.0.0.1:0", testConfig(cfg))
-		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", cfg)
-	}
-	c, err := testConfig(Config{}).withDefaults()
+	udp, err := ListenUDP("127.0.0.1:0", false)
 	require.NoError(t, err)
-	require.Equal(t, 100_000, c.MaxConnections)
-	require.Equal(t, 1024, c.MaxConnectionsPerSource)
-	require.Equal(t, 100.0, c.HandshakeRate)
-	require.Equal(t, 100, c.HandshakeBurst)
+	defer udp.Close()
+	for _, tr := range []*Transport{
+		{Conn: udp, MaxConnections: -1}, {Conn: udp, MaxConnectionsPerSource: -1},
+		{Conn: udp, HandshakeRate: -1}, {Conn: udp, HandshakeBurst: -1}, {},
+	} {
+		_, err := tr.Listen(testConfig(Config{}))
+		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", tr)
+		tr.Close()
+	}
+	maxConns, perSource, rate, burst := (&Transport{}).limits()
+	require.Equal(t, 100_000, maxConns)
+	require.Equal(t, 1024, perSource)
+	require.Equal(t, 100.0, rate)
+	require.Equal(t, 100, burst)
 }
 
 // The per-source table counts IPv6 sources by /64 and IPv4 ones by

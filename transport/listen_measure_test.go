@@ -71,10 +71,10 @@ func TestMeasureInitialFloodState(t *testing.T) {
 	skipUnlessMeasuring(t)
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		tr   *Transport
 		n    int
-	}{{"retry", Config{}, 50_000}, {"no-retry", Config{DisableRetry: true}, 2_000}} {
-		l := listen(t, tc.cfg)
+	}{{"retry", &Transport{}, 50_000}, {"no-retry", &Transport{DisableRetry: true}, 2_000}} {
+		l := listenWith(t, tc.tr, Config{})
 		heap0, g0 := heapAndGoroutines()
 		pacedFlood(t, l.Addr(), tc.n, 20_000, 50, nil)
 		time.Sleep(time.Second)
@@ -91,8 +91,8 @@ func TestMeasureInitialFloodState(t *testing.T) {
 // without Retry.
 func TestMeasureDialDuringFlood(t *testing.T) {
 	skipUnlessMeasuring(t)
-	for _, cfg := range []Config{{}, {DisableRetry: true}} {
-		l := listen(t, cfg)
+	for _, tr := range []*Transport{{}, {DisableRetry: true}} {
+		l := listenWith(t, tr, Config{})
 		stop := make(chan struct{})
 		var accepted []*Conn
 		acceptDone := make(chan struct{})
@@ -135,7 +135,7 @@ func TestMeasureDialDuringFlood(t *testing.T) {
 		<-floodDone
 		<-acceptDone
 		st := l.Stats()
-		t.Logf("DisableRetry=%v: %d/%d Dials succeeded; %+v", cfg.DisableRetry, ok.Load(), dials, st)
+		t.Logf("DisableRetry=%v: %d/%d Dials succeeded; %+v", tr.DisableRetry, ok.Load(), dials, st)
 		l.Close()
 		for _, c := range accepted {
 			c.Close()
@@ -148,7 +148,7 @@ func TestMeasureDialDuringFlood(t *testing.T) {
 func TestMeasureRetryRTT(t *testing.T) {
 	skipUnlessMeasuring(t)
 	const n = 1000
-	ls := []*Listener{listen(t, Config{}), listen(t, Config{DisableRetry: true})}
+	ls := []*Listener{listen(t, Config{}), listenWith(t, &Transport{DisableRetry: true}, Config{})}
 	ds := [2][]time.Duration{}
 	for _, l := range ls {
 		acceptAll(l)

@@ -41,7 +41,8 @@ type ListenerStats struct {
 }
 
 // listenerCounters are a Listener's counters, kept by its read loop and
-// read by Stats.
+// read by Stats. They are the Transport's: datagrams for no connection,
+// from the wrong address or malformed are counted whoever they were for.
 type listenerCounters struct {
 	retries, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
 	handshakeTimeouts, wrongAddress, noConnection, malformed             atomic.Int64
@@ -56,9 +57,9 @@ var (
 // Stats returns a snapshot of the listener's counters.
 func (l *Listener) Stats() ListenerStats {
 	l.mu.Lock()
-	st := ListenerStats{Connections: len(l.conns), AcceptQueue: len(l.ready)}
+	st := ListenerStats{Connections: l.held, AcceptQueue: len(l.ready)}
 	l.mu.Unlock()
-	c := &l.st
+	c := &l.t.st
 	st.RetriesSent = c.retries.Load()
 	st.InitialsBadToken = c.badToken.Load()
 	st.InitialsTotalLimit = c.totalLimit.Load()

@@ -70,18 +70,11 @@ type rxBuffers struct {
 // rxPool holds client sockets' buffers between reads.
 var rxPool sync.Pool
 
-// datagram is one received datagram: its bytes (aliasing the batch's
-// buffers until the next read) and its source.
-type datagram struct {
-	b    []byte
-	addr netip.AddrPort
-}
-
 // newRxBatch reads s, dropping datagrams over maxDatagram bytes. pooled
 // says the buffers are taken from rxPool for each read (a client's socket)
 // rather than kept (a Listener's, which is seldom idle).
 func newRxBatch(s *socket, maxDatagram int, pooled bool) (*rxBatch, error) {
-	rc, err := s.conn.SyscallConn()
+	rc, err := s.udp.SyscallConn()
 	if err != nil {
 		return nil, err
 	}

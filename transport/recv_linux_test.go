@@ -22,7 +22,7 @@ func TestRxBatchSplitsGRO(t *testing.T) {
 	rconn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	defer rconn.Close()
-	rx, err := newRxBatch(&socket{conn: rconn}, 1200, false)
+	rx, err := newRxBatch(&socket{pc: rconn, udp: rconn}, 1200, false)
 	require.NoError(t, err)
 	if !rx.gro {
 		t.Skip("kernel without UDP_GRO")
@@ -111,10 +111,10 @@ func TestRxBatchPooledHoldsBuffersOnlyWhileReading(t *testing.T) {
 	rconn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	defer rconn.Close()
-	rx, err := newRxBatch(&socket{conn: rconn}, 1200, true)
+	rx, err := newRxBatch(&socket{pc: rconn, udp: rconn}, 1200, true)
 	require.NoError(t, err)
 	require.Nil(t, rx.held, "no buffers before the first read")
-	kept, err := newRxBatch(&socket{conn: rconn}, 1200, false)
+	kept, err := newRxBatch(&socket{pc: rconn, udp: rconn}, 1200, false)
 	require.NoError(t, err)
 	require.NotNil(t, kept.held, "a listener's batch keeps its buffers")
 

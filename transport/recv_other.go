@@ -2,8 +2,6 @@
 
 package transport
 
-import "net/netip"
-
 // rxBatch elsewhere reads one datagram per call (ReadFromUDPAddrPort does
 // not allocate either).
 type rxBatch struct {
@@ -11,13 +9,6 @@ type rxBatch struct {
 	max int
 	buf []byte
 	dg  []datagram
-}
-
-// datagram is one received datagram: its bytes (aliasing the batch's
-// buffer until the next read) and its source.
-type datagram struct {
-	b    []byte
-	addr netip.AddrPort
 }
 
 // newRxBatch reads s, dropping datagrams over maxDatagram bytes. pooled
@@ -28,7 +19,7 @@ func newRxBatch(s *socket, maxDatagram int, pooled bool) (*rxBatch, error) {
 
 // read returns the next datagram (empty if it was oversize).
 func (b *rxBatch) read() ([]datagram, error) {
-	n, addr, err := b.s.conn.ReadFromUDPAddrPort(b.buf)
+	n, addr, err := b.s.udp.ReadFromUDPAddrPort(b.buf)
 	if err != nil {
 		return nil, err
 	}

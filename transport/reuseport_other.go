@@ -8,7 +8,7 @@ import (
 )
 
 // setReusePort fails: this platform has no SO_REUSEPORT with the meaning
-// Config.ReusePort documents.
+// ListenUDP documents.
 func setReusePort(_, _ string, _ syscall.RawConn) error {
-	return fmt.Errorf("%w: ReusePort (SO_REUSEPORT) is not supported on this platform", ErrInvalidConfig)
+	return fmt.Errorf("%w: ListenUDP reusePort (SO_REUSEPORT) is not supported on this platform", ErrInvalidConfig)
 }

@@ -11,19 +11,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// With ReusePort two Listeners (two monitor processes, in production)
+// With SO_REUSEPORT (ListenUDP's reusePort) two Listeners (two monitor
+// processes, in production)
 // share one port; without it the second cannot bind. The kernel spreads
 // sources between them, and each source's packets keep going to the one
 // that accepted it: its updates arrive there.
 func TestReusePortSharesOnePort(t *testing.T) {
-	a, err := Listen("127.0.0.1:0", testConfig(Config{ReusePort: true}))
-	require.NoError(t, err)
-	defer a.Close()
-	_, err = Listen(a.Addr().String(), testConfig(Config{}))
+	reused := func(addr string) *Listener {
+		udp, err := ListenUDP(addr, true)
+		require.NoError(t, err)
+		tr := &Transport{Conn: udp}
+		l, err := tr.Listen(testConfig(Config{}))
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			tr.Close()
+			udp.Close()
+		})
+		return l
+	}
+	a := reused("127.0.0.1:0")
+	_, err := Listen(a.Addr().String(), testConfig(Config{}))
 	require.Error(t, err, "without SO_REUSEPORT the port is taken")
-	b, err := Listen(a.Addr().String(), testConfig(Config{ReusePort: true}))
-	require.NoError(t, err)
-	defer b.Close()
+	b := reused(a.Addr().String())
 	require.Equal(t, a.Addr().String(), b.Addr().String())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync/atomic"
 
 	"golang.org/x/net/ipv4"
@@ -14,16 +15,19 @@ import (
 // batchSize is how many datagrams one recvmmsg/sendmmsg call moves.
 const batchSize = 32
 
-// socket wraps a UDP socket with batched I/O (recvmmsg/sendmmsg through
-// golang.org/x/net on Linux; one datagram per call elsewhere, which x/net
-// does by itself) and per-datagram DSCP marking.
+// socket wraps a Transport's packet connection. A *net.UDPConn gets
+// batched I/O (recvmmsg/sendmmsg through golang.org/x/net on Linux; one
+// datagram per call elsewhere, which x/net does by itself), segmentation
+// offload and per-datagram DSCP marking; any other net.PacketConn is read
+// and written one datagram at a time, unmarked (udp is nil).
 type socket struct {
-	conn *net.UDPConn
-	v6   bool // an AF_INET6 socket
-	dual bool // AF_INET6 and IPv4 too (v4-mapped peers): a wildcard Listen
-	// connected: a client's socket, connected to its peer; its datagrams
-	// go without a destination address (BSD kernels refuse one with
-	// EISCONN on a connected socket).
+	pc   net.PacketConn
+	udp  *net.UDPConn // pc, when it is one
+	v6   bool         // an AF_INET6 socket
+	dual bool         // AF_INET6 on a wildcard address: IPv4 peers (v4-mapped) too
+	// connected: a socket connected to its one peer (Dial's); its
+	// datagrams go without a destination address (BSD kernels refuse one
+	// with EISCONN on a connected socket).
 	connected bool
 	pc4       *ipv4.PacketConn
 	pc6       *ipv6.PacketConn
@@ -31,24 +35,33 @@ type socket struct {
 	// datagram with that DSCP (IP_TOS for an IPv4 peer, IPV6_TCLASS for an
 	// IPv6 one, as Linux ancillary data; a dual-stack socket needs the one
 	// of the peer's family: the kernel ignores IPV6_TCLASS on a datagram to
-	// an IPv4 peer and refuses IP_TOS on one to an IPv6 peer); nil where
-	// the platform cannot mark per datagram (then the socket's default TOS
-	// is used for everything: the stream's DSCP).
-	oob4, oob6 map[uint8][]byte
+	// an IPv4 peer and refuses IP_TOS on one to an IPv6 peer), for every
+	// code point, since the connections sharing a socket may mark
+	// differently; nil where the platform cannot mark per datagram (then
+	// the socket's default TOS is used for everything).
+	oob4, oob6 [64][]byte
 	perPktOK   atomic.Bool
 	// gso: send runs of equal-sized datagrams as one segmented message
 	// (Linux UDP_SEGMENT); cleared the first time the kernel refuses it.
 	gso atomic.Bool
 }
 
-// newSocket wraps conn. Its family comes from the local address: an IPv6
-// one is an AF_INET6 socket, dual-stack if dual (opened with network "udp"
-// on a wildcard address), IPv6-only otherwise.
-func newSocket(conn *net.UDPConn, dual bool, defaultDSCP uint8, dscps ...uint8) (*socket, error) {
-	s := &socket{conn: conn, oob4: map[uint8][]byte{}, oob6: map[uint8][]byte{}}
+// newSocket wraps pc. A UDP socket's family comes from its local address:
+// an IPv6 one is an AF_INET6 socket, taken to be dual-stack if its address
+// is the wildcard (as net.ListenUDP("udp", ":port") opens it; on an
+// IPv6-only socket the guess is harmless, as no IPv4 peer can reach it).
+// defaultDSCP is the TOS every datagram without its own mark carries.
+func newSocket(pc net.PacketConn, defaultDSCP uint8) (*socket, error) {
+	s := &socket{pc: pc}
+	conn, ok := pc.(*net.UDPConn)
+	if !ok {
+		return s, nil
+	}
+	s.udp = conn
 	la, _ := conn.LocalAddr().(*net.UDPAddr)
 	s.v6 = la != nil && la.IP.To4() == nil
-	s.dual = s.v6 && dual
+	s.dual = s.v6 && la.IP.IsUnspecified()
+	s.connected = conn.RemoteAddr() != nil
 	tos := int(defaultDSCP) << 2
 	if s.v6 {
 		s.pc6 = ipv6.NewPacketConn(conn)
@@ -59,7 +72,7 @@ func newSocket(conn *net.UDPConn, dual bool, defaultDSCP uint8, dscps ...uint8) 
 	if !s.v6 || s.dual {
 		// On a dual-stack socket IP_TOS marks what goes to IPv4 peers.
 		pc4 := ipv4.NewPacketConn(conn)
-		if err := pc4.SetTOS(tos); err != nil && tos != 0 {
+		if err := pc4.SetTOS(tos); err != nil && tos != 0 && !s.dual {
 			return nil, fmt.Errorf("transport: set IPv4 TOS: %w", err)
 		}
 		if !s.v6 {
@@ -68,10 +81,10 @@ func newSocket(conn *net.UDPConn, dual bool, defaultDSCP uint8, dscps ...uint8) 
 	}
 	s.perPktOK.Store(perPacketTOSSupported)
 	s.gso.Store(gsoSupported)
-	for _, d := range append(dscps, defaultDSCP) {
-		if perPacketTOSSupported {
-			s.oob4[d] = tosControlMessage(false, int(d)<<2)
-			s.oob6[d] = tosControlMessage(true, int(d)<<2)
+	if perPacketTOSSupported {
+		for d := range s.oob4 {
+			s.oob4[d] = tosControlMessage(false, d<<2)
+			s.oob6[d] = tosControlMessage(true, d<<2)
 		}
 	}
 	// Big socket buffers: a fast sender fills the default 208 KiB quickly.
@@ -80,16 +93,26 @@ func newSocket(conn *net.UDPConn, dual bool, defaultDSCP uint8, dscps ...uint8) 
 	return s, nil
 }
 
-// readBatch reads up to len(ms) datagrams.
-func (s *socket) readBatch(ms []ipv4.Message) (int, error) {
-	if s.v6 {
-		return s.pc6.ReadBatch(ms, 0)
+// writeTo sends one datagram outside a batch (a Retry).
+func (s *socket) writeTo(b []byte, to netip.AddrPort) error {
+	if s.udp != nil {
+		_, err := s.udp.WriteToUDPAddrPort(b, to)
+		return err
 	}
-	return s.pc4.ReadBatch(ms, 0)
+	_, err := s.pc.WriteTo(b, net.UDPAddrFromAddrPort(to))
+	return err
 }
 
 // writeBatch writes every message, retrying the rest after a partial batch.
 func (s *socket) writeBatch(ms []ipv4.Message) error {
+	if s.udp == nil {
+		for _, m := range ms {
+			if _, err := s.pc.WriteTo(m.Buffers[0], m.Addr); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for len(ms) > 0 {
 		var n int
 		var err error
@@ -128,13 +151,13 @@ func (s *socket) dest(peer *net.UDPAddr) net.Addr {
 // oobFor returns the control message for dscp on a datagram to peer (nil
 // if not per-packet).
 func (s *socket) oobFor(dscp uint8, peer *net.UDPAddr) []byte {
-	if !s.perPktOK.Load() {
+	if s.udp == nil || !s.perPktOK.Load() {
 		return nil
 	}
 	if s.v6 && !(s.dual && peer.IP.To4() != nil) {
-		return s.oob6[dscp]
+		return s.oob6[dscp&63]
 	}
-	return s.oob4[dscp]
+	return s.oob4[dscp&63]
 }
 
 func isInvalid(err error) bool {
@@ -143,7 +166,7 @@ func isInvalid(err error) bool {
 }
 
 // listenUDP opens a listener's socket, with SO_REUSEPORT if reusePort
-// (Config.ReusePort): the option must be set before the socket is bound,
+// (ListenUDP): the option must be set before the socket is bound,
 // which net.ListenUDP gives no hook for.
 func listenUDP(network string, laddr *net.UDPAddr, reusePort bool) (*net.UDPConn, error) {
 	if !reusePort {

@@ -24,7 +24,7 @@ func TestTxBatchSendsEachDatagramToItsPeer(t *testing.T) {
 	out, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	defer out.Close()
-	sock, err := newSocket(out, false, 0)
+	sock, err := newSocket(out, 0)
 	require.NoError(t, err)
 
 	tx := newTxBatch(sock, 1200)

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/fresh-udp/fresh/transport/devcert"
 	"math"
 	"net"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fresh-udp/fresh/transport/devcert"
 
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/bench/netem"
@@ -280,12 +281,8 @@ func (d *driver) setup() error {
 		lcfg.MaxDatagram = max(lcfg.MaxDatagram, f.datagramSize(s))
 	}
 	d.listenerDatagram = lcfg.MaxDatagram
-	lcfg.NewController = func(mss cc.ByteCount) cc.Controller {
-		c, err := cc.New(d.serverCC.Load().(string), mss)
-		if err != nil { // names were checked; keep the Listener alive
-			c, _ = cc.New("owd", mss)
-		}
-		return c
+	lcfg.NewController = func(mss cc.ByteCount) (cc.Controller, error) {
+		return cc.New(d.serverCC.Load().(string), mss) // names were checked
 	}
 	for _, f := range d.flows {
 		if f.spec.IsUpdates() && f.spec.Reverse {

@@ -2,11 +2,11 @@ package session
 
 import (
 	"crypto/tls"
-	"fmt"
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/owd"
 )
@@ -112,6 +112,15 @@ type Config struct {
 	Seed uint64
 }
 
+// Resolve returns c with every zero field at its default, or an error
+// naming the first field the session cannot run with. It is where the
+// protocol's defaults are written: the transport documents them and
+// passes zero fields through.
+func (c Config) Resolve() (Config, error) {
+	c = c.withDefaults()
+	return c, c.validate()
+}
+
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
 	if c.MaxDatagram == 0 {
@@ -119,7 +128,7 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NewController == nil {
 		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}) }
-		c.ControllerName = "owd"
+		c.ControllerName = owd.Name
 	}
 	if c.NewPolicy == nil {
 		c.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Config{UpdateSize: size}) }
@@ -151,16 +160,29 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// validate rejects settings the session cannot run with.
+// validate rejects settings the session cannot run with. The fields are
+// named as the transport's Config has them, which the session's mirrors.
 func (c *Config) validate() error {
-	if c.MaxDatagram < 256 || c.MaxDatagram > 65000 {
-		return fmt.Errorf("%w: MaxDatagram %d outside 256..65000", ErrInvalidConfig, c.MaxDatagram)
+	field := func(name, format string, a ...any) error {
+		return cfgerr.Field("transport.Config."+name, format, a...)
 	}
-	if c.SendBuffer < c.MaxDatagram || c.ReceiveWindow < c.MaxDatagram {
-		return fmt.Errorf("%w: SendBuffer and ReceiveWindow must hold at least one datagram", ErrInvalidConfig)
-	}
-	if c.MaxStreamGaps < 1 || c.MaxUpdateFuture < 0 {
-		return fmt.Errorf("%w: MaxStreamGaps %d must be positive, MaxUpdateFuture %v not negative", ErrInvalidConfig, c.MaxStreamGaps, c.MaxUpdateFuture)
+	switch {
+	case c.MaxDatagram < 256 || c.MaxDatagram > 65000:
+		return field("MaxDatagram", "%d outside 256..65000", c.MaxDatagram)
+	case c.AckEvery < 1 || c.AckEvery > 64:
+		return field("AckEvery", "%d outside 1..64", c.AckEvery)
+	case c.MaxAckDelay < 0:
+		return field("MaxAckDelay", "%v is negative (0: the default)", c.MaxAckDelay)
+	case c.IdleTimeout < 0:
+		return field("IdleTimeout", "%v is negative (0: the default)", c.IdleTimeout)
+	case c.SendBuffer < c.MaxDatagram:
+		return field("SendBuffer", "%d does not hold one datagram (MaxDatagram %d)", c.SendBuffer, c.MaxDatagram)
+	case c.ReceiveWindow < c.MaxDatagram:
+		return field("ReceiveWindow", "%d does not hold one datagram (MaxDatagram %d)", c.ReceiveWindow, c.MaxDatagram)
+	case c.MaxStreamGaps < 1:
+		return field("MaxStreamGaps", "%d is not positive (0: the default)", c.MaxStreamGaps)
+	case c.MaxUpdateFuture < 0:
+		return field("MaxUpdateFuture", "%v is negative (0: the default)", c.MaxUpdateFuture)
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
 package session
 
 import (
-	"github.com/fresh-udp/fresh/cc"
 	"testing"
 	"time"
+
+	"github.com/fresh-udp/fresh/cc"
 
 	"github.com/stretchr/testify/require"
 )

@@ -10,6 +10,7 @@ import (
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/wire"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", the default controller
@@ -143,13 +144,12 @@ const (
 // Initial on its first Poll) or of a server (which answers with an Accept),
 // created at now with connection ID connID.
 func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg, err := cfg.Resolve()
+	if err != nil {
 		return nil, err
 	}
 	var ctl cc.Controller // built on first need (controller) when named
 	if cfg.ControllerName == "" {
-		var err error
 		if ctl, err = newController(&cfg); err != nil {
 			return nil, err
 		}
@@ -159,7 +159,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		err = errors.New("NewPolicy returned no policy")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, cfgerr.Wrap("transport.Config.NewUpdatePolicy", err)
 	}
 	s := &Session{
 		cfg: cfg, connID: connID, client: client,
@@ -200,7 +200,7 @@ func newController(cfg *Config) (cc.Controller, error) {
 		err = errors.New("NewController returned no controller")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, cfgerr.Wrap("transport.Config.NewController", err)
 	}
 	return ctl, nil
 }

@@ -1,0 +1,630 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh/internal/session"
+	"github.com/fresh-udp/fresh/internal/wire"
+)
+
+// Transport is one packet socket and everything the connections on it
+// share, as quic-go's Transport is: the reader that demultiplexes
+// datagrams to connections by connection ID, the driver goroutine that
+// sends for all of them and keeps their timers, and the settings of a
+// Listener opened on it (address validation and admission limits). One
+// Transport may serve a Listener and any number of Dial'ed connections at
+// once, so a device can accept and dial on one port.
+//
+// Listen and Dial at package level open a socket and a Transport of their
+// own and close both with the Listener or Conn. Make a Transport to bring
+// your own socket (one opened with ListenUDP and SO_REUSEPORT, a socket
+// a NAT traversal library punched, a net.PacketConn of your own) or to
+// set the listener's limits:
+//
+//	udp, err := transport.ListenUDP(":4433", true) // SO_REUSEPORT
+//	tr := &transport.Transport{Conn: udp, MaxConnections: 10_000}
+//	ln, err := tr.Listen(cfg)
+//	…
+//	tr.Close() // ends the Listener and every connection; udp stays open
+//
+// The fields must be set before the first Listen or Dial and not changed
+// after. Every zero field takes the default written beside it.
+type Transport struct {
+	// Conn is the socket (required). A *net.UDPConn is read and written in
+	// batches (recvmmsg, sendmmsg, UDP GSO and GRO on Linux) with each
+	// datagram marked with its own DSCP; any other net.PacketConn is read
+	// and written one datagram per call, its datagrams unmarked, and must
+	// report *net.UDPAddr addresses. The Transport does not close a Conn
+	// it was given: Close stops reading it and leaves it open.
+	Conn net.PacketConn
+
+	// DisableRetry turns off a Listener's address validation by Retry.
+	// By default an Initial without a token is answered with a Retry (a
+	// 67-byte datagram, no state kept) and a connection is created only
+	// when the client sends its Initial again with the Retry's token, which
+	// proves it receives at its source address (RFC 9000 §8.1.2). That
+	// costs every handshake one extra round trip, and is on by default
+	// because without it a forged source address makes the Listener hold
+	// a connection (its state) per forged Initial until
+	// IdleTimeout, and send to the forged address: up to three times the
+	// Initial's bytes (RFC 9000 §8.1's anti-amplification limit, which
+	// then applies until the client answers). Disable it only where the
+	// round trip matters more than those risks, for example behind a
+	// filter that drops forged source addresses (BCP 38).
+	DisableRetry bool
+	// MaxConnections bounds the connections a Listener holds at once,
+	// handshaking, waiting for Accept or accepted. An Initial beyond it is
+	// dropped and its client retries. Default 100,000.
+	MaxConnections int
+	// MaxConnectionsPerSource bounds the connections of one source: one
+	// IPv4 address, or one IPv6 /64 (a subscriber's usual allocation,
+	// whose addresses one host can use freely). Default 1,024.
+	MaxConnectionsPerSource int
+	// HandshakeRate and HandshakeBurst bound how fast one source opens
+	// connections: a token bucket of HandshakeBurst handshakes refilled at
+	// HandshakeRate per second. With Retry on, only an Initial with a
+	// valid token counts, so forged Initials cannot use up a real
+	// source's budget. Defaults 100/s and 100.
+	HandshakeRate  float64
+	HandshakeBurst int
+	// LimitLoopback applies MaxConnectionsPerSource and the handshake rate
+	// to loopback sources too. By default loopback is exempt: its
+	// sources are processes on this host, which can exhaust it by other
+	// means anyway, and a local load generator or proxy (thousands of
+	// connections from 127.0.0.1) must not be throttled as one remote
+	// host would be. MaxConnections applies to every source.
+	LimitLoopback bool
+
+	// Logger receives the Transport's own debug logs (socket errors,
+	// datagrams dropped); nil takes the first Listen's or Dial's
+	// Config.Logger.
+	Logger *slog.Logger
+
+	initOnce sync.Once
+	initErr  error
+	owned    bool // opened by package Listen or Dial: Close closes Conn
+	single   bool // package Dial's: one client connection, pooled buffers
+	sock     *socket
+	drv      *driver
+	log      *slog.Logger
+	maxRecv  int // the largest datagram the reader accepts
+
+	mu       sync.Mutex
+	conns    map[uint64]*entry
+	ln       *Listener
+	closed   bool
+	readDone chan struct{}
+
+	st listenerCounters
+}
+
+// entry is a connection the Transport routes datagrams to.
+type entry struct {
+	c    *Conn
+	id   uint64
+	addr netip.AddrPort // the only address it takes datagrams from
+	ln   *Listener      // the Listener that accepted it; nil for a Dial'ed one
+	// The Listener's bookkeeping (guarded by ln.mu):
+	src       netip.Addr  // the source it counts against; invalid if exempt
+	delivered atomic.Bool // handed to Accept's queue, or never to be
+	timer     *time.Timer // handshake timeout
+}
+
+// ErrTransportClosed is returned by Listen and Dial on a closed Transport.
+var ErrTransportClosed = errors.New("transport: Transport closed")
+
+// validate checks the Transport's own settings.
+func (t *Transport) validate() error {
+	switch {
+	case t.Conn == nil:
+		return cfgerr.Field("transport.Transport.Conn", "nil: open a socket with ListenUDP or net.ListenUDP")
+	case t.MaxConnections < 0:
+		return cfgerr.Field("transport.Transport.MaxConnections", "%d is negative (0: the default)", t.MaxConnections)
+	case t.MaxConnectionsPerSource < 0:
+		return cfgerr.Field("transport.Transport.MaxConnectionsPerSource", "%d is negative (0: the default)", t.MaxConnectionsPerSource)
+	case t.HandshakeRate < 0:
+		return cfgerr.Field("transport.Transport.HandshakeRate", "%v is negative (0: the default)", t.HandshakeRate)
+	case t.HandshakeBurst < 0:
+		return cfgerr.Field("transport.Transport.HandshakeBurst", "%d is negative (0: the default)", t.HandshakeBurst)
+	}
+	return nil
+}
+
+// limits returns the listener limits with their defaults.
+func (t *Transport) limits() (maxConns, perSource int, rate float64, burst int) {
+	maxConns, perSource, rate, burst = t.MaxConnections, t.MaxConnectionsPerSource, t.HandshakeRate, t.HandshakeBurst
+	if maxConns == 0 {
+		maxConns = 100_000
+	}
+	if perSource == 0 {
+		perSource = 1024
+	}
+	if rate == 0 {
+		rate = 100
+	}
+	if burst == 0 {
+		burst = 100
+	}
+	return
+}
+
+// start sets the Transport up on its first Listen or Dial, with that
+// endpoint's resolved config: the socket's default DSCP (the stream's), the
+// largest datagram the reader accepts, the logger.
+func (t *Transport) start(cfg *Config) error {
+	t.initOnce.Do(func() {
+		if t.initErr = t.validate(); t.initErr != nil {
+			return
+		}
+		t.log = t.Logger
+		if t.log == nil {
+			t.log = cfg.Logger
+		}
+		t.maxRecv = maxAccepted(cfg.MaxDatagram)
+		t.sock, t.initErr = newSocket(t.Conn, cfg.StreamDSCP.Code())
+		if t.initErr != nil {
+			return
+		}
+		t.conns = map[uint64]*entry{}
+		t.readDone = make(chan struct{})
+		t.drv = newDriver(cfg.Clock, t.log, t.sock, t.maxRecv, t.sendError)
+		rx, err := newReader(t.sock, t.maxRecv, t.single)
+		if err != nil {
+			t.initErr = err
+			return
+		}
+		go t.drv.run()
+		go t.readLoop(rx)
+	})
+	if t.initErr != nil {
+		return t.initErr
+	}
+	if m := maxAccepted(cfg.MaxDatagram); m > t.maxRecv {
+		return cfgerr.Field("transport.Config.MaxDatagram", "%d is larger than the %d bytes the Transport's first connection set its reader to", cfg.MaxDatagram, t.maxRecv)
+	}
+	return nil
+}
+
+// Listen starts accepting connections on the Transport with cfg (see
+// Config; its TLS config needs a certificate). A Transport has at most one
+// Listener.
+func (t *Transport) Listen(cfg Config) (*Listener, error) {
+	conf, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	stopNTP, err := startNTP(&conf)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.start(&conf); err != nil {
+		stopNTP()
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.closed:
+		stopNTP()
+		return nil, ErrTransportClosed
+	case t.ln != nil:
+		stopNTP()
+		return nil, errors.New("transport: the Transport has a Listener already")
+	}
+	l := newListener(t, conf, stopNTP)
+	t.ln = l
+	return l, nil
+}
+
+// Dial opens a connection to the fresh server at addr over the Transport
+// and returns once the handshake completed, ctx ended or HandshakeTimeout
+// passed (see the package-level Dial for the errors). The server's name for
+// TLS verification is cfg.TLS.ServerName; it must be set unless the TLS
+// config skips verification.
+func (t *Transport) Dial(ctx context.Context, addr net.Addr, cfg Config) (*Conn, error) {
+	conf, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok {
+		return nil, &dialError{addr.String(), fmt.Errorf("not a UDP address (%T)", addr)}
+	}
+	return t.dial(ctx, ua, addr.String(), conf)
+}
+
+// dial is Dial with a resolved config; name is the address as the caller
+// wrote it, for errors.
+func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, conf Config) (*Conn, error) {
+	stopNTP, err := startNTP(&conf)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.start(&conf); err != nil {
+		stopNTP()
+		return nil, &dialError{name, err}
+	}
+	var c *Conn
+	for c == nil {
+		s, err := session.New(conf.sessionConfig(), randomID(), true, conf.Clock.Now())
+		if err != nil {
+			stopNTP()
+			return nil, err
+		}
+		c = newConn(&conf, t, raddr, s)
+		e := &entry{c: c, id: s.ConnID(), addr: netip.AddrPortFrom(raddr.AddrPort().Addr().Unmap(), raddr.AddrPort().Port())}
+		switch err := t.add(e); {
+		case errors.Is(err, errIDTaken):
+			c = nil // one in 2^64 per pair of connections: draw again
+		case err != nil:
+			stopNTP()
+			return nil, &dialError{name, err}
+		}
+	}
+	c.stopNTP = stopNTP
+	t.drv.start(c)
+
+	hs, cancel := context.WithTimeout(ctx, conf.HandshakeTimeout)
+	defer cancel()
+	select {
+	case <-c.opened:
+		if err := c.Err(); err != nil {
+			c.Close()
+			return nil, &dialError{name, err}
+		}
+		return c, nil
+	case <-hs.Done():
+		c.mu.Lock()
+		c.cfg.Linger = -1
+		c.mu.Unlock()
+		c.Close()
+		return nil, &dialError{name, fmt.Errorf("%w: %w", ErrHandshake, hs.Err())}
+	}
+}
+
+// errIDTaken: another connection on the Transport has the ID.
+var errIDTaken = errors.New("transport: connection ID taken")
+
+// add registers e under its connection ID.
+func (t *Transport) add(e *entry) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return ErrTransportClosed
+	}
+	if _, taken := t.conns[e.id]; taken {
+		return errIDTaken
+	}
+	t.conns[e.id] = e
+	e.c.onDone = func() { t.remove(e) }
+	return nil
+}
+
+// remove forgets a connection that ended.
+func (t *Transport) remove(e *entry) {
+	t.mu.Lock()
+	if t.conns[e.id] == e {
+		delete(t.conns, e.id)
+	}
+	t.mu.Unlock()
+	if e.ln != nil {
+		e.ln.forget(e)
+	}
+}
+
+// readLoop demultiplexes datagrams to connections (and Initials for new
+// ones to the Listener) until the socket fails or Close interrupts it.
+func (t *Transport) readLoop(rx reader) {
+	defer close(t.readDone)
+	touched := make([]*Conn, 0, batchSize)
+	for {
+		dgs, err := rx.read()
+		if err != nil {
+			if t.readError(err) {
+				return
+			}
+			continue
+		}
+		for _, d := range dgs {
+			e := t.route(d.b, d.addr)
+			if e == nil || !e.c.handleDatagram(d.b) {
+				continue
+			}
+			if e.ln != nil {
+				e.ln.deliverIfOpen(e)
+			}
+			if !slices.Contains(touched, e.c) {
+				touched = append(touched, e.c)
+			}
+		}
+		t.drv.scheduleAll(touched)
+		clear(touched)
+		touched = touched[:0]
+	}
+}
+
+// readError handles an error of the socket's reads and reports whether
+// the reader must stop: the socket was closed, or Close interrupted it.
+// The one other that matters is ECONNREFUSED on a connected socket (the
+// kernel received an ICMP port unreachable for a datagram we sent, see
+// refused).
+func (t *Transport) readError(err error) bool {
+	t.mu.Lock()
+	closed := t.closed
+	t.mu.Unlock()
+	switch {
+	case closed, errors.Is(err, net.ErrClosed):
+		if !closed {
+			t.crash(err)
+		}
+		return true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		t.refused()
+	case errors.Is(err, syscall.EBADF), errors.Is(err, syscall.ENOTSOCK):
+		t.crash(err)
+		return true
+	}
+	return false
+}
+
+// crash ends every connection at once, without a word to the peers: the
+// socket is gone (closed under the Transport), so nothing can be sent.
+func (t *Transport) crash(err error) {
+	t.log.Debug("fresh: socket closed under the Transport", "err", err)
+	for _, c := range t.snapshot() {
+		c.abort(fmt.Errorf("%w: socket closed: %w", ErrClosed, err))
+	}
+}
+
+// refused handles ECONNREFUSED, reported on whichever call came first, a
+// read or a write, of a connected socket. During the handshake nothing
+// listens at the address and Dial fails at once; afterwards it is ignored,
+// as TCP treats ICMP errors on an established connection as soft (they
+// are unauthenticated and may be transient): a peer that went away is
+// noticed by IdleTimeout.
+func (t *Transport) refused() {
+	if !t.sock.connected {
+		return
+	}
+	for _, c := range t.snapshot() {
+		if c.ln != nil {
+			continue
+		}
+		c.mu.Lock()
+		aborting := !c.s.Opened()
+		if aborting {
+			c.s.Abort(fmt.Errorf("%w: %w", ErrHandshake, syscall.ECONNREFUSED))
+			c.notifyLocked()
+		}
+		c.mu.Unlock()
+		if aborting {
+			c.kick() // the driver sees the session closed and lets it go
+		} else {
+			t.log.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer)
+		}
+	}
+}
+
+// sendError handles an error of the driver's sends.
+func (t *Transport) sendError(err error) {
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		t.refused()
+		return
+	}
+	// Errors of one datagram (an unreachable peer) are the connection's
+	// to recover from, by retransmission or timeout.
+	t.log.Debug("fresh: write failed", "err", err)
+}
+
+// snapshot returns the connections on the Transport now.
+func (t *Transport) snapshot() []*Conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	cs := make([]*Conn, 0, len(t.conns))
+	for _, e := range t.conns {
+		cs = append(cs, e.c)
+	}
+	return cs
+}
+
+// route finds the connection a datagram belongs to, or hands an Initial
+// for an unknown connection ID to the Listener. Datagrams for nobody, and
+// those for a connection from another address than its own, are dropped
+// and counted.
+func (t *Transport) route(b []byte, from netip.AddrPort) *entry {
+	h, body, err := wire.ParseHeader(b)
+	t.mu.Lock()
+	e, ok := t.conns[h.ConnID]
+	ln := t.ln
+	if (err != nil || !ok) && t.single && from.IsValid() {
+		// package Dial's connected socket hears only its peer: what it
+		// cannot route is the connection's to judge and count, as a
+		// client on its own socket always did.
+		for _, c := range t.conns {
+			if c.addr == from {
+				e, ok, err = c, true, nil
+			}
+		}
+	}
+	t.mu.Unlock()
+	if err != nil || !from.IsValid() {
+		t.st.malformed.Add(1)
+		return nil
+	}
+	if ok {
+		if e.addr != from {
+			// Path binding: someone else sending with a live connection's
+			// ID (a blind ACK or PING from a forged or stale address) must
+			// not draw the connection's traffic anywhere.
+			t.st.wrongAddress.Add(1)
+			return nil
+		}
+		return e
+	}
+	if h.Type != wire.TypeInitial || ln == nil {
+		t.st.noConnection.Add(1)
+		return nil
+	}
+	return ln.initial(h, body, len(b), from)
+}
+
+// Close ends the Listener and every connection on the Transport (each
+// lingers as Conn.Close says), stops its goroutines and, if the Transport
+// opened the socket itself (package Listen and Dial), closes it. A Conn
+// given in Transport.Conn stays open. Close is idempotent.
+func (t *Transport) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	started := t.sock != nil
+	ln := t.ln
+	t.mu.Unlock()
+	if ln != nil {
+		ln.Close() // its connections first, while they can still send
+	}
+	var wg sync.WaitGroup
+	for _, c := range t.snapshot() {
+		wg.Go(func() { c.Close() })
+	}
+	wg.Wait()
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	if !started {
+		if t.owned {
+			return t.Conn.Close()
+		}
+		return nil
+	}
+	t.drv.close()
+	var err error
+	if t.owned {
+		err = t.Conn.Close()
+	} else {
+		// Unblock the reader without closing the caller's socket, as
+		// quic-go does; the deadline is cleared once it has returned.
+		_ = t.Conn.SetReadDeadline(time.Unix(1, 0))
+	}
+	<-t.readDone
+	if !t.owned {
+		_ = t.Conn.SetReadDeadline(time.Time{})
+	}
+	return err
+}
+
+// ListenUDP opens a UDP socket for a Transport on addr ("host:port"; port 0
+// picks one), as package Listen opens its own: a wildcard host (":port",
+// "0.0.0.0:port", "[::]:port") serves IPv4 and IPv6 peers on one
+// dual-stack socket, a specific address its own family only. reusePort
+// sets SO_REUSEPORT, so that several processes (or Transports) serve one
+// port, each with its own socket; every socket on the port must set it
+// (and, on Linux, belong to the same user). The kernel spreads datagrams
+// among the sockets by a hash of the source and destination addresses and
+// ports, so a source stays with one process while its address and port
+// stay the same; see the package doc's "Scale-out". Linux and the BSDs;
+// elsewhere reusePort fails.
+func ListenUDP(addr string, reusePort bool) (*net.UDPConn, error) {
+	laddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
+	}
+	network := "udp4"
+	switch {
+	case laddr.IP == nil || laddr.IP.IsUnspecified():
+		network = "udp"
+	case laddr.IP.To4() == nil:
+		network = "udp6"
+	}
+	udp, err := listenUDP(network, laddr, reusePort)
+	if err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
+	}
+	return udp, nil
+}
+
+// Listen opens a Listener on addr ("host:port"; port 0 picks one) on a
+// socket and Transport of its own, with the Transport's default limits
+// (Transport.Listen sets them). A wildcard host (":port", "0.0.0.0:port",
+// "[::]:port") serves IPv4 and IPv6 clients on one dual-stack socket, as
+// net.ListenUDP("udp", …) does; a specific address serves its own family
+// only. Closing the Listener closes the socket.
+func Listen(addr string, cfg Config) (*Listener, error) {
+	if _, err := cfg.withDefaults(); err != nil {
+		return nil, err // before a socket is opened for nothing
+	}
+	udp, err := ListenUDP(addr, false)
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{Conn: udp, owned: true}
+	l, err := t.Listen(cfg)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	l.ownsTransport = true
+	return l, nil
+}
+
+// Dial opens a connection to a fresh server at addr ("host:port") on a
+// socket and Transport of its own, and returns once the handshake
+// completed, ctx ended or HandshakeTimeout passed. A handshake that fails
+// returns an error wrapping ErrHandshake and the cause: ctx's error,
+// context.DeadlineExceeded for HandshakeTimeout, or syscall.ECONNREFUSED
+// ("connection refused") at once when the kernel reports that nothing
+// listens at addr (an ICMP port unreachable). The server's certificate is
+// verified against cfg.TLS.ServerName, or the host part of addr if that is
+// empty, as tls.Dial does.
+//
+// The socket is connected to addr, so it takes datagrams from addr only
+// and hears of such ICMP errors. Once the connection is open a refusal is
+// ignored, as TCP treats ICMP errors on an established connection as soft
+// (they are unauthenticated and may be transient): a peer that went away
+// is noticed by IdleTimeout. Closing the Conn closes the socket.
+func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
+	conf, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, &dialError{addr, err}
+	}
+	network := "udp4"
+	if raddr.IP.To4() == nil {
+		network = "udp6"
+	}
+	// Connected: the kernel reports ICMP errors for this peer
+	// (ECONNREFUSED) on the socket, which an unconnected one does not,
+	// and drops datagrams from anyone else.
+	udp, err := net.DialUDP(network, nil, raddr)
+	if err != nil {
+		return nil, &dialError{addr, err}
+	}
+	if conf.TLS != nil && conf.TLS.ServerName == "" {
+		// Verify the server against the name dialled, as tls.Dial does.
+		conf.TLS = conf.TLS.Clone()
+		conf.TLS.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	t := &Transport{Conn: udp, owned: true, single: true}
+	c, err := t.dial(ctx, raddr, addr, conf)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	c.ownsTransport = true
+	return c, nil
+}
