@@ -14,8 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/fresh-udp/fresh/bench/emu"
-	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/transport/quichook"
 )
@@ -138,41 +136,6 @@ func TestUpload20MB(t *testing.T) {
 			require.Zero(t, cs.Malformed)
 			require.Zero(t, ss.Malformed)
 			t.Logf("%s: %.0f Mbit/s; client %+v", name, float64(len(data))*8/el.Seconds()/1e6, cs)
-		})
-	}
-}
-
-// relayPath is one direction of the emulated bottleneck.
-func relayPath(rateBps float64, delay time.Duration, loss float64) scenario.Path {
-	return scenario.Path{Rate: scenario.Rate(rateBps), Delay: scenario.Duration(delay), Loss: loss,
-		Queue: scenario.Queue{Discipline: "fifo", Limit: 1000}}
-}
-
-func TestUpload20MBThroughLoss(t *testing.T) {
-	if testing.Short() {
-		t.Skip("20 MB through the relay")
-	}
-	leakCheck(t)
-	data := randomBytes(20<<20, 2)
-	for _, name := range []string{"owd", "cubic"} {
-		t.Run(name, func(t *testing.T) {
-			cfg := quichook.Config{Controller: name}
-			srv, cli := newEndpoint(t, true, cfg), newEndpoint(t, true, cfg)
-			p := relayPath(400e6, time.Millisecond, 0.02)
-			r, err := emu.NewRelay(emu.RelayConfig{Target: srv.pc.LocalAddr().String(), Forward: p, Reverse: p, Seed: 3})
-			require.NoError(t, err)
-			t.Cleanup(func() { r.Close() })
-			start := time.Now()
-			got := upload(t, cli, srv, r.Addr(), data, 60*time.Second)
-			el := time.Since(start)
-			require.Equal(t, sha256.Sum256(data), sha256.Sum256(got), "byte-exact")
-			cs := cli.hook.Stats()
-			rs := r.Stats()
-			require.Greater(t, rs.Forward.Link.DroppedRandom, uint64(0), "the relay dropped datagrams")
-			require.Greater(t, cs.Peers[0].Lost, int64(0), "the hook saw the losses")
-			t.Logf("%s: %.0f Mbit/s, relay dropped %d/%d; hook lost %d, spurious %d, rtos %d, queue drops %d, hook-bound %v, quic-bound %v",
-				name, float64(len(data))*8/el.Seconds()/1e6, rs.Forward.Link.DroppedRandom, rs.Forward.Link.Enqueued,
-				cs.Peers[0].Lost, cs.Peers[0].SpuriousLosses, cs.Peers[0].RTOs, cs.QueueDrops, cs.Peers[0].HookBound, cs.Peers[0].QUICBound)
 		})
 	}
 }

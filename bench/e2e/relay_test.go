@@ -1,4 +1,4 @@
-package transport_test
+package e2e_test
 
 // End-to-end tests of the endpoints through the userspace bottleneck
 // (bench/emu): real UDP sockets on loopback, real time. They assert outcomes
@@ -34,7 +34,7 @@ func path(rateBps float64, delay time.Duration, loss float64, limit int) scenari
 // through the relay.
 func overRelay(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.Config) (cli, srv *transport.Conn) {
 	t.Helper()
-	l, err := transport.Listen("127.0.0.1:0", transport.WithTestTLS(srvCfg))
+	l, err := transport.Listen("127.0.0.1:0", withTLS(srvCfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
 	r, err := emu.NewRelay(emu.RelayConfig{Target: l.Addr().String(), Forward: fwd, Reverse: rev, Seed: 7})
@@ -42,7 +42,7 @@ func overRelay(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.Co
 	t.Cleanup(func() { r.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err = transport.Dial(ctx, r.Addr().String(), transport.WithTestTLS(cliCfg))
+	cli, err = transport.Dial(ctx, r.Addr().String(), withTLS(cliCfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.Close() })
 	srv, err = l.Accept(ctx)
@@ -87,7 +87,7 @@ func TestTransfer20MBThroughLoss(t *testing.T) {
 
 func TestSlowReaderBoundsSender(t *testing.T) {
 	const sendBuf, window = 256 << 10, 128 << 10
-	cfg := transport.WithTestTLS(transport.Config{SendBuffer: sendBuf, ReceiveWindow: window, Linger: -1})
+	cfg := withTLS(transport.Config{SendBuffer: sendBuf, ReceiveWindow: window, Linger: -1})
 	cli, srv := overRelay(t, path(50e6, 2*time.Millisecond, 0, 1000), path(50e6, 2*time.Millisecond, 0, 1000), cfg, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -193,11 +193,11 @@ func TestClockOffsetEstimatedAndOWDTrue(t *testing.T) {
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	func() {
-		l, err := transport.Listen("127.0.0.1:0", transport.WithTestTLS(transport.Config{}))
+		l, err := transport.Listen("127.0.0.1:0", withTLS(transport.Config{}))
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		c, err := transport.Dial(ctx, l.Addr().String(), transport.WithTestTLS(transport.Config{}))
+		c, err := transport.Dial(ctx, l.Addr().String(), withTLS(transport.Config{}))
 		require.NoError(t, err)
 		s, err := l.Accept(ctx)
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package transport_test
+package e2e_test
 
 // The rig the fault tests share: a listener behind the emulated bottleneck
 // (bench/emu's relay), a client dialled through it, and a stream of
@@ -14,6 +14,7 @@ import (
 	"hash"
 	"io"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // faultSample is the sampler's period.
@@ -43,6 +45,7 @@ func faultPath(rate float64, delay time.Duration) scenario.Path {
 type faultRig struct {
 	t     *testing.T
 	l     *transport.Listener
+	sock  net.PacketConn // the first listener's socket
 	relay *emu.Relay
 	cli   *transport.Conn
 	srv   *transport.Conn
@@ -70,15 +73,36 @@ type rigSample struct {
 // through it (cliCfg); the stream starts with startStream.
 func newFaultRig(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.Config) *faultRig {
 	t.Helper()
-	l, err := transport.Listen("127.0.0.1:0", transport.WithTestTLS(srvCfg))
+	// The listener's socket is the rig's own, so crash can close it alone.
+	sock, err := transport.ListenUDP("127.0.0.1:0", false)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.Close() })
+	t.Cleanup(func() { _ = sock.Close() })
+	tr := &transport.Transport{Conn: sock}
+	t.Cleanup(func() { _ = tr.Close() })
+	l, err := tr.Listen(withTLS(srvCfg))
+	require.NoError(t, err)
 	r, err := emu.NewRelay(emu.RelayConfig{Target: l.Addr().String(), Forward: fwd, Reverse: rev, Seed: 11})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
-	rig := &faultRig{t: t, l: l, relay: r}
+	rig := &faultRig{t: t, l: l, sock: sock, relay: r}
 	rig.cli, rig.srv = rig.dial(cliCfg)
 	return rig
+}
+
+// crash closes the listener's socket and nothing else, as a server process
+// that dies does: its connections send no CLOSE and vanish.
+func (rig *faultRig) crash() { _ = rig.sock.Close() }
+
+// withTLS gives c the loopback development certificate unless it has TLS.
+func withTLS(c transport.Config) transport.Config {
+	if c.TLS == nil && !c.Insecure {
+		conf, err := devcert.Loopback()
+		if err != nil {
+			panic(err)
+		}
+		c.TLS = conf
+	}
+	return c
 }
 
 // dial opens a connection through the relay and accepts it.
@@ -87,7 +111,7 @@ func (rig *faultRig) dial(cliCfg transport.Config) (cli, srv *transport.Conn) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err := transport.Dial(ctx, rig.relay.Addr().String(), transport.WithTestTLS(cliCfg))
+	cli, err := transport.Dial(ctx, rig.relay.Addr().String(), withTLS(cliCfg))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.Close() })
 	srv, err = rig.l.Accept(ctx)

@@ -1,4 +1,4 @@
-package transport_test
+package e2e_test
 
 // Fault tests: a stream moves through the emulated bottleneck (20 Mbit/s,
 // 20 ms RTT) while the path or a host misbehaves, and must come out
@@ -226,11 +226,12 @@ func TestFaultPeerRestart(t *testing.T) {
 			addr := rig.l.Addr().String()
 			restarted := time.Now()
 			if tc.crash {
-				rig.l.Crash()
+				rig.crash()
 			} else {
 				require.NoError(t, rig.l.Close())
+				rig.crash() // and free the port: the listener's socket is the rig's
 			}
-			l2, err := transport.Listen(addr, transport.WithTestTLS(cfg))
+			l2, err := transport.Listen(addr, withTLS(cfg))
 			require.NoError(t, err, "reopen %s", addr)
 			t.Cleanup(func() { _ = l2.Close() })
 
@@ -284,8 +285,8 @@ func TestFaultPeerCrashPromptError(t *testing.T) {
 	rig.startStream(6)
 	time.Sleep(time.Second)
 	addr := rig.l.Addr().String()
-	rig.l.Crash()
-	l2, err := transport.Listen(addr, transport.WithTestTLS(transport.Config{}))
+	rig.crash()
+	l2, err := transport.Listen(addr, withTLS(transport.Config{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l2.Close() })
 	select {
