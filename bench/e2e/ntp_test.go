@@ -37,4 +37,3 @@ func TestNTPCorrectedClocksGiveTrueOWD(t *testing.T) {
 	require.Equal(t, "owd", st.Signal.String(), "NTP-corrected stamps are trusted")
 	require.InDelta(t, float64(delay), float64(st.MinOWD), float64(3*time.Millisecond), "OWDmin %v", st.MinOWD)
 }
-
