@@ -306,7 +306,7 @@ func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now, _ := c.now()
-	st := c.s.Stats(now)
+	st := statsFrom(c.s.Stats(now))
 	if nc, ok := c.clk.(*ntpclock.Clock); ok {
 		n := nc.Status()
 		st.NTP = NTPStats{Enabled: true, Synced: n.Synchronized, Offset: n.Offset, Stratum: n.Stratum, Server: n.Server, Err: n.Err}

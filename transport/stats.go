@@ -1,21 +1,173 @@
 package transport
 
-import "github.com/fresh-udp/fresh/internal/session"
+import (
+	"fmt"
+	"strings"
+	"time"
 
-// Stats is a snapshot of one connection (Conn.Stats): the stream's
-// congestion control (controller, window, pacing rate, RTT, one-way
-// delays and which delay signal is in use), the clock-offset estimate,
-// datagram and byte counters, and the update counters and age of
-// information on each side. Counters count since the connection began;
-// each field's unit is in its name or comment.
-type Stats = session.Stats
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/session"
+)
+
+// Stats is a snapshot of one connection (Conn.Stats). Counters count
+// since the connection began; each field's unit is in its name or
+// comment. String gives a one-line summary for logs.
+type Stats struct {
+	// Stream congestion control.
+	CC          string       // controller name (Config.CC)
+	Window      cc.ByteCount // congestion window, bytes
+	PacingRate  cc.Bandwidth // bit/s
+	InSlowStart bool
+	// Mode is the stream controller's mode (cc.Metrics.Mode: "slow_start",
+	// "avoidance", and owd's "probe" and "competitive", bbr's "startup",
+	// "drain", "probe_bw", "probe_rtt").
+	Mode   string
+	SRTT   time.Duration // smoothed RTT (RFC 6298)
+	MinRTT time.Duration
+	// MinOWD and CurOWD are the stream's one-way delays: the owd
+	// controller's OWDmin and OWDcur, or, for a controller without them,
+	// the smallest trusted sample since the connection opened and the
+	// smallest of the last four (0 until the clocks are trusted).
+	MinOWD time.Duration
+	CurOWD time.Duration
+	Signal cc.DelaySignal // which delay the controller acts on
+	// ClockOffset is the estimated receiver − sender offset of the peer's
+	// clock (in-band, clock.Inband), ClockSynced whether this end trusts
+	// it, so that the one-way delays it stamps on its ACKs are true.
+	ClockOffset time.Duration
+	ClockSynced bool
+	// PeerClockSynced says the peer trusts its own offset estimate: the
+	// one-way delays on the ACKs this end receives are true, and a
+	// delay-based controller may use them (until then owd acts on RTT/2).
+	PeerClockSynced bool
+	// NTP is the state of this host's NTP-corrected clock, when the
+	// endpoint has one (Config.NTPServer, or an ntpclock.Clock as
+	// Config.Clock); the zero value otherwise.
+	NTP NTPStats
+
+	// Datagrams and bytes on the wire.
+	PacketsSent, PacketsReceived int64
+	BytesSent, BytesReceived     int64
+	PacketsLost                  int64 // declared lost by this sender
+	Retransmitted                int64 // stream packets that carried resent bytes
+	Duplicates                   int64 // packets received twice
+	Malformed                    int64 // datagrams dropped as malformed
+	// Packets dropped by packet protection: failed authentication
+	// (forged, corrupted, or for keys no longer held), or replayed (an
+	// authentic packet number seen before, or too old to tell).
+	Unauthenticated, Replayed int64
+	KeyUpdates                int64 // key phases this end started or followed (RFC 9001 §6)
+
+	// Stream.
+	StreamBytesAcked    int64 // sent and acknowledged
+	StreamBytesReceived int64 // received, duplicates included
+	// StreamFramesDropped counts Data frames dropped unacknowledged because
+	// storing them would hold more than the receiver's limit of holes (the
+	// sender resends them).
+	StreamFramesDropped int64
+	// OWDDiscarded counts the peer's one-way-delay samples on ACKs that
+	// were impossible (below zero, above the packet's round trip, or below
+	// the smallest so far, each beyond the clocks' uncertainty) and were
+	// not given to the controller.
+	OWDDiscarded int64
+
+	// Updates sent (source side).
+	UpdatesSent       int64
+	UpdatesSuperseded int64   // replaced by a fresher one before they could go
+	UpdatesLost       int64   // never retransmitted
+	UpdateRate        float64 // the update policy's current rate, updates/s
+
+	// Updates received (monitor side).
+	UpdatesReceived int64
+	UpdatesStale    int64 // older than one already delivered: dropped
+	// UpdatesRejected counts updates generated further in the future than
+	// Config.MaxUpdateFuture: dropped, never delivered.
+	UpdatesRejected int64
+	Age             AgeStats
+}
 
 // AgeStats is the age of information at this end (monitor side): the
 // time-average age since the first update, its 95th percentile and the
-// largest age so far.
-type AgeStats = session.AgeStats
+// largest age so far (the highest tooth of the sawtooth, or the current
+// age if no update came for longer than that). All zero before the first
+// update.
+type AgeStats struct {
+	Mean, P95, Peak time.Duration
+}
 
-// NTPStats is the state of the endpoint's NTP-corrected clock (Stats.NTP):
-// whether it has one, whether it is synchronised, the last offset
-// measured, the server and its stratum, and the last query's error.
-type NTPStats = session.NTPStats
+// NTPStats is the state of the endpoint's NTP-corrected clock (Stats.NTP).
+type NTPStats struct {
+	Enabled bool          // the endpoint's clock is NTP-corrected
+	Synced  bool          // a valid sync recently
+	Offset  time.Duration // last measured server − local offset
+	Stratum uint8         // the server's stratum (1: a reference clock)
+	Server  string        // the server that answered
+	Err     error         // the last query's error, nil after a success
+}
+
+// statsFrom is the transport's view of a session snapshot. Each field is
+// named once here; a test fails if the session gains one this misses.
+func statsFrom(s session.Stats) Stats {
+	return Stats{
+		CC: s.CC, Window: s.Window, PacingRate: s.PacingRate, InSlowStart: s.InSlowStart, Mode: s.Mode,
+		SRTT: s.SRTT, MinRTT: s.MinRTT, MinOWD: s.MinOWD, CurOWD: s.CurOWD, Signal: s.Signal,
+		ClockOffset: s.ClockOffset, ClockSynced: s.ClockSynced, PeerClockSynced: s.PeerClockSynced,
+		PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,
+		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
+		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
+		StreamBytesAcked: s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
+		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
+		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
+		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
+		Age: AgeStats(s.Age),
+	}
+}
+
+// String is a one-line summary: the controller and its state, the wire
+// counters, then the updates each way; sections that are all zero (no
+// updates received, no NTP) are left out.
+func (s Stats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s window %d B pacing %.2f Mbit/s srtt %v min-rtt %v", s.CC, s.Mode, s.Window,
+		float64(s.PacingRate)/1e6, s.SRTT.Round(10*time.Microsecond), s.MinRTT.Round(10*time.Microsecond))
+	if s.MinOWD > 0 {
+		fmt.Fprintf(&b, " owd %v/%v (%s)", s.MinOWD.Round(10*time.Microsecond), s.CurOWD.Round(10*time.Microsecond), s.Signal)
+	}
+	fmt.Fprintf(&b, "; sent %d pkts %d B, received %d pkts %d B, lost %d, retransmitted %d",
+		s.PacketsSent, s.BytesSent, s.PacketsReceived, s.BytesReceived, s.PacketsLost, s.Retransmitted)
+	if dropped := s.Duplicates + s.Malformed + s.Unauthenticated + s.Replayed; dropped > 0 {
+		fmt.Fprintf(&b, ", dropped %d (dup %d, malformed %d, unauthenticated %d, replayed %d)",
+			dropped, s.Duplicates, s.Malformed, s.Unauthenticated, s.Replayed)
+	}
+	if s.UpdatesSent > 0 {
+		fmt.Fprintf(&b, "; updates sent %d (superseded %d, lost %d) at %.1f/s", s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost, s.UpdateRate)
+	}
+	if s.UpdatesReceived > 0 {
+		fmt.Fprintf(&b, "; updates received %d (stale %d, rejected %d), age %v", s.UpdatesReceived, s.UpdatesStale, s.UpdatesRejected, s.Age)
+	}
+	if s.NTP.Enabled {
+		fmt.Fprintf(&b, "; %v", s.NTP)
+	}
+	return b.String()
+}
+
+// String is "mean 5.1ms p95 9.6ms peak 11.6ms".
+func (a AgeStats) String() string {
+	r := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+	return fmt.Sprintf("mean %v p95 %v peak %v", r(a.Mean), r(a.P95), r(a.Peak))
+}
+
+// String is "ntp off", "ntp synced to SERVER (stratum N), offset D" or
+// "ntp not synced: ERR".
+func (n NTPStats) String() string {
+	switch {
+	case !n.Enabled:
+		return "ntp off"
+	case n.Synced:
+		return fmt.Sprintf("ntp synced to %s (stratum %d), offset %v", n.Server, n.Stratum, n.Offset.Round(time.Microsecond))
+	case n.Err != nil:
+		return fmt.Sprintf("ntp not synced: %v", n.Err)
+	default:
+		return "ntp not synced yet"
+	}
+}

@@ -8,8 +8,9 @@ import (
 	"github.com/fresh-udp/fresh/clock"
 )
 
-// Stats is a snapshot of one connection. Counters count since the
-// connection began; units are in the field names or comments.
+// Stats is a snapshot of one connection, what transport.Stats shows of
+// the session (the transport adds its clock's NTP state). The fields are
+// documented there.
 type Stats struct {
 	// Stream congestion control.
 	CC          string       // controller name
@@ -38,10 +39,6 @@ type Stats struct {
 	// one-way delays on the ACKs this end receives are true, and a
 	// delay-based controller may use them (until then owd acts on RTT/2).
 	PeerClockSynced bool
-	// NTP is the state of this host's NTP-corrected clock, when the
-	// endpoint has one (transport.Config.NTPServer or an ntpclock.Clock as
-	// Config.Clock); the zero value otherwise.
-	NTP NTPStats
 
 	// Datagrams and bytes on the wire.
 	PacketsSent, PacketsReceived int64
@@ -82,16 +79,6 @@ type Stats struct {
 	// Config.MaxUpdateFuture: dropped, never delivered.
 	UpdatesRejected int64
 	Age             AgeStats
-}
-
-// NTPStats is what Stats shows of an NTP-corrected clock.
-type NTPStats struct {
-	Enabled bool          // the endpoint's clock is NTP-corrected
-	Synced  bool          // a valid sync recently
-	Offset  time.Duration // last measured server − local offset
-	Stratum uint8         // the server's stratum (1: a reference clock)
-	Server  string        // the server that answered
-	Err     error         // the last query's error, nil after a success
 }
 
 // AgeStats is the age of information at this end (monitor side): the
