@@ -91,7 +91,7 @@ const (
 	// epochs, and one epoch's overshoot past the capacity (before its ACKs
 	// tell) is at most half of it. A doubling per epoch put twice the
 	// capacity on the path for an epoch, and the queue it left cost
-	// acp-lossy 6 % of mean age (see the repository's bench results).
+	// age on the lossy scenarios (the repository's bench results).
 	DefaultStepMax = 0.5
 	// DefaultRateBand is the relative change of ρ treated as none: 1 %,
 	// half of DefaultStepMin, above the jitter of a software timer over a

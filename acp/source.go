@@ -36,9 +36,9 @@ var _ SourceObserver = (*Regulator)(nil)
 const (
 	// DefaultSourceHeadroom is h = 1: the gate opens at half the source's
 	// interval, so a reading up to half an interval late or early (a
-	// software timer on a loaded host) still finds it open. With h = 0.25
-	// a 50 Hz source through the TUN router on a loaded two-core machine
-	// lost 4–7 % of its readings to supersession, with h = 1 under 2 %.
+	// software timer on a loaded host) still finds it open. A narrower gate
+	// (h = 0.25) loses readings to supersession whenever the host's timers
+	// are late, as they are on a loaded machine.
 	DefaultSourceHeadroom = 1.0
 )
 

@@ -115,9 +115,9 @@ import (
 //     datagrams by their size with fresh's header and frame (54 bytes more
 //     on a data packet). Paced at the model's rate, a 1400-byte flow would
 //     send 3.9 % below it, a larger margin than the kernel's 1 %, and never
-//     fill the pipe in the gain-1 phases (measured: 9.16 Mbit/s and a p95
-//     queue of 15 ms through the TUN router where kernel BBR has 9.47 Mbit/s
-//     and 37 ms). Linux paces on payload bytes, so to be the kernel's BBR the
+//     fill the pipe in the gain-1 phases (less goodput and a shorter queue
+//     than kernel BBR's through the TUN router; the repository's bench
+//     results have the numbers). Linux paces on payload bytes, so to be the kernel's BBR the
 //     rate handed out is scaled by (MSS + overhead)/MSS:
 //     BBRConfig.PacketOverhead, by default DefaultBBRPacketOverhead.
 //   - The ProbeBW starting phase is random in Linux (prandom_u32_max): here

@@ -166,7 +166,7 @@
 //     the controller cannot tell from a queue until the old minimum leaves
 //     the history; meanwhile it holds the window at the floor. With
 //     RFC 6817's 10-minute history that is 10 minutes of starvation (the
-//     transport fault test measured 0.4 Mbit/s of 18 after +100 ms). The
+//     transport's route-change fault test shows it). The
 //     default history is 30 s: longer than the slowdown interval, so each
 //     history holds a drained-queue sample and the base does not creep
 //     up with the flow's own queue, as BBR's windowed min-RTT. When OWDmin

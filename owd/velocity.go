@@ -17,8 +17,8 @@ import (
 // capacity rises — a cellular link coming out of a fade, a Wi-Fi station
 // whose neighbour went quiet — one packet per round trip takes tens of
 // round trips to reach the new bandwidth-delay product, and the capacity
-// has often changed again by then (on the LTE traces the flow used half
-// of a link that BBR used 90 % of). An empty queue is the evidence that
+// has often changed again by then (on the LTE traces the flow used far
+// less of the link than BBR did). An empty queue is the evidence that
 // the window is too small for the link: queueing delay under a quarter of
 // μ for a whole round trip means the window could grow by a good part of
 // itself without building any queue the rule would object to.

@@ -131,24 +131,24 @@
 // waits), so a process with thousands of mostly idle client Conns holds
 // buffers for the few that are busy.
 //
-// A Listener runs two goroutines whatever its number of connections: one
-// reads its socket, one (the driver) sends for and keeps the timers of
+// A Listener's Transport runs two goroutines whatever its number of
+// connections: one reads its socket, one (the driver) sends for and keeps the timers of
 // every connection, an idle connection being an entry in a timer heap.
-// bench/cmd/loadtest measures a monitor with 10,000 ACP sources sending
-// updates over TLS: about 14 KB of live heap per source (23 KB of heap in
-// use: the rest is free space left in the heap's spans by the handshakes):
-// the session's state (2.3 KB), the packet protection keys and TLS state
-// (about 3 KB), the age histogram (acp.AgeMeter: 9 bytes per bin between
-// the lowest and highest age seen, about 2.6 KB on loopback), the in-band
+// What an accepted connection holds: the session's state, the packet
+// protection keys and TLS state, the age histogram (acp.AgeMeter: 9
+// bytes per bin between the lowest and highest age seen), the in-band
 // clock estimator's 60 s of history (clock.Inband: 120 windows of 16
-// bytes), the Conn (1.5 KB); no congestion controller, which a connection
-// builds when it first sends stream data. Before, 2.26 MB and a goroutine.
-// A client Conn runs two goroutines (sending, reading).
+// bytes) and the Conn; no congestion controller, which a connection builds
+// when it first sends stream data, and no goroutine. bench/cmd/loadtest
+// measures the heap per source of a monitor with thousands of ACP sources
+// over TLS (bench/results has the numbers).
+// A Conn of package Dial has a Transport, and so these two goroutines, of
+// its own; Transport.Dial puts many on one.
 //
 // examples/agent/measure.sh gives the agent's peak resident memory with
-// defaults while it uploads as fast as loopback allows: about 7.5 MB, of
-// which about 5 MB are the binary's own pages and 2.5 MB the Go heap,
-// stacks and runtime.
+// defaults while it uploads as fast as loopback allows, most of it the
+// binary's own pages rather than the Go heap; README's "Memory on small
+// devices" has the measured numbers.
 //
 // On a device with little memory, set GOMEMLIMIT (or call
 // runtime/debug.SetMemoryLimit): a soft limit on the memory the Go runtime
