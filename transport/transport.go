@@ -336,11 +336,13 @@ func (t *Transport) readLoop(rx reader) {
 			}
 			continue
 		}
+		var last *entry // the batch's previous connection; not kept across reads
 		for _, d := range dgs {
-			e := t.route(d.b, d.addr)
+			e := t.route(d.b, d.addr, last)
 			if e == nil || !e.c.handleDatagram(d.b) {
 				continue
 			}
+			last = e
 			if e.ln != nil {
 				e.ln.deliverIfOpen(e)
 			}
@@ -442,8 +444,13 @@ func (t *Transport) snapshot() []*Conn {
 // for an unknown connection ID to the Listener. Datagrams for nobody, and
 // those for a connection from another address than its own, are dropped
 // and counted.
-func (t *Transport) route(b []byte, from netip.AddrPort) *entry {
+func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 	h, body, err := wire.ParseHeader(b)
+	if err == nil && last != nil && last.id == h.ConnID && last.addr == from {
+		// A batch of a bulk transfer is mostly one connection's: the
+		// datagram before this one looked it up already.
+		return last
+	}
 	t.mu.Lock()
 	e, ok := t.conns[h.ConnID]
 	ln := t.ln
