@@ -129,7 +129,6 @@ func (p *ratePolicy) metrics(rate Rate, sig cc.DelaySignal) cc.Metrics {
 		SRTT:       p.rtt.Smoothed(),
 		MinRTT:     p.rtt.Min(),
 		Signal:     sig,
-		UpdateRate: float64(rate),
 	}
 }
 

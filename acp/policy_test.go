@@ -33,7 +33,7 @@ func TestLazyRate(t *testing.T) {
 	require.Equal(t, RateOnlyWindow, l.Window())
 	require.True(t, l.CanSend(RateOnlyWindow))
 	m := l.Metrics()
-	require.Equal(t, 5.0, m.UpdateRate)
+	require.Equal(t, 5.0, float64(l.Rate()))
 	require.Equal(t, msd(200), m.SRTT)
 	require.Equal(t, cc.SignalRTT, m.Signal)
 }

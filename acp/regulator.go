@@ -660,7 +660,6 @@ func (r *Regulator) Metrics() cc.Metrics {
 		SRTT:       r.rtt.Smoothed(),
 		MinRTT:     r.rtt.Min(),
 		Signal:     r.signal,
-		UpdateRate: float64(r.rate),
 	}
 }
 

@@ -423,7 +423,7 @@ func TestStartRateAndPacing(t *testing.T) {
 	require.Equal(t, ms(205), r.NextSendTime())
 	require.Equal(t, cc.Bandwidth(5*1024*8), r.PacingRate())
 	m := r.Metrics()
-	require.Equal(t, 5.0, m.UpdateRate)
+	require.Equal(t, 5.0, float64(r.Rate()))
 	require.Equal(t, msd(200), m.SRTT)
 	require.Equal(t, r.PacingRate(), m.PacingRate)
 	require.Zero(t, r.Backlog())
