@@ -564,7 +564,7 @@ func (c *Controller) Metrics() cc.Metrics {
 
 // Delays is the delay analyzer's state, in the paper's terms (Eq. 1):
 // OWDmin, OWDcur, OWDv = (OWDcur − OWDmin)/OWDmin and the threshold μ the
-// rule compares OWDv with. Zero before the first sample.
+// rule compares OWDv with. Min, Cur and V are zero before the first sample.
 type Delays struct {
 	Min time.Duration // OWDmin: the base one-way delay
 	Cur time.Duration // OWDcur: the filtered current one-way delay
