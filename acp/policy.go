@@ -179,8 +179,9 @@ type Fixed struct {
 
 var _ Policy = (*Fixed)(nil)
 
-// NewFixed returns a policy sending hz updates per second (finite, > 0); only
-// UpdateSize and InitialRTT of cfg are used. Errors wrap ErrInvalidConfig.
+// NewFixed returns a policy sending hz updates per second (finite, > 0); of
+// cfg only UpdateSize and InitialRTT are checked, and the rate reads
+// neither. Errors wrap ErrInvalidConfig.
 func NewFixed(hz Rate, cfg Config) (*Fixed, error) {
 	if !(hz > 0) || math.IsInf(float64(hz), 1) {
 		return nil, cfgerr.Field("acp.NewFixed hz", "%v: want a finite rate > 0", hz)

@@ -148,11 +148,10 @@ type Counters struct {
 	Epochs      int64 // control epochs closed
 }
 
-// Regulator is the Age Control Protocol update-rate regulator. See
-// the package doc for the algorithm and every interpretation. It implements
-// Policy. It is a sans-I/O state
-// machine: every event carries now; it is not safe for concurrent use. After
-// NewRegulator no method allocates.
+// Regulator is the Age Control Protocol update-rate regulator. See the
+// package doc for the algorithm and every interpretation. It implements
+// Policy. It is a sans-I/O state machine: every event carries now; it is not
+// safe for concurrent use. After NewRegulator no method allocates.
 type Regulator struct {
 	name string // PolicyACP, or PolicyLiteral if built by NewLiteral
 	cfg  Config // defaults filled in; Tuning nil (see tun)
