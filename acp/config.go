@@ -21,15 +21,6 @@ func (r Rate) Interval() time.Duration {
 	return secondsToDuration(1 / float64(r))
 }
 
-// bandwidth is the bit rate of updates of size bytes sent at rate r.
-func (r Rate) bandwidth(size cc.ByteCount) cc.Bandwidth {
-	bps := float64(r) * float64(size) * 8
-	if !(bps > 0) {
-		return 0
-	}
-	return cc.Bandwidth(bps)
-}
-
 // AgeSource selects how the regulator learns the delivery time r_i of an
 // acknowledged update, from which it computes the monitor's age.
 type AgeSource uint8
@@ -94,11 +85,6 @@ const (
 	DefaultCapacity = 1024
 )
 
-// RateOnlyWindow is what the ACP controllers return from Window: they are
-// rate based (the rate gate is NextSendTime), so the window never limits. It
-// is large but far from overflow, so callers may subtract and add to it.
-const RateOnlyWindow cc.ByteCount = 1 << 40
-
 // ErrInvalidConfig is returned (wrapped) by the constructors for a Config they
 // cannot run with; the message names the field. It is the same value in
 // every fresh package (clock, owd, transport, …): errors.Is(err,
@@ -109,8 +95,10 @@ var ErrInvalidConfig = cfgerr.ErrInvalid
 // recommended regulator: every zero field takes the default written beside
 // it. Lazy and Fixed use only UpdateSize and InitialRTT.
 type Config struct {
-	// UpdateSize is the size of one update in bytes; PacingRate reports
-	// λ × UpdateSize × 8 bit/s. Default DefaultUpdateSize (1024 B).
+	// UpdateSize is the size of one update in bytes: the unit between
+	// Rate (updates/s) and a bit rate, λ × UpdateSize × 8 bit/s, for
+	// reports (Regulator.Config returns it). The rate decisions do not
+	// depend on it: they count updates. Default DefaultUpdateSize (1024 B).
 	UpdateSize cc.ByteCount
 	// InitialRTT is the RTT assumed before the first sample (the first
 	// epoch length and the start rate, one update per RTT). Default

@@ -52,7 +52,7 @@
 // here.
 //
 // Epoch boundaries. The first epoch starts at the regulator's first event.
-// Epoch k ends at the first event (OnUpdateSent, OnPacketSent, OnAck, OnLoss,
+// Epoch k ends at the first event (OnUpdateSent, OnAck, OnLoss,
 // OnRetransmissionTimeout or Tick) at which now − start ≥ T, where
 // T = max(SRTT, Tuning.MinEpoch) is evaluated at that moment (InitialRTT
 // before the first RTT sample, so the first epoch shrinks as soon as a sample
@@ -86,7 +86,7 @@
 // ClockSynced, and a plausible sample (0 ≤ OWD ≤ RTT sample, the same
 // consistency test as the owd controller's RTT fallback); otherwise, per ACK, the regulator falls back to the
 // original approximation r_i ≈ ACK arrival − RTT/2, with the ACK's own RTT
-// sample (SRTT, then InitialRTT, if it carries none). Metrics().Signal and
+// sample (SRTT, then InitialRTT, if it carries none). Signal() and
 // EpochStats.Signal say which was used (cc.SignalOWD or cc.SignalRTT).
 // AgeFromRTT forces the approximation, for comparison.
 //
@@ -146,12 +146,11 @@
 // Δ̄_{k−1} and γ no longer describe it: the regulator restarts at one update
 // per SRTT and waits for two measured epochs, as at start.
 //
-// cc.Controller. Regulator, Lazy and Fixed are rate-only controllers: Window
-// returns RateOnlyWindow (2^40 bytes, never limiting, far from overflow),
-// CanSend is always true, and the gate is NextSendTime. PacingRate is
-// λ × Config.UpdateSize × 8 bit/s. OnPacketSent is an update sent with
-// generation time = send time; senders whose data is older call OnUpdateSent
-// with its generation time. A transport whose application hands it updates
+// Rate, not window. Regulator, Lazy and Fixed have no window: the gate is
+// NextSendTime, and Policy has only the events an update sender drives and
+// the gate. OnUpdateSent takes the update's generation time, which the
+// monitor's age counts from (a sender whose data is fresh passes the send
+// time). A transport whose application hands it updates
 // (SendUpdate) also calls OnUpdateOffered on a policy that implements
 // SourceObserver, for every update offered, sent or not. Events stamped
 // earlier than a previous event are taken at the previous event's time, so
@@ -290,7 +289,7 @@
 // best one), so it has no name: build it with NewFixed.
 //
 // Update policies are not congestion controllers and are not in the cc
-// registry, although they satisfy cc.Controller (a transport drives both
-// through the same events): their window never limits, so a stream run
-// with one would have no congestion control at all.
+// registry: they have no window, so a stream run with one would have no
+// congestion control at all. They share cc's event types (cc.AckSample,
+// cc.LossEvent), because a transport feeds both from the same ACKs.
 package acp

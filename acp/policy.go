@@ -12,24 +12,44 @@ import (
 	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
-// Policy is what an update sender needs from a rate policy: the event side of
-// cc.Controller plus the rate gate. Regulator (ACP), Lazy and Fixed implement
-// it, so a benchmark swaps them by name or by value.
+// Policy is an update-rate policy: what an update sender calls to pace
+// status updates so that the monitor's age stays low. Regulator (ACP),
+// Lazy and Fixed implement it, so a benchmark swaps them by name or by
+// value. It is not a congestion controller (no window, no cc.Controller):
+// the gate is NextSendTime. It shares cc's event vocabulary (cc.AckSample,
+// cc.LossEvent) because the transport feeds both from the same ACKs. Like
+// a cc.Controller it is a sans-I/O state machine: every event carries now,
+// and it is not safe for concurrent use.
 type Policy interface {
-	cc.Controller
-	// OnUpdateSent records that the update generated at gen was sent now
-	// as packet pn (OnPacketSent is OnUpdateSent with gen = now).
-	OnUpdateSent(now clock.Mono, pn cc.PacketNumber, gen clock.Mono)
-	// NextSendTime is when the next update may be sent (0 before the
-	// first: immediately).
-	NextSendTime() clock.Mono
-	// Rate is the current update rate in updates per second.
-	Rate() Rate
+	// Name is the policy's name (PolicyACP, PolicyLiteral, PolicyLazy,
+	// or "fixed").
+	Name() string
 	// SeedRTT offers an RTT measured elsewhere on the same path (the
 	// handshake, the stream's ACKs). A policy uses it only while it has no
 	// RTT sample of its own, so a lost first update does not leave it at
 	// the initial RTT (1 s) until an update is acknowledged.
 	SeedRTT(rtt time.Duration)
+	// OnUpdateSent records that the update generated at gen was sent now
+	// as packet pn.
+	OnUpdateSent(now clock.Mono, pn cc.PacketNumber, gen clock.Mono)
+	// OnAck is called once per acknowledged update, in packet-number order.
+	OnAck(now clock.Mono, ack cc.AckSample)
+	// OnLoss is called once per update declared lost (updates are never
+	// retransmitted: a newer one replaces it).
+	OnLoss(now clock.Mono, loss cc.LossEvent)
+	// OnRetransmissionTimeout is called when the connection's RTO fires:
+	// the path may have changed entirely.
+	OnRetransmissionTimeout(now clock.Mono)
+	// NextSendTime is when the next update may be sent (0 before the
+	// first: immediately).
+	NextSendTime() clock.Mono
+	// Rate is the current update rate in updates per second.
+	Rate() Rate
+	// Signal is the delay signal the policy acts on: for the regulator,
+	// how it placed the latest delivery on the monitor's timeline
+	// (cc.SignalOWD or cc.SignalRTT; cc.SignalNone before the first),
+	// cc.SignalRTT for Lazy (1/SRTT), cc.SignalNone for Fixed.
+	Signal() cc.DelaySignal
 }
 
 // Names of the update policies NewPolicy builds.
@@ -57,9 +77,9 @@ func PolicyNames() []string { return []string{PolicyACP, PolicyLiteral, PolicyLa
 // only means something for a given path: build it with NewFixed.
 //
 // Update policies are not congestion controllers: they pace status updates
-// to keep the monitor's age low, and their window never limits
-// (RateOnlyWindow). They are therefore not in the cc registry, so a
-// congestion-controller name can never select one by mistake.
+// to keep the monitor's age low and have no window. They are therefore not
+// in the cc registry, so a congestion-controller name can never select one
+// by mistake.
 func NewPolicy(name string, cfg Config) (Policy, error) {
 	switch name {
 	case PolicyACP, "":
@@ -72,9 +92,8 @@ func NewPolicy(name string, cfg Config) (Policy, error) {
 	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownPolicy, name, strings.Join(PolicyNames(), ", "))
 }
 
-// ratePolicy is the part Lazy and Fixed share: a send clock, an RTT
-// estimator for Metrics (and Lazy's rate), and the cc.Controller plumbing of
-// a rate-only controller.
+// ratePolicy is the part Lazy and Fixed share: a send clock and an RTT
+// estimator (Lazy's rate is 1/SRTT; Fixed's rate does not read it).
 type ratePolicy struct {
 	cfg      Config
 	rtt      cc.RTTStats
@@ -95,11 +114,6 @@ func (p *ratePolicy) OnUpdateSent(now clock.Mono, _ cc.PacketNumber, _ clock.Mon
 	p.lastSent, p.sentAny = now, true
 }
 
-// OnPacketSent implements cc.Controller: OnUpdateSent with gen = now.
-func (p *ratePolicy) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
-	p.OnUpdateSent(now, pn, now)
-}
-
 // OnAck feeds the RTT sample to SRTT.
 func (p *ratePolicy) OnAck(_ clock.Mono, ack cc.AckSample) { p.rtt.Update(ack.RTT) }
 
@@ -109,28 +123,11 @@ func (p *ratePolicy) OnLoss(clock.Mono, cc.LossEvent) {}
 // OnRetransmissionTimeout does nothing: the rate does not react to timeouts.
 func (p *ratePolicy) OnRetransmissionTimeout(clock.Mono) {}
 
-// Window is RateOnlyWindow: rate-only, the window never limits.
-func (p *ratePolicy) Window() cc.ByteCount { return RateOnlyWindow }
-
-// CanSend is always true: the gate is NextSendTime.
-func (p *ratePolicy) CanSend(cc.ByteCount) bool { return true }
-
 func (p *ratePolicy) next(interval time.Duration) clock.Mono {
 	if !p.sentAny {
 		return 0
 	}
 	return p.lastSent.Add(interval)
-}
-
-func (p *ratePolicy) metrics(rate Rate, sig cc.DelaySignal) cc.Metrics {
-	return cc.Metrics{
-		Window:     RateOnlyWindow,
-		PacingRate: rate.bandwidth(p.cfg.UpdateSize),
-		SRTT:       p.rtt.Smoothed(),
-		MinRTT:     p.rtt.Min(),
-		Signal:     sig,
-		UpdateRate: float64(rate),
-	}
 }
 
 // Lazy sends one update per round trip: λ = 1/SRTT (1/InitialRTT before the
@@ -139,12 +136,10 @@ func (p *ratePolicy) metrics(rate Rate, sig cc.DelaySignal) cc.Metrics {
 // fill; it is not clamped by MinRate/MaxRate. It ignores loss.
 type Lazy struct{ ratePolicy }
 
-var (
-	_ cc.Controller = (*Lazy)(nil)
-	_ Policy        = (*Lazy)(nil)
-)
+var _ Policy = (*Lazy)(nil)
 
-// NewLazy returns a Lazy policy; only UpdateSize and InitialRTT of cfg are used.
+// NewLazy returns a Lazy policy; only InitialRTT and UpdateSize of cfg are
+// used.
 func NewLazy(cfg Config) (*Lazy, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -153,7 +148,7 @@ func NewLazy(cfg Config) (*Lazy, error) {
 	return &Lazy{ratePolicy{cfg: cfg}}, nil
 }
 
-// Name implements cc.Controller.
+// Name implements Policy.
 func (l *Lazy) Name() string { return PolicyLazy }
 
 func (l *Lazy) srtt() time.Duration {
@@ -169,15 +164,12 @@ func (l *Lazy) Rate() Rate { return Rate(1 / l.srtt().Seconds()) }
 // NextSendTime is the last send plus SRTT.
 func (l *Lazy) NextSendTime() clock.Mono { return l.next(l.srtt()) }
 
-// PacingRate is Rate × UpdateSize × 8 bit/s.
-func (l *Lazy) PacingRate() cc.Bandwidth { return l.Rate().bandwidth(l.cfg.UpdateSize) }
-
-// Metrics implements cc.Controller.
-func (l *Lazy) Metrics() cc.Metrics { return l.metrics(l.Rate(), cc.SignalRTT) }
+// Signal is cc.SignalRTT: the rate follows SRTT.
+func (l *Lazy) Signal() cc.DelaySignal { return cc.SignalRTT }
 
 // Fixed sends updates at a constant rate: the fixed-rate baseline whose sweep
-// finds the age-optimal rate of a path (the oracle ACP is judged against). It ignores
-// loss, ACKs (except for SRTT in Metrics) and timeouts.
+// finds the age-optimal rate of a path (the oracle ACP is judged against). Its
+// rate ignores loss, ACKs and timeouts.
 type Fixed struct {
 	ratePolicy
 	rate     Rate
@@ -185,13 +177,11 @@ type Fixed struct {
 	due      clock.Mono // earliest next send: the schedule, not the last send + 1/rate
 }
 
-var (
-	_ cc.Controller = (*Fixed)(nil)
-	_ Policy        = (*Fixed)(nil)
-)
+var _ Policy = (*Fixed)(nil)
 
-// NewFixed returns a policy sending hz updates per second (finite, > 0); only
-// UpdateSize and InitialRTT of cfg are used. Errors wrap ErrInvalidConfig.
+// NewFixed returns a policy sending hz updates per second (finite, > 0); of
+// cfg only UpdateSize and InitialRTT are checked, and the rate reads
+// neither. Errors wrap ErrInvalidConfig.
 func NewFixed(hz Rate, cfg Config) (*Fixed, error) {
 	if !(hz > 0) || math.IsInf(float64(hz), 1) {
 		return nil, cfgerr.Field("acp.NewFixed hz", "%v: want a finite rate > 0", hz)
@@ -203,7 +193,7 @@ func NewFixed(hz Rate, cfg Config) (*Fixed, error) {
 	return &Fixed{ratePolicy: ratePolicy{cfg: cfg}, rate: hz, interval: hz.Interval()}, nil
 }
 
-// Name implements cc.Controller.
+// Name implements Policy.
 func (f *Fixed) Name() string { return "fixed" }
 
 // Rate is the fixed rate.
@@ -230,13 +220,5 @@ func (f *Fixed) OnUpdateSent(now clock.Mono, pn cc.PacketNumber, gen clock.Mono)
 	f.ratePolicy.OnUpdateSent(now, pn, gen)
 }
 
-// OnPacketSent implements cc.Controller: OnUpdateSent with gen = now.
-func (f *Fixed) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _, _ cc.ByteCount) {
-	f.OnUpdateSent(now, pn, now)
-}
-
-// PacingRate is rate × UpdateSize × 8 bit/s.
-func (f *Fixed) PacingRate() cc.Bandwidth { return f.rate.bandwidth(f.cfg.UpdateSize) }
-
-// Metrics implements cc.Controller.
-func (f *Fixed) Metrics() cc.Metrics { return f.metrics(f.rate, cc.SignalNone) }
+// Signal is cc.SignalNone: a fixed rate acts on no delay.
+func (f *Fixed) Signal() cc.DelaySignal { return cc.SignalNone }

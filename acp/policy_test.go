@@ -17,7 +17,7 @@ func TestLazyRate(t *testing.T) {
 	require.Equal(t, Rate(1), l.Rate(), "1/InitialRTT before a sample")
 	require.Equal(t, clock.Mono(0), l.NextSendTime())
 
-	l.OnPacketSent(ms(10), 0, 1024, 1024)
+	l.OnUpdateSent(ms(10), 0, ms(10))
 	require.Equal(t, ms(1010), l.NextSendTime())
 	l.OnAck(ms(210), cc.AckSample{PacketNumber: 0, RTT: msd(200)})
 	require.Equal(t, Rate(5), l.Rate(), "one update per SRTT")
@@ -29,13 +29,9 @@ func TestLazyRate(t *testing.T) {
 	l.OnLoss(ms(300), cc.LossEvent{PacketNumber: 1})
 	l.OnRetransmissionTimeout(ms(400))
 	require.Equal(t, Rate(5), l.Rate())
-	require.Equal(t, cc.Bandwidth(5*1024*8), l.PacingRate())
-	require.Equal(t, RateOnlyWindow, l.Window())
-	require.True(t, l.CanSend(RateOnlyWindow))
-	m := l.Metrics()
-	require.Equal(t, 5.0, m.UpdateRate)
-	require.Equal(t, msd(200), m.SRTT)
-	require.Equal(t, cc.SignalRTT, m.Signal)
+	require.Equal(t, 5.0, float64(l.Rate()))
+	require.Equal(t, msd(200), l.rtt.Smoothed())
+	require.Equal(t, cc.SignalRTT, l.Signal())
 }
 
 func TestFixedRate(t *testing.T) {
@@ -44,16 +40,14 @@ func TestFixedRate(t *testing.T) {
 	require.Equal(t, "fixed", f.Name())
 	require.Equal(t, Rate(20), f.Rate())
 	require.Equal(t, clock.Mono(0), f.NextSendTime())
-	f.OnPacketSent(ms(3), 0, 100, 100)
+	f.OnUpdateSent(ms(3), 0, ms(3))
 	require.Equal(t, ms(53), f.NextSendTime(), "every 50 ms")
 	f.OnAck(ms(100), cc.AckSample{PacketNumber: 0, RTT: msd(97)})
 	f.OnLoss(ms(100), cc.LossEvent{PacketNumber: 1})
 	f.OnRetransmissionTimeout(ms(100))
 	require.Equal(t, Rate(20), f.Rate(), "ACKs, loss and timeouts do not move a fixed rate")
-	require.Equal(t, cc.Bandwidth(20*100*8), f.PacingRate())
-	require.Equal(t, RateOnlyWindow, f.Window())
-	require.True(t, f.CanSend(0))
-	require.Equal(t, msd(97), f.Metrics().SRTT)
+	require.Equal(t, cc.SignalNone, f.Signal())
+	require.Equal(t, msd(97), f.rtt.Smoothed())
 
 	for _, bad := range []Rate{0, -1} {
 		_, err := NewFixed(bad, Config{})
@@ -120,9 +114,7 @@ func TestNewPolicy(t *testing.T) {
 		p, err := NewPolicy(tc.name, Config{UpdateSize: tc.size})
 		require.NoError(t, err)
 		require.Equal(t, tc.want, p.Name())
-		require.Equal(t, RateOnlyWindow, p.Window())
-		// Pacing rate reveals the update size: rate × size × 8.
-		require.Equal(t, p.Rate().bandwidth(tc.wantSize), p.PacingRate(), "%q size %d", tc.name, tc.size)
+		require.Equal(t, tc.wantSize, updateSize(p), "%q size %d", tc.name, tc.size)
 	}
 	require.Equal(t, []string{"acp", "acp-literal", "lazy"}, PolicyNames())
 
@@ -200,4 +192,17 @@ func TestSeedRTT(t *testing.T) {
 	r2.OnAck(0, cc.AckSample{PacketNumber: 0, RTT: 40 * time.Millisecond})
 	r2.SeedRTT(500 * time.Millisecond)
 	require.InDelta(t, 25.0, float64(r2.Rate()), 1e-9, "its own sample wins")
+}
+
+// updateSize is the Config.UpdateSize p was built with.
+func updateSize(p Policy) cc.ByteCount {
+	switch p := p.(type) {
+	case *Regulator:
+		return p.Config().UpdateSize
+	case *Lazy:
+		return p.cfg.UpdateSize
+	case *Fixed:
+		return p.cfg.UpdateSize
+	}
+	return 0
 }

@@ -148,11 +148,10 @@ type Counters struct {
 	Epochs      int64 // control epochs closed
 }
 
-// Regulator is the Age Control Protocol update-rate regulator. See
-// the package doc for the algorithm and every interpretation. It satisfies
-// cc.Controller (as a rate-only controller) and Policy. It is a sans-I/O state
-// machine: every event carries now; it is not safe for concurrent use. After
-// NewRegulator no method allocates.
+// Regulator is the Age Control Protocol update-rate regulator. See the
+// package doc for the algorithm and every interpretation. It implements
+// Policy. It is a sans-I/O state machine: every event carries now; it is not
+// safe for concurrent use. After NewRegulator no method allocates.
 type Regulator struct {
 	name string // PolicyACP, or PolicyLiteral if built by NewLiteral
 	cfg  Config // defaults filled in; Tuning nil (see tun)
@@ -217,10 +216,7 @@ type Regulator struct {
 	outstanding bool // updates were in the backlog at some time in the epoch
 }
 
-var (
-	_ cc.Controller = (*Regulator)(nil)
-	_ Policy        = (*Regulator)(nil)
-)
+var _ Policy = (*Regulator)(nil)
 
 // NewRegulator returns the regulator fresh recommends, "acp": ACP's rule
 // with the refinements of RecommendedTuning, unless cfg.Tuning says
@@ -261,7 +257,7 @@ func (r *Regulator) Config() Config {
 	return c
 }
 
-// Name implements cc.Controller: "acp", or "acp-literal" if built by
+// Name implements Policy: "acp", or "acp-literal" if built by
 // NewLiteral.
 func (r *Regulator) Name() string { return r.name }
 
@@ -527,13 +523,6 @@ func (r *Regulator) OnUpdateSent(now clock.Mono, pn cc.PacketNumber, gen clock.M
 	r.counters.Sent++
 }
 
-// OnPacketSent implements cc.Controller: an update generated now was sent.
-// The packet size is not used (PacingRate uses Config.UpdateSize), nor is
-// bytesInFlight (the backlog is counted in updates).
-func (r *Regulator) OnPacketSent(now clock.Mono, pn cc.PacketNumber, _ cc.ByteCount, _ cc.ByteCount) {
-	r.OnUpdateSent(now, pn, now)
-}
-
 // SeedRTT implements Policy: an RTT from elsewhere on the path, used only
 // until the regulator has a sample of its own.
 func (r *Regulator) SeedRTT(rtt time.Duration) {
@@ -546,7 +535,7 @@ func (r *Regulator) SeedRTT(rtt time.Duration) {
 	}
 }
 
-// OnAck implements cc.Controller: update ack.PacketNumber was delivered. It
+// OnAck implements Policy: update ack.PacketNumber was delivered. It
 // updates SRTT (from ack.RTT), Z, the backlog and the monitor's sawtooth.
 func (r *Regulator) OnAck(now clock.Mono, ack cc.AckSample) {
 	now = r.tick(now)
@@ -599,7 +588,7 @@ func (r *Regulator) owdTrusted(ack cc.AckSample) bool {
 		ack.OWD >= 0 && (ack.RTT <= 0 || ack.OWD <= ack.RTT)
 }
 
-// OnLoss implements cc.Controller: the update is gone (never retransmitted;
+// OnLoss implements Policy: the update is gone (never retransmitted;
 // a newer one replaces it), so it leaves the backlog. Its record stays until
 // its slot is reused, so a late ACK still counts for age.
 func (r *Regulator) OnLoss(now clock.Mono, loss cc.LossEvent) {
@@ -616,7 +605,7 @@ func (r *Regulator) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	}
 }
 
-// OnRetransmissionTimeout implements cc.Controller. The path may have changed
+// OnRetransmissionTimeout implements Policy. The path may have changed
 // entirely, so the epoch history (B̄_{k−1}, Δ̄_{k−1}, γ, fresh's step and the
 // delivery bound's capacity) no longer describes it: the regulator restarts
 // from its start rate, as at start, and needs two measured epochs before the
@@ -643,26 +632,10 @@ func (r *Regulator) NextSendTime() clock.Mono {
 	return r.lastSent.Add(r.interval)
 }
 
-// Window implements cc.Controller: RateOnlyWindow, never limiting.
-func (r *Regulator) Window() cc.ByteCount { return RateOnlyWindow }
-
-// PacingRate is λ × UpdateSize × 8 bit/s.
-func (r *Regulator) PacingRate() cc.Bandwidth { return r.rate.bandwidth(r.cfg.UpdateSize) }
-
-// CanSend is always true: the rate gate is NextSendTime, not a window.
-func (r *Regulator) CanSend(cc.ByteCount) bool { return true }
-
-// Metrics implements cc.Controller.
-func (r *Regulator) Metrics() cc.Metrics {
-	return cc.Metrics{
-		Window:     RateOnlyWindow,
-		PacingRate: r.PacingRate(),
-		SRTT:       r.rtt.Smoothed(),
-		MinRTT:     r.rtt.Min(),
-		Signal:     r.signal,
-		UpdateRate: float64(r.rate),
-	}
-}
+// Signal implements Policy: how the latest delivery was placed on the
+// monitor's timeline, cc.SignalOWD (send time + OWD) or cc.SignalRTT (ACK
+// arrival − RTT/2; see Tuning.AgeSource); cc.SignalNone before the first.
+func (r *Regulator) Signal() cc.DelaySignal { return r.signal }
 
 // Backlog is the number of updates sent and neither acknowledged nor lost.
 func (r *Regulator) Backlog() int { return r.backlog }

@@ -314,7 +314,7 @@ func TestAgeSource(t *testing.T) {
 			require.True(t, st[2].AgeValid)
 			require.Equal(t, tc.wantAge, st[2].Age)
 			require.Equal(t, tc.signal, st[2].Signal)
-			require.Equal(t, tc.signal, h.r.Metrics().Signal)
+			require.Equal(t, tc.signal, h.r.Signal())
 		})
 	}
 }
@@ -412,20 +412,16 @@ func TestStartRateAndPacing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Rate(1), r.Rate(), "one update per InitialRTT = 1 s")
 	require.Equal(t, clock.Mono(0), r.NextSendTime(), "nothing sent: send now")
-	require.Equal(t, RateOnlyWindow, r.Window())
-	require.True(t, r.CanSend(1<<50))
 	require.Equal(t, "acp", r.Name())
 
-	r.OnPacketSent(ms(5), 0, 1024, 1024)
+	r.OnUpdateSent(ms(5), 0, ms(5))
 	require.Equal(t, ms(1005), r.NextSendTime())
 	r.OnAck(ms(205), cc.AckSample{PacketNumber: 0, RTT: msd(200)})
 	require.Equal(t, Rate(5), r.Rate(), "one update per SRTT once sampled")
 	require.Equal(t, ms(205), r.NextSendTime())
-	require.Equal(t, cc.Bandwidth(5*1024*8), r.PacingRate())
-	m := r.Metrics()
-	require.Equal(t, 5.0, m.UpdateRate)
-	require.Equal(t, msd(200), m.SRTT)
-	require.Equal(t, r.PacingRate(), m.PacingRate)
+	require.Equal(t, 5.0, float64(r.Rate()))
+	require.Equal(t, msd(200), r.rtt.Smoothed())
+	require.Equal(t, DefaultUpdateSize, r.Config().UpdateSize, "the size a report turns λ into bit/s with")
 	require.Zero(t, r.Backlog())
 }
 
@@ -561,10 +557,10 @@ func TestRegulatorNoAllocs(t *testing.T) {
 		allocs := testing.AllocsPerRun(1000, func() {
 			now += clock.Mono(hTick)
 			r.OnUpdateOffered(now)
-			r.OnPacketSent(now, pn, 1024, 1024)
+			r.OnUpdateSent(now, pn, now)
 			r.OnAck(now+clock.Mono(hRTT), cc.AckSample{PacketNumber: pn, RTT: hRTT, OWD: hOWD, OWDValid: true, ClockSynced: true})
 			r.OnLoss(now, cc.LossEvent{PacketNumber: pn - 1})
-			_ = r.Metrics()
+			_, _ = r.Signal(), r.Rate()
 			_ = r.NextSendTime()
 			pn++
 		})
@@ -572,14 +568,14 @@ func TestRegulatorNoAllocs(t *testing.T) {
 	}
 }
 
-func BenchmarkRegulatorOnPacketSent(b *testing.B) {
+func BenchmarkRegulatorOnUpdateSent(b *testing.B) {
 	r, err := NewRegulator(literal(Tuning{}))
 	require.NoError(b, err)
 	b.ReportAllocs()
 	now := clock.Mono(0)
 	for i := range b.N {
 		now += clock.Mono(time.Millisecond)
-		r.OnPacketSent(now, cc.PacketNumber(i), 1024, 1024) // evicts after the ring fills
+		r.OnUpdateSent(now, cc.PacketNumber(i), now) // evicts after the ring fills
 	}
 }
 
@@ -596,7 +592,7 @@ func BenchmarkRegulatorOnAck(b *testing.B) {
 		first := pn
 		for range n {
 			now += clock.Mono(time.Millisecond)
-			r.OnPacketSent(now, pn, 1024, 1024)
+			r.OnUpdateSent(now, pn, now)
 			pn++
 		}
 		b.StartTimer()

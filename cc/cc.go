@@ -95,8 +95,10 @@ const (
 	ModeAvoidance = "avoidance"
 )
 
-// Metrics is a controller's state snapshot for stats, traces and tests. Fields a
-// controller does not have are zero.
+// Metrics is a controller's state snapshot for stats, traces and tests: what
+// every controller has. A field a controller does not have is zero. State of
+// one algorithm goes through that algorithm's own type (owd's delay analyzer:
+// owd.Delays), so this struct stays one vocabulary for all of them.
 type Metrics struct {
 	Window      ByteCount     // congestion window
 	Ssthresh    ByteCount     // slow-start threshold (0 = infinite / not yet set)
@@ -110,12 +112,7 @@ type Metrics struct {
 	// from a fixed set of constants (so reading it never allocates):
 	// "slow_start" or "avoidance" for the loss-based baselines; owd and
 	// bbr document their own. Recovery is orthogonal (InRecovery).
-	Mode       string
-	OWDMin     time.Duration // base one-way delay (owd)
-	OWDCur     time.Duration // filtered current one-way delay (owd)
-	OWDv       float64       // (OWDcur-OWDmin)/OWDmin, Eq. 1 (owd)
-	Mu         float64       // threshold μ (owd)
-	UpdateRate float64       // updates per second (acp)
+	Mode string
 }
 
 // Controller is the congestion/rate controller contract shared by every

@@ -39,9 +39,9 @@
 // package registers "reno", "cubic", "htcp", "rttdelay" and "bbr" in init, each
 // with its zero-value Config; owd registers "owd" and "owd-eq2". Every
 // benchmark scenario therefore swaps controllers by name alone. The
-// update-rate policies of package acp satisfy Controller too but are not
-// registered: they never limit a window, so they are no congestion control
-// for a stream (acp.NewPolicy builds them by name).
+// update-rate policies of package acp are not Controllers (acp.Policy has
+// no window, so it is no congestion control for a stream) and are not
+// registered: acp.NewPolicy builds them by name.
 //
 // # Units
 //

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	_ "github.com/fresh-udp/fresh/owd" // registers "owd" and "owd-eq2"
+	"github.com/fresh-udp/fresh/owd" // also registers "owd" and "owd-eq2"
 )
 
 // The invariant fuzz test drives every registered controller with event
@@ -24,8 +24,9 @@ import (
 //   - PacingRate() is at most maxSanePacing, and positive once an RTT
 //     sample exists (0 means "do not pace", which only makes sense before
 //     the controller has any idea of the path);
-//   - every Metrics() field is finite, windows and RTTs are not negative
-//     (one-way delays may be, with a bad clock), and Mode is set;
+//   - Metrics() windows and RTTs are not negative and Mode is set; a
+//     controller with a delay analyzer (owd.Delays) reports a finite OWDv
+//     and μ (one-way delays may be negative, with a bad clock);
 //   - nothing panics.
 //
 // Run it longer with
@@ -307,12 +308,15 @@ func (d *fuzzDriver) check() {
 		d.fail("PacingRate() = 0 after an RTT sample")
 	}
 	m := d.c.Metrics()
-	for _, v := range []struct {
-		name string
-		v    float64
-	}{{"OWDv", m.OWDv}, {"Mu", m.Mu}, {"UpdateRate", m.UpdateRate}} {
-		if math.IsNaN(v.v) || math.IsInf(v.v, 0) {
-			d.fail("Metrics().%s = %v", v.name, v.v)
+	if dl, ok := d.c.(interface{ Delays() owd.Delays }); ok {
+		dd := dl.Delays()
+		for _, v := range []struct {
+			name string
+			v    float64
+		}{{"V", dd.V}, {"Mu", dd.Mu}} {
+			if math.IsNaN(v.v) || math.IsInf(v.v, 0) {
+				d.fail("Delays().%s = %v", v.name, v.v)
+			}
 		}
 	}
 	if m.Window < 0 || m.Window > maxSaneWindow || m.Ssthresh < 0 || m.Ssthresh > maxSaneWindow {

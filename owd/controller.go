@@ -543,10 +543,9 @@ func (c *Controller) CanSend(bytesInFlight cc.ByteCount) bool {
 // Signal is the delay signal in use: cc.SignalOWD or cc.SignalRTT (fallback).
 func (c *Controller) Signal() cc.DelaySignal { return c.signal }
 
-// Metrics implements cc.Controller. The μ reported is as of the last ACK.
-// In RTT fallback the OWD fields hold the RTT/2 analyzer's values.
+// Metrics implements cc.Controller. The delay analyzer's state is not in
+// cc.Metrics, which holds only what every controller has: see Delays.
 func (c *Controller) Metrics() cc.Metrics {
-	a := c.active()
 	m := cc.Metrics{
 		Window:      c.Window(),
 		PacingRate:  c.PacingRate(),
@@ -556,13 +555,27 @@ func (c *Controller) Metrics() cc.Metrics {
 		SRTT:        c.rtt.Smoothed(),
 		MinRTT:      c.rtt.Min(),
 		Signal:      c.signal,
-		OWDMin:      a.Min(),
-		OWDCur:      a.Current(),
-		OWDv:        a.Variation(),
-		Mu:          a.Mu(a.maxUpdate),
 	}
 	if !math.IsInf(c.ssthresh, 1) {
 		m.Ssthresh = cc.ByteCount(c.ssthresh)
 	}
 	return m
+}
+
+// Delays is the delay analyzer's state, in the paper's terms (Eq. 1):
+// OWDmin, OWDcur, OWDv = (OWDcur − OWDmin)/OWDmin and the threshold μ the
+// rule compares OWDv with. Min, Cur and V are zero before the first sample.
+type Delays struct {
+	Min time.Duration // OWDmin: the base one-way delay
+	Cur time.Duration // OWDcur: the filtered current one-way delay
+	V   float64       // OWDv (Eq. 1), OWDmin floored at AnalyzerConfig.MinBaseDelay
+	Mu  float64       // μ, in OWDv units
+}
+
+// Delays returns the delay analyzer's state without allocating, like
+// Metrics. In RTT fallback (Metrics().Signal is cc.SignalRTT) it is the
+// RTT/2 analyzer's. μ is as of the last ACK.
+func (c *Controller) Delays() Delays {
+	a := c.active()
+	return Delays{Min: a.Min(), Cur: a.Current(), V: a.Variation(), Mu: a.Mu(a.maxUpdate)}
 }

@@ -84,15 +84,23 @@ func TestEq2ThroughController(t *testing.T) {
 	}
 }
 
+// Metrics and Delays are read on every Stats poll and, in the simulator,
+// at every ACK: they must not allocate.
+func TestMetricsAndDelaysDoNotAllocate(t *testing.T) {
+	h := newHarness(mustNew(New(noProbe())))
+	h.toAvoidance()
+	require.Zero(t, testing.AllocsPerRun(100, func() { _, _ = h.c.Metrics(), h.c.Delays() }))
+}
+
 func TestMuFloorAndBeta(t *testing.T) {
 	h := newHarness(mustNew(NewEq2(noProbe())))
 	h.toAvoidance()
-	m := h.c.Metrics()
-	require.Equal(t, 50*time.Millisecond, m.OWDMin)
-	require.Equal(t, 60*time.Millisecond, m.OWDCur)
-	require.InDelta(t, 0.2, m.OWDv, 1e-9)
+	d := h.c.Delays()
+	require.Equal(t, 50*time.Millisecond, d.Min)
+	require.Equal(t, 60*time.Millisecond, d.Cur)
+	require.InDelta(t, 0.2, d.V, 1e-9)
 	// μ = max(5 ms/50 ms, 0.5 · 0.2) = 0.1.
-	require.InDelta(t, 0.1, m.Mu, 1e-3)
+	require.InDelta(t, 0.1, d.Mu, 1e-3)
 	require.InDelta(t, 0.2, h.c.owdA.MaxVariation(h.now), 1e-3)
 
 	// A larger OWDv in avoidance raises OWDv_max: μ = 0.5 · 0.6.
@@ -314,7 +322,7 @@ func TestRTTFallbackRunsOnHalfRTT(t *testing.T) {
 	m := h.c.Metrics()
 	require.Equal(t, cc.SignalRTT, m.Signal)
 	require.False(t, m.InSlowStart)
-	require.Equal(t, 50*time.Millisecond, m.OWDMin, "RTT/2")
+	require.Equal(t, 50*time.Millisecond, h.c.Delays().Min, "RTT/2")
 }
 
 func TestEq7Step(t *testing.T) {

@@ -135,7 +135,8 @@
 //     the controller to RTT/2 (fed into a second analyzer that is always
 //     kept warm); 16 trusted samples in a row switch it back. Missing
 //     samples (OWDValid false) are no evidence either way. The signal in use
-//     is exposed as Metrics().Signal.
+//     is exposed as Metrics().Signal, and Delays reports the analyzer of
+//     that signal.
 //   - Reverse-path compensation (our addition, reverse.go): the window
 //     handed to the sender is cwnd·RTT/(RTT − revQ), where revQ is the part
 //     of the RTT increase that forward OWD does not explain, i.e. ACK-path

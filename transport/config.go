@@ -53,8 +53,8 @@ type Config struct {
 	UpdatePolicy string
 	// NewUpdatePolicy, if set, builds the update-rate policy instead of
 	// UpdatePolicy: a fixed rate (acp.NewFixed), or a regulator with a
-	// non-default acp.Config. size is the update size the policy paces
-	// by (MaxDatagram). MaxUpdateRate does not apply to it.
+	// non-default acp.Config. size is the update size (MaxDatagram), for
+	// acp.Config.UpdateSize. MaxUpdateRate does not apply to it.
 	NewUpdatePolicy func(size cc.ByteCount) (acp.Policy, error)
 	// MaxUpdateRate bounds the update rate, updates per second: the
 	// application's sensing rate (the largest update rate, λ_max). Default 1000.

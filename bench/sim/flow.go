@@ -338,13 +338,15 @@ func (f *flow) deliverBytes(now clock.Mono, n int64) {
 	f.st.ivBytes += n
 }
 
-// noteControllerState accumulates the trace summary at every ACK.
+// noteControllerState accumulates the trace summary at every ACK: the
+// stream controller's modes and signal for a bulk flow, the update
+// policy's signal otherwise (a policy has no modes).
 func (f *flow) noteControllerState(now clock.Mono) {
 	var m cc.Metrics
 	if f.isBulk() {
 		m = f.cli.Controller().Metrics()
 	} else {
-		m = f.cli.Policy().Metrics()
+		m.Signal = f.cli.Policy().Signal()
 	}
 	if f.lastAck != 0 {
 		dt := now.Sub(f.lastAck)

@@ -30,8 +30,8 @@ type Config struct {
 	// never holds one: 2 KiB per connection for the default controller.
 	// Set by default with the default NewController.
 	ControllerName string
-	// NewPolicy builds the update-rate regulator; size is the size the
-	// policy paces by (MaxDatagram). Default: the ACP regulator.
+	// NewPolicy builds the update-rate regulator; size is the update size
+	// (MaxDatagram), its acp.Config.UpdateSize. Default: the ACP regulator.
 	NewPolicy func(size cc.ByteCount) (acp.Policy, error)
 
 	// TLS, if set, secures the session: a TLS 1.3 handshake (crypto/tls's

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/owd"
 )
 
 // Stats is a snapshot of one connection, what transport.Stats shows of
@@ -95,8 +96,12 @@ func (s *Session) Stats(now clock.Mono) Stats {
 	m := s.controllerMetrics()
 	st.Window, st.PacingRate, st.InSlowStart, st.Mode = m.Window, m.PacingRate, m.InSlowStart, m.Mode
 	st.SRTT, st.MinRTT = s.tr.RTT().Smoothed(), s.tr.RTT().Min()
-	st.MinOWD, st.CurOWD, st.Signal = m.OWDMin, m.OWDCur, m.Signal
-	if st.MinOWD == 0 { // a controller without a delay analyzer
+	st.Signal = m.Signal
+	if d, ok := s.ctl.(interface{ Delays() owd.Delays }); ok {
+		dl := d.Delays()
+		st.MinOWD, st.CurOWD = dl.Min, dl.Cur
+	}
+	if st.MinOWD == 0 { // a controller without a delay analyzer, or none yet
 		st.MinOWD, st.CurOWD = s.owd.min, s.owd.current()
 	}
 	if s.cfg.TrustPeerClock {
