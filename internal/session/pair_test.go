@@ -43,6 +43,9 @@ type Pair struct {
 	Granularity time.Duration
 	// Spurious counts those wake-ups.
 	Spurious int
+	// Reordered counts the datagrams that overtook one sent before them
+	// the same way (Jitter).
+	Reordered int
 
 	tb     testing.TB
 	rng    *rand.Rand
@@ -283,7 +286,14 @@ func (p *Pair) send(from *Session, d []byte) {
 		}
 		return -1 // equal times: after those already queued
 	})
-	p.q = slices.Insert(p.q, i, flight{at: at, to: p.peer(from), b: b})
+	to := p.peer(from)
+	for _, f := range p.q[i:] {
+		if f.to == to {
+			p.Reordered++
+			break
+		}
+	}
+	p.q = slices.Insert(p.q, i, flight{at: at, to: to, b: b})
 }
 
 // Run steps through d of virtual time and leaves the clock at its end.
@@ -366,6 +376,7 @@ func TestPairLink(t *testing.T) {
 			require.GreaterOrEqual(t, took, time.Duration(int64(len(data))*8*int64(time.Second)/l.Rate), "%+v", l)
 		}
 		st := p.Cli.Stats(p.Now)
+		require.Equal(t, l.Jitter > 0, p.Reordered > 0, "%+v: %d reordered", l, p.Reordered)
 		switch {
 		case l.Loss > 0:
 			require.Positive(t, st.PacketsLost, "%+v: loss happens", l)
