@@ -53,7 +53,9 @@ func TestCleanCloseEndsReadUpdateWithEOF(t *testing.T) {
 			}
 			for i := range 5 {
 				require.NoError(t, cli.SendUpdate([]byte{byte(i)}))
-				time.Sleep(10 * time.Millisecond)
+				// Sent before the next replaces it (only the freshest
+				// unsent update is ever sent).
+				require.Eventually(t, func() bool { return cli.Stats().UpdatesSent > int64(i) }, 5*time.Second, time.Millisecond)
 			}
 			require.NoError(t, cli.Close())
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,6 +80,19 @@ func TestTLSAndPlaintextPeersFailClearly(t *testing.T) {
 	}
 }
 
+// countingCache counts the session tickets crypto/tls stores in it.
+type countingCache struct {
+	tls.ClientSessionCache
+	tickets atomic.Int32
+}
+
+func (c *countingCache) Put(key string, cs *tls.ClientSessionState) {
+	if cs != nil {
+		c.tickets.Add(1)
+	}
+	c.ClientSessionCache.Put(key, cs)
+}
+
 // Session resumption works as crypto/tls has it: a dialer with a session
 // cache resumes on its second connection (an abbreviated handshake, no
 // certificate sent).
@@ -96,14 +110,17 @@ func TestTLSSessionResumption(t *testing.T) {
 		}
 	}()
 	cli := testConfig(Config{})
-	cli.TLS.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	cache := &countingCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+	cli.TLS.ClientSessionCache = cache
 	var resumed []bool
-	for range 2 {
+	for i := range 2 {
 		c, err := Dial(t.Context(), l.Addr().String(), cli)
 		require.NoError(t, err)
 		_, err = c.Write([]byte("hello"))
 		require.NoError(t, err)
-		time.Sleep(50 * time.Millisecond) // the ticket follows the Accept
+		if i == 0 { // the ticket follows the Accept: the second Dial needs it
+			require.Eventually(t, func() bool { return cache.tickets.Load() > 0 }, 5*time.Second, time.Millisecond)
+		}
 		st, ok := c.ConnectionState()
 		require.True(t, ok)
 		resumed = append(resumed, st.DidResume)

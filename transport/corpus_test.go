@@ -306,10 +306,7 @@ func counterMoved(t *testing.T, what string, before map[string]int64, snap func(
 		}
 		return sum
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for moved() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	pollUntil(3*time.Second, func() bool { return moved() != 0 })
 	var names []string
 	for k, v := range after {
 		if d := v - before[k]; d != 0 {
@@ -364,7 +361,10 @@ func TestMalformedCorpusRejectedAndCounted(t *testing.T) {
 	}
 	exchange(cli, srv, "hello")
 	exchange(srv, cli, "hello back")
-	time.Sleep(50 * time.Millisecond) // the ACKs are in
+	// The ACKs are in: every byte and update both ways acknowledged.
+	require.Eventually(t, func() bool {
+		return cli.Stats().StreamBytesAcked == int64(len("hello")) && srv.Stats().StreamBytesAcked == int64(len("hello back"))
+	}, 5*time.Second, time.Millisecond)
 	replays, answers := relay.packets(), relay.answers()
 	require.NotEmpty(t, replays)
 	require.NotEmpty(t, answers)

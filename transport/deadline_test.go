@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -22,6 +23,25 @@ func requireTimeout(t *testing.T, err error) {
 	var ne net.Error
 	require.True(t, errors.As(err, &ne), "%T is not a net.Error", err)
 	require.True(t, ne.Timeout())
+}
+
+// waitBlocked waits until a goroutine is parked inside method (such as
+// "Read") of c, so that what the test does next finds the call blocked
+// rather than racing its start. The goroutine dump is the only place the
+// state shows: Conn keeps no count of its waiters.
+func waitBlocked(t *testing.T, c *Conn, method string) {
+	t.Helper()
+	frame := []byte(fmt.Sprintf("transport.(*Conn).%s(%p", method, c))
+	require.Eventually(t, func() bool {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range bytes.Split(buf, []byte("\n\n")) {
+			if bytes.Contains(g, []byte(" [select")) && bytes.Contains(g, frame) {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, time.Millisecond, "no goroutine blocked in %s", frame)
 }
 
 // returns waits for a call running in the background to return.
@@ -102,7 +122,7 @@ func TestReadDeadlineUnblocksRead(t *testing.T) {
 	// No deadline while it blocks; then one in the past.
 	require.NoError(t, cli.SetReadDeadline(time.Time{}))
 	ch := read()
-	time.Sleep(20 * time.Millisecond) // let it block (if it has not yet, it fails at once all the same)
+	waitBlocked(t, cli, "Read")
 	require.NoError(t, cli.SetReadDeadline(time.Now().Add(-time.Millisecond)))
 	r = returns(t, ch, "Read after SetReadDeadline in the past")
 	requireTimeout(t, r.err)
@@ -132,7 +152,9 @@ func TestReadDeadlineExtended(t *testing.T) {
 		ch <- ioResult{n, err}
 	}()
 	require.NoError(t, cli.SetReadDeadline(time.Now().Add(time.Hour)))
-	time.Sleep(600 * time.Millisecond) // past the first deadline
+	// The test itself: real time passes the first deadline (300 ms) while
+	// the extended one holds. Nothing to wait for but the clock.
+	time.Sleep(600 * time.Millisecond)
 	select {
 	case r := <-ch:
 		t.Fatalf("Read returned under the extended deadline: %d, %v", r.n, r.err)
@@ -161,7 +183,7 @@ func TestWriteDeadlineUnblocksWrite(t *testing.T) {
 		n, err := cli.Write(data)
 		ch <- ioResult{n, err}
 	}()
-	time.Sleep(50 * time.Millisecond) // let it fill the buffers and block
+	waitBlocked(t, cli, "Write") // the buffers are full
 	require.NoError(t, cli.SetWriteDeadline(time.Now().Add(50*time.Millisecond)))
 	r := returns(t, ch, "blocked Write")
 	requireTimeout(t, r.err)

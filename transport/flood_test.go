@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/net/ipv4"
 
+	"github.com/fresh-udp/fresh/internal/realtime"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -31,9 +32,12 @@ import (
 // connection's genuine packets from its own address and from elsewhere.
 // Every packet the listener reads is dropped and counted (its counters and
 // the connections' sum to what it read), it keeps no state for any of
-// them, its heap does not grow with the packet count, and the flow keeps
-// at least 80 % of the goodput it has alone (medians of interleaved
-// rounds).
+// them, its heap does not grow with the packet count, and, in the long
+// real-time suite (FRESH_REALTIME=1, package internal/realtime), the flow
+// keeps at least 80 % of the goodput it has alone (medians of interleaved
+// rounds). Elsewhere the ratio depends on what else loads the machine, so
+// the flood runs without the "alone" rounds and the goodput is only
+// logged.
 //
 // The flood is paced, 10,000 packets/s by default (FRESH_FLOOD_RATE), and
 // sent 32 at a time with sendmmsg: the generator runs in this process, and
@@ -47,7 +51,7 @@ import (
 //	FRESH_FLOOD=1000000 go test -run TestRandomFlood -v ./transport
 //
 // sends a million (about three and a half minutes at the default rate)
-// and prints the numbers.
+// and prints the numbers; with FRESH_REALTIME=1 it asserts the ratio.
 func TestRandomFlood(t *testing.T) {
 	// Registered first, so it runs after every other cleanup.
 	leaks := goleak.IgnoreCurrent()
@@ -126,7 +130,9 @@ func TestRandomFlood(t *testing.T) {
 		require.NoError(t, idle.SendUpdate([]byte{byte(i)}))
 		_, err := idle.Write([]byte("genuine"))
 		require.NoError(t, err)
-		time.Sleep(2 * time.Millisecond)
+		// Each update goes before the next replaces it (only the
+		// freshest unsent one is ever sent): 16 distinct packets.
+		require.Eventually(t, func() bool { return idle.Stats().UpdatesSent > int64(i) }, 5*time.Second, time.Millisecond)
 	}
 	require.Eventually(t, func() bool { return len(relay.packets()) >= 16 }, 5*time.Second, 5*time.Millisecond)
 
@@ -146,61 +152,66 @@ func TestRandomFlood(t *testing.T) {
 		replayer: relay.conn,
 	}
 
-	time.Sleep(300 * time.Millisecond) // past slow start
+	// Past slow start: 4 MiB is hundreds of initial windows, on a path
+	// whose round trip is well under a millisecond.
+	require.Eventually(t, func() bool { return received.Load() >= 4<<20 }, 10*time.Second, time.Millisecond)
 	heap0, goroutines0 := heapAndGoroutines()
 	lst0, srv0, idle0 := l.Stats(), srv.Stats(), idleSrv.Stats()
 	drops0 := udpDrops(l.Addr().(*net.UDPAddr).Port)
 
+	sent := 0
+	var lst ListenerStats
+	var counted int64
+	// allCounted reports whether every flood packet sent so far was read
+	// and counted (or dropped by the kernel, which the listener cannot
+	// count).
+	allCounted := func() bool {
+		lst = l.Stats()
+		counted = listenerDrops(lst) - listenerDrops(lst0) +
+			connDrops(srv.Stats()) - connDrops(srv0) +
+			connDrops(idleSrv.Stats()) - connDrops(idle0)
+		return counted >= int64(sent)-(udpDrops(l.Addr().(*net.UDPAddr).Port)-drops0)
+	}
 	goodput := func(d time.Duration, during func()) float64 {
 		b0, t0 := received.Load(), time.Now()
 		if during != nil {
 			during()
 		} else {
-			time.Sleep(d)
+			time.Sleep(d) // the measurement window itself: the flow alone for d
 		}
 		return float64(received.Load()-b0) / time.Since(t0).Seconds()
 	}
 	window := time.Duration(float64(perRound) / rate * float64(time.Second))
+	measure := realtime.Enabled()
 	var alone, flooded []float64
-	sent := 0
 	var floodTime time.Duration
 	for i := range rounds {
-		flood := func() float64 {
-			return goodput(0, func() {
-				t0 := time.Now()
-				sent += gen.send(t, targets, perRound, rate)
-				floodTime += time.Since(t0)
-			})
-		}
 		// A B, B A, …: a drift in the machine's load (other processes)
 		// falls on both sides alike.
-		var a, f float64
-		if i%2 == 0 {
-			a = goodput(window, nil)
-			time.Sleep(50 * time.Millisecond)
-			f = flood()
-		} else {
-			f = flood()
-			time.Sleep(50 * time.Millisecond) // the flood's last packets are read
-			a = goodput(window, nil)
+		if measure && i%2 == 0 {
+			alone = append(alone, goodput(window, nil))
 		}
-		alone, flooded = append(alone, a), append(flooded, f)
-		t.Logf("round %d: alone %.1f MB/s, flooded %.1f MB/s", i, a/1e6, f/1e6)
-		time.Sleep(50 * time.Millisecond)
+		f := goodput(0, func() {
+			t0 := time.Now()
+			sent += gen.send(t, targets, perRound, rate)
+			floodTime += time.Since(t0)
+		})
+		flooded = append(flooded, f)
+		// The flood's last packets are read before anything else is
+		// measured; a loaded machine may take long, which only costs time.
+		pollUntil(5*time.Second, allCounted)
+		if !measure {
+			t.Logf("round %d: flooded %.1f MB/s", i, f/1e6)
+			continue
+		}
+		if i%2 == 1 {
+			alone = append(alone, goodput(window, nil))
+		}
+		t.Logf("round %d: alone %.1f MB/s, flooded %.1f MB/s", i, alone[i]/1e6, f/1e6)
 	}
 
 	// Every packet the listener read was dropped and counted somewhere.
-	var lst ListenerStats
-	var counted int64
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		lst = l.Stats()
-		counted = listenerDrops(lst) - listenerDrops(lst0) +
-			connDrops(srv.Stats()) - connDrops(srv0) +
-			connDrops(idleSrv.Stats()) - connDrops(idle0)
-		if counted >= int64(sent)-(udpDrops(l.Addr().(*net.UDPAddr).Port)-drops0) || time.Now().After(deadline) {
-			break
-		}
-	}
+	pollUntil(5*time.Second, allCounted)
 	kernelDrops := udpDrops(l.Addr().(*net.UDPAddr).Port) - drops0
 	heap1, goroutines1 := heapAndGoroutines()
 	srv1, idle1 := srv.Stats(), idleSrv.Stats()
@@ -209,9 +220,15 @@ func TestRandomFlood(t *testing.T) {
 	require.NoError(t, <-writeDone)
 	require.ErrorIs(t, <-readDone, io.EOF)
 
-	ma, mf := median(alone), median(flooded)
+	mf := median(flooded)
 	t.Logf("flood: %d packets in %v (%.0f packets/s), rate asked %.0f/s", sent, floodTime.Round(time.Millisecond), float64(sent)/floodTime.Seconds(), rate)
-	t.Logf("goodput: alone %.1f MB/s, flooded %.1f MB/s (median of %d rounds): %.0f %%", ma/1e6, mf/1e6, rounds, 100*mf/ma)
+	var ma float64
+	if measure {
+		ma = median(alone)
+		t.Logf("goodput: alone %.1f MB/s, flooded %.1f MB/s (median of %d rounds): %.0f %%", ma/1e6, mf/1e6, rounds, 100*mf/ma)
+	} else {
+		t.Logf("goodput flooded %.1f MB/s (median of %d rounds); the ratio to the flow alone is measured with %s=1", mf/1e6, rounds, realtime.Env)
+	}
 	t.Logf("counted %d of %d (kernel socket drops %d): listener %+v", counted, sent, kernelDrops, diffListener(lst, lst0))
 	t.Logf("flow conn: Malformed %d Unauthenticated %d Replayed %d; replayed conn: Malformed %d Unauthenticated %d Replayed %d",
 		srv1.Malformed-srv0.Malformed, srv1.Unauthenticated-srv0.Unauthenticated, srv1.Replayed-srv0.Replayed,
@@ -250,9 +267,11 @@ func TestRandomFlood(t *testing.T) {
 	require.Less(t, int64(heap1)-int64(heap0), int64(heapBound))
 
 	// The flow keeps ≥ 80 % of its goodput.
-	if raceEnabled {
+	switch {
+	case !measure:
+	case raceEnabled:
 		t.Logf("race detector on: goodput ratio not asserted")
-	} else {
+	default:
 		require.GreaterOrEqual(t, mf, 0.8*ma, "flooded goodput %.1f MB/s vs alone %.1f MB/s", mf/1e6, ma/1e6)
 	}
 	require.NoError(t, idle.Close())
@@ -490,7 +509,7 @@ func (g *floodGen) send(t *testing.T, to floodTargets, n int, rate float64) int 
 				require.NoError(t, b.flush())
 			}
 			if d := time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))); d > 0 {
-				time.Sleep(d)
+				time.Sleep(d) // the pacing itself: the flood's rate is what the test sets
 			}
 		}
 	}

@@ -149,7 +149,9 @@ func TestSpoofedInitialDrawsOneRetry(t *testing.T) {
 	initial := initialDatagram(0xabc, nil)
 	v.send(t, initial, l.Addr())
 	require.Eventually(t, func() bool { return v.n.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // anything more would come now
+	// The test itself: an absence (no second datagram) cannot be waited
+	// for, only watched for a while; a second Retry would come at once.
+	time.Sleep(300 * time.Millisecond)
 	dgs := v.datagrams()
 	require.Len(t, dgs, 1)
 	h, body, err := wire.ParseHeader(dgs[0])
@@ -193,6 +195,8 @@ func TestBadTokenDropped(t *testing.T) {
 	v.send(t, initialDatagram(2, r.Token), l.Addr())                     // another connection
 	v.send(t, initialDatagram(3, make([]byte, retryTokenLen)), l.Addr()) // not ours
 	require.Eventually(t, func() bool { return l.Stats().InitialsBadToken == 3 }, 5*time.Second, 5*time.Millisecond)
+	// The test itself: watch a while for what must not come (a connection,
+	// an answer); an absence cannot be waited for.
 	time.Sleep(100 * time.Millisecond)
 	require.Zero(t, l.Stats().Connections)
 	require.Equal(t, int64(1), v.n.Load(), "nothing but the one Retry")
@@ -229,7 +233,9 @@ func TestSpoofedInitialWithoutRetryIsLimited(t *testing.T) {
 		ack := &wire.Ack{NRanges: 1, MaxData: 1 << 40}
 		ack.Ranges[0] = wire.AckRange{Largest: int64(pn), Smallest: 0}
 		attacker.send(t, wire.AppendAck(wire.AppendHeader(nil, wire.Header{Type: wire.TypeAck, ConnID: 0xdef}), ack), l.Addr())
-		time.Sleep(time.Millisecond)
+		// One at a time, each read and refused before the next: spread
+		// over the connection's life rather than a burst the socket drops.
+		require.Eventually(t, func() bool { return l.Stats().WrongAddress == int64(pn+1) }, 5*time.Second, time.Millisecond)
 	}
 	// The handshake never completes (the forger cannot answer the
 	// server's flight), so the connection never reaches Accept and ends
@@ -278,6 +284,8 @@ func TestBlindPacketsFromAnotherAddressDrawNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "still here", string(u.Payload))
 	require.NoError(t, srv.Err())
+	// The test itself: watch a while for traffic that must not come to
+	// the attacker's address; an absence cannot be waited for.
 	time.Sleep(200 * time.Millisecond)
 	require.Zero(t, attacker.n.Load(), "the attacker's address got traffic")
 
@@ -351,7 +359,10 @@ func TestInitialFloodDoesNotStopDial(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			time.Sleep(time.Duration(i) * 20 * time.Millisecond)
+			// The Dials spread over the flood: the i-th starts once the
+			// listener has answered i×400 of its Initials, however fast
+			// the machine runs it.
+			pollUntil(10*time.Second, func() bool { return l.Stats().RetriesSent >= int64(i)*400 })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			c, err := Dial(ctx, l.Addr().String(), testConfig(Config{}))

@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"net"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -12,16 +11,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/internal/realtime"
 )
 
-// The measurements behind the listener's defences, run on demand (they
-// take tens of seconds and print numbers rather than assert them):
+// The measurements behind the listener's defences are part of the long
+// real-time suite (package internal/realtime): they take tens of seconds
+// and print numbers rather than assert them.
 //
-//	FRESH_MEASURE_LISTEN=1 go test -run Measure -v ./transport
+//	FRESH_REALTIME=1 go test -run Measure -v ./transport
 func skipUnlessMeasuring(t *testing.T) {
-	if os.Getenv("FRESH_MEASURE_LISTEN") == "" {
-		t.Skip("set FRESH_MEASURE_LISTEN=1 to run")
-	}
+	t.Helper()
+	realtime.Require(t)
 }
 
 // pacedFlood sends n token-less Initials at about rate per second from
@@ -52,7 +53,7 @@ func pacedFlood(t *testing.T, addr net.Addr, n int, rate float64, sockets int, s
 		default:
 		}
 		if d := time.Until(start.Add(time.Duration(float64(sent) / rate * float64(time.Second)))); d > 0 {
-			time.Sleep(d)
+			time.Sleep(d) // the pacing itself: the rate is what the measurement sets
 		}
 	}
 }
@@ -75,9 +76,16 @@ func TestMeasureInitialFloodState(t *testing.T) {
 		n    int
 	}{{"retry", &Transport{}, 50_000}, {"no-retry", &Transport{DisableRetry: true}, 2_000}} {
 		l := listenWith(t, tc.tr, Config{})
+		port := l.Addr().(*net.UDPAddr).Port
+		drops0 := udpDrops(port)
 		heap0, g0 := heapAndGoroutines()
 		pacedFlood(t, l.Addr(), tc.n, 20_000, 50, nil)
-		time.Sleep(time.Second)
+		// Measured once the listener has handled every Initial it got:
+		// answered with a Retry, refused at a limit, or a connection.
+		pollUntil(10*time.Second, func() bool {
+			st := l.Stats()
+			return listenerDrops(st)+int64(st.Connections)+st.HandshakeTimeouts >= int64(tc.n)-(udpDrops(port)-drops0)
+		})
 		heap1, g1 := heapAndGoroutines()
 		st := l.Stats()
 		t.Logf("%s: %d Initials at 20k/s: %d connections, heap %+.1f MB, goroutines +%d; %+v",
@@ -114,7 +122,9 @@ func TestMeasureDialDuringFlood(t *testing.T) {
 		}()
 		floodDone := make(chan struct{})
 		go func() { defer close(floodDone); pacedFlood(t, l.Addr(), 1<<30, 300, 50, stop) }()
-		time.Sleep(2 * time.Second) // let the flood fill what it can
+		// The scenario: the flood runs for 2 s, filling what it can, before
+		// the first legitimate Dial. This sleep is the scenario's timeline.
+		time.Sleep(2 * time.Second)
 		const dials = 6
 		var ok atomic.Int64
 		var wg sync.WaitGroup
@@ -122,7 +132,7 @@ func TestMeasureDialDuringFlood(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				time.Sleep(time.Duration(i) * 500 * time.Millisecond)
+				time.Sleep(time.Duration(i) * 500 * time.Millisecond) // the Dials arrive spread over the flood, as in the scenario
 				c, err := Dial(context.Background(), l.Addr().String(), testConfig(Config{}))
 				if err == nil {
 					ok.Add(1)

@@ -79,7 +79,10 @@ func TestReusePortSharesOnePort(t *testing.T) {
 		for _, c := range clients {
 			require.NoError(t, c.SendUpdate([]byte{byte(i)}))
 		}
-		time.Sleep(50 * time.Millisecond)
+		// Each round is sent before the next replaces it.
+		for _, c := range clients {
+			require.Eventually(t, func() bool { return c.Stats().UpdatesSent > int64(i) }, 10*time.Second, time.Millisecond)
+		}
 	}
 	require.Eventually(t, func() bool {
 		mu.Lock()

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"time"
+
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
@@ -26,4 +28,20 @@ func (c Config) sessionConfigOrPanic() session.Config {
 		panic(err)
 	}
 	return d.sessionConfig()
+}
+
+// pollUntil checks cond every millisecond until it holds or limit has
+// passed, and reports whether it held: a condition wait for tests that
+// carry on either way (require.Eventually when they must not).
+func pollUntil(limit time.Duration, cond func() bool) bool {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
 }

@@ -3,10 +3,11 @@ package ntpclock
 import (
 	"context"
 	"errors"
-	"github.com/fresh-udp/fresh/clock"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/fresh-udp/fresh/clock"
 
 	"github.com/beevik/ntp"
 	"github.com/stretchr/testify/require"
@@ -279,7 +280,11 @@ func TestNTPQueryCancelled(t *testing.T) {
 	rctx, rcancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(rctx) }()
-	time.Sleep(50 * time.Millisecond)
+	// Cancel while Run waits for an answer: once the silent server has
+	// the query.
+	require.NoError(t, pc.SetReadDeadline(time.Now().Add(5*time.Second)))
+	_, _, err = pc.ReadFrom(make([]byte, 512))
+	require.NoError(t, err, "Run sent no query")
 	rcancel()
 	select {
 	case err := <-done:

@@ -129,7 +129,7 @@ func TestSendStreamAutoTune(t *testing.T) {
 // MaxData on the wire never shrinks and never exceeds the receiver's ring,
 // while the ring grows under a fast reader.
 func TestSessionMaxDataGrowsNeverShrinks(t *testing.T) {
-	p := newSessionPair(t)
+	p := OpenPair(t, Config{}, Link{Delay: 5 * time.Millisecond})
 	data := make([]byte, 3<<20)
 	for i := range data {
 		data[i] = byte(i * 7)
@@ -138,25 +138,21 @@ func TestSessionMaxDataGrowsNeverShrinks(t *testing.T) {
 	rd := make([]byte, 64<<10)
 	w := 0
 	var lastPeerMax, lastAdvertised int64
-	for i := 0; i < 100_000 && !p.srv.in.eof(); i++ {
+	for i := 0; i < 100_000 && !p.Srv.in.eof(); i++ {
 		if w < len(data) {
-			w += p.cli.out.write(data[w:])
-			p.cli.out.finSet = w == len(data)
+			w += p.Cli.out.write(data[w:])
+			p.Cli.out.finSet = w == len(data)
 		}
-		p.now = p.now.Add(100 * time.Microsecond)
-		if t := p.cli.NextTimeout(p.now); t != 0 && !p.now.Before(t) {
-			p.cli.Timeout(p.now)
-		}
-		p.exchange()
-		n, _ := p.srv.Read(rd)
+		p.Run(100 * time.Microsecond)
+		n, _ := p.Srv.Read(rd)
 		got = append(got, rd[:n]...)
-		require.GreaterOrEqual(t, p.cli.peerMax, lastPeerMax, "peer's MaxData went down")
-		require.GreaterOrEqual(t, p.srv.in.advertised, lastAdvertised, "advertised MaxData went down")
-		require.LessOrEqual(t, p.srv.in.advertised, p.srv.in.readOff+int64(len(p.srv.in.ring)), "advertised beyond the ring")
-		lastPeerMax, lastAdvertised = p.cli.peerMax, p.srv.in.advertised
+		require.GreaterOrEqual(t, p.Cli.peerMax, lastPeerMax, "peer's MaxData went down")
+		require.GreaterOrEqual(t, p.Srv.in.advertised, lastAdvertised, "advertised MaxData went down")
+		require.LessOrEqual(t, p.Srv.in.advertised, p.Srv.in.readOff+int64(len(p.Srv.in.ring)), "advertised beyond the ring")
+		lastPeerMax, lastAdvertised = p.Cli.peerMax, p.Srv.in.advertised
 	}
-	require.True(t, p.srv.in.eof(), "FIN delivered")
+	require.True(t, p.Srv.in.eof(), "FIN delivered")
 	require.Equal(t, data, got)
-	require.Greater(t, len(p.srv.in.ring), initialRecvWindow, "the ring grew")
-	require.LessOrEqual(t, len(p.srv.in.ring), p.srv.cfg.ReceiveWindow)
+	require.Greater(t, len(p.Srv.in.ring), initialRecvWindow, "the ring grew")
+	require.LessOrEqual(t, len(p.Srv.in.ring), p.Srv.cfg.ReceiveWindow)
 }

@@ -11,19 +11,18 @@ import (
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
-// deliverOne polls from once and hands the datagram to to unless drop.
-func (p *sessionPair) deliverOne(from, to *Session, drop bool) (wire.Type, bool) {
-	wall := int64(p.now) / 1000
-	d, _, ok := from.poll(p.now, wall, p.buf)
+// deliverOne takes one datagram from from at p.Now and hands it to to
+// unless drop; it returns the datagram's type.
+func deliverOne(t *testing.T, p *Pair, from, to *Session, drop bool) (wire.Type, bool) {
+	t.Helper()
+	d, ok := p.Take(from)
 	if !ok {
 		return 0, false
 	}
-	h, body, err := wire.ParseHeader(d)
-	if err != nil {
-		panic(err)
-	}
+	h, _, err := wire.ParseHeader(d)
+	require.NoError(t, err)
 	if !drop {
-		to.handle(p.now, wall+5000, h, body, len(d))
+		p.Inject(to, d)
 	}
 	return h.Type, true
 }
@@ -31,47 +30,47 @@ func (p *sessionPair) deliverOne(from, to *Session, drop bool) (wire.Type, bool)
 // A normal CLOSE promises every byte was acknowledged, so it ends the
 // peer's stream even when the FIN itself was lost (or still paced).
 func TestNormalCloseEndsStreamWithoutFIN(t *testing.T) {
-	p := newSessionPair(t)
+	p := OpenPair(t, Config{}, Link{})
 	data := []byte("every byte acknowledged")
-	p.cli.out.write(data)
-	p.advance(100, time.Millisecond) // delayed ACKs go out
-	require.Zero(t, p.cli.out.unacked())
+	p.Cli.out.write(data)
+	p.Run(100 * time.Millisecond) // delayed ACKs go out
+	require.Zero(t, p.Cli.out.unacked())
 
-	p.cli.out.finSet = true
-	typ, ok := p.deliverOne(p.cli, p.srv, true) // the FIN, lost
+	p.Cli.out.finSet = true
+	typ, ok := deliverOne(t, p, p.Cli, p.Srv, true) // the FIN, lost
 	require.True(t, ok)
 	require.Equal(t, wire.TypeData, typ)
-	p.cli.close()
-	typ, _ = p.deliverOne(p.cli, p.srv, false)
+	p.Cli.close()
+	typ, _ = deliverOne(t, p, p.Cli, p.Srv, false)
 	require.Equal(t, wire.TypeClose, typ)
 
 	rd := make([]byte, 64)
-	n := p.srv.in.read(rd)
+	n := p.Srv.in.read(rd)
 	require.Equal(t, data, rd[:n])
-	require.True(t, p.srv.in.eof(), "Read must end with io.EOF")
+	require.True(t, p.Srv.in.eof(), "Read must end with io.EOF")
 }
 
 // A CLOSE with bytes still unacknowledged is an abort: the peer's stream
 // gets no FIN, so its Read ends with an error rather than a silent EOF on
 // a truncated stream.
 func TestCloseWithUnackedBytesAborts(t *testing.T) {
-	p := newSessionPair(t)
-	p.cli.out.write(make([]byte, 5000))
-	p.cli.out.finSet = true
+	p := OpenPair(t, Config{}, Link{})
+	p.Cli.out.write(make([]byte, 5000))
+	p.Cli.out.finSet = true
 	for {
-		typ, ok := p.deliverOne(p.cli, p.srv, true) // the data, all lost
+		typ, ok := deliverOne(t, p, p.Cli, p.Srv, true) // the data, all lost
 		if !ok {
 			break
 		}
 		require.Equal(t, wire.TypeData, typ)
 	}
-	p.cli.close()
-	typ, _ := p.deliverOne(p.cli, p.srv, false)
+	p.Cli.close()
+	typ, _ := deliverOne(t, p, p.Cli, p.Srv, false)
 	require.Equal(t, wire.TypeClose, typ)
-	require.Equal(t, stateClosed, p.srv.state)
-	require.False(t, p.srv.in.eof())
-	require.True(t, errors.Is(p.srv.err, ErrPeerClosed))
-	require.Contains(t, p.srv.err.Error(), "unacknowledged")
+	require.Equal(t, stateClosed, p.Srv.state)
+	require.False(t, p.Srv.in.eof())
+	require.True(t, errors.Is(p.Srv.err, ErrPeerClosed))
+	require.Contains(t, p.Srv.err.Error(), "unacknowledged")
 }
 
 // A normal CLOSE cannot paper over a hole: with a byte range missing the
@@ -97,41 +96,30 @@ func TestNormalCloseDoesNotHideAHole(t *testing.T) {
 // gaps (every 7th data packet lost), ACKs stay small instead of carrying 16
 // ranges (288 bytes of them) for the rest of the connection.
 func TestAckRangesForgottenOnceEchoed(t *testing.T) {
-	p := newSessionPair(t)
+	p := OpenPair(t, Config{}, Link{Delay: 5 * time.Millisecond})
 	src, rd := make([]byte, 400_000), make([]byte, 64<<10)
 	largestAck, n, w := 0, 0, 0
-	for range 20_000 {
-		w += p.cli.out.write(src[w:]) // the send buffer starts smaller
-		p.srv.Read(rd)                // and so does the receive window
-		p.now = p.now.Add(100 * time.Microsecond)
-		for _, s := range []*Session{p.cli, p.srv} {
-			if d := s.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.Timeout(p.now)
-			}
-		}
-		for {
-			typ, ok := p.deliverOne(p.cli, p.srv, n%7 == 3)
-			if !ok {
-				break
-			}
-			if typ == wire.TypeData {
-				n++
-			}
-		}
-		wall := int64(p.now) / 1000
-		for {
-			d, _, ok := p.srv.Poll(p.now, wall, p.buf)
-			if !ok {
-				break
-			}
+	p.Filter = func(from *Session, d []byte) bool {
+		if from == p.Srv {
 			if n > 200 { // past the first gaps
 				largestAck = max(largestAck, len(d))
 			}
-			h, body, err := wire.ParseHeader(d)
-			require.NoError(t, err)
-			p.cli.handle(p.now, wall+5000, h, body, len(d))
+			return true
 		}
+		// From the 7th data packet's turn on, the client's datagrams
+		// are lost until that data packet is.
+		drop := n%7 == 3
+		if h, _, err := wire.ParseHeader(d); err == nil && h.Type == wire.TypeData {
+			n++
+		}
+		return !drop
 	}
+	for range 20_000 {
+		w += p.Cli.out.write(src[w:]) // the send buffer starts smaller
+		p.Srv.Read(rd)                // and so does the receive window
+		p.Run(100 * time.Microsecond)
+	}
+	t.Logf("%d data packets, largest ACK %d bytes", n, largestAck)
 	require.Greater(t, n, 300, "data moved")
 	// An ACK here carries a couple of OWD samples (12 bytes each): with
 	// 16 ranges it would be 28 + 14 + 256 + samples > 298 bytes.
@@ -141,11 +129,11 @@ func TestAckRangesForgottenOnceEchoed(t *testing.T) {
 
 // closeAndDeliver closes from with Close and delivers what it sends until
 // to has the CLOSE.
-func (p *sessionPair) closeAndDeliver(t *testing.T, from, to *Session) {
+func closeAndDeliver(t *testing.T, p *Pair, from, to *Session) {
 	t.Helper()
 	from.Close()
 	for {
-		typ, ok := p.deliverOne(from, to, false)
+		typ, ok := deliverOne(t, p, from, to, false)
 		require.True(t, ok, "no CLOSE was sent")
 		if typ == wire.TypeClose {
 			break
@@ -160,20 +148,19 @@ func (p *sessionPair) closeAndDeliver(t *testing.T, from, to *Session) {
 func TestUpdateOnlyCloseIsClean(t *testing.T) {
 	for _, dir := range []string{"client closes", "server closes"} {
 		t.Run(dir, func(t *testing.T) {
-			p := newSessionPair(t)
-			from, to := p.cli, p.srv
+			p := OpenPair(t, Config{}, Link{})
+			from, to := p.Cli, p.Srv
 			if dir == "server closes" {
-				from, to = p.srv, p.cli
+				from, to = p.Srv, p.Cli
 			}
-			wall := int64(p.now) / 1000
-			require.NoError(t, from.SendUpdate(p.now, wall, []byte("reading")))
-			p.advance(100, time.Millisecond)
+			require.NoError(t, from.SendUpdate(p.Now, p.Wall(from), []byte("reading")))
+			p.Run(100 * time.Millisecond)
 			u, ok := to.TakeUpdate()
 			require.True(t, ok)
 			require.Equal(t, "reading", string(u.Payload))
 			require.Zero(t, from.Unacked())
 
-			p.closeAndDeliver(t, from, to)
+			closeAndDeliver(t, p, from, to)
 			require.Equal(t, ErrPeerClosed, to.Err(), "a normal close is not an abort")
 			require.Equal(t, io.EOF, to.UpdateErr())
 			require.Equal(t, ErrClosed, from.Err())
@@ -188,42 +175,41 @@ func TestUpdateOnlyCloseIsClean(t *testing.T) {
 // with updates alongside, closes normally too; an update that arrived
 // before the CLOSE is still taken first.
 func TestAckedStreamAndUpdatesCloseIsClean(t *testing.T) {
-	p := newSessionPair(t)
+	p := OpenPair(t, Config{}, Link{})
 	data := []byte("the whole upload")
-	n, err := p.cli.Write(data)
+	n, err := p.Cli.Write(data)
 	require.NoError(t, err)
 	require.Equal(t, len(data), n)
-	require.NoError(t, p.cli.CloseWrite())
-	wall := int64(p.now) / 1000
-	require.NoError(t, p.cli.SendUpdate(p.now, wall, []byte("last reading")))
-	p.advance(100, time.Millisecond)
-	require.Zero(t, p.cli.Unacked())
+	require.NoError(t, p.Cli.CloseWrite())
+	require.NoError(t, p.Cli.SendUpdate(p.Now, p.Wall(p.Cli), []byte("last reading")))
+	p.Run(100 * time.Millisecond)
+	require.Zero(t, p.Cli.Unacked())
 
-	p.closeAndDeliver(t, p.cli, p.srv)
-	require.Equal(t, ErrPeerClosed, p.srv.Err())
+	closeAndDeliver(t, p, p.Cli, p.Srv)
+	require.Equal(t, ErrPeerClosed, p.Srv.Err())
 	rd := make([]byte, 64)
-	n, err = p.srv.Read(rd)
+	n, err = p.Srv.Read(rd)
 	require.NoError(t, err)
 	require.Equal(t, data, rd[:n])
-	_, err = p.srv.Read(rd)
+	_, err = p.Srv.Read(rd)
 	require.Equal(t, io.EOF, err)
-	u, ok := p.srv.TakeUpdate()
+	u, ok := p.Srv.TakeUpdate()
 	require.True(t, ok)
 	require.Equal(t, "last reading", string(u.Payload))
-	require.Equal(t, io.EOF, p.srv.UpdateErr())
+	require.Equal(t, io.EOF, p.Srv.UpdateErr())
 }
 
 // After an abort the update reader gets the abort's error, not io.EOF.
 func TestAbortIsNotEOFForUpdates(t *testing.T) {
-	p := newSessionPair(t)
-	p.cli.out.write(make([]byte, 5000))
+	p := OpenPair(t, Config{}, Link{})
+	p.Cli.out.write(make([]byte, 5000))
 	for {
-		if _, ok := p.deliverOne(p.cli, p.srv, true); !ok { // all lost
+		if _, ok := deliverOne(t, p, p.Cli, p.Srv, true); !ok { // all lost
 			break
 		}
 	}
-	p.closeAndDeliver(t, p.cli, p.srv)
-	err := p.srv.UpdateErr()
+	closeAndDeliver(t, p, p.Cli, p.Srv)
+	err := p.Srv.UpdateErr()
 	require.ErrorIs(t, err, ErrPeerClosed)
 	require.NotEqual(t, ErrPeerClosed, err)
 	require.Contains(t, err.Error(), "unacknowledged")

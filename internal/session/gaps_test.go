@@ -207,28 +207,28 @@ func TestSparseFramesCannotExceedGapCap(t *testing.T) {
 // 15 % of packets lost, a transfer still arrives whole (the dropped frames
 // are resent like lost ones).
 func TestGapCapTransferCompletes(t *testing.T) {
-	p := newLinkPair(t, Config{MaxStreamGaps: 2}, 5*time.Millisecond)
+	p := OpenPair(t, Config{MaxStreamGaps: 2}, Link{Delay: 5 * time.Millisecond})
 	rng := rand.New(rand.NewPCG(5, 6))
-	p.drop = func(from *Session, _ []byte) bool { return from == p.cli && rng.IntN(100) < 15 }
+	p.Filter = func(from *Session, _ []byte) bool { return from != p.Cli || rng.IntN(100) >= 15 }
 	data := make([]byte, 1_000_000)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
 	got, rd, w := make([]byte, 0, len(data)), make([]byte, 64<<10), 0
 	maxHeld := 0
-	for i := 0; i < 200_000 && !p.srv.in.eof(); i++ {
-		maxHeld = max(maxHeld, p.srv.in.holes())
+	for i := 0; i < 200_000 && !p.Srv.in.eof(); i++ {
+		maxHeld = max(maxHeld, p.Srv.in.holes())
 		if w < len(data) {
-			w += p.cli.out.write(data[w:])
-			p.cli.out.finSet = w == len(data)
+			w += p.Cli.out.write(data[w:])
+			p.Cli.out.finSet = w == len(data)
 		}
-		p.run(100*time.Microsecond, 100*time.Microsecond)
-		n, _ := p.srv.Read(rd)
+		p.Run(100 * time.Microsecond)
+		n, _ := p.Srv.Read(rd)
 		got = append(got, rd[:n]...)
 	}
-	require.True(t, p.srv.in.eof(), "FIN delivered")
+	require.True(t, p.Srv.in.eof(), "FIN delivered")
 	require.Equal(t, data, got)
-	t.Logf("%d holes held at most, %d frames dropped", maxHeld, p.srv.Stats(p.now).StreamFramesDropped)
+	t.Logf("%d holes held at most, %d frames dropped", maxHeld, p.Srv.Stats(p.Now).StreamFramesDropped)
 	require.LessOrEqual(t, maxHeld, 2)
-	require.Positive(t, p.srv.Stats(p.now).StreamFramesDropped, "the cap was reached")
+	require.Positive(t, p.Srv.Stats(p.Now).StreamFramesDropped, "the cap was reached")
 }

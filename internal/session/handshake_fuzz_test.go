@@ -22,31 +22,31 @@ func FuzzHandshake(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		p := newTLSPair(t, secure(t), secure(t))
+		p := NewPair(t, secure(t), secure(t), Link{})
 		// The client's Initial reaches the server; nothing else moves.
 		buf := make([]byte, 0, 1500)
-		d, _, ok := p.cli.Poll(0, 0, buf)
+		d, ok := p.Take(p.Cli)
 		if !ok {
 			t.Fatal("client sent no Initial")
 		}
-		p.srv.Handle(0, 0, d)
-		s := p.srv
+		p.Inject(p.Srv, d)
+		s := p.Srv
 		if in[0]&1 == 1 {
-			s = p.cli
+			s = p.Cli
 		}
 		in = in[1:]
 		for len(in) >= 2 {
 			n := min(int(binary.BigEndian.Uint16(in)), len(in)-2)
 			dg := append([]byte(nil), in[2:2+n]...)
 			in = in[2+n:]
-			p.now = p.now.Add(time.Millisecond)
-			wall := int64(p.now) / 1000
-			s.Handle(p.now, wall, dg)
-			if d := s.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.Timeout(p.now)
+			p.Now = p.Now.Add(time.Millisecond)
+			wall := int64(p.Now) / 1000
+			s.Handle(p.Now, wall, dg)
+			if d := s.NextTimeout(p.Now); d != 0 && !p.Now.Before(d) {
+				s.Timeout(p.Now)
 			}
 			for range 64 {
-				if _, _, ok := s.Poll(p.now, wall, buf); !ok {
+				if _, _, ok := s.Poll(p.Now, wall, buf); !ok {
 					break
 				}
 			}
@@ -67,13 +67,14 @@ func FuzzHandshake(f *testing.F) {
 // handshakeSeeds frames the datagrams of a real handshake as FuzzHandshake
 // inputs for both sides.
 func handshakeSeeds(tb testing.TB) [][]byte {
-	p := newTLSPair(tb, secure(tb), secure(tb))
-	p.run(30 * time.Millisecond)
+	p := NewPair(tb, secure(tb), secure(tb), Link{})
+	p.Record = true
+	p.Run(30 * time.Millisecond)
 	var toSrv, toCli []byte
-	for i, d := range p.wire {
-		frame := binary.BigEndian.AppendUint16(nil, uint16(len(d)))
-		frame = append(frame, d...)
-		if i%2 == 0 {
+	for _, d := range p.Sent {
+		frame := binary.BigEndian.AppendUint16(nil, uint16(len(d.B)))
+		frame = append(frame, d.B...)
+		if d.From == p.Cli {
 			toSrv = append(toSrv, frame...)
 		} else {
 			toCli = append(toCli, frame...)

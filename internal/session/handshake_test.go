@@ -13,110 +13,37 @@ import (
 
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/wire"
-	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
-// tlsPair runs a TLS client and server session back to back through the
-// public Handle/Poll API, so packet protection is on the path; filter, if
-// set, sees every datagram and may drop (false) or change it.
-type tlsPair struct {
-	cli, srv *Session
-	now      clock.Mono
-	filter   func(from *Session, d []byte) bool
-	wire     [][]byte // every datagram sent, as sent
-}
-
-func loopbackTLS(t testing.TB) *tls.Config {
-	c, err := devcert.Loopback()
-	require.NoError(t, err)
-	return c
-}
-
-func newTLSPair(t testing.TB, cli, srv Config) *tlsPair {
-	c, err := New(cli, 7, true, 0)
-	require.NoError(t, err)
-	s, err := New(srv, 7, false, 0)
-	require.NoError(t, err)
-	p := &tlsPair{cli: c, srv: s}
-	t.Cleanup(func() { c.Abort(ErrClosed); s.Abort(ErrClosed) })
-	return p
-}
-
-// step delivers what both sides send now, until quiet, recording every
-// datagram (p.wire) and passing each through p.filter.
-func (p *tlsPair) step() { p.deliver(make([]byte, 0, 1500), true) }
-
-// deliver moves datagrams both ways until both sides are quiet. With
-// record, each is copied into p.wire and offered to p.filter first;
-// without, it is handled (decrypted in place) from buf as polled, as the
-// transport does, so nothing is allocated here.
-func (p *tlsPair) deliver(buf []byte, record bool) {
-	for moved := true; moved; {
-		moved = false
-		for _, dir := range [2][2]*Session{{p.cli, p.srv}, {p.srv, p.cli}} {
-			from, to := dir[0], dir[1]
-			wall := int64(p.now) / 1000
-			for {
-				d, _, ok := from.Poll(p.now, wall, buf)
-				if !ok {
-					break
-				}
-				moved = true
-				if record {
-					d = bytes.Clone(d)
-					p.wire = append(p.wire, bytes.Clone(d))
-					if p.filter != nil && !p.filter(from, d) {
-						continue
-					}
-				}
-				to.Handle(p.now, wall+5000, d)
-			}
-		}
-	}
-}
-
-// run advances virtual time in 1 ms steps for d.
-func (p *tlsPair) run(d time.Duration) {
-	for end := p.now.Add(d); p.now.Before(end); {
-		p.now = p.now.Add(time.Millisecond)
-		for _, s := range []*Session{p.cli, p.srv} {
-			if t := s.NextTimeout(p.now); t != 0 && !p.now.Before(t) {
-				s.Timeout(p.now)
-			}
-		}
-		p.step()
-	}
-}
-
-func secure(t testing.TB) Config { return Config{TLS: loopbackTLS(t)} }
-
 func TestTLSHandshakeAndProtectedStream(t *testing.T) {
-	p := newTLSPair(t, secure(t), secure(t))
-	p.run(50 * time.Millisecond)
-	require.True(t, p.cli.Opened())
-	require.True(t, p.srv.Opened())
-	require.NoError(t, p.cli.Err())
-	st, ok := p.srv.TLSState()
+	p := NewPair(t, secure(t), secure(t), Link{})
+	p.Record = true
+	p.Run(50 * time.Millisecond)
+	require.True(t, p.Cli.Opened())
+	require.True(t, p.Srv.Opened())
+	require.NoError(t, p.Cli.Err())
+	st, ok := p.Srv.TLSState()
 	require.True(t, ok)
 	require.Equal(t, ALPN, st.NegotiatedProtocol)
 	require.Equal(t, uint16(tls.VersionTLS13), st.Version)
 
 	secret := bytes.Repeat([]byte("plaintext marker "), 200)
-	_, err := p.cli.Write(secret)
+	_, err := p.Cli.Write(secret)
 	require.NoError(t, err)
-	require.NoError(t, p.cli.CloseWrite())
-	require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte("update marker")))
-	p.run(200 * time.Millisecond)
+	require.NoError(t, p.Cli.CloseWrite())
+	require.NoError(t, p.Cli.SendUpdate(p.Now, p.Wall(p.Cli), []byte("update marker")))
+	p.Run(200 * time.Millisecond)
 	got := make([]byte, 8000)
-	n, _ := p.srv.Read(got)
+	n, _ := p.Srv.Read(got)
 	require.Equal(t, secret, got[:n])
-	u, ok := p.srv.TakeUpdate()
+	u, ok := p.Srv.TakeUpdate()
 	require.True(t, ok)
 	require.Equal(t, "update marker", string(u.Payload))
 
 	// On the wire: every packet after the handshake is protected, and no
 	// plaintext leaks.
-	for _, d := range p.wire {
+	for _, sent := range p.Sent {
+		d := sent.B
 		require.NotContains(t, string(d), "plaintext marker")
 		require.NotContains(t, string(d), "update marker")
 		h, _, err := wire.ParseHeader(d)
@@ -127,7 +54,7 @@ func TestTLSHandshakeAndProtectedStream(t *testing.T) {
 			require.NotZero(t, h.Flags&wire.FlagProtected, "%v packet in the clear", h.Type)
 		}
 	}
-	require.Zero(t, p.cli.Stats(p.now).Unauthenticated+p.srv.Stats(p.now).Unauthenticated)
+	require.Zero(t, p.Cli.Stats(p.Now).Unauthenticated+p.Srv.Stats(p.Now).Unauthenticated)
 }
 
 // A client that does not trust the server's CA fails the handshake with the
@@ -135,14 +62,14 @@ func TestTLSHandshakeAndProtectedStream(t *testing.T) {
 func TestTLSUntrustedServerFails(t *testing.T) {
 	cli := secure(t)
 	cli.TLS.RootCAs = x509.NewCertPool()
-	p := newTLSPair(t, cli, secure(t))
-	p.run(50 * time.Millisecond)
-	require.True(t, p.cli.Closed())
-	require.ErrorIs(t, p.cli.Err(), ErrHandshake)
-	require.Contains(t, p.cli.Err().Error(), "certificate")
-	require.True(t, p.srv.Closed())
-	require.ErrorIs(t, p.srv.Err(), ErrHandshake)
-	require.Contains(t, p.srv.Err().Error(), "alert")
+	p := NewPair(t, cli, secure(t), Link{})
+	p.Run(50 * time.Millisecond)
+	require.True(t, p.Cli.Closed())
+	require.ErrorIs(t, p.Cli.Err(), ErrHandshake)
+	require.Contains(t, p.Cli.Err().Error(), "certificate")
+	require.True(t, p.Srv.Closed())
+	require.ErrorIs(t, p.Srv.Err(), ErrHandshake)
+	require.Contains(t, p.Srv.Err().Error(), "alert")
 }
 
 // Mutual TLS: a server that requires a client certificate refuses a client
@@ -153,15 +80,15 @@ func TestTLSMutualAuthentication(t *testing.T) {
 	srv.TLS.ClientCAs = srv.TLS.RootCAs
 	cli := secure(t)
 	cli.TLS.Certificates = nil
-	p := newTLSPair(t, cli, srv)
-	p.run(100 * time.Millisecond)
-	require.ErrorIs(t, p.srv.Err(), ErrHandshake)
-	require.True(t, p.cli.Closed())
+	p := NewPair(t, cli, srv, Link{})
+	p.Run(100 * time.Millisecond)
+	require.ErrorIs(t, p.Srv.Err(), ErrHandshake)
+	require.True(t, p.Cli.Closed())
 
-	p = newTLSPair(t, secure(t), srv) // the shared config carries a certificate
-	p.run(100 * time.Millisecond)
-	require.NoError(t, p.srv.Err())
-	st, ok := p.srv.TLSState()
+	p = NewPair(t, secure(t), srv, Link{}) // the shared config carries a certificate
+	p.Run(100 * time.Millisecond)
+	require.NoError(t, p.Srv.Err())
+	st, ok := p.Srv.TLSState()
 	require.True(t, ok)
 	require.Len(t, st.PeerCertificates, 1)
 	require.Equal(t, "localhost", st.PeerCertificates[0].Subject.CommonName)
@@ -169,9 +96,9 @@ func TestTLSMutualAuthentication(t *testing.T) {
 
 // Losing the first copy of every handshake datagram only costs time.
 func TestTLSHandshakeSurvivesLoss(t *testing.T) {
-	p := newTLSPair(t, secure(t), secure(t))
+	p := NewPair(t, secure(t), secure(t), Link{})
 	seen := map[string]bool{}
-	p.filter = func(_ *Session, d []byte) bool {
+	p.Filter = func(_ *Session, d []byte) bool {
 		h, _, _ := wire.ParseHeader(d)
 		if h.Type != wire.TypeInitial && h.Type != wire.TypeCrypto && h.Type != wire.TypeAccept {
 			return true
@@ -184,67 +111,67 @@ func TestTLSHandshakeSurvivesLoss(t *testing.T) {
 		seen[k] = true
 		return !first
 	}
-	p.run(5 * time.Second)
-	require.True(t, p.cli.Opened())
-	require.NoError(t, p.cli.Err())
-	require.NoError(t, p.srv.Err())
-	_, err := p.cli.Write([]byte("after a lossy handshake"))
+	p.Run(5 * time.Second)
+	require.True(t, p.Cli.Opened())
+	require.NoError(t, p.Cli.Err())
+	require.NoError(t, p.Srv.Err())
+	_, err := p.Cli.Write([]byte("after a lossy handshake"))
 	require.NoError(t, err)
-	p.run(time.Second)
+	p.Run(time.Second)
 	got := make([]byte, 64)
-	n, _ := p.srv.Read(got)
+	n, _ := p.Srv.Read(got)
 	require.Equal(t, "after a lossy handshake", string(got[:n]))
 }
 
 // Forged, corrupted, replayed or unprotected packets are dropped and
 // counted; none is delivered and none closes the connection.
 func TestTLSForgedAndReplayedPacketsDropped(t *testing.T) {
-	p := newTLSPair(t, secure(t), secure(t))
-	p.run(50 * time.Millisecond)
-	_, err := p.cli.Write([]byte("genuine"))
+	p := NewPair(t, secure(t), secure(t), Link{})
+	p.Run(50 * time.Millisecond)
+	_, err := p.Cli.Write([]byte("genuine"))
 	require.NoError(t, err)
 	var data []byte
-	p.filter = func(from *Session, d []byte) bool {
+	p.Filter = func(from *Session, d []byte) bool {
 		if h, _, _ := wire.ParseHeader(d); h.Type == wire.TypeData && data == nil {
 			data = bytes.Clone(d)
 		}
 		return true
 	}
-	p.run(100 * time.Millisecond)
+	p.Run(100 * time.Millisecond)
 	require.NotNil(t, data)
-	wall := int64(p.now) / 1000
+	wall := p.Wall(p.Srv)
 
-	before := p.srv.Stats(p.now)
+	before := p.Srv.Stats(p.Now)
 	// Replay the genuine data packet.
-	require.False(t, p.srv.Handle(p.now, wall, bytes.Clone(data)))
+	require.False(t, p.Srv.Handle(p.Now, wall, bytes.Clone(data)))
 	// Corrupt one ciphertext byte (of a packet number not yet seen, or it
 	// would count as a replay).
 	bad := bytes.Clone(data)
 	bad[19] ^= 0x40
 	bad[40] ^= 0x80
-	require.False(t, p.srv.Handle(p.now, wall, bad))
+	require.False(t, p.Srv.Handle(p.Now, wall, bad))
 	// Forge in the clear, with the right connection ID: data, FIN, close.
 	hdr := func(t wire.Type, flags uint8, pn int64) []byte {
 		return wire.AppendHeader(nil, wire.Header{Type: t, Flags: flags, ConnID: 7, PN: pn, Timestamp: wall})
 	}
 	evil := wire.AppendData(hdr(wire.TypeData, wire.FlagFIN, 99), &wire.Data{Offset: 7, Payload: []byte("EVIL")})
-	require.False(t, p.srv.Handle(p.now, wall, evil))
-	require.False(t, p.srv.Handle(p.now, wall, wire.AppendClose(hdr(wire.TypeClose, 0, 0), &wire.Close{})))
+	require.False(t, p.Srv.Handle(p.Now, wall, evil))
+	require.False(t, p.Srv.Handle(p.Now, wall, wire.AppendClose(hdr(wire.TypeClose, 0, 0), &wire.Close{})))
 	// A protected-looking packet with a made-up tag.
 	fake := append(hdr(wire.TypeClose, wire.FlagProtected, 1<<40), make([]byte, 21)...)
 	fake[3] = wire.EpochApp0
-	require.False(t, p.srv.Handle(p.now, wall, fake))
+	require.False(t, p.Srv.Handle(p.Now, wall, fake))
 
-	after := p.srv.Stats(p.now)
+	after := p.Srv.Stats(p.Now)
 	require.Equal(t, before.Replayed+1, after.Replayed)
 	require.Equal(t, before.Unauthenticated+4, after.Unauthenticated)
-	require.False(t, p.srv.Closed(), "a forged close must not close")
+	require.False(t, p.Srv.Closed(), "a forged close must not close")
 	got := make([]byte, 64)
-	n, _ := p.srv.Read(got)
+	n, _ := p.Srv.Read(got)
 	require.Equal(t, "genuine", string(got[:n]))
-	require.NoError(t, p.cli.CloseWrite())
-	p.run(100 * time.Millisecond)
-	n, err = p.srv.Read(got)
+	require.NoError(t, p.Cli.CloseWrite())
+	p.Run(100 * time.Millisecond)
+	n, err = p.Srv.Read(got)
 	require.Zero(t, n)
 	require.ErrorIs(t, err, io.EOF)
 }
@@ -254,8 +181,8 @@ func TestTLSForgedAndReplayedPacketsDropped(t *testing.T) {
 func TestTLSKeyUpdate(t *testing.T) {
 	cli, srv := secure(t), secure(t)
 	cli.KeyUpdateInterval, srv.KeyUpdateInterval = 50, 80
-	p := newTLSPair(t, cli, srv)
-	p.run(50 * time.Millisecond)
+	p := NewPair(t, cli, srv, Link{})
+	p.Run(50 * time.Millisecond)
 	want := make([]byte, 300_000)
 	for i := range want {
 		want[i] = byte(i * 7)
@@ -265,18 +192,18 @@ func TestTLSKeyUpdate(t *testing.T) {
 	w := want
 	for i := 0; i < 20000 && len(got) < len(want); i++ {
 		if len(w) > 0 {
-			n, err := p.cli.Write(w)
+			n, err := p.Cli.Write(w)
 			require.NoError(t, err)
 			w = w[n:]
 		}
-		p.run(time.Millisecond)
-		n, _ := p.srv.Read(buf)
+		p.Run(time.Millisecond)
+		n, _ := p.Srv.Read(buf)
 		got = append(got, buf[:n]...)
 	}
 	require.Equal(t, want, got)
-	require.Greater(t, p.cli.Stats(p.now).KeyUpdates, int64(3))
-	require.Greater(t, p.srv.Stats(p.now).KeyUpdates, int64(3))
-	require.Zero(t, p.srv.Stats(p.now).Unauthenticated)
+	require.Greater(t, p.Cli.Stats(p.Now).KeyUpdates, int64(3))
+	require.Greater(t, p.Srv.Stats(p.Now).KeyUpdates, int64(3))
+	require.Zero(t, p.Srv.Stats(p.Now).Unauthenticated)
 }
 
 func TestTLSConfigErrors(t *testing.T) {
@@ -295,53 +222,43 @@ func TestTLSConfigErrors(t *testing.T) {
 func TestTLSHandshakeDatagramsFit1200(t *testing.T) {
 	cli, srv := secure(t), secure(t)
 	cli.MaxDatagram, srv.MaxDatagram = 270, 9000
-	p := newTLSPair(t, cli, srv)
-	p.run(50 * time.Millisecond)
-	require.True(t, p.cli.Opened())
-	require.NoError(t, p.cli.Err())
-	for _, d := range p.wire {
-		require.LessOrEqual(t, len(d), wire.MinInitialSize)
+	p := NewPair(t, cli, srv, Link{})
+	p.Record = true
+	p.Run(50 * time.Millisecond)
+	require.True(t, p.Cli.Opened())
+	require.NoError(t, p.Cli.Err())
+	for _, d := range p.Sent {
+		require.LessOrEqual(t, len(d.B), wire.MinInitialSize)
 	}
-}
-
-func newOpenTLSPair(tb testing.TB) *tlsPair {
-	p := newTLSPair(tb, secure(tb), secure(tb))
-	p.run(50 * time.Millisecond)
-	require.True(tb, p.cli.Opened())
-	return p
 }
 
 // BenchmarkSessionStreamTLS is BenchmarkSessionStream with packet
 // protection: the sender's poll and seal, the receiver's open and handle
 // and read, and the ACK both ways.
 func BenchmarkSessionStreamTLS(b *testing.B) {
-	p := newOpenTLSPair(b)
-	chunk := make([]byte, p.cli.cfg.MSS())
+	p := OpenTLSPair(b, Link{})
+	chunk := make([]byte, p.Cli.cfg.MSS())
 	rd := make([]byte, 64<<10)
-	buf := make([]byte, 0, 1500)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(chunk)))
 	b.ResetTimer()
 	for range b.N {
-		p.cli.out.write(chunk)
-		p.now = p.now.Add(100 * time.Microsecond)
-		p.deliver(buf, false)
-		p.srv.in.read(rd)
+		p.Cli.out.write(chunk)
+		p.Run(100 * time.Microsecond)
+		p.Srv.in.read(rd)
 	}
 }
 
 // Protected stream packets cost no allocation in steady state, on either
 // side (seal, open, replay window, ACK).
 func TestTLSStreamDoesNotAllocate(t *testing.T) {
-	p := newOpenTLSPair(t)
-	chunk := make([]byte, p.cli.cfg.MSS())
+	p := OpenTLSPair(t, Link{})
+	chunk := make([]byte, p.Cli.cfg.MSS())
 	rd := make([]byte, 64<<10)
-	buf := make([]byte, 0, 1500)
 	step := func() {
-		p.cli.out.write(chunk)
-		p.now = p.now.Add(100 * time.Microsecond)
-		p.deliver(buf, false)
-		p.srv.in.read(rd)
+		p.Cli.out.write(chunk)
+		p.Run(100 * time.Microsecond)
+		p.Srv.in.read(rd)
 	}
 	for range 5000 { // past slow start, buffers grown
 		step()

@@ -16,32 +16,32 @@ import (
 // ring nor a send-side update buffer, and the buffers it does hold are as
 // large as what it received, not as the largest datagram.
 func TestUpdateOnlySessionAllocatesNoStreamBuffers(t *testing.T) {
-	p := newSessionPair(t)
-	require.False(t, p.srv.in.allocated(), "a new session has no ring of its own")
-	require.Equal(t, int64(initialRecvWindow), p.srv.in.maxData(), "yet grants the initial window")
+	p := OpenPair(t, Config{}, Link{})
+	require.False(t, p.Srv.in.allocated(), "a new session has no ring of its own")
+	require.Equal(t, int64(initialRecvWindow), p.Srv.in.maxData(), "yet grants the initial window")
 	for i := range 20 {
-		require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte{byte(i), 1, 2, 3}))
-		p.advance(10, 10*time.Millisecond)
+		require.NoError(t, p.Cli.SendUpdate(p.Now, p.Wall(p.Cli), []byte{byte(i), 1, 2, 3}))
+		p.Run(100 * time.Millisecond)
 	}
-	u, ok := p.srv.TakeUpdate()
+	u, ok := p.Srv.TakeUpdate()
 	require.True(t, ok)
 	require.Len(t, u.Payload, 4)
-	require.False(t, p.srv.in.allocated(), "updates alone allocate no ring")
-	require.Zero(t, cap(p.srv.updBuf), "the monitor never sent an update")
-	require.Less(t, cap(p.srv.inUpd), 64, "sized by the updates received")
+	require.False(t, p.Srv.in.allocated(), "updates alone allocate no ring")
+	require.Zero(t, cap(p.Srv.updBuf), "the monitor never sent an update")
+	require.Less(t, cap(p.Srv.inUpd), 64, "sized by the updates received")
 
 	// The first stream byte allocates the ring, and the stream is intact.
 	msg := []byte("hello, ring")
-	_, err := p.cli.Write(msg)
+	_, err := p.Cli.Write(msg)
 	require.NoError(t, err)
-	require.NoError(t, p.cli.CloseWrite())
-	p.advance(10, 10*time.Millisecond)
-	require.True(t, p.srv.in.allocated())
+	require.NoError(t, p.Cli.CloseWrite())
+	p.Run(100 * time.Millisecond)
+	require.True(t, p.Srv.in.allocated())
 	got := make([]byte, 64)
-	n, err := p.srv.Read(got)
+	n, err := p.Srv.Read(got)
 	require.NoError(t, err)
 	require.Equal(t, msg, got[:n])
-	_, err = p.srv.Read(got)
+	_, err = p.Srv.Read(got)
 	require.ErrorIs(t, err, io.EOF)
 	require.Zero(t, unallocatedRing, "the shared stand-in is never written")
 }
@@ -71,14 +71,14 @@ func TestClockEstimatorCreatedByFirstSample(t *testing.T) {
 	require.False(t, st.ClockSynced)
 	require.Zero(t, st.ClockOffset)
 
-	p := newSessionPair(t)
-	require.Nil(t, p.srv.inband, "the handshake carries no clock sample")
+	p := OpenPair(t, Config{}, Link{})
+	require.Nil(t, p.Srv.inband, "the handshake carries no clock sample")
 	for i := range 200 {
-		require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte{byte(i)}))
-		p.advance(10, 10*time.Millisecond)
+		require.NoError(t, p.Cli.SendUpdate(p.Now, p.Wall(p.Cli), []byte{byte(i)}))
+		p.Run(100 * time.Millisecond)
 	}
-	require.NotNil(t, p.srv.inband)
-	require.True(t, p.srv.Stats(p.now).ClockSynced, "20 s of updates both ways")
+	require.NotNil(t, p.Srv.inband)
+	require.True(t, p.Srv.Stats(p.Now).ClockSynced, "20 s of updates both ways")
 }
 
 // A session that never sends stream data builds no window controller (the
@@ -87,25 +87,25 @@ func TestClockEstimatorCreatedByFirstSample(t *testing.T) {
 // reports a fresh controller's figures meanwhile, and the first stream
 // byte sent builds it.
 func TestControllerBuiltOnFirstStreamSend(t *testing.T) {
-	p := newSessionPair(t)
-	fresh := p.srv.Stats(p.now)
+	p := OpenPair(t, Config{}, Link{})
+	fresh := p.Srv.Stats(p.Now)
 	for i := range 20 {
-		require.NoError(t, p.cli.SendUpdate(p.now, int64(p.now)/1000, []byte{byte(i)}))
-		p.advance(10, 10*time.Millisecond)
+		require.NoError(t, p.Cli.SendUpdate(p.Now, p.Wall(p.Cli), []byte{byte(i)}))
+		p.Run(100 * time.Millisecond)
 	}
-	require.Nil(t, p.srv.ctl, "the monitor sent no stream data")
-	require.Nil(t, p.cli.ctl, "updates need no window controller")
-	st := p.srv.Stats(p.now)
+	require.Nil(t, p.Srv.ctl, "the monitor sent no stream data")
+	require.Nil(t, p.Cli.ctl, "updates need no window controller")
+	st := p.Srv.Stats(p.Now)
 	require.Equal(t, "owd", st.CC)
 	require.Positive(t, st.Window)
 	require.Equal(t, fresh.Window, st.Window)
 	require.True(t, st.InSlowStart)
 
-	_, err := p.cli.Write([]byte("stream bytes"))
+	_, err := p.Cli.Write([]byte("stream bytes"))
 	require.NoError(t, err)
-	p.advance(10, 10*time.Millisecond)
-	require.NotNil(t, p.cli.ctl, "the first stream packet builds it")
-	require.Nil(t, p.srv.ctl, "receiving stream data needs none")
+	p.Run(100 * time.Millisecond)
+	require.NotNil(t, p.Cli.ctl, "the first stream packet builds it")
+	require.Nil(t, p.Srv.ctl, "receiving stream data needs none")
 }
 
 // A controller the configuration does not name is built in New, so that

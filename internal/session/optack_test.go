@@ -118,34 +118,34 @@ func TestAckOfUnsentPacketIsOptimistic(t *testing.T) {
 // loss it completes, exact, without ErrOptimisticAck.
 func TestHonestPeerNeverOptimistic(t *testing.T) {
 	for _, loss := range []int{0, 2} {
-		p := newLinkPair(t, Config{Seed: 42}, 5*time.Millisecond)
+		p := OpenPair(t, Config{Seed: 42}, Link{Delay: 5 * time.Millisecond})
 		rng := rand.New(rand.NewPCG(uint64(loss), 9))
-		p.drop = func(*Session, []byte) bool { return rng.IntN(100) < loss }
+		p.Filter = func(*Session, []byte) bool { return rng.IntN(100) >= loss }
 		data := make([]byte, 4<<20)
 		for i := range data {
 			data[i] = byte(i * 13)
 		}
 		got, rd, w := make([]byte, 0, len(data)), make([]byte, 256<<10), 0
-		for i := 0; i < 200_000 && !p.srv.in.eof(); i++ {
+		for i := 0; i < 200_000 && !p.Srv.in.eof(); i++ {
 			if w < len(data) {
-				w += p.cli.out.write(data[w:])
-				p.cli.out.finSet = w == len(data)
+				w += p.Cli.out.write(data[w:])
+				p.Cli.out.finSet = w == len(data)
 			}
-			p.run(100*time.Microsecond, 100*time.Microsecond)
-			n, _ := p.srv.Read(rd)
+			p.Run(100 * time.Microsecond)
+			n, _ := p.Srv.Read(rd)
 			got = append(got, rd[:n]...)
-			require.False(t, p.cli.Closed() || p.srv.Closed(), "loss %d%%: %v / %v", loss, p.cli.Err(), p.srv.Err())
+			require.False(t, p.Cli.Closed() || p.Srv.Closed(), "loss %d%%: %v / %v", loss, p.Cli.Err(), p.Srv.Err())
 		}
-		require.True(t, p.srv.in.eof(), "loss %d%%: FIN delivered", loss)
+		require.True(t, p.Srv.in.eof(), "loss %d%%: FIN delivered", loss)
 		require.True(t, slices.Equal(data, got), "loss %d%%: bytes exact", loss)
-		st := p.cli.Stats(p.now)
-		skips := len(p.cli.tr.Skipped())
+		st := p.Cli.Stats(p.Now)
+		skips := len(p.Cli.tr.Skipped())
 		t.Logf("loss %d%%: %d packets, %d skipped numbers, %d lost, %d retransmitted", loss, st.PacketsSent, skips, st.PacketsLost, st.Retransmitted)
 		require.Greater(t, skips, 5)
 		if loss == 0 {
 			require.Zero(t, st.PacketsLost, "a skip is not a loss")
 			require.Zero(t, st.Retransmitted)
 		}
-		require.False(t, errors.Is(p.cli.Err(), ErrOptimisticAck))
+		require.False(t, errors.Is(p.Cli.Err(), ErrOptimisticAck))
 	}
 }

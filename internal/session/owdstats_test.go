@@ -26,10 +26,10 @@ func TestOWDStats(t *testing.T) {
 // of Stats from the ACKs' samples.
 func TestStatsOWDWithCubic(t *testing.T) {
 	cfg := Config{TrustPeerClock: true, NewController: func(mss cc.ByteCount) (cc.Controller, error) { return cc.New("cubic", mss) }}
-	p := newLinkPair(t, cfg, 5*time.Millisecond)
-	p.cli.out.write(make([]byte, 50_000))
-	p.run(200*time.Millisecond, 100*time.Microsecond)
-	st := p.cli.Stats(p.now)
+	p := OpenPair(t, cfg, Link{Delay: 5 * time.Millisecond})
+	p.Cli.out.write(make([]byte, 50_000))
+	p.Run(200 * time.Millisecond)
+	st := p.Cli.Stats(p.Now)
 	require.Equal(t, "cubic", st.CC)
 	require.Equal(t, 5*time.Millisecond, st.MinOWD, "the pair's one-way delay")
 	require.Equal(t, 5*time.Millisecond, st.CurOWD)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/binary"
 	"testing"
 	"time"
@@ -24,32 +25,32 @@ func FuzzSession(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		p := newSessionPair(t)
-		p.cli.out.write([]byte("some stream data in flight"))
-		p.cli.updBuf = append(p.cli.updBuf[:0], "update"...)
-		p.cli.updFresh = true
-		p.exchange()
-		s := p.srv
+		p := OpenPair(t, Config{}, Link{})
+		p.Cli.out.write([]byte("some stream data in flight"))
+		p.Cli.updBuf = append(p.Cli.updBuf[:0], "update"...)
+		p.Cli.updFresh = true
+		p.Run(0)
+		s := p.Srv
 		if in[0]&1 == 1 {
-			s = p.cli
+			s = p.Cli
 		}
 		in = in[1:]
-		rd := make([]byte, 4096)
+		rd, buf := make([]byte, 4096), make([]byte, 0, 1500)
 		for len(in) >= 2 {
 			n := int(binary.BigEndian.Uint16(in))
 			in = in[2:]
 			n = min(n, len(in))
 			dg := in[:n]
 			in = in[n:]
-			p.now = p.now.Add(time.Millisecond)
+			p.Now = p.Now.Add(time.Millisecond)
 			if h, body, err := wire.ParseHeader(dg); err == nil && h.ConnID == s.connID {
-				s.handle(p.now, int64(p.now)/1000, h, body, len(dg))
+				s.handle(p.Now, int64(p.Now)/1000, h, body, len(dg))
 			}
-			if d := s.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				s.Timeout(p.now)
+			if d := s.NextTimeout(p.Now); d != 0 && !p.Now.Before(d) {
+				s.Timeout(p.Now)
 			}
 			for range 64 { // drain what it wants to send, bounded
-				if _, _, ok := s.poll(p.now, int64(p.now)/1000, p.buf); !ok {
+				if _, _, ok := s.poll(p.Now, int64(p.Now)/1000, buf); !ok {
 					break
 				}
 			}
@@ -66,7 +67,7 @@ func FuzzSession(f *testing.F) {
 			if s.out.unacked() > s.out.limit {
 				t.Fatalf("send buffer grew to %d > %d", s.out.unacked(), s.out.limit)
 			}
-			if st := s.Stats(p.now); st.BytesReceived < 0 || st.PacketsReceived < 0 {
+			if st := s.Stats(p.Now); st.BytesReceived < 0 || st.PacketsReceived < 0 {
 				t.Fatalf("negative counters: %+v", st)
 			}
 		}
@@ -77,38 +78,24 @@ func FuzzSession(f *testing.F) {
 // stream data with FIN, an update, ACKs, a close) and frames them as
 // FuzzSession inputs, one per side and a few single-datagram ones.
 func sessionSeeds(tb testing.TB) [][]byte {
-	p := newSessionPair(tb)
+	p := OpenPair(tb, Config{}, Link{Delay: 5 * time.Millisecond})
+	p.Record = true
+	p.Cli.out.write(make([]byte, 5000))
+	p.Cli.out.finSet = true
+	p.Cli.updBuf = append(p.Cli.updBuf[:0], "temperature 21.5"...)
+	p.Cli.updFresh = true
+	p.Run(300 * time.Millisecond)
 	var toSrv, toCli [][]byte
-	p.cli.out.write(make([]byte, 5000))
-	p.cli.out.finSet = true
-	p.cli.updBuf = append(p.cli.updBuf[:0], "temperature 21.5"...)
-	p.cli.updFresh = true
-	for range 60 {
-		p.now = p.now.Add(5 * time.Millisecond)
-		for _, dir := range []struct {
-			from, to *Session
-			log      *[][]byte
-		}{{p.cli, p.srv, &toSrv}, {p.srv, p.cli, &toCli}} {
-			if d := dir.from.NextTimeout(p.now); d != 0 && !p.now.Before(d) {
-				dir.from.Timeout(p.now)
-			}
-			for {
-				d, _, ok := dir.from.poll(p.now, int64(p.now)/1000, p.buf)
-				if !ok {
-					break
-				}
-				*dir.log = append(*dir.log, append([]byte(nil), d...))
-				h, body, err := wire.ParseHeader(d)
-				if err != nil {
-					tb.Fatal(err)
-				}
-				dir.to.handle(p.now, int64(p.now)/1000+5000, h, body, len(d))
-			}
+	for _, d := range p.Sent {
+		if d.From == p.Cli {
+			toSrv = append(toSrv, d.B)
+		} else {
+			toCli = append(toCli, d.B)
 		}
 	}
-	p.cli.close()
-	if d, _, ok := p.cli.poll(p.now, int64(p.now)/1000, p.buf); ok {
-		toSrv = append(toSrv, append([]byte(nil), d...))
+	p.Cli.close()
+	if d, ok := p.Take(p.Cli); ok {
+		toSrv = append(toSrv, bytes.Clone(d))
 	}
 	frame := func(side byte, dgs [][]byte) []byte {
 		b := []byte{side}
