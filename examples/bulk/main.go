@@ -139,6 +139,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/dscp"
 )
@@ -193,39 +194,15 @@ func (s *seconds) Set(v string) error {
 	return nil
 }
 
-// bitrate is a -b value: bits per second with iperf3's decimal units, K, M,
-// G, T (any case): 500K = 500000, 10M = 10⁷.
-type bitrate float64
-
-func (b *bitrate) String() string { return strconv.FormatFloat(float64(*b), 'g', -1, 64) }
+// bitrate is a -b value: bits per second as units.ParseRate reads them, so
+// iperf3's 10M and 500K and the 10Mbps bulk prints are all accepted.
+type bitrate struct{ units.Rate }
 
 func (b *bitrate) Set(v string) error {
-	v = strings.TrimSpace(v)
-	if strings.Contains(v, "/") {
-		return fmt.Errorf("%q: bursts (/N) are not supported: give a rate such as 10M", v)
+	if i := strings.LastIndexByte(v, '/'); i >= 0 && strings.Trim(v[i+1:], "0123456789") == "" {
+		return fmt.Errorf("%q: iperf3's bursts (/N) are not supported: give a rate such as 10M", v)
 	}
-	mult := 1.0
-	if v != "" {
-		switch v[len(v)-1] {
-		case 'k', 'K':
-			mult = 1e3
-		case 'm', 'M':
-			mult = 1e6
-		case 'g', 'G':
-			mult = 1e9
-		case 't', 'T':
-			mult = 1e12
-		}
-		if mult != 1 {
-			v = v[:len(v)-1]
-		}
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%q: want bits per second such as 10M, 500K or 1e6", v)
-	}
-	*b = bitrate(f * mult)
-	return nil
+	return b.Rate.Set(v)
 }
 
 // tosFlag is -S: an IPv4 TOS byte as iperf3 takes it, decimal, 0x hex or 0
@@ -331,9 +308,9 @@ func parseFlags(args []string) (*options, error) {
 	both("C", "congestion", func(n string) {
 		fs.StringVar(&o.cc, n, "owd", "client: congestion `controller` (both ends use it for what they send)")
 	})
-	blk, win := cli.Size(128<<10), cli.Size(0)
+	blk, win := units.Size(128<<10), units.Size(0)
 	both("l", "length", func(n string) {
-		fs.Var(&blk, n, "client: `bytes` per Write (default 128K; K, M binary, KB, MB decimal, 1e6)")
+		fs.Var(&blk, n, "client: `bytes` per Write (default 128K; K, M alone and KiB, MiB binary, kB, MB decimal, 1e6)")
 	})
 	both("w", "window", func(n string) {
 		fs.Var(&win, n, "client: send buffer and receive window, `bytes`, both ends (0: transport default)")
@@ -343,7 +320,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.bidir, "bidir", false, "client: both send at once, on every connection")
 	var rate bitrate
 	both("b", "bitrate", func(n string) {
-		fs.Var(&rate, n, "client: target `rate` per connection, bits/s with K, M, G = 10³, 10⁶, 10⁹ (10M; 0: unlimited); the controller still governs below it")
+		fs.Var(&rate, n, "client: target `rate` per connection, bits/s with K, M, G = 10³, 10⁶, 10⁹ (10M, 10Mbps, 10 Mbit/s; 0: unlimited); the controller still governs below it")
 	})
 	both("S", "tos", func(n string) {
 		fs.Var(tosFlag{&o.dscp}, n, "client: IP `TOS` byte of the data, both directions (0x10, 184); its DSCP is TOS/4")
@@ -373,16 +350,16 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	o.duration, o.interval = time.Duration(dur), time.Duration(ivl)
-	o.blksize, o.window, o.rate = int(blk), int(win), float64(rate)
+	o.blksize, o.window, o.rate = int(blk), int(win), float64(rate.Rate)
 	o.json = o.json || o.jsonStream
 	if o.version {
 		return o, nil
 	}
 	switch {
 	case blk <= 0 || blk > 1<<30:
-		return nil, fmt.Errorf("-l %d: want a positive size up to 1G, such as 128K", blk)
+		return nil, fmt.Errorf("-l %s: want a positive size up to 1G (1GiB), such as 128K", &blk)
 	case win > 1<<40:
-		return nil, fmt.Errorf("-w %d: too large", win)
+		return nil, fmt.Errorf("-w %s: too large, at most 1TiB", &win)
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case o.server == (o.host != ""):

@@ -36,6 +36,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/transport/quichook"
 )
@@ -68,23 +69,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	out = &syncWriter{w: out} // the server's connections and the demo's client print concurrently
 	fs := flag.NewFlagSet("quic", flag.ContinueOnError)
 	var o options
-	size := "20MB"
+	size := units.Size(20e6)
 	fs.BoolVar(&o.server, "s", false, "run the server")
 	fs.StringVar(&o.connect, "c", "", "run the client, connecting to `host:port`")
 	fs.StringVar(&o.listen, "listen", ":4433", "-s: the UDP `address` to listen on")
 	fs.StringVar(&o.cc, "cc", "owd", "the hook's congestion controller (owd, cubic, reno, htcp, rttdelay, …)")
 	fs.BoolVar(&o.plain, "plain", false, "plain quic-go, without the hook")
-	fs.StringVar(&size, "bytes", size, "-c: how much to upload (e.g. 500KB, 20MB)")
+	fs.Var(&size, "bytes", "-c: how much to upload: 500kB, 20MB, 64MiB, 1e9 (K, M, G alone are binary)")
 	fs.DurationVar(&o.every, "update-every", 50*time.Millisecond, "-c: status update interval")
 	o.creds.Register(fs, "both", "-")
 	if err := fs.Parse(args); err != nil {
 		return &cli.UsageError{Err: err}
 	}
-	n, err := cli.ParseSize(size)
-	if err != nil {
-		return cli.Usagef("-bytes: %v", err)
-	}
-	o.bytes = n
+	o.bytes = int64(size)
 	if o.creds.Insecure {
 		return cli.Usagef("-insecure: QUIC always runs TLS 1.3")
 	}

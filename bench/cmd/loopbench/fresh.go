@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+
 	"github.com/fresh-udp/fresh/transport/devcert"
 
 	"github.com/fresh-udp/fresh/cc"

@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"net"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 
 	"github.com/fresh-udp/fresh/cc"
 )
