@@ -516,7 +516,7 @@ func TestDataConnectionsAreTheClients(t *testing.T) {
 	ts, fs := co.testParams()
 	require.NoError(t, ctl.send(params{Cookie: "x", TestStart: ts, Fresh: fs}))
 	var reply paramsReply
-	require.NoError(t, ctl.recv(&reply, 5*time.Second))
+	require.NoError(t, ctl.recv(ctx, &reply, 5*time.Second))
 	require.Empty(t, reply.Error)
 	dataAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(reply.DataPort))
 

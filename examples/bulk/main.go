@@ -53,6 +53,17 @@
 //     connection (client first) and reads the other's, so both can report
 //     the sender's and the receiver's view, as iperf3 exchanges results.
 //
+// As iperf3's, the server runs one test at a time: a client that connects
+// during another's test is answered {"busy":true, "error":…} and prints
+// "the server is busy running a test. try again later". The server reads
+// the control connection during the test, so a client that goes away
+// ends the test then, not after -t: one that closes its connections or is
+// interrupted at once, one that falls silent (killed, its network gone)
+// at the transport's idle timeout. Ctrl-C (SIGINT) or SIGTERM on the
+// client ends its test early: it prints the summary of what it measured so
+// far (its own half: the receiver's figures never came), tells the server
+// and exits with status 1, as iperf3's client does.
+//
 // So the stream's DSCP marks the data in both directions: the client's
 // packets by its own Config.StreamDSCP, the server's by its test
 // listener's. The control connection is left best effort.
@@ -170,6 +181,10 @@ type options struct {
 	version    bool
 	creds      cli.Credentials
 	logger     *slog.Logger
+	// idleTimeout is the connections' Config.IdleTimeout, how long a
+	// silent peer (a client that died) is waited for; zero is the
+	// transport's default. Only tests set it, to see it expire quickly.
+	idleTimeout time.Duration
 }
 
 // seconds is a -t or -i value: bare seconds as iperf3's ("10", "0.5") or a
@@ -474,7 +489,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // resolved it to an address and for the data connections, which dial the
 // address the control connection reached.
 func (o *options) baseConfig() (transport.Config, error) {
-	cfg := transport.Config{Logger: o.logger}
+	cfg := transport.Config{Logger: o.logger, IdleTimeout: o.idleTimeout}
 	if err := o.creds.Config(&cfg, o.server); err != nil {
 		return cfg, err
 	}
