@@ -473,9 +473,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		ln, err := transport.Listen(net.JoinHostPort(host, strconv.Itoa(o.port)), cfg)
+		addr := net.JoinHostPort(host, strconv.Itoa(o.port))
+		ln, err := transport.Listen(addr, cfg)
 		if err != nil {
-			return err
+			return cli.ExplainListen("-p", strconv.Itoa(o.port), err)
 		}
 		defer ln.Close()
 		return serve(ctx, ln, o, out)

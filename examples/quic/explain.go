@@ -5,9 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/quic-go/quic-go"
 )
@@ -91,20 +89,4 @@ func validFor(c *x509.Certificate) string {
 		return "no name"
 	}
 	return strings.Join(names, ", ")
-}
-
-// explainListen says what to do about a -listen address that cannot be
-// opened.
-func explainListen(err error, addr string) error {
-	switch {
-	case errors.Is(err, syscall.EADDRINUSE):
-		return fmt.Errorf("-listen %s: the port is in use (another quic -s, or another program): stop it or give another -listen port\n  (%w)", addr, err)
-	case errors.Is(err, syscall.EACCES):
-		return fmt.Errorf("-listen %s: not allowed to bind this port (below 1024 needs privileges): give a higher -listen port\n  (%w)", addr, err)
-	}
-	var ae *net.AddrError
-	if errors.As(err, &ae) {
-		return fmt.Errorf("-listen %s: want host:port or :port, such as :4433 (%w)", addr, err)
-	}
-	return fmt.Errorf("-listen %s: %w", addr, err)
 }

@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		tc.NextProtos = []string{alpn}
 		e, err := transportOn(o.listen, o.cc, o.plain)
 		if err != nil {
-			return explainListen(err, o.listen)
+			return cli.ExplainListen("-listen", o.listen, err)
 		}
 		defer e.close()
 		fmt.Fprintf(out, "listening on %v (%s)\n", e.pc.LocalAddr(), stack(o))

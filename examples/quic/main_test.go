@@ -58,7 +58,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-cc", "nosuch"}, []string{"-cc", "unknown controller"}},
 		{[]string{"extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"-s", "-listen", taken.LocalAddr().String(), "-cert", files.ServerCert, "-key", files.ServerKey},
-			[]string{"the port is in use", "another -listen port"}},
+			[]string{"the port is in use", "give -listen another port"}},
 	} {
 		err := run(context.Background(), tc.args, &out)
 		for _, w := range tc.want {
