@@ -446,7 +446,11 @@ func usage(w io.Writer, fs *flag.FlagSet, long map[string]string) {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseFlags(args)
 	if err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		// Exit status 2, as the other examples' bad command lines.
+		return &cli.UsageError{Err: err}
 	}
 	if o.version {
 		fmt.Fprintf(stdout, "bulk (fresh over UDP), %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
