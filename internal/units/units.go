@@ -1,6 +1,7 @@
 // Package units reads and writes the byte counts and bit rates that fresh's
-// command lines (the examples, bench/cmd) and bench's scenario files take,
-// so that every program accepts the same spellings:
+// command lines (the examples, bench/cmd) and bench's scenario files (which
+// also insist on a unit) take, so that every program accepts the same
+// spellings:
 //
 //	sizes  1200, 1e9             bytes
 //	       1GB, 50MB, 500kB      decimal: k = 10³, M = 10⁶, G = 10⁹, T = 10¹²
