@@ -41,6 +41,7 @@ func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Wr
 	var (
 		wg      sync.WaitGroup
 		busy    atomic.Bool
+		oneRan  atomic.Bool // -1: the one test has started; no other may
 		oneDone = make(chan error, 1)
 	)
 	defer wg.Wait()
@@ -72,6 +73,12 @@ func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Wr
 					if ctx.Err() == nil {
 						fmt.Fprintf(text, "bulk: connection from %s: %v\n", conn.RemoteAddr(), err)
 					}
+					return
+				}
+				if !oneRan.CompareAndSwap(false, true) {
+					// Accepted as the one test ended: the server is
+					// on its way out.
+					conn.Close()
 					return
 				}
 				oneDone <- serveTest(ctx, ln, conn, o, out, text)
