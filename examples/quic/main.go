@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.listen, "listen", ":4433", "-s: the UDP `address` to listen on")
 	fs.StringVar(&o.cc, "cc", "owd", "the hook's congestion controller (owd, cubic, reno, htcp, rttdelay, …)")
 	fs.BoolVar(&o.plain, "plain", false, "plain quic-go, without the hook")
-	fs.Var(&size, "bytes", "-c: how much to upload: 500kB, 20MB, 64MiB, 1e9 (K, M, G alone are binary)")
+	fs.Var(&size, "bytes", "-c: the `size` to upload: 500kB, 20MB, 64MiB, 1e9 (K, M, G alone are binary)")
 	fs.DurationVar(&o.every, "update-every", 50*time.Millisecond, "-c: status update interval")
 	o.creds.Register(fs, "both", "-")
 	fs.Usage = func() {
