@@ -305,6 +305,19 @@ func TestFlags(t *testing.T) {
 		require.NoError(t, err, in)
 		require.Equal(t, want, o.rate, in)
 	}
+	// --rcv-timeout: iperf3's milliseconds, or a Go duration.
+	for in, want := range map[string]time.Duration{"5000": 5 * time.Second, "250": 250 * time.Millisecond, "5s": 5 * time.Second, "1m": time.Minute} {
+		o, err := parseFlags([]string{"-c", "h", "--rcv-timeout", in})
+		require.NoError(t, err, in)
+		require.Equal(t, want, o.idleTimeout, in)
+		cfg, err := o.baseConfig()
+		require.NoError(t, err)
+		require.Equal(t, want, cfg.IdleTimeout, "every connection's Config")
+	}
+	for _, in := range []string{"0", "-1", "ten", "0s", "86400001", "25h", "-9223372036854775807"} {
+		_, err := parseFlags([]string{"-c", "h", "--rcv-timeout", in})
+		require.ErrorContains(t, err, "rcv-timeout", in)
+	}
 	// A refused size or rate names the flag and the forms it takes.
 	for _, tc := range []struct{ args, want []string }{
 		{[]string{"-b", "fast"}, []string{"-b", "10Mbps, 10 Mbit/s"}},

@@ -48,3 +48,21 @@ func FuzzTOS(f *testing.F) {
 		require.Equal(t, uint8(n>>2), d.Code(), "%q", v)
 	})
 }
+
+// --rcv-timeout: for any input no panic; an accepted value is positive and
+// at most a day, bare digits being milliseconds.
+func FuzzMillis(f *testing.F) {
+	f.Fuzz(func(t *testing.T, v string) {
+		var m millis
+		err := m.Set(v)
+		if err != nil {
+			require.Contains(t, err.Error(), strconv.Quote(v))
+			return
+		}
+		d := time.Duration(m)
+		require.True(t, d > 0 && d <= 24*time.Hour, "%q is %v", v, d)
+		if n, perr := strconv.ParseInt(v, 10, 64); perr == nil {
+			require.Equal(t, time.Duration(n)*time.Millisecond, d, "%q", v)
+		}
+	})
+}

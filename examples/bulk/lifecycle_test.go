@@ -18,13 +18,10 @@ import (
 // startServer runs serve with the flags args (TLS from files added) on a
 // loopback port until the test ends, and returns the port, its text
 // output and its result.
-func startServer(t *testing.T, ctx context.Context, files testcerts.Files, o func(*options), args ...string) (port string, out *syncWriter, done <-chan error) {
+func startServer(t *testing.T, ctx context.Context, files testcerts.Files, args ...string) (port string, out *syncWriter, done <-chan error) {
 	t.Helper()
 	opts, err := parseFlags(append(append([]string{"-s"}, files.ServerArgs("--")...), args...))
 	require.NoError(t, err)
-	if o != nil {
-		o(opts)
-	}
 	cfg, err := opts.baseConfig()
 	require.NoError(t, err)
 	ln, err := transport.Listen("127.0.0.1:0", cfg)
@@ -43,7 +40,7 @@ func TestServerBusy(t *testing.T) {
 	files := testcerts.Write(t, "bulk-client")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	port, srvOut, srvDone := startServer(t, ctx, files, nil)
+	port, srvOut, srvDone := startServer(t, ctx, files)
 	clientArgs := func(secs string) []string {
 		return append([]string{"-c", "127.0.0.1", "-p", port, "-t", secs, "-b", "5M"}, files.ClientArgs("--")...)
 	}
@@ -103,7 +100,7 @@ func TestServerEndsTestOfClosedClient(t *testing.T) {
 	files := testcerts.Write(t, "bulk-client")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	port, srvOut, srvDone := startServer(t, ctx, files, nil, "-1")
+	port, srvOut, srvDone := startServer(t, ctx, files, "-1")
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	tr := &transport.Transport{Conn: pc}
@@ -148,13 +145,13 @@ func (b *blackhole) ReadFrom(p []byte) (int, net.Addr, error) {
 }
 
 // A client that falls silent in the middle of a 30 s test (nothing heard
-// from it, no close) ends the server's test at the idle timeout.
+// from it, no close) ends the server's test after --rcv-timeout.
 func TestServerEndsTestOfSilentClient(t *testing.T) {
 	files := testcerts.Write(t, "bulk-client")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	const idle = 2 * time.Second
-	port, srvOut, srvDone := startServer(t, ctx, files, func(o *options) { o.idleTimeout = idle }, "-1")
+	const idle = 2 * time.Second // --rcv-timeout 2000
+	port, srvOut, srvDone := startServer(t, ctx, files, "-1", "--rcv-timeout", "2000")
 	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)
 	bh := &blackhole{PacketConn: pc}
@@ -184,7 +181,7 @@ func TestClientInterruptPrintsSummary(t *testing.T) {
 	files := testcerts.Write(t, "bulk-client")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	port, srvOut, srvDone := startServer(t, ctx, files, nil, "-1")
+	port, srvOut, srvDone := startServer(t, ctx, files, "-1")
 
 	cctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()

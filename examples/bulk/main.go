@@ -59,7 +59,8 @@
 // the control connection during the test, so a client that goes away
 // ends the test then, not after -t: one that closes its connections or is
 // interrupted at once, one that falls silent (killed, its network gone)
-// at the transport's idle timeout. Ctrl-C (SIGINT) or SIGTERM on the
+// after --rcv-timeout (iperf3's flag: milliseconds or a duration; default
+// the transport's idle timeout, 30 s). Ctrl-C (SIGINT) or SIGTERM on the
 // client ends its test early: it prints the summary of what it measured so
 // far (its own half: the receiver's figures never came), tells the server
 // and exits with status 1, as iperf3's client does.
@@ -181,9 +182,9 @@ type options struct {
 	version    bool
 	creds      cli.Credentials
 	logger     *slog.Logger
-	// idleTimeout is the connections' Config.IdleTimeout, how long a
-	// silent peer (a client that died) is waited for; zero is the
-	// transport's default. Only tests set it, to see it expire quickly.
+	// idleTimeout (--rcv-timeout) is the connections' Config.IdleTimeout,
+	// how long a silent peer (a client that died) is waited for; zero is
+	// the transport's default.
 	idleTimeout time.Duration
 }
 
@@ -206,6 +207,30 @@ func (s *seconds) Set(v string) error {
 		return fmt.Errorf("%q: want seconds (10, 0.5) or a duration (10s, 500ms)", v)
 	}
 	*s = seconds(d)
+	return nil
+}
+
+// millis is an --rcv-timeout value: bare milliseconds as iperf3's
+// ("5000") or a Go duration ("5s").
+type millis time.Duration
+
+func (m *millis) String() string { return time.Duration(*m).String() }
+
+func (m *millis) Set(v string) error {
+	const most = 24 * time.Hour
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		// Clamped so that the product cannot overflow; both ends are
+		// refused below.
+		n = min(max(n, 0), int64(most/time.Millisecond)+1)
+		d = time.Duration(n) * time.Millisecond
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return fmt.Errorf("%q: want milliseconds (5000) or a duration (5s, 500ms)", v)
+	}
+	if d <= 0 || d > most {
+		return fmt.Errorf("%q: want a positive time up to a day, such as 5000 (ms) or 5s", v)
+	}
+	*m = millis(d)
 	return nil
 }
 
@@ -351,6 +376,8 @@ func parseFlags(args []string) (*options, error) {
 	both("v", "version", func(n string) { fs.BoolVar(&o.version, n, false, "print the version and exit") })
 	var debug bool
 	both("d", "debug", func(n string) { fs.BoolVar(&debug, n, false, "the transport's debug logs (log/slog) on stderr") })
+	var rcvTimeout millis
+	fs.Var(&rcvTimeout, "rcv-timeout", "how long a silent peer is waited for before its test ends, `ms` (iperf3's) or a duration (default 30s)")
 	o.creds.Register(fs, "both", "--")
 	for _, u := range unsupportedFlags {
 		fs.Var(u, u.name, "not supported: "+u.why)
@@ -364,7 +391,7 @@ func parseFlags(args []string) (*options, error) {
 		}
 		return nil, err
 	}
-	o.duration, o.interval = time.Duration(dur), time.Duration(ivl)
+	o.duration, o.interval, o.idleTimeout = time.Duration(dur), time.Duration(ivl), time.Duration(rcvTimeout)
 	o.blksize, o.window, o.rate = int(blk), int(win), float64(rate.Rate)
 	o.json = o.json || o.jsonStream
 	if o.version {

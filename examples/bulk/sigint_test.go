@@ -34,7 +34,7 @@ func TestClientBinarySIGINT(t *testing.T) {
 	files := testcerts.Write(t, "bulk-client")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	port, _, srvDone := startServer(t, ctx, files, nil, "-1")
+	port, _, srvDone := startServer(t, ctx, files, "-1")
 
 	stdout, stderr := &syncWriter{}, &syncWriter{}
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-c", "127.0.0.1", "-p", port, "-t", "30", "-i", "0.2", "-b", "5M"}, files.ClientArgs("--")...)...)
