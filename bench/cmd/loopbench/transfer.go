@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/internal/rusage"
-
 	"github.com/fresh-udp/fresh/cc"
 )
 
