@@ -67,9 +67,9 @@ func TestServerBusy(t *testing.T) {
 // rawClient starts a test on the server at port as bulk's client does —
 // the parameters, then one data connection — over the Transport tr, and
 // returns the control and data connections without running the test.
-func rawClient(t *testing.T, ctx context.Context, tr *transport.Transport, files testcerts.Files, port string, secs string) (ctl *ctrl, data *transport.Conn) {
+func rawClient(t *testing.T, ctx context.Context, tr *transport.Transport, files testcerts.Files, port string, args ...string) (ctl *ctrl, data *transport.Conn) {
 	t.Helper()
-	co, err := parseFlags(append([]string{"-c", "127.0.0.1", "-t", secs}, files.ClientArgs("--")...))
+	co, err := parseFlags(append(append([]string{"-c", "127.0.0.1"}, args...), files.ClientArgs("--")...))
 	require.NoError(t, err)
 	cfg, err := co.baseConfig()
 	require.NoError(t, err)
@@ -89,35 +89,47 @@ func rawClient(t *testing.T, ctx context.Context, tr *transport.Transport, files
 	require.Empty(t, reply.Error)
 	data, err = tr.Dial(ctx, ua(strconv.Itoa(reply.DataPort)), cfg)
 	require.NoError(t, err)
-	_, err = data.Write(make([]byte, 64<<10))
-	require.NoError(t, err)
+	if !co.reverse {
+		_, err = data.Write(make([]byte, 64<<10))
+		require.NoError(t, err)
+	}
 	return ctl, data
 }
 
 // A client that closes its connections in the middle of a 30 s test ends
-// the server's test at once, with the reason.
+// the server's test at once, with the reason, whichever side sends.
 func TestServerEndsTestOfClosedClient(t *testing.T) {
-	files := testcerts.Write(t, "bulk-client")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	port, srvOut, srvDone := startServer(t, ctx, files, "-1")
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	tr := &transport.Transport{Conn: pc}
-	defer tr.Close()
-	ctl, data := rawClient(t, ctx, tr, files, port, "30")
-	require.Eventually(t, func() bool { return containsAll(srvOut.String(), "[ ID] Interval") }, 5*time.Second, 10*time.Millisecond)
+	for _, tc := range []struct {
+		name, mode, role string
+	}{{"client sends", "", "receiver"}, {"server sends", "-R", "sender"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := testcerts.Write(t, "bulk-client")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			port, srvOut, srvDone := startServer(t, ctx, files, "-1")
+			pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			require.NoError(t, err)
+			tr := &transport.Transport{Conn: pc}
+			defer tr.Close()
+			args := []string{"-t", "30", "-b", "5M"}
+			if tc.mode != "" {
+				args = append(args, tc.mode)
+			}
+			ctl, data := rawClient(t, ctx, tr, files, port, args...)
+			require.Eventually(t, func() bool { return containsAll(srvOut.String(), "[ ID] Interval") }, 5*time.Second, 10*time.Millisecond)
 
-	start := time.Now()
-	data.Close()
-	ctl.conn.Close()
-	select {
-	case err := <-srvDone:
-		require.ErrorContains(t, err, "the client went away")
-		require.Less(t, time.Since(start), 10*time.Second, "not after -t")
-		require.Contains(t, srvOut.String(), "receiver", "the server summarises what it read")
-	case <-ctx.Done():
-		t.Fatalf("the server's test did not end: %s", srvOut.String())
+			start := time.Now()
+			data.Close()
+			ctl.conn.Close()
+			select {
+			case err := <-srvDone:
+				require.ErrorContains(t, err, "the client went away")
+				require.Less(t, time.Since(start), 10*time.Second, "not after -t")
+				require.Contains(t, srvOut.String(), tc.role, "the server summarises its side")
+			case <-ctx.Done():
+				t.Fatalf("the server's test did not end: %s", srvOut.String())
+			}
+		})
 	}
 }
 
@@ -157,7 +169,7 @@ func TestServerEndsTestOfSilentClient(t *testing.T) {
 	bh := &blackhole{PacketConn: pc}
 	tr := &transport.Transport{Conn: bh}
 	defer tr.Close()
-	ctl, data := rawClient(t, ctx, tr, files, port, "30")
+	ctl, data := rawClient(t, ctx, tr, files, port, "-t", "30")
 	defer ctl.conn.Close()
 	defer data.Close()
 	require.Eventually(t, func() bool { return containsAll(srvOut.String(), "[ ID] Interval") }, 5*time.Second, 10*time.Millisecond)
