@@ -21,7 +21,11 @@ func TestParseRate(t *testing.T) {
 		{"10Gbps", 10_000_000_000, false},
 		{"9600bps", 9600, false},
 		{" 2 MBPS ", 2_000_000, false},
-		{"100", 0, true},
+		{"10 Mbit/s", 10_000_000, false}, // the command lines' spellings (internal/units)
+		{"10M", 10_000_000, false},
+		{"100", 0, true}, // but a file must give a unit
+		{"1.5", 0, true},
+		{"10MB", 0, true}, // bytes, not bits
 		{"-1Mbps", 0, true},
 		{"fastMbps", 0, true},
 	}

@@ -3,11 +3,11 @@ package scenario
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/units"
 )
 
 // Duration is a time.Duration written in JSON as a Go duration string
@@ -57,40 +57,18 @@ func (r *Rate) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ParseRate parses "1.5Mbps", "200kbps", "1Gbps", "9600bps" (case-insensitive
-// unit, decimal prefixes as in networking: k = 1000).
+// ParseRate parses a rate as every fresh command line does (package
+// internal/units: "1.5Mbps", "200kbps", "10 Mbit/s", "10M"), except that
+// a scenario file must give a unit: a bare "100" there is more likely a
+// forgotten unit than 100 bit/s.
 func ParseRate(s string) (cc.Bandwidth, error) {
-	t := strings.TrimSpace(strings.ToLower(s))
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "gbps"):
-		mult, t = 1e9, strings.TrimSuffix(t, "gbps")
-	case strings.HasSuffix(t, "mbps"):
-		mult, t = 1e6, strings.TrimSuffix(t, "mbps")
-	case strings.HasSuffix(t, "kbps"):
-		mult, t = 1e3, strings.TrimSuffix(t, "kbps")
-	case strings.HasSuffix(t, "bps"):
-		t = strings.TrimSuffix(t, "bps")
-	default:
-		return 0, fmt.Errorf("rate %q: want a unit bps, kbps, Mbps or Gbps", s)
+	t := strings.TrimSpace(s)
+	if t == "" || t[len(t)-1] >= '0' && t[len(t)-1] <= '9' || t[len(t)-1] == '.' {
+		return 0, fmt.Errorf("rate %q: give a unit, such as 1.5Mbps, 200kbps or 10 Mbit/s", s)
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || v < 0 || v*mult > 1e12 {
-		return 0, fmt.Errorf("rate %q: not a number between 0 and 1Tbps", s)
-	}
-	return cc.Bandwidth(v * mult), nil
+	return units.ParseRate(s)
 }
 
-// FormatRate writes b with the largest unit that keeps it readable.
-func FormatRate(b cc.Bandwidth) string {
-	v := float64(b)
-	switch {
-	case v >= 1e9:
-		return strconv.FormatFloat(v/1e9, 'f', -1, 64) + "Gbps"
-	case v >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "Mbps"
-	case v >= 1e3:
-		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "kbps"
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64) + "bps"
-}
+// FormatRate writes b with the largest unit that keeps it readable
+// (units.FormatRate): ParseRate reads it back.
+func FormatRate(b cc.Bandwidth) string { return units.FormatRate(b) }

@@ -104,6 +104,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/dscp"
 )
@@ -117,8 +118,8 @@ type options struct {
 	hz          float64
 	dscp        dscp.Codepoint
 	upload      string
-	uploadBytes cli.Size
-	sendBuffer  cli.Size
+	uploadBytes units.Size
+	sendBuffer  units.Size
 	ntp         string
 	duration    time.Duration
 	stats       time.Duration
@@ -134,7 +135,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.hz, "rate-hz", 200, "sensing rate, readings per second (also the most updates ACP sends)")
 	fs.Var(&o.dscp, "dscp", "DSCP `class` of the updates: CSn, AFxy, EF, BE, or 0..63")
 	fs.StringVar(&o.upload, "upload", "", "upload `FILE` (\"-\": standard input)")
-	fs.Var(&o.uploadBytes, "upload-bytes", "upload `N` random bytes (without -upload); units: 1e9, 1GB, 10MiB, 64K")
+	fs.Var(&o.uploadBytes, "upload-bytes", "upload `N` random bytes (without -upload): 1e9, 1GB, 10MiB, 64K (K, M, G alone are binary)")
 	fs.Var(&o.sendBuffer, "send-buffer", "at most `bytes` of upload written but not yet acknowledged; the buffer grows to it as the path needs (0: transport default, 4 MiB)")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting the clock (host or host:port)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
@@ -166,7 +167,7 @@ func parseFlags(args []string) (*options, error) {
 	case o.stats < 0:
 		return nil, cli.Usagef("-stats %v: must not be negative (0 prints only at the end)", o.stats)
 	case int64(o.sendBuffer) > 1<<40:
-		return nil, cli.Usagef("-send-buffer %d: too large", o.sendBuffer)
+		return nil, cli.Usagef("-send-buffer %s: too large, at most 1TiB", &o.sendBuffer)
 	}
 	if _, err := cc.New(o.cc, cc.DefaultMSS); err != nil {
 		return nil, cli.Usagef("-cc: %w", err)

@@ -297,12 +297,39 @@ func TestFlags(t *testing.T) {
 		require.Equal(t, want, o.duration, in)
 		require.Equal(t, want, o.interval, in)
 	}
-	// Rates in iperf3's decimal units.
+	// Rates in iperf3's decimal units, and as bulk and the other examples
+	// write them (internal/units).
 	for in, want := range map[string]float64{"10M": 10e6, "500K": 500e3, "500k": 500e3, "1G": 1e9,
-		"1.5m": 1.5e6, "64000": 64000, "1e6": 1e6, "0": 0} {
+		"1.5m": 1.5e6, "64000": 64000, "1e6": 1e6, "0": 0, "10Mbps": 10e6, "10 Mbit/s": 10e6, "95.4 Mbits/sec": 95.4e6} {
 		o, err := parseFlags([]string{"-c", "h", "-b", in})
 		require.NoError(t, err, in)
 		require.Equal(t, want, o.rate, in)
+	}
+	// --rcv-timeout: iperf3's milliseconds, or a Go duration.
+	for in, want := range map[string]time.Duration{"5000": 5 * time.Second, "250": 250 * time.Millisecond, "5s": 5 * time.Second, "1m": time.Minute} {
+		o, err := parseFlags([]string{"-c", "h", "--rcv-timeout", in})
+		require.NoError(t, err, in)
+		require.Equal(t, want, o.idleTimeout, in)
+		cfg, err := o.baseConfig()
+		require.NoError(t, err)
+		require.Equal(t, want, cfg.IdleTimeout, "every connection's Config")
+	}
+	for _, in := range []string{"0", "-1", "ten", "0s", "86400001", "25h", "-9223372036854775807"} {
+		_, err := parseFlags([]string{"-c", "h", "--rcv-timeout", in})
+		require.ErrorContains(t, err, "rcv-timeout", in)
+	}
+	// A refused size or rate names the flag and the forms it takes.
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"-b", "fast"}, []string{"-b", "10Mbps, 10 Mbit/s"}},
+		{[]string{"-b", "10MB"}, []string{"-b", "a rate is in bits", "80Mbps"}},
+		{[]string{"-b", "10M/100"}, []string{"-b", "bursts (/N) are not supported"}},
+		{[]string{"-l", "lots"}, []string{"-l", "1GB, 50MB"}},
+		{[]string{"-l", "2G"}, []string{"-l 2GiB", "up to 1G"}},
+	} {
+		_, err := parseFlags(append([]string{"-c", "h"}, tc.args...))
+		for _, w := range tc.want {
+			require.ErrorContains(t, err, w, "%q", tc.args)
+		}
 	}
 	o, err = parseFlags([]string{"-c", "h", "-P", "4", "-R", "--time", "3", "--port", "5202"})
 	require.NoError(t, err)
@@ -502,7 +529,7 @@ func TestDataConnectionsAreTheClients(t *testing.T) {
 	ts, fs := co.testParams()
 	require.NoError(t, ctl.send(params{Cookie: "x", TestStart: ts, Fresh: fs}))
 	var reply paramsReply
-	require.NoError(t, ctl.recv(&reply, 5*time.Second))
+	require.NoError(t, ctl.recv(ctx, &reply, 5*time.Second))
 	require.Empty(t, reply.Error)
 	dataAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(reply.DataPort))
 

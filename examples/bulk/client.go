@@ -14,10 +14,24 @@ import (
 	"github.com/fresh-udp/fresh/transport"
 )
 
+// errInterrupted is the client's error when Ctrl-C (SIGINT) or SIGTERM
+// ended its test, after it printed the summary so far; iperf3's words.
+var errInterrupted = errors.New("interrupt - the client has terminated")
+
+// errBusy is the server's answer to a client while another's test runs,
+// in iperf3's words (it runs one test at a time too).
+var errBusy = errors.New("the server is busy running a test. try again later")
+
 // client runs one test against the server and reports it.
 func client(ctx context.Context, o *options, out io.Writer) error {
 	rep := &reporter{w: out, json: o.json, stream: o.jsonStream}
-	return rep.finish(runClient(ctx, o, out, rep))
+	err := runClient(ctx, o, out, rep)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, errInterrupted) {
+		// Interrupted before the test ran (dialling, the parameters):
+		// there is nothing to summarise.
+		err = errInterrupted
+	}
+	return rep.finish(err)
 }
 
 // testParams are the test's parameters as both sides report them.
@@ -77,10 +91,13 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 		return fmt.Errorf("sending the parameters: %w", err)
 	}
 	var reply paramsReply
-	if err := ctl.recv(&reply, 10*time.Second); err != nil {
+	if err := ctl.recv(ctx, &reply, 10*time.Second); err != nil {
 		return fmt.Errorf("no answer to the parameters (is the server fresh's bulk -s?): %w", err)
 	}
-	if reply.Error != "" {
+	switch {
+	case reply.Busy:
+		return errBusy
+	case reply.Error != "":
 		return fmt.Errorf("the server refused the test: %s", reply.Error)
 	}
 
@@ -110,7 +127,18 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 
 	t := &test{o: ts, streams: newStreams(conns, ts, true), rep: rep, text: text, who: "client"}
 	cpu := cpuNow()
+	// Ctrl-C during the test or the wait for the server's results prints
+	// this side's summary so far, as iperf3's client does, and tells the
+	// server, which ends its side at once instead of running out -t.
+	interrupted := func(mine results) error {
+		_ = ctl.send(results{Error: errInterrupted.Error()})
+		t.finish(res, mine, results{})
+		return errInterrupted
+	}
 	if err := t.run(ctx); err != nil {
+		if ctx.Err() != nil {
+			return interrupted(t.local(cpu.since()))
+		}
 		return err
 	}
 	mine := t.local(cpu.since())
@@ -119,7 +147,10 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	}
 	var peer results
 	// The server answers once it has read everything sent.
-	if err := ctl.recv(&peer, drainTimeout(o.duration)); err != nil {
+	if err := ctl.recv(ctx, &peer, drainTimeout(o.duration)); err != nil {
+		if ctx.Err() != nil {
+			return interrupted(mine)
+		}
 		return fmt.Errorf("reading the server's results: %w", err)
 	}
 	if peer.Error != "" {

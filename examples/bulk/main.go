@@ -53,6 +53,18 @@
 //     connection (client first) and reads the other's, so both can report
 //     the sender's and the receiver's view, as iperf3 exchanges results.
 //
+// As iperf3's, the server runs one test at a time: a client that connects
+// during another's test is answered {"busy":true, "error":…} and prints
+// "the server is busy running a test. try again later". The server reads
+// the control connection during the test, so a client that goes away
+// ends the test then, not after -t: one that closes its connections or is
+// interrupted at once, one that falls silent (killed, its network gone)
+// after --rcv-timeout (iperf3's flag: milliseconds or a duration; default
+// the transport's idle timeout, 30 s). Ctrl-C (SIGINT) or SIGTERM on the
+// client ends its test early: it prints the summary of what it measured so
+// far (its own half: the receiver's figures never came), tells the server
+// and exits with status 1, as iperf3's client does.
+//
 // So the stream's DSCP marks the data in both directions: the client's
 // packets by its own Config.StreamDSCP, the server's by its test
 // listener's. The control connection is left best effort.
@@ -139,6 +151,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/dscp"
 )
@@ -169,6 +182,10 @@ type options struct {
 	version    bool
 	creds      cli.Credentials
 	logger     *slog.Logger
+	// idleTimeout (--rcv-timeout) is the connections' Config.IdleTimeout,
+	// how long a silent peer (a client that died) is waited for; zero is
+	// the transport's default.
+	idleTimeout time.Duration
 }
 
 // seconds is a -t or -i value: bare seconds as iperf3's ("10", "0.5") or a
@@ -193,39 +210,39 @@ func (s *seconds) Set(v string) error {
 	return nil
 }
 
-// bitrate is a -b value: bits per second with iperf3's decimal units, K, M,
-// G, T (any case): 500K = 500000, 10M = 10⁷.
-type bitrate float64
+// millis is an --rcv-timeout value: bare milliseconds as iperf3's
+// ("5000") or a Go duration ("5s").
+type millis time.Duration
 
-func (b *bitrate) String() string { return strconv.FormatFloat(float64(*b), 'g', -1, 64) }
+func (m *millis) String() string { return time.Duration(*m).String() }
+
+func (m *millis) Set(v string) error {
+	const most = 24 * time.Hour
+	var d time.Duration
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		// Clamped so that the product cannot overflow; both ends are
+		// refused below.
+		n = min(max(n, 0), int64(most/time.Millisecond)+1)
+		d = time.Duration(n) * time.Millisecond
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return fmt.Errorf("%q: want milliseconds (5000) or a duration (5s, 500ms)", v)
+	}
+	if d <= 0 || d > most {
+		return fmt.Errorf("%q: want a positive time up to a day, such as 5000 (ms) or 5s", v)
+	}
+	*m = millis(d)
+	return nil
+}
+
+// bitrate is a -b value: bits per second as units.ParseRate reads them, so
+// iperf3's 10M and 500K and the 10Mbps bulk prints are all accepted.
+type bitrate struct{ units.Rate }
 
 func (b *bitrate) Set(v string) error {
-	v = strings.TrimSpace(v)
-	if strings.Contains(v, "/") {
-		return fmt.Errorf("%q: bursts (/N) are not supported: give a rate such as 10M", v)
+	if i := strings.LastIndexByte(v, '/'); i >= 0 && strings.Trim(v[i+1:], "0123456789") == "" {
+		return fmt.Errorf("%q: iperf3's bursts (/N) are not supported: give a rate such as 10M", v)
 	}
-	mult := 1.0
-	if v != "" {
-		switch v[len(v)-1] {
-		case 'k', 'K':
-			mult = 1e3
-		case 'm', 'M':
-			mult = 1e6
-		case 'g', 'G':
-			mult = 1e9
-		case 't', 'T':
-			mult = 1e12
-		}
-		if mult != 1 {
-			v = v[:len(v)-1]
-		}
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("%q: want bits per second such as 10M, 500K or 1e6", v)
-	}
-	*b = bitrate(f * mult)
-	return nil
+	return b.Rate.Set(v)
 }
 
 // tosFlag is -S: an IPv4 TOS byte as iperf3 takes it, decimal, 0x hex or 0
@@ -331,9 +348,9 @@ func parseFlags(args []string) (*options, error) {
 	both("C", "congestion", func(n string) {
 		fs.StringVar(&o.cc, n, "owd", "client: congestion `controller` (both ends use it for what they send)")
 	})
-	blk, win := cli.Size(128<<10), cli.Size(0)
+	blk, win := units.Size(128<<10), units.Size(0)
 	both("l", "length", func(n string) {
-		fs.Var(&blk, n, "client: `bytes` per Write (default 128K; K, M binary, KB, MB decimal, 1e6)")
+		fs.Var(&blk, n, "client: `bytes` per Write (default 128K; K, M alone and KiB, MiB binary, kB, MB decimal, 1e6)")
 	})
 	both("w", "window", func(n string) {
 		fs.Var(&win, n, "client: send buffer and receive window, `bytes`, both ends (0: transport default)")
@@ -343,7 +360,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.bidir, "bidir", false, "client: both send at once, on every connection")
 	var rate bitrate
 	both("b", "bitrate", func(n string) {
-		fs.Var(&rate, n, "client: target `rate` per connection, bits/s with K, M, G = 10³, 10⁶, 10⁹ (10M; 0: unlimited); the controller still governs below it")
+		fs.Var(&rate, n, "client: target `rate` per connection, bits/s with K, M, G = 10³, 10⁶, 10⁹ (10M, 10Mbps, 10 Mbit/s; 0: unlimited); the controller still governs below it")
 	})
 	both("S", "tos", func(n string) {
 		fs.Var(tosFlag{&o.dscp}, n, "client: IP `TOS` byte of the data, both directions (0x10, 184); its DSCP is TOS/4")
@@ -359,6 +376,8 @@ func parseFlags(args []string) (*options, error) {
 	both("v", "version", func(n string) { fs.BoolVar(&o.version, n, false, "print the version and exit") })
 	var debug bool
 	both("d", "debug", func(n string) { fs.BoolVar(&debug, n, false, "the transport's debug logs (log/slog) on stderr") })
+	var rcvTimeout millis
+	fs.Var(&rcvTimeout, "rcv-timeout", "how long a silent peer is waited for before its test ends, `ms` (iperf3's) or a duration (default 30s)")
 	o.creds.Register(fs, "both", "--")
 	for _, u := range unsupportedFlags {
 		fs.Var(u, u.name, "not supported: "+u.why)
@@ -372,17 +391,17 @@ func parseFlags(args []string) (*options, error) {
 		}
 		return nil, err
 	}
-	o.duration, o.interval = time.Duration(dur), time.Duration(ivl)
-	o.blksize, o.window, o.rate = int(blk), int(win), float64(rate)
+	o.duration, o.interval, o.idleTimeout = time.Duration(dur), time.Duration(ivl), time.Duration(rcvTimeout)
+	o.blksize, o.window, o.rate = int(blk), int(win), float64(rate.Rate)
 	o.json = o.json || o.jsonStream
 	if o.version {
 		return o, nil
 	}
 	switch {
 	case blk <= 0 || blk > 1<<30:
-		return nil, fmt.Errorf("-l %d: want a positive size up to 1G, such as 128K", blk)
+		return nil, fmt.Errorf("-l %s: want a positive size up to 1G (1GiB), such as 128K", &blk)
 	case win > 1<<40:
-		return nil, fmt.Errorf("-w %d: too large", win)
+		return nil, fmt.Errorf("-w %s: too large, at most 1TiB", &win)
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case o.server == (o.host != ""):
@@ -454,7 +473,11 @@ func usage(w io.Writer, fs *flag.FlagSet, long map[string]string) {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	o, err := parseFlags(args)
 	if err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		// Exit status 2, as the other examples' bad command lines.
+		return &cli.UsageError{Err: err}
 	}
 	if o.version {
 		fmt.Fprintf(stdout, "bulk (fresh over UDP), %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
@@ -481,9 +504,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		ln, err := transport.Listen(net.JoinHostPort(host, strconv.Itoa(o.port)), cfg)
+		addr := net.JoinHostPort(host, strconv.Itoa(o.port))
+		ln, err := transport.Listen(addr, cfg)
 		if err != nil {
-			return err
+			return cli.ExplainListen("-p", strconv.Itoa(o.port), err)
 		}
 		defer ln.Close()
 		return serve(ctx, ln, o, out)
@@ -497,7 +521,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // resolved it to an address and for the data connections, which dial the
 // address the control connection reached.
 func (o *options) baseConfig() (transport.Config, error) {
-	cfg := transport.Config{Logger: o.logger}
+	cfg := transport.Config{Logger: o.logger, IdleTimeout: o.idleTimeout}
 	if err := o.creds.Config(&cfg, o.server); err != nil {
 		return cfg, err
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
@@ -18,7 +19,9 @@ import (
 	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
-// serve accepts tests until ctx ends (or, with -1, after one).
+// serve accepts tests until ctx ends (or, with -1, after one). As
+// iperf3's server it runs one test at a time: a client that connects
+// meanwhile is told the server is busy (errBusy) and hung up on.
 func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Writer) error {
 	out := &lockedWriter{w: stdout}
 	text := io.Writer(out)
@@ -31,36 +34,83 @@ func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Wr
 		fmt.Fprintln(text, "-----------------------------------------------------------")
 	}
 	banner()
-	var wg sync.WaitGroup
+	// With -1 the loop stops accepting once the one test is over; its
+	// error is serve's.
+	actx, stopAccepting := context.WithCancel(ctx)
+	defer stopAccepting()
+	var (
+		wg      sync.WaitGroup
+		busy    atomic.Bool
+		oneRan  atomic.Bool // -1: the one test has started; no other may
+		oneDone = make(chan error, 1)
+	)
 	defer wg.Wait()
 	for {
-		conn, err := ln.Accept(ctx)
+		conn, err := ln.Accept(actx)
 		if err != nil {
+			select {
+			case err := <-oneDone:
+				return err
+			default:
+			}
 			if ctx.Err() != nil || errors.Is(err, transport.ErrListenerClosed) {
 				return nil
 			}
 			return err
 		}
-		if o.oneOff {
-			// One client's test: a connection that fails its handshake
-			// (no certificate, another CA) is not that client.
-			if err := cli.AwaitHandshake(ctx, conn, o.creds.Insecure); err != nil {
-				conn.Close()
-				if ctx.Err() != nil {
-					return nil
-				}
-				fmt.Fprintf(text, "bulk: connection from %s: %v\n", conn.RemoteAddr(), err)
-				continue
-			}
-			return serveTest(ctx, ln, conn, o, out, text)
+		if !busy.CompareAndSwap(false, true) {
+			wg.Go(func() { refuseBusy(ctx, conn, o, text) })
+			continue
 		}
 		wg.Go(func() {
+			defer busy.Store(false)
+			if o.oneOff {
+				// One client's test: a connection that fails its
+				// handshake (no certificate, another CA) is not that
+				// client.
+				if err := cli.AwaitHandshake(ctx, conn, o.creds.Insecure); err != nil {
+					conn.Close()
+					if ctx.Err() == nil {
+						fmt.Fprintf(text, "bulk: connection from %s: %v\n", conn.RemoteAddr(), err)
+					}
+					return
+				}
+				if !oneRan.CompareAndSwap(false, true) {
+					// Accepted as the one test ended: the server is
+					// on its way out.
+					conn.Close()
+					return
+				}
+				oneDone <- serveTest(ctx, ln, conn, o, out, text)
+				stopAccepting()
+				return
+			}
 			if err := serveTest(ctx, ln, conn, o, out, text); err != nil {
 				fmt.Fprintf(text, "bulk: %v\n", err)
 			}
 			banner()
 		})
 	}
+}
+
+// refuseBusy answers a client that connected during another's test: it
+// reads the client's parameters (so the answer is not mistaken for a
+// server that never read them), answers errBusy and waits for the client
+// to hang up, as the normal end of a test does.
+func refuseBusy(ctx context.Context, c *transport.Conn, o *options, text io.Writer) {
+	defer c.Close()
+	if err := cli.AwaitHandshake(ctx, c, o.creds.Insecure); err != nil {
+		return
+	}
+	fmt.Fprintf(text, "Refused a test from %s: a test is running\n", c.RemoteAddr())
+	ctl := newCtrl(c)
+	var p params
+	_ = ctl.recv(ctx, &p, 10*time.Second)
+	if ctl.send(paramsReply{Busy: true, Error: errBusy.Error()}) != nil {
+		return
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.Copy(io.Discard, ctl.br)
 }
 
 // serveTest runs one client's test on its control connection c.
@@ -129,7 +179,7 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	}
 	ctl := newCtrl(c)
 	var p params
-	if err := ctl.recv(&p, 10*time.Second); err != nil {
+	if err := ctl.recv(ctx, &p, 10*time.Second); err != nil {
 		return fmt.Errorf("reading the test's parameters from %s: %w", ra, err)
 	}
 	res := &rep.res
@@ -202,15 +252,62 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	rep.started()
 	fmt.Fprintln(text, "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd")
 	t := &test{o: ts, streams: newStreams(conns, ts, false), rep: rep, text: text, who: "server"}
+	// The client writes its results first, once its part is done; the
+	// control connection is read meanwhile, so that a client that went
+	// away (closed the connection, was interrupted, or fell silent for the
+	// idle timeout) ends the test now instead of after -t.
+	tctx, endTest := context.WithCancelCause(ctx)
+	defer endTest(nil)
+	dur := time.Duration(ts.Duration * float64(time.Second))
+	peerc := make(chan error, 1)
+	var (
+		peer    results
+		peerErr error
+		peerIn  bool // peerErr is set: the reader below is done
+	)
+	awaitPeer := func() error {
+		if !peerIn {
+			peerErr, peerIn = <-peerc, true
+		}
+		return peerErr
+	}
+	defer func() {
+		endTest(nil)
+		_ = awaitPeer()
+	}()
+	go func() {
+		err := ctl.recv(tctx, &peer, dur+drainTimeout(dur))
+		switch {
+		case err != nil && tctx.Err() == nil:
+			err = fmt.Errorf("the client went away: %w", err)
+			endTest(err)
+		case err == nil && peer.Error != "":
+			err = fmt.Errorf("the client: %s", peer.Error)
+			endTest(err)
+		}
+		peerc <- err
+	}()
 	cpu := cpuNow()
-	if err := t.run(ctx); err != nil {
+	if err := t.run(tctx); err != nil {
+		if tctx.Err() == nil {
+			// A data connection that failed may be the client leaving
+			// (its Ctrl-C closes the data first): its reason, if it comes
+			// soon, says more than the data's error.
+			select {
+			case <-tctx.Done():
+			case <-time.After(2 * time.Second):
+			}
+		}
+		if cause := context.Cause(tctx); tctx.Err() != nil && ctx.Err() == nil {
+			// The client ended the test: this side's figures so far.
+			t.finish(res, t.local(cpu.since()), results{})
+			return cause
+		}
 		_ = ctl.send(results{Error: err.Error()}) // the client may be gone
 		return err
 	}
 	mine := t.local(cpu.since())
-	// The client writes its results first, once its part is done.
-	var peer results
-	if err := ctl.recv(&peer, drainTimeout(time.Duration(ts.Duration*float64(time.Second)))); err != nil {
+	if err := awaitPeer(); err != nil {
 		err = fmt.Errorf("reading the client's results: %w", err)
 		_ = ctl.send(results{Error: err.Error()})
 		return err

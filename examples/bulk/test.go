@@ -28,6 +28,7 @@ type params struct {
 type paramsReply struct {
 	DataPort int    `json:"data_port,omitempty"`
 	Error    string `json:"error,omitempty"`
+	Busy     bool   `json:"busy,omitempty"` // another client's test is running; Error says so too
 }
 
 // results is the JSON line each side writes on the control connection
@@ -61,11 +62,19 @@ func (c *ctrl) send(v any) error {
 	return err
 }
 
-// recv reads one JSON line into v within timeout.
-func (c *ctrl) recv(v any, timeout time.Duration) error {
+// recv reads one JSON line into v within timeout; ctx ending (Ctrl-C, the
+// server's shutdown) cuts the wait short with ctx's cause.
+func (c *ctrl) recv(ctx context.Context, v any, timeout time.Duration) error {
 	_ = c.conn.SetReadDeadline(time.Now().Add(timeout))
-	defer c.conn.SetReadDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetReadDeadline(time.Now()) })
+	defer func() {
+		stop()
+		_ = c.conn.SetReadDeadline(time.Time{})
+	}()
 	line, err := c.br.ReadSlice('\n')
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
 	if err != nil {
 		return err
 	}
@@ -125,7 +134,9 @@ func newStreams(conns []*transport.Conn, ts testStart, isClient bool) []*stream 
 func (t *test) primary(s *stream) bool { return s.forward != (t.o.Reverse == 1) }
 
 // run sends and reads for the test's duration and until every receiving
-// stream reached EOF; ctx ends it early.
+// stream reached EOF; ctx ends it early with its cause, after the figures
+// up to then are taken (the last interval reported, the senders' Stats),
+// so that local still summarises what was done.
 func (t *test) run(ctx context.Context) error {
 	dur := time.Duration(t.o.Duration * float64(time.Second))
 	ivl := time.Duration(t.o.Interval * float64(time.Second))
@@ -160,11 +171,18 @@ func (t *test) run(ctx context.Context) error {
 			}
 		})
 	}
+	stopped := false
 	abort := func(err error) error {
-		close(stop)
-		for _, s := range t.streams {
-			s.conn.Close()
+		if !stopped {
+			close(stop)
 		}
+		// At once, not one linger after another (Close is idempotent,
+		// so --bidir's two streams on one connection are fine).
+		var closing sync.WaitGroup
+		for _, s := range t.streams {
+			closing.Go(func() { s.conn.Close() })
+		}
+		closing.Wait()
 		writers.Wait()
 		readers.Wait()
 		return err
@@ -182,25 +200,20 @@ loop:
 	for {
 		select {
 		case <-ctx.Done():
-			return abort(ctx.Err())
+			t.stopAt(time.Now(), prevT, ivl)
+			return abort(context.Cause(ctx))
 		case err := <-errc:
 			return abort(err)
 		case now := <-tick:
 			t.report(prevT, now)
 			prevT = now
-		case t.end = <-deadline.C:
-			for _, s := range t.streams {
-				if s.send {
-					s.atEnd = s.conn.Stats()
-				}
-			}
-			if ivl > 0 && t.end.Sub(prevT) > ivl/10 {
-				t.report(prevT, t.end) // the last interval ends where the test does
-			}
+		case now := <-deadline.C:
+			t.stopAt(now, prevT, ivl)
 			break loop
 		}
 	}
 	close(stop)
+	stopped = true
 	writers.Wait()
 	select {
 	case err := <-errc:
@@ -224,7 +237,7 @@ loop:
 	case err := <-errc:
 		return abort(err)
 	case <-ctx.Done():
-		return abort(ctx.Err())
+		return abort(context.Cause(ctx))
 	case <-timeout.C:
 		return abort(errors.New("the peer's data did not end: is the other side fresh's bulk?"))
 	}
@@ -234,6 +247,20 @@ loop:
 	default:
 	}
 	return nil
+}
+
+// stopAt ends the sending part of the test at now: the senders' figures
+// are taken and the last interval reported, ending where the test does.
+func (t *test) stopAt(now, prevT time.Time, ivl time.Duration) {
+	t.end = now
+	for _, s := range t.streams {
+		if s.send {
+			s.atEnd = s.conn.Stats()
+		}
+	}
+	if ivl > 0 && t.end.Sub(prevT) > ivl/10 {
+		t.report(prevT, t.end)
+	}
 }
 
 // drainTimeout bounds the wait for data still buffered when -t ends (a
@@ -397,7 +424,8 @@ func (t *test) local(cpu [3]float64) results {
 }
 
 // finish fills res.End from both halves of the results and prints the
-// summary.
+// summary. A half the peer did not send (peer is empty when the test was
+// interrupted) is left out of the sums and the text, not printed as zero.
 func (t *test) finish(res *result, mine, peer results) {
 	peers := map[int]streamResult{}
 	for _, s := range peer.Streams {
@@ -418,30 +446,37 @@ func (t *test) finish(res *result, mine, peer results) {
 			*(*p).Retransmits += *x.Retransmits
 		}
 	}
+	type known struct{ sender, receiver bool }
+	var have []known
 	res.End.Streams = []endStream{}
 	for i, s := range t.streams {
 		m, p := mine.Streams[i], peers[s.id]
 		var es endStream
+		var k known
 		if s.send {
-			es.Sender = *m.Sender
+			es.Sender, k.sender = *m.Sender, true
 			if p.Receiver != nil {
-				es.Receiver = *p.Receiver
+				es.Receiver, k.receiver = *p.Receiver, true
 			}
 		} else {
 			if p.Sender != nil {
-				es.Sender = *p.Sender
+				es.Sender, k.sender = *p.Sender, true
 			}
-			es.Receiver = *m.Receiver
+			es.Receiver, k.receiver = *m.Receiver, true
 		}
 		es.Sender.Socket = s.id
 		es.Sender.Sender, es.Receiver.Sender = s.send, s.send
 		res.End.Streams = append(res.End.Streams, es)
-		if t.primary(s) {
-			add(&sent, es.Sender.sum, s.send, true)
-			add(&recv, es.Receiver, s.send, false)
-		} else {
-			add(&sentRev, es.Sender.sum, s.send, true)
-			add(&recvRev, es.Receiver, s.send, false)
+		have = append(have, k)
+		ps, pr := &sent, &recv
+		if !t.primary(s) {
+			ps, pr = &sentRev, &recvRev
+		}
+		if k.sender {
+			add(ps, es.Sender.sum, s.send, true)
+		}
+		if k.receiver {
+			add(pr, es.Receiver, s.send, false)
 		}
 	}
 	for _, p := range []*sum{sent, recv, sentRev, recvRev} {
@@ -449,23 +484,34 @@ func (t *test) finish(res *result, mine, peer results) {
 			p.BitsPerSecond = float64(p.Bytes) * 8 / p.Seconds
 		}
 	}
-	res.End.SumSent, res.End.SumReceived = *sent, *recv
+	if sent != nil {
+		res.End.SumSent = *sent
+	}
+	if recv != nil {
+		res.End.SumReceived = *recv
+	}
 	res.End.SumSentBidirReverse, res.End.SumReceivedBidirReverse = sentRev, recvRev
 	res.End.CPU = cpuPercent{HostTotal: mine.CPU[0], HostUser: mine.CPU[1], HostSystem: mine.CPU[2],
 		RemoteTotal: peer.CPU[0], RemoteUser: peer.CPU[1], RemoteSystem: peer.CPU[2]}
 
 	fmt.Fprintln(t.text, "- - - - - - - - - - - - - - - - - - - - - - - - -")
 	fmt.Fprintln(t.text, "[ ID] Interval           Transfer     Bitrate         Retr")
-	for _, es := range res.End.Streams {
-		t.line(es.Sender.Socket, es.Sender.sum, nil, "             sender")
-		r := es.Receiver
-		r.Retransmits = nil
-		t.line(es.Sender.Socket, r, nil, "             receiver")
+	for i, es := range res.End.Streams {
+		if have[i].sender {
+			t.line(es.Sender.Socket, es.Sender.sum, nil, "             sender")
+		}
+		if have[i].receiver {
+			r := es.Receiver
+			r.Retransmits = nil
+			t.line(es.Sender.Socket, r, nil, "             receiver")
+		}
 	}
 	if len(t.streams) > 1 {
 		for _, p := range [][2]*sum{{sent, recv}, {sentRev, recvRev}} {
 			if p[0] != nil {
 				t.line(-1, *p[0], nil, "             sender")
+			}
+			if p[1] != nil {
 				r := *p[1]
 				r.Retransmits = nil
 				t.line(-1, r, nil, "             receiver")

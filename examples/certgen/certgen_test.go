@@ -79,8 +79,24 @@ func TestCertgenRefusesToOverwrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a replaced key file is made private too")
 
-	for _, args := range [][]string{{"-hosts", " , "}, {"-agent-name", ""}, {"extra"}} {
+	for _, args := range [][]string{{"-hosts", " , "}, {"-agent-name", ""}, {"extra"},
+		{"-hosts", "bad host"}, {"-hosts", "localhost:4433"}, {"-hosts", "https://example.com"}, {"-hosts", "a..b"}, {"-hosts", "-a.example"}} {
 		err := run(context.Background(), append([]string{"-dir", t.TempDir()}, args...), &bytes.Buffer{})
 		require.True(t, errors.As(err, new(*cli.UsageError)), "%q: %v", args, err)
+	}
+}
+
+// -hosts takes names and addresses a certificate can be valid for, and
+// says what is wrong with one it cannot.
+func TestCheckHost(t *testing.T) {
+	for _, h := range []string{"localhost", "127.0.0.1", "::1", "monitor.example", "*.example.com", "a-1.b2.example", "fe80::1"} {
+		require.NoError(t, checkHost(h), h)
+	}
+	for h, want := range map[string]string{
+		"localhost:4433": "has a port: give the host alone (localhost)", "[::1]:4433": "has a port",
+		"https://x.example": "is a URL", "bad host": "neither an IP address nor a DNS name",
+		"a..b": "neither", "-a": "neither", "a-": "neither", "x_y": "neither", "": "neither",
+	} {
+		require.ErrorContains(t, checkHost(h), want, h)
 	}
 }

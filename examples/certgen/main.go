@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,7 +70,11 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 	var hostList []string
 	for h := range strings.SplitSeq(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
-			hostList = append(hostList, strings.Trim(h, "[]"))
+			h = strings.Trim(h, "[]")
+			if err := checkHost(h); err != nil {
+				return cli.Usagef("-hosts: %v", err)
+			}
+			hostList = append(hostList, h)
 		}
 	}
 	switch {
@@ -157,4 +162,27 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return f.Close()
+}
+
+// checkHost refuses what a certificate cannot be valid for, and says why:
+// an address with a port (agents dial host:port, the certificate names
+// the host), a URL, a name with characters DNS names do not have.
+func checkHost(h string) error {
+	if net.ParseIP(h) != nil {
+		return nil
+	}
+	if strings.Contains(h, "://") {
+		return fmt.Errorf("%q is a URL: give the host name alone", h)
+	}
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		return fmt.Errorf("%q has a port: give the host alone (%s), a certificate is valid for any port", h, host)
+	}
+	name := strings.TrimPrefix(h, "*.") // a wildcard covers one label
+	for label := range strings.SplitSeq(name, ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") ||
+			strings.Trim(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != "" {
+			return fmt.Errorf("%q is neither an IP address nor a DNS name (letters, digits and hyphens, between dots)", h)
+		}
+	}
+	return nil
 }

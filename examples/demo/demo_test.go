@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
 )
 
 // TestDemoSmoke runs the whole demo, shortened to 2 s per phase, through the
@@ -41,10 +43,21 @@ func TestDemoSmoke(t *testing.T) {
 	require.Contains(t, out.String(), "superseded, never queued")
 }
 
+// -rate takes the spellings every example takes (internal/units).
+func TestDemoRate(t *testing.T) {
+	for in, want := range map[string]cc.Bandwidth{"2Mbps": 2e6, "10M": 10e6, "500k": 500e3, "10 Mbit/s": 10e6, "1e6": 1e6} {
+		o, err := parseFlags([]string{"-rate", in})
+		require.NoError(t, err, in)
+		require.Equal(t, want, o.rate, in)
+	}
+}
+
 func TestDemoUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"-cc", "nosuch"},
 		{"-rate", "fast"},
+		{"-rate", "0"},
+		{"-rate", "10MB"},
 		{"-duration", "0s"},
 		{"extra"},
 	} {

@@ -58,7 +58,7 @@
 //
 // Flags:
 //
-//	-rate 2Mbps       bottleneck rate, each way (bps, kbps, Mbps, Gbps)
+//	-rate 2Mbps       bottleneck rate, each way, bits/s (2Mbps, 10M, 500k, 10 Mbit/s)
 //	-rtt 40ms         round-trip propagation delay (half each way)
 //	-queue 0          FIFO limit in packets, each way (0: one BDP)
 //	-loss 0           random loss probability per packet, forward path (0..1)

@@ -167,6 +167,12 @@ func runPhase(ctx context.Context, o *options, name string, out io.Writer) (*res
 		Logger: o.logger.With("side", "agent"),
 	})
 	if err != nil {
+		if errors.Is(err, transport.ErrHandshake) && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// The handshake's certificates are several kilobytes: on a
+			// slow or lossy emulated path they do not arrive in
+			// Config.HandshakeTimeout.
+			return nil, fmt.Errorf("%w\n  (the TLS handshake did not get through the emulated path in time: give a faster -rate, less -loss or a shorter -rtt)", err)
+		}
 		return nil, err
 	}
 	defer cli.Close()

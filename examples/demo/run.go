@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/units"
 )
 
 // Sizes on the wire. The transport's default Config.MaxDatagram is 1200
@@ -45,7 +45,8 @@ type options struct {
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	rate := fs.String("rate", "2Mbps", "bottleneck `rate` each way (bps, kbps, Mbps, Gbps)")
+	rate := units.Rate(2 * cc.MbitPerSecond)
+	fs.Var(&rate, "rate", "bottleneck `rate` each way, bits/s: 2Mbps, 10M, 500k, 10 Mbit/s")
 	rtt := fs.Duration("rtt", 40*time.Millisecond, "round-trip propagation delay (half each way)")
 	queue := fs.Int("queue", 0, "FIFO limit in `packets` each way (0: one bandwidth-delay product)")
 	loss := fs.Float64("loss", 0, "random loss `probability` per packet on the forward path, 0..1")
@@ -70,11 +71,10 @@ func parseFlags(args []string) (*options, error) {
 		return nil, bad("unexpected argument %q", fs.Arg(0))
 	}
 	o := &options{rtt: *rtt, queue: *queue, loss: *loss, duration: *duration, hz: *hz, seed: *seed}
-	var err error
-	if o.rate, err = scenario.ParseRate(*rate); err != nil || o.rate <= 0 {
-		return nil, bad("-rate %q: want a positive rate such as 2Mbps", *rate)
-	}
+	o.rate = cc.Bandwidth(rate)
 	switch {
+	case o.rate <= 0:
+		return nil, bad("-rate %s: want a positive rate such as 2Mbps or 10M", &rate)
 	case o.rtt < 0:
 		return nil, bad("-rtt %v: must not be negative", o.rtt)
 	case o.duration <= 0:
@@ -120,9 +120,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "fresh demo: agent → monitor across an emulated bottleneck on loopback (bench/emu)\n")
 	fmt.Fprintf(stdout, "  path:   %s each way, RTT %v (%v each way), forward loss %g\n",
-		scenario.FormatRate(o.rate), o.rtt, o.rtt/2, o.loss)
+		units.FormatRate(o.rate), o.rtt, o.rtt/2, o.loss)
 	fmt.Fprintf(stdout, "  queue:  FIFO of %d packets each way (one BDP = %s × %v / 8 / %d B = %.1f packets)\n",
-		o.queue, scenario.FormatRate(o.rate), o.rtt, wireSize, o.bdp)
+		o.queue, units.FormatRate(o.rate), o.rtt, wireSize, o.bdp)
 	fmt.Fprintf(stdout, "  true minimum one-way delay of a full datagram: %.1f ms propagation + %.1f ms serialisation = %.1f ms\n",
 		msf(o.rtt/2), msf(serialisation(o.rate)), msf(o.rtt/2+serialisation(o.rate)))
 	fmt.Fprintf(stdout, "  agent:  sensor readings at %g Hz through SendUpdate (ACP, CS7) + a bulk upload of random bytes\n", o.hz)

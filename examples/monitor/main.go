@@ -122,7 +122,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer outs.Close()
 	ln, err := transport.Listen(o.listen, cfg)
 	if err != nil {
-		return fmt.Errorf("-listen %s: %w", o.listen, err)
+		return cli.ExplainListen("-listen", o.listen, err)
 	}
 	out := &lockedWriter{w: stdout}
 	fmt.Fprintf(out, "monitor: listening on %s (%s)\n", ln.Addr(), security(o))

@@ -22,36 +22,29 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/transport/quichook"
 )
 
 const alpn = "fresh-quic-example"
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "quic:", err)
-		var ue *cli.UsageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
+// main runs as the other examples do (cli.Main): Ctrl-C ends the server
+// cleanly, a usage error exits 2.
+func main() { cli.Main("quic", run) }
 
 type options struct {
 	server  bool
@@ -68,25 +61,41 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	out = &syncWriter{w: out} // the server's connections and the demo's client print concurrently
 	fs := flag.NewFlagSet("quic", flag.ContinueOnError)
 	var o options
-	size := "20MB"
+	size := units.Size(20e6)
 	fs.BoolVar(&o.server, "s", false, "run the server")
 	fs.StringVar(&o.connect, "c", "", "run the client, connecting to `host:port`")
 	fs.StringVar(&o.listen, "listen", ":4433", "-s: the UDP `address` to listen on")
 	fs.StringVar(&o.cc, "cc", "owd", "the hook's congestion controller (owd, cubic, reno, htcp, rttdelay, …)")
 	fs.BoolVar(&o.plain, "plain", false, "plain quic-go, without the hook")
-	fs.StringVar(&size, "bytes", size, "-c: how much to upload (e.g. 500KB, 20MB)")
+	fs.Var(&size, "bytes", "-c: the `size` to upload: 500kB, 20MB, 64MiB, 1e9 (K, M, G alone are binary)")
 	fs.DurationVar(&o.every, "update-every", 50*time.Millisecond, "-c: status update interval")
 	o.creds.Register(fs, "both", "-")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: quic                    (client and server in one process, on loopback)\n"+
+			"       quic -s -cert FILE -key FILE [-ca FILE] [-listen :4433] [flags]\n"+
+			"       quic -c HOST:PORT [-ca FILE] [-cert FILE -key FILE] [-bytes 20MB] [flags]\n"+
+			"certificates: go run ./examples/certgen -dir certs\n\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return &cli.UsageError{Err: err}
 	}
-	n, err := cli.ParseSize(size)
-	if err != nil {
-		return cli.Usagef("-bytes: %v", err)
-	}
-	o.bytes = n
+	o.bytes = int64(size)
 	if o.creds.Insecure {
 		return cli.Usagef("-insecure: QUIC always runs TLS 1.3")
+	}
+	switch {
+	case fs.NArg() > 0:
+		return cli.Usagef("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
+	case o.every <= 0:
+		return cli.Usagef("-update-every %v: must be positive, such as 50ms", o.every)
+	case o.bytes <= 0:
+		return cli.Usagef("-bytes %s: want a positive size such as 20MB", &size)
+	}
+	if !o.plain {
+		if _, err := cc.New(o.cc, cc.DefaultMSS); err != nil {
+			return cli.Usagef("-cc: %w", err)
+		}
 	}
 	switch {
 	case o.server && o.connect != "":
@@ -99,18 +108,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		tc.NextProtos = []string{alpn}
 		e, err := transportOn(o.listen, o.cc, o.plain)
 		if err != nil {
-			return err
+			return cli.ExplainListen("-listen", o.listen, err)
 		}
 		defer e.close()
 		fmt.Fprintf(out, "listening on %v (%s)\n", e.pc.LocalAddr(), stack(o))
-		return serve(ctx, e, tc, out, false)
+		if err := serve(ctx, e, tc, out, false); err != nil && ctx.Err() == nil {
+			return err
+		}
+		return nil // Ctrl-C
 	case o.connect != "":
 		tc, err := o.creds.ClientTLS()
 		if err != nil {
 			return err
 		}
 		tc.NextProtos = []string{alpn}
-		to, err := net.ResolveUDPAddr("udp", o.connect)
+		to, err := resolve(ctx, o.connect)
 		if err != nil {
 			return err
 		}
@@ -123,6 +135,23 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	default:
 		return demo(ctx, o, out)
 	}
+}
+
+// resolve reads -c's host:port, saying what is wrong with it.
+func resolve(ctx context.Context, hostport string) (*net.UDPAddr, error) {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil, cli.Usagef("-c %s: want host:port, such as 127.0.0.1:4433 or example.com:4433 (%v)", hostport, err)
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, fmt.Errorf("-c %s: cannot resolve %q: %w", hostport, host, err)
+	}
+	n, err := net.DefaultResolver.LookupPort(ctx, "udp", port)
+	if err != nil {
+		return nil, cli.Usagef("-c %s: port %q is not a number or a known service (%v)", hostport, port, err)
+	}
+	return &net.UDPAddr{IP: addrs[0].Unmap().AsSlice(), Port: n}, nil
 }
 
 // syncWriter serialises writes to w.
@@ -254,13 +283,16 @@ func upload(ctx context.Context, e *endpoint, to net.Addr, tc *tls.Config, o opt
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := e.tr.Dial(dctx, to, tc, &quic.Config{EnableDatagrams: true})
 	cancel()
+	if o.connect == "" {
+		o.connect = to.String() // the demo's own server
+	}
 	if err != nil {
-		return fmt.Errorf("dial %v: %w", to, err)
+		return explain(fmt.Errorf("dial %s: %w", o.connect, err), o)
 	}
 	defer conn.CloseWithError(0, "done")
 	s, err := conn.OpenStreamSync(ctx)
 	if err != nil {
-		return err
+		return explain(err, o)
 	}
 	var sent atomic.Int64
 	stop := make(chan struct{})
@@ -306,7 +338,7 @@ func upload(ctx context.Context, e *endpoint, to net.Addr, tc *tls.Config, o opt
 	close(stop)
 	nUpd := <-updatesDone
 	if err != nil {
-		return err
+		return explain(fmt.Errorf("uploading to %s: %w", o.connect, err), o)
 	}
 	want := hex.EncodeToString(h.Sum(nil))
 	if string(reply) != want {

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/fresh-udp/fresh/transport/devcert"
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // runFresh moves n bytes over one fresh stream on loopback, with controller

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"net"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"github.com/fresh-udp/fresh/cc"
 )
 

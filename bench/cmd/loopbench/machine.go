@@ -45,37 +45,6 @@ func load1() float64 {
 	return f
 }
 
-// parseSize parses a byte count with an optional unit: B, KB, MB, GB, TB
-// (powers of 10³) or KiB, MiB, GiB, TiB (powers of 2¹⁰), case-insensitive.
-// The count must be a positive integer number of bytes.
-func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	units := []struct {
-		suffix string
-		scale  int64
-	}{
-		{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-		{"B", 1},
-	}
-	scale := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(t, u.suffix) {
-			t, scale = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.scale
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 {
-		return 0, fmt.Errorf("bad size %q: want e.g. 1GB, 512MB, 64KiB or a byte count", s)
-	}
-	n := v * float64(scale)
-	if n != float64(int64(n)) || n > 1<<53 {
-		return 0, fmt.Errorf("bad size %q: not a whole number of bytes", s)
-	}
-	return int64(n), nil
-}
-
 // userHZ is the unit of /proc/stat's CPU times: ticks per second (USER_HZ,
 // 100 on every Linux architecture Go supports).
 const userHZ = 100

@@ -69,6 +69,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/units"
 )
 
 // Exit codes.
@@ -159,9 +160,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	var (
 		opts  options
-		size  = fs.String("bytes", "1GB", "payload per transfer: a byte count with an optional suffix KB, MB, GB (10³ⁿ) or KiB, MiB, GiB (2¹⁰ⁿ)")
+		size  = units.Size(1e9)
 		ccCSV = fs.String("cc", "owd,cubic", "fresh congestion controllers, comma-separated (cc registry names)")
 	)
+	fs.Var(&size, "bytes", "`size` of the payload per transfer: 1GB, 512MB (10³ⁿ), 64MiB or 64M (2¹⁰ⁿ), or a byte count")
 	fs.IntVar(&opts.runs, "runs", 5, "rounds; each round runs every stack once")
 	fs.StringVar(&opts.jsonPath, "json", "", "write raw per-run samples and medians as JSON to `FILE`")
 	fs.StringVar(&opts.mdPath, "md", "", "write the Markdown tables (medians, ratios) to `FILE`")
@@ -179,11 +181,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	n, err := parseSize(*size)
-	if err != nil {
-		return options{}, fmt.Errorf("-bytes: %w", err)
+	if size <= 0 {
+		return options{}, fmt.Errorf("-bytes %s: want a positive size such as 1GB", &size)
 	}
-	opts.bytes = n
+	opts.bytes = int64(size)
 	if opts.runs < 1 {
 		return options{}, fmt.Errorf("-runs %d: need at least 1", opts.runs)
 	}

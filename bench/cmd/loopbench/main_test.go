@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -54,26 +55,17 @@ func TestParseIperf3Errors(t *testing.T) {
 	require.ErrorContains(t, err, "iperf3 JSON")
 }
 
-func TestParseSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{
-		{"1GB", 1_000_000_000},
-		{"512MB", 512_000_000},
-		{"1gib", 1 << 30},
-		{"64KiB", 64 << 10},
-		{"1.5GB", 1_500_000_000},
-		{"12345", 12345},
-		{"7B", 7},
-	} {
-		got, err := parseSize(tc.in)
-		require.NoError(t, err, tc.in)
-		require.Equal(t, tc.want, got, tc.in)
+// -bytes reads sizes with internal/units, as the examples do.
+func TestBytesFlag(t *testing.T) {
+	for in, want := range map[string]int64{"1GB": 1e9, "512MB": 512e6, "1gib": 1 << 30, "64KiB": 64 << 10,
+		"64K": 64 << 10, "1.5GB": 1.5e9, "12345": 12345, "7B": 7} {
+		opts, err := parseFlags([]string{"-bytes", in}, io.Discard)
+		require.NoError(t, err, in)
+		require.Equal(t, want, opts.bytes, in)
 	}
 	for _, bad := range []string{"", "GB", "-1MB", "0", "1.5B", "NaN", "1e30GB", "ten"} {
-		_, err := parseSize(bad)
-		require.Error(t, err, bad)
+		_, err := parseFlags([]string{"-bytes", bad}, io.Discard)
+		require.ErrorContains(t, err, "-bytes", bad)
 	}
 }
 
@@ -107,7 +99,7 @@ func TestRunUsage(t *testing.T) {
 		errOut string
 	}{
 		{[]string{"-h"}, exitOK, "usage: loopbench"},
-		{[]string{"-bytes", "lots"}, exitUsage, `bad size "lots"`},
+		{[]string{"-bytes", "lots"}, exitUsage, `invalid value "lots" for flag -bytes: size "lots": want a byte count`},
 		{[]string{"-runs", "0"}, exitUsage, "need at least 1"},
 		{[]string{"-cc", "nosuch"}, exitUsage, "-cc"},
 		{[]string{"extra"}, exitUsage, `unexpected argument "extra"`},

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"github.com/fresh-udp/fresh/cc"
 )
 

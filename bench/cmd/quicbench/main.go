@@ -10,7 +10,7 @@
 //     -warmup, over the rest of the time; queueing delay is the forward
 //     queue's backlog (bytes × 8 / rate), sampled every 2 ms after the
 //     warm-up, as percentiles;
-//   - on plain loopback: -loop-mb MiB over one stream, plain and hooked
+//   - on plain loopback: -loop-bytes over one stream, plain and hooked
 //     runs alternating (the machine's other load hits both alike), the
 //     median goodput of -runs runs each, the median ratio to the plain run
 //     of the same round, and the process's CPU time (getrusage, both
@@ -30,7 +30,10 @@
 //
 // Usage:
 //
-//	quicbench [-cc owd] [-duration 20s] [-warmup 3s] [-loop-mb 200] [-runs 3] [-md FILE] [-png FILE] [-no-bottleneck] [-cpuprofile FILE]
+//	quicbench [-cc owd] [-duration 20s] [-warmup 3s] [-loop-bytes 200MiB] [-runs 3] [-md FILE] [-png FILE] [-no-bottleneck] [-cpuprofile FILE]
+//
+// -loop-bytes takes a size as every fresh command does (internal/units:
+// 200MiB, 200M, 1GB); -loop-mb N, its older spelling, is N MiB.
 //
 // -no-bottleneck runs the loopback part alone, -runs 0 the bottleneck part
 // alone.
@@ -42,20 +45,36 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strconv"
 	"time"
+
+	"github.com/fresh-udp/fresh/internal/units"
 )
 
 func main() {
 	ccName := flag.String("cc", "owd", "the hook's controller")
 	dur := flag.Duration("duration", 20*time.Second, "length of each bottleneck run")
 	warm := flag.Duration("warmup", 3*time.Second, "start of each bottleneck run left out of the numbers")
-	loopMB := flag.Int("loop-mb", 200, "megabytes per loopback run")
+	loop := units.Size(200 << 20)
+	flag.Var(&loop, "loop-bytes", "`size` moved per loopback run: 200MiB, 200M (binary), 1GB (decimal)")
+	flag.Func("loop-mb", "the same in `MiB` (the older spelling of -loop-bytes)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive whole number of MiB, or -loop-bytes with a unit (200MiB, 1GB)")
+		}
+		loop = units.Size(n) << 20
+		return nil
+	})
 	runs := flag.Int("runs", 3, "loopback runs per stack (the median is reported; 0: bottleneck runs only)")
 	md := flag.String("md", "", "write the markdown table here too")
 	png := flag.String("png", "", "write a CDF plot of the queueing delay here")
 	noBottleneck := flag.Bool("no-bottleneck", false, "loopback runs only")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
 	flag.Parse()
+	if loop <= 0 || loop > 1<<40 {
+		fmt.Fprintf(os.Stderr, "quicbench: -loop-bytes %s: want a positive size up to 1TiB, such as 200MiB\n", &loop)
+		os.Exit(2)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err == nil {
@@ -70,7 +89,7 @@ func main() {
 	if *noBottleneck {
 		*dur = 0
 	}
-	if err := run(*ccName, *dur, *warm, *loopMB<<20, *runs, *md, *png, os.Stdout); err != nil {
+	if err := run(*ccName, *dur, *warm, int(loop), *runs, *md, *png, os.Stdout); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "quicbench:", err)
 		os.Exit(1)

@@ -1,5 +1,7 @@
-// Package cli holds what the example programs (agent, monitor, bulk) share
-// around their run functions: the main wrapper and the logger.
+// Package cli holds what the example programs (agent, monitor, bulk,
+// certgen, quic) share around their run functions: the main wrapper, the
+// logger, the TLS flags and the explanations of TLS and address errors
+// that name the flag to change. Sizes and rates are internal/units'.
 package cli
 
 import (

@@ -209,7 +209,8 @@ func (c *Credentials) pool() (*x509.CertPool, error) {
 }
 
 // ExplainDial adds to a Dial error what to change on this side's command
-// line, where the cause is a TLS one a flag fixes. An alert the peer sent
+// line, where the cause is a TLS one a flag fixes, or the address (no
+// port, no such host, nobody listening or answering). An alert the peer sent
 // arrives as text (the transport carries its description), so those are
 // matched by it.
 func (c *Credentials) ExplainDial(err error) error {
@@ -242,7 +243,9 @@ func (c *Credentials) ExplainDial(err error) error {
 	case errors.Is(err, transport.ErrHandshake) && strings.Contains(msg, "Insecure"):
 		hint = fmt.Sprintf("give %s on both ends, or on neither", c.flag("insecure"))
 	default:
-		return err
+		if hint = explainAddr(err, server); hint == "" {
+			return err
+		}
 	}
 	return fmt.Errorf("%w\n  (%s)", err, hint)
 }
