@@ -20,7 +20,7 @@ import (
 // (sampled after the first second) and the bytes the server read.
 func bottleneckRun(t *testing.T, hooked bool, dur time.Duration) (meanBacklog float64, got int64) {
 	t.Helper()
-	srv, cli := newEndpoint(t, hooked, quichook.Config{Controller: "owd"}), newEndpoint(t, hooked, quichook.Config{Controller: "owd"})
+	srv, cli := newEndpoint(t, hooked, quichook.Config{CC: "owd"}), newEndpoint(t, hooked, quichook.Config{CC: "owd"})
 	p := scenario.Path{Rate: scenario.Rate(10e6), Delay: scenario.Duration(20 * time.Millisecond),
 		Queue: scenario.Queue{Discipline: "fifo", LimitBytes: 50_000}}
 	r, err := emu.NewRelay(emu.RelayConfig{Target: srv.pc.LocalAddr().String(), Forward: p, Reverse: p, Seed: 5})

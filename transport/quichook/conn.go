@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 
+	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 )
 
@@ -246,7 +247,7 @@ func (c *Conn) peerFor(addr netip.AddrPort) *peer {
 		c.st.peersRefused++
 		return nil
 	}
-	ctl, err := c.cfg.NewController(c.cfg.MSS)
+	ctl, err := c.cfg.NewController(cc.ByteCount(c.cfg.MaxDatagram))
 	if err == nil && ctl == nil {
 		err = errors.New("NewController returned no controller")
 	}

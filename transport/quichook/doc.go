@@ -8,7 +8,7 @@
 // outside is the socket, quic.Transport{Conn: …}. A Conn is that socket: a
 // shim under quic-go on both ends.
 //
-//	hook, err := quichook.Listen("0.0.0.0:4433", quichook.Config{Controller: "owd"})
+//	hook, err := quichook.Listen("0.0.0.0:4433", quichook.Config{CC: "owd"})
 //	tr := &quic.Transport{Conn: hook}
 //	ln, err := tr.Listen(tlsConf, quicConf) // or tr.Dial(ctx, addr, tlsConf, quicConf)
 //	…
@@ -42,7 +42,7 @@
 // stamps that the data sender puts in its next datagram (reverse), as an
 // NTP exchange. Until the estimator is synchronised, samples go out marked
 // unsynchronised and delay-based controllers use RTT/2 (package owd, "RTT
-// fallback"); Config.TrustClocks skips the estimator when both clocks are
+// fallback"); Config.TrustPeerClock skips the estimator when both clocks are
 // synchronised already.
 //
 // # Telling the shim from QUIC

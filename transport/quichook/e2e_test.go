@@ -122,7 +122,7 @@ func TestUpload20MB(t *testing.T) {
 	data := randomBytes(20<<20, 1)
 	for _, name := range []string{"owd", "cubic"} {
 		t.Run(name, func(t *testing.T) {
-			cfg := quichook.Config{Controller: name}
+			cfg := quichook.Config{CC: name}
 			srv, cli := newEndpoint(t, true, cfg), newEndpoint(t, true, cfg)
 			start := time.Now()
 			got := upload(t, cli, srv, nil, data, 30*time.Second)
@@ -156,7 +156,7 @@ func TestUpload20MBThroughLoss(t *testing.T) {
 	data := randomBytes(20<<20, 2)
 	for _, name := range []string{"owd", "cubic"} {
 		t.Run(name, func(t *testing.T) {
-			cfg := quichook.Config{Controller: name}
+			cfg := quichook.Config{CC: name}
 			srv, cli := newEndpoint(t, true, cfg), newEndpoint(t, true, cfg)
 			p := relayPath(400e6, time.Millisecond, 0.02)
 			r, err := emu.NewRelay(emu.RelayConfig{Target: srv.pc.LocalAddr().String(), Forward: p, Reverse: p, Seed: 3})

@@ -30,7 +30,7 @@ func FuzzShim(f *testing.F) {
 	f.Add(appendHello(nil, typeHelloAck))
 	f.Add([]byte{0x03})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ctl, err := cc.New("owd", DefaultMSS)
+		ctl, err := cc.New("owd", DefaultMaxDatagram)
 		require.NoError(t, err)
 		s := &sender{ctl: ctl}
 		for i := range 32 {

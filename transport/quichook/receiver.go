@@ -41,7 +41,7 @@ func newReceiver() (*receiver, error) {
 // synchronised already (no in-band offset); noInband disables the
 // estimator (samples then go out marked unsynchronised).
 func (r *receiver) onData(now clock.Mono, wallUS int64, h *dataHeader, cfg *Config) (dup bool) {
-	if !cfg.NoInband && !cfg.TrustClocks {
+	if !cfg.NoInband && !cfg.TrustPeerClock {
 		r.inband.AddForward(clock.Stamp(h.sent), clock.Stamp(wallUS))
 		if h.echo {
 			r.inband.AddReverse(clock.Stamp(h.t3), clock.Stamp(h.t4))
@@ -55,7 +55,7 @@ func (r *receiver) onData(now clock.Mono, wallUS int64, h *dataHeader, cfg *Conf
 	}
 	var theta time.Duration
 	switch {
-	case cfg.TrustClocks:
+	case cfg.TrustPeerClock:
 		r.synced = true
 	case cfg.NoInband:
 		r.synced = false

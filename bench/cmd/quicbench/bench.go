@@ -43,7 +43,7 @@ func tlsConfigs() (srv, cli *tls.Config, err error) {
 // socket opens a plain UDP socket or the hook on loopback.
 func socket(hooked bool, ccName string) (net.PacketConn, *quichook.Conn, error) {
 	if hooked {
-		h, err := quichook.Listen("127.0.0.1:0", quichook.Config{Controller: ccName})
+		h, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: ccName})
 		return h, h, err
 	}
 	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
