@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var corePackages = []string{"cc", "owd", "acp", "clock", "internal/session", "internal/wire", "internal/recovery"}
+var corePackages = []string{"cc", "owd", "acp", "clock", "internal/session", "internal/wire", "internal/recovery", "internal/pacer"}
 
 // allowed lists the files that may do I/O, and why.
 var allowed = map[string]string{

@@ -267,7 +267,7 @@ func (c *Conn) peerFor(addr netip.AddrPort) *peer {
 		// and marks them with IP_TOS.
 		ua = net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(addr.Addr().As16()), addr.Port()))
 	}
-	p := &peer{addr: addr, lastActive: now, udp: ua, v6: addr.Addr().Is6(), tx: sender{ctl: ctl}, rx: rx,
+	p := &peer{addr: addr, lastActive: now, udp: ua, v6: addr.Addr().Is6(), tx: newSender(ctl, c.cfg.FeedbackDelay), rx: rx,
 		slots: make(chan struct{}, c.cfg.QueuePackets), queue: ring{b: make([]*outBuf, c.cfg.QueuePackets)}, lastAccounted: now}
 	c.peers[addr] = p
 	return p
@@ -280,7 +280,7 @@ func (c *Conn) peerFor(addr netip.AddrPort) *peer {
 func (c *Conn) evictIdle(now clock.Mono) bool {
 	var oldest *peer
 	for _, p := range c.peers {
-		if p.queue.n == 0 && p.tx.inFlight == 0 && now.Sub(p.lastActive) >= peerIdle &&
+		if p.queue.n == 0 && p.tx.inFlight() == 0 && now.Sub(p.lastActive) >= peerIdle &&
 			(oldest == nil || p.lastActive.Before(oldest.lastActive)) {
 			oldest = p
 		}
@@ -414,7 +414,7 @@ func (c *Conn) account(p *peer, now clock.Mono) {
 	}
 	if p.queue.n > 0 {
 		p.busy += d
-	} else if p.tx.inFlight > 0 {
+	} else if p.tx.inFlight() > 0 {
 		p.idle += d
 	}
 	p.lastAccounted = now
@@ -695,9 +695,8 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 		}
 		p.lastActive = now
 		p.hooked = true
-		if !p.tx.onFeedback(now, wallUS, &f) {
-			c.st.malformed++
-			return 0, nil, false
+		if p.tx.onFeedback(now, wallUS, &f) > 0 {
+			c.st.malformed++ // ranges acknowledging what was never sent
 		}
 		c.st.feedbackReceived++
 		if p.queue.n > 0 {
@@ -929,8 +928,8 @@ func (c *Conn) run() {
 				batch = append(batch, c.stamp(p, p.queue.pop(), now, wallUS, echo))
 				p.tx.echo = false
 			}
-			if p.queue.n > 0 && p.tx.ctl.CanSend(p.tx.inFlight) {
-				soonest(p.tx.nextSend)
+			if p.queue.n > 0 && p.tx.ctl.CanSend(p.tx.inFlight()) {
+				soonest(p.tx.pace.Next())
 			}
 		}
 		// Until it sleeps again the goroutine runs now (a batch to send: it

@@ -32,7 +32,7 @@ func FuzzShim(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ctl, err := cc.New("owd", DefaultMaxDatagram)
 		require.NoError(t, err)
-		s := &sender{ctl: ctl}
+		s := testSender(ctl)
 		for i := range 32 {
 			s.onSent(clock.Mono(i)*1000, 1200)
 		}
@@ -45,7 +45,7 @@ func FuzzShim(f *testing.F) {
 			require.True(t, bytes.Equal(b, got.append(nil)), "canonical encoding")
 			s.onFeedback(1e9, 1_700_000_000_000_000, &got)
 			s.onTimer(1e10)
-			require.GreaterOrEqual(t, s.inFlight, cc.ByteCount(0))
+			require.GreaterOrEqual(t, s.inFlight(), cc.ByteCount(0))
 		}
 		if h, payload, err := parseData(b); err == nil {
 			require.NotEmpty(t, payload)

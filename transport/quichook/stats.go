@@ -110,8 +110,8 @@ func (c *Conn) Stats() Stats {
 		c.account(p, now)
 		st.Peers = append(st.Peers, PeerStats{
 			Addr: p.addr, Hooked: p.hooked, CC: p.tx.ctl.Name(), Metrics: p.tx.ctl.Metrics(),
-			InFlight: p.tx.inFlight, Queued: p.queue.n,
-			SRTT: p.tx.rtt.Smoothed(), MinRTT: p.tx.rtt.Min(),
+			InFlight: p.tx.inFlight(), Queued: p.queue.n,
+			SRTT: p.tx.tr.RTT().Smoothed(), MinRTT: p.tx.tr.RTT().Min(),
 			Acked: p.tx.acked, Lost: p.tx.lost, SpuriousLosses: p.tx.spurious, RTOs: p.tx.rtos,
 			ClockSynced: p.rx.synced, HookBound: p.busy, QUICBound: p.idle,
 		})
