@@ -16,6 +16,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/cmsg"
 )
 
 // maxHellos is how many of its first datagrams to a peer the hook sends a
@@ -144,10 +145,10 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 	if err := ipv4.NewPacketConn(conn).SetTOS(tos); err != nil && tos != 0 && !c.v6 {
 		return nil, fmt.Errorf("quichook: set IPv4 TOS: %w", err)
 	}
-	if perPacketTOS {
+	if cmsg.PerPacketTOS {
 		for class, d := range [2]uint8{cfg.DSCP.Code(), cfg.FeedbackDSCP.Code()} {
-			c.oob[class][0] = tosOOB(false, int(d)<<2)
-			c.oob[class][1] = tosOOB(true, int(d)<<2)
+			c.oob[class][0] = cmsg.TOS(false, int(d)<<2)
+			c.oob[class][1] = cmsg.TOS(true, int(d)<<2)
 		}
 	}
 	if c.v6 {
@@ -159,7 +160,7 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 	for i := range c.rms {
 		c.rms[i].Buffers = [][]byte{make([]byte, readBufLen)}
 	}
-	c.gso.Store(gsoSupported)
+	c.gso.Store(cmsg.GSO)
 	c.bufs.New = func() any { return &outBuf{b: make([]byte, maxHeaderLen+pooledPayload)} }
 	c.direct, c.directBatch = make([]outBuf, maxSegments), make([]pending, maxSegments)
 	for i, b := 0, make([]byte, maxSegments*(maxHeaderLen+pooledPayload)); i < maxSegments; i++ {
@@ -429,7 +430,7 @@ func (c *Conn) account(p *peer, now clock.Mono) {
 // datagrams with its own DSCP, so quic-go's ECN validation (RFC 9000
 // §13.4.2) finds no marks and turns ECN off.
 func (c *Conn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
-	seg := gsoSizeOf(oob)
+	seg := cmsg.SegmentSize(oob)
 	if seg <= 0 || seg >= len(b) {
 		_, err = c.WriteTo(b, addr)
 		return len(b), len(oob), err
@@ -792,7 +793,7 @@ func (c *Conn) writeBatch(ms []ipv4.Message) {
 // oobWithoutGSO returns a segmented message's control messages without
 // the segment size (the TOS message, if any, comes first).
 func (c *Conn) oobWithoutGSO(oob []byte) []byte {
-	if perPacketTOS && len(oob) > 0 {
+	if cmsg.PerPacketTOS && len(oob) > 0 {
 		return oob[:len(c.oob[0][0])]
 	}
 	return nil
@@ -844,7 +845,7 @@ func (c *Conn) sendBatch(batch []pending) {
 		m.Buffers = c.wbufs[n:len(c.wbufs):len(c.wbufs)]
 		if j-i > 1 {
 			n := len(c.woob)
-			c.woob = gsoOOB(append(c.woob, w.oob...), seg)
+			c.woob = cmsg.AppendSegmentSize(append(c.woob, w.oob...), seg)
 			m.OOB = c.woob[n:len(c.woob):len(c.woob)]
 		}
 		c.wms = append(c.wms, m)
