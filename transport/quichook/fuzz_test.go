@@ -26,8 +26,9 @@ func FuzzShim(f *testing.F) {
 	f.Add(h[:dataHeaderLen+4])
 	(&dataHeader{seq: 8, sent: 1_700_000_000_000_100, echo: true, t3: 5, t4: 6}).put(h[:])
 	f.Add(h[:])
-	f.Add(appendHello(nil, typeHello))
-	f.Add(appendHello(nil, typeHelloAck))
+	f.Add(appendHello(nil, hello{typ: typeHello, cookie: 7}))
+	f.Add(appendHello(nil, hello{typ: typeHello, cookie: 7, hasEcho: true, echo: 9}))
+	f.Add(appendHello(nil, hello{typ: typeHelloAck, cookie: 7, hasEcho: true, echo: 9}))
 	f.Add([]byte{0x03})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ctl, err := cc.New("owd", DefaultMaxDatagram)
@@ -51,11 +52,13 @@ func FuzzShim(f *testing.F) {
 			require.NotEmpty(t, payload)
 			rx.onData(1e9, 1_700_000_000_000_000, &h, &cfg)
 			rx.onData(1e9, 1_700_000_000_000_000, &dataHeader{seq: h.seq ^ 1, sent: h.sent}, &cfg)
-			out := rx.build(1e9, 1_700_000_000_000_000, nil)
+			out := rx.build(1e9, 1_700_000_000_000_000, 5, nil)
 			var back feedback
 			require.NoError(t, parseFeedback(out, &back), "the receiver's feedback decodes")
 		}
-		_ = parseHello(b)
+		if h, err := parseHello(b); err == nil {
+			require.Equal(t, b, appendHello(nil, h), "canonical encoding")
+		}
 	})
 }
 
