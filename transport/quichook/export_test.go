@@ -31,3 +31,10 @@ func HelloCookie(b []byte) uint64 {
 	}
 	return h.cookie
 }
+
+// DataWithCookie is ForgeData with the receiver's real cookie.
+func DataWithCookie(cookie, seq uint64, payload []byte) []byte {
+	b := ForgeData(seq, payload)
+	(&dataHeader{cookie: cookie, seq: seq, sent: 1}).put(b)
+	return b
+}

@@ -205,3 +205,67 @@ func TestPeersBoundedAndIdleOnesEvicted(t *testing.T) {
 	require.False(t, hooked(v))
 	require.Equal(t, int64(1), h.Stats().PeersEvicted)
 }
+
+// Shim data the hook cannot attribute — without its cookie for the source
+// (spoofed, or from a hook that lost it), or from a peer it forgot — is
+// not dropped: the header comes off and quic-go gets the payload, as it
+// would without the hook. With the right cookie a forgotten peer is
+// validated again at once, and asked for its own cookie.
+func TestUnattributedShimDataReachesQUIC(t *testing.T) {
+	leakCheck(t)
+	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{MaxPeers: 1})
+	require.NoError(t, err)
+	got := make(chan []byte, 16)
+	hDone := make(chan struct{})
+	go func() {
+		defer close(hDone)
+		buf := make([]byte, 2048)
+		for {
+			n, _, err := h.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			got <- append([]byte(nil), buf[:n]...)
+		}
+	}()
+	defer func() { h.Close(); <-hDone }()
+	v, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer v.Close()
+	other, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer other.Close()
+	recv := func(c *net.UDPConn) []byte {
+		buf := make([]byte, 2048)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(2*time.Second)))
+		n, _, err := c.ReadFrom(buf)
+		require.NoError(t, err)
+		return buf[:n]
+	}
+	payload := []byte{0x40, 'q', 'u', 'i', 'c'}
+
+	_, err = v.WriteTo(quichook.ForgeData(0, payload), h.LocalAddr())
+	require.NoError(t, err)
+	require.Equal(t, payload, <-got, "a guessed cookie: the payload still reaches quic-go")
+	require.Equal(t, int64(1), h.Stats().Unauthenticated)
+
+	// v learns its cookie, then is forgotten: another address's hello
+	// takes the one unvalidated place.
+	_, err = v.WriteTo(quichook.Hello(1, nil), h.LocalAddr())
+	require.NoError(t, err)
+	cookie := quichook.HelloCookie(recv(v))
+	_, err = other.WriteTo(quichook.Hello(2, nil), h.LocalAddr())
+	require.NoError(t, err)
+	recv(other)
+	require.Equal(t, int64(1), h.Stats().UnvalidatedEvicted)
+
+	_, err = v.WriteTo(quichook.DataWithCookie(cookie, 0, payload), h.LocalAddr())
+	require.NoError(t, err)
+	require.Equal(t, payload, <-got, "the forgotten peer's data reaches quic-go")
+	hello := recv(v)
+	require.Equal(t, byte(0x04), hello[0], "and it is asked for its cookie")
+	require.Equal(t, cookie, quichook.HelloCookie(hello))
+	st := h.Stats()
+	require.Equal(t, int64(1), st.ShimReceived, "recorded: the cookie validated it")
+	require.Zero(t, st.Malformed)
+}
