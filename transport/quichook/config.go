@@ -64,11 +64,14 @@ type Config struct {
 	// (defaults: DSCP best effort, FeedbackDSCP the same as DSCP). Per
 	// datagram on Linux, the socket's class elsewhere (as in transport).
 	DSCP, FeedbackDSCP dscp.Codepoint
-	// MaxPeers bounds the peers (addresses) with their own controller and
-	// clock state (default 256). At the bound a new peer replaces the one
-	// silent for longest if that one has been for 30 s with nothing in
-	// flight; otherwise datagrams of further peers pass through as plain
-	// QUIC, counted in Stats.PeersRefused.
+	// MaxPeers bounds the validated peers (addresses that showed this
+	// end's cookie, each with its own controller and clock state), and
+	// separately the unvalidated entries (default 256 each). At the bound
+	// a new validated peer replaces the one silent for longest if that one
+	// has been for 30 s with nothing in flight; otherwise datagrams of
+	// further peers pass through as plain QUIC, counted in
+	// Stats.PeersRefused. A new unvalidated entry replaces the
+	// unvalidated one heard from longest ago (Stats.UnvalidatedEvicted).
 	MaxPeers int
 	// Logger receives the hook's logs (nil: silent).
 	Logger *slog.Logger
