@@ -221,7 +221,10 @@ func (c *Conn) handleHello(d []byte, from netip.AddrPort, now clock.Mono) {
 	h, err := parseHello(d)
 	switch {
 	case errors.Is(err, errOldVersion):
+		// Left unanswered: neither end shims, the connection runs as
+		// plain QUIC. Debug, not higher: anyone can send one.
 		c.st.versionMismatch++
+		c.cfg.Logger.Debug("quichook: hello of another shim version; the peer stays plain QUIC", "peer", from, "version", d[1], "ours", version)
 		return
 	case err != nil:
 		c.st.malformed++
