@@ -51,10 +51,12 @@ type peer struct {
 	rxBytes, txBytes int64
 	hellos           int        // hellos sent before quic-go's first datagrams
 	lastHello        clock.Mono // last hello sent to ask for the cookie again (0: none)
-	tx               sender
-	rx               *receiver
-	queue            ring
-	slots            chan struct{} // one token per queued datagram: the queue bound
+	// The sending and receiving halves and the queue, from validation on
+	// (rx is nil before).
+	tx    sender
+	rx    *receiver
+	queue ring
+	slots chan struct{} // one token per queued datagram: the queue bound
 	// Queue occupancy over time: how long datagrams waited in the queue
 	// (the hook's window or pacer binding) against how long it was empty
 	// (quic-go, its own window or pacer, or the application binding).
@@ -104,8 +106,7 @@ func (c *Conn) cookieOf(p *peer, from netip.AddrPort) uint64 {
 
 // peerFor returns addr's entry, creating an unvalidated one if there is
 // none (making room, at the bound, by forgetting the unvalidated entry
-// heard from longest ago); nil only if the controller cannot be built.
-// Under c.mu.
+// heard from longest ago). Under c.mu.
 func (c *Conn) peerFor(addr netip.AddrPort) *peer {
 	now := c.clk.Now()
 	if p := c.peers[addr]; p != nil {
@@ -137,18 +138,11 @@ func (c *Conn) validate(addr netip.AddrPort) *peer {
 		return nil
 	}
 	if p == nil {
-		if p = c.newPeer(addr, now); p == nil {
-			return nil
-		}
+		p = c.newPeer(addr, now)
 	}
-	p.validated = true
-	p.rxBytes, p.txBytes = 0, 0
-	c.nValidated++
-	return p
-}
-
-// newPeer adds an unvalidated entry for addr. Under c.mu.
-func (c *Conn) newPeer(addr netip.AddrPort, now clock.Mono) *peer {
+	// The controller, clock state and queue come with validation: an
+	// entry anyone can create by spoofing costs a map slot and its
+	// cookies, no more.
 	ctl, err := c.cfg.NewController(cc.ByteCount(c.cfg.MaxDatagram))
 	if err == nil && ctl == nil {
 		err = errors.New("NewController returned no controller")
@@ -163,15 +157,24 @@ func (c *Conn) newPeer(addr netip.AddrPort, now clock.Mono) *peer {
 		c.st.peersRefused++
 		return nil
 	}
+	p.tx, p.rx = newSender(ctl, c.cfg.FeedbackDelay), rx
+	p.slots, p.queue = make(chan struct{}, c.cfg.QueuePackets), ring{b: make([]*outBuf, c.cfg.QueuePackets)}
+	p.lastAccounted = now
+	p.validated = true
+	p.rxBytes, p.txBytes = 0, 0
+	c.nValidated++
+	return p
+}
+
+// newPeer adds an unvalidated entry for addr. Under c.mu.
+func (c *Conn) newPeer(addr netip.AddrPort, now clock.Mono) *peer {
 	ua := net.UDPAddrFromAddrPort(addr)
 	if c.v6 && addr.Addr().Is4() {
 		// A dual-stack socket reaches IPv4 peers through mapped addresses
 		// and marks them with IP_TOS.
 		ua = net.UDPAddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(addr.Addr().As16()), addr.Port()))
 	}
-	p := &peer{addr: addr, lastActive: now, udp: ua, v6: addr.Addr().Is6(), myCookie: c.cookieFor(addr),
-		tx: newSender(ctl, c.cfg.FeedbackDelay), rx: rx,
-		slots: make(chan struct{}, c.cfg.QueuePackets), queue: ring{b: make([]*outBuf, c.cfg.QueuePackets)}, lastAccounted: now}
+	p := &peer{addr: addr, lastActive: now, udp: ua, v6: addr.Addr().Is6(), myCookie: c.cookieFor(addr)}
 	c.peers[addr] = p
 	return p
 }
@@ -240,7 +243,7 @@ func (c *Conn) oobFor(class int, p *peer) []byte {
 // total. Under c.mu.
 func (c *Conn) account(p *peer, now clock.Mono) {
 	d := now.Sub(p.lastAccounted)
-	if d <= 0 {
+	if d <= 0 || !p.validated {
 		return
 	}
 	if p.queue.n > 0 {

@@ -86,7 +86,9 @@ type PeerStats struct {
 	// the controller is not involved.
 	Hooked bool
 	// CC is the controller's name, Metrics its state (window, pacing
-	// rate, RTT and OWD state, the delay signal in use).
+	// rate, RTT and OWD state, the delay signal in use). These and the
+	// fields below are zero for an address that has not shown this end's
+	// cookie: it has no controller yet.
 	CC      string
 	Metrics cc.Metrics
 	// InFlight is the shimmed bytes not yet acknowledged or declared lost;
@@ -131,13 +133,15 @@ func (c *Conn) Stats() Stats {
 	now := c.clk.Now()
 	for _, p := range c.peers {
 		c.account(p, now)
-		st.Peers = append(st.Peers, PeerStats{
-			Addr: p.addr, Hooked: p.hooked(), CC: p.tx.ctl.Name(), Metrics: p.tx.ctl.Metrics(),
-			InFlight: p.tx.inFlight(), Queued: p.queue.n,
-			SRTT: p.tx.tr.RTT().Smoothed(), MinRTT: p.tx.tr.RTT().Min(),
-			Acked: p.tx.acked, Lost: p.tx.lost, SpuriousLosses: p.tx.spurious, RTOs: p.tx.rtos,
-			ClockSynced: p.rx.synced, HookBound: p.busy, QUICBound: p.idle,
-		})
+		ps := PeerStats{Addr: p.addr, Hooked: p.hooked()}
+		if p.validated {
+			ps.CC, ps.Metrics = p.tx.ctl.Name(), p.tx.ctl.Metrics()
+			ps.InFlight, ps.Queued = p.tx.inFlight(), p.queue.n
+			ps.SRTT, ps.MinRTT = p.tx.tr.RTT().Smoothed(), p.tx.tr.RTT().Min()
+			ps.Acked, ps.Lost, ps.SpuriousLosses, ps.RTOs = p.tx.acked, p.tx.lost, p.tx.spurious, p.tx.rtos
+			ps.ClockSynced, ps.HookBound, ps.QUICBound = p.rx.synced, p.busy, p.idle
+		}
+		st.Peers = append(st.Peers, ps)
 	}
 	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].Addr.String() < st.Peers[j].Addr.String() })
 	return st
