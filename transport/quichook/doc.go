@@ -63,14 +63,16 @@
 // new address. A hello carries the sender's cookie for the receiver, and
 // is answered with the receiver's cookie and the echo of the sender's;
 // the address counts as hooked once it has shown this end's cookie (in a
-// hello's echo, an answer, or a shimmed datagram) and told its own. Until then quic-go's datagrams go
-// out plain, and plain QUIC is always accepted. So a hooked endpoint talks
-// to plain quic-go (or any QUIC stack) as plain QUIC in either direction,
-// controlled by quic-go's own CUBIC alone: the documented fallback, never
-// a failed handshake or corrupt data. Stats and PeerStats.Hooked tell
-// which it is. (The first hellos are shorter than 21 bytes, so a QUIC endpoint
-// that takes one for a short-header packet of an unknown connection does
-// not answer with a stateless reset, RFC 9000 §10.3.)
+// hello's echo, an answer, or a shimmed datagram) and told its own. Until
+// then quic-go's datagrams go out plain, and plain QUIC is always
+// accepted. So a hooked endpoint talks to plain quic-go (or any QUIC
+// stack) as plain QUIC in either direction, controlled by quic-go's own
+// CUBIC alone: the documented fallback, never a failed handshake or
+// corrupt data. Stats and PeerStats.Hooked tell which it is. (A peer
+// without the hook only ever gets the 14-byte hellos, shorter than 21
+// bytes, so a QUIC endpoint that takes one for a short-header packet of
+// an unknown connection does not answer with a stateless reset, RFC 9000
+// §10.3; the 22-byte ones echo a cookie, which only a hook sends.)
 //
 // # Which window binds
 //
@@ -124,7 +126,7 @@
 // The shim's costs: the extra hop (a queue and a sender goroutine while
 // the controller holds datagrams back; a datagram it lets go at once is
 // written from quic-go's own write), the feedback datagrams (one per two
-// data datagrams, at most one a millisecond unless 32 are waiting), 17
+// data datagrams, at most one a millisecond unless 32 are waiting), 25
 // bytes per datagram (quic-go's path MTU discovery finds the MTU with them
 // included, since the socket sets don't-fragment; but the path must carry
 // quic-go's 1200-byte Initial plus 41 bytes), a non-standard wire that
