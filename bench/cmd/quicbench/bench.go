@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"net"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/quic-go/quic-go/qlogwriter"
 
 	"github.com/fresh-udp/fresh/bench/emu"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/transport/quichook"
