@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/fresh-udp/fresh/internal/cmsg"
 )
 
 // A GSO send of three datagrams on loopback reaches a UDP_GRO socket as one
@@ -36,7 +38,7 @@ func TestRxBatchSplitsGRO(t *testing.T) {
 	for i, n := range []int{1000, 1000, 400} {
 		payload = append(payload, bytes.Repeat([]byte{byte('a' + i)}, n)...)
 	}
-	_, _, err = sconn.WriteMsgUDP(payload, appendSegmentControl(nil, 1000), nil)
+	_, _, err = sconn.WriteMsgUDP(payload, cmsg.AppendSegmentSize(nil, 1000), nil)
 	require.NoError(t, err)
 	dgs, err := rx.read()
 	require.NoError(t, err)
@@ -49,7 +51,7 @@ func TestRxBatchSplitsGRO(t *testing.T) {
 
 	// Segments larger than MaxDatagram are not truncated: they come out
 	// empty, for the receiver to count as malformed.
-	_, _, err = sconn.WriteMsgUDP(bytes.Repeat([]byte{'x'}, 2*1300), appendSegmentControl(nil, 1300), nil)
+	_, _, err = sconn.WriteMsgUDP(bytes.Repeat([]byte{'x'}, 2*1300), cmsg.AppendSegmentSize(nil, 1300), nil)
 	require.NoError(t, err)
 	_, err = sconn.Write([]byte("small"))
 	require.NoError(t, err)

@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+
+	"github.com/fresh-udp/fresh/internal/cmsg"
 )
 
 // batchSize is how many datagrams one recvmmsg/sendmmsg call moves.
@@ -79,12 +81,12 @@ func newSocket(pc net.PacketConn, defaultDSCP uint8) (*socket, error) {
 			s.pc4 = pc4
 		}
 	}
-	s.perPktOK.Store(perPacketTOSSupported)
-	s.gso.Store(gsoSupported)
-	if perPacketTOSSupported {
+	s.perPktOK.Store(cmsg.PerPacketTOS)
+	s.gso.Store(cmsg.GSO)
+	if cmsg.PerPacketTOS {
 		for d := range s.oob4 {
-			s.oob4[d] = tosControlMessage(false, d<<2)
-			s.oob6[d] = tosControlMessage(true, d<<2)
+			s.oob4[d] = cmsg.TOS(false, d<<2)
+			s.oob6[d] = cmsg.TOS(true, d<<2)
 		}
 	}
 	// Big socket buffers: a fast sender fills the default 208 KiB quickly.

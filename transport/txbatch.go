@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/net/ipv4"
+
+	"github.com/fresh-udp/fresh/internal/cmsg"
 )
 
 // GSO limits (Linux UDP_SEGMENT): at most 64 segments and 64 KiB of payload
@@ -149,7 +151,7 @@ func (b *txBatch) send() error {
 		m.Addr = b.sock.dest(b.peer[i])
 		oob := append(b.oobs[i][:0], b.sock.oobFor(b.dscp[i], b.peer[i])...)
 		if b.segs[i] > 1 {
-			oob = appendSegmentControl(oob, b.seg[i])
+			oob = cmsg.AppendSegmentSize(oob, b.seg[i])
 		}
 		b.oobs[i] = oob
 		m.OOB = oob

@@ -196,7 +196,7 @@ func transportOn(addr, cc string, plain bool) (*endpoint, error) {
 			pc, err = net.ListenUDP("udp", ua)
 		}
 	} else {
-		h, err = quichook.Listen(addr, quichook.Config{Controller: cc})
+		h, err = quichook.Listen(addr, quichook.Config{CC: cc})
 		pc = h
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh/internal/pacer"
 	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/wire"
 	_ "github.com/fresh-udp/fresh/owd" // registers "owd", the default controller
@@ -50,15 +51,15 @@ type Session struct {
 	owd      owdStats      // Stats' OWD when the controller keeps none
 	owdGuard owdGuard      // screens the peer's OWD samples
 	out      sendStream
-	peerMax  int64      // peer's MaxData
-	nextSend clock.Mono // pacer: earliest time for the next stream packet
-	echo     wire.Echo  // latest ACK's T3 and its arrival T4
-	probe    bool       // send a PING (RTO, or flow-control probe)
-	probeAt  clock.Mono // next flow-control probe when blocked
-	lastSent clock.Mono // last ack-eliciting packet sent (keep-alive)
-	updBuf   []byte     // freshest unsent update (grown on first use) …
-	updGen   int64      // … its generation time, local wall µs …
-	updMono  clock.Mono // … and on the monotonic clock
+	peerMax  int64       // peer's MaxData
+	pacer    pacer.Pacer // spaces the stream packets at the controller's rate
+	echo     wire.Echo   // latest ACK's T3 and its arrival T4
+	probe    bool        // send a PING (RTO, or flow-control probe)
+	probeAt  clock.Mono  // next flow-control probe when blocked
+	lastSent clock.Mono  // last ack-eliciting packet sent (keep-alive)
+	updBuf   []byte      // freshest unsent update (grown on first use) …
+	updGen   int64       // … its generation time, local wall µs …
+	updMono  clock.Mono  // … and on the monotonic clock
 	updFresh bool
 
 	// Receiver side.
@@ -811,7 +812,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		b := wire.AppendUpdate(hdr(wire.TypeUpdate, 0, pn), &wire.Update{Echo: s.echo, Generated: s.updGen, Payload: s.updBuf})
 		return s.sent(b), updDSCP, true
 	}
-	if s.out.pending() && !now.Before(s.nextSend) && s.canSend() {
+	if s.out.pending() && s.pacer.Ready(now) && s.canSend() {
 		off, data, fin, retx, ok := s.out.chunk(s.cfg.MSS(), s.peerMax)
 		if ok {
 			var flags uint8
@@ -828,7 +829,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 			if retx {
 				s.st.Retransmitted++
 			}
-			s.pace(now, size)
+			s.pacer.OnSent(now, cc.ByteCount(size), s.controller().PacingRate())
 			b := wire.AppendData(hdr(wire.TypeData, flags, pn), &wire.Data{Echo: s.echo, Offset: off, Payload: data})
 			return s.sent(b), streamDSCP, true
 		}
@@ -844,20 +845,6 @@ func (s *Session) sent(b []byte) []byte {
 	s.st.PacketsSent++
 	s.st.BytesSent += int64(len(b))
 	return b
-}
-
-// pace moves the pacer on by one packet at the controller's rate, with a
-// burst allowance of 2 ms worth of sending: a user-space timer cannot wake
-// much more finely, and quic-go's pacer allows a similar burst.
-func (s *Session) pace(now clock.Mono, size int) {
-	rate := s.controller().PacingRate()
-	if rate == 0 {
-		s.nextSend = now
-		return
-	}
-	gap := time.Duration(float64(size*8) / float64(rate) * float64(time.Second))
-	floor := now.Add(-2 * time.Millisecond)
-	s.nextSend = max(s.nextSend, floor).Add(gap)
 }
 
 // ackDue reports whether an ACK should go out now.
@@ -945,7 +932,7 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 		t = recovery.Earliest(t, max(s.policy.NextSendTime(), now))
 	}
 	if s.out.pending() && full && s.canSend() && !s.out.blocked(s.peerMax) {
-		t = recovery.Earliest(t, max(s.nextSend, now))
+		t = recovery.Earliest(t, max(s.pacer.Next(), now))
 	}
 	if s.cfg.KeepAlive > 0 {
 		t = recovery.Earliest(t, max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive))

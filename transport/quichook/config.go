@@ -1,42 +1,43 @@
 package quichook
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	_ "github.com/fresh-udp/fresh/owd" // registers "owd" and "owd-eq2"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh/owd" // registers "owd" and "owd-eq2"
 	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // Config configures a Conn. The zero value is valid: every zero field takes
-// the default written beside it.
+// the default written beside it. The fields that package transport's
+// Config also has carry the same names and meanings.
 type Config struct {
-	// Controller names the congestion controller in cc's registry
-	// ("owd", "cubic", "reno", "htcp", "rttdelay", …; default "owd").
-	// Every peer gets its own.
-	Controller string
-	// NewController, if set, builds each peer's controller instead of the
-	// registry (a controller by value: a tuned owd.Config, say).
+	// CC names the congestion controller in cc's registry ("owd",
+	// "cubic", "reno", "htcp", "rttdelay", …; default owd.Name). Every
+	// peer gets its own.
+	CC string
+	// NewController, if set, builds each peer's controller instead of CC
+	// (a controller by value: a tuned owd.Config, say); an error it
+	// returns leaves that peer plain QUIC (Stats.PeersRefused).
 	NewController func(mss cc.ByteCount) (cc.Controller, error)
-	// MSS is the segment size the controller counts its window in
-	// (default DefaultMSS: quic-go's largest datagram, 1452 bytes, minus
-	// nothing; the shim header is counted in flight but not in the MSS).
-	MSS cc.ByteCount
+	// MaxDatagram is the segment size, bytes, the controller counts its
+	// window in (default DefaultMaxDatagram: quic-go's largest datagram,
+	// 1452 bytes; the shim header is counted in flight but not here).
+	MaxDatagram int
 	// Clock reads time (default clock.NewSystem()). An *ntpclock.Clock
 	// makes the send and arrival stamps NTP-corrected.
 	Clock clock.Clock
-	// TrustClocks says both hosts' clocks are synchronised already (NTP
+	// TrustPeerClock says both hosts' clocks are synchronised already (NTP
 	// on both, or one host): one-way delays are taken from the stamps as
 	// they are and reported synchronised. Default: the in-band estimator
 	// (clock.Inband) learns the offset from the shim's own stamps, and
 	// until it has, samples go out unsynchronised so that delay-based
 	// controllers use RTT/2 (see package owd, "RTT fallback").
-	TrustClocks bool
-	// NoInband disables the in-band estimator: without TrustClocks every
+	TrustPeerClock bool
+	// NoInband disables the in-band estimator: without TrustPeerClock every
 	// sample then goes out unsynchronised.
 	NoInband bool
 	// QueuePackets bounds each peer's queue of datagrams waiting for the
@@ -63,11 +64,14 @@ type Config struct {
 	// (defaults: DSCP best effort, FeedbackDSCP the same as DSCP). Per
 	// datagram on Linux, the socket's class elsewhere (as in transport).
 	DSCP, FeedbackDSCP dscp.Codepoint
-	// MaxPeers bounds the peers (addresses) with their own controller and
-	// clock state (default 256). At the bound a new peer replaces the one
-	// silent for longest if that one has been for 30 s with nothing in
-	// flight; otherwise datagrams of further peers pass through as plain
-	// QUIC, counted in Stats.PeersRefused.
+	// MaxPeers bounds the validated peers (addresses that showed this
+	// end's cookie, each with its own controller and clock state), and
+	// separately the unvalidated entries (default 256 each). At the bound
+	// a new validated peer replaces the one silent for longest if that one
+	// has been for 30 s with nothing in flight; otherwise datagrams of
+	// further peers pass through as plain QUIC, counted in
+	// Stats.PeersRefused. A new unvalidated entry replaces the
+	// unvalidated one heard from longest ago (Stats.UnvalidatedEvicted).
 	MaxPeers int
 	// Logger receives the hook's logs (nil: silent).
 	Logger *slog.Logger
@@ -75,8 +79,8 @@ type Config struct {
 
 // Defaults of Config (see the fields).
 const (
-	DefaultController    = "owd"
-	DefaultMSS           = cc.ByteCount(1452)
+	DefaultCC            = owd.Name
+	DefaultMaxDatagram   = 1452
 	DefaultQueuePackets  = 64
 	DefaultQueueWait     = 100 * time.Millisecond
 	DefaultFeedbackEvery = 2
@@ -85,15 +89,17 @@ const (
 	DefaultMaxPeers      = 256
 )
 
-// ErrConfig wraps every Config validation error.
-var ErrConfig = errors.New("quichook: invalid config")
+// ErrInvalidConfig is what every Config validation error wraps: the one
+// value package transport and the controllers' packages export under the
+// same name, so errors.Is matches whichever layer refused.
+var ErrInvalidConfig = cfgerr.ErrInvalid
 
 func (c Config) withDefaults() (Config, error) {
-	if c.Controller == "" {
-		c.Controller = DefaultController
+	if c.CC == "" {
+		c.CC = DefaultCC
 	}
-	if c.MSS == 0 {
-		c.MSS = DefaultMSS
+	if c.MaxDatagram == 0 {
+		c.MaxDatagram = DefaultMaxDatagram
 	}
 	if c.Clock == nil {
 		c.Clock = clock.NewSystem()
@@ -122,28 +128,31 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	const f = "quichook.Config."
 	switch {
-	case c.MSS < 512 || c.MSS > 65535:
-		return c, fmt.Errorf("%w: MSS %d outside 512..65535", ErrConfig, c.MSS)
+	case c.MaxDatagram < 512 || c.MaxDatagram > 65535:
+		return c, cfgerr.Field(f+"MaxDatagram", "%d outside 512..65535", c.MaxDatagram)
 	case c.QueuePackets < 1:
-		return c, fmt.Errorf("%w: QueuePackets %d < 1", ErrConfig, c.QueuePackets)
+		return c, cfgerr.Field(f+"QueuePackets", "%d < 1", c.QueuePackets)
 	case c.QueueWait < 0:
-		return c, fmt.Errorf("%w: QueueWait %v negative", ErrConfig, c.QueueWait)
+		return c, cfgerr.Field(f+"QueueWait", "%v negative", c.QueueWait)
 	case c.FeedbackEvery < 1 || c.FeedbackEvery > maxSamples:
-		return c, fmt.Errorf("%w: FeedbackEvery %d outside 1..%d", ErrConfig, c.FeedbackEvery, maxSamples)
+		return c, cfgerr.Field(f+"FeedbackEvery", "%d outside 1..%d", c.FeedbackEvery, maxSamples)
 	case c.FeedbackGap < 0:
-		return c, fmt.Errorf("%w: FeedbackGap %v negative", ErrConfig, c.FeedbackGap)
+		return c, cfgerr.Field(f+"FeedbackGap", "%v negative", c.FeedbackGap)
 	case c.FeedbackDelay < 0:
-		return c, fmt.Errorf("%w: FeedbackDelay %v negative", ErrConfig, c.FeedbackDelay)
+		return c, cfgerr.Field(f+"FeedbackDelay", "%v negative", c.FeedbackDelay)
 	case c.MaxPeers < 1:
-		return c, fmt.Errorf("%w: MaxPeers %d < 1", ErrConfig, c.MaxPeers)
-	case c.DSCP != 0 && !c.DSCP.IsSet(), c.FeedbackDSCP != 0 && !c.FeedbackDSCP.IsSet():
-		return c, fmt.Errorf("%w: DSCP must be built with dscp.Parse or the constants", ErrConfig)
+		return c, cfgerr.Field(f+"MaxPeers", "%d < 1", c.MaxPeers)
+	case c.DSCP != 0 && !c.DSCP.IsSet():
+		return c, cfgerr.Field(f+"DSCP", "must be built with dscp.Parse or the constants")
+	case c.FeedbackDSCP != 0 && !c.FeedbackDSCP.IsSet():
+		return c, cfgerr.Field(f+"FeedbackDSCP", "must be built with dscp.Parse or the constants")
 	}
 	if c.NewController == nil {
-		name := c.Controller
-		if _, err := cc.New(name, c.MSS); err != nil {
-			return c, fmt.Errorf("%w: %w", ErrConfig, err)
+		name := c.CC
+		if _, err := cc.New(name, cc.ByteCount(c.MaxDatagram)); err != nil {
+			return c, cfgerr.Wrap(f+"CC", err)
 		}
 		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(name, mss) }
 	}

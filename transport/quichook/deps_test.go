@@ -1,6 +1,7 @@
 package quichook_test
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,4 +41,39 @@ func TestTransportDoesNotDependOnQUICGo(t *testing.T) {
 	// The hook itself is a net.PacketConn and needs none of quic-go; its
 	// tests do, which shows the check can fail.
 	require.Positive(t, quic(list("-test", "./transport/quichook")))
+}
+
+// The hook shares fresh's protocol core (internal/recovery, pacer, cmsg)
+// but not the session above it nor the NTP client: it will live in a
+// module of its own, and a user of it should compile neither in. Nor
+// anything of bench: its tests included.
+func TestHookDependsOnCoreOnly(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not found")
+	}
+	list := func(args ...string) []string {
+		cmd := exec.Command(gobin, append([]string{"list", "-deps"}, args...)...)
+		cmd.Dir = filepath.Join("..", "..")
+		out, err := cmd.Output()
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		require.NoError(t, err)
+		return strings.Fields(string(out))
+	}
+	deps := list("./transport/quichook")
+	for _, want := range []string{"internal/recovery", "internal/pacer", "internal/cmsg", "internal/cfgerr"} {
+		require.Contains(t, deps, "github.com/fresh-udp/fresh/"+want, "one protocol core")
+	}
+	for _, d := range deps {
+		require.NotContains(t, d, "internal/session")
+		require.NotContains(t, d, "beevik/ntp")
+	}
+	// The attack tests must move with the hook: no bench in their files.
+	for _, f := range []string{"attack_test.go", "shield_test.go", "fallback_test.go", "config_test.go"} {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "fresh/bench/", f)
+	}
 }

@@ -8,7 +8,7 @@
 // outside is the socket, quic.Transport{Conn: …}. A Conn is that socket: a
 // shim under quic-go on both ends.
 //
-//	hook, err := quichook.Listen("0.0.0.0:4433", quichook.Config{Controller: "owd"})
+//	hook, err := quichook.Listen("0.0.0.0:4433", quichook.Config{CC: "owd"})
 //	tr := &quic.Transport{Conn: hook}
 //	ln, err := tr.Listen(tlsConf, quicConf) // or tr.Dial(ctx, addr, tlsConf, quicConf)
 //	…
@@ -18,8 +18,9 @@
 // # How it works
 //
 // Every QUIC datagram quic-go writes to a peer that has the hook gets a
-// shim header (17 bytes: type, a sequence number of its own, the send
-// stamp in µs; 33 with the echo below) and waits in a bounded per-peer
+// shim header (25 bytes: type, the receiver's cookie, a sequence number
+// of its own, the send stamp in µs; 41 with the echo below) and waits in
+// a bounded per-peer
 // queue. A sender goroutine releases the queue as the peer's cc.Controller
 // allows: while the bytes in flight are under its window, at its pacing
 // rate. The receiving hook takes the header off before quic-go sees the
@@ -42,7 +43,7 @@
 // stamps that the data sender puts in its next datagram (reverse), as an
 // NTP exchange. Until the estimator is synchronised, samples go out marked
 // unsynchronised and delay-based controllers use RTT/2 (package owd, "RTT
-// fallback"); Config.TrustClocks skips the estimator when both clocks are
+// fallback"); Config.TrustPeerClock skips the estimator when both clocks are
 // synchronised already.
 //
 // # Telling the shim from QUIC
@@ -56,17 +57,22 @@
 //
 // # A peer without the hook
 //
-// The hook never shims to a peer before it knows the peer has the hook:
-// it sends a 6-byte hello before each of its first 8 datagrams to a new
-// address, and treats the address as hooked once a hello, a hello's answer
-// or a shimmed datagram arrives from it. Until then quic-go's datagrams go
-// out plain, and plain QUIC is always accepted. So a hooked endpoint talks
-// to plain quic-go (or any QUIC stack) as plain QUIC in either direction,
-// controlled by quic-go's own CUBIC alone: the documented fallback, never
-// a failed handshake or corrupt data. Stats and PeerStats.Hooked tell
-// which it is. (The hellos are shorter than 21 bytes, so a QUIC endpoint
-// that takes one for a short-header packet of an unknown connection does
-// not answer with a stateless reset, RFC 9000 §10.3.)
+// The hook never shims to a peer before it knows the peer has the hook
+// and receives at its address: it sends a hello (14 bytes; 22 once it
+// can echo the peer's cookie) before each of its first 8 datagrams to a
+// new address. A hello carries the sender's cookie for the receiver, and
+// is answered with the receiver's cookie and the echo of the sender's;
+// the address counts as hooked once it has shown this end's cookie (in a
+// hello's echo, an answer, or a shimmed datagram) and told its own. Until
+// then quic-go's datagrams go out plain, and plain QUIC is always
+// accepted. So a hooked endpoint talks to plain quic-go (or any QUIC
+// stack) as plain QUIC in either direction, controlled by quic-go's own
+// CUBIC alone: the documented fallback, never a failed handshake or
+// corrupt data. Stats and PeerStats.Hooked tell which it is. (A peer
+// without the hook only ever gets the 14-byte hellos, shorter than 21
+// bytes, so a QUIC endpoint that takes one for a short-header packet of
+// an unknown connection does not answer with a stateless reset, RFC 9000
+// §10.3; the 22-byte ones echo a cookie, which only a hook sends.)
 //
 // # Which window binds
 //
@@ -120,10 +126,10 @@
 // The shim's costs: the extra hop (a queue and a sender goroutine while
 // the controller holds datagrams back; a datagram it lets go at once is
 // written from quic-go's own write), the feedback datagrams (one per two
-// data datagrams, at most one a millisecond unless 32 are waiting), 17
+// data datagrams, at most one a millisecond unless 32 are waiting), 25
 // bytes per datagram (quic-go's path MTU discovery finds the MTU with them
 // included, since the socket sets don't-fragment; but the path must carry
-// quic-go's 1200-byte Initial plus 33 bytes), a non-standard wire that
+// quic-go's 1200-byte Initial plus 41 bytes), a non-standard wire that
 // needs the hook on both ends for any effect, and ECN: the hook marks
 // datagrams with its own DSCP, so quic-go's ECN validation turns ECN off.
 //
@@ -138,24 +144,53 @@
 //
 // # Security
 //
-// The shim is not authenticated: QUIC's packet protection covers what
-// quic-go puts in the datagram, not the header in front of it nor the
-// feedback. An on-path attacker can forge feedback (claim datagrams
-// arrived, or report delays), steering the hook's controller much as it
-// could by delaying or dropping packets; quic-go's own CUBIC still bounds
-// what is sent, and its loss recovery and flow control are untouched.
-// Feedback acknowledging a datagram never sent is rejected and counted
-// (Stats.Malformed). An off-path attacker who spoofs a plain peer's
-// address with a shim datagram makes the hook shim to that peer, whose
-// QUIC stack then drops everything: use the hook where both ends run it,
-// and read PeerStats.Hooked. Hellos are answered once each with an
-// equally small datagram, so the hook amplifies nothing.
+// The shim is not encrypted or integrity-protected: QUIC's packet
+// protection covers what quic-go puts in the datagram, not the header in
+// front of it, the feedback or the hellos. What the hook protects is the
+// off-path case (an attacker who can send with any source address but
+// sees nothing sent between the hooks), with a cookie per address, as
+// RFC 9000 §8.1 validates addresses with a token: each end derives its
+// cookie for a peer address from a secret of its own (HMAC-SHA256) and
+// sends it only to that address, in hellos and their answers; every data
+// and feedback datagram carries the receiver's cookie for its sender.
+//
+//   - Data or feedback without the right cookie changes nothing
+//     (Stats.Unauthenticated); a data datagram's QUIC payload still goes
+//     to quic-go, which authenticates its own packets. So does shim data
+//     from a peer the hook has forgotten: its cookie, which needs no
+//     state, validates it again.
+//   - An address counts as hooked only once it has shown the cookie, so a
+//     spoofed hello never makes the hook shim to a peer without it.
+//     Addresses that have not (hello only, or new to quic-go) are kept
+//     apart from validated peers, Config.MaxPeers of each: spoofed
+//     entries push out only each other.
+//   - Replies to an address that has not shown the cookie (hello answers;
+//     feedback never goes there) stay within three times the bytes
+//     received from it (RFC 9000 §8.1; Stats.AmplificationLimited). The
+//     hellos before quic-go's first datagrams to an address ride on
+//     quic-go's own writes, which quic-go's limit bounds.
+//   - A sequence number more than 2^16 above the largest received is not
+//     recorded (Stats.OutOfWindow), and a feedback range acknowledging a
+//     datagram never sent is dropped while the rest still counts
+//     (Stats.Malformed).
+//
+// An on-path attacker sees the cookies: it can forge feedback (claim
+// datagrams arrived, or report delays), steering the hook's controller
+// much as it could by delaying or dropping packets, or strip the shim so
+// that the connection runs as plain QUIC; quic-go's own CUBIC still
+// bounds what is sent, and its loss recovery and flow control are
+// untouched. A hook of shim version 1 and one of version 2 do not
+// understand each other's hellos (Stats.VersionMismatch on this side):
+// both stay plain QUIC.
 //
 // # Limits
 //
 // Per peer address: one controller and clock state, one queue of
 // Config.QueuePackets datagrams. Several quic-go connections to one peer
-// address share them. Config.MaxPeers bounds the peers; at the bound a
-// peer idle for 30 s with nothing in flight makes room for a new one.
+// address share them. Config.MaxPeers bounds the validated peers, and
+// separately the unvalidated entries; at the bound a new validated peer
+// takes the place of one idle for 30 s with nothing in flight (else it
+// gets plain QUIC), a new unvalidated entry that of the unvalidated one
+// heard from longest ago.
 // Path migration is not followed: a new address is a new peer.
 package quichook

@@ -120,7 +120,7 @@ func TestUpload20MB(t *testing.T) {
 	data := randomBytes(20<<20, 1)
 	for _, name := range []string{"owd", "cubic"} {
 		t.Run(name, func(t *testing.T) {
-			cfg := quichook.Config{Controller: name}
+			cfg := quichook.Config{CC: name}
 			srv, cli := newEndpoint(t, true, cfg), newEndpoint(t, true, cfg)
 			start := time.Now()
 			got := upload(t, cli, srv, nil, data, 30*time.Second)

@@ -26,13 +26,14 @@ func FuzzShim(f *testing.F) {
 	f.Add(h[:dataHeaderLen+4])
 	(&dataHeader{seq: 8, sent: 1_700_000_000_000_100, echo: true, t3: 5, t4: 6}).put(h[:])
 	f.Add(h[:])
-	f.Add(appendHello(nil, typeHello))
-	f.Add(appendHello(nil, typeHelloAck))
+	f.Add(appendHello(nil, hello{typ: typeHello, cookie: 7}))
+	f.Add(appendHello(nil, hello{typ: typeHello, cookie: 7, hasEcho: true, echo: 9}))
+	f.Add(appendHello(nil, hello{typ: typeHelloAck, cookie: 7, hasEcho: true, echo: 9}))
 	f.Add([]byte{0x03})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ctl, err := cc.New("owd", DefaultMSS)
+		ctl, err := cc.New("owd", DefaultMaxDatagram)
 		require.NoError(t, err)
-		s := &sender{ctl: ctl}
+		s := testSender(ctl)
 		for i := range 32 {
 			s.onSent(clock.Mono(i)*1000, 1200)
 		}
@@ -45,17 +46,19 @@ func FuzzShim(f *testing.F) {
 			require.True(t, bytes.Equal(b, got.append(nil)), "canonical encoding")
 			s.onFeedback(1e9, 1_700_000_000_000_000, &got)
 			s.onTimer(1e10)
-			require.GreaterOrEqual(t, s.inFlight, cc.ByteCount(0))
+			require.GreaterOrEqual(t, s.inFlight(), cc.ByteCount(0))
 		}
 		if h, payload, err := parseData(b); err == nil {
 			require.NotEmpty(t, payload)
 			rx.onData(1e9, 1_700_000_000_000_000, &h, &cfg)
 			rx.onData(1e9, 1_700_000_000_000_000, &dataHeader{seq: h.seq ^ 1, sent: h.sent}, &cfg)
-			out := rx.build(1e9, 1_700_000_000_000_000, nil)
+			out := rx.build(1e9, 1_700_000_000_000_000, 5, nil)
 			var back feedback
 			require.NoError(t, parseFeedback(out, &back), "the receiver's feedback decodes")
 		}
-		_ = parseHello(b)
+		if h, err := parseHello(b); err == nil {
+			require.Equal(t, b, appendHello(nil, h), "canonical encoding")
+		}
 	})
 }
 

@@ -36,12 +36,30 @@ func newReceiver() (*receiver, error) {
 	return &receiver{inband: ib, ranges: make([]seqRange, 0, maxRanges)}, nil
 }
 
+// seqWindow is how far above the largest sequence number received so far
+// a datagram's may be, in datagrams. The sender has at most its window in
+// flight and numbers every datagram once, so an honest number is at most a
+// window above the largest that arrived; 2^16 datagrams (95 MB at the
+// default MaxDatagram) is more than any window the controllers open. A
+// number beyond it would become the largest, and every later feedback
+// would acknowledge it; the datagram is taken as not the shim's (its
+// payload still goes to quic-go, which authenticates its own packets).
+const seqWindow = 1 << 16
+
+// inWindow reports whether seq may be recorded: the first datagram from a
+// peer sets where the numbers are (a peer forgotten and back resumes its
+// own numbering), every later one must be within seqWindow above the
+// largest.
+func (r *receiver) inWindow(seq uint64) bool {
+	return !r.has || seq <= r.largest || seq-r.largest <= seqWindow
+}
+
 // onData records one data datagram that arrived at now (wall clock wallUS)
 // and reports whether it is a duplicate. trust says both clocks are
 // synchronised already (no in-band offset); noInband disables the
 // estimator (samples then go out marked unsynchronised).
 func (r *receiver) onData(now clock.Mono, wallUS int64, h *dataHeader, cfg *Config) (dup bool) {
-	if !cfg.NoInband && !cfg.TrustClocks {
+	if !cfg.NoInband && !cfg.TrustPeerClock {
 		r.inband.AddForward(clock.Stamp(h.sent), clock.Stamp(wallUS))
 		if h.echo {
 			r.inband.AddReverse(clock.Stamp(h.t3), clock.Stamp(h.t4))
@@ -55,7 +73,7 @@ func (r *receiver) onData(now clock.Mono, wallUS int64, h *dataHeader, cfg *Conf
 	}
 	var theta time.Duration
 	switch {
-	case cfg.TrustClocks:
+	case cfg.TrustPeerClock:
 		r.synced = true
 	case cfg.NoInband:
 		r.synced = false
@@ -99,9 +117,10 @@ func (r *receiver) nextDue(cfg *Config) clock.Mono {
 }
 
 // build fills the next feedback datagram into b and resets what it reported.
-func (r *receiver) build(now clock.Mono, wallUS int64, b []byte) []byte {
+// cookie is the data sender's cookie for this end.
+func (r *receiver) build(now clock.Mono, wallUS int64, cookie uint64, b []byte) []byte {
 	f := &r.fb
-	f.t3, f.synced = wallUS, r.synced
+	f.cookie, f.t3, f.synced = cookie, wallUS, r.synced
 	f.ackDelay = uint32(min(max(now.Sub(r.largestAt).Microseconds(), 0), math.MaxUint32))
 	f.nRanges = copy(f.ranges[:], r.ranges)
 	b = f.append(b)

@@ -5,254 +5,155 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/pacer"
+	"github.com/fresh-udp/fresh/internal/recovery"
 )
 
-// Packet states in the sender's record.
-const (
-	stateInFlight uint8 = iota
-	stateAcked
-	stateLost
-)
-
-type sentPacket struct {
-	sent  clock.Mono
-	bytes int32
-	state uint8
-}
-
-// Loss detection over shim sequence numbers, RFC 9002 §6.1: a datagram is
-// lost once three later ones were acknowledged (kPacketThreshold) or 9/8 of
-// the RTT after a later one was (kTimeThreshold), never sooner than
-// kGranularity. The numbers count datagrams, not QUIC packets: quic-go
+// sender is one peer's sending half: the controller, and the same loss
+// detection, retransmission timer and pacer as fresh's own sessions
+// (packages internal/recovery and internal/pacer) over shim sequence
+// numbers. The numbers count datagrams, not QUIC packets: quic-go
 // retransmits what it declares lost itself; these losses only feed the
-// hook's controller.
-const (
-	packetThreshold = 3
-	granularity     = time.Millisecond
-	// initialRTO is the retransmission timeout before any RTT sample
-	// (RFC 6298 §2.1 says 1 s), minRTO its floor afterwards (RFC 6298
-	// §2.4 allows 1 s; Linux's 200 ms is the common practice).
-	initialRTO = time.Second
-	minRTO     = 200 * time.Millisecond
-	maxRTO     = 60 * time.Second
-	// pacingBurst is how far the pacer may catch up after being late:
-	// Go's timers fire up to ~1 ms late, so without credit a paced sender
-	// would fall short of its rate.
-	pacingBurst = 2 * time.Millisecond
-)
-
-// sender is one peer's sending half: the controller, the record of shimmed
-// datagrams in flight, loss detection and the retransmission timeout that
-// keeps a silent peer from freezing the gate. Not safe for concurrent use.
+// hook's controller. Not safe for concurrent use.
 type sender struct {
-	ctl cc.Controller
-	rtt cc.RTTStats
+	ctl    cc.Controller
+	tr     *recovery.Tracker
+	pace   pacer.Pacer
+	lostCB recovery.LostFunc // s.onLost, bound once
 
-	base         uint64       // sequence number of pkts[0]
-	pkts         []sentPacket // base, base+1, … up to next−1
-	next         uint64       // next sequence number
-	inFlight     cc.ByteCount
-	largestAcked uint64
-	hasAcked     bool
-	lossTime     clock.Mono // earliest time-threshold loss (0: none)
-	progress     clock.Mono // last acknowledgement, or the start of the flight
-	backoff      uint
-
-	echo     bool  // an echo of the latest feedback is pending
-	t3, t4   int64 // that echo
-	nextSend clock.Mono
+	echo   bool  // an echo of the latest feedback is pending
+	t3, t4 int64 // that echo
 
 	acked, lost, spurious, rtos int64
+	badRanges                   int64
 }
+
+// newSender returns a sender for a peer that delays its feedback by at
+// most maxAckDelay (the peer's Config.FeedbackDelay: the shim does not
+// announce it, so both ends are taken to run the same one).
+func newSender(ctl cc.Controller, maxAckDelay time.Duration) sender {
+	s := sender{ctl: ctl, tr: recovery.NewWithAckDelay(maxAckDelay)}
+	return s
+}
+
+// inFlight is the shimmed bytes neither acknowledged nor declared lost.
+func (s *sender) inFlight() cc.ByteCount { return s.tr.InFlight(0) }
 
 // onSent records a datagram of n bytes leaving at now and returns its
 // sequence number.
 func (s *sender) onSent(now clock.Mono, n int) uint64 {
-	if s.inFlight == 0 {
-		s.progress = now
-	}
-	seq := s.next
-	s.next++
-	s.pkts = append(s.pkts, sentPacket{sent: now, bytes: int32(n)})
-	s.inFlight += cc.ByteCount(n)
-	s.ctl.OnPacketSent(now, cc.PacketNumber(seq), cc.ByteCount(n), s.inFlight)
-	if rate := s.ctl.PacingRate(); rate > 0 {
-		gap := time.Duration(float64(n) * 8 / float64(rate) * float64(time.Second))
-		s.nextSend = max(s.nextSend, now.Add(-pacingBurst)).Add(gap)
-	}
-	return seq
+	pn := s.tr.OnSent(now, cc.ByteCount(n), 0, 0, 0)
+	s.ctl.OnPacketSent(now, pn, cc.ByteCount(n), s.inFlight())
+	s.pace.OnSent(now, cc.ByteCount(n), s.ctl.PacingRate())
+	return uint64(pn)
 }
 
 // canSend reports whether the controller lets the next datagram go at now:
 // the window has room and the pacer's time has come.
 func (s *sender) canSend(now clock.Mono) bool {
-	return s.ctl.CanSend(s.inFlight) && !now.Before(s.nextSend)
+	return s.ctl.CanSend(s.inFlight()) && s.pace.Ready(now)
 }
 
 // onFeedback processes one feedback datagram arriving at now (wall wallUS).
-// It reports false, changing nothing, if the feedback acknowledges a
-// sequence number never sent: a broken or lying peer.
-func (s *sender) onFeedback(now clock.Mono, wallUS int64, f *feedback) bool {
-	if f.nRanges > 0 && f.ranges[0].hi >= s.next {
-		return false
+// A range reaching a sequence number never sent cannot come from an honest
+// receiver: it is dropped and counted, and the ranges below it still
+// count, so that one bad range (a bug, or a datagram a receiver accepted
+// from someone else) cannot make every later feedback unusable. It
+// reports how many ranges it dropped.
+func (s *sender) onFeedback(now clock.Mono, wallUS int64, f *feedback) (dropped int) {
+	next := s.tr.Next()
+	first := 0 // the ranges are descending: the bad ones come first
+	for first < f.nRanges && cc.PacketNumber(f.ranges[first].hi) >= next {
+		first++
+	}
+	s.badRanges += int64(first)
+	if first == f.nRanges && f.nRanges > 0 {
+		return first // nothing usable: not even the echo is trusted
 	}
 	s.echo, s.t3, s.t4 = true, f.t3, wallUS
-	if f.nRanges == 0 {
-		return true
+	if first == f.nRanges {
+		return 0
 	}
-	largest := f.ranges[0].hi
-	prior := s.inFlight
+	largest := cc.PacketNumber(f.ranges[first].hi)
+	prior := s.inFlight()
 	var rtt time.Duration
-	if p := s.get(largest); p != nil && p.state == stateInFlight {
-		rtt = now.Sub(p.sent)
+	if p := s.tr.Get(largest); p != nil && p.State == recovery.InFlight {
+		rtt = now.Sub(p.Sent)
 		delay := time.Duration(f.ackDelay) * time.Microsecond
-		if m := s.rtt.Min(); m == 0 || rtt-delay >= m { // RFC 9002 §5.3
+		if m := s.tr.RTT().Min(); m == 0 || rtt-delay >= m { // RFC 9002 §5.3
 			rtt -= delay
 		}
 		if rtt > 0 {
-			s.rtt.Update(rtt)
+			s.tr.RTT().Update(rtt)
 		}
 	}
 	acked := false
-	next := 0 // f.sample's cursor
-	for i := f.nRanges - 1; i >= 0; i-- {
+	cursor := 0 // f.sample's
+	for i := f.nRanges - 1; i >= first; i-- {
 		r := f.ranges[i]
-		for seq := max(r.lo, s.base); seq <= r.hi; seq++ {
-			p := s.get(seq)
-			if p == nil || p.state != stateInFlight {
-				if p != nil && p.state == stateLost {
+		for pn := max(cc.PacketNumber(r.lo), s.tr.Base()); pn <= cc.PacketNumber(r.hi); pn++ {
+			p, ok := s.tr.Ack(pn)
+			if !ok {
+				if q := s.tr.Get(pn); q != nil && q.State == recovery.Lost {
 					s.spurious++
-					p.state = stateAcked
+					q.State = recovery.Acked
 				}
 				continue
 			}
-			p.state = stateAcked
 			acked = true
 			s.acked++
-			s.inFlight -= cc.ByteCount(p.bytes)
-			a := cc.AckSample{PacketNumber: cc.PacketNumber(seq), Bytes: cc.ByteCount(p.bytes), SentTime: p.sent,
-				PriorInFlight: prior, ClockSynced: f.synced}
-			if seq == largest {
+			a := cc.AckSample{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: prior, ClockSynced: f.synced}
+			if pn == largest {
 				a.RTT = rtt
 			}
-			if o, ok := f.sample(seq, &next); ok {
+			if o, ok := f.sample(uint64(pn), &cursor); ok {
 				a.OWD, a.OWDValid = time.Duration(o.owd)*time.Microsecond, true
 			}
 			s.ctl.OnAck(now, a)
 		}
 	}
+	s.tr.DetectLost(now, s.lostFn())
 	if acked {
-		if !s.hasAcked || largest > s.largestAcked {
-			s.largestAcked, s.hasAcked = largest, true
-		}
-		s.progress, s.backoff = now, 0
+		s.tr.ArmRTO(now)
 	}
-	s.detectLost(now)
-	s.compact()
-	return true
+	s.tr.Compact()
+	return first
 }
 
-func (s *sender) get(seq uint64) *sentPacket {
-	if seq < s.base || seq-s.base >= uint64(len(s.pkts)) {
-		return nil
+func (s *sender) lostFn() recovery.LostFunc {
+	if s.lostCB == nil {
+		s.lostCB = s.onLost
 	}
-	return &s.pkts[seq-s.base]
+	return s.lostCB
 }
 
-func (s *sender) lossDelay() time.Duration {
-	d := max(s.rtt.Smoothed(), s.rtt.Latest())
-	if d == 0 {
-		d = initialRTO / 3 // RFC 9002's kInitialRtt, 333 ms
-	}
-	return max(d*9/8, granularity)
+// onLost tells the controller of one datagram declared lost.
+func (s *sender) onLost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
+	s.lost++
+	s.ctl.OnLoss(now, cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: s.inFlight() + p.Bytes})
 }
 
-// detectLost declares lost what the thresholds say is.
-func (s *sender) detectLost(now clock.Mono) {
-	s.lossTime = 0
-	if !s.hasAcked {
-		return
-	}
-	delay := s.lossDelay()
-	prior := s.inFlight
-	for seq := s.base; seq < s.largestAcked; seq++ {
-		p := s.get(seq)
-		if p == nil {
-			break
-		}
-		if p.state != stateInFlight {
-			continue
-		}
-		if s.largestAcked-seq >= packetThreshold || now.Sub(p.sent) >= delay {
-			p.state = stateLost
-			s.lost++
-			s.inFlight -= cc.ByteCount(p.bytes)
-			s.ctl.OnLoss(now, cc.LossEvent{PacketNumber: cc.PacketNumber(seq), Bytes: cc.ByteCount(p.bytes), SentTime: p.sent, PriorInFlight: prior})
-			continue
-		}
-		if t := p.sent.Add(delay); s.lossTime == 0 || t.Before(s.lossTime) {
-			s.lossTime = t
-		}
-	}
-}
-
-func (s *sender) rto() time.Duration {
-	d := initialRTO
-	if s.rtt.HasSample() {
-		d = max(s.rtt.Smoothed()+4*s.rtt.Var(), minRTO)
-	}
-	return min(d<<min(s.backoff, 16), maxRTO)
-}
+// countLost counts a datagram the retransmission timeout declared lost:
+// the controller hears of the timeout once (OnRetransmissionTimeout), not
+// per datagram.
+func (s *sender) countLost(clock.Mono, cc.PacketNumber, *recovery.Packet) { s.lost++ }
 
 // deadline is when onTimer next has work (0: none).
-func (s *sender) deadline() clock.Mono {
-	t := s.lossTime
-	if s.inFlight > 0 {
-		if r := s.progress.Add(s.rto()); t == 0 || r.Before(t) {
-			t = r
-		}
-	}
-	return t
-}
+func (s *sender) deadline() clock.Mono { return s.tr.NextTimer() }
 
 // onTimer runs time-threshold loss detection and the retransmission
-// timeout. The timeout declares everything in flight gone without telling
-// OnLoss per datagram (the controller's OnRetransmissionTimeout is the one
-// signal), so that a peer that fell silent cannot hold the window shut.
-func (s *sender) onTimer(now clock.Mono) {
-	if s.lossTime != 0 && !now.Before(s.lossTime) {
-		s.detectLost(now)
+// timeout. The timeout declares everything in flight gone, so that a peer
+// that fell silent cannot hold the window shut, and reports true.
+func (s *sender) onTimer(now clock.Mono) (rto bool) {
+	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
+		s.tr.DetectLost(now, s.lostFn())
 	}
-	if s.inFlight > 0 && !now.Before(s.progress.Add(s.rto())) {
-		for i := range s.pkts {
-			if s.pkts[i].state == stateInFlight {
-				s.pkts[i].state = stateLost
-				s.lost++
-			}
-		}
-		s.inFlight = 0
+	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
+		s.tr.OnRTO(now, s.countLost)
 		s.rtos++
-		s.backoff++
-		s.progress = now
-		s.lossTime = 0
 		s.ctl.OnRetransmissionTimeout(now)
+		rto = true
 	}
-	s.compact()
-}
-
-// compact drops settled datagrams from the front of the record.
-func (s *sender) compact() {
-	i := 0
-	for i < len(s.pkts) && s.pkts[i].state != stateInFlight {
-		i++
-	}
-	if i == 0 {
-		return
-	}
-	s.base += uint64(i)
-	if i == len(s.pkts) {
-		s.pkts = s.pkts[:0]
-		return
-	}
-	s.pkts = s.pkts[i:]
+	s.tr.Compact()
+	return rto
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
 )
 
 // recorder is a controller that records what the sender tells it and
@@ -40,7 +41,7 @@ func fbOf(synced bool, ranges []seqRange, samples ...owdSample) *feedback {
 
 func TestSenderGatesByWindowAndFeedsSamples(t *testing.T) {
 	r := &recorder{window: 3000}
-	s := &sender{ctl: r}
+	s := testSender(r)
 	n := 0
 	for s.canSend(0) {
 		s.onSent(clock.Mono(n)*ms, 1000)
@@ -48,8 +49,7 @@ func TestSenderGatesByWindowAndFeedsSamples(t *testing.T) {
 	}
 	require.Equal(t, 3, n, "the window holds three 1000-byte datagrams")
 	// Acknowledge 0 and 1 (one feedback, ranges descending), with OWD for 1.
-	ok := s.onFeedback(50*ms, 1, fbOf(true, []seqRange{{0, 1}}, owdSample{seq: 1, owd: 12_000}))
-	require.True(t, ok)
+	require.Zero(t, s.onFeedback(50*ms, 1, fbOf(true, []seqRange{{0, 1}}, owdSample{seq: 1, owd: 12_000})))
 	require.Len(t, r.acks, 2)
 	require.Equal(t, cc.PacketNumber(0), r.acks[0].PacketNumber, "in sequence order")
 	require.False(t, r.acks[0].OWDValid)
@@ -62,21 +62,32 @@ func TestSenderGatesByWindowAndFeedsSamples(t *testing.T) {
 	require.True(t, s.echo, "the next datagram echoes this feedback")
 }
 
-func TestSenderRejectsFeedbackForUnsentDatagrams(t *testing.T) {
+// A range reaching past what was sent is dropped and counted; the ranges
+// below it still acknowledge, and later feedback still works (a range
+// with sequence 2^62 once made every later feedback look bad).
+func TestSenderDropsBadRangesKeepsTheRest(t *testing.T) {
 	r := &recorder{window: 1 << 20}
-	s := &sender{ctl: r}
+	s := testSender(r)
 	for i := range 4 {
 		s.onSent(clock.Mono(i)*ms, 1000)
 	}
-	require.False(t, s.onFeedback(10*ms, 1, fbOf(true, []seqRange{{0, 4}})), "4 was never sent")
+	require.Equal(t, 1, s.onFeedback(10*ms, 1, fbOf(true, []seqRange{{0, 4}})), "4 was never sent")
 	require.Empty(t, r.acks)
-	require.Equal(t, cc.ByteCount(4000), s.inFlight)
-	require.False(t, s.echo)
+	require.Equal(t, cc.ByteCount(4000), s.inFlight())
+	require.False(t, s.echo, "feedback with nothing usable is not echoed")
+
+	require.Equal(t, 1, s.onFeedback(11*ms, 1, fbOf(true, []seqRange{{3, 1 << 62}, {0, 1}})))
+	require.Len(t, r.acks, 2, "0 and 1 acknowledged despite the bad range above them")
+	require.True(t, s.echo)
+	require.Zero(t, s.onFeedback(12*ms, 1, fbOf(true, []seqRange{{2, 3}})), "later feedback is fine")
+	require.Len(t, r.acks, 4)
+	require.Zero(t, s.inFlight())
+	require.Equal(t, int64(2), s.badRanges)
 }
 
 func TestSenderDeclaresLossByThresholds(t *testing.T) {
 	r := &recorder{window: 1 << 20}
-	s := &sender{ctl: r}
+	s := testSender(r)
 	for i := range 10 {
 		s.onSent(clock.Mono(i)*ms, 1000)
 	}
@@ -84,12 +95,12 @@ func TestSenderDeclaresLossByThresholds(t *testing.T) {
 	s.onFeedback(40*ms, 1, fbOf(false, []seqRange{{3, 9}}))
 	require.Len(t, r.losses, 3)
 	require.Equal(t, cc.PacketNumber(0), r.losses[0].PacketNumber)
-	require.Equal(t, cc.ByteCount(0), s.inFlight)
+	require.Equal(t, cc.ByteCount(0), s.inFlight())
 	// A late acknowledgement of a datagram declared lost changes nothing:
 	// no second ack, no bytes leave the flight twice.
 	s.onFeedback(41*ms, 1, fbOf(false, []seqRange{{0, 9}}))
 	require.Len(t, r.acks, 7)
-	require.Equal(t, cc.ByteCount(0), s.inFlight)
+	require.Equal(t, cc.ByteCount(0), s.inFlight())
 
 	// Time threshold: 10 and 12 sent, 12 acknowledged; 10 is lost 9/8 RTT
 	// after it was sent, not before.
@@ -98,31 +109,44 @@ func TestSenderDeclaresLossByThresholds(t *testing.T) {
 	s.onSent(102*ms, 1000)
 	s.onFeedback(140*ms, 1, fbOf(false, []seqRange{{12, 12}}))
 	require.Len(t, r.losses, 3, "not yet: 10 and 11 are within the threshold")
-	require.NotZero(t, s.lossTime)
-	s.onTimer(s.lossTime)
+	require.NotZero(t, s.tr.LossTime())
+	s.onTimer(s.tr.LossTime())
 	require.Len(t, r.losses, 4, "10 lost at the loss timer")
 	require.Equal(t, cc.PacketNumber(10), r.losses[3].PacketNumber)
-	s.onTimer(s.lossTime)
+	s.onTimer(s.tr.LossTime())
 	require.Len(t, r.losses, 5, "11 a millisecond later")
 }
 
 func TestSenderTimeoutEmptiesTheFlight(t *testing.T) {
 	r := &recorder{window: 3000}
-	s := &sender{ctl: r}
+	s := testSender(r)
 	for s.canSend(0) {
 		s.onSent(0, 1000)
 	}
 	require.False(t, s.canSend(0))
 	d := s.deadline()
-	require.Equal(t, clock.Mono(initialRTO), d, "an RTO of 1 s before any RTT sample")
+	require.Equal(t, clock.Mono(recovery.InitialRTO), d, "an RTO of 1 s before any RTT sample")
 	s.onTimer(d - 1)
 	require.Zero(t, r.rtos)
 	s.onTimer(d)
 	require.Equal(t, 1, r.rtos)
-	require.Zero(t, s.inFlight)
+	require.Zero(t, s.inFlight())
 	require.True(t, s.canSend(d), "a silent peer does not hold the window shut")
 	s.onSent(d, 1000)
-	require.Equal(t, d.Add(2*initialRTO), s.deadline(), "backed off")
+	require.Equal(t, d.Add(2*recovery.InitialRTO), s.deadline(), "backed off")
+	// The backoff stops at recovery.MaxBackoffRTO, as the session's does:
+	// a peer back from an outage is probed every 2 s, not every minute.
+	for range 6 {
+		at := s.deadline()
+		require.True(t, s.onTimer(at))
+		s.onSent(at, 1000)
+		require.Equal(t, at.Add(recovery.MaxBackoffRTO), s.deadline())
+	}
+}
+
+func testSender(ctl cc.Controller) *sender {
+	s := newSender(ctl, 0)
+	return &s
 }
 
 // A full feedback datagram's samples reach the right datagrams even when
@@ -130,7 +154,7 @@ func TestSenderTimeoutEmptiesTheFlight(t *testing.T) {
 // expects ascending order), and a datagram without one gets none.
 func TestSenderMatchesSamplesOutOfOrder(t *testing.T) {
 	r := &recorder{window: 1 << 20}
-	s := &sender{ctl: r}
+	s := testSender(r)
 	for i := range maxSamples + 1 {
 		s.onSent(clock.Mono(i)*ms, 1000)
 	}
@@ -141,7 +165,7 @@ func TestSenderMatchesSamplesOutOfOrder(t *testing.T) {
 		samples = append(samples, owdSample{seq: uint64(i), owd: int32(1000 + i)})
 	}
 	samples[5], samples[6] = samples[6], samples[5]
-	require.True(t, s.onFeedback(100*ms, 1, fbOf(true, []seqRange{{0, maxSamples}}, samples...)))
+	require.Zero(t, s.onFeedback(100*ms, 1, fbOf(true, []seqRange{{0, maxSamples}}, samples...)))
 	require.Len(t, r.acks, maxSamples+1)
 	for i, a := range r.acks[:maxSamples] {
 		require.True(t, a.OWDValid, "datagram %d", i)

@@ -20,6 +20,11 @@ type counters struct {
 	duplicates                 int64
 	sendErrors                 int64
 	peersRefused, peersEvicted int64
+	unauthenticated            int64
+	outOfWindow                int64
+	versionMismatch            int64
+	amplificationLimited       int64
+	unvalidatedEvicted         int64
 }
 
 // Stats is a snapshot of the hook (Conn.Stats): datagram counters since
@@ -50,22 +55,40 @@ type Stats struct {
 	// SendMessages the messages in them, each a lone datagram or a
 	// segmented run: ShimSent / SendCalls is the batching achieved.
 	SendCalls, SendMessages int64
-	// PeersRefused counts datagrams of peers beyond Config.MaxPeers while
-	// none had been idle long enough to make room; PeersEvicted the peers
-	// forgotten to make room (silent for 30 s, nothing in flight).
-	PeersRefused, PeersEvicted int64
-	Peers                      []PeerStats
+	// PeersRefused counts datagrams of validated peers beyond
+	// Config.MaxPeers while none had been idle long enough to make room;
+	// PeersEvicted the validated peers forgotten to make room (silent for
+	// 30 s, nothing in flight); UnvalidatedEvicted the unvalidated entries
+	// (hello only, or not yet answered) that made room for newer ones.
+	PeersRefused, PeersEvicted, UnvalidatedEvicted int64
+	// Unauthenticated counts shim datagrams without this end's cookie for
+	// their source address: spoofed, or from a hook that lost it. The
+	// hook learns nothing from them; a data datagram's QUIC payload still
+	// goes to quic-go, which authenticates its own packets. OutOfWindow
+	// counts data datagrams with the cookie whose sequence number jumped
+	// too far ahead (their payload goes to quic-go too).
+	Unauthenticated, OutOfWindow int64
+	// VersionMismatch counts hellos from a hook of another shim version
+	// (left unanswered: both ends stay plain QUIC).
+	VersionMismatch int64
+	// AmplificationLimited counts replies (hello answers) not sent because
+	// the address, not yet validated, had not sent a third of their size.
+	AmplificationLimited int64
+	Peers                []PeerStats
 }
 
 // PeerStats is one peer's state.
 type PeerStats struct {
 	Addr netip.AddrPort
-	// Hooked says the peer has the hook (it sent a hello or a shimmed
-	// datagram); until then, or for good with a peer without it, quic-go's
-	// datagrams go plain and the controller is not involved.
+	// Hooked says the peer has the hook and proved it receives at its
+	// address (it showed this end's cookie, and told its own); until then,
+	// or for good with a peer without it, quic-go's datagrams go plain and
+	// the controller is not involved.
 	Hooked bool
 	// CC is the controller's name, Metrics its state (window, pacing
-	// rate, RTT and OWD state, the delay signal in use).
+	// rate, RTT and OWD state, the delay signal in use). These and the
+	// fields below are zero for an address that has not shown this end's
+	// cookie: it has no controller yet.
 	CC      string
 	Metrics cc.Metrics
 	// InFlight is the shimmed bytes not yet acknowledged or declared lost;
@@ -103,18 +126,22 @@ func (c *Conn) Stats() Stats {
 		HellosSent: s.hellosSent, HellosReceived: s.hellosReceived,
 		QueueDrops: s.queueDrops, Malformed: s.malformed, Oversize: s.oversize,
 		Duplicates: s.duplicates, SendErrors: s.sendErrors, PeersRefused: s.peersRefused,
-		PeersEvicted: s.peersEvicted, SendCalls: c.batchCalls.Load(), SendMessages: c.batchMsgs.Load(),
+		PeersEvicted: s.peersEvicted, UnvalidatedEvicted: s.unvalidatedEvicted,
+		Unauthenticated: s.unauthenticated, OutOfWindow: s.outOfWindow, VersionMismatch: s.versionMismatch,
+		AmplificationLimited: s.amplificationLimited, SendCalls: c.batchCalls.Load(), SendMessages: c.batchMsgs.Load(),
 	}
 	now := c.clk.Now()
 	for _, p := range c.peers {
 		c.account(p, now)
-		st.Peers = append(st.Peers, PeerStats{
-			Addr: p.addr, Hooked: p.hooked, CC: p.tx.ctl.Name(), Metrics: p.tx.ctl.Metrics(),
-			InFlight: p.tx.inFlight, Queued: p.queue.n,
-			SRTT: p.tx.rtt.Smoothed(), MinRTT: p.tx.rtt.Min(),
-			Acked: p.tx.acked, Lost: p.tx.lost, SpuriousLosses: p.tx.spurious, RTOs: p.tx.rtos,
-			ClockSynced: p.rx.synced, HookBound: p.busy, QUICBound: p.idle,
-		})
+		ps := PeerStats{Addr: p.addr, Hooked: p.hooked()}
+		if p.validated {
+			ps.CC, ps.Metrics = p.tx.ctl.Name(), p.tx.ctl.Metrics()
+			ps.InFlight, ps.Queued = p.tx.inFlight(), p.queue.n
+			ps.SRTT, ps.MinRTT = p.tx.tr.RTT().Smoothed(), p.tx.tr.RTT().Min()
+			ps.Acked, ps.Lost, ps.SpuriousLosses, ps.RTOs = p.tx.acked, p.tx.lost, p.tx.spurious, p.tx.rtos
+			ps.ClockSynced, ps.HookBound, ps.QUICBound = p.rx.synced, p.busy, p.idle
+		}
+		st.Peers = append(st.Peers, ps)
 	}
 	sort.Slice(st.Peers, func(i, j int) bool { return st.Peers[i].Addr.String() < st.Peers[j].Addr.String() })
 	return st

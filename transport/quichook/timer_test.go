@@ -18,10 +18,10 @@ import (
 // and the controller's window, stuck.
 func TestRTOFiresForDirectWritesAfterPeerFallsSilent(t *testing.T) {
 	leakCheck(t)
-	a, err := quichook.Listen("127.0.0.1:0", quichook.Config{Controller: "reno"})
+	a, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: "reno"})
 	require.NoError(t, err)
 	defer a.Close()
-	b, err := quichook.Listen("127.0.0.1:0", quichook.Config{Controller: "reno"})
+	b, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: "reno"})
 	require.NoError(t, err)
 	defer b.Close()
 	drain := func(c *quichook.Conn) chan struct{} {

@@ -22,26 +22,43 @@ const (
 // isShim reports whether a datagram's first byte is the shim's (not QUIC).
 func isShim(first byte) bool { return first&0xC0 == 0 }
 
+// The cookie. Every shim datagram but a hello carries, after its type, the
+// receiver's cookie for the sender's address: 8 bytes the receiver derived
+// from a secret of its own and told the sender in a hello or its answer.
+// Only someone who receives at that address learns it, so a datagram with
+// the right cookie comes from the address it claims or from someone on
+// the path between (RFC 9000 §8.1 validates addresses with a token the
+// same way). See Conn.cookieFor.
+const cookieLen = 8
+
 const (
-	dataHeaderLen     = 1 + 8 + 8          // type, sequence, send stamp (µs)
-	dataEchoHeaderLen = dataHeaderLen + 16 // + echo T3, T4 (µs)
+	dataHeaderLen     = 1 + cookieLen + 8 + 8 // type, cookie, sequence, send stamp (µs)
+	dataEchoHeaderLen = dataHeaderLen + 16    // + echo T3, T4 (µs)
 	// maxHeaderLen is the most the shim adds to a QUIC datagram.
 	maxHeaderLen = dataEchoHeaderLen
 
-	// helloLen is a hello's size: type, version, 4 bytes of magic. Kept
-	// under 21 bytes so that a QUIC endpoint without the hook, which
-	// takes it for a short-header packet of an unknown connection, never
-	// answers it with a stateless reset (RFC 9000 §10.3: a reset must be
-	// smaller than the packet that triggers it, and at least 21 bytes).
-	helloLen = 6
-	version  = 1
+	// A hello is type, version, 4 bytes of magic, the sender's cookie for
+	// the receiver, and, once the sender knows it, the echo of the
+	// receiver's cookie for the sender (helloEchoLen; an answer always
+	// echoes the hello's cookie). The first hellos to a new address are
+	// helloLen: under 21 bytes, so that a QUIC endpoint without the hook,
+	// which takes one for a short-header packet of an unknown connection,
+	// never answers it with a stateless reset (RFC 9000 §10.3: a reset must
+	// be smaller than the packet that triggers it, and at least 21 bytes).
+	helloLen     = 1 + 1 + 4 + cookieLen
+	helloEchoLen = helloLen + cookieLen
+	// version 2 added the cookies; a version-1 hook's 6-byte hello is
+	// counted (Stats.VersionMismatch) and unanswered, and it counts ours as
+	// malformed: both ends stay plain QUIC.
+	version = 2
 
-	// feedbackFixed: type, T3, flags, ack delay (µs), range and sample counts.
-	feedbackFixed = 1 + 8 + 1 + 4 + 1 + 1
+	// feedbackFixed: type, cookie, T3, flags, ack delay (µs), range and
+	// sample counts.
+	feedbackFixed = 1 + cookieLen + 8 + 1 + 4 + 1 + 1
 	rangeLen      = 8 + 4 // largest, count − 1
 	sampleLen     = 8 + 4 // sequence, OWD (µs)
 	// maxRanges and maxSamples bound one feedback datagram (and what a
-	// decoder accepts): 16·12 + 32·12 + 16 = 592 bytes. Feedback goes at
+	// decoder accepts): 16·12 + 32·12 + 24 = 600 bytes. Feedback goes at
 	// the latest when maxSamples datagrams are waiting, so at loopback
 	// rates it sets how many feedback datagrams, each a syscall at both
 	// ends, there are: with 32, about as many as quic-go's own ACKs.
@@ -57,6 +74,7 @@ const flagSynced byte = 0x01 // the receiver trusts its clock-offset estimate
 
 // dataHeader is the shim header in front of one QUIC datagram.
 type dataHeader struct {
+	cookie uint64 // the receiver's cookie for the sender
 	seq    uint64 // shim sequence number: one per datagram, never reused
 	sent   int64  // send stamp, sender's wall clock, µs since the epoch
 	echo   bool   // t3, t4 are set
@@ -75,11 +93,12 @@ func (h *dataHeader) put(b []byte) {
 	b[0] = typeData
 	if h.echo {
 		b[0] = typeDataEcho
-		binary.BigEndian.PutUint64(b[17:], uint64(h.t3))
-		binary.BigEndian.PutUint64(b[25:], uint64(h.t4))
+		binary.BigEndian.PutUint64(b[25:], uint64(h.t3))
+		binary.BigEndian.PutUint64(b[33:], uint64(h.t4))
 	}
-	binary.BigEndian.PutUint64(b[1:], h.seq)
-	binary.BigEndian.PutUint64(b[9:], uint64(h.sent))
+	binary.BigEndian.PutUint64(b[1:], h.cookie)
+	binary.BigEndian.PutUint64(b[9:], h.seq)
+	binary.BigEndian.PutUint64(b[17:], uint64(h.sent))
 }
 
 var (
@@ -107,11 +126,12 @@ func parseData(b []byte) (dataHeader, []byte, error) {
 	if len(b) <= n {
 		return h, nil, errShort
 	}
-	h.seq = binary.BigEndian.Uint64(b[1:])
-	h.sent = int64(binary.BigEndian.Uint64(b[9:]))
+	h.cookie = binary.BigEndian.Uint64(b[1:])
+	h.seq = binary.BigEndian.Uint64(b[9:])
+	h.sent = int64(binary.BigEndian.Uint64(b[17:]))
 	if h.echo {
-		h.t3 = int64(binary.BigEndian.Uint64(b[17:]))
-		h.t4 = int64(binary.BigEndian.Uint64(b[25:]))
+		h.t3 = int64(binary.BigEndian.Uint64(b[25:]))
+		h.t4 = int64(binary.BigEndian.Uint64(b[33:]))
 	}
 	return h, b[n:], nil
 }
@@ -127,6 +147,7 @@ type owdSample struct {
 
 // feedback is what the receiving shim reports to the sending one.
 type feedback struct {
+	cookie   uint64 // the data sender's cookie for the feedback's sender
 	t3       int64  // send stamp, receiver's wall clock, µs
 	synced   bool   // the receiver trusts its offset estimate
 	ackDelay uint32 // µs between the largest reported arrival and t3
@@ -161,6 +182,7 @@ func (f *feedback) append(b []byte) []byte {
 		flags |= flagSynced
 	}
 	b = append(b, typeFeedback)
+	b = binary.BigEndian.AppendUint64(b, f.cookie)
 	b = binary.BigEndian.AppendUint64(b, uint64(f.t3))
 	b = append(b, flags)
 	b = binary.BigEndian.AppendUint32(b, f.ackDelay)
@@ -188,13 +210,14 @@ func parseFeedback(b []byte, f *feedback) error {
 	if b[0] != typeFeedback {
 		return errType
 	}
-	nr, ns := int(b[14]), int(b[15])
-	if b[9]&^flagSynced != 0 || nr > maxRanges || ns > maxSamples || len(b) != feedbackFixed+nr*rangeLen+ns*sampleLen {
+	nr, ns := int(b[22]), int(b[23])
+	if b[17]&^flagSynced != 0 || nr > maxRanges || ns > maxSamples || len(b) != feedbackFixed+nr*rangeLen+ns*sampleLen {
 		return errRanges
 	}
-	f.t3 = int64(binary.BigEndian.Uint64(b[1:]))
-	f.synced = b[9]&flagSynced != 0
-	f.ackDelay = binary.BigEndian.Uint32(b[10:])
+	f.cookie = binary.BigEndian.Uint64(b[1:])
+	f.t3 = int64(binary.BigEndian.Uint64(b[9:]))
+	f.synced = b[17]&flagSynced != 0
+	f.ackDelay = binary.BigEndian.Uint32(b[18:])
 	f.nRanges, f.nSamples = nr, ns
 	p := b[feedbackFixed:]
 	for i := range nr {
@@ -218,16 +241,48 @@ func parseFeedback(b []byte, f *feedback) error {
 	return nil
 }
 
-// appendHello appends a hello (or its ack) to b.
-func appendHello(b []byte, typ byte) []byte {
-	b = append(b, typ, version)
-	return append(b, helloMagic[:]...)
+// hello is a hello or its answer (typeHelloAck).
+type hello struct {
+	typ     byte
+	cookie  uint64 // the sender's cookie for the receiver
+	hasEcho bool
+	echo    uint64 // the receiver's cookie for the sender, as the sender learned it
 }
 
-// parseHello checks a hello or helloAck.
-func parseHello(b []byte) error {
-	if len(b) != helloLen || (b[0] != typeHello && b[0] != typeHelloAck) || b[1] != version || [4]byte(b[2:6]) != helloMagic {
-		return errVersion
+// appendHello appends h to b.
+func appendHello(b []byte, h hello) []byte {
+	b = append(b, h.typ, version)
+	b = append(b, helloMagic[:]...)
+	b = binary.BigEndian.AppendUint64(b, h.cookie)
+	if h.hasEcho {
+		b = binary.BigEndian.AppendUint64(b, h.echo)
 	}
-	return nil
+	return b
+}
+
+// errOldVersion is a hello from a hook of another version.
+var errOldVersion = errors.New("quichook: hello of another shim version")
+
+// parseHello decodes a hello or its answer. An answer without the echo is
+// malformed: it always echoes the hello it answers.
+func parseHello(b []byte) (hello, error) {
+	var h hello
+	if len(b) < 6 || (b[0] != typeHello && b[0] != typeHelloAck) || [4]byte(b[2:6]) != helloMagic {
+		return h, errVersion
+	}
+	if b[1] != version {
+		return h, errOldVersion
+	}
+	switch len(b) {
+	case helloLen:
+	case helloEchoLen:
+		h.hasEcho, h.echo = true, binary.BigEndian.Uint64(b[helloLen:])
+	default:
+		return h, errVersion
+	}
+	h.typ, h.cookie = b[0], binary.BigEndian.Uint64(b[6:])
+	if h.typ == typeHelloAck && !h.hasEcho {
+		return h, errVersion
+	}
+	return h, nil
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"net"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/quic-go/quic-go/qlogwriter"
 
 	"github.com/fresh-udp/fresh/bench/emu"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/transport/quichook"
@@ -43,7 +43,7 @@ func tlsConfigs() (srv, cli *tls.Config, err error) {
 // socket opens a plain UDP socket or the hook on loopback.
 func socket(hooked bool, ccName string) (net.PacketConn, *quichook.Conn, error) {
 	if hooked {
-		h, err := quichook.Listen("127.0.0.1:0", quichook.Config{Controller: ccName})
+		h, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: ccName})
 		return h, h, err
 	}
 	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
