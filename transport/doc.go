@@ -10,6 +10,13 @@
 //	c.SendUpdate(sample); c.ReadUpdate(ctx)   // freshest-only updates
 //	c.Stats(); c.Close()
 //
+// Listen and Dial open a UDP socket of their own. Per-connection settings
+// are in Config; the socket and what the connections on it share (the
+// listener's address validation and admission limits) are in a Transport,
+// as in quic-go, whose Listen and Dial take a socket of your own (any
+// net.PacketConn; ListenUDP opens one with SO_REUSEPORT) and can serve a
+// Listener and dialed connections on one port.
+//
 // # Stream
 //
 // Data frames carry (offset, bytes, FIN), as QUIC's STREAM frames (RFC 9000
@@ -183,7 +190,8 @@
 // One Listener is one socket, read by one goroutine and sent on by another,
 // so the protocol work of one monitor process runs on about two cores at most.
 // To use more, run several monitor processes on one port, each with a
-// socket from ListenUDP(addr, true) (SO_REUSEPORT) in its Transport.Conn: each has its own socket, and the kernel
+// socket from ListenUDP(addr, true) (SO_REUSEPORT) in its Transport.Conn:
+// each has its own socket, and the kernel
 // hands each arriving datagram to one of them by a hash of its source and
 // destination addresses and ports. A source therefore stays with the process
 // that accepted it while its address and port stay the same, which is what
