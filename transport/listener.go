@@ -184,6 +184,7 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 	}
 	e, err := l.track(id, from, src, s)
 	if err != nil {
+		s.Abort(err) // never run: release its TLS state
 		release()
 		return nil
 	}

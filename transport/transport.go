@@ -264,7 +264,11 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 		}
 		c = newConn(&conf, t, raddr, s)
 		e := &entry{c: c, id: s.ConnID(), addr: netip.AddrPortFrom(raddr.AddrPort().Addr().Unmap(), raddr.AddrPort().Port())}
-		switch err := t.add(e); {
+		err = t.add(e)
+		if err != nil {
+			s.Abort(err) // never sent: its TLS handshake must not wait for an answer
+		}
+		switch {
 		case errors.Is(err, errIDTaken):
 			c = nil // one in 2^64 per pair of connections: draw again
 		case err != nil:
