@@ -14,72 +14,37 @@ import (
 // documented there.
 type Stats struct {
 	// Stream congestion control.
-	CC          string       // controller name
-	Window      cc.ByteCount // congestion window, bytes
-	PacingRate  cc.Bandwidth // bit/s
-	InSlowStart bool         //
-	// Mode is the stream controller's mode (cc.Metrics.Mode: "slow_start",
-	// "avoidance", and owd's "probe" and "competitive", bbr's "startup",
-	// "drain", "probe_bw", "probe_rtt").
-	Mode   string
-	SRTT   time.Duration // smoothed RTT (RFC 6298)
-	MinRTT time.Duration //
-	// MinOWD and CurOWD are the stream's one-way delays: the owd
-	// controller's OWDmin and OWDcur, or, for a controller without them,
-	// the smallest trusted sample since the connection opened and the
-	// smallest of the last four (0 until the clocks are trusted).
-	MinOWD time.Duration
-	CurOWD time.Duration
-	Signal cc.DelaySignal
-	// Clocks: the estimated receiver − sender offset of the peer's clock
-	// (in-band, clock.Inband) and whether this end trusts it, so that the
-	// one-way delays it stamps on its ACKs are true.
-	ClockOffset time.Duration
-	ClockSynced bool
-	// PeerClockSynced says the peer trusts its own offset estimate: the
-	// one-way delays on the ACKs this end receives are true, and a
-	// delay-based controller may use them (until then owd acts on RTT/2).
+	CC              string
+	Window          cc.ByteCount
+	PacingRate      cc.Bandwidth
+	InSlowStart     bool
+	Mode            string
+	SRTT, MinRTT    time.Duration
+	MinOWD, CurOWD  time.Duration
+	Signal          cc.DelaySignal
+	ClockOffset     time.Duration
+	ClockSynced     bool
 	PeerClockSynced bool
 
 	// Datagrams and bytes on the wire.
 	PacketsSent, PacketsReceived int64
 	BytesSent, BytesReceived     int64
-	PacketsLost                  int64 // declared lost by this sender
-	Retransmitted                int64 // stream packets that carried resent bytes
-	Duplicates                   int64 // packets received twice
-	Malformed                    int64 // datagrams dropped as malformed
-	// Packets dropped by packet protection: failed authentication
-	// (forged, corrupted, or for keys no longer held), or replayed (an
-	// authentic packet number seen before, or too old to tell).
-	Unauthenticated, Replayed int64
-	KeyUpdates                int64 // key phases this end started or followed (RFC 9001 §6)
+	PacketsLost, Retransmitted   int64
+	Duplicates, Malformed        int64
+	Unauthenticated, Replayed    int64
+	KeyUpdates                   int64
 
 	// Stream.
-	StreamBytesAcked    int64 // sent and acknowledged
-	StreamBytesReceived int64 // received, duplicates included
-	// StreamFramesDropped counts Data frames dropped unacknowledged because
-	// storing them would hold more than Config.MaxStreamGaps holes (the
-	// sender resends them).
-	StreamFramesDropped int64
-	// OWDDiscarded counts the peer's one-way-delay samples on ACKs that
-	// were impossible (below zero, above the packet's round trip, or below
-	// the smallest so far, each beyond the clocks' uncertainty) and were
-	// not given to the controller.
-	OWDDiscarded int64
+	StreamBytesAcked, StreamBytesReceived int64
+	StreamFramesDropped                   int64 // beyond Config.MaxStreamGaps holes
+	OWDDiscarded                          int64
 
-	// Updates sent (source side).
-	UpdatesSent       int64
-	UpdatesSuperseded int64   // replaced by a fresher one before they could go
-	UpdatesLost       int64   // never retransmitted
-	UpdateRate        float64 // the regulator's current rate, updates/s
-
-	// Updates received (monitor side).
-	UpdatesReceived int64
-	UpdatesStale    int64 // older than one already delivered: dropped
-	// UpdatesRejected counts updates generated further in the future than
-	// Config.MaxUpdateFuture: dropped, never delivered.
-	UpdatesRejected int64
-	Age             AgeStats
+	// Updates sent (source side) and received (monitor side).
+	UpdatesSent, UpdatesSuperseded, UpdatesLost int64
+	UpdateRate                                  float64
+	UpdatesReceived, UpdatesStale               int64
+	UpdatesRejected                             int64 // beyond Config.MaxUpdateFuture
+	Age                                         AgeStats
 }
 
 // AgeStats is the age of information at this end (monitor side): the
