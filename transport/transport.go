@@ -39,7 +39,10 @@ import (
 //	tr.Close() // ends the Listener and every connection; udp stays open
 //
 // The fields must be set before the first Listen or Dial and not changed
-// after. Every zero field takes the default written beside it.
+// after. Every zero field takes the default written beside it. The
+// driver keeps every connection's timers on the clock of the first
+// Listen's or Dial's Config.Clock: connections on one Transport should
+// share one clock (the default system clock does).
 type Transport struct {
 	// Conn is the socket (required). A *net.UDPConn is read and written in
 	// batches (recvmmsg, sendmmsg, UDP GSO and GRO on Linux) with each
