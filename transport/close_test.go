@@ -87,5 +87,36 @@ func TestAbortEndsReadUpdateWithError(t *testing.T) {
 	_, err = drainUpdates(t, srv)
 	require.ErrorIs(t, err, ErrPeerClosed)
 	require.NotEqual(t, io.EOF, err)
-	require.Contains(t, err.Error(), "unacknowledged")
+	require.ErrorIs(t, err, ErrStreamAborted)
+}
+
+// Conn.Abort tells the peer its stream is not whole: the peer reads every
+// byte that arrived, acknowledged or not, and then ErrStreamAborted — never
+// io.EOF, which Close would have given — and the aborting end's Close after
+// it does nothing more.
+func TestAbortEndsPeerReadWithStreamAborted(t *testing.T) {
+	l, cli, srv := pair(t, Config{}, Config{})
+	defer l.Close()
+	defer srv.Close()
+
+	part := []byte("the first part of an upload")
+	_, err := cli.Write(part)
+	require.NoError(t, err)
+	got := make([]byte, len(part))
+	_, err = io.ReadFull(srv, got)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return cli.Stats().StreamBytesAcked == int64(len(part)) },
+		5*time.Second, time.Millisecond, "every byte acknowledged before the abort")
+
+	require.NoError(t, cli.Abort())
+	require.NoError(t, cli.Close(), "Close after Abort does nothing")
+	_, err = srv.Read(make([]byte, 1))
+	require.ErrorIs(t, err, ErrStreamAborted)
+	require.ErrorIs(t, err, ErrPeerClosed)
+	require.NotErrorIs(t, err, io.EOF)
+	select {
+	case <-cli.Done():
+	default:
+		t.Fatal("Abort returned before the connection ended")
+	}
 }

@@ -421,15 +421,39 @@ func (c *Conn) Close() error {
 		c.s.Close()
 		c.mu.Unlock()
 		c.kick()
-		<-c.done
-		if c.ownsTransport {
-			_ = c.tr.Close()
-		}
-		if c.stopNTP != nil {
-			c.stopNTP()
-		}
+		c.closed()
 	})
 	return c.closeErr
+}
+
+// Abort ends the connection at once and tells the peer the stream is not
+// whole: its Read ends with an error wrapping ErrStreamAborted after the
+// bytes it has, never io.EOF, even when every byte written so far was
+// acknowledged. Use it when what was written is not all that was meant (an
+// upload cut short by a deadline or a Ctrl-C), so the receiver cannot take
+// a prefix for the whole; Close is for a stream that is complete. Abort
+// does not linger, drops what was not yet sent, and returns once the
+// CLOSE has left. Close or Abort after it does nothing.
+func (c *Conn) Abort() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.s.CloseAbort()
+		c.mu.Unlock()
+		c.kick()
+		c.closed()
+	})
+	return c.closeErr
+}
+
+// closed waits for the session's end and stops what the Conn started.
+func (c *Conn) closed() {
+	<-c.done
+	if c.ownsTransport {
+		_ = c.tr.Close()
+	}
+	if c.stopNTP != nil {
+		c.stopNTP()
+	}
 }
 
 // dialError is an error of Dial: "transport: dial addr: " and the cause,

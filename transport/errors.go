@@ -22,9 +22,14 @@ var (
 	// ErrPeerClosed: the peer closed the connection. Err returns it as is
 	// after a normal close (when ReadUpdate returns io.EOF); it is wrapped
 	// with ErrProtocol when the peer closed because of our protocol
-	// violation, or with a note when it aborted with stream bytes
-	// unacknowledged (then Read and ReadUpdate return that error).
+	// violation, or with ErrStreamAborted when its stream was not whole.
 	ErrPeerClosed = session.ErrPeerClosed
+	// ErrStreamAborted: the peer's stream ended before its end — the peer
+	// called Conn.Abort, or closed with bytes it never saw acknowledged
+	// (its linger expired). Read returns it (wrapped with ErrPeerClosed)
+	// after the bytes that did arrive, which are a prefix of the stream,
+	// never the whole; io.EOF means the whole stream arrived.
+	ErrStreamAborted = session.ErrStreamAborted
 	// ErrIdleTimeout: nothing was heard from the peer for IdleTimeout.
 	ErrIdleTimeout = session.ErrIdleTimeout
 	// ErrHandshake: Dial did not complete the handshake. The error wraps

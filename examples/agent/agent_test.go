@@ -163,17 +163,30 @@ func TestUploadBytesUnits(t *testing.T) {
 	}
 }
 
-// An upload that -duration cuts short is an error that says so, not exit 0.
+// An upload that -duration cuts short is an error that says so, not exit 0,
+// and the monitor is told: its Read ends with ErrStreamAborted, not io.EOF,
+// so it cannot take the prefix it got for the whole upload.
 func TestAgentReportsIncompleteUpload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	args := fakeMonitor(t, ctx, drain)
+	readErr := make(chan error, 1)
+	args := fakeMonitor(t, ctx, func(conn *transport.Conn) {
+		_, err := io.Copy(io.Discard, conn)
+		readErr <- err
+	})
 	var out bytes.Buffer
 	// 10 GB cannot cross loopback in 300 ms.
 	err := run(ctx, args("-upload-bytes", "10GB", "-duration", "300ms", "-stats", "0"), &out)
 	require.ErrorContains(t, err, "upload incomplete", out.String())
 	require.ErrorContains(t, err, "of 10000000000 bytes acknowledged")
 	require.ErrorContains(t, err, "-duration 300ms")
+	require.Contains(t, out.String(), "the monitor is told it is aborted")
+	select {
+	case err := <-readErr:
+		require.ErrorIs(t, err, transport.ErrStreamAborted, "the monitor's Read")
+	case <-ctx.Done():
+		t.Fatal("the monitor's Read did not end")
+	}
 }
 
 // A monitor that never answers within -duration is an error, not a silent

@@ -287,13 +287,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	uploadDone, runErr := watch(ctx, conn, o, uploaded, &written, stdout)
 
 	stopSensing()
-	closeErr := conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
-	wg.Wait()
 	select {
 	case err := <-uploaded: // it finished as watch returned
 		uploadDone = uploadDone || err == nil
 	default:
 	}
+	var closeErr error
+	if src != nil && !uploadDone {
+		// Cut short (-duration, Ctrl-C, an error): abort, so the monitor
+		// reads the bytes it has as a broken upload, never as a whole one.
+		closeErr = conn.Abort()
+		fmt.Fprintln(stdout, "agent: upload cut short: the monitor is told it is aborted")
+	} else {
+		closeErr = conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
+	}
+	wg.Wait()
 	uploadDone = uploadDone || src == nil
 	s := conn.Stats()
 	fmt.Fprintf(stdout, "agent: done after %v: %d stream bytes acknowledged, %d packets lost, %d retransmitted; "+

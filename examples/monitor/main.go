@@ -272,6 +272,8 @@ func receiveUpload(conn *transport.Conn, dst io.WriteCloser, received *atomic.In
 		d := time.Since(start)
 		fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
 			peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
+	case errors.Is(err, transport.ErrStreamAborted):
+		fmt.Fprintf(out, "%s upload aborted by the agent after %d bytes: incomplete, what was written is a prefix\n", peer, n)
 	case errors.As(err, new(*os.PathError)): // the file failed, not the connection
 		fmt.Fprintf(out, "%s upload failed after %d bytes: %v; closing the connection\n", peer, n, err)
 		conn.Close()

@@ -112,6 +112,28 @@ func TestMonitorReceives(t *testing.T) {
 	require.Contains(t, s, `connected (identity "sensor-17", certificate verified against -ca)`)
 }
 
+// An agent that aborts its upload (cut short) is reported as aborted, with
+// the bytes it got, and never as complete.
+func TestMonitorReportsAbortedUpload(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	certs := testcerts.Write(t, "sensor-18")
+	addr, out, stop := startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", filepath.Join(t.TempDir(), "upload.bin"))...)
+	conn, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
+	require.NoError(t, err)
+	_, err = conn.Write([]byte(strings.Repeat("part ", 1000)))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return conn.Stats().StreamBytesAcked == 5000 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, conn.Abort())
+
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "disconnected") },
+		5*time.Second, 20*time.Millisecond, out.String())
+	require.NoError(t, stop())
+	s := out.String()
+	require.Contains(t, s, "upload aborted by the agent after 5000 bytes")
+	require.NotContains(t, s, "upload complete")
+}
+
 // With -ca an agent without a certificate, or with one another CA signed,
 // is turned away at the handshake and takes nothing from the monitor (not
 // -out's file either: the listener hands only handshaken connections to

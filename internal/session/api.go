@@ -107,6 +107,17 @@ func (s *Session) UpdateErr() error {
 // otherwise (the peer's Read then reports ErrPeerClosed, not io.EOF).
 func (s *Session) Close() { s.close() }
 
+// CloseAbort starts a local close that aborts the stream whatever was
+// acknowledged: the CLOSE carries the abort code, so the peer's Read ends
+// with ErrStreamAborted after the bytes it has, never io.EOF. This is how
+// an application says "what I sent is not the whole" (an upload cut short).
+func (s *Session) CloseAbort() {
+	s.close()
+	if s.closePending {
+		s.closeCode = closeAbort
+	}
+}
+
 // Abort closes the session at once with err, without telling the peer
 // (its socket is gone).
 func (s *Session) Abort(err error) {

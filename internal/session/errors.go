@@ -10,9 +10,14 @@ import (
 // package re-exports them (transport.ErrClosed is ErrClosed), so callers
 // match them with errors.Is whichever package they import.
 var (
-	ErrInvalidConfig   = cfgerr.ErrInvalid
-	ErrClosed          = errors.New("transport: connection closed")
-	ErrPeerClosed      = errors.New("transport: closed by peer")
+	ErrInvalidConfig = cfgerr.ErrInvalid
+	ErrClosed        = errors.New("transport: connection closed")
+	ErrPeerClosed    = errors.New("transport: closed by peer")
+	// ErrStreamAborted: the peer ended the stream before its end (it
+	// aborted, or closed with bytes it never saw acknowledged): what was
+	// read is a prefix of what it meant to send, never the whole. It comes
+	// wrapped with ErrPeerClosed.
+	ErrStreamAborted   = errors.New("transport: stream aborted by the peer")
 	ErrIdleTimeout     = errors.New("transport: idle timeout")
 	ErrHandshake       = errors.New("transport: handshake failed")
 	ErrProtocol        = errors.New("transport: protocol violation by peer")

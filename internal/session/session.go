@@ -136,8 +136,10 @@ const (
 	closeNormal   uint32 = 0
 	closeProtocol uint32 = 1
 	closeIdle     uint32 = 2
-	// closeAbort: closed with stream bytes unacknowledged (linger expired
-	// or disabled); the peer's Read ends with an error, not io.EOF.
+	// closeAbort: the stream is not whole — closed with stream bytes
+	// unacknowledged (linger expired or disabled) or aborted by the
+	// application (CloseAbort); the peer's Read ends with
+	// ErrStreamAborted, not io.EOF.
 	closeAbort uint32 = 3
 )
 
@@ -415,7 +417,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.in.closeAt()
 			s.peerClean = true
 		case closeAbort:
-			s.err = fmt.Errorf("%w: stream cut with bytes unacknowledged", ErrPeerClosed)
+			s.err = fmt.Errorf("%w: %w", ErrPeerClosed, ErrStreamAborted)
 		case closeNoTLS:
 			s.err = fmt.Errorf("%w: %w: one end runs with TLS, the other without (Insecure); both must do the same", ErrPeerClosed, ErrHandshake)
 		default:
