@@ -108,7 +108,13 @@ func TestRelayQueueOverflow(t *testing.T) {
 		_, err := c.Write(buf)
 		require.NoError(t, err)
 	}
-	eventually(t, 2*time.Second, func() bool { return r.Stats().Forward.DatagramsIn == n }, "burst not read")
+	// Read (DatagramsIn) is not yet offered to the link: the scheduler
+	// goroutine enqueues what the readers handed it, so wait for the link
+	// to have seen the whole burst.
+	eventually(t, 2*time.Second, func() bool {
+		l := r.Stats().Forward.Link
+		return l.Enqueued == n // offered, drops included
+	}, "burst not offered to the link")
 	st := r.Stats().Forward.Link
 	t.Logf("overflow drops %d, max backlog %d", st.DroppedOverflow, st.MaxBacklog)
 	// 100 × 1028 B at 1 Mbit/s take 0.8 s; the burst arrives in far less,
