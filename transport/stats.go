@@ -40,6 +40,14 @@ type Stats struct {
 	// one-way delays on the ACKs this end receives are true, and a
 	// delay-based controller may use them (until then owd acts on RTT/2).
 	PeerClockSynced bool
+	// PathDead says the path looks dead: the last few retransmission
+	// timeouts in a row (4; about 3 s on a short path, 6 s at a 300 ms
+	// RTT) brought no acknowledgement. The connection stays open, the
+	// update policy's updates go at most one per timeout (probes, not a
+	// sensor's rate into nothing), and the first acknowledgement clears
+	// it; only IdleTimeout ends the connection. Poll it to tell a user at
+	// once that the monitor is unreachable.
+	PathDead bool
 	// NTP is the state of this host's NTP-corrected clock, when the
 	// endpoint has one (Config.NTPServer, or an ntpclock.Clock as
 	// Config.Clock); the zero value otherwise.
@@ -111,7 +119,7 @@ func statsFrom(s session.Stats) Stats {
 	return Stats{
 		CC: s.CC, Window: s.Window, PacingRate: s.PacingRate, InSlowStart: s.InSlowStart, Mode: s.Mode,
 		SRTT: s.SRTT, MinRTT: s.MinRTT, MinOWD: s.MinOWD, CurOWD: s.CurOWD, Signal: s.Signal,
-		ClockOffset: s.ClockOffset, ClockSynced: s.ClockSynced, PeerClockSynced: s.PeerClockSynced,
+		ClockOffset: s.ClockOffset, ClockSynced: s.ClockSynced, PeerClockSynced: s.PeerClockSynced, PathDead: s.PathDead,
 		PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,
 		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
@@ -132,6 +140,9 @@ func (s Stats) String() string {
 		float64(s.PacingRate)/1e6, s.SRTT.Round(10*time.Microsecond), s.MinRTT.Round(10*time.Microsecond))
 	if s.MinOWD > 0 {
 		fmt.Fprintf(&b, " owd %v/%v (%s)", s.MinOWD.Round(10*time.Microsecond), s.CurOWD.Round(10*time.Microsecond), s.Signal)
+	}
+	if s.PathDead {
+		b.WriteString(" PATH DEAD")
 	}
 	fmt.Fprintf(&b, "; sent %d pkts %d B, received %d pkts %d B, lost %d, retransmitted %d",
 		s.PacketsSent, s.BytesSent, s.PacketsReceived, s.BytesReceived, s.PacketsLost, s.Retransmitted)

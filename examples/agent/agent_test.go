@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,4 +307,68 @@ func TestAgentCredentials(t *testing.T) {
 	// by address, verified by name).
 	err := run(ctx, agentArgs(files, addr, "-server-name", "localhost", "-duration", "300ms"), io.Discard)
 	require.NoError(t, err)
+}
+
+// A monitor that vanishes without a trace (its socket closed, no CLOSE
+// sent) is reported by the agent as a dead path within seconds, long
+// before the connection's idle timeout.
+func TestAgentReportsDeadPath(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	files := testcerts.Write(t, "agent-1")
+	creds := cli.Credentials{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA}
+	cfg, err := creds.ServerTLS()
+	require.NoError(t, err)
+	sock, err := transport.ListenUDP("127.0.0.1:0", false)
+	require.NoError(t, err)
+	tr := &transport.Transport{Conn: sock}
+	t.Cleanup(func() { tr.Close(); sock.Close() })
+	ln, err := tr.Listen(transport.Config{TLS: cfg})
+	require.NoError(t, err)
+	vanished := make(chan time.Time, 1)
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		_, _ = conn.ReadUpdate(ctx) // the agent is up and sending
+		time.Sleep(500 * time.Millisecond)
+		sock.Close() // gone: nothing more is received or answered
+		vanished <- time.Now()
+	}()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, agentArgs(files, sock.LocalAddr().String(), "-duration", "10s", "-stats", "0"), &out)
+	}()
+	var gone time.Time
+	select {
+	case gone = <-vanished:
+	case <-ctx.Done():
+		t.Fatal("the agent never connected")
+	}
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "agent: path dead") },
+		8*time.Second, 50*time.Millisecond, out.String())
+	t.Logf("path dead reported %v after the monitor vanished", time.Since(gone).Round(100*time.Millisecond))
+	require.Less(t, time.Since(gone), 6*time.Second, "within the documented few seconds")
+	cancel()
+	<-done
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -358,8 +358,23 @@ func watch(ctx context.Context, conn *transport.Conn, o *options,
 	start := time.Now()
 	var prev transport.Stats
 	prevT, prevClock := start, ""
+	// The path's state is checked more often than the status line, so a
+	// monitor that went away is said at once, not at the next line.
+	pathTick := time.NewTicker(200 * time.Millisecond)
+	defer pathTick.Stop()
+	dead := false
 	for {
 		select {
+		case <-pathTick.C:
+			s := conn.Stats()
+			switch {
+			case s.PathDead && !dead:
+				fmt.Fprintln(stdout, "agent: path dead: the last retransmission timeouts in a row brought no answer; the monitor is unreachable "+
+					"(updates slowed to one probe per timeout; the connection ends at its idle timeout if nothing comes back)")
+			case !s.PathDead && dead:
+				fmt.Fprintln(stdout, "agent: path back: the monitor answers again")
+			}
+			dead = s.PathDead
 		case <-ctx.Done():
 			return uploadDone, nil
 		case <-conn.Done():

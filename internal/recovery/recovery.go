@@ -275,6 +275,10 @@ func (t *Tracker) ArmRTO(now clock.Mono) {
 	}
 }
 
+// Backoff is how many retransmission timeouts have fired in a row without
+// an acknowledgement of new data in between.
+func (t *Tracker) Backoff() int { return int(t.backoff) }
+
 // LossTime is the time-threshold deadline (0 = none).
 func (t *Tracker) LossTime() clock.Mono { return t.lossTime }
 

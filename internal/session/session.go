@@ -45,22 +45,23 @@ type Session struct {
 	err    error // why the session closed
 
 	// Sender side.
-	tr       *recovery.Tracker
-	ctl      cc.Controller // the stream's window controller
-	policy   acp.Policy    // the update-rate regulator
-	owd      owdStats      // Stats' OWD when the controller keeps none
-	owdGuard owdGuard      // screens the peer's OWD samples
-	out      sendStream
-	peerMax  int64       // peer's MaxData
-	pacer    pacer.Pacer // spaces the stream packets at the controller's rate
-	echo     wire.Echo   // latest ACK's T3 and its arrival T4
-	probe    bool        // send a PING (RTO, or flow-control probe)
-	probeAt  clock.Mono  // next flow-control probe when blocked
-	lastSent clock.Mono  // last ack-eliciting packet sent (keep-alive)
-	updBuf   []byte      // freshest unsent update (grown on first use) …
-	updGen   int64       // … its generation time, local wall µs …
-	updMono  clock.Mono  // … and on the monotonic clock
-	updFresh bool
+	tr        *recovery.Tracker
+	ctl       cc.Controller // the stream's window controller
+	policy    acp.Policy    // the update-rate regulator
+	owd       owdStats      // Stats' OWD when the controller keeps none
+	owdGuard  owdGuard      // screens the peer's OWD samples
+	out       sendStream
+	peerMax   int64       // peer's MaxData
+	pacer     pacer.Pacer // spaces the stream packets at the controller's rate
+	echo      wire.Echo   // latest ACK's T3 and its arrival T4
+	probe     bool        // send a PING (RTO, or flow-control probe)
+	probeAt   clock.Mono  // next flow-control probe when blocked
+	lastSent  clock.Mono  // last ack-eliciting packet sent (keep-alive)
+	updBuf    []byte      // freshest unsent update (grown on first use) …
+	updGen    int64       // … its generation time, local wall µs …
+	updMono   clock.Mono  // … and on the monotonic clock
+	updFresh  bool
+	updSentAt clock.Mono // when the last update went out
 
 	// Receiver side.
 	ranges     recovery.AckRanges
@@ -805,8 +806,9 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		pn := s.tr.OnSent(now, 0, kindProbe, 0, 0)
 		return s.sent(hdr(wire.TypePing, 0, pn)), streamDSCP, true
 	}
-	if s.updFresh && !now.Before(s.policy.NextSendTime()) {
+	if s.updFresh && !now.Before(s.nextUpdateAt()) {
 		s.updFresh = false
+		s.updSentAt = now
 		s.lastSent = now
 		pn := s.tr.OnSent(now, cc.ByteCount(len(s.updBuf)+wire.HeaderLen+wire.UpdateOverhead), kindUpdate, 0, 0)
 		s.policy.OnUpdateSent(now, pn, s.updMono)
@@ -931,7 +933,7 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 	t = recovery.Earliest(t, s.ackAt)
 	t = recovery.Earliest(t, s.tr.NextTimer())
 	if s.updFresh && full {
-		t = recovery.Earliest(t, max(s.policy.NextSendTime(), now))
+		t = recovery.Earliest(t, max(s.nextUpdateAt(), now))
 	}
 	if s.out.pending() && full && s.canSend() && !s.out.blocked(s.peerMax) {
 		t = recovery.Earliest(t, max(s.pacer.Next(), now))
@@ -940,6 +942,33 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 		t = recovery.Earliest(t, max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive))
 	}
 	return recovery.Earliest(t, s.probeAt)
+}
+
+// PathDeadTimeouts is how many retransmission timeouts in a row, with no
+// acknowledgement of anything new in between, make the path dead: with
+// the timeout doubling from one RTO (at least 200 ms) up to 2 s, four
+// take 3 s on a short path and about 6 s at a 300 ms RTT — well before
+// the idle timeout, and longer than a cellular link's usual stalls.
+const PathDeadTimeouts = 4
+
+// PathDead reports whether the path looks dead: PathDeadTimeouts timeouts
+// in a row without an acknowledgement. It clears at the next one. The
+// connection stays open (the path may come back, or the peer may move):
+// only IdleTimeout ends it.
+func (s *Session) PathDead() bool {
+	return s.state == stateOpen && s.tr.Backoff() >= PathDeadTimeouts
+}
+
+// nextUpdateAt is when the next update may go: when the policy allows, and
+// into a dead path at most one per retransmission timeout, a probe whose
+// ACK says the path is back, not a stream of updates nobody receives
+// (the policy's rate was learned on a path that answered).
+func (s *Session) nextUpdateAt() clock.Mono {
+	t := s.policy.NextSendTime()
+	if s.PathDead() {
+		t = max(t, s.updSentAt.Add(s.tr.RTO()))
+	}
+	return t
 }
 
 // armProbe keeps the flow-control probe timer: armed one RTO ahead while

@@ -25,6 +25,7 @@ type Stats struct {
 	ClockOffset     time.Duration
 	ClockSynced     bool
 	PeerClockSynced bool
+	PathDead        bool
 
 	// Datagrams and bytes on the wire.
 	PacketsSent, PacketsReceived int64
@@ -76,6 +77,7 @@ func (s *Session) Stats(now clock.Mono) Stats {
 		st.ClockOffset, st.ClockSynced = ib.Offset, ib.Synced && !s.cfg.NoInband
 	}
 	st.UpdateRate = float64(s.policy.Rate())
+	st.PathDead = s.PathDead()
 	if s.age.Started() {
 		sum := s.age.Summary(now)
 		st.Age = AgeStats{Mean: sum.Mean, P95: sum.P95, Peak: sum.Max}
