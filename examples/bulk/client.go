@@ -133,6 +133,12 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	interrupted := func(mine results) error {
 		_ = ctl.send(results{Error: errInterrupted.Error()})
 		t.finish(res, mine, results{})
+		// The test's data is not whole: abort its connections rather than
+		// linger for bytes nobody will read, so Ctrl-C exits at once.
+		for _, dc := range conns {
+			_ = dc.Abort()
+		}
+		conns = nil
 		return errInterrupted
 	}
 	if err := t.run(ctx); err != nil {
