@@ -134,6 +134,16 @@ type Config struct {
 	// KeepAlive sends a PING after this long without sending anything the
 	// peer must acknowledge, so a quiet connection is not idled out (and NAT
 	// bindings stay open). Default IdleTimeout/3; negative: never.
+	//
+	// Each keep-alive is one small datagram each way (the PING and its
+	// ACK), and it wakes the device's radio: at the default 10 s a
+	// monitor with N quiet devices answers N/10 PINGs a second. A device
+	// that sleeps between readings should turn it off (-1) and set
+	// IdleTimeout above its sleep on both ends; a NAT on the path may then
+	// forget its binding while it sleeps (home routers after a minute or
+	// two, carrier NATs sooner), and this version does not migrate a
+	// connection to the new port, so such a device should expect to dial
+	// again after a long sleep.
 	KeepAlive time.Duration
 	// Linger is how long Close waits for the peer to acknowledge stream
 	// data already written. Default 5 s; negative: do not wait.
