@@ -7,9 +7,10 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
 
 	"github.com/stretchr/testify/require"
 
@@ -336,7 +337,7 @@ func TestAgentReportsDeadPath(t *testing.T) {
 		sock.Close() // gone: nothing more is received or answered
 		vanished <- time.Now()
 	}()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, agentArgs(files, sock.LocalAddr().String(), "-duration", "10s", "-stats", "0"), &out)
@@ -353,22 +354,4 @@ func TestAgentReportsDeadPath(t *testing.T) {
 	require.Less(t, time.Since(gone), 6*time.Second, "within the documented few seconds")
 	cancel()
 	<-done
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -12,9 +12,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
 
 	"github.com/stretchr/testify/require"
 
@@ -508,7 +509,7 @@ func TestDataConnectionsAreTheClients(t *testing.T) {
 	ln, err := transport.Listen("127.0.0.1:0", cfg)
 	require.NoError(t, err)
 	defer ln.Close()
-	var srvText syncWriter
+	var srvText syncbuf.Buffer
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- serve(ctx, ln, o, &srvText) }()
 
@@ -553,22 +554,4 @@ func TestDataConnectionsAreTheClients(t *testing.T) {
 		5*time.Second, 10*time.Millisecond, srvText.String())
 	cancel()
 	<-srvErr
-}
-
-// syncWriter is a buffer that the server's goroutines write and the test reads.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

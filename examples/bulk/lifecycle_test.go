@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/examples/internal/testcerts"
@@ -18,7 +20,7 @@ import (
 // startServer runs serve with the flags args (TLS from files added) on a
 // loopback port until the test ends, and returns the port, its text
 // output and its result.
-func startServer(t *testing.T, ctx context.Context, files testcerts.Files, args ...string) (port string, out *syncWriter, done <-chan error) {
+func startServer(t *testing.T, ctx context.Context, files testcerts.Files, args ...string) (port string, out *syncbuf.Buffer, done <-chan error) {
 	t.Helper()
 	opts, err := parseFlags(append(append([]string{"-s"}, files.ServerArgs("--")...), args...))
 	require.NoError(t, err)
@@ -26,7 +28,7 @@ func startServer(t *testing.T, ctx context.Context, files testcerts.Files, args 
 	require.NoError(t, err)
 	ln, err := transport.Listen("127.0.0.1:0", cfg)
 	require.NoError(t, err)
-	out = &syncWriter{}
+	out = &syncbuf.Buffer{}
 	errc := make(chan error, 1)
 	go func() { errc <- serve(ctx, ln, opts, out) }()
 	t.Cleanup(func() { ln.Close() })
@@ -45,13 +47,13 @@ func TestServerBusy(t *testing.T) {
 		return append([]string{"-c", "127.0.0.1", "-p", port, "-t", secs, "-b", "5M"}, files.ClientArgs("--")...)
 	}
 
-	first := &syncWriter{}
+	first := &syncbuf.Buffer{}
 	firstErr := make(chan error, 1)
 	go func() { firstErr <- run(ctx, clientArgs("3"), first) }()
 	require.Eventually(t, func() bool { return containsAll(first.String(), "[ ID] Interval") },
 		10*time.Second, 10*time.Millisecond, "the first test started: %s", first.String())
 
-	second := &syncWriter{}
+	second := &syncbuf.Buffer{}
 	err := run(ctx, clientArgs("1"), second)
 	require.ErrorIs(t, err, errBusy)
 	require.EqualError(t, err, "the server is busy running a test. try again later")
@@ -197,7 +199,7 @@ func TestClientInterruptPrintsSummary(t *testing.T) {
 
 	cctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
-	out := &syncWriter{}
+	out := &syncbuf.Buffer{}
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run(cctx, append([]string{"-c", "127.0.0.1", "-p", port, "-t", "30", "-i", "0.2", "-b", "5M"}, files.ClientArgs("--")...), out)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/examples/internal/testcerts"
@@ -36,7 +38,7 @@ func TestClientBinarySIGINT(t *testing.T) {
 	defer cancel()
 	port, _, srvDone := startServer(t, ctx, files, "-1")
 
-	stdout, stderr := &syncWriter{}, &syncWriter{}
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-c", "127.0.0.1", "-p", port, "-t", "30", "-i", "0.2", "-b", "5M"}, files.ClientArgs("--")...)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	require.NoError(t, cmd.Start())

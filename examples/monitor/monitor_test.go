@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/examples/internal/cli"
@@ -20,31 +22,13 @@ import (
 	"github.com/fresh-udp/fresh/transport"
 )
 
-// syncBuffer is an io.Writer whose lines a test can wait for.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startMonitor runs the monitor with args until the test ends and returns
 // the address it listens on, its output, and a stop function returning
 // run's error.
-func startMonitor(t *testing.T, ctx context.Context, args ...string) (addr string, out *syncBuffer, stop func() error) {
+func startMonitor(t *testing.T, ctx context.Context, args ...string) (addr string, out *syncbuf.Buffer, stop func() error) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	out = &syncBuffer{}
+	out = &syncbuf.Buffer{}
 	runErr := make(chan error, 1)
 	mctx, cancel := context.WithCancel(ctx)
 	go func() {
@@ -205,7 +189,7 @@ func TestMonitorCredentialFlags(t *testing.T) {
 		{[]string{"-cert", certs.ServerKey, "-key", certs.ServerCert}, []string{"not a PEM certificate"}, false},
 		{[]string{"-cert", certs.ServerCert, "-key", certs.ServerKey, "-ca", certs.ServerKey}, []string{"-ca", "no PEM certificate"}, false},
 	} {
-		var out syncBuffer
+		var out syncbuf.Buffer
 		err := run(context.Background(), append([]string{"-listen", "127.0.0.1:0"}, tc.args...), &out)
 		for _, w := range tc.want {
 			require.ErrorContains(t, err, w, "%q", tc.args)
@@ -217,7 +201,7 @@ func TestMonitorCredentialFlags(t *testing.T) {
 
 // An -out the monitor cannot create fails at start-up, before it listens.
 func TestMonitorOutMustBeWritable(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	err := run(context.Background(), []string{"-listen", "127.0.0.1:0", "-insecure", "-out", filepath.Join(t.TempDir(), "no", "such", "dir", "file")}, &out)
 	require.ErrorContains(t, err, "-out")
 	require.ErrorContains(t, err, "no such file or directory")

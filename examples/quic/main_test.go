@@ -5,9 +5,10 @@ import (
 	"context"
 	"net"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
 
 	"github.com/stretchr/testify/require"
 
@@ -67,24 +68,6 @@ func TestUsage(t *testing.T) {
 	}
 }
 
-// lockedBuffer is written by the server's goroutines and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A client whose TLS flags do not fit the server's is told which flag to
 // change and how, not only quic-go's CRYPTO_ERROR code; so is one that
 // dials where no server listens.
@@ -92,7 +75,7 @@ func TestExplainedErrors(t *testing.T) {
 	files, other := testcerts.Write(t, "agent"), testcerts.Write(t, "stranger")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srvOut := &lockedBuffer{}
+	srvOut := &syncbuf.Buffer{}
 	srvDone := make(chan error, 1)
 	go func() {
 		srvDone <- run(ctx, []string{"-s", "-listen", "127.0.0.1:0", "-cert", files.ServerCert, "-key", files.ServerKey, "-ca", files.CA}, srvOut)

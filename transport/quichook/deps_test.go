@@ -10,23 +10,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A raw-UDP user must not compile quic-go in. Not even this package does:
-// it only implements net.PacketConn, which quic-go accepts.
-func TestTransportDoesNotDependOnQUICGo(t *testing.T) {
+// goListDeps is go list -deps args, run at the repository's root; the
+// test skips where there is no go command.
+func goListDeps(t *testing.T, args ...string) []string {
+	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go command not found")
 	}
-	list := func(pkgs ...string) []string {
-		cmd := exec.Command(gobin, append([]string{"list", "-deps"}, pkgs...)...)
-		cmd.Dir = filepath.Join("..", "..")
-		out, err := cmd.Output()
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
-		}
-		require.NoError(t, err)
-		return strings.Fields(string(out))
+	cmd := exec.Command(gobin, append([]string{"list", "-deps"}, args...)...)
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		t.Fatalf("go list: %v\n%s", err, ee.Stderr)
 	}
+	require.NoError(t, err)
+	return strings.Fields(string(out))
+}
+
+// A raw-UDP user must not compile quic-go in. Not even this package does:
+// it only implements net.PacketConn, which quic-go accepts.
+func TestTransportDoesNotDependOnQUICGo(t *testing.T) {
+	list := func(args ...string) []string { return goListDeps(t, args...) }
 	quic := func(deps []string) (n int) {
 		for _, d := range deps {
 			if strings.HasPrefix(d, "github.com/quic-go/") {
@@ -48,20 +53,7 @@ func TestTransportDoesNotDependOnQUICGo(t *testing.T) {
 // module of its own, and a user of it should compile neither in. Nor
 // anything of bench: its tests included.
 func TestHookDependsOnCoreOnly(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go command not found")
-	}
-	list := func(args ...string) []string {
-		cmd := exec.Command(gobin, append([]string{"list", "-deps"}, args...)...)
-		cmd.Dir = filepath.Join("..", "..")
-		out, err := cmd.Output()
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
-		}
-		require.NoError(t, err)
-		return strings.Fields(string(out))
-	}
+	list := func(args ...string) []string { return goListDeps(t, args...) }
 	deps := list("./transport/quichook")
 	for _, want := range []string{"internal/recovery", "internal/pacer", "internal/cmsg", "internal/cfgerr"} {
 		require.Contains(t, deps, "github.com/fresh-udp/fresh/"+want, "one protocol core")
