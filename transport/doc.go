@@ -201,15 +201,29 @@
 // reshuffles it (Linux spreads by hash over the current number of
 // sockets), so some sources land on a process that does not know their
 // connection ID, which drops their datagrams; they time out and dial
-// again. A source whose address changes is cut off the same way (and a
-// single Listener drops a known connection's datagrams from another
-// address too). Routing by connection ID, so that connections stay put
-// while processes come and go, would need an eBPF program attached to the
-// socket group (SO_ATTACH_REUSEPORT_EBPF) that reads the ID from the
-// header and picks the socket: that is not done.
+// again. Routing by connection ID, so that connections stay put while
+// processes come and go, needs an eBPF program attached to the socket
+// group (SO_ATTACH_REUSEPORT_EBPF) that reads the server ID from the
+// header and picks the socket: that is not done here.
 //
-// The wire format (version 1, internal/wire) has the stateless Retry and
-// keeps room for a pre-shared-key AEAD mode and version negotiation
-// without changing the header; neither is implemented yet. There is no path-MTU
-// discovery: datagrams are Config.MaxDatagram (1200) bytes.
+// What is done is the ID such a program, or a load balancer in front of
+// several hosts, routes by. A Listener chooses the connection ID its
+// clients address it by (the client's Initial and handshake carry the
+// client's own; from the server's Accept on, every client packet carries
+// the server's), laid out as the IETF QUIC-LB draft's plaintext
+// algorithm: set Transport.ServerID (1 to 3 bytes, distinct per process
+// or host) and ConfigRotation, and configure the load balancer with the
+// same server ID length; ServerIDOf reads an ID back. A 4-tuple load
+// balancer (or the kernel's hash) keeps a connection only while the
+// client's address stays; a CID-routing one keeps it across the client's
+// address changes, except for the handshake's packets, which carry the
+// client's ID and are routed by the 4-tuple.
+//
+// The wire format is version 2 (internal/wire): version 1 had no server
+// IDs. Version 2 ends answer an Initial-sized datagram of another
+// version with a VersionNegotiation, and a client that gets one fails
+// Dial at once with ErrVersionMismatch naming both ends' versions; a
+// version 1 server answers a version 2 client nothing (Dial fails at
+// HandshakeTimeout), as version 1 predates negotiation. There is no
+// path-MTU discovery: datagrams are Config.MaxDatagram (1200) bytes.
 package transport

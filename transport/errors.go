@@ -49,6 +49,12 @@ var (
 	// so it claims packets it did not receive to make us send faster
 	// (RFC 9000 §21.4); the connection is closed.
 	ErrOptimisticAck = session.ErrOptimisticAck
+	// ErrVersionMismatch: Dial reached a server that speaks none of this
+	// end's protocol versions (it answered with a VersionNegotiation);
+	// the error names the versions of both ends. It comes wrapped with
+	// ErrHandshake. A server of a version older than negotiation (1)
+	// answers nothing: Dial then fails at HandshakeTimeout.
+	ErrVersionMismatch = session.ErrVersion
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

@@ -488,7 +488,7 @@ func TestHandshakeTimeoutNeverAccepted(t *testing.T) {
 	s, err := session.New(l.cfg.sessionConfig(), 77, true, l.cfg.Clock.Now())
 	require.NoError(t, err)
 	l.mu.Lock()
-	e, err := l.track(77, v.addrPort(), netip.Addr{}, s)
+	e, err := l.track(77, 0, v.addrPort(), netip.Addr{}, s)
 	l.mu.Unlock()
 	require.NoError(t, err)
 	l.deliverIfOpen(e)

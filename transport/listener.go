@@ -177,26 +177,31 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 	}
 	cfg := l.cfg.sessionConfig()
 	cfg.AddressValidated = validated
-	s, err := session.New(cfg, id, false, now)
-	if err != nil {
-		release()
-		return nil
-	}
-	e, err := l.track(id, from, src, s)
-	if err != nil {
+	for range 4 { // a taken server ID is drawn again: 2^-32 odds at a million connections
+		cfg.ServerConnID = l.t.newServerID()
+		s, err := session.New(cfg, id, false, now)
+		if err != nil {
+			break
+		}
+		e, err := l.track(id, cfg.ServerConnID, from, src, s)
+		if err == nil {
+			return e
+		}
 		s.Abort(err) // never run: release its TLS state
-		release()
-		return nil
+		if err != errSrvIDTaken {
+			break
+		}
 	}
-	return e
+	release()
+	return nil
 }
 
 // track makes a connection of session s, held until it ends, and starts
 // it; l.mu is held.
-func (l *Listener) track(id uint64, from netip.AddrPort, src netip.Addr, s *session.Session) (*entry, error) {
+func (l *Listener) track(id, srvID uint64, from netip.AddrPort, src netip.Addr, s *session.Session) (*entry, error) {
 	c := newConn(&l.cfg, l.t, net.UDPAddrFromAddrPort(from), s)
 	c.ln = l
-	e := &entry{c: c, id: id, addr: from, src: src, ln: l}
+	e := &entry{c: c, id: id, srvID: srvID, addr: from, src: src, ln: l}
 	if err := l.t.add(e); err != nil {
 		return nil, err
 	}

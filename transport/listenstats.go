@@ -17,6 +17,9 @@ type ListenerStats struct {
 	// RetriesSent: Initials without a token answered with a Retry (no
 	// state kept for them).
 	RetriesSent int64
+	// VersionNegotiations: Initial-sized datagrams of another protocol
+	// version answered with a VersionNegotiation (no state kept).
+	VersionNegotiations int64
 	// Initials dropped, by cause: a token that is not ours, expired, or
 	// issued to another address or connection ID (InitialsBadToken);
 	// MaxConnections reached (InitialsTotalLimit); the source's
@@ -44,7 +47,7 @@ type ListenerStats struct {
 // read by Stats. They are the Transport's: datagrams for no connection,
 // from the wrong address or malformed are counted whoever they were for.
 type listenerCounters struct {
-	retries, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
+	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
 	handshakeTimeouts, wrongAddress, noConnection, malformed             atomic.Int64
 }
 
@@ -61,6 +64,7 @@ func (l *Listener) Stats() ListenerStats {
 	l.mu.Unlock()
 	c := &l.t.st
 	st.RetriesSent = c.retries.Load()
+	st.VersionNegotiations = c.versionNegotiations.Load()
 	st.InitialsBadToken = c.badToken.Load()
 	st.InitialsTotalLimit = c.totalLimit.Load()
 	st.InitialsSourceLimit = c.sourceLimit.Load()

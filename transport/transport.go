@@ -89,6 +89,24 @@ type Transport struct {
 	// host would be. MaxConnections applies to every source.
 	LimitLoopback bool
 
+	// ServerID is this server's ID in the connection IDs its Listener
+	// chooses (1 to 3 bytes), in the plaintext layout of the IETF QUIC-LB
+	// draft (draft-ietf-quic-load-balancers, "Plaintext CID Algorithm"):
+	// a first octet of ConfigRotation (3 bits) and the ID's length less
+	// one (5 bits), then ServerID, then a random nonce to 8 bytes. After
+	// the handshake every packet a client sends carries that ID, so a
+	// load balancer configured with the same ID length, or an
+	// SO_REUSEPORT program, routes a connection to its server by the ID
+	// even after the client's address changed. nil (the default): the
+	// first octet's rotation bits are 0b111, "not routable" in the
+	// draft, and the rest random.
+	ServerID []byte
+	// ConfigRotation is the QUIC-LB configuration this server's IDs
+	// belong to (0–6), so that a load balancer can move to a new server
+	// ID assignment while connections of the old one live. Default 0;
+	// ignored without ServerID.
+	ConfigRotation uint8
+
 	// Logger receives the Transport's own debug logs (socket errors,
 	// datagrams dropped); nil takes the first Listen's or Dial's
 	// Config.Logger.
@@ -114,9 +132,10 @@ type Transport struct {
 
 // entry is a connection the Transport routes datagrams to.
 type entry struct {
-	c    *Conn
-	id   uint64
-	addr netip.AddrPort // the only address it takes datagrams from
+	c     *Conn
+	id    uint64         // the client's connection ID
+	srvID uint64         // the server's (a Listener's connection; 0 on a Dial'ed one)
+	addr  netip.AddrPort // the only address it takes datagrams from
 	ln   *Listener      // the Listener that accepted it; nil for a Dial'ed one
 	// The Listener's bookkeeping (guarded by ln.mu):
 	src       netip.Addr  // the source it counts against; invalid if exempt
@@ -140,6 +159,10 @@ func (t *Transport) validate() error {
 		return cfgerr.Field("transport.Transport.HandshakeRate", "%v is negative (0: the default)", t.HandshakeRate)
 	case t.HandshakeBurst < 0:
 		return cfgerr.Field("transport.Transport.HandshakeBurst", "%d is negative (0: the default)", t.HandshakeBurst)
+	case len(t.ServerID) > maxServerIDLen:
+		return cfgerr.Field("transport.Transport.ServerID", "%d bytes: at most %d fit an 8-byte connection ID with a 4-byte nonce", len(t.ServerID), maxServerIDLen)
+	case t.ConfigRotation > maxConfigRotation:
+		return cfgerr.Field("transport.Transport.ConfigRotation", "%d outside 0..%d (7 marks unroutable IDs)", t.ConfigRotation, maxConfigRotation)
 	}
 	return nil
 }
@@ -300,8 +323,12 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 	}
 }
 
-// errIDTaken: another connection on the Transport has the ID.
-var errIDTaken = errors.New("transport: connection ID taken")
+// errIDTaken: another connection on the Transport has the client's ID;
+// errSrvIDTaken: the server ID drawn for a new one is taken (draw again).
+var (
+	errIDTaken    = errors.New("transport: connection ID taken")
+	errSrvIDTaken = errors.New("transport: server connection ID taken")
+)
 
 // add registers e under its connection ID.
 func (t *Transport) add(e *entry) error {
@@ -313,7 +340,13 @@ func (t *Transport) add(e *entry) error {
 	if _, taken := t.conns[e.id]; taken {
 		return errIDTaken
 	}
+	if _, taken := t.conns[e.srvID]; e.srvID != 0 && (taken || e.srvID == e.id) {
+		return errSrvIDTaken
+	}
 	t.conns[e.id] = e
+	if e.srvID != 0 {
+		t.conns[e.srvID] = e
+	}
 	e.c.onDone = func() { t.remove(e) }
 	return nil
 }
@@ -323,6 +356,9 @@ func (t *Transport) remove(e *entry) {
 	t.mu.Lock()
 	if t.conns[e.id] == e {
 		delete(t.conns, e.id)
+	}
+	if e.srvID != 0 && t.conns[e.srvID] == e {
+		delete(t.conns, e.srvID)
 	}
 	t.mu.Unlock()
 	if e.ln != nil {
@@ -441,8 +477,10 @@ func (t *Transport) snapshot() []*Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	cs := make([]*Conn, 0, len(t.conns))
-	for _, e := range t.conns {
-		cs = append(cs, e.c)
+	for id, e := range t.conns {
+		if id == e.id { // not again under its server ID
+			cs = append(cs, e.c)
+		}
 	}
 	return cs
 }
@@ -453,7 +491,7 @@ func (t *Transport) snapshot() []*Conn {
 // and counted.
 func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 	h, body, err := wire.ParseHeader(b)
-	if err == nil && last != nil && last.id == h.ConnID && last.addr == from {
+	if err == nil && last != nil && (last.id == h.ConnID || last.srvID == h.ConnID) && last.addr == from {
 		// A batch of a bulk transfer is mostly one connection's: the
 		// datagram before this one looked it up already.
 		return last
@@ -472,6 +510,9 @@ func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 		}
 	}
 	t.mu.Unlock()
+	if err == wire.ErrVersion && from.IsValid() {
+		return t.otherVersion(b, from, e, ok, ln)
+	}
 	if err != nil || !from.IsValid() {
 		t.st.malformed.Add(1)
 		return nil

@@ -151,7 +151,7 @@ func TestClientRetry(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, []byte("cookie"), tok, "retransmissions keep the first token")
 
-	accept := wire.AppendHeader(nil, wire.Header{Type: wire.TypeAccept, ConnID: 9})
+	accept := wire.AppendAccept(wire.AppendHeader(nil, wire.Header{Type: wire.TypeAccept, ConnID: 9}), &wire.Accept{})
 	require.True(t, cli.Handle(now.Add(time.Second), 0, accept))
 	require.True(t, cli.Opened())
 	require.True(t, cli.Handle(now.Add(time.Second), 0, retry(9, "late")))

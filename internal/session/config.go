@@ -77,6 +77,13 @@ type Config struct {
 	// receive ring) grows to from 64 KiB (recvStream.autoTune), bytes.
 	// Default 4 MiB.
 	ReceiveWindow int
+	// ServerConnID (server only) is the connection ID this server chose
+	// to be addressed by, given to the client in the Accept: the client's
+	// packets carry it from then on, so a load balancer or SO_REUSEPORT
+	// program that routes by the server's ID finds this server (RFC 9000
+	// §5.1, the QUIC-LB draft's server ID). 0 keeps the client's ID for
+	// both directions (the simulator, version 1's behaviour).
+	ServerConnID uint64
 	// AddressValidated says a server's peer has already proved it receives
 	// at its source address (its Initial carried a valid Retry token), so
 	// the anti-amplification limit does not apply. Without it a server

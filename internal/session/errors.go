@@ -27,4 +27,7 @@ var (
 	// skipped or has not sent yet, so it acknowledges packets it never
 	// received, to make the sender send faster (RFC 9000 §21.4).
 	ErrOptimisticAck = errors.New("transport: peer acknowledged a packet never sent: optimistic ACK")
+	// ErrVersion: the server answered the client's Initial with a
+	// VersionNegotiation: it speaks none of this end's protocol versions.
+	ErrVersion = errors.New("transport: the server speaks another protocol version")
 )

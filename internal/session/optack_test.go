@@ -29,7 +29,7 @@ func optimisticAcker(t *testing.T, seed uint64, limit int, noSkip bool) int {
 	buf := make([]byte, 0, 2048)
 	_, _, ok := cli.Poll(0, 0, buf) // the Initial
 	require.True(t, ok)
-	require.True(t, cli.Handle(0, 0, wire.AppendHeader(buf[:0], wire.Header{Type: wire.TypeAccept, ConnID: 3})))
+	require.True(t, cli.Handle(0, 0, wire.AppendAccept(wire.AppendHeader(buf[:0], wire.Header{Type: wire.TypeAccept, ConnID: 3}), &wire.Accept{})))
 	var now clock.Mono
 	largest, sent := int64(-1), 0
 	chunk := make([]byte, 64<<10)
@@ -91,7 +91,7 @@ func TestAckOfUnsentPacketIsOptimistic(t *testing.T) {
 	require.NoError(t, err)
 	buf := make([]byte, 0, 2048)
 	cli.Poll(0, 0, buf)
-	cli.Handle(0, 0, wire.AppendHeader(buf[:0], wire.Header{Type: wire.TypeAccept, ConnID: 3}))
+	cli.Handle(0, 0, wire.AppendAccept(wire.AppendHeader(buf[:0], wire.Header{Type: wire.TypeAccept, ConnID: 3}), &wire.Accept{}))
 	cli.Write(make([]byte, 3000))
 	for {
 		if _, _, ok := cli.Poll(0, 0, buf); !ok {

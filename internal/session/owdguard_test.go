@@ -47,7 +47,7 @@ func newOWDSender(t *testing.T) *owdSender {
 	require.NoError(t, err)
 	_, _, ok := o.s.Poll(0, 0, o.buf) // the Initial
 	require.True(t, ok)
-	require.True(t, o.s.Handle(0, 0, wire.AppendHeader(o.buf[:0], wire.Header{Type: wire.TypeAccept, ConnID: 3})))
+	require.True(t, o.s.Handle(0, 0, wire.AppendAccept(wire.AppendHeader(o.buf[:0], wire.Header{Type: wire.TypeAccept, ConnID: 3}), &wire.Accept{})))
 	return o
 }
 

@@ -39,7 +39,8 @@ import (
 // drives pairs of sessions over emulated links in virtual time.
 type Session struct {
 	cfg    Config
-	connID uint64
+	connID uint64 // the client's ID: in every packet to the client
+	srvID  uint64 // the server's ID (see Config.ServerConnID); client: from the Accept, 0 until then
 	client bool
 	state  sessionState
 	err    error // why the session closed
@@ -166,7 +167,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		return nil, cfgerr.Wrap("transport.Config.NewUpdatePolicy", err)
 	}
 	s := &Session{
-		cfg: cfg, connID: connID, client: client,
+		cfg: cfg, connID: connID, client: client, srvID: cfg.ServerConnID,
 		tr: recovery.NewWithAckDelay(cfg.MaxAckDelay), ctl: ctl, policy: pol,
 		out: sendStream{limit: min(cfg.SendBuffer, initialSendBuffer), maxLimit: cfg.SendBuffer, epochAt: now},
 		// Until the peer's first ACK: the initial window every receiver
@@ -276,7 +277,13 @@ func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 // protocol violations close the session (Err says why).
 func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
 	h, body, err := wire.ParseHeader(b)
-	if err != nil || h.ConnID != s.connID {
+	if err == nil && !s.ownID(h.ConnID) {
+		err = errNotOurs
+	}
+	if err != nil {
+		if err == wire.ErrVersion && s.handleVersionNegotiation(b) {
+			return true
+		}
 		s.st.Malformed++
 		return false
 	}
@@ -352,8 +359,14 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	case wire.TypeRetry:
 		s.onRetry(now, body)
 	case wire.TypeAccept:
+		var a wire.Accept
+		if err := wire.ParseAccept(body, &a); err != nil {
+			s.st.Malformed++
+			return
+		}
 		if s.client && s.state == stateHandshake && (s.sec == nil || s.sec.done) {
 			s.state = stateOpen
+			s.srvID = a.ServerConnID // 0: the server keeps our ID
 			// The handshake's RTT (against the latest Initial: the Accept
 			// may answer an earlier one, which only overestimates) seeds
 			// the update regulator until updates give it samples.
@@ -795,7 +808,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		return s.sent(wire.AppendInitial(hdr(wire.TypeInitial, 0, 0), wire.Initial{Token: s.token})), streamDSCP, true
 	case s.acceptPending:
 		s.acceptPending = false
-		return s.sent(hdr(wire.TypeAccept, 0, 0)), streamDSCP, true
+		return s.sent(wire.AppendAccept(hdr(wire.TypeAccept, 0, 0), &wire.Accept{ServerConnID: s.srvID})), streamDSCP, true
 	}
 	if s.ackDue(now) {
 		return s.sent(s.appendAck(now, wallUS, buf)), streamDSCP, true
@@ -861,7 +874,7 @@ func (s *Session) ackDue(now clock.Mono) bool {
 
 // header starts a datagram in buf.
 func (s *Session) header(buf []byte, wallUS int64, t wire.Type, flags uint8, pn cc.PacketNumber) []byte {
-	return wire.AppendHeader(buf[:0], wire.Header{Type: t, Flags: flags, ConnID: s.connID, PN: int64(pn), Timestamp: wallUS})
+	return wire.AppendHeader(buf[:0], wire.Header{Type: t, Flags: flags, ConnID: s.peerID(), PN: int64(pn), Timestamp: wallUS})
 }
 
 // forgetAcked drops the ACK ranges the peer has seen acknowledged: t3 is

@@ -226,7 +226,7 @@ func ParseAck(body []byte, a *Ack) error {
 //	| crypto length (16) | crypto bytes | zero padding
 //
 // padded with zeros to at least MinInitialSize bytes in all (more is
-// allowed, as QUIC pads to the path MTU). Options is 0 in version 1. Token
+// allowed, as QUIC pads to the path MTU). Options is 0 in versions 1 and 2. Token
 // is the address-validation token of a Retry the client received (empty
 // on its first Initial), echoed so the server can tell the client really
 // receives at its source address (RFC 9000 §8.1.2); it is at most

@@ -199,6 +199,35 @@ func FuzzParseCrypto(f *testing.F) {
 	})
 }
 
+func FuzzParseAccept(f *testing.F) {
+	seedDatagrams(f, TypeAccept, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var a Accept
+		if err := ParseAccept(body, &a); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendAccept(nil, &a))
+	})
+}
+
+func FuzzParseVersionNegotiation(f *testing.F) {
+	for _, tc := range versionNegotiations() {
+		f.Add(AppendVersionNegotiation(nil, &tc))
+	}
+	seedDatagrams(f, 0, false)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v VersionNegotiation
+		if err := ParseVersionNegotiation(b, &v); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, b, AppendVersionNegotiation(nil, &v))
+		require.LessOrEqual(t, len(v.Versions), MaxVersions)
+		requireAlias(t, b, HeaderLen+1, v.Versions)
+	})
+}
+
 // FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
 // body by type) and re-encodes them.
 func FuzzDatagram(f *testing.F) {
@@ -278,6 +307,11 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParseClose(b, &e.c) }
 			case "FuzzParseCrypto":
 				fn = func() { sinkErr = ParseCrypto(b, &e.cr) }
+			case "FuzzParseAccept":
+				fn = func() { sinkErr = ParseAccept(b, &e.ac) }
+			case "FuzzParseVersionNegotiation":
+				var v VersionNegotiation
+				fn = func() { sinkErr = ParseVersionNegotiation(b, &v) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

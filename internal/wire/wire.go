@@ -1,4 +1,4 @@
-// Package wire is fresh's on-the-wire format, version 1: one fixed header on
+// Package wire is fresh's on-the-wire format, version 2: one fixed header on
 // every datagram and one frame type per datagram. Encoders append to a
 // caller's buffer; decoders read into caller-owned structs, alias the input
 // for payloads, never panic and never allocate, whatever the input.
@@ -14,8 +14,10 @@
 //		|     packet number (64)      |  sender timestamp µs (64)   |
 //		+-----------------------------+-----------------------------+
 //
-//	  - ver: 1. A receiver drops other versions (and, later, answers a
-//	    VersionNegotiation frame: the type is reserved).
+//	  - ver: 2 (see version.go for the history and the invariants every
+//	    version keeps). A receiver drops other versions; a server answers
+//	    an Initial-sized datagram of another version with a
+//	    VersionNegotiation (version 0) listing the versions it speaks.
 //	  - flags: bit 0 is frame-specific (FIN on Data, clock-synced on Ack);
 //	    bit 7 (FlagProtected) marks a protected packet: its body is AEAD
 //	    ciphertext plus a 16-byte tag, sealed with the keys of the epoch
@@ -27,9 +29,13 @@
 //	    EpochHandshake (1) for the TLS handshake's encrypted messages;
 //	    EpochApp0 and EpochApp1 (2, 3) for everything after it, the two
 //	    key phases of RFC 9001 §6's key update.
-//	  - connection ID: chosen by the client in Initial; a server
-//	    demultiplexes connections by it. A Retry keeps it, and the server
-//	    binds its token to it and to the client's address.
+//	  - connection ID: the receiver's ID for the connection, by which it
+//	    demultiplexes. The client chooses one in its Initial; the server
+//	    answers to it for the whole connection. The server chooses its
+//	    own and gives it in the Accept; the client's packets carry it from
+//	    then on (before, they carry the client's). A Retry keeps the
+//	    client's, and the server binds its token to it and to the
+//	    client's address.
 //	  - packet number: per sender, per connection, starting at 0, never
 //	    reused — a retransmission is a new packet (RFC 9000 §12.3). Numbers
 //	    may skip (a later issue skips some on purpose against optimistic
@@ -47,7 +53,7 @@ import (
 )
 
 // Version is the protocol version this package speaks.
-const Version = 1
+const Version = 2
 
 // HeaderLen is the fixed header length in bytes.
 const HeaderLen = 28
@@ -71,8 +77,9 @@ const (
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
-	// Reserved for a later version negotiation; receivers drop it
-	// (ParseHeader returns ErrType).
+	// Version negotiation travels with version byte 0 and has its own
+	// decoder (ParseVersionNegotiation); ParseHeader returns ErrVersion
+	// for it, as for every datagram not of this version.
 	TypeVersionNegotiation Type = 0x09
 )
 
@@ -152,7 +159,7 @@ func AppendHeader(b []byte, h Header) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(h.Timestamp))
 }
 
-// allowedFlags is the set of flag bits version 1 defines for frame type t.
+// allowedFlags is the set of flag bits this version defines for frame type t.
 // Bit 0 means something only on Data (FIN) and Ack (Synced); every type
 // but Initial and Retry may be protected.
 func allowedFlags(t Type) uint8 {
@@ -168,8 +175,8 @@ func allowedFlags(t Type) uint8 {
 }
 
 // ParseHeader decodes the header of datagram b and returns the body (the
-// ciphertext, for a protected packet). It rejects the reserved type
-// VersionNegotiation with ErrType, and any flag bit the frame type does not
+// ciphertext, for a protected packet). It rejects another version with
+// ErrVersion, the type VersionNegotiation with ErrType, and any flag bit the frame type does not
 // define, or an epoch that disagrees with FlagProtected, with ErrReserved.
 func ParseHeader(b []byte) (Header, []byte, error) {
 	var h Header
@@ -209,8 +216,8 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 // bytes for each TLS 1.3 cipher suite).
 const ProtectedOverhead = 16
 
-// valid reports whether version 1 defines a body for t.
-// VersionNegotiation is reserved: receivers can only drop it.
+// valid reports whether this version defines a body for t under its own
+// version byte (VersionNegotiation has version 0).
 func (t Type) valid() bool {
 	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto
 }

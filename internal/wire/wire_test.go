@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rawBody stands for an Accept body: version 1 defines none, so the test
-// endpoint below carries whatever follows the header unchanged.
+// rawBody stands for a protected body: ciphertext the session opens, so
+// the test endpoint below carries whatever follows the header unchanged.
 type rawBody []byte
 
 // endpoint decodes datagrams into frames it reuses, as a receive loop does,
@@ -25,6 +25,7 @@ type endpoint struct {
 	a  Ack
 	c  Close
 	cr Crypto
+	ac Accept
 }
 
 // decode parses the header, then the body by type.
@@ -37,7 +38,7 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 	case TypeInitial:
 		err = ParseInitial(body, len(dg), &e.in)
 	case TypeAccept:
-		// Version 1 defines no Accept body: nothing to check.
+		err = ParseAccept(body, &e.ac)
 	case TypeData:
 		err = ParseData(body, &e.d)
 	case TypeUpdate:
@@ -73,7 +74,7 @@ func parseDatagram(dg []byte) (Header, any, error) {
 	case TypeInitial:
 		return h, e.in, nil
 	case TypeAccept:
-		return h, rawBody(dg[HeaderLen:]), nil
+		return h, &e.ac, nil
 	case TypeData:
 		return h, &e.d, nil
 	case TypeUpdate:
@@ -111,6 +112,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendCrypto(b, f)
 	case *Retry:
 		return AppendRetry(b, f)
+	case *Accept:
+		return AppendAccept(b, f)
 	case nil:
 		return b
 	}
@@ -174,7 +177,8 @@ func validDatagrams() []datagramCase {
 		{"initial longer than the minimum", hdr(TypeInitial, 0), Initial{Token: token, Crypto: bytes.Repeat([]byte{4}, 2000)}},
 		{"retry", hdr(TypeRetry, 0), &Retry{Token: []byte{1}}},
 		{"retry max token", Header{Type: TypeRetry, ConnID: math.MaxUint64}, &Retry{Token: token}},
-		{"accept", hdr(TypeAccept, 0), rawBody{}},
+		{"accept", hdr(TypeAccept, 0), &Accept{ServerConnID: 0x07aa000011223344}},
+		{"accept keeps the client's ID", hdr(TypeAccept, 0), &Accept{}},
 		{"ping", hdr(TypePing, 0), nil},
 		{"ping zero header", Header{Type: TypePing}, nil},
 		{"ping negative timestamp", Header{Type: TypePing, PN: MaxPacketNumber, Timestamp: -1}, nil},
@@ -253,6 +257,8 @@ func bodyMin(t Type) int {
 		return CryptoOverhead
 	case TypeRetry:
 		return 2
+	case TypeAccept:
+		return AcceptLen
 	}
 	return 0
 }
@@ -288,16 +294,15 @@ func TestTruncated(t *testing.T) {
 }
 
 // TestTrailingByte appends one zero byte to every valid datagram: frames
-// with a length reject it; Initial padding may be longer; Accept has no
-// format, and a protected body is ciphertext whose length only the AEAD
-// checks.
+// with a length reject it; Initial padding may be longer, and a protected
+// body is ciphertext whose length only the AEAD checks.
 func TestTrailingByte(t *testing.T) {
 	for _, tc := range validDatagrams() {
 		t.Run(tc.name, func(t *testing.T) {
 			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
 			_, _, err := parseDatagram(dg)
 			switch {
-			case tc.h.Type == TypeInitial, tc.h.Type == TypeAccept, tc.h.Flags&FlagProtected != 0:
+			case tc.h.Type == TypeInitial, tc.h.Flags&FlagProtected != 0:
 				require.NoError(t, err)
 			default:
 				require.Equal(t, ErrLength, err)
@@ -359,11 +364,12 @@ func rejectedDatagrams() []rejectCase {
 	return []rejectCase{
 		{"empty", nil, ErrShort},
 		{"version 0", set(ping, 0, 0), ErrVersion},
-		{"version 2", set(ping, 0, 2), ErrVersion},
+		{"version 1", set(ping, 0, 1), ErrVersion},
+		{"version 3", set(ping, 0, 3), ErrVersion},
 		{"version 255", set(ping, 0, 0xff), ErrVersion},
-		{"version checked before length", set(data[:HeaderLen+1], 0, 2), ErrVersion},
+		{"version checked before length", set(data[:HeaderLen+1], 0, 1), ErrVersion},
 		{"type 0", set(ping, 1, 0), ErrType},
-		{"type version negotiation (reserved)", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
+		{"type version negotiation under version 2", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
 		{"type 0x0b", set(ping, 1, 0x0b), ErrType},
 		{"type 0xff", set(ping, 1, 0xff), ErrType},
 		{"reserved byte", set(ping, 3, 1), ErrReserved},
@@ -382,6 +388,8 @@ func rejectedDatagrams() []rejectCase {
 		{"FIN on retry", set(retry, 2, FlagFIN), ErrReserved},
 		{"FIN on close", set(closeDG, 2, FlagFIN), ErrReserved},
 		{"FIN on accept", set(ping, 1, byte(TypeAccept), FlagFIN), ErrReserved},
+		{"accept without its ID (a version 1 Accept)", set(ping, 1, byte(TypeAccept)), ErrShort},
+		{"accept short ID", append(set(ping, 1, byte(TypeAccept)), 1, 2, 3), ErrShort},
 		{"pn MaxPacketNumber+1", set64(ping, 12, MaxPacketNumber+1), ErrPacketNum},
 		{"pn 2^63", set64(ping, 12, 1<<63), ErrPacketNum},
 		{"pn all ones", set64(ping, 12, math.MaxUint64), ErrPacketNum},

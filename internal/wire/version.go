@@ -1,0 +1,115 @@
+package wire
+
+import "encoding/binary"
+
+// Version invariants. Whatever later versions change, two things stay where
+// version 1 put them, as QUIC's invariants do (RFC 8999 §5): byte 0 is the
+// version and bytes 4–11 are the connection ID. A receiver can thus tell a
+// datagram of another version from garbage and answer it, and a load
+// balancer can route every version by its connection ID.
+//
+// Version history:
+//   - 1: the first format.
+//   - 2: the server chooses the connection ID it is addressed by (carried in
+//     the Accept, see ParseAccept); version negotiation.
+
+// negotiationVersion is the version byte of a VersionNegotiation datagram:
+// 0 is no protocol version, so no version mistakes it for its own packet
+// (QUIC's version 0 is reserved the same way, RFC 9000 §17.2.1).
+const negotiationVersion = 0
+
+// MaxVersions bounds the versions a VersionNegotiation lists.
+const MaxVersions = 32
+
+// PeekVersion returns a datagram's version byte and connection ID by the
+// invariants alone, whatever its version; ok is false if b is too short to
+// hold them.
+func PeekVersion(b []byte) (version uint8, connID uint64, ok bool) {
+	if len(b) < 12 {
+		return 0, 0, false
+	}
+	return b[0], binary.BigEndian.Uint64(b[4:]), true
+}
+
+// VersionNegotiation answers a datagram of a version the receiver does not
+// speak: header (version 0, type VersionNegotiation, flags and epoch 0, the
+// offending datagram's connection ID, packet number 0, the sender's
+// timestamp) | count (8) | count versions (8 each), the versions the sender
+// speaks. It is unauthenticated (RFC 9000 §6 accepts the same for QUIC's):
+// a client acts on it only during its handshake, before any other packet
+// from the server, and only if it does not list the client's own version.
+type VersionNegotiation struct {
+	ConnID    uint64
+	Timestamp int64
+	Versions  []uint8 // aliases the datagram
+}
+
+// AppendVersionNegotiation appends a whole VersionNegotiation datagram to b.
+func AppendVersionNegotiation(b []byte, v *VersionNegotiation) []byte {
+	b = append(b, negotiationVersion, byte(TypeVersionNegotiation), 0, 0)
+	b = binary.BigEndian.AppendUint64(b, v.ConnID)
+	b = binary.BigEndian.AppendUint64(b, 0)
+	b = binary.BigEndian.AppendUint64(b, uint64(v.Timestamp))
+	n := min(len(v.Versions), MaxVersions)
+	b = append(b, byte(n))
+	return append(b, v.Versions[:n]...)
+}
+
+// ParseVersionNegotiation decodes a whole VersionNegotiation datagram.
+// Anything else is ErrVersion (another version byte), ErrType, ErrReserved,
+// ErrPacketNum, ErrShort, ErrLength or ErrTooMany.
+func ParseVersionNegotiation(b []byte, v *VersionNegotiation) error {
+	if len(b) < HeaderLen+1 {
+		return ErrShort
+	}
+	switch {
+	case b[0] != negotiationVersion:
+		return ErrVersion
+	case Type(b[1]) != TypeVersionNegotiation:
+		return ErrType
+	case b[2] != 0 || b[3] != 0:
+		return ErrReserved
+	case binary.BigEndian.Uint64(b[12:]) != 0:
+		return ErrPacketNum
+	}
+	n := int(b[HeaderLen])
+	if n > MaxVersions {
+		return ErrTooMany
+	}
+	if len(b) != HeaderLen+1+n {
+		return ErrLength
+	}
+	v.ConnID = binary.BigEndian.Uint64(b[4:])
+	v.Timestamp = int64(binary.BigEndian.Uint64(b[20:]))
+	v.Versions = b[HeaderLen+1:]
+	return nil
+}
+
+// Accept is the body of an Accept (version 2): the connection ID the server
+// chose to be addressed by (RFC 9000 §7.2's server-chosen ID, as a QUIC
+// server's Source Connection ID). From the Accept on, the client puts it in
+// every packet it sends; the server keeps answering to the client's own ID.
+// 0 means the server keeps the client's ID.
+type Accept struct {
+	ServerConnID uint64
+}
+
+// AcceptLen is the length of an Accept body.
+const AcceptLen = 8
+
+// AppendAccept appends a's body to b.
+func AppendAccept(b []byte, a *Accept) []byte {
+	return binary.BigEndian.AppendUint64(b, a.ServerConnID)
+}
+
+// ParseAccept decodes an Accept body into a.
+func ParseAccept(body []byte, a *Accept) error {
+	if len(body) < AcceptLen {
+		return ErrShort
+	}
+	if len(body) != AcceptLen {
+		return ErrLength
+	}
+	a.ServerConnID = binary.BigEndian.Uint64(body)
+	return nil
+}
