@@ -48,7 +48,7 @@ type ListenerStats struct {
 // from the wrong address or malformed are counted whoever they were for.
 type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
-	handshakeTimeouts, wrongAddress, noConnection, malformed             atomic.Int64
+	handshakeTimeouts, wrongAddress, noConnection, malformed                                  atomic.Int64
 }
 
 // Why admit refused an Initial.

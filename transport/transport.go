@@ -136,7 +136,7 @@ type entry struct {
 	id    uint64         // the client's connection ID
 	srvID uint64         // the server's (a Listener's connection; 0 on a Dial'ed one)
 	addr  netip.AddrPort // the only address it takes datagrams from
-	ln   *Listener      // the Listener that accepted it; nil for a Dial'ed one
+	ln    *Listener      // the Listener that accepted it; nil for a Dial'ed one
 	// The Listener's bookkeeping (guarded by ln.mu):
 	src       netip.Addr  // the source it counts against; invalid if exempt
 	delivered atomic.Bool // handed to Accept's queue, or never to be
