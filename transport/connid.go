@@ -89,3 +89,17 @@ func (t *Transport) otherVersion(b []byte, from netip.AddrPort, e *entry, ok boo
 	t.st.malformed.Add(1)
 	return nil
 }
+
+// connections counts the connections in t's table (each is there under
+// the client's ID and, on a Listener, under the server's too).
+func (t *Transport) connections() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for id, e := range t.conns {
+		if id == e.id {
+			n++
+		}
+	}
+	return n
+}

@@ -282,7 +282,7 @@ func dropCounters(l *ListenerStats, c Stats) map[string]int64 {
 	}
 	if l != nil {
 		for k, v := range map[string]int64{
-			"listener.RetriesSent": l.RetriesSent, "listener.InitialsBadToken": l.InitialsBadToken,
+			"listener.RetriesSent": l.RetriesSent, "listener.VersionNegotiations": l.VersionNegotiations, "listener.InitialsBadToken": l.InitialsBadToken,
 			"listener.InitialsTotalLimit": l.InitialsTotalLimit, "listener.InitialsSourceLimit": l.InitialsSourceLimit,
 			"listener.InitialsRateLimited": l.InitialsRateLimited, "listener.InitialsBacklogFull": l.InitialsBacklogFull,
 			"listener.WrongAddress": l.WrongAddress, "listener.NoConnection": l.NoConnection, "listener.Malformed": l.Malformed,
@@ -433,9 +433,7 @@ func TestMalformedCorpusRejectedAndCounted(t *testing.T) {
 	st := l.Stats()
 	require.Equal(t, 1, st.Connections)
 	require.Zero(t, st.AcceptQueue)
-	l.t.mu.Lock()
-	require.Len(t, l.t.conns, 1)
-	l.t.mu.Unlock()
+	require.Equal(t, 1, l.t.connections())
 	exchange(cli, srv, "still here")
 	exchange(srv, cli, "still here too")
 }

@@ -251,9 +251,7 @@ func TestRandomFlood(t *testing.T) {
 	// no connection ended.
 	require.Equal(t, 2, lst.Connections)
 	require.Zero(t, lst.AcceptQueue)
-	l.t.mu.Lock()
-	require.Len(t, l.t.conns, 2)
-	l.t.mu.Unlock()
+	require.Equal(t, 2, l.t.connections())
 	l.mu.Lock()
 	require.Empty(t, l.sources.m)
 	l.mu.Unlock()
@@ -290,7 +288,7 @@ func median(xs []float64) float64 {
 // listenerDrops is the sum of a listener's counters of datagrams it
 // dropped (a Retry answers an Initial that is then dropped).
 func listenerDrops(s ListenerStats) int64 {
-	return s.RetriesSent + s.InitialsBadToken + s.InitialsTotalLimit + s.InitialsSourceLimit +
+	return s.RetriesSent + s.VersionNegotiations + s.InitialsBadToken + s.InitialsTotalLimit + s.InitialsSourceLimit +
 		s.InitialsRateLimited + s.InitialsBacklogFull + s.WrongAddress + s.NoConnection + s.Malformed
 }
 
@@ -303,7 +301,7 @@ func connDrops(s Stats) int64 {
 func diffListener(a, b ListenerStats) ListenerStats {
 	return ListenerStats{
 		Connections: a.Connections, AcceptQueue: a.AcceptQueue,
-		RetriesSent: a.RetriesSent - b.RetriesSent, InitialsBadToken: a.InitialsBadToken - b.InitialsBadToken,
+		RetriesSent: a.RetriesSent - b.RetriesSent, VersionNegotiations: a.VersionNegotiations - b.VersionNegotiations, InitialsBadToken: a.InitialsBadToken - b.InitialsBadToken,
 		InitialsTotalLimit: a.InitialsTotalLimit - b.InitialsTotalLimit, InitialsSourceLimit: a.InitialsSourceLimit - b.InitialsSourceLimit,
 		InitialsRateLimited: a.InitialsRateLimited - b.InitialsRateLimited, InitialsBacklogFull: a.InitialsBacklogFull - b.InitialsBacklogFull,
 		HandshakeTimeouts: a.HandshakeTimeouts - b.HandshakeTimeouts, WrongAddress: a.WrongAddress - b.WrongAddress,
