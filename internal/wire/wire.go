@@ -22,7 +22,8 @@
 //	    below and this 28-byte header as associated data (package
 //	    internal/seal), so the header is authenticated though readable.
 //	    Every bit a frame type does not define (bit 0 off Data and Ack,
-//	    bits 1–6) must be 0; Initial and Retry are never protected.
+//	    bits 1–6) must be 0; Initial, Retry and StatelessReset are never
+//	    protected.
 //	  - epoch: which keys protect the body: 0 on an unprotected packet;
 //	    EpochHandshake (1) for the TLS handshake's encrypted messages;
 //	    EpochApp0 and EpochApp1 (2, 3) for everything after it, the two
@@ -71,6 +72,9 @@ const (
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
+	// StatelessReset: "I lost this connection", proved by the token the
+	// server gave in the handshake (RFC 9000 §10.3); never protected.
+	TypeStatelessReset Type = 0x0D
 	// Reserved for a later version negotiation; receivers drop it
 	// (ParseHeader returns ErrType).
 	TypeVersionNegotiation Type = 0x09
@@ -98,6 +102,8 @@ func (t Type) String() string {
 		return "version-negotiation"
 	case TypeCrypto:
 		return "crypto"
+	case TypeStatelessReset:
+		return "stateless-reset"
 	}
 	return "unknown"
 }
@@ -154,14 +160,14 @@ func AppendHeader(b []byte, h Header) []byte {
 
 // allowedFlags is the set of flag bits version 1 defines for frame type t.
 // Bit 0 means something only on Data (FIN) and Ack (Synced); every type
-// but Initial and Retry may be protected.
+// but Initial, Retry and StatelessReset may be protected.
 func allowedFlags(t Type) uint8 {
 	switch t {
 	case TypeData:
 		return FlagFIN | FlagProtected
 	case TypeAck:
 		return FlagSynced | FlagProtected
-	case TypeInitial, TypeRetry:
+	case TypeInitial, TypeRetry, TypeStatelessReset:
 		return 0
 	}
 	return FlagProtected
@@ -212,5 +218,5 @@ const ProtectedOverhead = 16
 // valid reports whether version 1 defines a body for t.
 // VersionNegotiation is reserved: receivers can only drop it.
 func (t Type) valid() bool {
-	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto
+	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto || t == TypeStatelessReset
 }

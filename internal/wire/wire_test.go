@@ -25,6 +25,7 @@ type endpoint struct {
 	a  Ack
 	c  Close
 	cr Crypto
+	sr StatelessReset
 }
 
 // decode parses the header, then the body by type.
@@ -52,6 +53,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseCrypto(body, &e.cr)
 	case TypeRetry:
 		err = ParseRetry(body, &e.r)
+	case TypeStatelessReset:
+		err = ParseStatelessReset(body, &e.sr)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -86,6 +89,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.cr, nil
 	case TypeRetry:
 		return h, &e.r, nil
+	case TypeStatelessReset:
+		return h, &e.sr, nil
 	}
 	return h, nil, nil
 }
@@ -111,6 +116,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendCrypto(b, f)
 	case *Retry:
 		return AppendRetry(b, f)
+	case *StatelessReset:
+		return AppendStatelessReset(b, f)
 	case nil:
 		return b
 	}
@@ -174,6 +181,8 @@ func validDatagrams() []datagramCase {
 		{"initial longer than the minimum", hdr(TypeInitial, 0), Initial{Token: token, Crypto: bytes.Repeat([]byte{4}, 2000)}},
 		{"retry", hdr(TypeRetry, 0), &Retry{Token: []byte{1}}},
 		{"retry max token", Header{Type: TypeRetry, ConnID: math.MaxUint64}, &Retry{Token: token}},
+		{"stateless reset", Header{Type: TypeStatelessReset, ConnID: 0x0123456789abcdef}, &StatelessReset{Token: [16]byte{1, 2, 3, 14: 0xfe, 15: 0xff}}},
+		{"stateless reset zero", Header{Type: TypeStatelessReset}, &StatelessReset{}},
 		{"accept", hdr(TypeAccept, 0), rawBody{}},
 		{"ping", hdr(TypePing, 0), nil},
 		{"ping zero header", Header{Type: TypePing}, nil},
@@ -253,6 +262,8 @@ func bodyMin(t Type) int {
 		return CryptoOverhead
 	case TypeRetry:
 		return 2
+	case TypeStatelessReset:
+		return StatelessResetTokenLen
 	}
 	return 0
 }
@@ -344,6 +355,7 @@ func rejectedDatagrams() []rejectCase {
 	initialTok := appendDatagram(nil, h(TypeInitial), Initial{Token: []byte("tok"), CryptoOffset: 1, Crypto: []byte("hello")})
 	retry := appendDatagram(nil, h(TypeRetry), &Retry{Token: []byte("tok")})
 	ping := appendDatagram(nil, h(TypePing), nil)
+	reset := appendDatagram(nil, Header{Type: TypeStatelessReset}, &StatelessReset{Token: [16]byte{9}})
 	const (
 		dataOff   = HeaderLen + echoLen     // Data offset field
 		dataLen   = dataOff + 8             // Data length field
@@ -439,6 +451,12 @@ func rejectedDatagrams() []rejectCase {
 		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
 		{"close length 255, reason 3", set(closeDG, HeaderLen+4, 255), ErrLength},
 		{"ping with body", append(bytes.Clone(ping), 0), ErrLength},
+
+		{"stateless reset cut in its token", reset[:StatelessResetLen-1], ErrShort},
+		{"stateless reset header only", reset[:HeaderLen], ErrShort},
+		{"stateless reset with a trailing byte", append(bytes.Clone(reset), 0), ErrLength},
+		{"protected stateless reset", append(set(reset, 2, FlagProtected, EpochApp0), make([]byte, ProtectedOverhead)...), ErrReserved},
+		{"FIN on stateless reset", set(reset, 2, FlagFIN), ErrReserved},
 	}
 }
 
