@@ -27,4 +27,8 @@ var (
 	// skipped or has not sent yet, so it acknowledges packets it never
 	// received, to make the sender send faster (RFC 9000 §21.4).
 	ErrOptimisticAck = errors.New("transport: peer acknowledged a packet never sent: optimistic ACK")
+	// ErrStatelessReset: the server lost the connection (it restarted)
+	// and said so with a stateless reset carrying the connection's token
+	// (RFC 9000 §10.3).
+	ErrStatelessReset = errors.New("transport: connection reset by the server (stateless reset): it lost the connection, typically by restarting")
 )

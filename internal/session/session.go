@@ -98,6 +98,7 @@ type Session struct {
 	closePending  bool
 	closeCode     uint32
 	peerClean     bool // the peer closed with closeNormal
+	rst           resetState
 
 	st Stats
 
@@ -273,12 +274,18 @@ func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 // Handle processes one datagram b received at now (local wall clock wallUS).
 // It reports false, counting the datagram as malformed, when b is not a
 // packet of this connection; malformed frames are counted and dropped, and
-// protocol violations close the session (Err says why).
+// protocol violations close the session (Err says why). A StatelessReset
+// is checked against the server's token (reset.go): true if it ended the
+// session, false (counted) if it was not the real one.
 func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
 	h, body, err := wire.ParseHeader(b)
 	if err != nil || h.ConnID != s.connID {
 		s.st.Malformed++
 		return false
+	}
+	if h.Type == wire.TypeStatelessReset {
+		// Unprotected by design: its token is its proof (reset.go).
+		return s.onStatelessReset(body)
 	}
 	if s.sec != nil && s.state != stateClosed {
 		if body, err = s.unprotectErr(&h, b, body); err != nil {
