@@ -49,6 +49,14 @@ var (
 	// so it claims packets it did not receive to make us send faster
 	// (RFC 9000 §21.4); the connection is closed.
 	ErrOptimisticAck = session.ErrOptimisticAck
+	// ErrStatelessReset: the server lost the connection — it restarted,
+	// or dropped the connection's state — and said so with a stateless
+	// reset (RFC 9000 §10.3) carrying the token it gave this connection
+	// in the TLS handshake, which only it can compute (see
+	// Transport.StatelessResetKey). The connection ended at once, without
+	// waiting for IdleTimeout; every call returns it. Dial again: the
+	// server is there. Plaintext connections never end with it.
+	ErrStatelessReset = session.ErrStatelessReset
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

@@ -177,6 +177,7 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 	}
 	cfg := l.cfg.sessionConfig()
 	cfg.AddressValidated = validated
+	cfg.StatelessResetToken = l.t.resetToken(id)
 	s, err := session.New(cfg, id, false, now)
 	if err != nil {
 		release()
