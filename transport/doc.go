@@ -200,13 +200,28 @@
 // The hash knows nothing of connection IDs. Adding or removing a process
 // reshuffles it (Linux spreads by hash over the current number of
 // sockets), so some sources land on a process that does not know their
-// connection ID, which drops their datagrams; they time out and dial
-// again. A source whose address changes is cut off the same way (and a
+// connection ID. That process answers their datagrams with a stateless
+// reset, which ends their connections at once (ErrStatelessReset) if
+// every process's Transport has the same StatelessResetKey, and is
+// ignored otherwise (they time out); either way they dial again. A source whose address changes is cut off the same way (and a
 // single Listener drops a known connection's datagrams from another
 // address too). Routing by connection ID, so that connections stay put
 // while processes come and go, would need an eBPF program attached to the
 // socket group (SO_ATTACH_REUSEPORT_EBPF) that reads the ID from the
 // header and picks the socket: that is not done.
+//
+// # Stateless reset
+//
+// A server that restarts loses its connections' state, and its clients
+// would send into the void until IdleTimeout. With TLS, a Listener gives
+// each client a token (RFC 9000 §10.3), and a Transport with a Listener
+// answers any datagram of a connection it does not hold with a
+// StatelessReset carrying the token it would have given: the client's
+// Conn ends at once with ErrStatelessReset. Across a restart this works
+// only with the same Transport.StatelessResetKey in both lives (nil draws
+// a random key per Transport). Plaintext connections (Insecure) get no
+// token and are never reset. A reset is smaller than the datagram that
+// drew it and sent at a bounded rate (Transport.StatelessResetRate).
 //
 // The wire format (version 1, internal/wire) has the stateless Retry and
 // keeps room for a pre-shared-key AEAD mode and version negotiation
