@@ -57,6 +57,10 @@ func restartedServer(t *testing.T, key1, key2 *[32]byte, cliCfg Config) (*server
 	buf := make([]byte, 64)
 	_, err = srv.Read(buf)
 	require.NoError(t, err)
+	// Acknowledged: nothing of the first life is left to retransmit, so
+	// what reaches the new server is what the client sends after.
+	require.Eventually(t, func() bool { return cli.Stats().StreamBytesAcked == int64(len("before the restart")) },
+		5*time.Second, time.Millisecond)
 
 	s1.crash(t)
 	return startServer(t, addr, key2), cli
@@ -186,4 +190,19 @@ func TestStatelessResetConfig(t *testing.T) {
 	_, err = tr.Listen(testConfig(Config{}))
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	require.ErrorContains(t, err, "StatelessResetBurst")
+}
+
+// A quiet device that sends nothing but keep-alive PINGs is reset too:
+// its PINGs are padded to the shortest datagram a reset may answer.
+func TestStatelessResetKeepAliveOnly(t *testing.T) {
+	key := [32]byte{9}
+	_, cli := restartedServer(t, &key, &key, Config{KeepAlive: 100 * time.Millisecond})
+	start := time.Now()
+	select {
+	case <-cli.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a keep-alive drew no reset within 5 s")
+	}
+	t.Logf("reset %v after the restart, by a keep-alive", time.Since(start).Round(time.Millisecond))
+	require.ErrorIs(t, cli.Err(), ErrStatelessReset)
 }

@@ -811,7 +811,14 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		s.probe = false
 		s.lastSent = now
 		pn := s.tr.OnSent(now, 0, kindProbe, 0, 0)
-		return s.sent(hdr(wire.TypePing, 0, pn)), streamDSCP, true
+		b := hdr(wire.TypePing, 0, pn)
+		if s.sec != nil {
+			// Long enough to draw a stateless reset from a server that
+			// lost the connection (RFC 9000 §10.3): a keep-alive may be
+			// all a quiet device sends.
+			b = append(b, make([]byte, wire.PingPadding)...)
+		}
+		return s.sent(b), streamDSCP, true
 	}
 	if s.updFresh && !now.Before(s.nextUpdateAt()) {
 		s.updFresh = false

@@ -69,7 +69,7 @@ const (
 	TypeUpdate  Type = 0x04 // status update (never retransmitted)
 	TypeAck     Type = 0x05 // acknowledgment with OWD samples
 	TypeClose   Type = 0x06 // connection close
-	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
+	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO): padding (zero bytes) only
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
 	// StatelessReset: "I lost this connection", proved by the token the

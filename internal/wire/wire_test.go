@@ -15,6 +15,9 @@ import (
 // endpoint below carries whatever follows the header unchanged.
 type rawBody []byte
 
+// pingPadding stands for a Ping body: that many zero bytes.
+type pingPadding int
+
 // endpoint decodes datagrams into frames it reuses, as a receive loop does,
 // so decoding through it must not allocate either.
 type endpoint struct {
@@ -91,6 +94,10 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.r, nil
 	case TypeStatelessReset:
 		return h, &e.sr, nil
+	case TypePing:
+		if n := len(dg) - HeaderLen; n > 0 {
+			return h, pingPadding(n), nil
+		}
 	}
 	return h, nil, nil
 }
@@ -118,6 +125,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendRetry(b, f)
 	case *StatelessReset:
 		return AppendStatelessReset(b, f)
+	case pingPadding:
+		return append(b, make([]byte, f)...)
 	case nil:
 		return b
 	}
@@ -187,6 +196,8 @@ func validDatagrams() []datagramCase {
 		{"ping", hdr(TypePing, 0), nil},
 		{"ping zero header", Header{Type: TypePing}, nil},
 		{"ping negative timestamp", Header{Type: TypePing, PN: MaxPacketNumber, Timestamp: -1}, nil},
+		{"ping padded", hdr(TypePing, 0), pingPadding(PingPadding)},
+		{"ping padded long", hdr(TypePing, 0), pingPadding(1000)},
 		{"data", hdr(TypeData, 0), &Data{Echo: Echo{T3: 5, T4: 7}, Offset: 1 << 20, Payload: []byte("hello")}},
 		{"data FIN empty", hdr(TypeData, FlagFIN), &Data{Offset: 99, Payload: []byte{}}},
 		{"data negative echo", hdr(TypeData, 0), &Data{Echo: Echo{T3: math.MinInt64, T4: -1}, Payload: []byte{0}}},
@@ -289,6 +300,9 @@ func TestTruncated(t *testing.T) {
 				case n < HeaderLen || n-HeaderLen < bodyMin(tc.h.Type) || (tc.h.Type == TypeInitial && n < MinInitialSize):
 					want = ErrShort
 				}
+				if tc.h.Type == TypePing && n >= HeaderLen {
+					want = nil // padding of any length
+				}
 				_, _, err := parseDatagram(dg[:n])
 				if err != want { // require per byte would be slow on 65 kB payloads
 					require.Equal(t, want, err, "cut to %d of %d bytes", n, len(dg))
@@ -308,7 +322,7 @@ func TestTrailingByte(t *testing.T) {
 			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
 			_, _, err := parseDatagram(dg)
 			switch {
-			case tc.h.Type == TypeInitial, tc.h.Type == TypeAccept, tc.h.Flags&FlagProtected != 0:
+			case tc.h.Type == TypeInitial, tc.h.Type == TypeAccept, tc.h.Type == TypePing, tc.h.Flags&FlagProtected != 0:
 				require.NoError(t, err)
 			default:
 				require.Equal(t, ErrLength, err)
@@ -450,7 +464,7 @@ func rejectedDatagrams() []rejectCase {
 		{"close reason longer than length", set(closeDG, HeaderLen+4, 2), ErrLength},
 		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
 		{"close length 255, reason 3", set(closeDG, HeaderLen+4, 255), ErrLength},
-		{"ping with body", append(bytes.Clone(ping), 0), ErrLength},
+		{"ping with non-zero padding", append(bytes.Clone(ping), 0, 1), ErrReserved},
 
 		{"stateless reset cut in its token", reset[:StatelessResetLen-1], ErrShort},
 		{"stateless reset header only", reset[:HeaderLen], ErrShort},
@@ -540,7 +554,8 @@ func TestTypeString(t *testing.T) {
 	for ty, want := range map[Type]string{
 		TypeInitial: "initial", TypeAccept: "accept", TypeData: "data", TypeUpdate: "update",
 		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
-		TypeVersionNegotiation: "version-negotiation", 0: "unknown", 0xff: "unknown",
+		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset", 0: "unknown", 0xff: "unknown",
+		TypeCrypto: "crypto",
 	} {
 		require.Equal(t, want, ty.String())
 	}
