@@ -54,7 +54,8 @@ func appendParam(b []byte, id uint16, value []byte) []byte {
 }
 
 // clientParams is what a client sends: the version and its announcement.
-func clientParams() []byte {
+// A variable so that a test can play a client from before the list.
+var clientParams = func() []byte {
 	return appendParam(append([]byte(nil), transportParams...), paramResetCapable, nil)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -107,4 +108,27 @@ func FuzzTransportParams(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, p, again)
 	})
+}
+
+// A client from before the parameter list (it sends the six version bytes
+// alone and fails on anything else) completes its handshake with a server
+// that has a token: the server sends it the six bytes alone, and the
+// connection works, without a reset.
+func TestTransportParamsV1ClientHandshakes(t *testing.T) {
+	defer func(f func() []byte) { clientParams = f }(clientParams)
+	clientParams = func() []byte { return bytes.Clone(transportParams) }
+	tok := ResetToken(&resetKey, pairConnID)
+	srv := secure(t)
+	srv.StatelessResetToken = &tok
+	cli := secure(t)
+	p := NewPair(t, cli, srv, Link{Delay: time.Millisecond})
+	p.Open()
+	require.Equal(t, transportParams, p.Srv.localParams(), "exactly what a v1 server sent, all a v1 client accepts")
+	require.False(t, p.Cli.rst.hasToken)
+	_, err := p.Cli.Write([]byte("v1"))
+	require.NoError(t, err)
+	buf := make([]byte, 8)
+	var n int
+	require.True(t, p.DriveUntil(func() bool { n, _ = p.Srv.Read(buf); return n > 0 }, time.Second))
+	require.Equal(t, "v1", string(buf[:n]))
 }
