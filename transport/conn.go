@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
@@ -43,6 +44,9 @@ type Conn struct {
 
 	mu sync.Mutex
 	s  *session.Session
+	// srvID mirrors s.ServerConnID for the reader, which must not take
+	// mu while it holds the Transport's table (clientOf).
+	srvID atomic.Uint64
 
 	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
 	writeReady chan struct{} // send buffer space freed
@@ -130,9 +134,15 @@ func (c *Conn) handleDatagram(b []byte) bool {
 	defer c.mu.Unlock()
 	now, wall := c.now()
 	ok := c.s.Handle(now, wall, b)
+	if c.ln == nil {
+		c.srvID.Store(c.s.ServerConnID())
+	}
 	c.notifyLocked()
 	return ok
 }
+
+// serverConnID is the ID this client's server chose (0: none given yet).
+func (c *Conn) serverConnID() uint64 { return c.srvID.Load() }
 
 // poll runs the session once: it fires a timeout that is due and polls
 // what is sendable into tx, for the peer. It returns the next deadline (0:

@@ -103,3 +103,16 @@ func (t *Transport) connections() int {
 	}
 	return n
 }
+
+// clientOf finds the Dial'ed connection to from whose server addresses it
+// as srvID (its session's ServerConnID); t.mu is held. A client's table
+// holds its connections under their own IDs only, which is all its peers
+// send to, but a server that lost a connection knows only the server's.
+func (t *Transport) clientOf(srvID uint64, from netip.AddrPort) (*entry, bool) {
+	for id, e := range t.conns {
+		if id == e.id && e.ln == nil && e.addr == from && e.c.serverConnID() == srvID {
+			return e, true
+		}
+	}
+	return nil, false
+}

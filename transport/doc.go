@@ -200,11 +200,14 @@
 // The hash knows nothing of connection IDs. Adding or removing a process
 // reshuffles it (Linux spreads by hash over the current number of
 // sockets), so some sources land on a process that does not know their
-// connection ID, which drops their datagrams; they time out and dial
-// again. Routing by connection ID, so that connections stay put while
-// processes come and go, needs an eBPF program attached to the socket
-// group (SO_ATTACH_REUSEPORT_EBPF) that reads the server ID from the
-// header and picks the socket: that is not done here.
+// connection ID. That process answers their datagrams with a stateless
+// reset, which ends their connections at once (ErrStatelessReset) if
+// every process's Transport has the same StatelessResetKey, and is
+// ignored otherwise (they time out); either way they dial again. Routing
+// by connection ID, so that connections stay put while processes come
+// and go, needs an eBPF program attached to the socket group
+// (SO_ATTACH_REUSEPORT_EBPF) that reads the server ID from the header and
+// picks the socket: that is not done here.
 //
 // What is done is the ID such a program, or a load balancer in front of
 // several hosts, routes by. A Listener chooses the connection ID its
@@ -218,6 +221,22 @@
 // client's address stays; a CID-routing one keeps it across the client's
 // address changes, except for the handshake's packets, which carry the
 // client's ID and are routed by the 4-tuple.
+//
+// # Stateless reset
+//
+// A server that restarts loses its connections' state, and its clients
+// would send into the void until IdleTimeout. With TLS, a Listener gives
+// each client a token (RFC 9000 §10.3) for the server's connection ID,
+// and a Transport with a Listener answers any datagram of a connection it
+// does not hold with a StatelessReset carrying the token it would have
+// given: the client's Conn ends at once with ErrStatelessReset. Across a
+// restart this works only with the same Transport.StatelessResetKey in
+// both lives (nil draws a random key per Transport). Plaintext
+// connections (Insecure) get no token and are never reset. A reset is
+// smaller than the datagram that drew it and sent at a bounded rate
+// (Transport.StatelessResetRate).
+//
+// # Versions
 //
 // The wire format is version 2 (internal/wire): version 1 had no server
 // IDs. Version 2 ends answer an Initial-sized datagram of another

@@ -55,6 +55,14 @@ var (
 	// ErrHandshake. A server of a version older than negotiation (1)
 	// answers nothing: Dial then fails at HandshakeTimeout.
 	ErrVersionMismatch = session.ErrVersion
+	// ErrStatelessReset: the server lost the connection — it restarted,
+	// or dropped the connection's state — and said so with a stateless
+	// reset (RFC 9000 §10.3) carrying the token it gave this connection
+	// in the TLS handshake, which only it can compute (see
+	// Transport.StatelessResetKey). The connection ended at once, without
+	// waiting for IdleTimeout; every call returns it. Dial again: the
+	// server is there. Plaintext connections never end with it.
+	ErrStatelessReset = session.ErrStatelessReset
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

@@ -179,6 +179,9 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 	cfg.AddressValidated = validated
 	for range 4 { // a taken server ID is drawn again: 2^-32 odds at a million connections
 		cfg.ServerConnID = l.t.newServerID()
+		// The token of the ID the client's packets carry after the
+		// handshake: the one a restarted server will see.
+		cfg.StatelessResetToken = l.t.resetToken(cfg.ServerConnID)
 		s, err := session.New(cfg, id, false, now)
 		if err != nil {
 			break

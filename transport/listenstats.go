@@ -41,6 +41,13 @@ type ListenerStats struct {
 	WrongAddress int64
 	NoConnection int64
 	Malformed    int64
+	// StatelessResetsSent: datagrams for no connection held answered with
+	// a stateless reset (Transport.StatelessResetKey); a restarted server
+	// sends one per client of its previous life that is still sending.
+	// StatelessResetsRateLimited: those that would have drawn one but
+	// found Transport.StatelessResetRate used up.
+	StatelessResetsSent        int64
+	StatelessResetsRateLimited int64
 }
 
 // listenerCounters are a Listener's counters, kept by its read loop and
@@ -49,6 +56,7 @@ type ListenerStats struct {
 type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
 	handshakeTimeouts, wrongAddress, noConnection, malformed                                  atomic.Int64
+	resetsSent, resetsRateLimited                                                             atomic.Int64
 }
 
 // Why admit refused an Initial.
@@ -74,5 +82,7 @@ func (l *Listener) Stats() ListenerStats {
 	st.WrongAddress = c.wrongAddress.Load()
 	st.NoConnection = c.noConnection.Load()
 	st.Malformed = c.malformed.Load()
+	st.StatelessResetsSent = c.resetsSent.Load()
+	st.StatelessResetsRateLimited = c.resetsRateLimited.Load()
 	return st
 }

@@ -65,6 +65,10 @@ type Stats struct {
 	// authentic packet number seen before, or too old to tell).
 	Unauthenticated, Replayed int64
 	KeyUpdates                int64 // key phases this end started or followed (RFC 9001 §6)
+	// StatelessResetsIgnored counts stateless resets that did not carry
+	// the token the server gave this connection (forged, or from a
+	// server with another key): dropped, the connection goes on.
+	StatelessResetsIgnored int64
 
 	// Stream.
 	StreamBytesAcked    int64 // sent and acknowledged
@@ -123,7 +127,8 @@ func statsFrom(s session.Stats) Stats {
 		PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,
 		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
-		StreamBytesAcked: s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
+		StatelessResetsIgnored: s.StatelessResetsIgnored,
+		StreamBytesAcked:       s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,

@@ -106,6 +106,38 @@ type Transport struct {
 	// ID assignment while connections of the old one live. Default 0;
 	// ignored without ServerID.
 	ConfigRotation uint8
+	// StatelessResetKey keys the stateless reset tokens (RFC 9000 §10.3)
+	// a Listener on this Transport gives its clients: a client's token is
+	// the first 16 bytes of HMAC-SHA256(key, connection ID), sent to it
+	// encrypted in the TLS handshake. When the Transport later gets a
+	// datagram for a connection it does not hold, it answers with a
+	// StatelessReset carrying that token, and the client's Conn ends at
+	// once with ErrStatelessReset rather than at its IdleTimeout.
+	//
+	// nil draws a random key per Transport: resets then work for
+	// connections this Transport lost while it runs (one it aborted, say)
+	// but not across a restart, since the restarted process has another
+	// key and its resets are ignored. Set the same key in every life of a
+	// server (and on every Transport that shares its port with
+	// SO_REUSEPORT) so that a restarted server resets the connections of
+	// its previous life, as quic-go's Transport.StatelessResetKey does;
+	// derive it from a secret the server keeps anyway (its TLS private
+	// key, see examples/monitor). Keep it as secret as that: whoever has
+	// it can reset every client's connection. Plaintext connections
+	// (Config.Insecure) get no token: nothing resets them.
+	StatelessResetKey *[32]byte
+	// StatelessResetRate and StatelessResetBurst bound how fast the
+	// Transport sends resets: a token bucket of StatelessResetBurst
+	// refilled at StatelessResetRate per second. A reset is always smaller
+	// than the datagram that drew it (so it amplifies nothing) and answers
+	// neither an Initial, a Retry, a Close nor a reset (so two endpoints
+	// cannot loop); the rate bounds what a flood of datagrams with forged
+	// sources can reflect. Datagrams the bucket had no reset for are
+	// counted (ListenerStats.StatelessResetsRateLimited), and their
+	// clients are reset by a later datagram. Defaults 100/s and 10;
+	// a negative rate sends none.
+	StatelessResetRate  float64
+	StatelessResetBurst int
 
 	// Logger receives the Transport's own debug logs (socket errors,
 	// datagrams dropped); nil takes the first Listen's or Dial's
@@ -127,7 +159,8 @@ type Transport struct {
 	closed   bool
 	readDone chan struct{}
 
-	st listenerCounters
+	st  listenerCounters
+	rst resetState // the read loop's (reset.go)
 }
 
 // entry is a connection the Transport routes datagrams to.
@@ -163,6 +196,8 @@ func (t *Transport) validate() error {
 		return cfgerr.Field("transport.Transport.ServerID", "%d bytes: at most %d fit an 8-byte connection ID with a 4-byte nonce", len(t.ServerID), maxServerIDLen)
 	case t.ConfigRotation > maxConfigRotation:
 		return cfgerr.Field("transport.Transport.ConfigRotation", "%d outside 0..%d (7 marks unroutable IDs)", t.ConfigRotation, maxConfigRotation)
+	case t.StatelessResetBurst < 0:
+		return cfgerr.Field("transport.Transport.StatelessResetBurst", "%d is negative (0: the default)", t.StatelessResetBurst)
 	}
 	return nil
 }
@@ -203,6 +238,7 @@ func (t *Transport) start(cfg *Config) error {
 			return
 		}
 		t.conns = map[uint64]*entry{}
+		t.initReset(cfg.Clock)
 		t.readDone = make(chan struct{})
 		t.drv = newDriver(cfg.Clock, t.log, t.sock, t.maxRecv, t.sendError)
 		rx, err := newReader(t.sock, t.maxRecv, t.single)
@@ -488,7 +524,10 @@ func (t *Transport) snapshot() []*Conn {
 // route finds the connection a datagram belongs to, or hands an Initial
 // for an unknown connection ID to the Listener. Datagrams for nobody, and
 // those for a connection from another address than its own, are dropped
-// and counted.
+// and counted; with a Listener, those for nobody draw a stateless reset
+// (reset.go). A StatelessReset for a connection held goes to it like any
+// datagram, from the connection's address only, and its session judges
+// the token.
 func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 	h, body, err := wire.ParseHeader(b)
 	if err == nil && last != nil && (last.id == h.ConnID || last.srvID == h.ConnID) && last.addr == from {
@@ -499,6 +538,12 @@ func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 	t.mu.Lock()
 	e, ok := t.conns[h.ConnID]
 	ln := t.ln
+	if err == nil && !ok && h.Type == wire.TypeStatelessReset {
+		// A reset carries the ID of the packet that drew it, the
+		// server's, which this client-side table does not hold: the
+		// connections with that peer judge it by its token.
+		e, ok = t.clientOf(h.ConnID, from)
+	}
 	if (err != nil || !ok) && t.single && from.IsValid() {
 		// package Dial's connected socket hears only its peer: what it
 		// cannot route is the connection's to judge and count, as a
@@ -529,6 +574,9 @@ func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 	}
 	if h.Type != wire.TypeInitial || ln == nil {
 		t.st.noConnection.Add(1)
+		if ln != nil {
+			t.sendReset(h, b, from)
+		}
 		return nil
 	}
 	return ln.initial(h, body, len(b), from)

@@ -77,7 +77,7 @@ func newFaultRig(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.
 	sock, err := transport.ListenUDP("127.0.0.1:0", false)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sock.Close() })
-	tr := &transport.Transport{Conn: sock}
+	tr := &transport.Transport{Conn: sock, StatelessResetKey: &rigResetKey}
 	t.Cleanup(func() { _ = tr.Close() })
 	l, err := tr.Listen(withTLS(srvCfg))
 	require.NoError(t, err)
@@ -88,6 +88,10 @@ func newFaultRig(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.
 	rig.cli, rig.srv = rig.dial(cliCfg)
 	return rig
 }
+
+// rigResetKey is the rig's listener's stateless reset key: a server
+// restarted with it resets the connections of the rig's first life.
+var rigResetKey = [32]byte{0x72, 0x69, 0x67}
 
 // crash closes the listener's socket and nothing else, as a server process
 // that dies does: its connections send no CLOSE and vanish.

@@ -355,3 +355,60 @@ func TestAgentReportsDeadPath(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A monitor that crashes and comes back on its port with the same TLS key
+// (so the same derived reset key, as examples/monitor does) resets the
+// agent's connection at its next datagram: the agent says "monitor
+// restarted: connection reset" and exits with an error at once, long
+// before its idle timeout.
+func TestAgentReportsMonitorRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	files := testcerts.Write(t, "agent-1")
+	creds := cli.Credentials{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA}
+	cfg, err := creds.ServerTLS()
+	require.NoError(t, err)
+	key, err := cli.ResetKey(cfg)
+	require.NoError(t, err)
+	life := func(addr string) (*net.UDPConn, *transport.Listener) {
+		sock, err := transport.ListenUDP(addr, false)
+		require.NoError(t, err)
+		tr := &transport.Transport{Conn: sock, StatelessResetKey: key}
+		t.Cleanup(func() { tr.Close(); sock.Close() })
+		ln, err := tr.Listen(transport.Config{TLS: cfg})
+		require.NoError(t, err)
+		return sock, ln
+	}
+	sock, ln := life("127.0.0.1:0")
+	addr := sock.LocalAddr().String()
+	restarted := make(chan time.Time, 1)
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		_, _ = conn.ReadUpdate(ctx) // the agent is up and sending
+		sock.Close()                // crashed: no CLOSE sent
+		life(addr)
+		restarted <- time.Now()
+	}()
+	var out syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, agentArgs(files, addr, "-duration", "15s", "-stats", "0"), &out) }()
+	var at time.Time
+	select {
+	case at = <-restarted:
+	case <-ctx.Done():
+		t.Fatal("the agent never connected")
+	}
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the agent did not stop within 5 s of the restart:\n%s", out.String())
+	}
+	t.Logf("the agent stopped %v after the monitor restarted", time.Since(at).Round(time.Millisecond))
+	require.ErrorIs(t, runErr, transport.ErrStatelessReset)
+	require.ErrorContains(t, runErr, "monitor restarted: connection reset")
+	require.Contains(t, out.String(), "agent: monitor restarted: connection reset")
+}

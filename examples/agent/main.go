@@ -32,6 +32,12 @@
 //     when it is written the agent half-closes the stream (CloseWrite) and
 //     keeps sending updates.
 //
+// If the monitor restarts (it crashed and was started again with the same
+// key), its first answer is a stateless reset: the agent prints "monitor
+// restarted: connection reset" and exits 1 at once, rather than after the
+// connection's idle timeout; run it again (or from a supervisor that
+// restarts it) to reconnect.
+//
 // It runs until Ctrl-C (or SIGTERM) or -duration, then closes the connection,
 // which waits up to 5 s for the upload's last bytes to be acknowledged. It
 // exits non-zero if the upload did not complete (every byte acknowledged by
@@ -378,6 +384,10 @@ func watch(ctx context.Context, conn *transport.Conn, o *options,
 		case <-ctx.Done():
 			return uploadDone, nil
 		case <-conn.Done():
+			if err := conn.Err(); errors.Is(err, transport.ErrStatelessReset) {
+				fmt.Fprintln(stdout, "agent: monitor restarted: connection reset (it lost this connection; run the agent again to reconnect)")
+				return uploadDone, fmt.Errorf("monitor restarted: connection reset: %w", err)
+			}
 			return uploadDone, fmt.Errorf("connection ended: %w", conn.Err())
 		case err := <-uploaded:
 			if err != nil {

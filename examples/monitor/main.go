@@ -18,6 +18,16 @@
 // connection. Use it only on a network you trust; the agents must run
 // with -insecure too.
 //
+// A monitor that crashes and is started again on the same port with the
+// same -key resets the connections of its previous life at once: it
+// answers each agent's next datagram with a stateless reset (RFC 9000
+// §10.3) whose token only a server with that key can compute, and the
+// agent stops with "monitor restarted: connection reset" instead of
+// sending into the void until its idle timeout (30 s). The reset key
+// (transport.Transport.StatelessResetKey) is derived from the TLS private
+// key (HKDF with a label), so this needs no flag and no file of its own.
+// With -insecure there are no resets.
+//
 // For every connected agent it prints at most one line per second: how
 // many updates arrived in that second, the age of the newest one when it
 // arrived (now − the time the agent generated it, on the agent's clock
@@ -120,9 +130,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer outs.Close()
-	ln, err := transport.Listen(o.listen, cfg)
+	resetKey, err := cli.ResetKey(cfg.TLS)
+	if err != nil {
+		return err
+	}
+	udp, err := transport.ListenUDP(o.listen, false)
 	if err != nil {
 		return cli.ExplainListen("-listen", o.listen, err)
+	}
+	defer udp.Close()
+	tr := &transport.Transport{Conn: udp, StatelessResetKey: resetKey}
+	defer tr.Close()
+	ln, err := tr.Listen(cfg)
+	if err != nil {
+		return err
 	}
 	out := &lockedWriter{w: stdout}
 	fmt.Fprintf(out, "monitor: listening on %s (%s)\n", ln.Addr(), security(o))

@@ -30,4 +30,8 @@ var (
 	// ErrVersion: the server answered the client's Initial with a
 	// VersionNegotiation: it speaks none of this end's protocol versions.
 	ErrVersion = errors.New("transport: the server speaks another protocol version")
+	// ErrStatelessReset: the server lost the connection (it restarted)
+	// and said so with a stateless reset carrying the connection's token
+	// (RFC 9000 §10.3).
+	ErrStatelessReset = errors.New("transport: connection reset by the server (stateless reset): it lost the connection, typically by restarting")
 )

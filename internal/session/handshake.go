@@ -42,9 +42,10 @@ import (
 // QUIC-style transports must negotiate one (RFC 9001 §8.1).
 const ALPN = "fresh/1"
 
-// transportParams is what each side sends as TLS's quic_transport_parameters
-// extension: fresh's protocol version, so that a peer speaking another one
-// fails the handshake rather than the stream.
+// transportParams is what each side's TLS quic_transport_parameters
+// extension starts with: fresh's protocol version, so that a peer speaking
+// another one fails the handshake rather than the stream. Parameters
+// follow it (params.go).
 var transportParams = []byte{'f', 'r', 'e', 's', 'h', wire.Version}
 
 // closeNoTLS: the peer sent a plaintext handshake to an endpoint that
@@ -159,7 +160,11 @@ func newSecurity(cfg *Config, client bool) (*security, error) {
 		}
 		conn = tls.QUICServer(qc)
 	}
-	conn.SetTransportParameters(transportParams)
+	if client {
+		// A server sets its own once it has read the client's
+		// (QUICTransportParametersRequired): what it sends depends on them.
+		conn.SetTransportParameters(clientParams())
+	}
 	sec := &security{conn: conn, updateAt: cfg.KeyUpdateInterval}
 	if sec.updateAt == 0 {
 		sec.updateAt = 1 << 22 // half the AES-GCM limit (RFC 9001 §6.6): margin for the update's round trip
@@ -202,12 +207,12 @@ func (s *Session) drainTLS() {
 				sec.out[lvl].data = append(sec.out[lvl].data, e.Data...)
 			}
 		case tls.QUICTransportParameters:
-			if string(e.Data) != string(transportParams) {
-				s.failHandshake(fmt.Errorf("peer speaks another protocol version (transport parameters %q)", e.Data))
+			if err := s.onPeerParams(e.Data); err != nil {
+				s.failHandshake(err)
 				return
 			}
 		case tls.QUICTransportParametersRequired:
-			sec.conn.SetTransportParameters(transportParams)
+			sec.conn.SetTransportParameters(s.localParams())
 		case tls.QUICHandshakeDone:
 			sec.done = true
 			sec.state = sec.conn.ConnectionState()

@@ -99,6 +99,7 @@ type Session struct {
 	closePending  bool
 	closeCode     uint32
 	peerClean     bool // the peer closed with closeNormal
+	rst           resetState
 
 	st Stats
 
@@ -274,9 +275,17 @@ func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 // Handle processes one datagram b received at now (local wall clock wallUS).
 // It reports false, counting the datagram as malformed, when b is not a
 // packet of this connection; malformed frames are counted and dropped, and
-// protocol violations close the session (Err says why).
+// protocol violations close the session (Err says why). A StatelessReset
+// is checked against the server's token (reset.go): true if it ended the
+// session, false (counted) if it was not the real one.
 func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
 	h, body, err := wire.ParseHeader(b)
+	if err == nil && h.Type == wire.TypeStatelessReset && (s.ownID(h.ConnID) || h.ConnID == s.peerID()) {
+		// Unprotected by design: its token is its proof (reset.go). A
+		// restarted server knows only the ID the packet that drew it
+		// carried: ours to it, the server's.
+		return s.onStatelessReset(body)
+	}
 	if err == nil && !s.ownID(h.ConnID) {
 		err = errNotOurs
 	}
@@ -817,7 +826,14 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		s.probe = false
 		s.lastSent = now
 		pn := s.tr.OnSent(now, 0, kindProbe, 0, 0)
-		return s.sent(hdr(wire.TypePing, 0, pn)), streamDSCP, true
+		b := hdr(wire.TypePing, 0, pn)
+		if s.sec != nil {
+			// Long enough to draw a stateless reset from a server that
+			// lost the connection (RFC 9000 §10.3): a keep-alive may be
+			// all a quiet device sends.
+			b = append(b, make([]byte, wire.PingPadding)...)
+		}
+		return s.sent(b), streamDSCP, true
 	}
 	if s.updFresh && !now.Before(s.nextUpdateAt()) {
 		s.updFresh = false

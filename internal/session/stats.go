@@ -34,6 +34,7 @@ type Stats struct {
 	Duplicates, Malformed        int64
 	Unauthenticated, Replayed    int64
 	KeyUpdates                   int64
+	StatelessResetsIgnored       int64
 
 	// Stream.
 	StreamBytesAcked, StreamBytesReceived int64

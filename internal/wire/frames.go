@@ -383,13 +383,23 @@ func ParseClose(body []byte, c *Close) error {
 	return nil
 }
 
-// ParsePing checks a Ping body, which is empty (ErrLength otherwise).
+// ParsePing checks a Ping body: empty, or padding of zero bytes
+// (ErrReserved otherwise). A protected PING without padding is 44 bytes,
+// too short to draw a stateless reset (MinResetTrigger), so senders pad
+// it by PingPadding, as RFC 9000 §10.3 asks of every packet that a reset
+// should be able to answer.
 func ParsePing(body []byte) error {
-	if len(body) != 0 {
-		return ErrLength
+	for _, c := range body {
+		if c != 0 {
+			return ErrReserved
+		}
 	}
 	return nil
 }
+
+// PingPadding is the padding a protected PING carries so that it is
+// MinResetTrigger bytes: header, padding and AEAD tag.
+const PingPadding = MinResetTrigger - HeaderLen - ProtectedOverhead
 
 // Crypto carries TLS handshake bytes (type Crypto), RFC 9000 §19.6's
 // CRYPTO frame: offset (32) | length (16) | data. The TLS encryption level

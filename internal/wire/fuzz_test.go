@@ -228,6 +228,19 @@ func FuzzParseVersionNegotiation(f *testing.F) {
 	})
 }
 
+func FuzzParseStatelessReset(f *testing.F) {
+	seedDatagrams(f, TypeStatelessReset, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var r StatelessReset
+		if err := ParseStatelessReset(body, &r); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Len(t, body, StatelessResetTokenLen)
+		require.Equal(t, body, AppendStatelessReset(nil, &r))
+	})
+}
+
 // FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
 // body by type) and re-encodes them.
 func FuzzDatagram(f *testing.F) {
@@ -312,6 +325,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 			case "FuzzParseVersionNegotiation":
 				var v VersionNegotiation
 				fn = func() { sinkErr = ParseVersionNegotiation(b, &v) }
+			case "FuzzParseStatelessReset":
+				fn = func() { sinkErr = ParseStatelessReset(b, &e.sr) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

@@ -24,7 +24,8 @@
 //	    below and this 28-byte header as associated data (package
 //	    internal/seal), so the header is authenticated though readable.
 //	    Every bit a frame type does not define (bit 0 off Data and Ack,
-//	    bits 1–6) must be 0; Initial and Retry are never protected.
+//	    bits 1–6) must be 0; Initial, Retry and StatelessReset are never
+//	    protected.
 //	  - epoch: which keys protect the body: 0 on an unprotected packet;
 //	    EpochHandshake (1) for the TLS handshake's encrypted messages;
 //	    EpochApp0 and EpochApp1 (2, 3) for everything after it, the two
@@ -74,12 +75,15 @@ const (
 	TypeUpdate  Type = 0x04 // status update (never retransmitted)
 	TypeAck     Type = 0x05 // acknowledgment with OWD samples
 	TypeClose   Type = 0x06 // connection close
-	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
+	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO): padding (zero bytes) only
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
 	// Version negotiation travels with version byte 0 and has its own
 	// decoder (ParseVersionNegotiation); ParseHeader returns ErrVersion
 	// for it, as for every datagram not of this version.
+	// StatelessReset: "I lost this connection", proved by the token the
+	// server gave in the handshake (RFC 9000 §10.3); never protected.
+	TypeStatelessReset     Type = 0x0D
 	TypeVersionNegotiation Type = 0x09
 )
 
@@ -105,6 +109,8 @@ func (t Type) String() string {
 		return "version-negotiation"
 	case TypeCrypto:
 		return "crypto"
+	case TypeStatelessReset:
+		return "stateless-reset"
 	}
 	return "unknown"
 }
@@ -161,14 +167,14 @@ func AppendHeader(b []byte, h Header) []byte {
 
 // allowedFlags is the set of flag bits this version defines for frame type t.
 // Bit 0 means something only on Data (FIN) and Ack (Synced); every type
-// but Initial and Retry may be protected.
+// but Initial, Retry and StatelessReset may be protected.
 func allowedFlags(t Type) uint8 {
 	switch t {
 	case TypeData:
 		return FlagFIN | FlagProtected
 	case TypeAck:
 		return FlagSynced | FlagProtected
-	case TypeInitial, TypeRetry:
+	case TypeInitial, TypeRetry, TypeStatelessReset:
 		return 0
 	}
 	return FlagProtected
@@ -219,5 +225,5 @@ const ProtectedOverhead = 16
 // valid reports whether this version defines a body for t under its own
 // version byte (VersionNegotiation has version 0).
 func (t Type) valid() bool {
-	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto
+	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto || t == TypeStatelessReset
 }

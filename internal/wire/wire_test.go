@@ -15,6 +15,9 @@ import (
 // the test endpoint below carries whatever follows the header unchanged.
 type rawBody []byte
 
+// pingPadding stands for a Ping body: that many zero bytes.
+type pingPadding int
+
 // endpoint decodes datagrams into frames it reuses, as a receive loop does,
 // so decoding through it must not allocate either.
 type endpoint struct {
@@ -26,6 +29,7 @@ type endpoint struct {
 	c  Close
 	cr Crypto
 	ac Accept
+	sr StatelessReset
 }
 
 // decode parses the header, then the body by type.
@@ -53,6 +57,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseCrypto(body, &e.cr)
 	case TypeRetry:
 		err = ParseRetry(body, &e.r)
+	case TypeStatelessReset:
+		err = ParseStatelessReset(body, &e.sr)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -87,6 +93,12 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.cr, nil
 	case TypeRetry:
 		return h, &e.r, nil
+	case TypeStatelessReset:
+		return h, &e.sr, nil
+	case TypePing:
+		if n := len(dg) - HeaderLen; n > 0 {
+			return h, pingPadding(n), nil
+		}
 	}
 	return h, nil, nil
 }
@@ -114,6 +126,10 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendRetry(b, f)
 	case *Accept:
 		return AppendAccept(b, f)
+	case *StatelessReset:
+		return AppendStatelessReset(b, f)
+	case pingPadding:
+		return append(b, make([]byte, f)...)
 	case nil:
 		return b
 	}
@@ -179,9 +195,13 @@ func validDatagrams() []datagramCase {
 		{"retry max token", Header{Type: TypeRetry, ConnID: math.MaxUint64}, &Retry{Token: token}},
 		{"accept", hdr(TypeAccept, 0), &Accept{ServerConnID: 0x07aa000011223344}},
 		{"accept keeps the client's ID", hdr(TypeAccept, 0), &Accept{}},
+		{"stateless reset", Header{Type: TypeStatelessReset, ConnID: 0x0123456789abcdef}, &StatelessReset{Token: [16]byte{1, 2, 3, 14: 0xfe, 15: 0xff}}},
+		{"stateless reset zero", Header{Type: TypeStatelessReset}, &StatelessReset{}},
 		{"ping", hdr(TypePing, 0), nil},
 		{"ping zero header", Header{Type: TypePing}, nil},
 		{"ping negative timestamp", Header{Type: TypePing, PN: MaxPacketNumber, Timestamp: -1}, nil},
+		{"ping padded", hdr(TypePing, 0), pingPadding(PingPadding)},
+		{"ping padded long", hdr(TypePing, 0), pingPadding(1000)},
 		{"data", hdr(TypeData, 0), &Data{Echo: Echo{T3: 5, T4: 7}, Offset: 1 << 20, Payload: []byte("hello")}},
 		{"data FIN empty", hdr(TypeData, FlagFIN), &Data{Offset: 99, Payload: []byte{}}},
 		{"data negative echo", hdr(TypeData, 0), &Data{Echo: Echo{T3: math.MinInt64, T4: -1}, Payload: []byte{0}}},
@@ -259,6 +279,8 @@ func bodyMin(t Type) int {
 		return 2
 	case TypeAccept:
 		return AcceptLen
+	case TypeStatelessReset:
+		return StatelessResetTokenLen
 	}
 	return 0
 }
@@ -284,6 +306,9 @@ func TestTruncated(t *testing.T) {
 				case n < HeaderLen || n-HeaderLen < bodyMin(tc.h.Type) || (tc.h.Type == TypeInitial && n < MinInitialSize):
 					want = ErrShort
 				}
+				if tc.h.Type == TypePing && n >= HeaderLen {
+					want = nil // padding of any length
+				}
 				_, _, err := parseDatagram(dg[:n])
 				if err != want { // require per byte would be slow on 65 kB payloads
 					require.Equal(t, want, err, "cut to %d of %d bytes", n, len(dg))
@@ -302,7 +327,7 @@ func TestTrailingByte(t *testing.T) {
 			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
 			_, _, err := parseDatagram(dg)
 			switch {
-			case tc.h.Type == TypeInitial, tc.h.Flags&FlagProtected != 0:
+			case tc.h.Type == TypeInitial, tc.h.Type == TypePing, tc.h.Flags&FlagProtected != 0:
 				require.NoError(t, err)
 			default:
 				require.Equal(t, ErrLength, err)
@@ -349,6 +374,7 @@ func rejectedDatagrams() []rejectCase {
 	initialTok := appendDatagram(nil, h(TypeInitial), Initial{Token: []byte("tok"), CryptoOffset: 1, Crypto: []byte("hello")})
 	retry := appendDatagram(nil, h(TypeRetry), &Retry{Token: []byte("tok")})
 	ping := appendDatagram(nil, h(TypePing), nil)
+	reset := appendDatagram(nil, Header{Type: TypeStatelessReset}, &StatelessReset{Token: [16]byte{9}})
 	const (
 		dataOff   = HeaderLen + echoLen     // Data offset field
 		dataLen   = dataOff + 8             // Data length field
@@ -446,7 +472,13 @@ func rejectedDatagrams() []rejectCase {
 		{"close reason longer than length", set(closeDG, HeaderLen+4, 2), ErrLength},
 		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
 		{"close length 255, reason 3", set(closeDG, HeaderLen+4, 255), ErrLength},
-		{"ping with body", append(bytes.Clone(ping), 0), ErrLength},
+		{"ping with non-zero padding", append(bytes.Clone(ping), 0, 1), ErrReserved},
+
+		{"stateless reset cut in its token", reset[:StatelessResetLen-1], ErrShort},
+		{"stateless reset header only", reset[:HeaderLen], ErrShort},
+		{"stateless reset with a trailing byte", append(bytes.Clone(reset), 0), ErrLength},
+		{"protected stateless reset", append(set(reset, 2, FlagProtected, EpochApp0), make([]byte, ProtectedOverhead)...), ErrReserved},
+		{"FIN on stateless reset", set(reset, 2, FlagFIN), ErrReserved},
 	}
 }
 
@@ -530,7 +562,8 @@ func TestTypeString(t *testing.T) {
 	for ty, want := range map[Type]string{
 		TypeInitial: "initial", TypeAccept: "accept", TypeData: "data", TypeUpdate: "update",
 		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
-		TypeVersionNegotiation: "version-negotiation", 0: "unknown", 0xff: "unknown",
+		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset", 0: "unknown", 0xff: "unknown",
+		TypeCrypto: "crypto",
 	} {
 		require.Equal(t, want, ty.String())
 	}

@@ -1,0 +1,78 @@
+package transport
+
+import (
+	"crypto/rand"
+	"net/netip"
+
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/session"
+	"github.com/fresh-udp/fresh/internal/wire"
+)
+
+// Stateless reset (RFC 9000 §10.3; the rules are internal/session's
+// reset.go): a Transport with a Listener answers a datagram for a
+// connection ID it does not hold with a StatelessReset, and gives every
+// connection its Listener accepts the token that makes such a reset
+// believable to the client. So a monitor that restarts on the same port
+// with the same Transport.StatelessResetKey tells the devices of its
+// previous life at their next datagram that their connection is gone
+// (their Conn ends with ErrStatelessReset), instead of letting them send
+// into the void until IdleTimeout.
+//
+// Only a Transport with a Listener sends resets: only a server gives
+// tokens, so a reset from a client's Transport could never be believed.
+
+// resetState is a Transport's stateless reset side, used by its read loop
+// alone (route, and the Listener's open that route calls).
+type resetState struct {
+	r   *session.Resetter
+	clk clock.Clock
+	buf []byte
+}
+
+// initReset sets the reset side up with the Transport's key, or a random
+// one drawn now.
+func (t *Transport) initReset(clk clock.Clock) {
+	key := t.StatelessResetKey
+	if key == nil {
+		key = new([session.ResetKeyLen]byte)
+		_, _ = rand.Read(key[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	}
+	rate, burst := t.StatelessResetRate, t.StatelessResetBurst
+	if rate == 0 {
+		rate = session.DefaultResetRate
+	}
+	if burst == 0 {
+		burst = session.DefaultResetBurst
+	}
+	t.rst = resetState{
+		r:   session.NewResetter(key, rate, burst, clk.Now()), // rate < 0: never
+		clk: clk,
+		buf: make([]byte, 0, wire.StatelessResetLen),
+	}
+}
+
+// resetToken is the token of connection id, for its session's Config.
+func (t *Transport) resetToken(id uint64) *[wire.StatelessResetTokenLen]byte {
+	tok := t.rst.r.Token(id)
+	return &tok
+}
+
+// sendReset answers datagram b (header h) from from, for a connection the
+// Transport does not hold, with a StatelessReset if the rules and the rate
+// allow one.
+func (t *Transport) sendReset(h wire.Header, b []byte, from netip.AddrPort) {
+	out, v := t.rst.r.Answer(t.rst.buf[:0], h, b, t.rst.clk.Now())
+	switch v {
+	case session.ResetRateLimited:
+		t.st.resetsRateLimited.Add(1)
+		return
+	case session.ResetNotEligible:
+		return
+	}
+	if err := t.sock.writeTo(out, from); err != nil {
+		t.log.Debug("fresh: stateless reset not sent", "to", from, "err", err)
+		return
+	}
+	t.st.resetsSent.Add(1)
+}
