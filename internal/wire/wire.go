@@ -71,6 +71,10 @@ const (
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
+	// Path validation (RFC 9000 §8.2): a challenge to a peer address and
+	// its echo. Only protected ones are taken (package internal/session).
+	TypePathChallenge Type = 0x0B
+	TypePathResponse  Type = 0x0C
 	// Reserved for a later version negotiation; receivers drop it
 	// (ParseHeader returns ErrType).
 	TypeVersionNegotiation Type = 0x09
@@ -98,6 +102,10 @@ func (t Type) String() string {
 		return "version-negotiation"
 	case TypeCrypto:
 		return "crypto"
+	case TypePathChallenge:
+		return "path-challenge"
+	case TypePathResponse:
+		return "path-response"
 	}
 	return "unknown"
 }
@@ -212,5 +220,5 @@ const ProtectedOverhead = 16
 // valid reports whether version 1 defines a body for t.
 // VersionNegotiation is reserved: receivers can only drop it.
 func (t Type) valid() bool {
-	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto
+	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto || t == TypePathChallenge || t == TypePathResponse
 }
