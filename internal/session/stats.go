@@ -35,6 +35,9 @@ type Stats struct {
 	Unauthenticated, Replayed    int64
 	KeyUpdates                   int64
 
+	// Connection migration (migrate.go).
+	Migrations, MigrationsReverted, PathResets int64
+
 	// Stream.
 	StreamBytesAcked, StreamBytesReceived int64
 	StreamFramesDropped                   int64 // beyond Config.MaxStreamGaps holes
