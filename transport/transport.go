@@ -116,7 +116,7 @@ type Transport struct {
 type entry struct {
 	c    *Conn
 	id   uint64
-	addr netip.AddrPort // the only address it takes datagrams from
+	addr netip.AddrPort // the address it was opened with (the server's, for a Dial'ed one)
 	ln   *Listener      // the Listener that accepted it; nil for a Dial'ed one
 	// The Listener's bookkeeping (guarded by ln.mu):
 	src       netip.Addr  // the source it counts against; invalid if exempt
@@ -346,7 +346,17 @@ func (t *Transport) readLoop(rx reader) {
 		var last *entry // the batch's previous connection; not kept across reads
 		for _, d := range dgs {
 			e := t.route(d.b, d.addr, last)
-			if e == nil || !e.c.handleDatagram(d.b) {
+			if e == nil {
+				continue
+			}
+			if ok, elsewhere := e.c.handleDatagram(d.b, d.addr); !ok {
+				if elsewhere {
+					// Not authentic, or not one the connection may move
+					// for: someone else sending with a live connection's
+					// ID (a blind ACK or PING from a forged or stale
+					// address) draws nothing anywhere.
+					t.st.wrongAddress.Add(1)
+				}
 				continue
 			}
 			last = e
@@ -420,7 +430,7 @@ func (t *Transport) refused() {
 		if aborting {
 			c.kick() // the driver sees the session closed and lets it go
 		} else {
-			t.log.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer)
+			t.log.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer.Load())
 		}
 	}
 }
@@ -448,12 +458,14 @@ func (t *Transport) snapshot() []*Conn {
 }
 
 // route finds the connection a datagram belongs to, or hands an Initial
-// for an unknown connection ID to the Listener. Datagrams for nobody, and
-// those for a connection from another address than its own, are dropped
-// and counted.
+// for an unknown connection ID to the Listener. Datagrams for nobody are
+// dropped and counted. One for a connection from another address than its
+// own goes to the connection too, which judges it (Conn.handleDatagram):
+// the connection moves there only for an authentic packet (see the package
+// doc's "Connection migration").
 func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 	h, body, err := wire.ParseHeader(b)
-	if err == nil && last != nil && last.id == h.ConnID && last.addr == from {
+	if err == nil && last != nil && last.id == h.ConnID {
 		// A batch of a bulk transfer is mostly one connection's: the
 		// datagram before this one looked it up already.
 		return last
@@ -477,13 +489,6 @@ func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 		return nil
 	}
 	if ok {
-		if e.addr != from {
-			// Path binding: someone else sending with a live connection's
-			// ID (a blind ACK or PING from a forged or stale address) must
-			// not draw the connection's traffic anywhere.
-			t.st.wrongAddress.Add(1)
-			return nil
-		}
 		return e
 	}
 	if h.Type != wire.TypeInitial || ln == nil {
