@@ -39,7 +39,7 @@ import (
 type Conn struct {
 	cfg  *Config
 	tr   *Transport
-	ln   *Listener // the Listener that accepted it; nil for a Dial'ed one
+	ln   *Listener                   // the Listener that accepted it; nil for a Dial'ed one
 	peer atomic.Pointer[net.UDPAddr] // the current address (paths.cur), for RemoteAddr
 	clk  clock.Clock
 
