@@ -340,7 +340,7 @@ func (c *Conn) ConnectionState() (state tls.ConnectionState, ok bool) {
 }
 
 // LocalAddr is the local UDP address.
-func (c *Conn) LocalAddr() net.Addr { return c.tr.Conn.LocalAddr() }
+func (c *Conn) LocalAddr() net.Addr { return c.tr.cur.Load().pc.LocalAddr() }
 
 // RemoteAddr is the peer's UDP address: for a server, the address the
 // connection sends to now, which moves when the client's NAT rebinds (see

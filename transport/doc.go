@@ -138,9 +138,11 @@
 // and counted (ListenerStats.WrongAddress), as are forged ones with TLS.
 //
 // Only the server follows: a client takes packets only from its server's
-// address, and a client Dial'ed with package Dial has a socket connected
-// to it. A client that changes its own address (a new socket, a new
-// network) is not supported: it must dial again.
+// address. A client opened with package Dial can move itself to a new
+// local port with Conn.Migrate (a new socket, validated before the old
+// one is closed); a client on a Transport of the caller's cannot, nor can
+// one whose new address is on another network the old socket cannot
+// reach (it must dial again).
 //
 // # Memory
 //

@@ -103,11 +103,17 @@ type Transport struct {
 	log      *slog.Logger
 	maxRecv  int // the largest datagram the reader accepts
 
-	mu       sync.Mutex
-	conns    map[uint64]*entry
-	ln       *Listener
-	closed   bool
-	readDone chan struct{}
+	mu      sync.Mutex
+	conns   map[uint64]*entry
+	ln      *Listener
+	closed  bool
+	readers sync.WaitGroup // the reader goroutines (two while Conn.Migrate runs)
+
+	// The socket datagrams are sent on and read from now: sock, or the one
+	// a client's Conn.Migrate moved to. migrateMu serialises Migrate.
+	cur       atomic.Pointer[socket]
+	curRx     *rxState // under migrateMu
+	migrateMu sync.Mutex
 
 	st listenerCounters
 }
@@ -180,15 +186,17 @@ func (t *Transport) start(cfg *Config) error {
 			return
 		}
 		t.conns = map[uint64]*entry{}
-		t.readDone = make(chan struct{})
 		t.drv = newDriver(cfg.Clock, t.log, t.sock, t.maxRecv, t.sendError)
 		rx, err := newReader(t.sock, t.maxRecv, t.single)
 		if err != nil {
 			t.initErr = err
 			return
 		}
+		t.cur.Store(t.sock)
+		t.curRx = &rxState{rx: rx}
 		go t.drv.run()
-		go t.readLoop(rx)
+		t.readers.Add(1)
+		go t.readLoop(t.curRx)
 	})
 	if t.initErr != nil {
 		return t.initErr
@@ -330,15 +338,25 @@ func (t *Transport) remove(e *entry) {
 	}
 }
 
+// rxState is one reader goroutine's socket.
+type rxState struct {
+	rx reader
+	// retired: Conn.Migrate moved off this socket (or gave up on it),
+	// so its closing is no crash.
+	retired atomic.Bool
+	// accepted counts the datagrams read here that a connection took.
+	accepted atomic.Int64
+}
+
 // readLoop demultiplexes datagrams to connections (and Initials for new
 // ones to the Listener) until the socket fails or Close interrupts it.
-func (t *Transport) readLoop(rx reader) {
-	defer close(t.readDone)
+func (t *Transport) readLoop(r *rxState) {
+	defer t.readers.Done()
 	touched := make([]*Conn, 0, batchSize)
 	for {
-		dgs, err := rx.read()
+		dgs, err := r.rx.read()
 		if err != nil {
-			if t.readError(err) {
+			if r.retired.Load() || t.readError(err) {
 				return
 			}
 			continue
@@ -359,6 +377,7 @@ func (t *Transport) readLoop(rx reader) {
 				}
 				continue
 			}
+			r.accepted.Add(1)
 			last = e
 			if e.ln != nil {
 				e.ln.deliverIfOpen(e)
@@ -531,13 +550,13 @@ func (t *Transport) Close() error {
 	t.drv.close()
 	var err error
 	if t.owned {
-		err = t.Conn.Close()
+		err = t.cur.Load().pc.Close() // Conn, or the socket Conn.Migrate moved to
 	} else {
 		// Unblock the reader without closing the caller's socket, as
 		// quic-go does; the deadline is cleared once it has returned.
 		_ = t.Conn.SetReadDeadline(time.Unix(1, 0))
 	}
-	<-t.readDone
+	t.readers.Wait()
 	if !t.owned {
 		_ = t.Conn.SetReadDeadline(time.Time{})
 	}

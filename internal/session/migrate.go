@@ -319,6 +319,15 @@ func (s *Session) pathTimeout(now clock.Mono) {
 	m.deadline = now.Add(s.pathValidationTimeout())
 }
 
+// Probe makes the next Poll send a PING, an ack-eliciting packet: a
+// client that moved to a new socket sends it at once, so that the server
+// moves on its arrival and the ACK proves the new path both ways.
+func (s *Session) Probe() {
+	if s.state == stateOpen {
+		s.probe = true
+	}
+}
+
 // PathReverted reports, once, that a validation failed and the connection
 // went back to the previous address: the transport makes it current again
 // (and keeps no previous address).
