@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// migratePeer is where Migrate's new socket sends: the peer; a test sends
+// it elsewhere to see a Migrate that hears nothing back.
+var migratePeer = func(peer *net.UDPAddr) *net.UDPAddr { return peer }
+
 // Migrate moves a client's connection to a new local port, as a device
 // does when it wants off a NAT binding it no longer trusts (or to test
 // that the server follows): it opens a new socket connected to the
@@ -42,7 +46,7 @@ func (c *Conn) Migrate(ctx context.Context) error {
 	if peer.IP.To4() == nil {
 		network = "udp6"
 	}
-	udp, err := net.DialUDP(network, nil, peer)
+	udp, err := net.DialUDP(network, nil, migratePeer(peer))
 	if err != nil {
 		return fmt.Errorf("transport: Migrate: %w", err)
 	}

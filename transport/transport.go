@@ -548,6 +548,10 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.drv.close()
+	// A Conn.Migrate under way ends with its connection (closed above):
+	// once it has, the socket it leaves current is the one to close.
+	t.migrateMu.Lock()
+	defer t.migrateMu.Unlock()
 	var err error
 	if t.owned {
 		err = t.cur.Load().pc.Close() // Conn, or the socket Conn.Migrate moved to
