@@ -139,11 +139,15 @@ type Config struct {
 	// ACK), and it wakes the device's radio: at the default 10 s a
 	// monitor with N quiet devices answers N/10 PINGs a second. A device
 	// that sleeps between readings should turn it off (-1) and set
-	// IdleTimeout above its sleep on both ends; a NAT on the path may then
+	// IdleTimeout above its sleep on both ends. A NAT on the path may then
 	// forget its binding while it sleeps (home routers after a minute or
-	// two, carrier NATs sooner), and this version does not migrate a
-	// connection to the new port, so such a device should expect to dial
-	// again after a long sleep.
+	// two, carrier NATs sooner) and give the device a new port when it
+	// wakes: with TLS the server migrates the connection to it on the
+	// device's first packet (see the package doc's "Connection
+	// migration"), so the connection survives; in Insecure mode it does
+	// not, and the device must dial again. What the server sends to a
+	// binding that is gone is lost, and resent once the device's first
+	// packet has moved the connection.
 	KeepAlive time.Duration
 	// Linger is how long Close waits for the peer to acknowledge stream
 	// data already written. Default 5 s; negative: do not wait.

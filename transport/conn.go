@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -38,12 +39,13 @@ import (
 type Conn struct {
 	cfg  *Config
 	tr   *Transport
-	ln   *Listener // the Listener that accepted it; nil for a Dial'ed one
-	peer *net.UDPAddr
+	ln   *Listener                   // the Listener that accepted it; nil for a Dial'ed one
+	peer atomic.Pointer[net.UDPAddr] // the current address (paths.cur), for RemoteAddr
 	clk  clock.Clock
 
-	mu sync.Mutex
-	s  *session.Session
+	mu    sync.Mutex
+	s     *session.Session
+	paths paths // the peer's addresses (migration)
 	// srvID mirrors s.ServerConnID for the reader, which must not take
 	// mu while it holds the Transport's table (clientOf).
 	srvID atomic.Uint64
@@ -89,7 +91,7 @@ type Update struct {
 
 func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) *Conn {
 	c := &Conn{
-		cfg: cfg, tr: tr, peer: peer, clk: cfg.Clock, s: s,
+		cfg: cfg, tr: tr, clk: cfg.Clock, s: s,
 		readReady:  make(chan struct{}, 1),
 		writeReady: make(chan struct{}, 1),
 		updReady:   make(chan struct{}, 1),
@@ -99,6 +101,8 @@ func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) 
 		writeDL:    newDeadline(),
 		timerIdx:   -1,
 	}
+	c.paths.cur = peerAddr{netip.AddrPortFrom(peer.AddrPort().Addr().Unmap(), peer.AddrPort().Port()), peer}
+	c.peer.Store(peer)
 	return c
 }
 
@@ -128,17 +132,23 @@ func (c *Conn) notifyLocked() {
 	}
 }
 
-// handleDatagram feeds a received datagram to the session.
-func (c *Conn) handleDatagram(b []byte) bool {
+// handleDatagram feeds a datagram received from from to the session. It
+// reports whether the session took it, and whether it came from another
+// address than the connection's current one.
+func (c *Conn) handleDatagram(b []byte, from netip.AddrPort) (ok, elsewhere bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now, wall := c.now()
-	ok := c.s.Handle(now, wall, b)
+	path := c.paths.path(from)
+	v := c.s.HandleFrom(now, wall, b, path)
+	if c.paths.apply(v, path, from) {
+		c.peer.Store(c.paths.cur.udp)
+	}
 	if c.ln == nil {
 		c.srvID.Store(c.s.ServerConnID())
 	}
 	c.notifyLocked()
-	return ok
+	return v != session.Dropped, path != session.PathCurrent
 }
 
 // serverConnID is the ID this client's server chose (0: none given yet).
@@ -155,13 +165,17 @@ func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
 	now, wall := c.now()
 	if t := c.s.NextTimeout(now); t != 0 && !now.Before(t) {
 		c.s.Timeout(now)
+		if c.s.PathReverted() {
+			c.paths.revert()
+			c.peer.Store(c.paths.cur.udp)
+		}
 	}
 	for !tx.full() {
 		d, dscp, ok := c.s.Poll(now, wall, tx.scratch)
 		if !ok {
 			break
 		}
-		tx.add(d, dscp, c.peer)
+		tx.add(d, dscp, c.paths.dest(c.s.SendPath()))
 	}
 	c.notifyLocked()
 	return c.s.NextTimeout(now), tx.full(), c.s.Closed()
@@ -335,10 +349,12 @@ func (c *Conn) ConnectionState() (state tls.ConnectionState, ok bool) {
 }
 
 // LocalAddr is the local UDP address.
-func (c *Conn) LocalAddr() net.Addr { return c.tr.Conn.LocalAddr() }
+func (c *Conn) LocalAddr() net.Addr { return c.tr.cur.Load().pc.LocalAddr() }
 
-// RemoteAddr is the peer's UDP address.
-func (c *Conn) RemoteAddr() net.Addr { return c.peer }
+// RemoteAddr is the peer's UDP address: for a server, the address the
+// connection sends to now, which moves when the client's NAT rebinds (see
+// the package doc's "Connection migration").
+func (c *Conn) RemoteAddr() net.Addr { return c.peer.Load() }
 
 // SetDeadline sets the read and write deadlines, as SetReadDeadline and
 // SetWriteDeadline do.
@@ -373,7 +389,7 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 // *net.OpError around os.ErrDeadlineExceeded, as the net package's own
 // connections return.
 func (c *Conn) timeoutError(op string) error {
-	return &net.OpError{Op: op, Net: "fresh", Source: c.LocalAddr(), Addr: c.peer, Err: os.ErrDeadlineExceeded}
+	return &net.OpError{Op: op, Net: "fresh", Source: c.LocalAddr(), Addr: c.peer.Load(), Err: os.ErrDeadlineExceeded}
 }
 
 // Done is closed when the connection has ended (Close, peer close, idle

@@ -66,10 +66,9 @@
 // the Initial comes back with it (one extra round trip; see
 // Transport.DisableRetry), so a forged source address gets one small Retry
 // and no state. It also bounds connections in total, per source and per
-// second (Transport.MaxConnections and the fields after it), takes a
-// connection's datagrams only from the address it was opened from (no
-// migration: a client whose NAT rebinds loses the connection at
-// IdleTimeout), and counts what it drops (Listener.Stats). Accept hands
+// second (Transport.MaxConnections and the fields after it), moves a
+// connection to a client's new address only for an authentic packet (see
+// Connection migration), and counts what it drops (Listener.Stats). Accept hands
 // out a connection only once its handshake has completed. The client's
 // socket is connected to the server's
 // address, so when nothing listens there the kernel's ICMP port
@@ -118,6 +117,32 @@
 // Updates end with the connection: after a normal close the peer's
 // ReadUpdate returns io.EOF once it has taken what arrived (its Err says
 // ErrPeerClosed), after any other close an error saying why.
+//
+// # Connection migration
+//
+// A connection survives its client's NAT rebinding (a new source port or
+// address), as RFC 9000 §9 has QUIC's: the server takes the client's
+// first packet from the new address, if it authenticates under the
+// connection's keys and is the newest the client sent (a replayed or
+// reordered old packet does not count), and sends there at once, at most
+// three times what it received from there until the address echoes a
+// challenge (RFC 9000 §8.1's anti-amplification limit). If it does not
+// within three retransmission timeouts (at least 3 s), the connection goes
+// back to the previous address. The congestion controller and RTT
+// estimates carry over, unless the challenge's round trip shows another
+// path (below half the old minimum RTT, or above twice the smoothed RTT
+// plus 20 ms), when they start afresh (RFC 9000 §9.4). Conn.RemoteAddr
+// follows the move, and Stats counts Migrations, MigrationsReverted and
+// PathResets. Without TLS (Insecure) nothing authenticates a packet and
+// a connection never moves: datagrams from another address are dropped
+// and counted (ListenerStats.WrongAddress), as are forged ones with TLS.
+//
+// Only the server follows: a client takes packets only from its server's
+// address. A client opened with package Dial can move itself to a new
+// local port with Conn.Migrate (a new socket, validated before the old
+// one is closed); a client on a Transport of the caller's cannot, nor can
+// one whose new address is on another network the old socket cannot
+// reach (it must dial again).
 //
 // # Memory
 //
@@ -203,11 +228,14 @@
 // connection ID. That process answers their datagrams with a stateless
 // reset, which ends their connections at once (ErrStatelessReset) if
 // every process's Transport has the same StatelessResetKey, and is
-// ignored otherwise (they time out); either way they dial again. Routing
-// by connection ID, so that connections stay put while processes come
-// and go, needs an eBPF program attached to the socket group
-// (SO_ATTACH_REUSEPORT_EBPF) that reads the server ID from the header and
-// picks the socket: that is not done here.
+// ignored otherwise (they time out); either way they dial again. A
+// source whose address changes is cut off the same way when the kernel
+// hands its new address to another process (a single Listener migrates
+// it, see Connection migration). Routing by connection ID, so that
+// connections stay put while processes come and go, needs an eBPF
+// program attached to the socket group (SO_ATTACH_REUSEPORT_EBPF) that
+// reads the server ID from the header and picks the socket: that is not
+// done here.
 //
 // What is done is the ID such a program, or a load balancer in front of
 // several hosts, routes by. A Listener chooses the connection ID its

@@ -32,8 +32,11 @@ type driver struct {
 	stop    chan struct{} // close: exit once every Conn has finished
 	done    chan struct{} // closed when run has returned
 
-	mu    sync.Mutex
-	queue []*Conn // kicked, to run soon; each at most once (Conn.queued)
+	mu       sync.Mutex
+	queue    []*Conn // kicked, to run soon; each at most once (Conn.queued)
+	nextSock *socket // send on this socket from the next pass (Conn.Migrate)
+
+	maxDatagram int
 
 	// The run goroutine's alone.
 	timers  timerHeap
@@ -55,7 +58,17 @@ func newDriver(clk clock.Clock, log *slog.Logger, sock *socket, maxDatagram int,
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		tx:      newTxBatch(sock, maxDatagram),
+
+		maxDatagram: maxDatagram,
 	}
+}
+
+// useSocket makes the driver send on s from its next pass on.
+func (d *driver) useSocket(s *socket) {
+	d.mu.Lock()
+	d.nextSock = s
+	d.mu.Unlock()
+	signal(d.wake)
 }
 
 // start runs a new connection (its first step sends the Accept).
@@ -109,7 +122,13 @@ func (d *driver) run() {
 		for _, c := range batch {
 			c.queued = false
 		}
+		sock := d.nextSock
+		d.nextSock = nil
 		d.mu.Unlock()
+		if sock != nil {
+			d.flush() // what was batched goes on the old socket
+			d.tx.reset(sock, d.maxDatagram)
+		}
 		for _, c := range batch {
 			d.service(c)
 		}

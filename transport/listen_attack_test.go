@@ -254,9 +254,10 @@ func TestSpoofedInitialWithoutRetryIsLimited(t *testing.T) {
 	require.Zero(t, attacker.n.Load())
 }
 
-// A datagram with a live connection's ID from another address is dropped
-// and counted (path binding, RFC 9000 §9): blind ACKs and PINGs from a
-// forged source draw nothing to it, and the connection carries on.
+// A datagram with a live connection's ID from another address that does
+// not authenticate is dropped and counted (RFC 9000 §9: only an authentic
+// packet may move a connection): blind ACKs and PINGs from a forged source
+// draw nothing to it, and the connection carries on.
 func TestBlindPacketsFromAnotherAddressDrawNothing(t *testing.T) {
 	l, cli, srv := pair(t, testConfig(Config{}), testConfig(Config{}))
 	defer l.Close()
@@ -292,7 +293,10 @@ func TestBlindPacketsFromAnotherAddressDrawNothing(t *testing.T) {
 	// Past the binding (an attacker on the path, sending from the
 	// client's address) the session's packet protection drops it.
 	before := srv.Stats().Unauthenticated
-	srv.handleDatagram(blindAck)
+	srv.mu.Lock()
+	from := srv.paths.cur.ap
+	srv.mu.Unlock()
+	srv.handleDatagram(blindAck, from)
 	require.Equal(t, before+1, srv.Stats().Unauthenticated)
 	require.NoError(t, srv.Err())
 }

@@ -20,10 +20,10 @@ import (
 const maxPendingAccept = 64
 
 // Listener accepts fresh connections on a Transport's socket.
-// Connections are demultiplexed by connection ID, and a connection takes
-// datagrams only from the address it was opened from (RFC 9000 §9: no
-// migration in this version, so a client whose NAT rebinds its address
-// loses the connection at IdleTimeout).
+// Connections are demultiplexed by connection ID; a connection moves to a
+// client's new address (its NAT rebound) only on an authentic packet from
+// there, and validates the address (RFC 9000 §9; see the package doc's
+// "Connection migration").
 //
 // Before it keeps any state for a new connection, a Listener validates
 // the client's address by a stateless Retry (Transport.DisableRetry) and

@@ -35,8 +35,11 @@ type ListenerStats struct {
 	// not complete within HandshakeTimeout; Accept never saw them.
 	HandshakeTimeouts int64
 	// WrongAddress: datagrams with a live connection's ID from another
-	// address than the connection's (blind or forged, or a NAT rebinding:
-	// there is no migration). NoConnection: datagrams other than Initial
+	// address than the connection's that it did not take: forged or
+	// replayed (they fail authentication), any in plaintext mode (nothing
+	// authenticates them, so a connection never migrates), or before the
+	// handshake completed. An authentic one from a rebound NAT moves the
+	// connection instead (Stats.Migrations). NoConnection: datagrams other than Initial
 	// for no connection held. Malformed: datagrams that do not parse.
 	WrongAddress int64
 	NoConnection int64

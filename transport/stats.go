@@ -70,6 +70,17 @@ type Stats struct {
 	// server with another key): dropped, the connection goes on.
 	StatelessResetsIgnored int64
 
+	// Connection migration (a server's: its client's NAT rebound, or the
+	// client moved, RFC 9000 §9). Migrations counts moves to a new
+	// address that the address then validated (it echoed a
+	// PathChallenge), and moves back to the previous address;
+	// MigrationsReverted the validations that failed or were abandoned,
+	// the connection back on its previous address; PathResets the moves
+	// whose round trip showed a new path, after which the congestion
+	// controller and RTT estimator started afresh (RFC 9000 §9.4; a NAT
+	// rebinding keeps the path and its state).
+	Migrations, MigrationsReverted, PathResets int64
+
 	// Stream.
 	StreamBytesAcked    int64 // sent and acknowledged
 	StreamBytesReceived int64 // received, duplicates included
@@ -128,7 +139,8 @@ func statsFrom(s session.Stats) Stats {
 		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
 		StatelessResetsIgnored: s.StatelessResetsIgnored,
-		StreamBytesAcked:       s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
+		Migrations: s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
+		StreamBytesAcked: s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
@@ -154,6 +166,9 @@ func (s Stats) String() string {
 	if dropped := s.Duplicates + s.Malformed + s.Unauthenticated + s.Replayed; dropped > 0 {
 		fmt.Fprintf(&b, ", dropped %d (dup %d, malformed %d, unauthenticated %d, replayed %d)",
 			dropped, s.Duplicates, s.Malformed, s.Unauthenticated, s.Replayed)
+	}
+	if s.Migrations+s.MigrationsReverted > 0 {
+		fmt.Fprintf(&b, "; migrations %d (reverted %d, path resets %d)", s.Migrations, s.MigrationsReverted, s.PathResets)
 	}
 	if s.UpdatesSent > 0 {
 		fmt.Fprintf(&b, "; updates sent %d (superseded %d, lost %d) at %.1f/s", s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost, s.UpdateRate)

@@ -153,11 +153,17 @@ type Transport struct {
 	log      *slog.Logger
 	maxRecv  int // the largest datagram the reader accepts
 
-	mu       sync.Mutex
-	conns    map[uint64]*entry
-	ln       *Listener
-	closed   bool
-	readDone chan struct{}
+	mu      sync.Mutex
+	conns   map[uint64]*entry
+	ln      *Listener
+	closed  bool
+	readers sync.WaitGroup // the reader goroutines (two while Conn.Migrate runs)
+
+	// The socket datagrams are sent on and read from now: sock, or the one
+	// a client's Conn.Migrate moved to. migrateMu serialises Migrate.
+	cur       atomic.Pointer[socket]
+	curRx     *rxState // under migrateMu
+	migrateMu sync.Mutex
 
 	st  listenerCounters
 	rst resetState // the read loop's (reset.go)
@@ -168,7 +174,7 @@ type entry struct {
 	c     *Conn
 	id    uint64         // the client's connection ID
 	srvID uint64         // the server's (a Listener's connection; 0 on a Dial'ed one)
-	addr  netip.AddrPort // the only address it takes datagrams from
+	addr  netip.AddrPort // the address it was opened with (the server's, for a Dial'ed one)
 	ln    *Listener      // the Listener that accepted it; nil for a Dial'ed one
 	// The Listener's bookkeeping (guarded by ln.mu):
 	src       netip.Addr  // the source it counts against; invalid if exempt
@@ -239,15 +245,17 @@ func (t *Transport) start(cfg *Config) error {
 		}
 		t.conns = map[uint64]*entry{}
 		t.initReset(cfg.Clock)
-		t.readDone = make(chan struct{})
 		t.drv = newDriver(cfg.Clock, t.log, t.sock, t.maxRecv, t.sendError)
 		rx, err := newReader(t.sock, t.maxRecv, t.single)
 		if err != nil {
 			t.initErr = err
 			return
 		}
+		t.cur.Store(t.sock)
+		t.curRx = &rxState{rx: rx}
 		go t.drv.run()
-		go t.readLoop(rx)
+		t.readers.Add(1)
+		go t.readLoop(t.curRx)
 	})
 	if t.initErr != nil {
 		return t.initErr
@@ -402,15 +410,25 @@ func (t *Transport) remove(e *entry) {
 	}
 }
 
+// rxState is one reader goroutine's socket.
+type rxState struct {
+	rx reader
+	// retired: Conn.Migrate moved off this socket (or gave up on it),
+	// so its closing is no crash.
+	retired atomic.Bool
+	// accepted counts the datagrams read here that a connection took.
+	accepted atomic.Int64
+}
+
 // readLoop demultiplexes datagrams to connections (and Initials for new
 // ones to the Listener) until the socket fails or Close interrupts it.
-func (t *Transport) readLoop(rx reader) {
-	defer close(t.readDone)
+func (t *Transport) readLoop(r *rxState) {
+	defer t.readers.Done()
 	touched := make([]*Conn, 0, batchSize)
 	for {
-		dgs, err := rx.read()
+		dgs, err := r.rx.read()
 		if err != nil {
-			if t.readError(err) {
+			if r.retired.Load() || t.readError(err) {
 				return
 			}
 			continue
@@ -418,9 +436,20 @@ func (t *Transport) readLoop(rx reader) {
 		var last *entry // the batch's previous connection; not kept across reads
 		for _, d := range dgs {
 			e := t.route(d.b, d.addr, last)
-			if e == nil || !e.c.handleDatagram(d.b) {
+			if e == nil {
 				continue
 			}
+			if ok, elsewhere := e.c.handleDatagram(d.b, d.addr); !ok {
+				if elsewhere {
+					// Not authentic, or not one the connection may move
+					// for: someone else sending with a live connection's
+					// ID (a blind ACK or PING from a forged or stale
+					// address) draws nothing anywhere.
+					t.st.wrongAddress.Add(1)
+				}
+				continue
+			}
+			r.accepted.Add(1)
 			last = e
 			if e.ln != nil {
 				e.ln.deliverIfOpen(e)
@@ -492,7 +521,7 @@ func (t *Transport) refused() {
 		if aborting {
 			c.kick() // the driver sees the session closed and lets it go
 		} else {
-			t.log.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer)
+			t.log.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer.Load())
 		}
 	}
 }
@@ -522,15 +551,16 @@ func (t *Transport) snapshot() []*Conn {
 }
 
 // route finds the connection a datagram belongs to, or hands an Initial
-// for an unknown connection ID to the Listener. Datagrams for nobody, and
-// those for a connection from another address than its own, are dropped
-// and counted; with a Listener, those for nobody draw a stateless reset
-// (reset.go). A StatelessReset for a connection held goes to it like any
-// datagram, from the connection's address only, and its session judges
-// the token.
+// for an unknown connection ID to the Listener. Datagrams for nobody are
+// dropped and counted; with a Listener, those for nobody draw a stateless
+// reset (reset.go). One for a connection from another address than its
+// own goes to the connection too, which judges it (Conn.handleDatagram):
+// the connection moves there only for an authentic packet (see the package
+// doc's "Connection migration"). A StatelessReset for a client connection
+// goes to it, whose session judges the token.
 func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 	h, body, err := wire.ParseHeader(b)
-	if err == nil && last != nil && (last.id == h.ConnID || last.srvID == h.ConnID) && last.addr == from {
+	if err == nil && last != nil && (last.id == h.ConnID || last.srvID == h.ConnID) {
 		// A batch of a bulk transfer is mostly one connection's: the
 		// datagram before this one looked it up already.
 		return last
@@ -563,13 +593,6 @@ func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 		return nil
 	}
 	if ok {
-		if e.addr != from {
-			// Path binding: someone else sending with a live connection's
-			// ID (a blind ACK or PING from a forged or stale address) must
-			// not draw the connection's traffic anywhere.
-			t.st.wrongAddress.Add(1)
-			return nil
-		}
 		return e
 	}
 	if h.Type != wire.TypeInitial || ln == nil {
@@ -613,15 +636,19 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	t.drv.close()
+	// A Conn.Migrate under way ends with its connection (closed above):
+	// once it has, the socket it leaves current is the one to close.
+	t.migrateMu.Lock()
+	defer t.migrateMu.Unlock()
 	var err error
 	if t.owned {
-		err = t.Conn.Close()
+		err = t.cur.Load().pc.Close() // Conn, or the socket Conn.Migrate moved to
 	} else {
 		// Unblock the reader without closing the caller's socket, as
 		// quic-go does; the deadline is cleared once it has returned.
 		_ = t.Conn.SetReadDeadline(time.Unix(1, 0))
 	}
-	<-t.readDone
+	t.readers.Wait()
 	if !t.owned {
 		_ = t.Conn.SetReadDeadline(time.Time{})
 	}

@@ -184,6 +184,8 @@ type RelayStats struct {
 	// DroppedNoClientSlot counts datagrams from new clients beyond
 	// MaxClients, dropped at the front socket (not offered to the link).
 	DroppedNoClientSlot uint64
+	// Rebinds counts back sockets replaced by Rebind.
+	Rebinds uint64
 }
 
 // Relay is a real-time emulated bottleneck between UDP clients and one
@@ -209,6 +211,7 @@ type Relay struct {
 	fwdC, revC dirCounters
 	noSlot     atomic.Uint64
 	expired    atomic.Uint64
+	rebinds    atomic.Uint64
 	blackout   atomic.Bool
 	// nextSweep is when the front reader next looks for idle slots
 	// (clock.Mono; only the front reader touches it).
@@ -244,11 +247,11 @@ func (d *dirCounters) snapshot(link netem.LinkStats) DirectionStats {
 // client is one distinct client address and the back socket that stands
 // for it towards the server.
 type client struct {
-	addr   netip.AddrPort // as seen on the front socket
-	back   *net.UDPConn   // connected to Target
-	flow   uint64         // FlowKey base: a hash of addr (low bit = direction)
-	v4     bool           // addr is IPv4 or v4-mapped (egress TOS cmsg kind)
-	backV4 bool           // the back socket talks IPv4
+	addr   netip.AddrPort              // as seen on the front socket
+	back   atomic.Pointer[net.UDPConn] // connected to Target; Rebind replaces it
+	flow   uint64                      // FlowKey base: a hash of addr (low bit = direction)
+	v4     bool                        // addr is IPv4 or v4-mapped (egress TOS cmsg kind)
+	backV4 bool                        // the back socket talks IPv4
 	// lastSeen is when the client last sent a datagram (clock.Mono),
 	// for ClientIdle.
 	lastSeen atomic.Int64
@@ -341,6 +344,7 @@ func (r *Relay) statsLocked() RelayStats {
 		Clients:             n,
 		ClientsExpired:      r.expired.Load(),
 		DroppedNoClientSlot: r.noSlot.Load(),
+		Rebinds:             r.rebinds.Load(),
 	}
 }
 
@@ -393,7 +397,7 @@ func (r *Relay) Close() error {
 		r.closed = true
 		backs := make([]*net.UDPConn, 0, len(r.clients))
 		for _, cl := range r.clients {
-			backs = append(backs, cl.back)
+			backs = append(backs, cl.back.Load())
 		}
 		r.clientsMu.Unlock()
 		r.closeErr = r.front.Close()
@@ -451,11 +455,11 @@ func (r *Relay) clientFor(addr netip.AddrPort, now clock.Mono) *client {
 	}
 	cl = &client{
 		addr:   addr,
-		back:   back,
 		flow:   hashAddr(addr) &^ 1,
 		v4:     addr.Addr().Is4() || addr.Addr().Is4In6(),
 		backV4: is4(back.LocalAddr()),
 	}
+	cl.back.Store(back)
 	cl.lastSeen.Store(int64(now))
 	r.setupSocket(back, "back", cl.backV4)
 	r.clientsMu.Lock()
@@ -468,8 +472,45 @@ func (r *Relay) clientFor(addr netip.AddrPort, now clock.Mono) *client {
 	r.wg.Add(1)
 	r.clientsMu.Unlock()
 	r.log.Debug("emu: new client", "client", addr, "back", back.LocalAddr())
-	go r.readBack(cl)
+	go r.readBack(cl, back)
 	return cl
+}
+
+// Rebind gives every client a new back socket, so the server sees each
+// from a new source port while the client keeps its slot: a NAT that
+// rebinds (RFC 4787 §4.1: a mapping lost and made anew, a new external
+// port). The old socket is closed at once, so the server's datagrams to
+// the old port are lost (the kernel answers them with a port
+// unreachable), as a NAT drops those for a binding it forgot; datagrams
+// still in the forward link go out from the new port. It returns how
+// many clients were rebound, and the first error opening a socket (that
+// client keeps its old one).
+func (r *Relay) Rebind() (int, error) {
+	r.clientsMu.Lock()
+	defer r.clientsMu.Unlock()
+	if r.closed {
+		return 0, ErrClosed
+	}
+	n := 0
+	var first error
+	for _, cl := range r.clients {
+		back, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(r.target))
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("emu: rebind %s: %w", cl.addr, err)
+			}
+			continue
+		}
+		r.setupSocket(back, "back", cl.backV4)
+		old := cl.back.Swap(back)
+		_ = old.Close()
+		r.wg.Add(1)
+		go r.readBack(cl, back)
+		r.log.Debug("emu: client rebound", "client", cl.addr, "old", old.LocalAddr(), "new", back.LocalAddr())
+		n++
+	}
+	r.rebinds.Add(uint64(n))
+	return n, first
 }
 
 // expireIdle frees every slot whose client has sent nothing for
@@ -495,7 +536,7 @@ func (r *Relay) expireIdle(now clock.Mono) int {
 	}
 	r.clientsMu.Unlock()
 	for _, cl := range idle {
-		_ = cl.back.Close()
+		_ = cl.back.Load().Close()
 		r.log.Debug("emu: client slot expired", "client", cl.addr, "idle", r.cfg.ClientIdle)
 	}
 	r.expired.Add(uint64(len(idle)))

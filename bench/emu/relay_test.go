@@ -332,3 +332,32 @@ func TestRelayCakeQueue(t *testing.T) {
 	ping(t, c, 1)
 	require.Equal(t, uint64(1), r.Stats().Forward.Link.Delivered)
 }
+
+// Rebind moves each client to a new source port at the server, as a NAT
+// that rebinds: the client keeps its slot and its echoes come back.
+func TestRelayRebind(t *testing.T) {
+	srv := startServer(t, true)
+	r := newRelay(t, RelayConfig{
+		Target:  srv.addr(),
+		Forward: path(100*mbps, time.Millisecond),
+		Reverse: path(100*mbps, time.Millisecond),
+	})
+	c := dial(t, r)
+	ping(t, c, 1)
+	n, err := r.Rebind()
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	ping(t, c, 2)
+	srv.mu.Lock()
+	require.Len(t, srv.sources, 2, "the server saw the client from a second port")
+	for src, k := range srv.sources {
+		require.Equal(t, 1, k, "source %v", src)
+	}
+	srv.mu.Unlock()
+	st := r.Stats()
+	require.Equal(t, 1, st.Clients, "the same slot")
+	require.Equal(t, uint64(1), st.Rebinds)
+	require.NoError(t, r.Close())
+	_, err = r.Rebind()
+	require.ErrorIs(t, err, ErrClosed)
+}

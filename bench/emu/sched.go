@@ -98,14 +98,15 @@ func (r *Relay) readFront() {
 	r.readLoop(r.front, forward, hdr, nil)
 }
 
-// readBack reads one client's back socket: the server's replies, reverse.
-func (r *Relay) readBack(cl *client) {
+// readBack reads one of a client's back sockets (its current one, until
+// Rebind replaces it): the server's replies, reverse.
+func (r *Relay) readBack(cl *client, back *net.UDPConn) {
 	defer r.wg.Done()
 	hdr := headerBytesV6
 	if cl.backV4 {
 		hdr = headerBytesV4
 	}
-	r.readLoop(cl.back, reverse, hdr, cl)
+	r.readLoop(back, reverse, hdr, cl)
 }
 
 // readLoop reads datagrams from c until it is closed and hands each, in a
@@ -434,9 +435,9 @@ func (r *Relay) write(it *item, oob []byte) error {
 	var err error
 	switch {
 	case it.dir == forward && oob == nil:
-		_, err = it.cl.back.Write(it.pkt.Data)
+		_, err = it.cl.back.Load().Write(it.pkt.Data)
 	case it.dir == forward:
-		_, _, err = it.cl.back.WriteMsgUDPAddrPort(it.pkt.Data, oob, netip.AddrPort{})
+		_, _, err = it.cl.back.Load().WriteMsgUDPAddrPort(it.pkt.Data, oob, netip.AddrPort{})
 	case oob == nil:
 		_, err = r.front.WriteToUDPAddrPort(it.pkt.Data, it.cl.addr)
 	default:

@@ -31,6 +31,9 @@ func (w *ReplayWindow) Check(pn int64) bool {
 	return w.bits[i/64]&(1<<(i%64)) == 0
 }
 
+// Largest is the largest packet number accepted, -1 before the first.
+func (w *ReplayWindow) Largest() int64 { return w.largest }
+
 // Mark records pn as accepted.
 func (w *ReplayWindow) Mark(pn int64) {
 	if pn > w.largest {

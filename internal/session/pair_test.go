@@ -34,6 +34,9 @@ type Pair struct {
 	// Filter, if set, sees a copy of every datagram as it is sent and
 	// reports whether it goes on; it may change the bytes.
 	Filter func(from *Session, d []byte) bool
+	// Deliver, if set, hands each arriving datagram to its end instead of
+	// Handle (a test that models addresses calls HandleFrom).
+	Deliver func(to *Session, b []byte)
 	// Record keeps every datagram sent, as sent, in Sent.
 	Record bool
 	Sent   []Datagram
@@ -220,7 +223,11 @@ func (p *Pair) settle() {
 		for len(p.q) > 0 && !p.Now.Before(p.q[0].at) {
 			f := p.q[0]
 			p.q = p.q[:copy(p.q, p.q[1:])]
-			f.to.Handle(p.Now, p.Wall(f.to), f.b)
+			if p.Deliver != nil {
+				p.Deliver(f.to, f.b)
+			} else {
+				f.to.Handle(p.Now, p.Wall(f.to), f.b)
+			}
 			p.free = append(p.free, f.b[:0])
 			n++
 		}

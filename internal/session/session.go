@@ -101,6 +101,8 @@ type Session struct {
 	peerClean     bool // the peer closed with closeNormal
 	rst           resetState
 
+	mig migration // the peer's addresses (migrate.go)
+
 	st Stats
 
 	lostFn func(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) // s.lost, bound once
@@ -279,31 +281,7 @@ func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 // is checked against the server's token (reset.go): true if it ended the
 // session, false (counted) if it was not the real one.
 func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
-	h, body, err := wire.ParseHeader(b)
-	if err == nil && h.Type == wire.TypeStatelessReset && (s.ownID(h.ConnID) || h.ConnID == s.peerID()) {
-		// Unprotected by design: its token is its proof (reset.go). A
-		// restarted server knows only the ID the packet that drew it
-		// carried: ours to it, the server's.
-		return s.onStatelessReset(body)
-	}
-	if err == nil && !s.ownID(h.ConnID) {
-		err = errNotOurs
-	}
-	if err != nil {
-		if err == wire.ErrVersion && s.handleVersionNegotiation(b) {
-			return true
-		}
-		s.st.Malformed++
-		return false
-	}
-	if s.sec != nil && s.state != stateClosed {
-		if body, err = s.unprotectErr(&h, b, body); err != nil {
-			return false
-		}
-	}
-	s.handle(now, wallUS, h, body, len(b))
-	s.armProbe(now)
-	return true
+	return s.HandleFrom(now, wallUS, b, PathCurrent) != Dropped
 }
 
 // handle processes one parsed datagram.
@@ -448,6 +426,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 				s.err = fmt.Errorf("%w: %w: peer sent TLS alert %q", ErrPeerClosed, ErrHandshake, tls.AlertError(c.Code-closeTLSAlert).Error())
 			}
 		}
+	case wire.TypePathChallenge, wire.TypePathResponse:
+		s.onPathFrame(now, h, body)
 	default: // VersionNegotiation: reserved, not used in version 1
 		s.st.Malformed++
 	}
@@ -493,9 +473,9 @@ const maxControlDatagram = wire.HeaderLen + 4 + 8 + 1 + 1 + wire.MaxAckRanges*16
 // at most 3 × 1200 bytes, however long the session lives.
 func (s *Session) amplificationRoom() int64 {
 	if s.AddressValidated() {
-		return math.MaxInt64
+		return s.pathRoom()
 	}
-	return 3*s.st.BytesReceived - s.st.BytesSent
+	return min(s.pathRoom(), 3*s.st.BytesReceived-s.st.BytesSent)
 }
 
 // amplificationLimited reports whether the next datagram might not fit
@@ -505,6 +485,9 @@ func (s *Session) amplificationLimited(now clock.Mono) bool {
 	next := s.cfg.MaxDatagram
 	if s.closePending || s.acceptPending || s.probe || s.ackDue(now) {
 		next = min(next, maxControlDatagram)
+	}
+	if s.pathControlDue(now) && !s.closePending && !s.acceptPending {
+		next = pathFrameSize // poll sends it before ACKs and probes
 	}
 	if s.handshakePending() {
 		next = wire.MinInitialSize // handshake datagrams never exceed it
@@ -761,6 +744,7 @@ func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error
 // its DSCP code point; ok is false when there is nothing to send now.
 func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
 	for {
+		s.mig.sendPath = PathCurrent
 		dgram, dscp, ok = s.poll(now, wallUS, buf)
 		if ok && s.sec != nil {
 			var sendable bool
@@ -769,6 +753,9 @@ func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 				continue // nothing may leave without keys; poll on
 			}
 			s.st.BytesSent += int64(len(dgram) - plain) // the tag, for the amplification limit too
+		}
+		if ok {
+			s.onPathSent(len(dgram))
 		}
 		s.armProbe(now)
 		return dgram, dscp, ok
@@ -818,6 +805,9 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 	case s.acceptPending:
 		s.acceptPending = false
 		return s.sent(wire.AppendAccept(hdr(wire.TypeAccept, 0, 0), &wire.Accept{ServerConnID: s.srvID})), streamDSCP, true
+	}
+	if b, ok := s.pollPath(now, wallUS, buf); ok {
+		return s.sent(b), streamDSCP, true
 	}
 	if s.ackDue(now) {
 		return s.sent(s.appendAck(now, wallUS, buf)), streamDSCP, true
@@ -940,7 +930,7 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 	if s.state == stateClosed {
 		return 0
 	}
-	t := s.lastHeard.Add(s.cfg.IdleTimeout)
+	t := recovery.Earliest(s.lastHeard.Add(s.cfg.IdleTimeout), s.pathTimer())
 	if s.handshakePending() {
 		return now
 	}
@@ -1028,6 +1018,7 @@ func (s *Session) Timeout(now clock.Mono) {
 		}
 		return
 	}
+	s.pathTimeout(now)
 	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
 		s.tr.DetectLost(now, s.lostFn)
 		s.tr.Compact()

@@ -36,6 +36,9 @@ type Stats struct {
 	KeyUpdates                   int64
 	StatelessResetsIgnored       int64
 
+	// Connection migration (migrate.go).
+	Migrations, MigrationsReverted, PathResets int64
+
 	// Stream.
 	StreamBytesAcked, StreamBytesReceived int64
 	StreamFramesDropped                   int64 // beyond Config.MaxStreamGaps holes

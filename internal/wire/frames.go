@@ -442,3 +442,49 @@ func ParseCrypto(body []byte, c *Crypto) error {
 	c.Data = body[CryptoOverhead:]
 	return nil
 }
+
+// PathDataLen is the length of a path challenge's data (RFC 9000 §19.17).
+const PathDataLen = 8
+
+// PathChallenge asks the peer to prove it receives at an address (type
+// PathChallenge), RFC 9000 §19.17's PATH_CHALLENGE: data (64 bits), which
+// the sender chooses unpredictably, so that only an endpoint that reads
+// the packet at that address can echo it.
+type PathChallenge struct {
+	Data [PathDataLen]byte
+}
+
+// PathResponse echoes a PathChallenge's data (type PathResponse), RFC 9000
+// §19.18's PATH_RESPONSE: data (64 bits).
+type PathResponse struct {
+	Data [PathDataLen]byte
+}
+
+// AppendPathChallenge appends c's body to b.
+func AppendPathChallenge(b []byte, c *PathChallenge) []byte { return append(b, c.Data[:]...) }
+
+// ParsePathChallenge decodes a PathChallenge body into c: exactly
+// PathDataLen bytes (ErrShort below, ErrLength above).
+func ParsePathChallenge(body []byte, c *PathChallenge) error {
+	return parsePathData(body, &c.Data)
+}
+
+// AppendPathResponse appends r's body to b.
+func AppendPathResponse(b []byte, r *PathResponse) []byte { return append(b, r.Data[:]...) }
+
+// ParsePathResponse decodes a PathResponse body into r, as
+// ParsePathChallenge.
+func ParsePathResponse(body []byte, r *PathResponse) error {
+	return parsePathData(body, &r.Data)
+}
+
+func parsePathData(body []byte, d *[PathDataLen]byte) error {
+	switch {
+	case len(body) < PathDataLen:
+		return ErrShort
+	case len(body) > PathDataLen:
+		return ErrLength
+	}
+	copy(d[:], body)
+	return nil
+}

@@ -241,6 +241,30 @@ func FuzzParseStatelessReset(f *testing.F) {
 	})
 }
 
+func FuzzParsePathChallenge(f *testing.F) {
+	seedDatagrams(f, TypePathChallenge, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var c PathChallenge
+		if err := ParsePathChallenge(body, &c); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendPathChallenge(nil, &c))
+	})
+}
+
+func FuzzParsePathResponse(f *testing.F) {
+	seedDatagrams(f, TypePathResponse, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var r PathResponse
+		if err := ParsePathResponse(body, &r); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendPathResponse(nil, &r))
+	})
+}
+
 // FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
 // body by type) and re-encodes them.
 func FuzzDatagram(f *testing.F) {
@@ -327,6 +351,10 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParseVersionNegotiation(b, &v) }
 			case "FuzzParseStatelessReset":
 				fn = func() { sinkErr = ParseStatelessReset(b, &e.sr) }
+			case "FuzzParsePathChallenge":
+				fn = func() { sinkErr = ParsePathChallenge(b, &e.pc) }
+			case "FuzzParsePathResponse":
+				fn = func() { sinkErr = ParsePathResponse(b, &e.pr) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

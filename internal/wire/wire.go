@@ -78,12 +78,16 @@ const (
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO): padding (zero bytes) only
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
+	// Path validation (RFC 9000 §8.2): a challenge to a peer address and
+	// its echo. Only protected ones are taken (package internal/session).
+	TypePathChallenge Type = 0x0B
+	TypePathResponse  Type = 0x0C
+	// StatelessReset: "I lost this connection", proved by the token the
+	// server gave in the handshake (RFC 9000 §10.3); never protected.
+	TypeStatelessReset Type = 0x0D
 	// Version negotiation travels with version byte 0 and has its own
 	// decoder (ParseVersionNegotiation); ParseHeader returns ErrVersion
 	// for it, as for every datagram not of this version.
-	// StatelessReset: "I lost this connection", proved by the token the
-	// server gave in the handshake (RFC 9000 §10.3); never protected.
-	TypeStatelessReset     Type = 0x0D
 	TypeVersionNegotiation Type = 0x09
 )
 
@@ -111,6 +115,10 @@ func (t Type) String() string {
 		return "crypto"
 	case TypeStatelessReset:
 		return "stateless-reset"
+	case TypePathChallenge:
+		return "path-challenge"
+	case TypePathResponse:
+		return "path-response"
 	}
 	return "unknown"
 }
@@ -225,5 +233,9 @@ const ProtectedOverhead = 16
 // valid reports whether this version defines a body for t under its own
 // version byte (VersionNegotiation has version 0).
 func (t Type) valid() bool {
-	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto || t == TypeStatelessReset
+	switch t {
+	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset:
+		return true
+	}
+	return t >= TypeInitial && t <= TypeRetry
 }

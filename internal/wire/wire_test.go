@@ -30,6 +30,8 @@ type endpoint struct {
 	cr Crypto
 	ac Accept
 	sr StatelessReset
+	pc PathChallenge
+	pr PathResponse
 }
 
 // decode parses the header, then the body by type.
@@ -59,6 +61,10 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseRetry(body, &e.r)
 	case TypeStatelessReset:
 		err = ParseStatelessReset(body, &e.sr)
+	case TypePathChallenge:
+		err = ParsePathChallenge(body, &e.pc)
+	case TypePathResponse:
+		err = ParsePathResponse(body, &e.pr)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -99,6 +105,10 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		if n := len(dg) - HeaderLen; n > 0 {
 			return h, pingPadding(n), nil
 		}
+	case TypePathChallenge:
+		return h, &e.pc, nil
+	case TypePathResponse:
+		return h, &e.pr, nil
 	}
 	return h, nil, nil
 }
@@ -130,6 +140,10 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendStatelessReset(b, f)
 	case pingPadding:
 		return append(b, make([]byte, f)...)
+	case *PathChallenge:
+		return AppendPathChallenge(b, f)
+	case *PathResponse:
+		return AppendPathResponse(b, f)
 	case nil:
 		return b
 	}
@@ -225,6 +239,11 @@ func validDatagrams() []datagramCase {
 		{"crypto", hdr(TypeCrypto, 0), &Crypto{Offset: 1200, Data: []byte("client hello")}},
 		{"crypto empty", hdr(TypeCrypto, 0), &Crypto{Data: []byte{}}},
 		{"crypto ends at MaxHandshakeBytes", hdr(TypeCrypto, 0), &Crypto{Offset: MaxHandshakeBytes - 3, Data: []byte("end")}},
+		{"path challenge", hdr(TypePathChallenge, 0), &PathChallenge{Data: [PathDataLen]byte{1, 2, 3, 4, 5, 6, 7, 8}}},
+		{"path challenge zero", Header{Type: TypePathChallenge}, &PathChallenge{}},
+		{"path response", hdr(TypePathResponse, 0), &PathResponse{Data: [PathDataLen]byte{0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0}}},
+		{"protected path challenge", Header{Type: TypePathChallenge, Flags: FlagProtected, Epoch: EpochApp0, PN: 9}, rawBody("ciphertext and tag")},
+		{"protected path response phase 1", Header{Type: TypePathResponse, Flags: FlagProtected, Epoch: EpochApp1, PN: 9}, rawBody("ciphertext and tag")},
 		{"protected data", Header{Type: TypeData, Flags: FlagProtected | FlagFIN, Epoch: EpochApp0, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected ack phase 1", Header{Type: TypeAck, Flags: FlagProtected | FlagSynced, Epoch: EpochApp1, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected crypto handshake", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochHandshake}, rawBody("ciphertext and tag")},
@@ -281,6 +300,8 @@ func bodyMin(t Type) int {
 		return AcceptLen
 	case TypeStatelessReset:
 		return StatelessResetTokenLen
+	case TypePathChallenge, TypePathResponse:
+		return PathDataLen
 	}
 	return 0
 }
@@ -396,7 +417,10 @@ func rejectedDatagrams() []rejectCase {
 		{"version checked before length", set(data[:HeaderLen+1], 0, 1), ErrVersion},
 		{"type 0", set(ping, 1, 0), ErrType},
 		{"type version negotiation under version 2", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
-		{"type 0x0b", set(ping, 1, 0x0b), ErrType},
+		{"type 0x0f", set(ping, 1, 0x0f), ErrType},
+		{"path challenge short", set(ping, 1, byte(TypePathChallenge)), ErrShort},
+		{"path response long", append(set(ping, 1, byte(TypePathResponse)), make([]byte, PathDataLen+1)...), ErrLength},
+		{"FIN on path challenge", append(set(ping, 1, byte(TypePathChallenge), FlagFIN), make([]byte, PathDataLen)...), ErrReserved},
 		{"type 0xff", set(ping, 1, 0xff), ErrType},
 		{"reserved byte", set(ping, 3, 1), ErrReserved},
 		{"reserved byte high bit", set(data, 3, 0x80), ErrReserved},
@@ -562,8 +586,9 @@ func TestTypeString(t *testing.T) {
 	for ty, want := range map[Type]string{
 		TypeInitial: "initial", TypeAccept: "accept", TypeData: "data", TypeUpdate: "update",
 		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
-		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset", 0: "unknown", 0xff: "unknown",
-		TypeCrypto: "crypto",
+		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset",
+		TypeCrypto: "crypto", TypePathChallenge: "path-challenge", TypePathResponse: "path-response",
+		0: "unknown", 0xff: "unknown",
 	} {
 		require.Equal(t, want, ty.String())
 	}

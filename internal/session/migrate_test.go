@@ -1,0 +1,410 @@
+package session
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/internal/wire"
+)
+
+// natPair is a TLS Pair whose client sits behind a NAT, with the server's
+// side of the transport modelled: addresses are small numbers; the NAT
+// maps the client to its binding (Rebind changes it), and the server's
+// table (current, previous, candidate) follows the verdicts as
+// transport.Transport's does. The server's datagrams reach the client
+// only when sent to its binding.
+type natPair struct {
+	*Pair
+	bind            int            // the client's source address now
+	src             map[string]int // a client datagram's header → its source
+	cur, prev, cand int            // the server's table; 0: none
+	// Bytes the server sent to each address, and received from each.
+	sentTo, recvFrom map[int]int64
+	// check, if set, runs after every datagram the server sends.
+	check func()
+	// dropCli, if set, drops the client datagrams it reports true for.
+	dropCli func(d []byte) bool
+}
+
+func newNATPair(tb testing.TB, l Link) *natPair {
+	tb.Helper()
+	n := &natPair{Pair: OpenTLSPair(tb, l), bind: 1, cur: 1, src: map[string]int{}, sentTo: map[int]int64{}, recvFrom: map[int]int64{}}
+	n.Filter = n.filter
+	n.Deliver = n.deliver
+	return n
+}
+
+// Rebind gives the client a new source address, as a NAT does.
+func (n *natPair) Rebind(addr int) { n.bind = addr }
+
+func (n *natPair) filter(from *Session, d []byte) bool {
+	if from == n.Cli {
+		if n.dropCli != nil && n.dropCli(d) {
+			return false
+		}
+		n.src[string(d[:wire.HeaderLen])] = n.bind
+		return true
+	}
+	n.sync()
+	dst := n.cur
+	switch n.Srv.SendPath() {
+	case PathPrevious:
+		dst = n.prev
+	case PathOther:
+		dst = n.cand
+	}
+	n.sentTo[dst] += int64(len(d))
+	if n.check != nil {
+		n.check()
+	}
+	return dst == n.bind
+}
+
+// sync takes the server's revert, as the transport does after Timeout.
+func (n *natPair) sync() {
+	if n.Srv.PathReverted() {
+		n.cur, n.prev = n.prev, 0
+	}
+}
+
+func (n *natPair) deliver(to *Session, b []byte) {
+	if to == n.Cli {
+		to.Handle(n.Now, n.Wall(to), b)
+		return
+	}
+	key := string(b[:wire.HeaderLen])
+	src := n.src[key]
+	delete(n.src, key)
+	n.From(src, b)
+}
+
+// From hands b to the server as from address src and applies the verdict
+// to the server's table.
+func (n *natPair) From(src int, b []byte) Verdict {
+	n.sync()
+	n.recvFrom[src] += int64(len(b))
+	from := PathOther
+	switch {
+	case src == n.cur:
+		from = PathCurrent
+	case n.prev != 0 && src == n.prev:
+		from = PathPrevious
+	}
+	v := n.Srv.HandleFrom(n.Now, n.Wall(n.Srv), b, from)
+	switch v {
+	case Accepted:
+		if from == PathOther {
+			n.cand = src
+		}
+	case Moved, MovedForget:
+		old := n.cur
+		n.cur = src
+		if src == n.prev {
+			n.prev = 0
+		}
+		if v == Moved {
+			n.prev = old
+		}
+	}
+	return v
+}
+
+// download has the server write what it takes of size random bytes; it
+// returns them all and how many it took.
+func download(tb testing.TB, s *Session, size int) ([]byte, int) {
+	data := make([]byte, size)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	w := data
+	for len(w) > 0 {
+		k, err := s.Write(w)
+		require.NoError(tb, err)
+		if k == 0 {
+			break
+		}
+		w = w[k:]
+	}
+	return data, size - len(w)
+}
+
+// pump drives n until the client has read all of data (the server
+// writing the rest of it, from written, as room frees), failing after
+// limit.
+func (n *natPair) pump(tb testing.TB, data []byte, written int, limit time.Duration) []byte {
+	tb.Helper()
+	return n.pumpInto(tb, data, written, new(bytes.Buffer), limit)
+}
+
+// pumpInto is pump with what the client read so far in got.
+func (n *natPair) pumpInto(tb testing.TB, data []byte, written int, got *bytes.Buffer, limit time.Duration) []byte {
+	tb.Helper()
+	n.drive(limit, func() bool {
+		written = n.feed(data, written, got)
+		return got.Len() == len(data)
+	})
+	require.Equal(tb, len(data), got.Len(), "client read %d of %d bytes", got.Len(), len(data))
+	return got.Bytes()
+}
+
+// feed writes what the server takes of data from written and reads what
+// the client has into got; it returns the new written.
+func (n *natPair) feed(data []byte, written int, got *bytes.Buffer) int {
+	for written < len(data) {
+		k, _ := n.Srv.Write(data[written:])
+		if k == 0 {
+			break
+		}
+		written += k
+	}
+	var buf [16 << 10]byte
+	for {
+		k, err := n.Cli.Read(buf[:])
+		got.Write(buf[:k])
+		if k == 0 || err != nil {
+			break
+		}
+	}
+	return written
+}
+
+// drive steps n for d of virtual time or until done reports true, calling
+// done before every step: what it writes or reads goes out in that step
+// (Step polls both ends first, as a driver polls after Write and Read).
+func (n *natPair) drive(d time.Duration, done func() bool) {
+	end := n.Now.Add(d)
+	for n.Now.Before(end) && !done() {
+		if !n.Step() {
+			return
+		}
+	}
+}
+
+// migrationLink is a 20 Mbit/s, 10 ms path (20 ms RTT).
+var migrationLink = Link{Delay: 10 * time.Millisecond, Rate: 20e6}
+
+// A NAT rebinding in the middle of a download: the connection moves to
+// the new address on the client's first packet from it, the address is
+// validated, and the stream arrives whole — with the server's controller
+// and RTT estimator kept (the path did not change).
+func TestMigrationRebindingKeepsState(t *testing.T) {
+	n := newNATPair(t, migrationLink)
+	data, written := download(t, n.Srv, 4<<20) // pump writes the rest
+	n.Run(300 * time.Millisecond)
+	ctl := n.Srv.ctl
+	require.NotNil(t, ctl)
+	n.Rebind(2)
+	got := n.pump(t, data, written, 30*time.Second)
+	require.Equal(t, data, got)
+	st := n.Srv.Stats(n.Now)
+	require.Equal(t, int64(1), st.Migrations)
+	require.Zero(t, st.MigrationsReverted)
+	require.Zero(t, st.PathResets, "a rebinding keeps the path's state")
+	require.Same(t, ctl, n.Srv.ctl, "the controller was not rebuilt")
+	require.Equal(t, 2, n.cur)
+	require.Equal(t, 1, n.prev)
+}
+
+// The same move onto a path of another RTT (10 ms each way to 150): the
+// validation's round trip shows a new path, and the server starts its
+// controller and RTT estimator afresh (RFC 9000 §9.4).
+func TestMigrationRealPathChangeResets(t *testing.T) {
+	n := newNATPair(t, migrationLink)
+	data, written := download(t, n.Srv, 4<<20)
+	n.Run(300 * time.Millisecond)
+	ctl := n.Srv.ctl
+	n.Rebind(2)
+	n.Link.Delay = 150 * time.Millisecond
+	got := n.pump(t, data, written, 60*time.Second)
+	require.Equal(t, data, got)
+	st := n.Srv.Stats(n.Now)
+	require.Equal(t, int64(1), st.Migrations)
+	require.Equal(t, int64(1), st.PathResets)
+	require.NotSame(t, ctl, n.Srv.ctl, "a new controller for the new path")
+	require.Greater(t, st.MinRTT, 250*time.Millisecond, "the old path's minimum RTT is forgotten")
+}
+
+// Until the new address echoes the challenge, the server sends it at most
+// three times what it received from it (RFC 9000 §8.1, §9.3), however much
+// stream data waits; then the limit is lifted.
+func TestMigrationAmplificationLimit(t *testing.T) {
+	n := newNATPair(t, migrationLink)
+	data, written := download(t, n.Srv, 4<<20)
+	n.Run(300 * time.Millisecond)
+	hold := true
+	n.dropCli = func(d []byte) bool { return hold && wire.Type(d[1]) == wire.TypePathResponse }
+	checked := 0
+	n.check = func() {
+		if n.Srv.mig.validating && n.cur == 2 {
+			checked++
+			require.LessOrEqual(t, n.sentTo[2], 3*n.recvFrom[2], "sent to an unvalidated address")
+		}
+	}
+	n.Rebind(2)
+	var got bytes.Buffer
+	n.drive(500*time.Millisecond, func() bool { written = n.feed(data, written, &got); return false })
+	require.True(t, n.Srv.mig.validating, "cur %d, stats %+v, written %d", n.cur, n.Srv.Stats(n.Now), written)
+	require.Positive(t, checked)
+	// 500 ms at 20 Mbit/s would be 1.25 MB; the client's ACKs allow
+	// three times their bytes.
+	require.Less(t, n.sentTo[2], int64(200_000))
+	require.Positive(t, n.Srv.out.unacked(), "data was waiting")
+	hold = false
+	require.Equal(t, data, n.pumpInto(t, data, written, &got, 60*time.Second))
+	require.False(t, n.Srv.mig.validating)
+	require.Equal(t, 2, n.cur)
+}
+
+// An address that never answers the challenge (an attacker raced a copy
+// of the client's genuine packet to us from elsewhere, and the client then
+// fell silent): after the validation timeout the connection is back on the
+// previous address.
+func TestMigrationValidationFailureReverts(t *testing.T) {
+	n := newNATPair(t, migrationLink)
+	n.Run(100 * time.Millisecond)
+	_, err := n.Cli.Write([]byte("hello"))
+	require.NoError(t, err)
+	d, ok := n.Take(n.Cli) // the client's data packet, captured before it arrives
+	require.True(t, ok)
+	require.Equal(t, wire.TypeData, wire.Type(d[1]))
+	n.dropCli = func([]byte) bool { return true } // the client's packets stop arriving
+	require.Equal(t, Moved, n.From(3, bytes.Clone(d)), "a genuine packet, the newest: the server moves")
+	require.Equal(t, 3, n.cur)
+	require.Positive(t, n.Srv.pathValidationTimeout())
+	start := n.Now
+	require.True(t, n.DriveUntil(func() bool { n.sync(); return n.cur == 1 }, 10*time.Second), "reverted")
+	took := n.Now.Sub(start)
+	require.GreaterOrEqual(t, took, 3*time.Second)
+	require.Less(t, took, 5*time.Second)
+	st := n.Srv.Stats(n.Now)
+	require.Equal(t, int64(1), st.MigrationsReverted)
+	require.Zero(t, st.Migrations)
+	require.Zero(t, n.prev)
+	// The attacker's address got only what the limit allows.
+	require.LessOrEqual(t, n.sentTo[3], 3*n.recvFrom[3])
+	// And the client's own later packets are taken as before.
+	n.dropCli = nil
+	_, err = n.Cli.Write([]byte(" again"))
+	require.NoError(t, err)
+	n.Run(2 * time.Second)
+	buf := make([]byte, 64)
+	k, _ := n.Srv.Read(buf)
+	require.Equal(t, "hello again", string(buf[:k]))
+}
+
+// The race of RFC 9000 §9.3.3 with the client still talking: the server
+// moves to the attacker's address on the copy, and the client's next
+// packet, from its real (the previous) address, brings it straight back
+// without a validation.
+func TestMigrationRaceMovesBack(t *testing.T) {
+	n := newNATPair(t, migrationLink)
+	n.Run(100 * time.Millisecond)
+	_, err := n.Cli.Write([]byte("hello"))
+	require.NoError(t, err)
+	d, ok := n.Take(n.Cli)
+	require.True(t, ok)
+	require.Equal(t, Moved, n.From(3, bytes.Clone(d)))
+	require.Equal(t, Dropped, n.From(1, d), "the original, arriving second, is a replay")
+	// The server's ACK went to the attacker; the client retransmits.
+	require.True(t, n.DriveUntil(func() bool { return n.cur == 1 }, 5*time.Second))
+	st := n.Srv.Stats(n.Now)
+	require.Equal(t, int64(1), st.MigrationsReverted)
+	require.Zero(t, st.Migrations)
+	require.False(t, n.Srv.mig.validating)
+}
+
+// A replayed genuine packet and a forged one from a third address never
+// move the connection; a genuine late one (reordered, not the newest) is
+// taken but does not move it either.
+func TestMigrationReplayForgeryAndReorderDoNotMove(t *testing.T) {
+	n := newNATPair(t, migrationLink)
+	n.Record = true
+	_, err := n.Cli.Write([]byte("abc"))
+	require.NoError(t, err)
+	n.Run(200 * time.Millisecond)
+	var genuine []byte
+	for _, s := range n.Sent {
+		if s.From == n.Cli && wire.Type(s.B[1]) == wire.TypeData {
+			genuine = s.B
+		}
+	}
+	require.NotNil(t, genuine)
+	before := n.Srv.st
+	require.Equal(t, Dropped, n.From(3, bytes.Clone(genuine)), "replayed")
+
+	forged := bytes.Clone(genuine)
+	forged[len(forged)-1] ^= 1
+	forged[19]++ // a new packet number too, or the replay window drops it first
+	require.Equal(t, Dropped, n.From(3, forged), "forged")
+	random := wire.AppendHeader(nil, wire.Header{Type: wire.TypeData, Flags: wire.FlagProtected, Epoch: wire.EpochApp0, ConnID: pairConnID, PN: 1 << 40})
+	random = append(random, bytes.Repeat([]byte{0x5a}, 100)...)
+	require.Equal(t, Dropped, n.From(3, random), "random bytes under the connection's ID")
+	// Counted by the transport (ListenerStats.WrongAddress), not twice.
+	require.Equal(t, before.Unauthenticated, n.Srv.st.Unauthenticated)
+	require.Equal(t, before.Replayed, n.Srv.st.Replayed)
+
+	// Reordered: the first packet held back, the second delivered, then
+	// the first from a third address.
+	_, err = n.Cli.Write([]byte("d"))
+	require.NoError(t, err)
+	late, ok := n.Take(n.Cli)
+	require.True(t, ok)
+	late = bytes.Clone(late)
+	_, err = n.Cli.Write([]byte("e"))
+	require.NoError(t, err)
+	n.Run(50 * time.Millisecond)
+	require.Equal(t, Accepted, n.From(3, late), "genuine but not the newest")
+	require.Equal(t, 1, n.cur)
+	require.Equal(t, 3, n.cand)
+	require.False(t, n.Srv.mig.validating)
+	st := n.Srv.Stats(n.Now)
+	require.Zero(t, st.Migrations+st.MigrationsReverted)
+}
+
+// Without TLS nothing authenticates a packet from another address: the
+// connection never moves. Nor does a client follow its server elsewhere.
+func TestMigrationNeverInPlaintextNorClient(t *testing.T) {
+	p := OpenPair(t, Config{}, migrationLink)
+	p.Record = true
+	_, err := p.Cli.Write([]byte("abc"))
+	require.NoError(t, err)
+	p.Run(100 * time.Millisecond)
+	d := p.Sent[len(p.Sent)-1].B
+	for _, s := range p.Sent {
+		if s.From == p.Cli && wire.Type(s.B[1]) == wire.TypeData {
+			d = bytes.Clone(s.B)
+			d[12+7]++ // a new packet number: the newest
+		}
+	}
+	require.Equal(t, Dropped, p.Srv.HandleFrom(p.Now, p.Wall(p.Srv), d, PathOther))
+
+	n := newNATPair(t, migrationLink)
+	n.Record = true
+	_, err = n.Srv.Write([]byte("abc"))
+	require.NoError(t, err)
+	d, ok := n.Take(n.Srv)
+	require.True(t, ok)
+	require.Equal(t, Dropped, n.Cli.HandleFrom(n.Now, n.Wall(n.Cli), d, PathOther))
+}
+
+// The rule of pathChanged at its thresholds.
+func TestPathChangedThresholds(t *testing.T) {
+	s := &Session{}
+	s.mig.oldSRTT, s.mig.oldMinRTT = 40*time.Millisecond, 20*time.Millisecond
+	for sample, want := range map[time.Duration]bool{
+		9 * time.Millisecond:   true, // below half the minimum
+		10 * time.Millisecond:  false,
+		40 * time.Millisecond:  false,
+		100 * time.Millisecond: false, // 2 × 40 + 20
+		101 * time.Millisecond: true,
+	} {
+		require.Equal(t, want, s.pathChanged(sample), "%v", sample)
+	}
+	s.mig.oldSRTT = 0
+	require.False(t, s.pathChanged(time.Second), "no old RTT: nothing to compare")
+}
