@@ -59,7 +59,7 @@ func TestTransportParamsMalformed(t *testing.T) {
 		want       string
 	}{
 		{"empty", nil, false, "another protocol version"},
-		{"version 2", []byte{'f', 'r', 'e', 's', 'h', 2}, false, "another protocol version"},
+		{"version 1", []byte{'f', 'r', 'e', 's', 'h', 1}, false, "another protocol version"},
 		{"another protocol", []byte("quic\x00\x01"), true, "another protocol version"},
 		{"three bytes of a parameter", append(bytes.Clone(transportParams), 0, 1, 0), false, "too few"},
 		{"value cut short", withToken[:len(withToken)-1], false, "promises 16"},
