@@ -199,6 +199,20 @@ func FuzzParseCrypto(f *testing.F) {
 	})
 }
 
+func FuzzParseCommit(f *testing.F) {
+	seedDatagrams(f, TypeCommit, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var c Commit
+		if err := ParseCommit(body, &c); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendCommit(nil, &c))
+		require.GreaterOrEqual(t, c.Offset, int64(0))
+		require.LessOrEqual(t, c.Offset, int64(MaxStreamOffset))
+	})
+}
+
 // FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
 // body by type) and re-encodes them.
 func FuzzDatagram(f *testing.F) {
@@ -278,6 +292,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParseClose(b, &e.c) }
 			case "FuzzParseCrypto":
 				fn = func() { sinkErr = ParseCrypto(b, &e.cr) }
+			case "FuzzParseCommit":
+				fn = func() { sinkErr = ParseCommit(b, &e.cm) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

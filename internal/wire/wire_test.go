@@ -25,6 +25,7 @@ type endpoint struct {
 	a  Ack
 	c  Close
 	cr Crypto
+	cm Commit
 }
 
 // decode parses the header, then the body by type.
@@ -52,6 +53,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseCrypto(body, &e.cr)
 	case TypeRetry:
 		err = ParseRetry(body, &e.r)
+	case TypeCommit:
+		err = ParseCommit(body, &e.cm)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -86,6 +89,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.cr, nil
 	case TypeRetry:
 		return h, &e.r, nil
+	case TypeCommit:
+		return h, &e.cm, nil
 	}
 	return h, nil, nil
 }
@@ -111,6 +116,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendCrypto(b, f)
 	case *Retry:
 		return AppendRetry(b, f)
+	case *Commit:
+		return AppendCommit(b, f)
 	case nil:
 		return b
 	}
@@ -201,6 +208,10 @@ func validDatagrams() []datagramCase {
 		{"crypto", hdr(TypeCrypto, 0), &Crypto{Offset: 1200, Data: []byte("client hello")}},
 		{"crypto empty", hdr(TypeCrypto, 0), &Crypto{Data: []byte{}}},
 		{"crypto ends at MaxHandshakeBytes", hdr(TypeCrypto, 0), &Crypto{Offset: MaxHandshakeBytes - 3, Data: []byte("end")}},
+		{"commit", hdr(TypeCommit, 0), &Commit{Offset: 1 << 20}},
+		{"commit zero", hdr(TypeCommit, 0), &Commit{}},
+		{"commit MaxStreamOffset", hdr(TypeCommit, 0), &Commit{Offset: MaxStreamOffset}},
+		{"protected commit", Header{Type: TypeCommit, Flags: FlagProtected, Epoch: EpochApp1, PN: 9}, rawBody("ciphertext and tag")},
 		{"protected data", Header{Type: TypeData, Flags: FlagProtected | FlagFIN, Epoch: EpochApp0, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected ack phase 1", Header{Type: TypeAck, Flags: FlagProtected | FlagSynced, Epoch: EpochApp1, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected crypto handshake", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochHandshake}, rawBody("ciphertext and tag")},
@@ -253,6 +264,8 @@ func bodyMin(t Type) int {
 		return CryptoOverhead
 	case TypeRetry:
 		return 2
+	case TypeCommit:
+		return CommitLen
 	}
 	return 0
 }
@@ -344,6 +357,7 @@ func rejectedDatagrams() []rejectCase {
 	initialTok := appendDatagram(nil, h(TypeInitial), Initial{Token: []byte("tok"), CryptoOffset: 1, Crypto: []byte("hello")})
 	retry := appendDatagram(nil, h(TypeRetry), &Retry{Token: []byte("tok")})
 	ping := appendDatagram(nil, h(TypePing), nil)
+	commit := appendDatagram(nil, h(TypeCommit), &Commit{Offset: 4096})
 	const (
 		dataOff   = HeaderLen + echoLen     // Data offset field
 		dataLen   = dataOff + 8             // Data length field
@@ -439,6 +453,13 @@ func rejectedDatagrams() []rejectCase {
 		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
 		{"close length 255, reason 3", set(closeDG, HeaderLen+4, 255), ErrLength},
 		{"ping with body", append(bytes.Clone(ping), 0), ErrLength},
+
+		{"commit cut short", commit[:HeaderLen+CommitLen-1], ErrShort},
+		{"commit empty", commit[:HeaderLen], ErrShort},
+		{"commit with a trailing byte", append(bytes.Clone(commit), 0), ErrLength},
+		{"commit above MaxStreamOffset", set64(commit, HeaderLen, MaxStreamOffset+1), ErrLength},
+		{"commit offset 2^64-1", set64(commit, HeaderLen, math.MaxUint64), ErrLength},
+		{"FIN on commit", set(commit, 2, FlagFIN), ErrReserved},
 	}
 }
 
@@ -521,7 +542,7 @@ func TestAppendCloseCutsReason(t *testing.T) {
 func TestTypeString(t *testing.T) {
 	for ty, want := range map[Type]string{
 		TypeInitial: "initial", TypeAccept: "accept", TypeData: "data", TypeUpdate: "update",
-		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
+		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry", TypeCommit: "commit",
 		TypeVersionNegotiation: "version-negotiation", 0: "unknown", 0xff: "unknown",
 	} {
 		require.Equal(t, want, ty.String())
