@@ -27,4 +27,7 @@ var (
 	// skipped or has not sent yet, so it acknowledges packets it never
 	// received, to make the sender send faster (RFC 9000 §21.4).
 	ErrOptimisticAck = errors.New("transport: peer acknowledged a packet never sent: optimistic ACK")
+	// ErrCommitBeyondRead: Commit(n) with n beyond the stream bytes the
+	// application has read: it cannot have stored them.
+	ErrCommitBeyondRead = errors.New("transport: commit beyond the bytes read")
 )
