@@ -47,6 +47,8 @@ type Conn struct {
 	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
 	writeReady chan struct{} // send buffer space freed
 	updReady   chan struct{} // a fresher update arrived
+	commitCh   chan struct{} // closed and replaced when the peer's commit grows (commit.go)
+	commitSeen int64         // the peer's commit when commitCh was last closed
 	opened     chan struct{} // closed when the handshake completes
 	readDL     deadline      // SetReadDeadline
 	writeDL    deadline      // SetWriteDeadline
@@ -89,6 +91,7 @@ func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) 
 		readReady:  make(chan struct{}, 1),
 		writeReady: make(chan struct{}, 1),
 		updReady:   make(chan struct{}, 1),
+		commitCh:   make(chan struct{}),
 		opened:     make(chan struct{}),
 		done:       make(chan struct{}),
 		readDL:     newDeadline(),
@@ -122,6 +125,7 @@ func (c *Conn) notifyLocked() {
 	if c.s.UpdateReady() {
 		signal(c.updReady)
 	}
+	c.notifyCommitLocked()
 }
 
 // handleDatagram feeds a received datagram to the session.
@@ -385,6 +389,9 @@ func (c *Conn) Err() error {
 // says every byte was acknowledged), and its ReadUpdate with io.EOF after
 // the last update.
 //
+// Close also waits, within the same linger, for the peer to acknowledge
+// our latest Commit (commit.go).
+//
 // If the linger expires first, the peer's Read and ReadUpdate end with an
 // error wrapping ErrPeerClosed, and Close returns an error wrapping
 // ErrClosed that says how many bytes were not acknowledged. Close is
@@ -402,8 +409,10 @@ func (c *Conn) Close() error {
 				c.mu.Lock()
 				// Wait for data, not for the FIN's own ACK: a peer that
 				// has every byte loses nothing if our CLOSE overtakes it.
+				// And for our latest Commit's ACK: the CLOSE must not
+				// leave the peer without it.
 				unacked := c.s.Unacked()
-				finished := unacked == 0 || c.s.Closed()
+				finished := (unacked == 0 && !c.s.CommitUnacked()) || c.s.Closed()
 				c.mu.Unlock()
 				if finished {
 					break

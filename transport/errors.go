@@ -49,6 +49,9 @@ var (
 	// so it claims packets it did not receive to make us send faster
 	// (RFC 9000 §21.4); the connection is closed.
 	ErrOptimisticAck = session.ErrOptimisticAck
+	// ErrCommitBeyondRead: Conn.Commit(n) with n beyond the stream bytes
+	// Read returned: the application cannot have stored them.
+	ErrCommitBeyondRead = session.ErrCommitBeyondRead
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

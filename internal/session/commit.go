@@ -73,8 +73,9 @@ func (s *Session) Committed() int64 { return s.commit.peer }
 // cut it off.
 func (s *Session) CommitUnacked() bool { return s.commit.local > s.commit.acked }
 
-// Written is how many stream bytes the application wrote in all.
-func (s *Session) Written() int64 { return s.out.end() }
+// Written is how many stream bytes the application wrote so far, and
+// whether that is all it will (CloseWrite was called).
+func (s *Session) Written() (n int64, final bool) { return s.out.end(), s.out.finSet }
 
 // pollCommit builds the pending Commit frame in buf, ahead of a CLOSE that
 // is pending too: a receiver that commits and then closes (an upload it
