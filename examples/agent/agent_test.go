@@ -96,7 +96,7 @@ func TestAgentUploadsAndUpdates(t *testing.T) {
 		}()
 		g.n, _ = io.Copy(io.Discard, conn)
 		_ = conn.Commit(g.n) // "stored"
-		<-conn.Done() // the agent closes after -duration
+		<-conn.Done()        // the agent closes after -duration
 		ucancel()
 		<-done
 		gotc <- g
