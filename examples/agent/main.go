@@ -282,7 +282,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case errors.As(err, new(*transport.ApplicationError)):
 		// The monitor took the connection and closed it at once: it
 		// cannot store an upload (its -out file exists, say).
-		return fmt.Errorf("the monitor at %s refused the connection: %w", o.server, storageFailure(nil, err))
+		var ae *transport.ApplicationError
+		errors.As(err, &ae)
+		return fmt.Errorf("upload refused: the monitor at %s closed the connection at once (code %d): %s", o.server, ae.Code, ae.Reason)
 	case err != nil:
 		return fmt.Errorf("-server %s: %w", o.server, o.creds.ExplainDial(err))
 	}
@@ -324,7 +326,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	var closeErr error
-	if src != nil && !up.written {
+	ended := conn.Err() != nil // the monitor closed it: nothing to tell it
+	if src != nil && !up.written && !ended {
 		// Cut short (-duration, Ctrl-C, an error): abort, so the monitor
 		// reads the bytes it has as a broken upload, never as a whole one.
 		closeErr = conn.Abort()
@@ -384,10 +387,7 @@ func storageFailure(conn *transport.Conn, err error) error {
 	if !errors.As(err, &ae) {
 		return nil
 	}
-	var committed int64 // none before the connection was up (conn nil)
-	if conn != nil {
-		committed = conn.Committed()
-	}
+	committed := conn.Committed()
 	if ae.Code == cli.CodeStorageFailed {
 		return fmt.Errorf("upload failed: monitor could not store it after %d bytes: %s", committed, ae.Reason)
 	}
@@ -453,6 +453,10 @@ func watch(ctx context.Context, conn *transport.Conn, o *options,
 			}
 			return up, fmt.Errorf("connection ended: %w", conn.Err())
 		case err := <-uploaded:
+			if ferr := storageFailure(conn, err); ferr != nil {
+				up.storageFailed = true // Write failed with the monitor's close
+				return up, ferr
+			}
 			if err != nil {
 				return up, fmt.Errorf("upload: %w", err)
 			}

@@ -422,9 +422,14 @@ func newOutputs(name string, force bool) (*outputs, error) {
 	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("-out %s: is a directory; give a file name, such as %s", name, filepath.Join(name, "upload.bin"))
 	}
-	probe, err := os.CreateTemp(filepath.Dir(name), ".monitor-probe-*")
+	dir := filepath.Dir(name)
+	probe, err := os.CreateTemp(dir, ".monitor-probe-*")
 	if err != nil {
-		return nil, fmt.Errorf("-out: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the probe's name would only confuse
+		}
+		return nil, fmt.Errorf("-out %s: cannot create files in %s: %w", name, dir, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())
