@@ -115,6 +115,12 @@ func (c *Conn) notifyCommitLocked() {
 // our stream's bytes (the stream is aborted anyway). A code above
 // MaxApplicationCode is refused (ErrInvalidConfig) and nothing is closed.
 // Close, Abort or CloseWithError after it do nothing.
+//
+// The CLOSE goes once, as every CLOSE does (there is no closing period
+// that repeats it, RFC 9000 §10.2.1): if it is lost, the peer learns only
+// at its idle timeout, and its calls fail with ErrIdleTimeout instead —
+// still an error, never a silent success; what it committed is exact
+// either way.
 func (c *Conn) CloseWithError(code uint32, reason string) error {
 	if code > MaxApplicationCode {
 		return fmt.Errorf("%w: CloseWithError code %d above MaxApplicationCode %d", ErrInvalidConfig, code, MaxApplicationCode)

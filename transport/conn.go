@@ -421,6 +421,9 @@ func (c *Conn) Close() error {
 				case <-c.writeReady:
 				case <-deadline.C:
 					c.closeErr = fmt.Errorf("%w: linger expired with %d bytes unacknowledged", ErrClosed, unacked)
+					if unacked == 0 {
+						c.closeErr = fmt.Errorf("%w: linger expired with our Commit unacknowledged", ErrClosed)
+					}
 					break wait
 				}
 			}
