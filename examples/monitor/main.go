@@ -296,6 +296,8 @@ func receiveUpload(conn *transport.Conn, dst *upload, received *atomic.Int64, pe
 		d := time.Since(start)
 		fmt.Fprintf(out, "%s upload complete: %d bytes stored and committed in %v (%.2f Mbit/s)%s\n",
 			peer, stored, d.Round(time.Millisecond), float64(stored)*8/d.Seconds()/1e6, dst.where())
+	case errors.Is(err, errCommitUndelivered):
+		fmt.Fprintf(out, "%s upload complete: %d bytes stored%s; the agent left before the commit reached it\n", peer, stored, dst.where())
 	case errors.Is(err, transport.ErrStreamAborted):
 		fmt.Fprintf(out, "%s upload aborted by the agent after %d bytes: incomplete, what was written is a prefix%s\n", peer, stored, dst.where())
 	case errors.As(err, new(*storeError)): // the file failed, not the connection
@@ -310,6 +312,10 @@ func receiveUpload(conn *transport.Conn, dst *upload, received *atomic.Int64, pe
 // commits: each sync waits for the disk, so not per read, and the agent
 // still sees its upload's progress.
 const commitEvery = 1 << 20
+
+// errCommitUndelivered: the upload is whole and stored, but the agent had
+// closed the connection before the commit saying so could be sent.
+var errCommitUndelivered = errors.New("stored, but the agent left before the commit reached it")
 
 // storeError is a failure of the upload's storage (writing, syncing or
 // closing the file), as opposed to the connection's.
@@ -358,7 +364,13 @@ func storeUpload(conn *transport.Conn, dst *upload, received *atomic.Int64) (sto
 			}
 		}
 		if rerr == io.EOF {
-			return stored, commit()
+			err := commit()
+			if errors.Is(err, transport.ErrPeerClosed) {
+				// The whole upload is stored; the agent closed before
+				// our commit could reach it (one that does not wait).
+				return stored, errCommitUndelivered
+			}
+			return stored, err
 		}
 		if rerr != nil {
 			_ = commit() // an abort: keep what arrived, say it is a prefix

@@ -162,6 +162,7 @@ func TestMonitorAuthenticatesAgents(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(filepath.Dir(outFile), "upload.agent-1.1.bin"))
 	require.NoError(t, err)
 	require.Equal(t, "hello", string(got))
+	require.Contains(t, out.String(), "upload complete: 5 bytes stored", "a client that closes without waiting for the commit still had its upload stored")
 
 	addr, out, stop = startMonitor(t, ctx, "-insecure")
 	require.Contains(t, out.String(), "INSECURE")
