@@ -53,6 +53,8 @@ type Conn struct {
 	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
 	writeReady chan struct{} // send buffer space freed
 	updReady   chan struct{} // a fresher update arrived
+	commitCh   chan struct{} // closed and replaced when the peer's commit grows (commit.go)
+	commitSeen int64         // the peer's commit when commitCh was last closed
 	opened     chan struct{} // closed when the handshake completes
 	readDL     deadline      // SetReadDeadline
 	writeDL    deadline      // SetWriteDeadline
@@ -95,6 +97,7 @@ func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) 
 		readReady:  make(chan struct{}, 1),
 		writeReady: make(chan struct{}, 1),
 		updReady:   make(chan struct{}, 1),
+		commitCh:   make(chan struct{}),
 		opened:     make(chan struct{}),
 		done:       make(chan struct{}),
 		readDL:     newDeadline(),
@@ -130,6 +133,7 @@ func (c *Conn) notifyLocked() {
 	if c.s.UpdateReady() {
 		signal(c.updReady)
 	}
+	c.notifyCommitLocked()
 }
 
 // handleDatagram feeds a datagram received from from to the session. It
@@ -411,6 +415,9 @@ func (c *Conn) Err() error {
 // says every byte was acknowledged), and its ReadUpdate with io.EOF after
 // the last update.
 //
+// Close also waits, within the same linger, for the peer to acknowledge
+// our latest Commit (commit.go).
+//
 // If the linger expires first, the peer's Read and ReadUpdate end with an
 // error wrapping ErrPeerClosed, and Close returns an error wrapping
 // ErrClosed that says how many bytes were not acknowledged. Close is
@@ -428,8 +435,10 @@ func (c *Conn) Close() error {
 				c.mu.Lock()
 				// Wait for data, not for the FIN's own ACK: a peer that
 				// has every byte loses nothing if our CLOSE overtakes it.
+				// And for our latest Commit's ACK: the CLOSE must not
+				// leave the peer without it.
 				unacked := c.s.Unacked()
-				finished := unacked == 0 || c.s.Closed()
+				finished := (unacked == 0 && !c.s.CommitUnacked()) || c.s.Closed()
 				c.mu.Unlock()
 				if finished {
 					break
@@ -438,6 +447,9 @@ func (c *Conn) Close() error {
 				case <-c.writeReady:
 				case <-deadline.C:
 					c.closeErr = fmt.Errorf("%w: linger expired with %d bytes unacknowledged", ErrClosed, unacked)
+					if unacked == 0 {
+						c.closeErr = fmt.Errorf("%w: linger expired with our Commit unacknowledged", ErrClosed)
+					}
 					break wait
 				}
 			}

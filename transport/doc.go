@@ -114,6 +114,22 @@
 // sends code 3 (abort), and the peer's Read reports ErrPeerClosed. Code 1
 // is a protocol violation, code 2 an idle timeout (Config.IdleTimeout).
 //
+// CloseWithError(code, reason) closes with an application error instead:
+// the code goes on the wire as 0x10000 + code (transport codes are below
+// 0x100, TLS alerts 0x100–0x1FF), and the peer's calls end with an
+// *ApplicationError carrying both; its stream is aborted (never io.EOF).
+//
+// # Committing
+//
+// An ACK only says stream bytes reached the peer's receive buffer. A
+// receiver that has durably stored the stream up to offset n (written and
+// synced) says so with Commit(n); the sender's Committed reports it and
+// WaitCommitted(ctx, n) returns nil only then — or the connection's error
+// if it ends first, never nil. Commit frames are sent reliably (the latest
+// again until acknowledged) and only grow; one beyond the bytes sent is a
+// protocol violation. A commit is the peer application's claim, not a
+// proof (SECURITY.md).
+//
 // Updates end with the connection: after a normal close the peer's
 // ReadUpdate returns io.EOF once it has taken what arrived (its Err says
 // ErrPeerClosed), after any other close an error saying why.

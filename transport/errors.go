@@ -63,6 +63,9 @@ var (
 	// waiting for IdleTimeout; every call returns it. Dial again: the
 	// server is there. Plaintext connections never end with it.
 	ErrStatelessReset = session.ErrStatelessReset
+	// ErrCommitBeyondRead: Conn.Commit(n) with n beyond the stream bytes
+	// Read returned: the application cannot have stored them.
+	ErrCommitBeyondRead = session.ErrCommitBeyondRead
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

@@ -139,7 +139,7 @@ func statsFrom(s session.Stats) Stats {
 		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
 		StatelessResetsIgnored: s.StatelessResetsIgnored,
-		Migrations: s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
+		Migrations:             s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
 		StreamBytesAcked: s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,

@@ -95,7 +95,8 @@ func TestAgentUploadsAndUpdates(t *testing.T) {
 			}
 		}()
 		g.n, _ = io.Copy(io.Discard, conn)
-		<-conn.Done() // the agent closes after -duration
+		_ = conn.Commit(g.n) // "stored"
+		<-conn.Done()        // the agent closes after -duration
 		ucancel()
 		<-done
 		gotc <- g
@@ -108,8 +109,45 @@ func TestAgentUploadsAndUpdates(t *testing.T) {
 	require.Equal(t, int64(300000), g.n, "the whole upload arrived")
 	require.Positive(t, g.updates)
 	require.True(t, strings.HasPrefix(g.last, `{"seq":`), "a JSON reading: %q", g.last)
+	require.Contains(t, out.String(), "agent: upload complete: 300000 bytes committed by the monitor")
 	require.Contains(t, out.String(), "agent: done")
+	require.Contains(t, out.String(), "300000 committed")
 	require.Contains(t, out.String(), `(TLS, monitor verified as "localhost")`)
+}
+
+// An upload every byte of which was acknowledged, but that the monitor
+// never committed (it did not store it), is not complete: the agent says
+// so and exits non-zero, never "upload complete".
+func TestAgentNeedsTheCommit(t *testing.T) {
+	defer func(d time.Duration) { commitWait = d }(commitWait)
+	commitWait = 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	args := fakeMonitor(t, ctx, drain) // reads everything, commits nothing
+	var out bytes.Buffer
+	err := run(ctx, args("-upload-bytes", "100000", "-duration", "500ms", "-stats", "0"), &out)
+	require.ErrorContains(t, err, "upload incomplete: 0 of 100000 bytes committed by the monitor (100000 acknowledged)", out.String())
+	require.NotContains(t, out.String(), "upload complete")
+	require.Contains(t, out.String(), "waiting for the monitor to commit it")
+}
+
+// A monitor whose storage fails commits what it stored and closes with the
+// reason: the agent exits non-zero saying how many bytes the monitor
+// stored — its committed count, exactly — and why it stopped.
+func TestAgentReportsStorageFailure(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const stored = 60_000
+	args := fakeMonitor(t, ctx, func(conn *transport.Conn) {
+		_, _ = io.ReadFull(conn, make([]byte, 100_000))
+		_ = conn.Commit(stored) // the rest did not fit on the disk
+		_ = conn.CloseWithError(cli.CodeStorageFailed, "write upload.agent-1.1.bin: no space left on device")
+	})
+	var out bytes.Buffer
+	err := run(ctx, args("-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"), &out)
+	require.EqualError(t, err, "upload failed: monitor could not store it after 60000 bytes: write upload.agent-1.1.bin: no space left on device", out.String())
+	require.Contains(t, out.String(), "60000 committed")
+	require.NotContains(t, out.String(), "upload complete")
 }
 
 // -dscp takes every class name (CS7 by default, best effort when asked)
@@ -180,7 +218,7 @@ func TestAgentReportsIncompleteUpload(t *testing.T) {
 	// 10 GB cannot cross loopback in 300 ms.
 	err := run(ctx, args("-upload-bytes", "10GB", "-duration", "300ms", "-stats", "0"), &out)
 	require.ErrorContains(t, err, "upload incomplete", out.String())
-	require.ErrorContains(t, err, "of 10000000000 bytes acknowledged")
+	require.ErrorContains(t, err, "of 10000000000 bytes committed by the monitor")
 	require.ErrorContains(t, err, "-duration 300ms")
 	require.Contains(t, out.String(), "the monitor is told it is aborted")
 	select {
@@ -243,7 +281,7 @@ func TestAgentReportsMonitorHangUp(t *testing.T) {
 	err := run(ctx, args("-upload-bytes", "1GB", "-duration", "15s", "-stats", "0"), &out)
 	require.ErrorIs(t, err, transport.ErrPeerClosed, out.String())
 	require.ErrorContains(t, err, "upload incomplete")
-	require.ErrorContains(t, err, "of 1000000000 bytes acknowledged")
+	require.ErrorContains(t, err, "of 1000000000 bytes committed by the monitor")
 }
 
 // TLS mistakes fail with what to change: flags that contradict each other

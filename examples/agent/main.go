@@ -32,16 +32,27 @@
 //     when it is written the agent half-closes the stream (CloseWrite) and
 //     keeps sending updates.
 //
+// An upload is complete when the monitor has committed it: stored every
+// byte (written and synced to its disk) and said so with Conn.Commit. An
+// acknowledgement only says the bytes reached the monitor's receive
+// buffer, so the agent waits for the commit (Conn.WaitCommitted) and then
+// prints "agent: upload complete: N bytes committed". A monitor that
+// cannot store it (a full disk) commits what it stored and closes with
+// the reason; the agent then prints "upload failed: monitor could not
+// store it after N bytes: REASON" and exits 1.
+//
 // If the monitor restarts (it crashed and was started again with the same
 // key), its first answer is a stateless reset: the agent prints "monitor
 // restarted: connection reset" and exits 1 at once, rather than after the
 // connection's idle timeout; run it again (or from a supervisor that
 // restarts it) to reconnect.
 //
-// It runs until Ctrl-C (or SIGTERM) or -duration, then closes the connection,
-// which waits up to 5 s for the upload's last bytes to be acknowledged. It
-// exits non-zero if the upload did not complete (every byte acknowledged by
-// the monitor) — also when -duration ended it first.
+// It runs until Ctrl-C (or SIGTERM) or -duration, then closes the
+// connection; an upload written but not yet committed is waited for up to
+// 5 s more. It exits non-zero if the upload did not complete (every byte
+// committed by the monitor) — also when -duration ended it first, in which
+// case it aborts the connection so the monitor cannot take the part it got
+// for the whole.
 //
 // Once per -stats interval it prints a status line:
 //
@@ -198,7 +209,9 @@ whether one-way delays are measured yet (the monitor's in-band estimate of the c
 offset is trusted after a few seconds of packets; until then RTT/2 stands in).
 TLS: -ca verifies the monitor (go run ./examples/certgen -dir certs makes a CA and
 certificates); -cert/-key identify this agent to a monitor that requires it (its -ca).
-Exit status 1 if the upload did not complete (every byte acknowledged) or on any error;
+The upload is complete once the monitor committed every byte (stored it on its disk):
+"agent: upload complete: N bytes committed". Exit status 1 if it did not (cut short,
+or "upload failed: monitor could not store it after N bytes: REASON") or on any error;
 2 on a usage error.
 `
 
@@ -272,6 +285,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil // stopped by the user before the monitor answered
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("no answer from %s within -duration %v", o.server, o.duration)
+	case errors.As(err, new(*transport.ApplicationError)):
+		// The monitor took the connection and closed it at once: it
+		// cannot store an upload (its -out file exists, say).
+		var ae *transport.ApplicationError
+		errors.As(err, &ae)
+		return fmt.Errorf("upload refused: the monitor at %s closed the connection at once (code %d): %s", o.server, ae.Code, ae.Reason)
 	case err != nil:
 		return fmt.Errorf("-server %s: %w", o.server, o.creds.ExplainDial(err))
 	}
@@ -290,16 +309,31 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		wg.Go(func() { uploaded <- upload(conn, src, &written) })
 	}
 
-	uploadDone, runErr := watch(ctx, conn, o, uploaded, &written, stdout)
+	up, runErr := watch(ctx, conn, o, uploaded, &written, start, stdout)
 
 	stopSensing()
 	select {
 	case err := <-uploaded: // it finished as watch returned
-		uploadDone = uploadDone || err == nil
+		up.written = up.written || err == nil
 	default:
 	}
+	if src != nil && up.written && !up.committed && runErr == nil && interrupted.Err() == nil {
+		// Written but not yet committed when -duration ended: the
+		// monitor may still be storing the last bytes.
+		wctx, cancel := context.WithTimeout(context.Background(), commitWait)
+		err := conn.WaitCommitted(wctx, written.Load())
+		cancel()
+		if err == nil {
+			up.committed = true
+			fmt.Fprintf(stdout, "agent: upload complete: %d bytes committed by the monitor after %v\n",
+				written.Load(), time.Since(start).Round(time.Millisecond))
+		} else if ferr := storageFailure(conn, err); ferr != nil {
+			runErr = ferr
+		}
+	}
 	var closeErr error
-	if src != nil && !uploadDone {
+	ended := conn.Err() != nil // the monitor closed it: nothing to tell it
+	if src != nil && !up.written && !ended {
 		// Cut short (-duration, Ctrl-C, an error): abort, so the monitor
 		// reads the bytes it has as a broken upload, never as a whole one.
 		closeErr = conn.Abort()
@@ -308,21 +342,23 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		closeErr = conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
 	}
 	wg.Wait()
-	uploadDone = uploadDone || src == nil
 	s := conn.Stats()
-	fmt.Fprintf(stdout, "agent: done after %v: %d stream bytes acknowledged, %d packets lost, %d retransmitted; "+
+	committed := conn.Committed()
+	fmt.Fprintf(stdout, "agent: done after %v: %d stream bytes acknowledged, %d committed, %d packets lost, %d retransmitted; "+
 		"updates %d sent, %d superseded, %d lost\n",
-		time.Since(start).Round(time.Millisecond), s.StreamBytesAcked, s.PacketsLost, s.Retransmitted,
+		time.Since(start).Round(time.Millisecond), s.StreamBytesAcked, committed, s.PacketsLost, s.Retransmitted,
 		s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost)
 	fmt.Fprintf(stdout, "agent: clock: %s\n", cli.ClockState(s))
-	incomplete := !uploadDone || s.StreamBytesAcked < written.Load()
+	incomplete := src != nil && !up.committed
 	of := "an upload of unknown size"
 	if size >= 0 {
 		of = fmt.Sprintf("%d bytes", size)
 	}
 	switch {
+	case up.storageFailed:
+		return runErr // it says how far the monitor got and why it stopped
 	case runErr != nil && incomplete:
-		return fmt.Errorf("%w; upload incomplete: %d of %s acknowledged", runErr, s.StreamBytesAcked, of)
+		return fmt.Errorf("%w; upload incomplete: %d of %s committed by the monitor (%d acknowledged)", runErr, committed, of, s.StreamBytesAcked)
 	case runErr != nil:
 		return runErr
 	case incomplete:
@@ -330,11 +366,38 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if interrupted.Err() == nil {
 			why = fmt.Sprintf("-duration %v (raise it, or upload less)", o.duration)
 		}
-		return fmt.Errorf("upload incomplete: %d of %s acknowledged when the agent stopped at %s", s.StreamBytesAcked, of, why)
+		return fmt.Errorf("upload incomplete: %d of %s committed by the monitor (%d acknowledged) when the agent stopped at %s", committed, of, s.StreamBytesAcked, why)
 	case closeErr != nil && !errors.Is(closeErr, transport.ErrPeerClosed):
 		return closeErr
 	}
 	return nil
+}
+
+// commitWait is how long the agent waits, after -duration, for the
+// monitor to commit an upload it has written in full.
+var commitWait = 5 * time.Second
+
+// uploadState is how far the upload got.
+type uploadState struct {
+	written       bool // every byte written and the stream half-closed
+	committed     bool // the monitor committed every byte
+	storageFailed bool // the monitor said it could not store it
+}
+
+// storageFailure is the agent's error for a WaitCommitted (or connection)
+// error that is the monitor's storage failure (its CloseWithError with
+// cli.CodeStorageFailed), naming how far it got and why; nil for any
+// other error.
+func storageFailure(conn *transport.Conn, err error) error {
+	var ae *transport.ApplicationError
+	if !errors.As(err, &ae) {
+		return nil
+	}
+	committed := conn.Committed()
+	if ae.Code == cli.CodeStorageFailed {
+		return fmt.Errorf("upload failed: monitor could not store it after %d bytes: %s", committed, ae.Reason)
+	}
+	return fmt.Errorf("upload failed after %d bytes committed: the monitor closed with error %d: %s", committed, ae.Code, ae.Reason)
 }
 
 // security says in a few words whom the agent is talking to.
@@ -352,18 +415,21 @@ func security(conn *transport.Conn) string {
 
 // watch prints the status line every -stats and a clock line when the
 // clock state changes, until ctx ends, the connection ends or the upload
-// fails. uploadDone says the upload was written and half-closed.
+// fails. Once the upload is written it waits for the monitor's commit and
+// says "upload complete" when every byte is committed.
 func watch(ctx context.Context, conn *transport.Conn, o *options,
-	uploaded <-chan error, written *atomic.Int64, stdout io.Writer) (uploadDone bool, err error) {
+	uploaded <-chan error, written *atomic.Int64, start time.Time, stdout io.Writer) (up uploadState, err error) {
 	var tick <-chan time.Time
 	if o.stats > 0 {
 		t := time.NewTicker(o.stats)
 		defer t.Stop()
 		tick = t.C
 	}
-	start := time.Now()
 	var prev transport.Stats
-	prevT, prevClock := start, ""
+	prevT, prevClock := time.Now(), ""
+	commitCtx, stopWaiting := context.WithCancel(context.Background())
+	defer stopWaiting()
+	var committed chan error // set once the upload is written
 	// The path's state is checked more often than the status line, so a
 	// monitor that went away is said at once, not at the next line.
 	pathTick := time.NewTicker(200 * time.Millisecond)
@@ -382,20 +448,47 @@ func watch(ctx context.Context, conn *transport.Conn, o *options,
 			}
 			dead = s.PathDead
 		case <-ctx.Done():
-			return uploadDone, nil
+			return up, nil
 		case <-conn.Done():
 			if err := conn.Err(); errors.Is(err, transport.ErrStatelessReset) {
 				fmt.Fprintln(stdout, "agent: monitor restarted: connection reset (it lost this connection; run the agent again to reconnect)")
-				return uploadDone, fmt.Errorf("monitor restarted: connection reset: %w", err)
+				return up, fmt.Errorf("monitor restarted: connection reset: %w", err)
 			}
-			return uploadDone, fmt.Errorf("connection ended: %w", conn.Err())
+			if ferr := storageFailure(conn, conn.Err()); ferr != nil {
+				up.storageFailed = true
+				return up, ferr
+			}
+			if up.written && conn.Committed() == written.Load() {
+				up.committed = true // the commit came in as the connection ended
+			}
+			return up, fmt.Errorf("connection ended: %w", conn.Err())
 		case err := <-uploaded:
-			if err != nil {
-				return false, fmt.Errorf("upload: %w", err)
+			if ferr := storageFailure(conn, err); ferr != nil {
+				up.storageFailed = true // Write failed with the monitor's close
+				return up, ferr
 			}
-			uploadDone = true
-			fmt.Fprintf(stdout, "agent: upload of %d bytes written (%d acknowledged so far) after %v; updates go on\n",
-				written.Load(), conn.Stats().StreamBytesAcked, time.Since(start).Round(time.Millisecond))
+			if err != nil {
+				return up, fmt.Errorf("upload: %w", err)
+			}
+			up.written = true
+			n := written.Load()
+			fmt.Fprintf(stdout, "agent: upload of %d bytes written (%d acknowledged so far) after %v; waiting for the monitor to commit it; updates go on\n",
+				n, conn.Stats().StreamBytesAcked, time.Since(start).Round(time.Millisecond))
+			committed = make(chan error, 1)
+			go func() { committed <- conn.WaitCommitted(commitCtx, n) }()
+		case err := <-committed:
+			committed = nil
+			if err == nil {
+				up.committed = true
+				fmt.Fprintf(stdout, "agent: upload complete: %d bytes committed by the monitor after %v\n",
+					written.Load(), time.Since(start).Round(time.Millisecond))
+				continue
+			}
+			if ferr := storageFailure(conn, err); ferr != nil {
+				up.storageFailed = true
+				return up, ferr
+			}
+			// The connection ended: the next round says so.
 		case now := <-tick:
 			s := conn.Stats()
 			if c := cli.ClockState(s); clockKey(c) != clockKey(prevClock) {

@@ -2,7 +2,7 @@
 // fresh: it accepts agents (examples/agent), shows the freshest status
 // update each one sends, and takes in their bulk uploads.
 //
-//	go run ./examples/monitor -listen :4433 -cert monitor.pem -key monitor-key.pem [-ca ca.pem] [-out FILE] [-stats 10s] [-v]
+//	go run ./examples/monitor -listen :4433 -cert monitor.pem -key monitor-key.pem [-ca ca.pem] [-out FILE [-force]] [-stats 10s] [-v]
 //
 // Connections are TLS 1.3: the monitor proves itself with -cert and -key,
 // and with -ca it requires every agent to present a certificate that CA
@@ -37,12 +37,24 @@
 // age of information, updates received and dropped as stale, stream bytes,
 // the clock offset the in-band estimator found.
 //
-// The upload (the connection's byte stream) is written to -out, or discarded
-// without it. With several agents, the first writes FILE, the n-th FILE.n.
-// FILE is created before the monitor listens, so a path it cannot write
-// fails at start-up. If writing an upload fails later (a full disk), the
-// monitor closes that agent's connection at once rather than go on reading
-// data it cannot keep, so the agent sees its upload fail.
+// Each upload (the connection's byte stream) goes to a file of its own,
+// named after -out with the agent's name and its number in this run put
+// before the extension: with -out upload.bin, agent "sensor-17" (its
+// certificate's CommonName; its address without a certificate) connecting
+// third writes upload.sensor-17.3.bin. The name is printed when the agent
+// connects. An existing file is never overwritten unless -force: the agent
+// is turned away instead, with the reason. -out's directory must be
+// writable when the monitor starts. Without -out uploads are read and
+// discarded.
+//
+// The monitor commits what it stored (transport.Conn.Commit): after
+// writing and syncing the file (File.Sync), every MiB and at the end, so
+// the agent's "upload complete" means the bytes are on the monitor's disk,
+// not merely acknowledged. If storing fails (a full disk, a write error),
+// the monitor stops reading, commits only what it stored and closes the
+// connection with the reason (CloseWithError, code "storage failed"), so
+// the agent says how far it got and why it failed. Without -out the
+// upload is committed as it is read: there is nothing to store.
 //
 // Flags:
 //
@@ -51,7 +63,8 @@
 //	-key FILE       its private key, PEM
 //	-ca FILE        require agents' certificates signed by this CA, PEM (mutual TLS)
 //	-insecure       plaintext, no TLS (UNSAFE; the agents need -insecure too)
-//	-out FILE       write uploads to FILE (default: discard)
+//	-out FILE       write each upload to FILE with the agent's name and number before the extension (default: discard)
+//	-force          overwrite upload files that exist (default: refuse the upload)
 //	-ntp SERVER     NTP-correct this host's clock (host or host:port)
 //	-stats 10s      interval of the full statistics (0: only at disconnect)
 //	-v              debug logs (log/slog) on stderr; silent otherwise
@@ -59,7 +72,7 @@
 // It runs until Ctrl-C (or SIGTERM), then closes every connection and exits 0.
 // It exits 2 on a usage error (no credentials and no -insecure, say), 1 if
 // it cannot start (a credential file missing or unreadable, a certificate
-// and key that do not belong together, -out not writable).
+// and key that do not belong together, -out's directory not writable).
 package main
 
 import (
@@ -70,6 +83,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +99,7 @@ func main() { cli.Main("monitor", run) }
 type options struct {
 	listen string
 	out    string
+	force  bool
 	ntp    string
 	stats  time.Duration
 	creds  cli.Credentials
@@ -94,7 +110,8 @@ func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("monitor", flag.ContinueOnError)
 	o := &options{}
 	fs.StringVar(&o.listen, "listen", ":4433", "UDP `address` to listen on")
-	fs.StringVar(&o.out, "out", "", "write uploads to `FILE` (default: discard); the n-th agent's to FILE.n")
+	fs.StringVar(&o.out, "out", "", "write each upload to `FILE` with the agent's name and number before the extension: upload.bin -> upload.NAME.N.bin (default: discard)")
+	fs.BoolVar(&o.force, "force", false, "overwrite upload files that exist (without it such an upload is refused)")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting this host's clock (host or host:port)")
 	fs.DurationVar(&o.stats, "stats", 10*time.Second, "interval of the full statistics (0: only when an agent leaves)")
 	o.creds.Register(fs, "server", "-")
@@ -107,6 +124,9 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
+	}
+	if o.force && o.out == "" {
+		return nil, cli.Usagef("-force without -out: it lets uploads overwrite existing files, and without -out there are none")
 	}
 	if o.stats < 0 {
 		return nil, cli.Usagef("-stats %v: must not be negative (0 prints only when an agent leaves)", o.stats)
@@ -125,11 +145,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := o.creds.Config(&cfg, true); err != nil {
 		return err
 	}
-	outs, err := newOutputs(o.out)
+	outs, err := newOutputs(o.out, o.force)
 	if err != nil {
 		return err
 	}
-	defer outs.Close()
 	resetKey, err := cli.ResetKey(cfg.TLS)
 	if err != nil {
 		return err
@@ -190,23 +209,30 @@ func serve(ctx context.Context, conn *transport.Conn, agents *atomic.Int64, o *o
 		conn.Close()
 		return
 	}
-	if name := cli.PeerName(conn); name != "" {
+	name := cli.PeerName(conn)
+	if name != "" {
 		peer = name + "@" + peer
+	} else {
+		name = conn.RemoteAddr().String()
 	}
-	// Only an agent that got in counts: one turned away does not take
-	// -out's name from the next.
-	dst, err := outs.open(int(agents.Add(1)))
+	// Only an agent that got in counts: one turned away at the handshake
+	// takes no number.
+	dst, err := outs.open(name, int(agents.Add(1)))
 	if err != nil {
-		// Nowhere to keep its upload: turn the agent away rather than
-		// accept bytes that would be thrown away.
+		// Nowhere to keep its upload: turn the agent away, with the
+		// reason, rather than accept bytes that would be thrown away.
 		fmt.Fprintf(out, "%s refused: %v\n", peer, err)
-		conn.Close()
+		_ = conn.CloseWithError(cli.CodeStorageFailed, err.Error())
 		return
 	}
+	where := ""
+	if dst.name != "" {
+		where = "; its upload goes to " + dst.name
+	}
 	if o.creds.CA != "" {
-		fmt.Fprintf(out, "%s connected (identity %q, certificate verified against -ca)\n", peer, cli.PeerName(conn))
+		fmt.Fprintf(out, "%s connected (identity %q, certificate verified against -ca)%s\n", peer, cli.PeerName(conn), where)
 	} else {
-		fmt.Fprintf(out, "%s connected\n", peer)
+		fmt.Fprintf(out, "%s connected%s\n", peer, where)
 	}
 
 	var received atomic.Int64
@@ -278,28 +304,99 @@ func serve(ctx context.Context, conn *transport.Conn, agents *atomic.Int64, o *o
 	}
 }
 
-// receiveUpload copies the connection's stream to dst until EOF, counting
-// the bytes in received, and closes dst. If dst fails (a full disk) it
-// closes the connection, so the agent's upload fails too instead of being
-// acknowledged into a buffer nobody keeps.
-func receiveUpload(conn *transport.Conn, dst io.WriteCloser, received *atomic.Int64, peer string, out io.Writer) {
+// receiveUpload stores the connection's stream in dst until EOF, counting
+// the bytes read in received, and commits what it stored (commit). If
+// storing fails (a full disk) it stops reading, commits what was stored
+// and closes the connection with the reason, so the agent learns both
+// instead of having bytes acknowledged into a buffer nobody keeps.
+func receiveUpload(conn *transport.Conn, dst *upload, received *atomic.Int64, peer string, out io.Writer) {
 	start := time.Now()
-	n, err := io.Copy(dst, countingReader{conn, received})
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
+	stored, err := storeUpload(conn, dst, received)
 	switch {
 	case err == nil:
 		d := time.Since(start)
-		fmt.Fprintf(out, "%s upload complete: %d bytes in %v (%.2f Mbit/s)\n",
-			peer, n, d.Round(time.Millisecond), float64(n)*8/d.Seconds()/1e6)
+		fmt.Fprintf(out, "%s upload complete: %d bytes stored and committed in %v (%.2f Mbit/s)%s\n",
+			peer, stored, d.Round(time.Millisecond), float64(stored)*8/d.Seconds()/1e6, dst.where())
+	case errors.Is(err, errCommitUndelivered):
+		fmt.Fprintf(out, "%s upload complete: %d bytes stored%s; the agent left before the commit reached it\n", peer, stored, dst.where())
 	case errors.Is(err, transport.ErrStreamAborted):
-		fmt.Fprintf(out, "%s upload aborted by the agent after %d bytes: incomplete, what was written is a prefix\n", peer, n)
-	case errors.As(err, new(*os.PathError)): // the file failed, not the connection
-		fmt.Fprintf(out, "%s upload failed after %d bytes: %v; closing the connection\n", peer, n, err)
-		conn.Close()
-	case n > 0:
-		fmt.Fprintf(out, "%s upload ended after %d bytes: %v\n", peer, n, err)
+		fmt.Fprintf(out, "%s upload aborted by the agent after %d bytes: incomplete, what was written is a prefix%s\n", peer, stored, dst.where())
+	case errors.As(err, new(*storeError)): // the file failed, not the connection
+		fmt.Fprintf(out, "%s upload failed after %d bytes stored: %v; closing the connection\n", peer, stored, err)
+		_ = conn.CloseWithError(cli.CodeStorageFailed, err.Error())
+	case received.Load() > 0:
+		fmt.Fprintf(out, "%s upload ended after %d bytes stored: %v\n", peer, stored, err)
+	}
+}
+
+// commitEvery is how many bytes the monitor stores between syncs and
+// commits: each sync waits for the disk, so not per read, and the agent
+// still sees its upload's progress.
+const commitEvery = 1 << 20
+
+// errCommitUndelivered: the upload is whole and stored, but the agent had
+// closed the connection before the commit saying so could be sent.
+var errCommitUndelivered = errors.New("stored, but the agent left before the commit reached it")
+
+// storeError is a failure of the upload's storage (writing, syncing or
+// closing the file), as opposed to the connection's.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+// storeUpload copies the stream into dst, syncing and committing every
+// commitEvery bytes and at EOF, and returns how many bytes are stored:
+// written and synced, which is what it committed. It closes dst.
+func storeUpload(conn *transport.Conn, dst *upload, received *atomic.Int64) (stored int64, err error) {
+	buf := make([]byte, 256<<10)
+	var written int64 // written to dst, not yet synced beyond stored
+	commit := func() error {
+		if written == stored {
+			return nil
+		}
+		if err := dst.Sync(); err != nil {
+			return &storeError{err}
+		}
+		stored = written
+		return conn.Commit(stored)
+	}
+	defer func() {
+		if cerr := dst.Close(); cerr != nil && err == nil {
+			err = &storeError{cerr}
+		}
+	}()
+	for {
+		n, rerr := conn.Read(buf)
+		received.Add(int64(n))
+		if n > 0 {
+			w, werr := dst.Write(buf[:n])
+			written += int64(w)
+			if werr != nil {
+				// What was written before the failure may still be
+				// stored: commit it if it syncs, then report the failure.
+				_ = commit()
+				return stored, &storeError{werr}
+			}
+			if written-stored >= commitEvery {
+				if err := commit(); err != nil {
+					return stored, err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			err := commit()
+			if errors.Is(err, transport.ErrPeerClosed) {
+				// The whole upload is stored; the agent closed before
+				// our commit could reach it (one that does not wait).
+				return stored, errCommitUndelivered
+			}
+			return stored, err
+		}
+		if rerr != nil {
+			_ = commit() // an abort: keep what arrived, say it is a prefix
+			return stored, rerr
+		}
 	}
 }
 
@@ -341,51 +438,109 @@ func printStats(w io.Writer, peer string, s transport.Stats) {
 		peer, s.StreamBytesReceived, s.PacketsReceived, s.Duplicates, s.Malformed)
 }
 
-// outputs are the files uploads go to: FILE for the first agent, created
-// before the monitor listens, and FILE.n for the n-th.
+// outputs are the files uploads go to: one per upload, named after -out
+// (see uploadName).
 type outputs struct {
-	name  string
-	first *os.File // until the first agent takes it
+	name  string // -out
+	force bool   // -force: overwrite a file that exists
 }
 
-func newOutputs(name string) (*outputs, error) {
-	o := &outputs{name: name}
+// newOutputs checks at start-up that -out's directory takes files, so a
+// path the monitor cannot write fails before it listens.
+func newOutputs(name string, force bool) (*outputs, error) {
+	o := &outputs{name: name, force: force}
 	if name == "" {
 		return o, nil
 	}
-	f, err := os.Create(name)
-	if err != nil {
-		return nil, fmt.Errorf("-out: %w", err)
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return nil, fmt.Errorf("-out %s: is a directory; give a file name, such as %s", name, filepath.Join(name, "upload.bin"))
 	}
-	o.first = f
+	dir := filepath.Dir(name)
+	probe, err := os.CreateTemp(dir, ".monitor-probe-*")
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the probe's name would only confuse
+		}
+		return nil, fmt.Errorf("-out %s: cannot create files in %s: %w", name, dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
 	return o, nil
+}
+
+// uploadName is the file of the n-th agent's upload, named agent: -out
+// with ".AGENT.N" before its extension (upload.bin: upload.AGENT.N.bin),
+// AGENT cut to letters, digits, '-', '_' and '.' so that a certificate's
+// name cannot lead out of the directory.
+func uploadName(out, agent string, n int) string {
+	clean := []rune(agent)
+	for i, r := range clean {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			clean[i] = '_'
+		}
+	}
+	a := strings.Trim(string(clean), ".")
+	if a == "" {
+		a = "agent"
+	}
+	ext := filepath.Ext(out)
+	return fmt.Sprintf("%s.%s.%d%s", strings.TrimSuffix(out, ext), a, n, ext)
+}
+
+// upload is where one agent's upload goes.
+type upload struct {
+	sink
+	name string // the file; empty when discarded
+}
+
+func (u *upload) where() string {
+	if u.name == "" {
+		return ""
+	}
+	return " (" + u.name + ")"
+}
+
+// sink is an upload's storage: a file, whose Sync puts the bytes on disk.
+type sink interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// createSink opens the file an upload is stored in; tests replace it to
+// inject storage failures. Without force an existing file is refused.
+var createSink = func(name string, force bool) (sink, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !force {
+		flags |= os.O_EXCL
+	}
+	return os.OpenFile(name, flags, 0o644)
 }
 
 // open returns where the n-th agent's upload goes (n counts from 1, each
 // once).
-func (o *outputs) open(n int) (io.WriteCloser, error) {
-	switch {
-	case o.name == "":
-		return nopCloser{io.Discard}, nil
-	case n == 1:
-		f := o.first
-		o.first = nil
-		return f, nil
+func (o *outputs) open(agent string, n int) (*upload, error) {
+	if o.name == "" {
+		return &upload{sink: discard{}}, nil
 	}
-	return os.Create(fmt.Sprintf("%s.%d", o.name, n))
+	name := uploadName(o.name, agent, n)
+	f, err := createSink(name, o.force)
+	if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("-out: %s exists (from an earlier run?): give -force to overwrite it, or another -out", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("-out: %w", err)
+	}
+	return &upload{sink: f, name: name}, nil
 }
 
-// Close closes FILE if no agent came to take it.
-func (o *outputs) Close() error {
-	if o.first != nil {
-		return o.first.Close()
-	}
-	return nil
-}
+// discard is the sink without -out: nothing to store, so nothing to sync.
+type discard struct{}
 
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) Sync() error                 { return nil }
+func (discard) Close() error                { return nil }
 
 // countingReader counts the bytes read through it.
 type countingReader struct {

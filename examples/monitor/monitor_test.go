@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -80,16 +82,20 @@ func TestMonitorReceives(t *testing.T) {
 	}
 	_, err = conn.Write([]byte(payload))
 	require.NoError(t, err)
+	require.NoError(t, conn.CloseWrite())
+	require.NoError(t, conn.WaitCommitted(ctx, int64(len(payload))), "the monitor commits the stored upload")
 	require.NoError(t, conn.Close())
 
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "disconnected") },
 		5*time.Second, 20*time.Millisecond, out.String())
 	require.NoError(t, stop())
-	got, err := os.ReadFile(outFile)
+	stored := filepath.Join(dir, "upload.sensor-17.1.bin")
+	got, err := os.ReadFile(stored)
 	require.NoError(t, err)
 	require.Equal(t, payload, string(got))
 	s := out.String()
-	require.Contains(t, s, "upload complete: 60000 bytes")
+	require.Contains(t, s, "its upload goes to "+stored)
+	require.Contains(t, s, "upload complete: 60000 bytes stored and committed")
 	require.Contains(t, s, "updates ")
 	require.Contains(t, s, `{"seq":`)
 	require.Contains(t, s, `sensor-17@127.0.0.1:`, "the agent is named by its certificate")
@@ -144,7 +150,7 @@ func TestMonitorAuthenticatesAgents(t *testing.T) {
 	require.NotContains(t, out.String(), "intruder")
 	require.NotContains(t, out.String(), "connected (")
 
-	// The rightful agent still gets -out's own name, not FILE.3.
+	// The rightful agent is still the first: number 1, not 3.
 	conn, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
 	require.NoError(t, err)
 	_, err = conn.Write([]byte("hello"))
@@ -153,9 +159,10 @@ func TestMonitorAuthenticatesAgents(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "disconnected") },
 		5*time.Second, 20*time.Millisecond, out.String())
 	require.NoError(t, stop())
-	got, err := os.ReadFile(outFile)
+	got, err := os.ReadFile(filepath.Join(filepath.Dir(outFile), "upload.agent-1.1.bin"))
 	require.NoError(t, err)
 	require.Equal(t, "hello", string(got))
+	require.Contains(t, out.String(), "upload complete: 5 bytes stored", "a client that closes without waiting for the commit still had its upload stored")
 
 	addr, out, stop = startMonitor(t, ctx, "-insecure")
 	require.Contains(t, out.String(), "INSECURE")
@@ -199,49 +206,157 @@ func TestMonitorCredentialFlags(t *testing.T) {
 	}
 }
 
-// An -out the monitor cannot create fails at start-up, before it listens.
+// An -out the monitor cannot create fails at start-up, before it listens,
+// as do a directory for -out and -force without -out.
 func TestMonitorOutMustBeWritable(t *testing.T) {
 	var out syncbuf.Buffer
 	err := run(context.Background(), []string{"-listen", "127.0.0.1:0", "-insecure", "-out", filepath.Join(t.TempDir(), "no", "such", "dir", "file")}, &out)
 	require.ErrorContains(t, err, "-out")
 	require.ErrorContains(t, err, "no such file or directory")
+	dir := t.TempDir()
+	err = run(context.Background(), []string{"-listen", "127.0.0.1:0", "-insecure", "-out", dir}, &out)
+	require.ErrorContains(t, err, "-out "+dir+": is a directory; give a file name, such as "+filepath.Join(dir, "upload.bin"))
+	err = run(context.Background(), []string{"-listen", "127.0.0.1:0", "-insecure", "-force"}, &out)
+	require.ErrorContains(t, err, "-force without -out")
+	require.True(t, errors.As(err, new(*cli.UsageError)))
 	require.NotContains(t, out.String(), "listening", "it never listened")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the start-up check leaves nothing behind")
 
 	err = run(context.Background(), []string{"-insecure", "-stats", "-1s"}, &out)
 	require.ErrorContains(t, err, "-stats -1s: must not be negative")
 }
 
-// When writing the upload fails (here /dev/full: no space left), the monitor
-// closes the connection: the sender's upload fails instead of being
-// acknowledged and discarded until it "succeeds".
-func TestMonitorClosesWhenTheUploadCannotBeKept(t *testing.T) {
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
-	}
+// An upload file that exists is not overwritten: the agent is turned away
+// with the reason, which names -force; with -force it is overwritten.
+func TestMonitorRefusesToOverwrite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	certs := testcerts.Write(t, "agent-1")
-	addr, out, stop := startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", "/dev/full")...)
+	outFile := filepath.Join(t.TempDir(), "upload.bin")
+	existing := filepath.Join(filepath.Dir(outFile), "upload.agent-1.1.bin")
+	require.NoError(t, os.WriteFile(existing, []byte("an earlier run's upload"), 0o644))
 
-	conn, err := transport.Dial(ctx, addr, transport.Config{Linger: -1, TLS: agentTLS(t, certs, true)})
-	require.NoError(t, err)
-	defer conn.Close()
-	// Far more than the receive window (4 MiB): without the close, Write
-	// would block on flow control until the deadline.
-	require.NoError(t, conn.SetWriteDeadline(time.Now().Add(15*time.Second)))
-	chunk := make([]byte, 64<<10)
-	var werr error
-	for range 1 << 10 {
-		if _, werr = conn.Write(chunk); werr != nil {
-			break
-		}
+	addr, out, stop := startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", outFile)...)
+	// The refusal may come before Dial returns, or just after.
+	conn, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
+	if err == nil {
+		<-conn.Done()
+		err = conn.Err()
+		conn.Close() // its Transport and socket
 	}
-	require.Error(t, werr, "the upload must fail")
-	require.NotErrorIs(t, werr, os.ErrDeadlineExceeded, "it failed because the monitor closed, not by timing out")
-	<-conn.Done()
-	require.ErrorIs(t, conn.Err(), transport.ErrPeerClosed)
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "upload failed after") },
+	var ae *transport.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, cli.CodeStorageFailed, ae.Code)
+	require.Contains(t, ae.Reason, existing+" exists (from an earlier run?): give -force to overwrite it, or another -out")
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "refused: -out: "+existing+" exists") },
 		5*time.Second, 20*time.Millisecond, out.String())
-	require.Contains(t, out.String(), "no space left on device")
 	require.NoError(t, stop())
+	got, err := os.ReadFile(existing)
+	require.NoError(t, err)
+	require.Equal(t, "an earlier run's upload", string(got), "not overwritten")
+
+	addr, out, stop = startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", outFile, "-force")...)
+	conn, err = transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
+	require.NoError(t, err)
+	_, err = conn.Write([]byte("new"))
+	require.NoError(t, err)
+	require.NoError(t, conn.CloseWrite())
+	require.NoError(t, conn.WaitCommitted(ctx, 3), out.String())
+	require.NoError(t, conn.Close())
+	require.NoError(t, stop())
+	got, err = os.ReadFile(existing)
+	require.NoError(t, err)
+	require.Equal(t, "new", string(got), "-force overwrites")
+}
+
+// faultySink stores like a file until its disk "fills" (writes beyond
+// capacity fail with ENOSPC) or its syncs start failing (after syncOK
+// successful ones); synced is what a crash would keep: the bytes written
+// before the last successful Sync.
+type faultySink struct {
+	mu       sync.Mutex
+	capacity int64
+	syncOK   int
+	written  int64
+	synced   int64
+	syncs    int
+}
+
+func (f *faultySink) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := int(min(int64(len(p)), f.capacity-f.written))
+	f.written += int64(n)
+	if n < len(p) {
+		return n, &os.PathError{Op: "write", Path: "upload.bin", Err: syscall.ENOSPC}
+	}
+	return n, nil
+}
+
+func (f *faultySink) Sync() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.syncs >= f.syncOK {
+		return &os.PathError{Op: "sync", Path: "upload.bin", Err: syscall.EIO}
+	}
+	f.syncs++
+	f.synced = f.written
+	return nil
+}
+
+func (f *faultySink) Close() error { return nil }
+
+func (f *faultySink) stored() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.synced
+}
+
+// When storing fails, the monitor commits only what it stored and closes
+// with the reason: the sender's Committed is exactly the bytes on "disk",
+// its WaitCommitted fails with the monitor's ApplicationError, never nil —
+// whether the disk fills mid-write or a sync fails after writes succeeded
+// (where committing on write instead of after the sync would claim more).
+func TestMonitorCommitsOnlyWhatIsStored(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sink   *faultySink
+		reason string
+	}{
+		{"disk full", &faultySink{capacity: 3_000_000 + 12_345, syncOK: 1 << 30}, "no space left on device"},
+		{"sync fails", &faultySink{capacity: 1 << 40, syncOK: 2}, "input/output error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(old func(string, bool) (sink, error)) { createSink = old }(createSink)
+			createSink = func(string, bool) (sink, error) { return tc.sink, nil }
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			certs := testcerts.Write(t, "agent-1")
+			addr, out, stop := startMonitor(t, ctx, append(certs.ServerArgs("-"), "-out", filepath.Join(t.TempDir(), "upload.bin"))...)
+
+			conn, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
+			require.NoError(t, err)
+			defer conn.Close()
+			const total = 8 << 20
+			go func() {
+				if _, err := conn.Write(make([]byte, total)); err == nil {
+					_ = conn.CloseWrite()
+				}
+			}()
+			err = conn.WaitCommitted(ctx, total)
+			require.Error(t, err, "the upload must not be committed")
+			var ae *transport.ApplicationError
+			require.ErrorAs(t, err, &ae, out.String())
+			require.Equal(t, cli.CodeStorageFailed, ae.Code)
+			require.Contains(t, ae.Reason, tc.reason)
+			require.Positive(t, tc.sink.stored())
+			require.Equal(t, tc.sink.stored(), conn.Committed(), "committed is exactly what was stored")
+			require.Eventually(t, func() bool { return strings.Contains(out.String(), "upload failed after") },
+				5*time.Second, 20*time.Millisecond, out.String())
+			require.Contains(t, out.String(), fmt.Sprintf("upload failed after %d bytes stored", tc.sink.stored()))
+			require.NoError(t, stop())
+		})
+	}
 }

@@ -47,7 +47,7 @@ func (s *Session) Read(p []byte) (int, error) {
 		}
 		return n, nil
 	}
-	if s.in.eof() {
+	if s.in.eof() && !s.peerApp { // an application's close aborts the stream
 		return 0, io.EOF
 	}
 	if s.state == stateClosed {

@@ -34,4 +34,7 @@ var (
 	// and said so with a stateless reset carrying the connection's token
 	// (RFC 9000 §10.3).
 	ErrStatelessReset = errors.New("transport: connection reset by the server (stateless reset): it lost the connection, typically by restarting")
+	// ErrCommitBeyondRead: Commit(n) with n beyond the stream bytes the
+	// application has read: it cannot have stored them.
+	ErrCommitBeyondRead = errors.New("transport: commit beyond the bytes read")
 )

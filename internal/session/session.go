@@ -98,10 +98,13 @@ type Session struct {
 	acceptPending bool
 	closePending  bool
 	closeCode     uint32
-	peerClean     bool // the peer closed with closeNormal
+	closeReason   []byte // the CLOSE's reason (CloseWithError)
+	peerClean     bool   // the peer closed with closeNormal
+	peerApp       bool   // the peer's application closed (ApplicationError): its stream is aborted
 	rst           resetState
 
-	mig migration // the peer's addresses (migrate.go)
+	mig    migration   // the peer's addresses (migrate.go)
+	commit commitState // end-to-end commit (commit.go)
 
 	st Stats
 
@@ -392,6 +395,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		s.deliverUpdate(now, wallUS, h, &u)
 	case wire.TypePing:
 		s.onAckEliciting(now, wallUS, h, wire.Echo{}, true)
+	case wire.TypeCommit:
+		s.onCommit(now, wallUS, h, body)
 	case wire.TypeAck:
 		var a wire.Ack
 		if err := wire.ParseAck(body, &a); err != nil {
@@ -422,7 +427,9 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		case closeNoTLS:
 			s.err = fmt.Errorf("%w: %w: one end runs with TLS, the other without (Insecure); both must do the same", ErrPeerClosed, ErrHandshake)
 		default:
-			if c.Code > closeTLSAlert && c.Code <= closeTLSAlert+0xff {
+			if c.Code >= closeApplication {
+				s.err, s.peerApp = peerApplicationError(&c), true
+			} else if c.Code > closeTLSAlert && c.Code <= closeTLSAlert+0xff {
 				s.err = fmt.Errorf("%w: %w: peer sent TLS alert %q", ErrPeerClosed, ErrHandshake, tls.AlertError(c.Code-closeTLSAlert).Error())
 			}
 		}
@@ -671,6 +678,8 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 					sample.RTT = now.Sub(p.Sent)
 				}
 				s.policy.OnAck(now, sample)
+			case kindCommit:
+				s.commitAcked(p.Offset)
 			}
 		}
 	}
@@ -695,6 +704,8 @@ func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 	case kindUpdate:
 		s.st.UpdatesLost++
 		s.policy.OnLoss(now, ev)
+	case kindCommit:
+		s.commitLost(p.Offset)
 	}
 }
 
@@ -775,13 +786,16 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 	}
 	hdr := func(t wire.Type, flags uint8, pn cc.PacketNumber) []byte { return s.header(buf, wallUS, t, flags, pn) }
 	streamDSCP, updDSCP := s.cfg.StreamDSCP, s.cfg.UpdateDSCP
+	if b, ok := s.pollCommit(now, wallUS, buf); ok {
+		return s.sent(b), streamDSCP, true
+	}
 	switch {
 	case s.closePending:
 		s.closePending = false
 		s.state = stateClosed
 		defer s.releaseTLS() // after protect has sealed the Close
 		b := hdr(wire.TypeClose, 0, 0)
-		return s.sent(wire.AppendClose(b, &wire.Close{Code: s.closeCode})), streamDSCP, true
+		return s.sent(wire.AppendClose(b, &wire.Close{Code: s.closeCode, Reason: s.closeReason})), streamDSCP, true
 	case s.state == stateClosed:
 		return nil, 0, false
 	case s.sec != nil && s.handshakeDue(now):

@@ -67,6 +67,9 @@ func FuzzSession(f *testing.F) {
 			if s.out.unacked() > s.out.limit {
 				t.Fatalf("send buffer grew to %d > %d", s.out.unacked(), s.out.limit)
 			}
+			if s.commit.peer > s.out.next || s.commit.peer < 0 {
+				t.Fatalf("peer's commit %d outside the %d bytes sent", s.commit.peer, s.out.next)
+			}
 			if st := s.Stats(p.Now); st.BytesReceived < 0 || st.PacketsReceived < 0 {
 				t.Fatalf("negative counters: %+v", st)
 			}
@@ -85,6 +88,11 @@ func sessionSeeds(tb testing.TB) [][]byte {
 	p.Cli.updBuf = append(p.Cli.updBuf[:0], "temperature 21.5"...)
 	p.Cli.updFresh = true
 	p.Run(300 * time.Millisecond)
+	rd := make([]byte, 8192)
+	for n, _ := p.Srv.Read(rd); n > 0; n, _ = p.Srv.Read(rd) {
+	}
+	_ = p.Srv.Commit(4000) // a Commit frame among the seeds
+	p.Run(50 * time.Millisecond)
 	var toSrv, toCli [][]byte
 	for _, d := range p.Sent {
 		if d.From == p.Cli {
@@ -96,6 +104,11 @@ func sessionSeeds(tb testing.TB) [][]byte {
 	p.Cli.close()
 	if d, ok := p.Take(p.Cli); ok {
 		toSrv = append(toSrv, bytes.Clone(d))
+	}
+	if p.Srv.CloseWithError(7, "storage failed") == nil { // an application CLOSE
+		if d, ok := p.Take(p.Srv); ok {
+			toCli = append(toCli, bytes.Clone(d))
+		}
 	}
 	frame := func(side byte, dgs [][]byte) []byte {
 		b := []byte{side}

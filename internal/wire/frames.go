@@ -488,3 +488,42 @@ func parsePathData(body []byte, d *[PathDataLen]byte) error {
 	copy(d[:], body)
 	return nil
 }
+
+// Commit is the stream receiver's end-to-end commit (type Commit): the
+// committed offset (64). The receiving application has durably stored the
+// stream's bytes [0, Offset) — written and synced, not merely buffered —
+// which an ACK can never say: an ACK means the bytes reached the peer's
+// receive buffer (RFC 9000 §2.2 leaves delivery to the application; the
+// end-to-end argument, Saltzer, Reed and Clark 1984, says only the
+// application can confirm it). It is ack-eliciting and always protected
+// with TLS; the latest is resent until acknowledged, and a smaller offset
+// than one already received changes nothing.
+type Commit struct {
+	Offset int64
+}
+
+// CommitLen is a Commit body's length.
+const CommitLen = 8
+
+// AppendCommit appends c's body to b. The caller keeps 0 ≤ Offset ≤
+// MaxStreamOffset.
+func AppendCommit(b []byte, c *Commit) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(c.Offset))
+}
+
+// ParseCommit decodes a Commit body into c: exactly CommitLen bytes
+// (ErrShort, ErrLength), an offset within MaxStreamOffset (ErrLength).
+func ParseCommit(body []byte, c *Commit) error {
+	if len(body) < CommitLen {
+		return ErrShort
+	}
+	if len(body) != CommitLen {
+		return ErrLength
+	}
+	off := binary.BigEndian.Uint64(body)
+	if off > MaxStreamOffset {
+		return ErrLength
+	}
+	c.Offset = int64(off)
+	return nil
+}

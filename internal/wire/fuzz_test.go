@@ -265,6 +265,20 @@ func FuzzParsePathResponse(f *testing.F) {
 	})
 }
 
+func FuzzParseCommit(f *testing.F) {
+	seedDatagrams(f, TypeCommit, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var c Commit
+		if err := ParseCommit(body, &c); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendCommit(nil, &c))
+		require.GreaterOrEqual(t, c.Offset, int64(0))
+		require.LessOrEqual(t, c.Offset, int64(MaxStreamOffset))
+	})
+}
+
 // FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
 // body by type) and re-encodes them.
 func FuzzDatagram(f *testing.F) {
@@ -355,6 +369,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParsePathChallenge(b, &e.pc) }
 			case "FuzzParsePathResponse":
 				fn = func() { sinkErr = ParsePathResponse(b, &e.pr) }
+			case "FuzzParseCommit":
+				fn = func() { sinkErr = ParseCommit(b, &e.cm) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

@@ -85,6 +85,7 @@ const (
 	// StatelessReset: "I lost this connection", proved by the token the
 	// server gave in the handshake (RFC 9000 §10.3); never protected.
 	TypeStatelessReset Type = 0x0D
+	TypeCommit         Type = 0x0E // stream receiver → sender: bytes durably stored (end-to-end commit)
 	// Version negotiation travels with version byte 0 and has its own
 	// decoder (ParseVersionNegotiation); ParseHeader returns ErrVersion
 	// for it, as for every datagram not of this version.
@@ -119,6 +120,8 @@ func (t Type) String() string {
 		return "path-challenge"
 	case TypePathResponse:
 		return "path-response"
+	case TypeCommit:
+		return "commit"
 	}
 	return "unknown"
 }
@@ -234,7 +237,7 @@ const ProtectedOverhead = 16
 // version byte (VersionNegotiation has version 0).
 func (t Type) valid() bool {
 	switch t {
-	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset:
+	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset, TypeCommit:
 		return true
 	}
 	return t >= TypeInitial && t <= TypeRetry

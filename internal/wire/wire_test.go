@@ -32,6 +32,7 @@ type endpoint struct {
 	sr StatelessReset
 	pc PathChallenge
 	pr PathResponse
+	cm Commit
 }
 
 // decode parses the header, then the body by type.
@@ -65,6 +66,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParsePathChallenge(body, &e.pc)
 	case TypePathResponse:
 		err = ParsePathResponse(body, &e.pr)
+	case TypeCommit:
+		err = ParseCommit(body, &e.cm)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -109,6 +112,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.pc, nil
 	case TypePathResponse:
 		return h, &e.pr, nil
+	case TypeCommit:
+		return h, &e.cm, nil
 	}
 	return h, nil, nil
 }
@@ -144,6 +149,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendPathChallenge(b, f)
 	case *PathResponse:
 		return AppendPathResponse(b, f)
+	case *Commit:
+		return AppendCommit(b, f)
 	case nil:
 		return b
 	}
@@ -244,6 +251,10 @@ func validDatagrams() []datagramCase {
 		{"path response", hdr(TypePathResponse, 0), &PathResponse{Data: [PathDataLen]byte{0xff, 0, 0xff, 0, 0xff, 0, 0xff, 0}}},
 		{"protected path challenge", Header{Type: TypePathChallenge, Flags: FlagProtected, Epoch: EpochApp0, PN: 9}, rawBody("ciphertext and tag")},
 		{"protected path response phase 1", Header{Type: TypePathResponse, Flags: FlagProtected, Epoch: EpochApp1, PN: 9}, rawBody("ciphertext and tag")},
+		{"commit", hdr(TypeCommit, 0), &Commit{Offset: 1 << 20}},
+		{"commit zero", hdr(TypeCommit, 0), &Commit{}},
+		{"commit MaxStreamOffset", hdr(TypeCommit, 0), &Commit{Offset: MaxStreamOffset}},
+		{"protected commit", Header{Type: TypeCommit, Flags: FlagProtected, Epoch: EpochApp1, PN: 9}, rawBody("ciphertext and tag")},
 		{"protected data", Header{Type: TypeData, Flags: FlagProtected | FlagFIN, Epoch: EpochApp0, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected ack phase 1", Header{Type: TypeAck, Flags: FlagProtected | FlagSynced, Epoch: EpochApp1, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected crypto handshake", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochHandshake}, rawBody("ciphertext and tag")},
@@ -302,6 +313,8 @@ func bodyMin(t Type) int {
 		return StatelessResetTokenLen
 	case TypePathChallenge, TypePathResponse:
 		return PathDataLen
+	case TypeCommit:
+		return CommitLen
 	}
 	return 0
 }
@@ -396,6 +409,7 @@ func rejectedDatagrams() []rejectCase {
 	retry := appendDatagram(nil, h(TypeRetry), &Retry{Token: []byte("tok")})
 	ping := appendDatagram(nil, h(TypePing), nil)
 	reset := appendDatagram(nil, Header{Type: TypeStatelessReset}, &StatelessReset{Token: [16]byte{9}})
+	commit := appendDatagram(nil, h(TypeCommit), &Commit{Offset: 4096})
 	const (
 		dataOff   = HeaderLen + echoLen     // Data offset field
 		dataLen   = dataOff + 8             // Data length field
@@ -503,6 +517,13 @@ func rejectedDatagrams() []rejectCase {
 		{"stateless reset with a trailing byte", append(bytes.Clone(reset), 0), ErrLength},
 		{"protected stateless reset", append(set(reset, 2, FlagProtected, EpochApp0), make([]byte, ProtectedOverhead)...), ErrReserved},
 		{"FIN on stateless reset", set(reset, 2, FlagFIN), ErrReserved},
+
+		{"commit cut short", commit[:HeaderLen+CommitLen-1], ErrShort},
+		{"commit empty", commit[:HeaderLen], ErrShort},
+		{"commit with a trailing byte", append(bytes.Clone(commit), 0), ErrLength},
+		{"commit above MaxStreamOffset", set64(commit, HeaderLen, MaxStreamOffset+1), ErrLength},
+		{"commit offset 2^64-1", set64(commit, HeaderLen, math.MaxUint64), ErrLength},
+		{"FIN on commit", set(commit, 2, FlagFIN), ErrReserved},
 	}
 }
 
@@ -588,7 +609,7 @@ func TestTypeString(t *testing.T) {
 		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
 		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset",
 		TypeCrypto: "crypto", TypePathChallenge: "path-challenge", TypePathResponse: "path-response",
-		0: "unknown", 0xff: "unknown",
+		TypeCommit: "commit", 0: "unknown", 0xff: "unknown",
 	} {
 		require.Equal(t, want, ty.String())
 	}

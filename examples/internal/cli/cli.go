@@ -44,3 +44,9 @@ func Logger(verbose bool) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
+
+// CodeStorageFailed is the application close code (transport.Conn's
+// CloseWithError) of a monitor that could not store an upload: the disk
+// filled or a write failed. It has committed what it stored; the reason
+// says what failed. The agent reads it as "the monitor could not store it".
+const CodeStorageFailed uint32 = 1
