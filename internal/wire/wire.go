@@ -71,6 +71,9 @@ const (
 	TypePing    Type = 0x07 // ack-eliciting probe (RTO/PTO), empty body
 	TypeCrypto  Type = 0x0A // TLS handshake bytes (RFC 9000 §19.6's CRYPTO)
 	TypeRetry   Type = 0x08 // server → client: stateless retry with an address-validation token
+	// PMTUProbe is a padding-only, ack-eliciting packet of the size a
+	// sender probes the path for (RFC 8899 §4.1, DPLPMTUD's probe packet).
+	TypePMTUProbe Type = 0x10
 	// Reserved for a later version negotiation; receivers drop it
 	// (ParseHeader returns ErrType).
 	TypeVersionNegotiation Type = 0x09
@@ -98,6 +101,8 @@ func (t Type) String() string {
 		return "version-negotiation"
 	case TypeCrypto:
 		return "crypto"
+	case TypePMTUProbe:
+		return "pmtu-probe"
 	}
 	return "unknown"
 }
@@ -212,5 +217,5 @@ const ProtectedOverhead = 16
 // valid reports whether version 1 defines a body for t.
 // VersionNegotiation is reserved: receivers can only drop it.
 func (t Type) valid() bool {
-	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto
+	return (t >= TypeInitial && t <= TypeRetry) || t == TypeCrypto || t == TypePMTUProbe
 }

@@ -15,6 +15,9 @@ import (
 // endpoint below carries whatever follows the header unchanged.
 type rawBody []byte
 
+// probePadding stands for a PMTU probe's body: that many zero bytes.
+type probePadding int
+
 // endpoint decodes datagrams into frames it reuses, as a receive loop does,
 // so decoding through it must not allocate either.
 type endpoint struct {
@@ -48,6 +51,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseClose(body, &e.c)
 	case TypePing:
 		err = ParsePing(body)
+	case TypePMTUProbe:
+		err = ParsePMTUProbe(body)
 	case TypeCrypto:
 		err = ParseCrypto(body, &e.cr)
 	case TypeRetry:
@@ -86,6 +91,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.cr, nil
 	case TypeRetry:
 		return h, &e.r, nil
+	case TypePMTUProbe:
+		return h, probePadding(len(dg) - HeaderLen), nil
 	}
 	return h, nil, nil
 }
@@ -111,6 +118,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendCrypto(b, f)
 	case *Retry:
 		return AppendRetry(b, f)
+	case probePadding:
+		return AppendPMTUProbe(b, int(f))
 	case nil:
 		return b
 	}
@@ -178,6 +187,9 @@ func validDatagrams() []datagramCase {
 		{"ping", hdr(TypePing, 0), nil},
 		{"ping zero header", Header{Type: TypePing}, nil},
 		{"ping negative timestamp", Header{Type: TypePing, PN: MaxPacketNumber, Timestamp: -1}, nil},
+		{"pmtu probe", hdr(TypePMTUProbe, 0), probePadding(1452 - HeaderLen)},
+		{"pmtu probe empty", hdr(TypePMTUProbe, 0), probePadding(0)},
+		{"pmtu probe one byte", Header{Type: TypePMTUProbe, PN: MaxPacketNumber}, probePadding(1)},
 		{"data", hdr(TypeData, 0), &Data{Echo: Echo{T3: 5, T4: 7}, Offset: 1 << 20, Payload: []byte("hello")}},
 		{"data FIN empty", hdr(TypeData, FlagFIN), &Data{Offset: 99, Payload: []byte{}}},
 		{"data negative echo", hdr(TypeData, 0), &Data{Echo: Echo{T3: math.MinInt64, T4: -1}, Payload: []byte{0}}},
@@ -269,6 +281,8 @@ func TestTruncated(t *testing.T) {
 			for n := range len(dg) {
 				want := ErrLength
 				switch {
+				case tc.h.Type == TypePMTUProbe && n >= HeaderLen:
+					want = nil // padding of any length is a probe (of a smaller size)
 				case tc.h.Flags&FlagProtected != 0:
 					// Ciphertext: only shorter than a tag is known bad.
 					want = nil
@@ -289,15 +303,15 @@ func TestTruncated(t *testing.T) {
 
 // TestTrailingByte appends one zero byte to every valid datagram: frames
 // with a length reject it; Initial padding may be longer; Accept has no
-// format, and a protected body is ciphertext whose length only the AEAD
-// checks.
+// format, a PMTU probe is padding of any length, and a protected body is
+// ciphertext whose length only the AEAD checks.
 func TestTrailingByte(t *testing.T) {
 	for _, tc := range validDatagrams() {
 		t.Run(tc.name, func(t *testing.T) {
 			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
 			_, _, err := parseDatagram(dg)
 			switch {
-			case tc.h.Type == TypeInitial, tc.h.Type == TypeAccept, tc.h.Flags&FlagProtected != 0:
+			case tc.h.Type == TypeInitial, tc.h.Type == TypeAccept, tc.h.Type == TypePMTUProbe, tc.h.Flags&FlagProtected != 0:
 				require.NoError(t, err)
 			default:
 				require.Equal(t, ErrLength, err)
@@ -365,6 +379,7 @@ func rejectedDatagrams() []rejectCase {
 		{"type 0", set(ping, 1, 0), ErrType},
 		{"type version negotiation (reserved)", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
 		{"type 0x0b", set(ping, 1, 0x0b), ErrType},
+		{"type 0x11", set(ping, 1, 0x11), ErrType},
 		{"type 0xff", set(ping, 1, 0xff), ErrType},
 		{"reserved byte", set(ping, 3, 1), ErrReserved},
 		{"reserved byte high bit", set(data, 3, 0x80), ErrReserved},
@@ -439,6 +454,9 @@ func rejectedDatagrams() []rejectCase {
 		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
 		{"close length 255, reason 3", set(closeDG, HeaderLen+4, 255), ErrLength},
 		{"ping with body", append(bytes.Clone(ping), 0), ErrLength},
+		{"pmtu probe nonzero padding", append(appendDatagram(nil, h(TypePMTUProbe), probePadding(100)), 1), ErrReserved},
+		{"pmtu probe nonzero first byte", set(appendDatagram(nil, h(TypePMTUProbe), probePadding(100)), HeaderLen, 0x80), ErrReserved},
+		{"pmtu probe FIN flag", set(appendDatagram(nil, h(TypePMTUProbe), probePadding(10)), 2, FlagFIN), ErrReserved},
 	}
 }
 
@@ -521,7 +539,7 @@ func TestAppendCloseCutsReason(t *testing.T) {
 func TestTypeString(t *testing.T) {
 	for ty, want := range map[Type]string{
 		TypeInitial: "initial", TypeAccept: "accept", TypeData: "data", TypeUpdate: "update",
-		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
+		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry", TypePMTUProbe: "pmtu-probe",
 		TypeVersionNegotiation: "version-negotiation", 0: "unknown", 0xff: "unknown",
 	} {
 		require.Equal(t, want, ty.String())
