@@ -386,7 +386,7 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 // own beside the recovery tracker's (and a replay window of their own).
 func isControl(t wire.Type) bool {
 	switch t {
-	case wire.TypeData, wire.TypeUpdate, wire.TypePing:
+	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypePMTUProbe:
 		return false
 	}
 	return true
