@@ -151,6 +151,13 @@ func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
 		if !ok {
 			break
 		}
+		if len(d) > c.s.DatagramSize() {
+			// A path MTU probe: on its own, never a segment of a GSO
+			// run, whose segment size must fit the route's MTU (the
+			// kernel refuses the run with EINVAL otherwise).
+			tx.addAlone(d, dscp, c.peer)
+			continue
+		}
 		tx.add(d, dscp, c.peer)
 	}
 	c.notifyLocked()

@@ -210,6 +210,11 @@
 //
 // The wire format (version 1, internal/wire) has the stateless Retry and
 // keeps room for a pre-shared-key AEAD mode and version negotiation
-// without changing the header; neither is implemented yet. There is no path-MTU
-// discovery: datagrams are Config.MaxDatagram (1200) bytes.
+// without changing the header; neither is implemented yet.
+//
+// Datagram sizes follow path MTU discovery (RFC 8899 DPLPMTUD): a
+// connection starts at 1200 bytes and probes with padding packets up to
+// Config.MaxDatagram (default 1452), with the IPv4 Don't Fragment bit set
+// on Linux; Stats.DatagramSize is the size reached.
+// Config.DisablePathMTUDiscovery keeps it fixed at MaxDatagram.
 package transport
