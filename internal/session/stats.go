@@ -28,14 +28,14 @@ type Stats struct {
 	PathDead        bool
 
 	// Datagrams and bytes on the wire.
-	DatagramSize                                int // the PLPMTU (pmtu.go)
+	DatagramSize                                   int // the PLPMTU (pmtu.go)
 	PMTUProbesSent, PMTUProbesLost, PMTUBlackHoles int64
-	PacketsSent, PacketsReceived int64
-	BytesSent, BytesReceived     int64
-	PacketsLost, Retransmitted   int64
-	Duplicates, Malformed        int64
-	Unauthenticated, Replayed    int64
-	KeyUpdates                   int64
+	PacketsSent, PacketsReceived                   int64
+	BytesSent, BytesReceived                       int64
+	PacketsLost, Retransmitted                     int64
+	Duplicates, Malformed                          int64
+	Unauthenticated, Replayed                      int64
+	KeyUpdates                                     int64
 
 	// Stream.
 	StreamBytesAcked, StreamBytesReceived int64
