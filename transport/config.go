@@ -289,6 +289,11 @@ func (c *Config) sessionConfig() session.Config {
 	}
 }
 
+// DefaultMaxDatagram is Config.MaxDatagram's default with path MTU
+// discovery: its ceiling, 1452 bytes (a 1500-byte MTU less IPv6 and UDP
+// headers).
+const DefaultMaxDatagram = session.DefaultMaxDatagramPMTUD
+
 // ALPN is the TLS application protocol fresh negotiates by default.
 const ALPN = session.ALPN
 

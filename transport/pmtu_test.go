@@ -1,0 +1,54 @@
+package transport
+
+import (
+	"crypto/sha256"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// On loopback (MTU 65536) path MTU discovery stops at the ceiling,
+// MaxDatagram: 1452 by default, what a user sets otherwise; with
+// DisablePathMTUDiscovery the size stays fixed. The stream arrives whole
+// at every size.
+func TestPathMTUDiscoveryLoopbackCeiling(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{"default", Config{}, DefaultMaxDatagram},
+		{"ceiling 9000", Config{MaxDatagram: 9000}, 9000},
+		{"ceiling 1300", Config{MaxDatagram: 1300}, 1300},
+		{"disabled", Config{DisablePathMTUDiscovery: true}, 1200},
+		{"disabled at 1400", Config{DisablePathMTUDiscovery: true, MaxDatagram: 1400}, 1400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, cli, srv := pair(t, tc.cfg, tc.cfg)
+			defer l.Close()
+			data := randomBytes(2<<20, 3)
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cli.Write(data)
+				if err == nil {
+					err = cli.CloseWrite()
+				}
+				errc <- err
+			}()
+			got, err := io.ReadAll(srv)
+			require.NoError(t, err)
+			require.NoError(t, <-errc)
+			require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
+			st := cli.Stats()
+			require.Equal(t, tc.want, st.DatagramSize, "%v", st)
+			require.Zero(t, st.PMTUProbesLost)
+			if tc.cfg.DisablePathMTUDiscovery {
+				require.Zero(t, st.PMTUProbesSent)
+			}
+			require.Contains(t, st.String(), "datagram ")
+			require.NoError(t, cli.Close())
+			require.NoError(t, srv.Close())
+		})
+	}
+}
