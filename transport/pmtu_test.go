@@ -14,18 +14,27 @@ import (
 // at every size.
 func TestPathMTUDiscoveryLoopbackCeiling(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		cfg  Config
-		want int
+		name     string
+		cfg      Config
+		want     int
+		srv      *Config // the listener's, if not cfg
+		wantLost int64
 	}{
-		{"default", Config{}, DefaultMaxDatagram},
-		{"ceiling 9000", Config{MaxDatagram: 9000}, 9000},
-		{"ceiling 1300", Config{MaxDatagram: 1300}, 1300},
-		{"disabled", Config{DisablePathMTUDiscovery: true}, 1200},
-		{"disabled at 1400", Config{DisablePathMTUDiscovery: true, MaxDatagram: 1400}, 1400},
+		{"default", Config{}, DefaultMaxDatagram, nil, 0},
+		{"ceiling 9000", Config{MaxDatagram: 9000}, 9000, nil, 0},
+		{"ceiling 1300", Config{MaxDatagram: 1300}, 1300, nil, 0},
+		{"disabled", Config{DisablePathMTUDiscovery: true}, 1200, nil, 0},
+		{"disabled at 1400", Config{DisablePathMTUDiscovery: true, MaxDatagram: 1400}, 1400, nil, 0},
+		// The peer's reader drops datagrams above its own MaxDatagram:
+		// a client with a higher ceiling stops below the server's.
+		{"server's ceiling below the client's", Config{MaxDatagram: 9000}, 1280, &Config{MaxDatagram: 1300}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, cli, srv := pair(t, tc.cfg, tc.cfg)
+			srvCfg := tc.cfg
+			if tc.srv != nil {
+				srvCfg = *tc.srv
+			}
+			l, cli, srv := pair(t, srvCfg, tc.cfg)
 			defer l.Close()
 			data := randomBytes(2<<20, 3)
 			errc := make(chan error, 1)
@@ -42,7 +51,7 @@ func TestPathMTUDiscoveryLoopbackCeiling(t *testing.T) {
 			require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
 			st := cli.Stats()
 			require.Equal(t, tc.want, st.DatagramSize, "%v", st)
-			require.Zero(t, st.PMTUProbesLost)
+			require.Equal(t, tc.wantLost, st.PMTUProbesLost)
 			if tc.cfg.DisablePathMTUDiscovery {
 				require.Zero(t, st.PMTUProbesSent)
 			}
