@@ -31,7 +31,9 @@ import (
 // with no full-size packet acknowledged since, counting at most one per
 // detection instant (a retransmission timeout declares the whole window
 // lost at once: one event, not a window of them), fall back to BASE and
-// search again. Congestion losses in a bulk transfer do not count: they
+// search again, below the size that vanished until RAISE_TIMER has passed
+// (so a path that black-holes large packets now and then changes size at
+// most once per RAISE_TIMER, not once per search). Congestion losses in a bulk transfer do not count: they
 // are detected by the acknowledgement of later full-size packets, which
 // resets the count.
 //
@@ -66,6 +68,11 @@ type pmtu struct {
 	bigAcked cc.PacketNumber // largest full-size packet acknowledged
 	events   int             // full-size losses since, one per instant
 	eventAt  clock.Mono      // the latest counted
+	// After a black hole, sizes at or above holeSize are not probed
+	// before holeUntil (RAISE_TIMER later): a path that drops large
+	// packets now and then changes size at most once per RAISE_TIMER.
+	holeSize  int
+	holeUntil clock.Mono
 
 	changes   int64 // PLPMTU changes, for the tests' flap bound
 	sent      int64
@@ -140,6 +147,11 @@ func (p *pmtu) probeDue(now clock.Mono) (int, bool) {
 		return 0, false
 	}
 	if p.state == pmtuSearchComplete && (p.raiseAt == 0 || now.Before(p.raiseAt)) {
+		return 0, false
+	}
+	if p.holeSize > 0 && now.Before(p.holeUntil) && p.cands[p.next] >= p.holeSize {
+		// Searched up to the size that vanished: wait for RAISE_TIMER.
+		p.state, p.raiseAt = pmtuSearchComplete, p.holeUntil
 		return 0, false
 	}
 	return p.cands[p.next], true
@@ -239,6 +251,7 @@ func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
 	}
 	p.events = 0
 	p.blackHole++
+	p.holeSize, p.holeUntil = p.size, now.Add(pmtuRaiseTimer)
 	p.setSize(p.base)
 	p.next, p.count, p.probing = 0, 0, false
 	p.state = pmtuSearching

@@ -201,6 +201,38 @@ func TestPMTUBlackHoleFallsBack(t *testing.T) {
 	require.Equal(t, int64(1), st.PMTUBlackHoles)
 	require.Equal(t, stateOpen, p.Cli.state)
 	t.Logf("fell back after %v; %d bytes in the next 5 s; %d probes, %d lost", fellBack, got, st.PMTUProbesSent, st.PMTUProbesLost)
+
+}
+
+// A path that black-holes large packets for a moment and then carries
+// them again does not flap: after the fallback the new search stops
+// below the size that vanished until RAISE_TIMER has passed, then finds
+// it again.
+func TestPMTUBlackHoleDoesNotFlap(t *testing.T) {
+	cfg := Config{PathMTUDiscovery: true}
+	p := NewPair(t, cfg, cfg, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
+	mtu := 1500
+	pmtuPath(p, &mtu)
+	p.Open()
+	bulkFor(p, 2*time.Second)
+	require.Equal(t, 1452, p.Cli.Stats(p.Now).DatagramSize)
+	mtu = 1300
+	require.True(t, p.DriveUntil(func() bool {
+		bulkFor(p, time.Millisecond)
+		return p.Cli.Stats(p.Now).PMTUBlackHoles > 0
+	}, 10*time.Second))
+	mtu = 1500 // back at once
+	changes := p.Cli.pmtu.changes
+	for range 9 {
+		bulkFor(p, 100*time.Millisecond)
+		p.Run(time.Minute)
+		require.Equal(t, 1400, p.Cli.Stats(p.Now).DatagramSize, "searched again, below the size that vanished")
+	}
+	require.Equal(t, changes+2, p.Cli.pmtu.changes, "1200 → 1280 → 1400 once")
+	p.Run(2 * time.Minute)
+	bulkFor(p, time.Second)
+	require.Equal(t, 1452, p.Cli.Stats(p.Now).DatagramSize, "RAISE_TIMER: searched above again")
+	require.Equal(t, int64(1), p.Cli.Stats(p.Now).PMTUBlackHoles)
 }
 
 // On a path whose MTU never changes the size settles and stays: over
