@@ -150,19 +150,28 @@ func (p *pmtu) probeDue(now clock.Mono) (int, bool) {
 		return 0, false
 	}
 	if p.holeSize > 0 && now.Before(p.holeUntil) && p.cands[p.next] >= p.holeSize {
-		// Searched up to the size that vanished: wait for RAISE_TIMER.
-		p.state, p.raiseAt = pmtuSearchComplete, p.holeUntil
-		return 0, false
+		return 0, false // searched up to the size that vanished: wait
 	}
 	return p.cands[p.next], true
 }
 
-// nextTimeout is when probeDue turns true by itself (0: not by time).
-func (p *pmtu) nextTimeout() clock.Mono {
-	if p.enabled && !p.probing && p.state == pmtuSearchComplete && p.next < len(p.cands) {
-		return p.raiseAt
+// nextTimeout is when probeDue turns true by itself (0: not by time),
+// for a caller that found it false at now: a time after now, or 0.
+func (p *pmtu) nextTimeout(now clock.Mono) clock.Mono {
+	if !p.enabled || p.probing || p.next >= len(p.cands) {
+		return 0
 	}
-	return 0
+	var t clock.Mono
+	if p.state == pmtuSearchComplete {
+		t = p.raiseAt
+	}
+	if p.holeSize > 0 && p.cands[p.next] >= p.holeSize {
+		t = max(t, p.holeUntil)
+	}
+	if !now.Before(t) {
+		return 0
+	}
+	return t
 }
 
 // onProbeSent records the probe of size bytes sent as pn.
@@ -277,14 +286,20 @@ func (s *Session) probeDue(now clock.Mono) (int, bool) {
 
 // pmtuTimeout is when the session next wants to be polled for a probe:
 // RAISE_TIMER's expiry, or, while a probe is due, the pacer's next slot.
+// A probe held back by the session's own conditions needs no deadline:
+// what lifts them (an ACK, the peer's address validated) arrives as a
+// datagram, and the driver polls after every one.
 func (s *Session) pmtuTimeout(now clock.Mono) clock.Mono {
-	if _, ok := s.probeDue(now); ok {
-		return max(s.pacer.Next(), now)
-	}
 	if s.state != stateOpen || s.out.end() == 0 {
 		return 0
 	}
-	return s.pmtu.nextTimeout()
+	if _, ok := s.pmtu.probeDue(now); ok {
+		if _, ok := s.probeDue(now); ok {
+			return max(s.pacer.Next(), now)
+		}
+		return 0
+	}
+	return s.pmtu.nextTimeout(now)
 }
 
 // appendProbe builds a PMTU probe of size bytes, protection included

@@ -261,6 +261,7 @@ func TestPMTUDoesNotFlap(t *testing.T) {
 		raises := int64(3 * time.Hour / pmtuRaiseTimer)
 		require.LessOrEqual(t, st.PMTUProbesLost, pmtuMaxProbes*(raises+1), "three lost probes per RAISE_TIMER")
 		require.GreaterOrEqual(t, st.PMTUProbesLost, pmtuMaxProbes*(raises-1), "RAISE_TIMER re-probes")
+		require.Zero(t, p.Spurious, "no deadline without something to do")
 		t.Logf("3 h: %d size changes, %d probes sent, %d lost", p.Cli.pmtu.changes, st.PMTUProbesSent, st.PMTUProbesLost)
 	})
 	t.Run("1% random loss, bulk", func(t *testing.T) {
