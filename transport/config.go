@@ -60,9 +60,25 @@ type Config struct {
 	// application's sensing rate (the largest update rate, λ_max). Default 1000.
 	MaxUpdateRate float64
 
-	// MaxDatagram is the largest datagram sent, bytes. Default 1200 (fits the
-	// IPv6 minimum MTU with room for tunnels, as QUIC's default).
+	// MaxDatagram is the largest datagram sent, UDP payload bytes: the
+	// ceiling of path MTU discovery (RFC 8899 DPLPMTUD). A connection
+	// starts at 1200 bytes (QUIC's minimum, which every path that opened a
+	// connection carries), probes 1280, 1400, 1452, … up to MaxDatagram
+	// with padding packets, and sends its stream data in the largest size
+	// acknowledged; it falls back to 1200 if full-size packets stop
+	// arriving, and probes above again every 10 minutes. Default 1452: a
+	// 1500-byte Ethernet MTU less IPv6 and UDP headers, so IPv4 and IPv6
+	// Ethernet/Wi-Fi paths get their full size; set it higher for jumbo
+	// frames or loopback (9000, 65000). It also sizes this end's receive
+	// buffers: a peer's datagrams above it are dropped, which stops the
+	// peer's discovery there. With DisablePathMTUDiscovery every datagram
+	// is MaxDatagram (default then 1200, fixed). Updates may be up to
+	// MaxDatagram whatever the discovered size.
 	MaxDatagram int
+	// DisablePathMTUDiscovery keeps the datagram size fixed at MaxDatagram
+	// (default 1200 then): no probes, for a path whose MTU is known, or a
+	// network that drops the large probes noisily.
+	DisablePathMTUDiscovery bool
 
 	// Clock is the endpoint's clock. Default clock.NewSystem(). Give it an
 	// *ntpclock.Clock to have stamps NTP-corrected.
@@ -254,27 +270,33 @@ func (c *Config) sessionConfig() session.Config {
 		}
 	}
 	return session.Config{
-		TLS:             c.TLS,
-		MaxDatagram:     c.MaxDatagram,
-		NewController:   newController,
-		ControllerName:  controllerName,
-		NewPolicy:       newPolicy,
-		TrustPeerClock:  c.TrustPeerClock,
-		StreamDSCP:      c.StreamDSCP.Code(),
-		UpdateDSCP:      c.UpdateDSCP.Code(),
-		AckEvery:        c.AckEvery,
-		MaxAckDelay:     c.MaxAckDelay,
-		IdleTimeout:     c.IdleTimeout,
-		KeepAlive:       c.KeepAlive,
-		SendBuffer:      c.SendBuffer,
-		ReceiveWindow:   c.ReceiveWindow,
-		MaxStreamGaps:   c.MaxStreamGaps,
-		MaxUpdateFuture: c.MaxUpdateFuture,
+		TLS:              c.TLS,
+		MaxDatagram:      c.MaxDatagram,
+		PathMTUDiscovery: !c.DisablePathMTUDiscovery,
+		NewController:    newController,
+		ControllerName:   controllerName,
+		NewPolicy:        newPolicy,
+		TrustPeerClock:   c.TrustPeerClock,
+		StreamDSCP:       c.StreamDSCP.Code(),
+		UpdateDSCP:       c.UpdateDSCP.Code(),
+		AckEvery:         c.AckEvery,
+		MaxAckDelay:      c.MaxAckDelay,
+		IdleTimeout:      c.IdleTimeout,
+		KeepAlive:        c.KeepAlive,
+		SendBuffer:       c.SendBuffer,
+		ReceiveWindow:    c.ReceiveWindow,
+		MaxStreamGaps:    c.MaxStreamGaps,
+		MaxUpdateFuture:  c.MaxUpdateFuture,
 		// Built once per connection: each gets its own secret seed for
 		// the packet numbers it skips (crypto/rand, via randomID).
 		Seed: randomID(),
 	}
 }
+
+// DefaultMaxDatagram is Config.MaxDatagram's default with path MTU
+// discovery: its ceiling, 1452 bytes (a 1500-byte MTU less IPv6 and UDP
+// headers).
+const DefaultMaxDatagram = session.DefaultMaxDatagramPMTUD
 
 // ALPN is the TLS application protocol fresh negotiates by default.
 const ALPN = session.ALPN

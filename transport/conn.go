@@ -179,7 +179,15 @@ func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
 		if !ok {
 			break
 		}
-		tx.add(d, dscp, c.paths.dest(c.s.SendPath()))
+		to := c.paths.dest(c.s.SendPath())
+		if len(d) > c.s.DatagramSize() {
+			// A path MTU probe: on its own, never a segment of a GSO
+			// run, whose segment size must fit the route's MTU (the
+			// kernel refuses the run with EINVAL otherwise).
+			tx.addAlone(d, dscp, to)
+			continue
+		}
+		tx.add(d, dscp, to)
 	}
 	c.notifyLocked()
 	return c.s.NextTimeout(now), tx.full(), c.s.Closed()

@@ -287,6 +287,13 @@
 // version with a VersionNegotiation, and a client that gets one fails
 // Dial at once with ErrVersionMismatch naming both ends' versions; a
 // version 1 server answers a version 2 client nothing (Dial fails at
-// HandshakeTimeout), as version 1 predates negotiation. There is no
-// path-MTU discovery: datagrams are Config.MaxDatagram (1200) bytes.
+// HandshakeTimeout), as version 1 predates negotiation.
+//
+// # Datagram size
+//
+// Datagram sizes follow path MTU discovery (RFC 8899 DPLPMTUD): a
+// connection starts at 1200 bytes and probes with padding packets up to
+// Config.MaxDatagram (default 1452), with the IPv4 Don't Fragment bit set
+// on Linux; Stats.DatagramSize is the size reached.
+// Config.DisablePathMTUDiscovery keeps it fixed at MaxDatagram.
 package transport

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -133,6 +134,13 @@ func (s *socket) writeBatch(ms []ipv4.Message) error {
 				}
 				continue
 			}
+			if isMessageSize(err) {
+				// One datagram larger than the link's MTU (a path MTU
+				// probe, with Don't Fragment): it is lost, as it would
+				// be on the path; the rest of the batch still goes.
+				ms = ms[1:]
+				continue
+			}
 			return err
 		}
 		ms = ms[n:]
@@ -161,6 +169,10 @@ func (s *socket) oobFor(dscp uint8, peer *net.UDPAddr) []byte {
 	}
 	return s.oob4[dscp&63]
 }
+
+// isMessageSize recognises EMSGSIZE: a datagram larger than the route's
+// MTU with fragmentation forbidden.
+func isMessageSize(err error) bool { return errors.Is(err, syscall.EMSGSIZE) }
 
 func isInvalid(err error) bool {
 	var se *net.OpError

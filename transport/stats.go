@@ -54,12 +54,22 @@ type Stats struct {
 	NTP NTPStats
 
 	// Datagrams and bytes on the wire.
-	PacketsSent, PacketsReceived int64
-	BytesSent, BytesReceived     int64
-	PacketsLost                  int64 // declared lost by this sender
-	Retransmitted                int64 // stream packets that carried resent bytes
-	Duplicates                   int64 // packets received twice
-	Malformed                    int64 // datagrams dropped as malformed
+	// DatagramSize is the largest datagram stream data goes in now, UDP
+	// payload bytes: path MTU discovery's current size (RFC 8899's
+	// PLPMTU), from 1200 up to Config.MaxDatagram; MaxDatagram itself
+	// with DisablePathMTUDiscovery.
+	DatagramSize int
+	// PMTUProbesSent and PMTUProbesLost count the discovery's probe
+	// packets (a lost probe is a size the path does not carry, not
+	// congestion: it is not in PacketsLost); PMTUBlackHoles counts the
+	// fallbacks to 1200 bytes after full-size packets stopped arriving.
+	PMTUProbesSent, PMTUProbesLost, PMTUBlackHoles int64
+	PacketsSent, PacketsReceived                   int64
+	BytesSent, BytesReceived                       int64
+	PacketsLost                                    int64 // declared lost by this sender
+	Retransmitted                                  int64 // stream packets that carried resent bytes
+	Duplicates                                     int64 // packets received twice
+	Malformed                                      int64 // datagrams dropped as malformed
 	// Packets dropped by packet protection: failed authentication
 	// (forged, corrupted, or for keys no longer held), or replayed (an
 	// authentic packet number seen before, or too old to tell).
@@ -135,6 +145,7 @@ func statsFrom(s session.Stats) Stats {
 		CC: s.CC, Window: s.Window, PacingRate: s.PacingRate, InSlowStart: s.InSlowStart, Mode: s.Mode,
 		SRTT: s.SRTT, MinRTT: s.MinRTT, MinOWD: s.MinOWD, CurOWD: s.CurOWD, Signal: s.Signal,
 		ClockOffset: s.ClockOffset, ClockSynced: s.ClockSynced, PeerClockSynced: s.PeerClockSynced, PathDead: s.PathDead,
+		DatagramSize: s.DatagramSize, PMTUProbesSent: s.PMTUProbesSent, PMTUProbesLost: s.PMTUProbesLost, PMTUBlackHoles: s.PMTUBlackHoles,
 		PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,
 		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
@@ -160,6 +171,9 @@ func (s Stats) String() string {
 	}
 	if s.PathDead {
 		b.WriteString(" PATH DEAD")
+	}
+	if s.DatagramSize > 0 {
+		fmt.Fprintf(&b, "; datagram %d B", s.DatagramSize)
 	}
 	fmt.Fprintf(&b, "; sent %d pkts %d B, received %d pkts %d B, lost %d, retransmitted %d",
 		s.PacketsSent, s.BytesSent, s.PacketsReceived, s.BytesReceived, s.PacketsLost, s.Retransmitted)

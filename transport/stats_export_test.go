@@ -19,7 +19,7 @@ func TestStatsFromCopiesEveryField(t *testing.T) {
 	for i := range v.NumField() {
 		f := v.Field(i)
 		switch f.Kind() {
-		case reflect.Int64:
+		case reflect.Int64, reflect.Int: // Int: DatagramSize
 			f.SetInt(int64(1000 + i))
 		case reflect.Uint64, reflect.Uint8:
 			f.SetUint(uint64(1 + i%2)) // Signal: a valid DelaySignal

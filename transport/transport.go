@@ -243,6 +243,14 @@ func (t *Transport) start(cfg *Config) error {
 		if t.initErr != nil {
 			return
 		}
+		if !cfg.DisablePathMTUDiscovery {
+			// Probes must not be fragmented (RFC 8899 §3); the
+			// first endpoint's config decides for the shared socket.
+			if t.initErr = t.sock.setDontFragment(); t.initErr != nil {
+				t.initErr = fmt.Errorf("transport: set Don't Fragment for path MTU discovery (or set DisablePathMTUDiscovery): %w", t.initErr)
+				return
+			}
+		}
 		t.conns = map[uint64]*entry{}
 		t.initReset(cfg.Clock)
 		t.drv = newDriver(cfg.Clock, t.log, t.sock, t.maxRecv, t.sendError)

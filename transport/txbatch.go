@@ -48,6 +48,7 @@ type txBatch struct {
 	carryDSCP uint8
 	carryPeer *net.UDPAddr
 	hasCarry  bool
+	carryOwn  bool // the carried datagram travels alone (addAlone)
 	// scratch is where the session writes the datagram being polled.
 	scratch []byte
 }
@@ -142,6 +143,15 @@ func (b *txBatch) add(d []byte, dscp uint8, peer *net.UDPAddr) {
 	b.open = true
 }
 
+// addAlone is add for a datagram that must travel as a message of its
+// own: it joins no run, and none joins it.
+func (b *txBatch) addAlone(d []byte, dscp uint8, peer *net.UDPAddr) {
+	b.open = false
+	b.add(d, dscp, peer)
+	b.open = false
+	b.carryOwn = b.hasCarry
+}
+
 // send writes the batch and starts the next one (with the carried
 // datagram, if any).
 func (b *txBatch) send() error {
@@ -169,8 +179,12 @@ func (b *txBatch) send() error {
 	b.n, b.open = 0, false
 	if b.hasCarry {
 		b.hasCarry = false
-		b.add(b.carry, b.carryDSCP, b.carryPeer)
-		b.carryPeer = nil
+		if b.carryOwn {
+			b.addAlone(b.carry, b.carryDSCP, b.carryPeer)
+		} else {
+			b.add(b.carry, b.carryDSCP, b.carryPeer)
+		}
+		b.carryPeer, b.carryOwn = nil, false
 	}
 	return err
 }

@@ -48,3 +48,62 @@ func TestTxBatchSendsEachDatagramToItsPeer(t *testing.T) {
 	read(a, 'a', 'A')
 	read(b, 'b', 'B')
 }
+
+// A path MTU probe travels alone: a smaller datagram after it does not
+// join it as a GSO segment (a run's segment size must fit the route's
+// MTU, and the probe's may not), nor does it join the run before it.
+func TestTxBatchProbeTravelsAlone(t *testing.T) {
+	in, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer out.Close()
+	sock, err := newSocket(out, 0)
+	require.NoError(t, err)
+	sock.gso.Store(true) // the grouping is what is tested; send falls back if the kernel refuses
+	peer := in.LocalAddr().(*net.UDPAddr)
+	tx := newTxBatch(sock, 1452)
+	tx.add(bytes.Repeat([]byte{1}, 1200), 0, peer)
+	tx.add(bytes.Repeat([]byte{2}, 1200), 0, peer)
+	tx.addAlone(bytes.Repeat([]byte{3}, 1400), 0, peer)
+	tx.add(bytes.Repeat([]byte{4}, 1200), 0, peer)
+	require.Equal(t, 3, tx.n, "run, probe, run")
+	require.Equal(t, []int{2, 1, 1}, tx.segs[:3])
+	require.NoError(t, tx.send())
+	buf := make([]byte, 2000)
+	for _, want := range []int{1200, 1200, 1400, 1200} {
+		require.NoError(t, in.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, err := in.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, want, n)
+	}
+}
+
+// A datagram the kernel refuses as too large (EMSGSIZE: a probe above the
+// link's MTU with Don't Fragment) is dropped alone: the rest of the batch
+// still goes and no error reaches the driver.
+func TestWriteBatchSkipsOversizeDatagram(t *testing.T) {
+	in, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer out.Close()
+	sock, err := newSocket(out, 0)
+	require.NoError(t, err)
+	require.NoError(t, sock.setDontFragment())
+	peer := in.LocalAddr().(*net.UDPAddr)
+	tx := newTxBatch(sock, 1452)
+	tx.add(bytes.Repeat([]byte{1}, 100), 0, peer)
+	tx.addAlone(make([]byte, 70000), 0, peer) // beyond any UDP datagram: EMSGSIZE everywhere
+	tx.add(bytes.Repeat([]byte{2}, 200), 0, peer)
+	require.NoError(t, tx.send())
+	buf := make([]byte, 2000)
+	for _, want := range []int{100, 200} {
+		require.NoError(t, in.SetReadDeadline(time.Now().Add(5*time.Second)))
+		n, err := in.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, want, n)
+	}
+}

@@ -325,6 +325,9 @@ func (d *driver) baseConfig() transport.Config {
 		MaxUpdateRate:  senseRate,
 		IdleTimeout:    d.s.Duration.D() + idleTimeoutPad,
 		Linger:         -1, // the run's end is the end: nothing waits for ACKs
+		// The scenario's mss is every stream packet's payload, as in
+		// the simulator: no path MTU discovery growing it.
+		DisablePathMTUDiscovery: true,
 	}
 }
 

@@ -37,7 +37,7 @@ func TestDemoSmoke(t *testing.T) {
 		require.Contains(t, out.String(), name+": readings ", "%s: readings offered/sent/superseded", name)
 	}
 	// The numbers come with their truth and their meaning.
-	require.Contains(t, out.String(), "true minimum one-way delay of a full datagram: 20.0 ms propagation + 4.9 ms serialisation = 24.9 ms")
+	require.Contains(t, out.String(), "true minimum one-way delay of a full datagram: 20.0 ms propagation + 5.9 ms serialisation = 25.9 ms")
 	require.Contains(t, out.String(), "clock est.")
 	require.Contains(t, out.String(), "TLS 1.3", "the demo runs secure, as fresh does by default")
 	require.Contains(t, out.String(), "superseded, never queued")

@@ -53,8 +53,9 @@
 //
 // The queue is a FIFO of -queue packets; 0 sizes it to one bandwidth-delay
 // product of full datagrams, which the demo states on its first line. With
-// the defaults: 2e6 bit/s · 0.040 s / 8 / 1228 bytes ≈ 8 packets (a datagram
-// is 1200 bytes of UDP payload plus 28 of IPv4 and UDP headers).
+// the defaults: 2e6 bit/s · 0.040 s / 8 / 1480 bytes ≈ 7 packets (a datagram
+// is 1452 bytes of UDP payload, once path MTU discovery has reached the
+// default ceiling, plus 28 of IPv4 and UDP headers).
 //
 // Flags:
 //

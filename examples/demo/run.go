@@ -16,15 +16,17 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/internal/units"
+	"github.com/fresh-udp/fresh/transport"
 )
 
-// Sizes on the wire. The transport's default Config.MaxDatagram is 1200
-// bytes of UDP payload; the relay counts 28 more for the IPv4 and UDP
-// headers when it serialises a datagram (bench/emu, "Topology").
+// Sizes on the wire. The transport's default Config.MaxDatagram is 1452
+// bytes of UDP payload, the size path MTU discovery reaches across the
+// relay (which carries any size); the relay counts 28 more for the IPv4
+// and UDP headers when it serialises a datagram (bench/emu, "Topology").
 const (
-	datagram   = 1200                  // bytes of UDP payload, transport's default MaxDatagram
-	ipv4UDPHdr = 28                    // bytes, IPv4 (20) + UDP (8) headers
-	wireSize   = datagram + ipv4UDPHdr // bytes a full datagram occupies on the link
+	datagram   = transport.DefaultMaxDatagram // bytes of UDP payload, transport's default MaxDatagram
+	ipv4UDPHdr = 28                           // bytes, IPv4 (20) + UDP (8) headers
+	wireSize   = datagram + ipv4UDPHdr        // bytes a full datagram occupies on the link
 )
 
 // options are the parsed flags.

@@ -71,7 +71,7 @@ const (
 
 // MaxKinds is how many packet kinds the tracker keeps separate in-flight
 // counts for (stream data, updates, probes, …).
-const MaxKinds = 4
+const MaxKinds = 8
 
 // Packet is what the tracker remembers of one sent packet. Kind, Offset and
 // Len are the caller's: what the packet carried.

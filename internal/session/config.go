@@ -17,8 +17,16 @@ import (
 // defaults below, so both drivers run the same protocol unless they say
 // otherwise.
 type Config struct {
-	// MaxDatagram is the largest datagram sent, bytes. Default 1200.
+	// MaxDatagram is the largest datagram sent, bytes: the fixed size of
+	// full-size datagrams, or with PathMTUDiscovery the ceiling of the
+	// search. Default 1200, or DefaultMaxDatagramPMTUD (1452) with
+	// PathMTUDiscovery.
 	MaxDatagram int
+	// PathMTUDiscovery turns on DPLPMTUD (RFC 8899, pmtu.go): datagrams
+	// start at min(1200, MaxDatagram) bytes and grow to the largest size
+	// the path is found to carry, up to MaxDatagram. Off (the simulator's
+	// and fixed-size drivers'), every full-size datagram is MaxDatagram.
+	PathMTUDiscovery bool
 	// NewController builds the stream's window controller for the stream
 	// payload size mss. Default: owd.New.
 	NewController func(mss cc.ByteCount) (cc.Controller, error)
@@ -141,6 +149,9 @@ func (c Config) Resolve() (Config, error) {
 func (c Config) withDefaults() Config {
 	if c.MaxDatagram == 0 {
 		c.MaxDatagram = 1200
+		if c.PathMTUDiscovery {
+			c.MaxDatagram = DefaultMaxDatagramPMTUD
+		}
 	}
 	if c.NewController == nil {
 		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}) }
@@ -203,8 +214,25 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// MSS is the stream payload carried by one full-size datagram.
-func (c *Config) MSS() int { return c.MaxDatagram - wire.HeaderLen - wire.DataOverhead - c.tagLen() }
+// MSS is the stream payload of one datagram of the base size (see
+// baseDatagram): the segment size the controller counts its window in,
+// and so its initial window, whatever size discovery reaches later (RFC
+// 8899 §4.4: a larger PLPMTU must not enlarge the window in bytes).
+func (c *Config) MSS() int { return c.dataPayload(c.baseDatagram()) }
+
+// baseDatagram is the datagram size a session starts with: MaxDatagram,
+// or with PathMTUDiscovery BASE_PLPMTU (pmtuBase) if that is smaller.
+func (c *Config) baseDatagram() int {
+	if c.PathMTUDiscovery {
+		return min(pmtuBase, c.MaxDatagram)
+	}
+	return c.MaxDatagram
+}
+
+// dataPayload is the stream payload of a Data datagram of size bytes.
+func (c *Config) dataPayload(size int) int {
+	return size - wire.HeaderLen - wire.DataOverhead - c.tagLen()
+}
 
 // MaxUpdatePayload is the largest update payload.
 func (c *Config) MaxUpdatePayload() int {

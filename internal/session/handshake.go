@@ -391,7 +391,7 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 // own beside the recovery tracker's (and a replay window of their own).
 func isControl(t wire.Type) bool {
 	switch t {
-	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit:
+	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe:
 		return false
 	}
 	return true

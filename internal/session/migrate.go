@@ -275,6 +275,7 @@ func (s *Session) resetPath(sample time.Duration) {
 	s.echoRTT = 0
 	s.pacer = pacer.Pacer{}
 	s.policy.SeedRTT(sample)
+	s.restartPMTU()
 }
 
 // onPathFrame handles a PathChallenge or PathResponse (authenticated: in

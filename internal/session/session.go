@@ -54,6 +54,7 @@ type Session struct {
 	out       sendStream
 	peerMax   int64       // peer's MaxData
 	pacer     pacer.Pacer // spaces the stream packets at the controller's rate
+	pmtu      pmtu        // the datagram size (path MTU discovery, pmtu.go)
 	echo      wire.Echo   // latest ACK's T3 and its arrival T4
 	probe     bool        // send a PING (RTO, or flow-control probe)
 	probeAt   clock.Mono  // next flow-control probe when blocked
@@ -132,6 +133,7 @@ const (
 	kindData   uint8 = 0
 	kindUpdate uint8 = 1
 	kindProbe  uint8 = 2
+	kindPMTU   uint8 = 4 // a PMTU probe: never the controller's (pmtu.go)
 	flagFIN    uint8 = 1
 )
 
@@ -180,6 +182,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		// grants (its ring's first size), unless ours is smaller.
 		peerMax:   int64(min(cfg.ReceiveWindow, initialRecvWindow)),
 		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
+		pmtu:      newPMTU(cfg.PathMTUDiscovery, cfg.MaxDatagram),
 		in:        newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
 		lastHeard: now,
 		newestPN:  -1,
@@ -397,6 +400,12 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		s.onAckEliciting(now, wallUS, h, wire.Echo{}, true)
 	case wire.TypeCommit:
 		s.onCommit(now, wallUS, h, body)
+	case wire.TypePMTUProbe:
+		if wire.ParsePMTUProbe(body) != nil {
+			s.st.Malformed++
+			return
+		}
+		s.onAckEliciting(now, wallUS, h, wire.Echo{}, true) // at once: the sender's search waits on it
 	case wire.TypeAck:
 		var a wire.Ack
 		if err := wire.ParseAck(body, &a); err != nil {
@@ -505,7 +514,7 @@ func (s *Session) amplificationLimited(now clock.Mono) bool {
 // onAckEliciting does the receiver's bookkeeping for a Data, Update or Ping:
 // clock samples, ACK ranges, the OWD sample, and when to ACK.
 func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, echo wire.Echo, urgent bool) {
-	if h.Type != wire.TypePing {
+	if h.Type != wire.TypePing && h.Type != wire.TypePMTUProbe {
 		s.clockEstimator().AddForward(clock.Stamp(h.Timestamp), clock.Stamp(wallUS))
 	}
 	if echo.T3 != 0 {
@@ -663,6 +672,7 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 			}
 			switch p.Kind {
 			case kindData:
+				s.pmtuDataAcked(pn, p)
 				s.out.onAcked(p.Offset, p.Len, p.Flags&flagFIN != 0)
 				s.st.StreamBytesAcked += int64(p.Len)
 				s.controller().OnAck(now, sample)
@@ -680,6 +690,8 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 				s.policy.OnAck(now, sample)
 			case kindCommit:
 				s.commitAcked(p.Offset)
+			case kindPMTU:
+				s.pmtu.onProbeAcked(now, pn)
 			}
 		}
 	}
@@ -694,10 +706,15 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 // again, the controllers are told; updates are never retransmitted. It is
 // bound once (lostFn) so loss detection does not allocate a closure.
 func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
+	if p.Kind == kindPMTU {
+		s.pmtu.onProbeLost(now, pn) // not congestion (RFC 8899 §4.4), not in PacketsLost
+		return
+	}
 	s.st.PacketsLost++
 	ev := cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent}
 	switch p.Kind {
 	case kindData:
+		s.pmtuDataLost(now, pn, p)
 		ev.PriorInFlight = s.tr.InFlight(kindData) + p.Bytes
 		s.out.onLost(p.Offset, p.Len, p.Flags&flagFIN != 0)
 		s.controller().OnLoss(now, ev)
@@ -849,8 +866,11 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		b := wire.AppendUpdate(hdr(wire.TypeUpdate, 0, pn), &wire.Update{Echo: s.echo, Generated: s.updGen, Payload: s.updBuf})
 		return s.sent(b), updDSCP, true
 	}
+	if n, ok := s.probeDue(now); ok && s.pacer.Ready(now) {
+		return s.sent(s.appendProbe(now, hdr, n)), streamDSCP, true
+	}
 	if s.out.pending() && s.pacer.Ready(now) && s.canSend() {
-		off, data, fin, retx, ok := s.out.chunk(s.cfg.MSS(), s.peerMax)
+		off, data, fin, retx, ok := s.out.chunk(s.cfg.dataPayload(s.pmtu.size), s.peerMax)
 		if ok {
 			var flags uint8
 			if fin {
@@ -973,6 +993,9 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 	}
 	if s.cfg.KeepAlive > 0 {
 		t = recovery.Earliest(t, max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive))
+	}
+	if full {
+		t = recovery.Earliest(t, s.pmtuTimeout(now))
 	}
 	return recovery.Earliest(t, s.probeAt)
 }

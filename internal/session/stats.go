@@ -28,13 +28,15 @@ type Stats struct {
 	PathDead        bool
 
 	// Datagrams and bytes on the wire.
-	PacketsSent, PacketsReceived int64
-	BytesSent, BytesReceived     int64
-	PacketsLost, Retransmitted   int64
-	Duplicates, Malformed        int64
-	Unauthenticated, Replayed    int64
-	KeyUpdates                   int64
-	StatelessResetsIgnored       int64
+	DatagramSize                                   int // the PLPMTU (pmtu.go)
+	PMTUProbesSent, PMTUProbesLost, PMTUBlackHoles int64
+	PacketsSent, PacketsReceived                   int64
+	BytesSent, BytesReceived                       int64
+	PacketsLost, Retransmitted                     int64
+	Duplicates, Malformed                          int64
+	Unauthenticated, Replayed                      int64
+	KeyUpdates                                     int64
+	StatelessResetsIgnored                         int64
 
 	// Connection migration (migrate.go).
 	Migrations, MigrationsReverted, PathResets int64
@@ -82,6 +84,8 @@ func (s *Session) Stats(now clock.Mono) Stats {
 	}
 	st.UpdateRate = float64(s.policy.Rate())
 	st.PathDead = s.PathDead()
+	st.DatagramSize = s.pmtu.size
+	st.PMTUProbesSent, st.PMTUProbesLost, st.PMTUBlackHoles = s.pmtu.sent, s.pmtu.lost, s.pmtu.blackHole
 	if s.age.Started() {
 		sum := s.age.Summary(now)
 		st.Age = AgeStats{Mean: sum.Mean, P95: sum.P95, Peak: sum.Max}

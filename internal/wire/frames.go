@@ -401,6 +401,30 @@ func ParsePing(body []byte) error {
 // MinResetTrigger bytes: header, padding and AEAD tag.
 const PingPadding = MinResetTrigger - HeaderLen - ProtectedOverhead
 
+// A PMTU probe (type PMTUProbe) is RFC 8899 §4.1's probe packet: a body
+// of zero bytes only, as long as it takes to make the datagram the size
+// being probed. It carries nothing, so a peer acknowledges it and drops
+// it; the padding must be zero (ErrReserved otherwise), so that a probe
+// cannot smuggle data past a decoder and the format stays canonical.
+
+// AppendPMTUProbe appends n bytes of probe padding to b (none if n ≤ 0).
+func AppendPMTUProbe(b []byte, n int) []byte {
+	for range max(n, 0) {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// ParsePMTUProbe checks a PMTU probe's body: any length, all zero.
+func ParsePMTUProbe(body []byte) error {
+	for _, c := range body {
+		if c != 0 {
+			return ErrReserved
+		}
+	}
+	return nil
+}
+
 // Crypto carries TLS handshake bytes (type Crypto), RFC 9000 §19.6's
 // CRYPTO frame: offset (32) | length (16) | data. The TLS encryption level
 // is the packet's epoch: unprotected for the Initial level (the server's

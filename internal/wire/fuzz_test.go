@@ -281,6 +281,18 @@ func FuzzParseCommit(f *testing.F) {
 
 // FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
 // body by type) and re-encodes them.
+func FuzzParsePMTUProbe(f *testing.F) {
+	seedDatagrams(f, TypePMTUProbe, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if err := ParsePMTUProbe(body); err != nil {
+			requireSentinel(t, err)
+			require.Less(t, bytes.Count(body, []byte{0}), len(body), "rejected all-zero padding")
+			return
+		}
+		require.Equal(t, body, AppendPMTUProbe(make([]byte, 0, len(body)), len(body)))
+	})
+}
+
 func FuzzDatagram(f *testing.F) {
 	seedDatagrams(f, 0, false)
 	f.Fuzz(func(t *testing.T, dg []byte) {
@@ -371,6 +383,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParsePathResponse(b, &e.pr) }
 			case "FuzzParseCommit":
 				fn = func() { sinkErr = ParseCommit(b, &e.cm) }
+			case "FuzzParsePMTUProbe":
+				fn = func() { sinkErr = ParsePMTUProbe(b) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

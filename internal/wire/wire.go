@@ -86,6 +86,9 @@ const (
 	// server gave in the handshake (RFC 9000 §10.3); never protected.
 	TypeStatelessReset Type = 0x0D
 	TypeCommit         Type = 0x0E // stream receiver → sender: bytes durably stored (end-to-end commit)
+	// PMTUProbe is a padding-only, ack-eliciting packet of the size a
+	// sender probes the path for (RFC 8899 §4.1, DPLPMTUD's probe packet).
+	TypePMTUProbe Type = 0x10
 	// Version negotiation travels with version byte 0 and has its own
 	// decoder (ParseVersionNegotiation); ParseHeader returns ErrVersion
 	// for it, as for every datagram not of this version.
@@ -122,6 +125,8 @@ func (t Type) String() string {
 		return "path-response"
 	case TypeCommit:
 		return "commit"
+	case TypePMTUProbe:
+		return "pmtu-probe"
 	}
 	return "unknown"
 }
@@ -237,7 +242,7 @@ const ProtectedOverhead = 16
 // version byte (VersionNegotiation has version 0).
 func (t Type) valid() bool {
 	switch t {
-	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset, TypeCommit:
+	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset, TypeCommit, TypePMTUProbe:
 		return true
 	}
 	return t >= TypeInitial && t <= TypeRetry

@@ -18,6 +18,9 @@ type rawBody []byte
 // pingPadding stands for a Ping body: that many zero bytes.
 type pingPadding int
 
+// probePadding stands for a PMTU probe's body: that many zero bytes.
+type probePadding int
+
 // endpoint decodes datagrams into frames it reuses, as a receive loop does,
 // so decoding through it must not allocate either.
 type endpoint struct {
@@ -56,6 +59,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseClose(body, &e.c)
 	case TypePing:
 		err = ParsePing(body)
+	case TypePMTUProbe:
+		err = ParsePMTUProbe(body)
 	case TypeCrypto:
 		err = ParseCrypto(body, &e.cr)
 	case TypeRetry:
@@ -114,6 +119,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.pr, nil
 	case TypeCommit:
 		return h, &e.cm, nil
+	case TypePMTUProbe:
+		return h, probePadding(len(dg) - HeaderLen), nil
 	}
 	return h, nil, nil
 }
@@ -151,6 +158,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendPathResponse(b, f)
 	case *Commit:
 		return AppendCommit(b, f)
+	case probePadding:
+		return AppendPMTUProbe(b, int(f))
 	case nil:
 		return b
 	}
@@ -223,6 +232,9 @@ func validDatagrams() []datagramCase {
 		{"ping negative timestamp", Header{Type: TypePing, PN: MaxPacketNumber, Timestamp: -1}, nil},
 		{"ping padded", hdr(TypePing, 0), pingPadding(PingPadding)},
 		{"ping padded long", hdr(TypePing, 0), pingPadding(1000)},
+		{"pmtu probe", hdr(TypePMTUProbe, 0), probePadding(1452 - HeaderLen)},
+		{"pmtu probe empty", hdr(TypePMTUProbe, 0), probePadding(0)},
+		{"pmtu probe one byte", Header{Type: TypePMTUProbe, PN: MaxPacketNumber}, probePadding(1)},
 		{"data", hdr(TypeData, 0), &Data{Echo: Echo{T3: 5, T4: 7}, Offset: 1 << 20, Payload: []byte("hello")}},
 		{"data FIN empty", hdr(TypeData, FlagFIN), &Data{Offset: 99, Payload: []byte{}}},
 		{"data negative echo", hdr(TypeData, 0), &Data{Echo: Echo{T3: math.MinInt64, T4: -1}, Payload: []byte{0}}},
@@ -331,6 +343,8 @@ func TestTruncated(t *testing.T) {
 			for n := range len(dg) {
 				want := ErrLength
 				switch {
+				case tc.h.Type == TypePMTUProbe && n >= HeaderLen:
+					want = nil // padding of any length is a probe (of a smaller size)
 				case tc.h.Flags&FlagProtected != 0:
 					// Ciphertext: only shorter than a tag is known bad.
 					want = nil
@@ -355,13 +369,16 @@ func TestTruncated(t *testing.T) {
 // TestTrailingByte appends one zero byte to every valid datagram: frames
 // with a length reject it; Initial padding may be longer, and a protected
 // body is ciphertext whose length only the AEAD checks.
+// with a length reject it; Initial padding may be longer; Accept has no
+// format, a PMTU probe is padding of any length, and a protected body is
+// ciphertext whose length only the AEAD checks.
 func TestTrailingByte(t *testing.T) {
 	for _, tc := range validDatagrams() {
 		t.Run(tc.name, func(t *testing.T) {
 			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
 			_, _, err := parseDatagram(dg)
 			switch {
-			case tc.h.Type == TypeInitial, tc.h.Type == TypePing, tc.h.Flags&FlagProtected != 0:
+			case tc.h.Type == TypeInitial, tc.h.Type == TypePing, tc.h.Type == TypePMTUProbe, tc.h.Flags&FlagProtected != 0:
 				require.NoError(t, err)
 			default:
 				require.Equal(t, ErrLength, err)
@@ -432,6 +449,7 @@ func rejectedDatagrams() []rejectCase {
 		{"type 0", set(ping, 1, 0), ErrType},
 		{"type version negotiation under version 2", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
 		{"type 0x0f", set(ping, 1, 0x0f), ErrType},
+		{"type 0x11", set(ping, 1, 0x11), ErrType},
 		{"path challenge short", set(ping, 1, byte(TypePathChallenge)), ErrShort},
 		{"path response long", append(set(ping, 1, byte(TypePathResponse)), make([]byte, PathDataLen+1)...), ErrLength},
 		{"FIN on path challenge", append(set(ping, 1, byte(TypePathChallenge), FlagFIN), make([]byte, PathDataLen)...), ErrReserved},
@@ -524,6 +542,9 @@ func rejectedDatagrams() []rejectCase {
 		{"commit above MaxStreamOffset", set64(commit, HeaderLen, MaxStreamOffset+1), ErrLength},
 		{"commit offset 2^64-1", set64(commit, HeaderLen, math.MaxUint64), ErrLength},
 		{"FIN on commit", set(commit, 2, FlagFIN), ErrReserved},
+		{"pmtu probe nonzero padding", append(appendDatagram(nil, h(TypePMTUProbe), probePadding(100)), 1), ErrReserved},
+		{"pmtu probe nonzero first byte", set(appendDatagram(nil, h(TypePMTUProbe), probePadding(100)), HeaderLen, 0x80), ErrReserved},
+		{"pmtu probe FIN flag", set(appendDatagram(nil, h(TypePMTUProbe), probePadding(10)), 2, FlagFIN), ErrReserved},
 	}
 }
 
@@ -609,7 +630,7 @@ func TestTypeString(t *testing.T) {
 		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
 		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset",
 		TypeCrypto: "crypto", TypePathChallenge: "path-challenge", TypePathResponse: "path-response",
-		TypeCommit: "commit", 0: "unknown", 0xff: "unknown",
+		TypeCommit: "commit", TypePMTUProbe: "pmtu-probe", 0: "unknown", 0x0f: "unknown", 0x11: "unknown", 0xff: "unknown",
 	} {
 		require.Equal(t, want, ty.String())
 	}

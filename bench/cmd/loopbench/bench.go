@@ -130,7 +130,7 @@ func benchmark(opts options, command string, log io.Writer) (*Report, error) {
 	var stacks []stack
 	for _, name := range opts.ccs {
 		stacks = append(stacks, stack{freshStack(name), func(ctx context.Context, n cc.ByteCount) (transfer, error) {
-			return runFresh(ctx, name, n)
+			return runFresh(ctx, name, n, opts.maxDgram)
 		}})
 	}
 	stacks = append(stacks, stack{stackQUIC, func(ctx context.Context, n cc.ByteCount) (transfer, error) {

@@ -10,15 +10,16 @@ import (
 )
 
 // runFresh moves n bytes over one fresh stream on loopback, with controller
-// ccName and every other Config field at its default.
-func runFresh(ctx context.Context, ccName string, n cc.ByteCount) (transfer, error) {
+// ccName, MaxDatagram maxDatagram (0: the default) and every other Config
+// field at its default.
+func runFresh(ctx context.Context, ccName string, n cc.ByteCount, maxDatagram int) (transfer, error) {
 	// TLS as shipped (quic-go encrypts too), with throwaway loopback
 	// credentials.
 	tlsConf, err := devcert.Loopback()
 	if err != nil {
 		return transfer{}, err
 	}
-	cfg := transport.Config{CC: ccName, TLS: tlsConf}
+	cfg := transport.Config{CC: ccName, TLS: tlsConf, MaxDatagram: maxDatagram}
 	ln, err := transport.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		return transfer{}, fmt.Errorf("fresh listen: %w", err)

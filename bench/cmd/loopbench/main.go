@@ -13,6 +13,7 @@
 //
 //	loopbench [-bytes 1GB] [-runs 5] [-cc owd,cubic] [-json FILE] [-md FILE]
 //	          [-iperf3=true] [-iperf3-cc NAME] [-timeout 5m] [-cpuprofile FILE]
+//	          [-max-datagram BYTES]
 //
 // # What is measured
 //
@@ -90,6 +91,7 @@ type options struct {
 	iperf3CC   string        // iperf3 -C, "" for the system default
 	timeout    time.Duration // bound on one transfer, handshake included
 	cpuProfile string        // whole-process CPU profile, "" for none
+	maxDgram   int           // fresh's Config.MaxDatagram, 0 for the default
 }
 
 func main() {
@@ -171,6 +173,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&opts.iperf3CC, "iperf3-cc", "", "TCP congestion controller for iperf3 -C (default: the system's)")
 	fs.DurationVar(&opts.timeout, "timeout", 5*time.Minute, "bound on one transfer")
 	fs.StringVar(&opts.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+	fs.IntVar(&opts.maxDgram, "max-datagram", 0, "fresh's transport.Config.MaxDatagram, the ceiling of path MTU discovery (`bytes`; 0: the default, 1452)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: loopbench [flags]\n\nBulk goodput and CPU per GB on loopback: fresh vs quic-go vs kernel TCP (iperf3).\n\nFlags:")
 		fs.PrintDefaults()

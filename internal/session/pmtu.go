@@ -1,0 +1,350 @@
+package session
+
+import (
+	"slices"
+	"time"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
+	"github.com/fresh-udp/fresh/internal/wire"
+)
+
+// Datagram packetization layer path MTU discovery (DPLPMTUD, RFC 8899).
+//
+// The sender starts at BASE_PLPMTU (pmtuBase, 1200 bytes: every path a
+// session can open carries it, since the Initial is padded to it) and
+// searches upward with probe packets (wire.TypePMTUProbe: padding only,
+// ack-eliciting) of the candidate sizes of pmtuCandidates, in ascending
+// order, up to the ceiling (Config.MaxDatagram): RFC 8899 §5.3.2's probe
+// sequence over a short list of the sizes real paths have, rather than a
+// binary search, which would spend probes on sizes no link uses. An
+// acknowledged probe makes its size the PLPMTU; MAX_PROBES (3) lost
+// probes of one size end the search below it (§5.1.2). Once the search
+// completes, RAISE_TIMER (600 s, §5.1.1) later the next size above is
+// probed again: a path that grew is found, and on one that did not, three
+// lost probes every 10 minutes are the cost.
+//
+// Black-hole detection (§4.3, §5.2): a path whose MTU falls below the
+// PLPMTU drops every full-size packet while small ones (ACKs, updates,
+// PINGs) still cross. pmtuBlackHoleEvents losses of full-size packets
+// with no full-size packet acknowledged since, counting at most one per
+// detection instant (a retransmission timeout declares the whole window
+// lost at once: one event, not a window of them), fall back to BASE and
+// search again, below the size that vanished until RAISE_TIMER has passed
+// (so a path that black-holes large packets now and then changes size at
+// most once per RAISE_TIMER, not once per search). Congestion losses in a bulk transfer do not count: they
+// are detected by the acknowledgement of later full-size packets, which
+// resets the count.
+//
+// Probe losses are not congestion (RFC 8899 §4.4: a lost probe must not
+// reduce the congestion window): the controller never sees a probe, sent,
+// acknowledged or lost. Nor are probes counted in the controller's bytes
+// in flight: at most one is outstanding, at most three per size and
+// search, so they cannot build a queue, and counting bytes the controller
+// is never told about would leave them stuck in its window. They are
+// paced like stream packets and tracked by the loss detector (its
+// packet- and time-threshold rules and the retransmission timeout are
+// RFC 8899's PROBE_TIMER), in a kind of their own.
+//
+// Sans-I/O like the rest of the session: every call carries now.
+type pmtu struct {
+	enabled bool
+	base    int   // BASE_PLPMTU
+	size    int   // the PLPMTU: the largest datagram the path is known to carry
+	cands   []int // candidate sizes above base, ascending, the last the ceiling
+	next    int   // index in cands of the next size to probe
+	state   pmtuState
+
+	// The outstanding probe, if any.
+	probing  bool
+	probePN  cc.PacketNumber
+	probeLen int
+	count    int // probes of cands[next] lost in a row (PROBE_COUNT)
+
+	raiseAt clock.Mono // searchComplete: when to probe above again
+
+	// Black-hole detection.
+	bigAcked cc.PacketNumber // largest full-size packet acknowledged
+	events   int             // full-size losses since, one per instant
+	eventAt  clock.Mono      // the latest counted
+	// After a black hole, sizes at or above holeSize are not probed
+	// before holeUntil (RAISE_TIMER later): a path that drops large
+	// packets now and then changes size at most once per RAISE_TIMER.
+	holeSize  int
+	holeUntil clock.Mono
+
+	changes   int64 // PLPMTU changes, for the tests' flap bound
+	sent      int64
+	lost      int64
+	blackHole int64
+}
+
+type pmtuState uint8
+
+const (
+	pmtuSearching pmtuState = iota
+	pmtuSearchComplete
+)
+
+const (
+	// pmtuBase is BASE_PLPMTU (RFC 8899 §5.1.2): QUIC's 1200 bytes (RFC
+	// 9000 §14), the size of the padded Initial that opened the path.
+	pmtuBase = 1200
+	// pmtuMaxProbes is MAX_PROBES (RFC 8899 §5.1.2's default, 3).
+	pmtuMaxProbes = 3
+	// pmtuRaiseTimer is RAISE_TIMER (RFC 8899 §5.1.1: 600 s).
+	pmtuRaiseTimer = 600 * time.Second
+	// pmtuBlackHoleEvents is how many full-size losses, with nothing
+	// full-size acknowledged in between, make a black hole: with the
+	// retransmission timeout doubling from 200 ms, about 1.4 s of a bulk
+	// transfer into a path whose MTU fell, well before PathDeadTimeouts.
+	pmtuBlackHoleEvents = 3
+	// DefaultMaxDatagramPMTUD is the default ceiling of discovery (the
+	// largest datagram, UDP payload bytes): a 1500-byte Ethernet MTU less
+	// an IPv6 header (40) and UDP's (8), so one ceiling fits both families
+	// on the paths most common (Ethernet, Wi-Fi, most broadband; 20 bytes
+	// to spare over IPv4). Larger MTUs (jumbo frames, loopback) need a
+	// configured ceiling.
+	DefaultMaxDatagramPMTUD = 1500 - 40 - 8
+)
+
+// pmtuCandidates are the sizes probed, ascending (UDP payload bytes):
+// 1280 (tunnels over 1350-1400-byte links), 1400 (common VPN and
+// cellular-core limits), 1452 (1500-byte links over IPv6), 1464 (PPPoE's
+// 1492 over IPv4), 1472 (1500 over IPv4), and jumbo frames' 9000 over
+// IPv6 and IPv4. The ceiling is added if it is not one of them.
+var pmtuCandidates = []int{1280, 1400, 1452, 1464, 1472, 9000 - 48, 9000 - 28}
+
+// newPMTU returns the discovery state for datagrams of at most ceiling
+// bytes; disabled, the size stays at the ceiling (the fixed-size
+// behaviour: Config.PathMTUDiscovery unset).
+func newPMTU(enabled bool, ceiling int) pmtu {
+	p := pmtu{enabled: enabled, base: min(pmtuBase, ceiling), size: ceiling, bigAcked: cc.InvalidPacketNumber}
+	if !enabled {
+		p.state = pmtuSearchComplete
+		return p
+	}
+	p.size = p.base
+	for _, c := range pmtuCandidates {
+		if c > p.base && c < ceiling {
+			p.cands = append(p.cands, c)
+		}
+	}
+	if ceiling > p.base {
+		p.cands = append(p.cands, ceiling)
+	}
+	if len(p.cands) == 0 {
+		p.state = pmtuSearchComplete
+	}
+	return p
+}
+
+// probeDue reports whether a probe should go out at now, and its size:
+// while searching, and once RAISE_TIMER has passed after a search.
+func (p *pmtu) probeDue(now clock.Mono) (int, bool) {
+	if !p.enabled || p.probing || p.next >= len(p.cands) {
+		return 0, false
+	}
+	if p.state == pmtuSearchComplete && (p.raiseAt == 0 || now.Before(p.raiseAt)) {
+		return 0, false
+	}
+	if p.holeSize > 0 && now.Before(p.holeUntil) && p.cands[p.next] >= p.holeSize {
+		return 0, false // searched up to the size that vanished: wait
+	}
+	return p.cands[p.next], true
+}
+
+// nextTimeout is when probeDue turns true by itself (0: not by time),
+// for a caller that found it false at now: a time after now, or 0.
+func (p *pmtu) nextTimeout(now clock.Mono) clock.Mono {
+	if !p.enabled || p.probing || p.next >= len(p.cands) {
+		return 0
+	}
+	var t clock.Mono
+	if p.state == pmtuSearchComplete {
+		t = p.raiseAt
+	}
+	if p.holeSize > 0 && p.cands[p.next] >= p.holeSize {
+		t = max(t, p.holeUntil)
+	}
+	if !now.Before(t) {
+		return 0
+	}
+	return t
+}
+
+// onProbeSent records the probe of size bytes sent as pn.
+func (p *pmtu) onProbeSent(pn cc.PacketNumber, size int) {
+	if p.state == pmtuSearchComplete {
+		p.state, p.count = pmtuSearching, 0 // RAISE_TIMER passed: a new search
+	}
+	p.probing, p.probePN, p.probeLen = true, pn, size
+	p.sent++
+}
+
+// onProbeAcked: the path carries size bytes; the next candidate is
+// probed at once (RFC 8899 §5.2: SEARCHING continues).
+func (p *pmtu) onProbeAcked(now clock.Mono, pn cc.PacketNumber) {
+	if !p.probing || pn != p.probePN {
+		return
+	}
+	p.probing = false
+	if p.probeLen > p.size {
+		p.setSize(p.probeLen)
+	}
+	for p.next < len(p.cands) && p.cands[p.next] <= p.size {
+		p.next++
+	}
+	p.count = 0
+	if p.next >= len(p.cands) {
+		p.complete(now)
+	}
+}
+
+// onProbeLost: after MAX_PROBES losses of one size the path is taken not
+// to carry it and the search is complete (RFC 8899 §5.1.2).
+func (p *pmtu) onProbeLost(now clock.Mono, pn cc.PacketNumber) {
+	if !p.probing || pn != p.probePN {
+		return
+	}
+	p.probing = false
+	p.lost++
+	p.count++
+	if p.count >= pmtuMaxProbes {
+		p.count = 0
+		p.complete(now)
+	}
+}
+
+// complete ends a search: the next one RAISE_TIMER later.
+func (p *pmtu) complete(now clock.Mono) {
+	p.state = pmtuSearchComplete
+	p.raiseAt = now.Add(pmtuRaiseTimer)
+}
+
+// setSize changes the PLPMTU.
+func (p *pmtu) setSize(n int) {
+	if n != p.size {
+		p.size = n
+		p.changes++
+	}
+}
+
+// big reports whether a datagram of n bytes is one a black hole below
+// the PLPMTU would drop: larger than BASE.
+func (p *pmtu) big(n int) bool { return p.enabled && n > p.base }
+
+// onBigAcked: a datagram larger than BASE of packet number pn crossed
+// the path: no black hole below it.
+func (p *pmtu) onBigAcked(pn cc.PacketNumber) {
+	p.bigAcked = max(p.bigAcked, pn)
+	p.events = 0
+}
+
+// onBigLost counts the loss, detected at now, of a datagram larger than
+// BASE sent at sent as pn; it reports whether the path is now taken for
+// a black hole, in which case the PLPMTU is back at BASE and a new search
+// starts (RFC 8899 §5.2, state BASE then SEARCHING).
+func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
+	if p.bigAcked != cc.InvalidPacketNumber && pn < p.bigAcked {
+		return false // a later full-size packet arrived: congestion, not MTU
+	}
+	if p.events > 0 && sent.Before(p.eventAt) {
+		return false // lost in the same instant as one already counted
+	}
+	p.events++
+	p.eventAt = now
+	if p.events < pmtuBlackHoleEvents {
+		return false
+	}
+	p.events = 0
+	p.blackHole++
+	p.holeSize, p.holeUntil = p.size, now.Add(pmtuRaiseTimer)
+	p.setSize(p.base)
+	p.next, p.count, p.probing = 0, 0, false
+	p.state = pmtuSearching
+	return true
+}
+
+// candidates is the probe sequence (for tests).
+func (p pmtu) candidates() []int { return slices.Clone(p.cands) }
+
+// probeDue reports whether the session sends a PMTU probe at now (pacing
+// aside), and its size. Only an open session whose peer's address is
+// validated (a probe is the largest datagram it sends), which carries
+// stream data (an update-only connection's small datagrams gain nothing
+// from a larger size) and whose path answered since the last
+// retransmission timeout (probes into a dead path would all be lost and
+// end the search below sizes the path carries).
+func (s *Session) probeDue(now clock.Mono) (int, bool) {
+	if s.state != stateOpen || !s.AddressValidated() || s.out.end() == 0 || s.tr.Backoff() > 0 {
+		return 0, false
+	}
+	return s.pmtu.probeDue(now)
+}
+
+// pmtuTimeout is when the session next wants to be polled for a probe:
+// RAISE_TIMER's expiry, or, while a probe is due, the pacer's next slot.
+// A probe held back by the session's own conditions needs no deadline:
+// what lifts them (an ACK, the peer's address validated) arrives as a
+// datagram, and the driver polls after every one.
+func (s *Session) pmtuTimeout(now clock.Mono) clock.Mono {
+	if s.state != stateOpen || s.out.end() == 0 {
+		return 0
+	}
+	if _, ok := s.pmtu.probeDue(now); ok {
+		if _, ok := s.probeDue(now); ok {
+			return max(s.pacer.Next(), now)
+		}
+		return 0
+	}
+	return s.pmtu.nextTimeout(now)
+}
+
+// appendProbe builds a PMTU probe of size bytes, protection included
+// (hdr starts the datagram). It is tracked for loss like any packet, in
+// its own kind, and paced, but the controller never sees it (pmtu.go).
+func (s *Session) appendProbe(now clock.Mono, hdr func(wire.Type, uint8, cc.PacketNumber) []byte, size int) []byte {
+	pn := s.tr.OnSent(now, cc.ByteCount(size), kindPMTU, 0, 0)
+	s.pmtu.onProbeSent(pn, size)
+	s.lastSent = now
+	s.pacer.OnSent(now, cc.ByteCount(size), s.controller().PacingRate())
+	return wire.AppendPMTUProbe(hdr(wire.TypePMTUProbe, 0, pn), size-wire.HeaderLen-s.cfg.tagLen())
+}
+
+// dataDatagram is the size of the Data datagram that carried p.
+func (s *Session) dataDatagram(p *recovery.Packet) int {
+	return p.Len + wire.HeaderLen + wire.DataOverhead + s.cfg.tagLen()
+}
+
+// pmtuDataAcked tells discovery that the stream packet pn arrived.
+func (s *Session) pmtuDataAcked(pn cc.PacketNumber, p *recovery.Packet) {
+	if s.pmtu.big(s.dataDatagram(p)) {
+		s.pmtu.onBigAcked(pn)
+	}
+}
+
+// pmtuDataLost tells discovery that the stream packet pn was lost at now.
+func (s *Session) pmtuDataLost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
+	if s.pmtu.big(s.dataDatagram(p)) {
+		s.pmtu.onBigLost(now, p.Sent, pn)
+	}
+}
+
+// restartPMTU starts discovery afresh from BASE_PLPMTU on a new path
+// (RFC 8899 §4.3: the PLPMTU is a property of the path, and a validated
+// size says nothing about another one); the counters go on.
+func (s *Session) restartPMTU() {
+	old := s.pmtu
+	s.pmtu = newPMTU(old.enabled, s.cfg.MaxDatagram)
+	s.pmtu.changes, s.pmtu.sent, s.pmtu.lost, s.pmtu.blackHole = old.changes, old.sent, old.lost, old.blackHole
+	if s.pmtu.size != old.size {
+		s.pmtu.changes++
+	}
+}
+
+// DatagramSize is the largest datagram the session sends stream data in
+// now: the PLPMTU. A driver batching datagrams for segmentation offload
+// must not put a larger one (a probe) into a run of segments.
+func (s *Session) DatagramSize() int { return s.pmtu.size }

@@ -1,0 +1,289 @@
+package session
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/wire"
+	"github.com/fresh-udp/fresh/owd"
+)
+
+// pmtuPath makes p's link drop every datagram larger than *mtu bytes
+// (UDP payload), both ways: an emulated path MTU the test may change.
+func pmtuPath(p *Pair, mtu *int) {
+	p.Filter = func(_ *Session, d []byte) bool { return len(d) <= *mtu }
+}
+
+// bulkFor keeps the client's send buffer full and the server reading for
+// d of virtual time; it returns the stream bytes the server read.
+func bulkFor(p *Pair, d time.Duration) int64 {
+	chunk := make([]byte, 16<<10)
+	rd := make([]byte, 64<<10)
+	var got int64
+	for end := p.Now.Add(d); p.Now.Before(end); {
+		_, _ = p.Cli.Write(chunk)
+		p.Run(time.Millisecond)
+		for {
+			n, _ := p.Srv.Read(rd)
+			if n == 0 {
+				break
+			}
+			got += int64(n)
+		}
+	}
+	return got
+}
+
+// largestData is the largest Data datagram the client sent at or after
+// from, in p.Sent.
+func largestData(p *Pair, from clock.Mono) int {
+	n := 0
+	for _, d := range p.Sent {
+		if d.From == p.Cli && !d.At.Before(from) && wire.Type(d.B[1]) == wire.TypeData {
+			n = max(n, len(d.B))
+		}
+	}
+	return n
+}
+
+// Discovery converges to the largest candidate size the path carries, up
+// to the ceiling, and stream data goes in datagrams of that size.
+func TestPMTUConvergesToPathMTU(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		path, ceiling    int
+		want             int
+		tls              bool
+		wantProbesLostLE int64
+	}{
+		{"ethernet, default ceiling", 1500 - 28, 0, 1452, false, 0},
+		{"loopback: the ceiling", 65535, 0, DefaultMaxDatagramPMTUD, false, 0},
+		{"loopback, ceiling 9000", 65535, 9000, 9000, false, 0},
+		{"tunnel 1420", 1420, 0, 1400, false, 3},
+		{"tunnel 1300", 1300, 0, 1280, false, 3},
+		{"below every candidate", 1250, 0, 1200, false, 3},
+		{"IPv4 PPPoE under a 1472 ceiling", 1470, 1472, 1464, false, 3},
+		{"TLS, tunnel 1420", 1420, 0, 1400, true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{PathMTUDiscovery: true, MaxDatagram: tc.ceiling}
+			if tc.tls {
+				cfg.TLS = loopbackTLS(t)
+			}
+			p := NewPair(t, cfg, cfg, Link{Delay: 10 * time.Millisecond, Rate: 50e6})
+			mtu := tc.path
+			pmtuPath(p, &mtu)
+			p.Open()
+			p.Record = true
+			require.Positive(t, bulkFor(p, 3*time.Second))
+			st := p.Cli.Stats(p.Now)
+			require.Equal(t, tc.want, st.DatagramSize, "%+v", st)
+			require.LessOrEqual(t, st.PMTUProbesLost, tc.wantProbesLostLE, "MAX_PROBES lost at the one size above the path's")
+			require.Zero(t, st.PMTUBlackHoles)
+			require.Zero(t, st.PacketsLost, "nothing but probes was lost")
+			settled := p.Now.Add(-time.Second)
+			require.Equal(t, tc.want, largestData(p, settled), "stream data goes at the discovered size")
+			t.Logf("%s: %d bytes after %d probes (%d lost)", tc.name, st.DatagramSize, st.PMTUProbesSent, st.PMTUProbesLost)
+		})
+	}
+}
+
+// lossCounter is the owd controller, counting the losses and timeouts it
+// is told of.
+type lossCounter struct {
+	cc.Controller
+	losses, rtos int
+}
+
+func (l *lossCounter) OnLoss(now clock.Mono, e cc.LossEvent) {
+	l.losses++
+	l.Controller.OnLoss(now, e)
+}
+
+func (l *lossCounter) OnRetransmissionTimeout(now clock.Mono) {
+	l.rtos++
+	l.Controller.OnRetransmissionTimeout(now)
+}
+
+// A lost probe is not congestion (RFC 8899 §4.4): the controller is never
+// told, and its window is not reduced, while the probes above the path's
+// MTU are lost.
+func TestPMTULostProbeDoesNotShrinkWindow(t *testing.T) {
+	ctl := &lossCounter{}
+	cfg := Config{PathMTUDiscovery: true, NewController: func(mss cc.ByteCount) (cc.Controller, error) {
+		c, err := owd.New(owd.Config{MSS: mss})
+		ctl.Controller = c
+		return ctl, err
+	}}
+	p := NewPair(t, cfg, Config{PathMTUDiscovery: true}, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
+	mtu := 1300
+	pmtuPath(p, &mtu)
+	p.Open()
+	var lowest cc.ByteCount
+	chunk := make([]byte, 16<<10)
+	rd := make([]byte, 64<<10)
+	for p.Cli.Stats(p.Now).PMTUProbesLost < pmtuMaxProbes && p.Now < clock.Mono(10*time.Second) {
+		_, _ = p.Cli.Write(chunk)
+		p.Run(time.Millisecond)
+		for n, _ := p.Srv.Read(rd); n > 0; n, _ = p.Srv.Read(rd) {
+		}
+		if w := p.Cli.Stats(p.Now).Window; lowest == 0 || w < lowest {
+			lowest = w
+		}
+	}
+	st := p.Cli.Stats(p.Now)
+	require.Equal(t, int64(pmtuMaxProbes), st.PMTUProbesLost, "the 1400-byte probes were lost")
+	require.Zero(t, ctl.losses, "a lost probe is no loss to the controller")
+	require.Zero(t, ctl.rtos)
+	require.Zero(t, st.PacketsLost)
+	require.Equal(t, cc.ByteCount(cc.InitialWindowPackets*cfgMSS(t, cfg)), lowest, "the window never fell below its initial size")
+	require.Equal(t, 1280, st.DatagramSize)
+}
+
+func cfgMSS(t *testing.T, cfg Config) int {
+	c, err := cfg.Resolve()
+	require.NoError(t, err)
+	return c.MSS()
+}
+
+// The controller counts its window in segments of the base size, so its
+// initial window is that of 1200-byte datagrams whatever size discovery
+// reaches (RFC 8899 §4.4).
+func TestPMTUInitialWindowFromBase(t *testing.T) {
+	c, err := Config{PathMTUDiscovery: true}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, DefaultMaxDatagramPMTUD, c.MaxDatagram, "the ceiling")
+	require.Equal(t, pmtuBase-wire.HeaderLen-wire.DataOverhead, c.MSS())
+	fixed, err := Config{MaxDatagram: 1400}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, 1400-wire.HeaderLen-wire.DataOverhead, fixed.MSS(), "without discovery every datagram is MaxDatagram")
+	d, err := Config{}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, 1200, d.MaxDatagram)
+	require.Nil(t, newPMTU(false, 1400).candidates())
+	require.Equal(t, []int{1280, 1400, 1452}, newPMTU(true, 1452).candidates())
+	require.Equal(t, []int{1250}, newPMTU(true, 1250).candidates())
+	require.Empty(t, newPMTU(true, 1000).candidates())
+	require.Equal(t, 1000, newPMTU(true, 1000).size)
+}
+
+// A path whose MTU falls mid-connection (a black hole: full-size packets
+// vanish, small ones cross) is detected: the size falls back to BASE,
+// stream data keeps flowing, and a new search finds the new size.
+func TestPMTUBlackHoleFallsBack(t *testing.T) {
+	cfg := Config{PathMTUDiscovery: true}
+	p := NewPair(t, cfg, cfg, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
+	mtu := 1500
+	pmtuPath(p, &mtu)
+	p.Open()
+	require.Positive(t, bulkFor(p, 2*time.Second))
+	require.Equal(t, 1452, p.Cli.Stats(p.Now).DatagramSize)
+
+	mtu = 1300 // the route changes
+	start := p.Now
+	var fellBack time.Duration
+	for p.Now.Sub(start) < 10*time.Second && fellBack == 0 {
+		bulkFor(p, 10*time.Millisecond)
+		if p.Cli.Stats(p.Now).PMTUBlackHoles > 0 {
+			fellBack = p.Now.Sub(start)
+		}
+	}
+	require.NotZero(t, fellBack, "the black hole is detected")
+	require.Less(t, fellBack, 3*time.Second)
+	got := bulkFor(p, 5*time.Second)
+	st := p.Cli.Stats(p.Now)
+	require.Greater(t, got, int64(5e6), "data flows again: %d bytes in 5 s at 20 Mbit/s", got)
+	require.Equal(t, 1280, st.DatagramSize, "searched again: the largest candidate the new path carries")
+	require.Equal(t, int64(1), st.PMTUBlackHoles)
+	require.Equal(t, stateOpen, p.Cli.state)
+	t.Logf("fell back after %v; %d bytes in the next 5 s; %d probes, %d lost", fellBack, got, st.PMTUProbesSent, st.PMTUProbesLost)
+
+}
+
+// A path that black-holes large packets for a moment and then carries
+// them again does not flap: after the fallback the new search stops
+// below the size that vanished until RAISE_TIMER has passed, then finds
+// it again.
+func TestPMTUBlackHoleDoesNotFlap(t *testing.T) {
+	cfg := Config{PathMTUDiscovery: true}
+	p := NewPair(t, cfg, cfg, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
+	mtu := 1500
+	pmtuPath(p, &mtu)
+	p.Open()
+	bulkFor(p, 2*time.Second)
+	require.Equal(t, 1452, p.Cli.Stats(p.Now).DatagramSize)
+	mtu = 1300
+	require.True(t, p.DriveUntil(func() bool {
+		bulkFor(p, time.Millisecond)
+		return p.Cli.Stats(p.Now).PMTUBlackHoles > 0
+	}, 10*time.Second))
+	mtu = 1500 // back at once
+	changes := p.Cli.pmtu.changes
+	for range 9 {
+		bulkFor(p, 100*time.Millisecond)
+		p.Run(time.Minute)
+		require.Equal(t, 1400, p.Cli.Stats(p.Now).DatagramSize, "searched again, below the size that vanished")
+	}
+	require.Equal(t, changes+2, p.Cli.pmtu.changes, "1200 → 1280 → 1400 once")
+	p.Run(2 * time.Minute)
+	bulkFor(p, time.Second)
+	require.Equal(t, 1452, p.Cli.Stats(p.Now).DatagramSize, "RAISE_TIMER: searched above again")
+	require.Equal(t, int64(1), p.Cli.Stats(p.Now).PMTUBlackHoles)
+}
+
+// On a path whose MTU never changes the size settles and stays: over
+// hours of virtual time the only changes are the first search's steps,
+// however often RAISE_TIMER probes above, and random loss is not taken for
+// a black hole.
+func TestPMTUDoesNotFlap(t *testing.T) {
+	t.Run("raise timer, 3 h", func(t *testing.T) {
+		cfg := Config{PathMTUDiscovery: true}
+		p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 10e6})
+		mtu := 1420
+		pmtuPath(p, &mtu)
+		p.Open()
+		msg := make([]byte, 4000)
+		rd := make([]byte, 64<<10)
+		for p.Now < clock.Mono(3*time.Hour) {
+			_, _ = p.Cli.Write(msg)
+			p.Run(500 * time.Millisecond)
+			for n, _ := p.Srv.Read(rd); n > 0; n, _ = p.Srv.Read(rd) {
+			}
+			require.LessOrEqual(t, p.Cli.pmtu.changes, int64(2), "1200 → 1280 → 1400, then never again")
+		}
+		st := p.Cli.Stats(p.Now)
+		require.Equal(t, 1400, st.DatagramSize)
+		require.Zero(t, st.PMTUBlackHoles)
+		raises := int64(3 * time.Hour / pmtuRaiseTimer)
+		require.LessOrEqual(t, st.PMTUProbesLost, pmtuMaxProbes*(raises+1), "three lost probes per RAISE_TIMER")
+		require.GreaterOrEqual(t, st.PMTUProbesLost, pmtuMaxProbes*(raises-1), "RAISE_TIMER re-probes")
+		require.Zero(t, p.Spurious, "no deadline without something to do")
+		t.Logf("3 h: %d size changes, %d probes sent, %d lost", p.Cli.pmtu.changes, st.PMTUProbesSent, st.PMTUProbesLost)
+	})
+	t.Run("1% random loss, bulk", func(t *testing.T) {
+		cfg := Config{PathMTUDiscovery: true}
+		p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 10e6, Loss: 0.01, Seed: 3})
+		p.Open()
+		bulkFor(p, 60*time.Second)
+		st := p.Cli.Stats(p.Now)
+		require.Positive(t, st.PacketsLost)
+		require.Zero(t, st.PMTUBlackHoles, "congestion-free random loss is not a black hole")
+		require.Equal(t, 1452, st.DatagramSize)
+		require.LessOrEqual(t, p.Cli.pmtu.changes, int64(3))
+	})
+}
+
+// Without discovery nothing is probed and every datagram is MaxDatagram.
+func TestPMTUDisabled(t *testing.T) {
+	p := OpenPair(t, Config{MaxDatagram: 1300}, Link{Delay: 5 * time.Millisecond, Rate: 20e6})
+	p.Record = true
+	bulkFor(p, time.Second)
+	st := p.Cli.Stats(p.Now)
+	require.Equal(t, 1300, st.DatagramSize)
+	require.Zero(t, st.PMTUProbesSent)
+	require.Equal(t, 1300, largestData(p, 0))
+}
