@@ -92,6 +92,17 @@ type Stats struct {
 	// Config.MaxUpdateFuture: dropped, never delivered.
 	UpdatesRejected int64
 	Age             AgeStats
+
+	// 0-RTT (Config.Allow0RTT). EarlyUpdatesSent (dialer) counts the
+	// updates sent under the early keys, before the handshake completed;
+	// EarlyRejected says the listener refused the early data (its update
+	// went again after the handshake). EarlyUpdatesReceived (listener)
+	// counts the early updates delivered; EarlyDropped the packets under
+	// the early keys it did not take: any frame but an update (stream
+	// data is never taken early), or early data it had not accepted.
+	EarlyUpdatesSent, EarlyUpdatesReceived int64
+	EarlyDropped                           int64
+	EarlyRejected                          bool
 }
 
 // AgeStats is the age of information at this end (monitor side): the
@@ -127,7 +138,9 @@ func statsFrom(s session.Stats) Stats {
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
-		Age: AgeStats(s.Age),
+		Age:              AgeStats(s.Age),
+		EarlyUpdatesSent: s.EarlyUpdatesSent, EarlyUpdatesReceived: s.EarlyUpdatesReceived,
+		EarlyDropped: s.EarlyDropped, EarlyRejected: s.EarlyRejected,
 	}
 }
 
