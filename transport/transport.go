@@ -291,10 +291,10 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 		}
 	}
 	c.stopNTP = stopNTP
+	c.mu.Lock() // the reader may route a datagram to it already
 	if early && c.s.EarlyReady() {
 		// The session holds a ticket that allows early data: the caller
 		// may send its update now, to go with the first flight.
-		c.mu.Lock()
 		c.hsTimer = time.AfterFunc(conf.HandshakeTimeout, func() {
 			if !isClosed(c.opened) {
 				c.abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
@@ -304,6 +304,7 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 		t.drv.start(c)
 		return c, nil
 	}
+	c.mu.Unlock()
 	t.drv.start(c)
 
 	hs, cancel := context.WithTimeout(ctx, conf.HandshakeTimeout)
