@@ -44,7 +44,13 @@
 //	-out FILE       write uploads to FILE (default: discard)
 //	-ntp SERVER     NTP-correct this host's clock (host or host:port)
 //	-stats 10s      interval of the full statistics (0: only at disconnect)
+//	-0rtt           accept agents' first readings in 0-RTT (agents resuming with -0rtt FILE)
 //	-v              debug logs (log/slog) on stderr; silent otherwise
+//
+// With -0rtt an agent that resumes its TLS session sends its first reading
+// with its first flight, a round trip sooner; the "connected" line says
+// so. Only readings are taken in 0-RTT, never uploads, because early data
+// can be replayed (see transport.Config.Allow0RTT and SECURITY.md).
 //
 // It runs until Ctrl-C (or SIGTERM), then closes every connection and exits 0.
 // It exits 2 on a usage error (no credentials and no -insecure, say), 1 if
@@ -76,6 +82,7 @@ type options struct {
 	out    string
 	ntp    string
 	stats  time.Duration
+	zrtt   bool
 	creds  cli.Credentials
 	logger *slog.Logger
 }
@@ -87,6 +94,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.out, "out", "", "write uploads to `FILE` (default: discard); the n-th agent's to FILE.n")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting this host's clock (host or host:port)")
 	fs.DurationVar(&o.stats, "stats", 10*time.Second, "interval of the full statistics (0: only when an agent leaves)")
+	fs.BoolVar(&o.zrtt, "0rtt", false, "accept agents' first readings in 0-RTT (TLS early data; readings only, never uploads)")
 	o.creds.Register(fs, "server", "-")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +102,9 @@ func parseFlags(args []string) (*options, error) {
 			return nil, err
 		}
 		return nil, &cli.UsageError{Err: err}
+	}
+	if o.zrtt && o.creds.Insecure {
+		return nil, cli.Usagef("-0rtt and -insecure exclude each other: 0-RTT resumes a TLS session")
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
@@ -111,7 +122,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := transport.Config{NTPServer: o.ntp, Logger: o.logger}
+	cfg := transport.Config{NTPServer: o.ntp, Logger: o.logger, Allow0RTT: o.zrtt}
 	if err := o.creds.Config(&cfg, true); err != nil {
 		return err
 	}
@@ -182,10 +193,17 @@ func serve(ctx context.Context, conn *transport.Conn, agents *atomic.Int64, o *o
 		conn.Close()
 		return
 	}
+	how := ""
+	if st, ok := conn.ConnectionState(); ok && st.DidResume {
+		how = " (session resumed)"
+		if conn.Stats().EarlyUpdatesReceived > 0 {
+			how = " (session resumed, first reading in 0-RTT)"
+		}
+	}
 	if o.creds.CA != "" {
-		fmt.Fprintf(out, "%s connected (identity %q, certificate verified against -ca)\n", peer, cli.PeerName(conn))
+		fmt.Fprintf(out, "%s connected%s (identity %q, certificate verified against -ca)\n", peer, how, cli.PeerName(conn))
 	} else {
-		fmt.Fprintf(out, "%s connected\n", peer)
+		fmt.Fprintf(out, "%s connected%s\n", peer, how)
 	}
 
 	var received atomic.Int64
