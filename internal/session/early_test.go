@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/binary"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,7 +35,7 @@ type resumable struct {
 	cache    *ticketCache
 }
 
-func newResumable(t *testing.T, cli0RTT, srv0RTT bool) *resumable {
+func newResumable(t testing.TB, cli0RTT, srv0RTT bool) *resumable {
 	cache := &ticketCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 	c := PrepareTLS(loopbackTLS(t))
 	c.ClientSessionCache = cache
@@ -46,7 +47,7 @@ func newResumable(t *testing.T, cli0RTT, srv0RTT bool) *resumable {
 }
 
 // prime runs one full handshake so that the client holds a ticket.
-func (r *resumable) prime(t *testing.T, l Link) {
+func (r *resumable) prime(t testing.TB, l Link) {
 	p := NewPair(t, r.cli, r.srv, l)
 	p.Open()
 	require.True(t, p.DriveUntil(func() bool { return r.cache.puts.Load() > 0 }, time.Second), "no session ticket")
@@ -316,4 +317,69 @@ func TestZeroRTTReplayDeliversNothingOlder(t *testing.T) {
 	}
 	require.False(t, opened, "a replayed flight opened a connection")
 	require.False(t, srv.AddressValidated(), "a replayed 0-RTT packet validated the address")
+}
+
+// FuzzEarlyHandshake is FuzzHandshake for a server that accepts 0-RTT:
+// every run is a new server session given a resuming client's recorded
+// first flight (its Initials and its early update, accepted again each
+// time: crypto/tls keeps no anti-replay state), then arbitrary datagrams.
+// It must not panic, must never open (no forged input completes the
+// handshake) and never take the address as validated.
+func FuzzEarlyHandshake(f *testing.F) {
+	srv, flight, rest := earlyFuzzSetup(f)
+	f.Add(rest)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		s, err := New(srv, pairConnID, false, 0)
+		require.NoError(t, err)
+		defer s.Abort(ErrClosed)
+		for _, d := range flight {
+			s.Handle(0, 0, bytes.Clone(d))
+		}
+		require.NotNil(t, s.sec.early.read, "the recorded early data is accepted")
+		now := clock.Mono(0)
+		buf := make([]byte, 0, 1500)
+		for len(in) >= 2 {
+			n := min(int(binary.BigEndian.Uint16(in)), len(in)-2)
+			dg := bytes.Clone(in[2 : 2+n])
+			in = in[2+n:]
+			now = now.Add(time.Millisecond)
+			wall := int64(now) / 1000
+			s.Handle(now, wall, dg)
+			if d := s.NextTimeout(now); d != 0 && !now.Before(d) {
+				s.Timeout(now)
+			}
+			for range 64 {
+				if _, _, ok := s.Poll(now, wall, buf); !ok {
+					break
+				}
+			}
+			require.NotEqual(t, stateOpen, s.state, "a server opened on forged input")
+			require.False(t, s.validated, "forged or replayed input validated the address")
+		}
+	})
+}
+
+// earlyFuzzSetup records a 0-RTT handshake: the server config (whose
+// ticket keys the flight's ticket needs), the client's first flight, and
+// the rest of what the client sent, framed as a FuzzEarlyHandshake input.
+func earlyFuzzSetup(tb testing.TB) (srv Config, flight [][]byte, rest []byte) {
+	r := newResumable(tb, true, true)
+	r.prime(tb, Link{Delay: 10 * time.Millisecond})
+	p := NewPair(tb, r.cli, r.srv, Link{Delay: 10 * time.Millisecond})
+	p.Record = true
+	require.NoError(tb, p.Cli.SendUpdate(0, p.Wall(p.Cli), []byte("first")))
+	p.Open()
+	p.Run(50 * time.Millisecond)
+	for _, d := range p.Sent {
+		switch {
+		case d.From != p.Cli:
+		case d.At == 0:
+			flight = append(flight, d.B)
+		default:
+			rest = binary.BigEndian.AppendUint16(rest, uint16(len(d.B)))
+			rest = append(rest, d.B...)
+		}
+	}
+	return r.srv, flight, rest
 }
