@@ -169,6 +169,12 @@ func (s Stats) String() string {
 	if s.UpdatesReceived > 0 {
 		fmt.Fprintf(&b, "; updates received %d (stale %d, rejected %d), age %v", s.UpdatesReceived, s.UpdatesStale, s.UpdatesRejected, s.Age)
 	}
+	if s.EarlyUpdatesSent+s.EarlyUpdatesReceived+s.EarlyDropped > 0 || s.EarlyRejected {
+		fmt.Fprintf(&b, "; 0-RTT updates sent %d, received %d, dropped %d", s.EarlyUpdatesSent, s.EarlyUpdatesReceived, s.EarlyDropped)
+		if s.EarlyRejected {
+			b.WriteString(", refused by the peer")
+		}
+	}
 	if s.NTP.Enabled {
 		fmt.Fprintf(&b, "; %v", s.NTP)
 	}
