@@ -136,26 +136,34 @@ func TestZeroRTTNeedsBothEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
 		cli, srv, srvLate bool
+		restarted         bool // the server's ticket keys changed
 		rejected          bool
 	}{
 		{name: "client without", cli: false, srv: true, srvLate: true},
 		{name: "server without", cli: true, srv: false, srvLate: false},
 		{name: "server declines its own ticket", cli: true, srv: true, srvLate: false, rejected: true},
+		{name: "server restarted", cli: true, srv: true, srvLate: true, restarted: true, rejected: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newResumable(t, tc.cli, tc.srv)
 			r.prime(t, Link{Delay: 10 * time.Millisecond})
 			srv := r.srv
 			srv.Allow0RTT = tc.srvLate
+			if tc.restarted {
+				srv.TLS = PrepareTLS(loopbackTLS(t)) // new ticket keys: the ticket cannot be read
+			}
 			p := NewPair(t, r.cli, srv, Link{Delay: 10 * time.Millisecond})
 			p.Record = true
 			_, u := firstUpdateAt(t, p)
 			require.False(t, u.Early)
 			st, _ := p.Cli.TLSState()
-			require.True(t, st.DidResume, "resumption goes on without 0-RTT")
+			require.Equal(t, !tc.restarted, st.DidResume, "resumption goes on without 0-RTT")
 			cs := p.Cli.Stats(p.Now)
 			require.Equal(t, tc.rejected, cs.EarlyRejected)
 			require.Equal(t, int64(0), p.Srv.Stats(p.Now).EarlyUpdatesReceived)
+			if tc.rejected {
+				require.Equal(t, int64(1), p.Srv.Stats(p.Now).EarlyDropped, "the early packet the server could not read")
+			}
 			for _, d := range p.Sent {
 				if h, _, _ := wire.ParseHeader(d.B); d.From == p.Cli && h.Epoch == wire.EpochEarly {
 					require.True(t, tc.rejected, "an early packet without both ends allowing it")
