@@ -292,7 +292,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	sensCtx, stopSensing := context.WithCancel(ctx)
 	defer stopSensing()
 	if err == nil {
-		wg.Go(func() { sense(sensCtx, conn, o.hz, o.tickets != "") })
+		sens := newSensor(o.hz)
+		if o.tickets != "" {
+			// The first reading at once, before the handshake can end: it
+			// goes in the first flight when the ticket allows 0-RTT.
+			_ = conn.SendUpdate(sens.read())
+		}
+		wg.Go(func() { sense(sensCtx, conn, sens) })
 		if err = awaitHandshake(ctx, conn); err != nil {
 			stopSensing()
 			wg.Wait()
@@ -483,27 +489,38 @@ func printLine(w io.Writer, elapsed, dt time.Duration, s, prev transport.Stats) 
 		s.UpdatesSent-prev.UpdatesSent, s.UpdateRate)
 }
 
-// sense samples the (simulated) sensor at hz and offers every reading to
-// SendUpdate until ctx ends or the connection closes; with now the first
-// reading is taken at once rather than a period later.
-func sense(ctx context.Context, conn *transport.Conn, hz float64, now bool) {
-	tick := time.NewTicker(time.Duration(float64(time.Second) / hz))
+// sensor is the simulated sensor: each reading is a small JSON object.
+type sensor struct {
+	hz  float64
+	seq int
+	rng *mrand.Rand
+	buf []byte
+}
+
+func newSensor(hz float64) *sensor { return &sensor{hz: hz, rng: mrand.New(mrand.NewPCG(1, 2))} }
+
+// read takes the next reading; it is valid until the next call.
+func (s *sensor) read() []byte {
+	t := float64(s.seq) / s.hz
+	s.buf = fmt.Appendf(s.buf[:0], `{"seq":%d,"t_ms":%d,"temp_c":%.2f,"rh_pct":%.1f,"vib_g":%.3f}`,
+		s.seq, time.Now().UnixMilli(), 21.5+0.01*t+0.05*s.rng.NormFloat64(),
+		45+s.rng.NormFloat64(), 0.02*s.rng.Float64())
+	s.seq++
+	return s.buf
+}
+
+// sense samples the sensor at its rate and offers every reading to
+// SendUpdate until ctx ends or the connection closes.
+func sense(ctx context.Context, conn *transport.Conn, s *sensor) {
+	tick := time.NewTicker(time.Duration(float64(time.Second) / s.hz))
 	defer tick.Stop()
-	rng := mrand.New(mrand.NewPCG(1, 2))
-	var buf []byte
-	for seq := 0; ; seq++ {
-		if seq > 0 || !now { // now: the first reading at once, for the first flight
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
-		t := float64(seq) / hz
-		buf = fmt.Appendf(buf[:0], `{"seq":%d,"t_ms":%d,"temp_c":%.2f,"rh_pct":%.1f,"vib_g":%.3f}`,
-			seq, time.Now().UnixMilli(), 21.5+0.01*t+0.05*rng.NormFloat64(),
-			45+rng.NormFloat64(), 0.02*rng.Float64())
-		if err := conn.SendUpdate(buf); err != nil {
+		if err := conn.SendUpdate(s.read()); err != nil {
 			return
 		}
 	}
