@@ -31,9 +31,38 @@ type Config struct {
 	// RootCAs (nil: the system roots) and ServerName (empty: the host part
 	// of Dial's address). NextProtos defaults to ALPN ("fresh/1").
 	// Session resumption works as crypto/tls has it: set
-	// ClientSessionCache on the dialer. The config is cloned; later
-	// changes do not apply. See SECURITY.md for what this protects.
+	// ClientSessionCache on the dialer, and a later Dial to the same
+	// server resumes (a PSK handshake, no certificate exchange; Conn.
+	// ConnectionState's DidResume says so). A listener issues a ticket
+	// after every handshake unless SessionTicketsDisabled is set; its
+	// ticket keys live in its config, so they change when it restarts
+	// unless set (SetSessionTicketKeys). With Allow0RTT a resumed
+	// connection can also carry its first updates in 0-RTT (DialEarly).
+	// The config is cloned; later changes do not apply. See SECURITY.md
+	// for what this protects.
 	TLS *tls.Config
+	// Allow0RTT turns on 0-RTT status updates (TLS early data, RFC 8446
+	// §4.2.10, RFC 9001 §4.6). On a listener: its session tickets allow
+	// early data, and it takes the updates a resuming client sends with
+	// its first flight (Update.Early marks them); everything else under
+	// the early keys is dropped. On a dialer with a ClientSessionCache:
+	// DialEarly to a server whose ticket allows it returns before the
+	// handshake completes, and an update sent at once goes in the first
+	// flight, a round trip earlier than after a full handshake. Both ends
+	// must set it; default off.
+	//
+	// The caveat is replay: anyone who captures a first flight can send
+	// it again, and crypto/tls keeps no anti-replay state (RFC 8446 §8).
+	// That is why only updates go in 0-RTT, never stream bytes (a
+	// replayed Write would be read twice): updates are freshest-only, so
+	// a replay into the same connection is dropped as old, and a replay
+	// into a new connection cannot complete its handshake, so it never
+	// reaches Accept and its update no application. What a replay can
+	// still do is cost the listener a handshake's work and let an
+	// observer learn that the device reconnected; early data also lacks
+	// forward secrecy against a later theft of the listener's ticket
+	// keys. See SECURITY.md.
+	Allow0RTT bool
 	// Insecure runs in plaintext: no handshake authentication, no
 	// encryption, no integrity. Anyone on the path can read the stream,
 	// forge data, acknowledgments and updates, and close the connection.
@@ -233,6 +262,8 @@ func (c Config) withDefaults() (Config, error) {
 		return field("TLS", "not set: set Config.TLS (a certificate on the listener; RootCAs, and ServerName if the address is not the name, on the dialer), or Insecure: true for plaintext (unsafe: anyone on the path can read, forge and close connections)")
 	case c.TLS != nil && c.Insecure:
 		return field("Insecure", "set together with TLS: choose one")
+	case c.Allow0RTT && c.Insecure:
+		return field("Allow0RTT", "set with Insecure: 0-RTT resumes a TLS session, set TLS instead")
 	}
 	// The protocol's settings: the session fills and checks them; the
 	// resolved datagram size sizes this end's buffers.
@@ -271,6 +302,7 @@ func (c *Config) sessionConfig() session.Config {
 	}
 	return session.Config{
 		TLS:              c.TLS,
+		Allow0RTT:        c.Allow0RTT,
 		MaxDatagram:      c.MaxDatagram,
 		PathMTUDiscovery: !c.DisablePathMTUDiscovery,
 		NewController:    newController,

@@ -60,6 +60,7 @@ type Conn struct {
 	writeDL    deadline      // SetWriteDeadline
 	done       chan struct{} // closed when the driver has let it go
 	openOnce   sync.Once
+	hsTimer    *time.Timer // DialEarly's HandshakeTimeout, once it has returned
 	closeOnce  sync.Once
 	closeErr   error
 
@@ -89,6 +90,10 @@ type Update struct {
 	Generated time.Time
 	// Age is how old it was on arrival: now − Generated.
 	Age time.Duration
+	// Early says it came in 0-RTT, with the source's first flight
+	// (Config.Allow0RTT). It is delivered only once the handshake has
+	// completed, like every update.
+	Early bool
 }
 
 func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) *Conn {
@@ -122,7 +127,12 @@ func signal(ch chan struct{}) {
 // notifyLocked wakes waiters after the session changed; c.mu is held.
 func (c *Conn) notifyLocked() {
 	if c.s.Opened() {
-		c.openOnce.Do(func() { close(c.opened) })
+		c.openOnce.Do(func() {
+			if c.hsTimer != nil {
+				c.hsTimer.Stop()
+			}
+			close(c.opened)
+		})
 	}
 	if c.s.ReadReady() {
 		signal(c.readReady)
@@ -320,6 +330,7 @@ func (c *Conn) ReadUpdate(ctx context.Context) (Update, error) {
 				Payload:   append([]byte(nil), u.Payload...),
 				Generated: time.UnixMicro(u.GeneratedMicros),
 				Age:       u.Age,
+				Early:     u.Early,
 			}
 			c.mu.Unlock()
 			return out, nil
@@ -336,6 +347,11 @@ func (c *Conn) ReadUpdate(ctx context.Context) (Update, error) {
 		}
 	}
 }
+
+// HandshakeComplete is closed once the handshake has completed, or the
+// connection ended before it could (Err then says why). A Conn from Dial
+// or Accept has completed it already; one from DialEarly may not have.
+func (c *Conn) HandshakeComplete() <-chan struct{} { return c.opened }
 
 // Stats returns a snapshot of the connection's counters and state.
 func (c *Conn) Stats() Stats {

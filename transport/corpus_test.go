@@ -104,7 +104,7 @@ func malformedCorpus() []corpusEntry {
 		add(dir, "protected-epoch-0", withByte(good, 3, wire.EpochNone))
 		add(dir, "clear-with-epoch-app0", withByte(good, 2, 0))
 		add(dir, "clear-with-epoch-handshake", withByte(withByte(good, 2, 0), 3, wire.EpochHandshake))
-		add(dir, "epoch-4", withByte(good, 3, 4))
+		add(dir, "epoch-5", withByte(good, 3, wire.EpochEarly+1))
 		add(dir, "epoch-255", withByte(good, 3, 0xff))
 		pnMax := slices.Clone(good)
 		binary.BigEndian.PutUint64(pnMax[12:], wire.MaxPacketNumber+1)
@@ -226,6 +226,15 @@ func malformedCorpus() []corpusEntry {
 	add("client", "wrong-connection-id-clear-close", wire.AppendClose(hdr(wire.TypeClose, 0, 0, 0x0123456789abcdef, 0), &wire.Close{}))
 	add("client", "retry-after-handshake-zero-token", wire.AppendRetry(hdr(wire.TypeRetry, 0, 0, live, 0), &wire.Retry{Token: make([]byte, 1)}))
 
+	// 0-RTT packets (epoch 4) on an open connection: a listener drops
+	// early stream data whatever its keys, and early updates once its
+	// 0-RTT keys are gone (or were never there); a client takes none.
+	add("listener-from-peer", "early-data-epoch-4", sealed(wire.TypeData, wire.EpochEarly, live, 1<<42, 64))
+	add("listener-from-peer", "early-update-after-handshake", sealed(wire.TypeUpdate, wire.EpochEarly, live, 1<<42+1, 64))
+	add("listener-from-peer", "early-ping-epoch-4", sealed(wire.TypePing, wire.EpochEarly, live, 1<<42+2, 16))
+	add("listener-from-foreign", "live-id-early-update", sealed(wire.TypeUpdate, wire.EpochEarly, live, 1<<42+3, 48))
+	add("client", "early-update-to-a-client", sealed(wire.TypeUpdate, wire.EpochEarly, live, 1<<42+4, 64))
+
 	for i := range out {
 		out[i].name = fmt.Sprintf("%03d-%s.bin", i, out[i].name)
 	}
@@ -278,7 +287,7 @@ func dropCounters(l *ListenerStats, c Stats) map[string]int64 {
 	m := map[string]int64{
 		"conn.Malformed": c.Malformed, "conn.Unauthenticated": c.Unauthenticated, "conn.Replayed": c.Replayed,
 		"conn.Duplicates": c.Duplicates, "conn.StreamFramesDropped": c.StreamFramesDropped, "conn.UpdatesRejected": c.UpdatesRejected,
-		"conn.UpdatesStale": c.UpdatesStale,
+		"conn.UpdatesStale": c.UpdatesStale, "conn.EarlyDropped": c.EarlyDropped,
 	}
 	if l != nil {
 		for k, v := range map[string]int64{

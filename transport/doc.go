@@ -78,6 +78,16 @@
 // is unauthenticated, and may be transient); a peer that is gone is found
 // by Config.IdleTimeout.
 //
+// A dialer that sets ClientSessionCache in its TLS config resumes: the
+// listener sends a session ticket after each handshake, and the next Dial
+// to it runs a PSK handshake without certificates (ConnectionState's
+// DidResume). With Config.Allow0RTT on both ends a resumed connection can
+// carry updates in 0-RTT: DialEarly returns before the handshake, and an
+// update sent at once travels with the ClientHello and reaches the
+// listener's application a round trip sooner than after Dial. Only
+// updates go in 0-RTT, never stream bytes, because 0-RTT can be replayed
+// (Config.Allow0RTT, SECURITY.md).
+//
 // # Updates
 //
 // SendUpdate hands the newest sample to the regulator (Config.UpdatePolicy,

@@ -117,6 +117,17 @@ type Stats struct {
 	// Config.MaxUpdateFuture: dropped, never delivered.
 	UpdatesRejected int64
 	Age             AgeStats
+
+	// 0-RTT (Config.Allow0RTT). EarlyUpdatesSent (dialer) counts the
+	// updates sent under the early keys, before the handshake completed;
+	// EarlyRejected says the listener refused the early data (its update
+	// went again after the handshake). EarlyUpdatesReceived (listener)
+	// counts the early updates delivered; EarlyDropped the packets under
+	// the early keys it did not take: any frame but an update (stream
+	// data is never taken early), or early data it had not accepted.
+	EarlyUpdatesSent, EarlyUpdatesReceived int64
+	EarlyDropped                           int64
+	EarlyRejected                          bool
 }
 
 // AgeStats is the age of information at this end (monitor side): the
@@ -155,7 +166,9 @@ func statsFrom(s session.Stats) Stats {
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
-		Age: AgeStats(s.Age),
+		Age:              AgeStats(s.Age),
+		EarlyUpdatesSent: s.EarlyUpdatesSent, EarlyUpdatesReceived: s.EarlyUpdatesReceived,
+		EarlyDropped: s.EarlyDropped, EarlyRejected: s.EarlyRejected,
 	}
 }
 
@@ -189,6 +202,12 @@ func (s Stats) String() string {
 	}
 	if s.UpdatesReceived > 0 {
 		fmt.Fprintf(&b, "; updates received %d (stale %d, rejected %d), age %v", s.UpdatesReceived, s.UpdatesStale, s.UpdatesRejected, s.Age)
+	}
+	if s.EarlyUpdatesSent+s.EarlyUpdatesReceived+s.EarlyDropped > 0 || s.EarlyRejected {
+		fmt.Fprintf(&b, "; 0-RTT updates sent %d, received %d, dropped %d", s.EarlyUpdatesSent, s.EarlyUpdatesReceived, s.EarlyDropped)
+		if s.EarlyRejected {
+			b.WriteString(", refused by the peer")
+		}
 	}
 	if s.NTP.Enabled {
 		fmt.Fprintf(&b, "; %v", s.NTP)

@@ -68,4 +68,7 @@ func TestStatsStrings(t *testing.T) {
 	s.UpdatesReceived, s.Age = 3, age
 	require.Contains(t, s.String(), "; updates received 3 (stale 0, rejected 0), age mean 5.1ms p95 9.6ms peak 11.6ms")
 	require.NotContains(t, s.String(), "ntp", "no NTP section without an NTP clock")
+	require.NotContains(t, s.String(), "0-RTT", "no 0-RTT section without early data")
+	s.EarlyUpdatesSent, s.EarlyRejected = 1, true
+	require.Contains(t, s.String(), "; 0-RTT updates sent 1, received 0, dropped 0, refused by the peer")
 }

@@ -311,6 +311,16 @@ func (t *Transport) Listen(cfg Config) (*Listener, error) {
 // TLS verification is cfg.TLS.ServerName; it must be set unless the TLS
 // config skips verification.
 func (t *Transport) Dial(ctx context.Context, addr net.Addr, cfg Config) (*Conn, error) {
+	return t.dialAddr(ctx, addr, cfg, false)
+}
+
+// DialEarly is Dial for a connection that may carry 0-RTT updates; see the
+// package-level DialEarly.
+func (t *Transport) DialEarly(ctx context.Context, addr net.Addr, cfg Config) (*Conn, error) {
+	return t.dialAddr(ctx, addr, cfg, true)
+}
+
+func (t *Transport) dialAddr(ctx context.Context, addr net.Addr, cfg Config, early bool) (*Conn, error) {
 	conf, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -319,12 +329,13 @@ func (t *Transport) Dial(ctx context.Context, addr net.Addr, cfg Config) (*Conn,
 	if !ok {
 		return nil, &dialError{addr.String(), fmt.Errorf("not a UDP address (%T)", addr)}
 	}
-	return t.dial(ctx, ua, addr.String(), conf)
+	return t.dial(ctx, ua, addr.String(), conf, early)
 }
 
 // dial is Dial with a resolved config; name is the address as the caller
-// wrote it, for errors.
-func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, conf Config) (*Conn, error) {
+// wrote it, for errors. With early it returns at once when the session can
+// send 0-RTT updates, its handshake then bounded by HandshakeTimeout alone.
+func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, conf Config, early bool) (*Conn, error) {
 	stopNTP, err := startNTP(&conf)
 	if err != nil {
 		return nil, err
@@ -355,6 +366,20 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 		}
 	}
 	c.stopNTP = stopNTP
+	c.mu.Lock() // the reader may route a datagram to it already
+	if early && c.s.EarlyReady() {
+		// The session holds a ticket that allows early data: the caller
+		// may send its update now, to go with the first flight.
+		c.hsTimer = time.AfterFunc(conf.HandshakeTimeout, func() {
+			if !isClosed(c.opened) {
+				c.abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
+			}
+		})
+		c.mu.Unlock()
+		t.drv.start(c)
+		return c, nil
+	}
+	c.mu.Unlock()
 	t.drv.start(c)
 
 	hs, cancel := context.WithTimeout(ctx, conf.HandshakeTimeout)
@@ -733,6 +758,32 @@ func Listen(addr string, cfg Config) (*Listener, error) {
 // (they are unauthenticated and may be transient): a peer that went away
 // is noticed by IdleTimeout. Closing the Conn closes the socket.
 func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
+	return dialAddr(ctx, addr, cfg, false)
+}
+
+// DialEarly is Dial for a device that wants its first update in its first
+// flight (0-RTT, Config.Allow0RTT). When cfg.TLS's ClientSessionCache holds
+// a ticket from this server that allows early data, and cfg.Allow0RTT is
+// set, it returns as soon as the first flight can go, before the
+// handshake completes: an update sent at once (SendUpdate) travels with
+// the ClientHello, under the early keys, and reaches the server's
+// application when the handshake completes there, a round trip before an
+// update sent after Dial would. Otherwise it returns as Dial does, once
+// the handshake has completed.
+//
+// Until the handshake completes (HandshakeComplete) the Conn takes
+// updates and writes; written stream bytes wait for the handshake (they
+// never go in 0-RTT: a replay would repeat them). If the server refuses
+// the early data the update goes again after the handshake. ctx bounds
+// only the wait before DialEarly returns; the handshake after that is
+// bounded by HandshakeTimeout, and a failed one ends the Conn with an
+// error wrapping ErrHandshake (Err, and every call after). Close the Conn
+// as any other.
+func DialEarly(ctx context.Context, addr string, cfg Config) (*Conn, error) {
+	return dialAddr(ctx, addr, cfg, true)
+}
+
+func dialAddr(ctx context.Context, addr string, cfg Config, early bool) (*Conn, error) {
 	conf, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -758,7 +809,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 		conf.TLS.ServerName, _, _ = net.SplitHostPort(addr)
 	}
 	t := &Transport{Conn: udp, owned: true, single: true}
-	c, err := t.dial(ctx, raddr, addr, conf)
+	c, err := t.dial(ctx, raddr, addr, conf, early)
 	if err != nil {
 		t.Close()
 		return nil, err

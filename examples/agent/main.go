@@ -98,7 +98,17 @@
 //	-ntp SERVER         NTP-correct the clock that stamps updates (host or host:port)
 //	-duration 0         stop after this long (0: run until Ctrl-C)
 //	-stats 1s           interval of the status line (0: only at the end)
+//	-0rtt FILE          keep the TLS session ticket in FILE (mode 0600) and resume from it:
+//	                    the next run skips the certificate exchange and, with a monitor
+//	                    running -0rtt, sends its first reading in its first flight (0-RTT)
 //	-v                  debug logs (log/slog) on stderr; warnings only otherwise
+//
+// A device that sleeps between readings and runs the agent once per
+// wake-up should give -0rtt: its first reading then reaches the monitor a
+// round trip sooner (one full RTT; bench/RESULTS.md, "0-RTT"), and the
+// handshake sends no certificates. Only updates travel in 0-RTT, never the
+// upload: early data can be replayed, and only an update, which the
+// monitor keeps only if it is the newest, is harmless to replay (SECURITY.md).
 //
 // The agent uses only the standard library and fresh's own packages, so it
 // cross-compiles for small Linux devices: CGO_ENABLED=0 GOOS=linux GOARCH=arm
@@ -141,6 +151,7 @@ type options struct {
 	duration    time.Duration
 	stats       time.Duration
 	creds       cli.Credentials
+	tickets     string
 	logger      *slog.Logger
 }
 
@@ -157,6 +168,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting the clock (host or host:port)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")
+	fs.StringVar(&o.tickets, "0rtt", "", "keep the TLS session ticket in `FILE` (mode 0600): the next run resumes and sends its first reading in 0-RTT (the monitor needs -0rtt)")
 	o.creds.Register(fs, "client", "-")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	fs.Usage = func() {
@@ -183,6 +195,8 @@ func parseFlags(args []string) (*options, error) {
 		return nil, cli.Usagef("-duration %v: must not be negative (0 runs until Ctrl-C)", o.duration)
 	case o.stats < 0:
 		return nil, cli.Usagef("-stats %v: must not be negative (0 prints only at the end)", o.stats)
+	case o.tickets != "" && o.creds.Insecure:
+		return nil, cli.Usagef("-0rtt and -insecure exclude each other: 0-RTT resumes a TLS session")
 	case int64(o.sendBuffer) > 1<<40:
 		return nil, cli.Usagef("-send-buffer %s: too large, at most 1TiB", &o.sendBuffer)
 	}
@@ -264,6 +278,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := o.creds.Config(&cfg, false); err != nil {
 		return err
 	}
+	dial := transport.Dial
+	if o.tickets != "" {
+		tickets, err := cli.OpenTicketFile("-0rtt", o.tickets)
+		if err != nil {
+			return err
+		}
+		cfg.TLS.ClientSessionCache = tickets
+		cfg.Allow0RTT = true
+		dial = transport.DialEarly // returns before the handshake when the ticket allows 0-RTT
+	}
 	src, size, closeSrc, err := openUpload(o)
 	if err != nil {
 		return err
@@ -279,7 +303,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// says whether it is synchronised.
 	cfg.NTPServer = o.ntp
 
-	conn, err := transport.Dial(ctx, o.server, cfg)
+	conn, err := dial(ctx, o.server, cfg)
+	// The two jobs: readings as updates, the upload on the stream. Sensing
+	// starts at once: with 0-RTT the first reading goes with the
+	// handshake's first flight.
+	var wg sync.WaitGroup
+	sensCtx, stopSensing := context.WithCancel(ctx)
+	defer stopSensing()
+	if err == nil {
+		sens := newSensor(o.hz)
+		if o.tickets != "" {
+			// The first reading at once, before the handshake can end: it
+			// goes in the first flight when the ticket allows 0-RTT.
+			_ = conn.SendUpdate(sens.read())
+		}
+		wg.Go(func() { sense(sensCtx, conn, sens) })
+		if err = awaitHandshake(ctx, conn); err != nil {
+			stopSensing()
+			wg.Wait()
+			conn.Abort()
+		}
+	}
 	switch {
 	case err != nil && interrupted.Err() != nil:
 		return nil // stopped by the user before the monitor answered
@@ -298,11 +342,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		conn.RemoteAddr(), conn.LocalAddr(), security(conn), o.cc, o.hz, o.dscp)
 	start := time.Now()
 
-	// The two jobs: readings as updates, the upload on the stream.
-	var wg sync.WaitGroup
-	sensCtx, stopSensing := context.WithCancel(ctx)
-	defer stopSensing()
-	wg.Go(func() { sense(sensCtx, conn, o.hz) })
 	var written atomic.Int64
 	uploaded := make(chan error, 1)
 	if src != nil {
@@ -410,7 +449,28 @@ func security(conn *transport.Conn) string {
 	if len(st.PeerCertificates) > 0 {
 		s += fmt.Sprintf(" as %q", st.PeerCertificates[0].Subject.CommonName)
 	}
+	if st.DidResume {
+		s += ", session resumed"
+		switch cs := conn.Stats(); {
+		case cs.EarlyRejected:
+			s += ", 0-RTT refused (first reading sent after the handshake)"
+		case cs.EarlyUpdatesSent > 0:
+			s += ", first reading sent in 0-RTT"
+		}
+	}
 	return s
+}
+
+// awaitHandshake waits until a DialEarly'd connection has completed its
+// handshake (at once for one that did not return early), and returns why
+// it did not.
+func awaitHandshake(ctx context.Context, conn *transport.Conn) error {
+	select {
+	case <-conn.HandshakeComplete():
+		return conn.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // watch prints the status line every -stats and a clock line when the
@@ -532,24 +592,38 @@ func printLine(w io.Writer, elapsed, dt time.Duration, s, prev transport.Stats) 
 		s.UpdatesSent-prev.UpdatesSent, s.UpdateRate)
 }
 
-// sense samples the (simulated) sensor at hz and offers every reading to
+// sensor is the simulated sensor: each reading is a small JSON object.
+type sensor struct {
+	hz  float64
+	seq int
+	rng *mrand.Rand
+	buf []byte
+}
+
+func newSensor(hz float64) *sensor { return &sensor{hz: hz, rng: mrand.New(mrand.NewPCG(1, 2))} }
+
+// read takes the next reading; it is valid until the next call.
+func (s *sensor) read() []byte {
+	t := float64(s.seq) / s.hz
+	s.buf = fmt.Appendf(s.buf[:0], `{"seq":%d,"t_ms":%d,"temp_c":%.2f,"rh_pct":%.1f,"vib_g":%.3f}`,
+		s.seq, time.Now().UnixMilli(), 21.5+0.01*t+0.05*s.rng.NormFloat64(),
+		45+s.rng.NormFloat64(), 0.02*s.rng.Float64())
+	s.seq++
+	return s.buf
+}
+
+// sense samples the sensor at its rate and offers every reading to
 // SendUpdate until ctx ends or the connection closes.
-func sense(ctx context.Context, conn *transport.Conn, hz float64) {
-	tick := time.NewTicker(time.Duration(float64(time.Second) / hz))
+func sense(ctx context.Context, conn *transport.Conn, s *sensor) {
+	tick := time.NewTicker(time.Duration(float64(time.Second) / s.hz))
 	defer tick.Stop()
-	rng := mrand.New(mrand.NewPCG(1, 2))
-	var buf []byte
-	for seq := 0; ; seq++ {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		t := float64(seq) / hz
-		buf = fmt.Appendf(buf[:0], `{"seq":%d,"t_ms":%d,"temp_c":%.2f,"rh_pct":%.1f,"vib_g":%.3f}`,
-			seq, time.Now().UnixMilli(), 21.5+0.01*t+0.05*rng.NormFloat64(),
-			45+rng.NormFloat64(), 0.02*rng.Float64())
-		if err := conn.SendUpdate(buf); err != nil {
+		if err := conn.SendUpdate(s.read()); err != nil {
 			return
 		}
 	}

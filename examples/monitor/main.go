@@ -67,7 +67,13 @@
 //	-force          overwrite upload files that exist (default: refuse the upload)
 //	-ntp SERVER     NTP-correct this host's clock (host or host:port)
 //	-stats 10s      interval of the full statistics (0: only at disconnect)
+//	-0rtt           accept agents' first readings in 0-RTT (agents resuming with -0rtt FILE)
 //	-v              debug logs (log/slog) on stderr; silent otherwise
+//
+// With -0rtt an agent that resumes its TLS session sends its first reading
+// with its first flight, a round trip sooner; the "connected" line says
+// so. Only readings are taken in 0-RTT, never uploads, because early data
+// can be replayed (see transport.Config.Allow0RTT and SECURITY.md).
 //
 // It runs until Ctrl-C (or SIGTERM), then closes every connection and exits 0.
 // It exits 2 on a usage error (no credentials and no -insecure, say), 1 if
@@ -102,6 +108,7 @@ type options struct {
 	force  bool
 	ntp    string
 	stats  time.Duration
+	zrtt   bool
 	creds  cli.Credentials
 	logger *slog.Logger
 }
@@ -114,6 +121,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.force, "force", false, "overwrite upload files that exist (without it such an upload is refused)")
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting this host's clock (host or host:port)")
 	fs.DurationVar(&o.stats, "stats", 10*time.Second, "interval of the full statistics (0: only when an agent leaves)")
+	fs.BoolVar(&o.zrtt, "0rtt", false, "accept agents' first readings in 0-RTT (TLS early data; readings only, never uploads)")
 	o.creds.Register(fs, "server", "-")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -121,6 +129,9 @@ func parseFlags(args []string) (*options, error) {
 			return nil, err
 		}
 		return nil, &cli.UsageError{Err: err}
+	}
+	if o.zrtt && o.creds.Insecure {
+		return nil, cli.Usagef("-0rtt and -insecure exclude each other: 0-RTT resumes a TLS session")
 	}
 	if fs.NArg() > 0 {
 		return nil, cli.Usagef("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
@@ -141,7 +152,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg := transport.Config{NTPServer: o.ntp, Logger: o.logger}
+	cfg := transport.Config{NTPServer: o.ntp, Logger: o.logger, Allow0RTT: o.zrtt}
 	if err := o.creds.Config(&cfg, true); err != nil {
 		return err
 	}
@@ -229,10 +240,17 @@ func serve(ctx context.Context, conn *transport.Conn, agents *atomic.Int64, o *o
 	if dst.name != "" {
 		where = "; its upload goes to " + dst.name
 	}
+	how := ""
+	if st, ok := conn.ConnectionState(); ok && st.DidResume {
+		how = " (session resumed)"
+		if conn.Stats().EarlyUpdatesReceived > 0 {
+			how = " (session resumed, first reading in 0-RTT)"
+		}
+	}
 	if o.creds.CA != "" {
-		fmt.Fprintf(out, "%s connected (identity %q, certificate verified against -ca)%s\n", peer, cli.PeerName(conn), where)
+		fmt.Fprintf(out, "%s connected%s (identity %q, certificate verified against -ca)%s\n", peer, how, cli.PeerName(conn), where)
 	} else {
-		fmt.Fprintf(out, "%s connected%s\n", peer, where)
+		fmt.Fprintf(out, "%s connected%s%s\n", peer, how, where)
 	}
 
 	var received atomic.Int64

@@ -75,6 +75,9 @@ type Update struct {
 	GeneratedMicros int64
 	// Age is how old the update was on arrival.
 	Age time.Duration
+	// Early says it came in 0-RTT, with the client's first flight
+	// (Config.Allow0RTT; early.go for why that is safe for updates).
+	Early bool
 }
 
 // TakeUpdate returns the freshest update delivered since the last call.
@@ -84,7 +87,7 @@ func (s *Session) TakeUpdate() (Update, bool) {
 	}
 	s.inUpdReady = false
 	theta, _ := s.theta(s.inUpdGen)
-	return Update{Payload: s.inUpd, GeneratedMicros: s.inUpdGen + theta.Microseconds(), Age: s.inUpdAge}, true
+	return Update{Payload: s.inUpd, GeneratedMicros: s.inUpdGen + theta.Microseconds(), Age: s.inUpdAge, Early: s.inUpdEarly}, true
 }
 
 // UpdateErr is what a reader of updates gets once TakeUpdate has nothing:

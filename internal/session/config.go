@@ -49,6 +49,10 @@ type Config struct {
 	// must hold a certificate. nil: plaintext, unauthenticated (the
 	// simulator; the transport only with Insecure).
 	TLS *tls.Config
+	// Allow0RTT: a server issues session tickets that allow early data
+	// and accepts a client's 0-RTT updates; a client that resumes with such
+	// a ticket sends its first updates in 0-RTT (early.go). Off: neither.
+	Allow0RTT bool
 	// KeyUpdateInterval is how many packets one key protects before a key
 	// update (RFC 9001 §6). Default 2^22, half AES-GCM's confidentiality
 	// limit; tests set it small.

@@ -24,7 +24,9 @@ import (
 // flight before (the server, on a repeated ClientHello), and the next
 // flight from the peer acknowledges it implicitly. The flights:
 //
-//  1. client: ClientHello, in Initial datagrams (padded to 1200 bytes);
+//  1. client: ClientHello, in Initial datagrams (padded to 1200 bytes),
+//     and, when it resumes a session with 0-RTT, its update under the
+//     early keys (early.go);
 //  2. server: ServerHello in unprotected Crypto frames, then its encrypted
 //     extensions, certificate, certificate verify and Finished in Crypto
 //     frames under the handshake keys;
@@ -56,7 +58,8 @@ const closeNoTLS uint32 = 5
 // TLS alert, as QUIC's CRYPTO_ERROR range (RFC 9001 §4.8).
 const closeTLSAlert uint32 = 0x100
 
-// TLS encryption levels as array indices (0-RTT is not used).
+// TLS encryption levels as array indices (0-RTT carries no handshake
+// bytes: its keys are early.go's).
 const (
 	levelInitial = iota
 	levelHandshake
@@ -121,6 +124,8 @@ type security struct {
 	replay [2]seal.ReplayWindow // data space, control space
 	ctlPN  int64                // next control packet number (ACK, Accept, Crypto, Close)
 
+	early earlyState // 0-RTT keys (early.go)
+
 	sendLevel int  // the level of the Crypto frame poll just built
 	done      bool // TLS reports the handshake complete
 	confirmed bool // the handshake keys are gone
@@ -147,7 +152,9 @@ func PrepareTLS(c *tls.Config) *tls.Config {
 // newSecurity starts the TLS side of a session.
 func newSecurity(cfg *Config, client bool) (*security, error) {
 	conf := PrepareTLS(cfg.TLS)
-	qc := &tls.QUICConfig{TLSConfig: conf}
+	// Session events let a session decline 0-RTT (early.go); the client
+	// then stores its tickets itself.
+	qc := &tls.QUICConfig{TLSConfig: conf, EnableSessionEvents: true}
 	var conn *tls.QUICConn
 	if client {
 		if conf.ServerName == "" && !conf.InsecureSkipVerify {
@@ -192,6 +199,10 @@ func (s *Session) drainTLS() {
 				return
 			}
 			read := e.Kind == tls.QUICSetReadSecret
+			if e.Level == tls.QUICEncryptionLevelEarly {
+				s.onEarlySecret(read, k)
+				break
+			}
 			switch lvl, _ := levelOf(e.Level); {
 			case lvl == levelHandshake && read:
 				sec.hsRead = k
@@ -213,17 +224,24 @@ func (s *Session) drainTLS() {
 			}
 		case tls.QUICTransportParametersRequired:
 			sec.conn.SetTransportParameters(s.localParams())
+		case tls.QUICResumeSession:
+			s.onResumeSession(e.SessionState)
+		case tls.QUICStoreSession:
+			s.onStoreSession(e.SessionState)
+		case tls.QUICRejectedEarlyData:
+			s.onEarlyRejected()
 		case tls.QUICHandshakeDone:
 			sec.done = true
 			sec.state = sec.conn.ConnectionState()
 			if !s.client {
 				// Flight 4: the Accept, and a session ticket for
-				// resumption if the configuration issues them.
+				// resumption if the configuration issues them, allowing
+				// 0-RTT with Allow0RTT (early.go).
 				s.state = stateOpen
 				s.acceptPending = true
 				s.validated = true
 				if !s.cfg.TLS.SessionTicketsDisabled {
-					_ = sec.conn.SendSessionTicket(tls.QUICSessionTicketOptions{})
+					_ = sec.conn.SendSessionTicket(tls.QUICSessionTicketOptions{EarlyData: s.cfg.Allow0RTT})
 				}
 			}
 		case tls.QUICErrorEvent:
@@ -298,6 +316,7 @@ func (s *Session) confirm() {
 	}
 	sec.confirmed = true
 	sec.hsRead, sec.hsWrite = nil, nil
+	s.dropEarly()
 	sec.in[levelInitial], sec.in[levelHandshake] = cryptoIn{}, cryptoIn{}
 	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
 	if !s.client && !sec.out[levelApp].pending() {
@@ -413,6 +432,8 @@ func (s *Session) protect(b []byte) ([]byte, bool) {
 		return b, true
 	case t == wire.TypeCrypto && sec.sendLevel == levelHandshake:
 		keys, epoch = sec.hsWrite, wire.EpochHandshake
+	case sec.appWrite == nil && sec.early.write != nil && t == wire.TypeUpdate:
+		keys, epoch = sec.early.write, wire.EpochEarly
 	case sec.appWrite != nil:
 		if sec.sealed >= sec.updateAt {
 			s.updateKeys()
@@ -489,6 +510,9 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		s.st.Unauthenticated++
 		return nil, false
 	}
+	if h.Epoch == wire.EpochEarly && !s.earlyAcceptable(h) {
+		return nil, false
+	}
 	control := isControl(h.Type)
 	space := 0
 	if control {
@@ -505,6 +529,8 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		if sec.hsRead != nil {
 			pt, err = sec.hsRead.Open(b, wire.HeaderLen, uint64(h.PN), control)
 		}
+	case h.Epoch == wire.EpochEarly:
+		pt, err = sec.early.read.Open(b, wire.HeaderLen, uint64(h.PN), control)
 	case p == sec.readPhase:
 		if k := sec.appRead[p]; k != nil {
 			pt, err = k.Open(b, wire.HeaderLen, uint64(h.PN), control)
@@ -517,10 +543,11 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	sec.replay[space].Mark(h.PN)
-	if h.Epoch >= wire.EpochApp0 && !sec.confirmed && sec.done {
+	if (h.Epoch == wire.EpochApp0 || h.Epoch == wire.EpochApp1) && !sec.confirmed && sec.done {
 		// Application keys in use on both sides: the handshake is
 		// confirmed (RFC 9001 §4.1.2) — for a client by the Accept, for
 		// a server by the client's first 1-RTT packet.
+		// A 0-RTT packet confirms nothing: it can be replayed.
 		s.confirm()
 	}
 	return pt, true

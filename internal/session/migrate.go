@@ -169,12 +169,12 @@ func (s *Session) HandleFrom(now clock.Mono, wallUS int64, b []byte, from Path) 
 			space = 1
 		}
 		highest = h.PN > s.sec.replay[space].Largest()
-		unauth, replayed := s.st.Unauthenticated, s.st.Replayed
+		unauth, replayed, early := s.st.Unauthenticated, s.st.Replayed, s.st.EarlyDropped
 		if body, err = s.unprotectErr(&h, b, body); err != nil {
 			if from != PathCurrent {
 				// The transport counts it, once, as from the wrong
 				// address (ListenerStats.WrongAddress).
-				s.st.Unauthenticated, s.st.Replayed = unauth, replayed
+				s.st.Unauthenticated, s.st.Replayed, s.st.EarlyDropped = unauth, replayed, early
 			}
 			return Dropped
 		}

@@ -84,6 +84,7 @@ type Session struct {
 	inUpdAge   time.Duration
 	inUpdRecv  clock.Mono
 	inUpdReady bool
+	inUpdEarly bool  // it came in 0-RTT (early.go)
 	newestPN   int64 // packet number of the freshest update delivered
 	age        acp.AgeMeter
 
@@ -298,13 +299,15 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	s.lastHeard = now
 	s.st.PacketsReceived++
 	s.st.BytesReceived += int64(size)
-	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry {
+	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry && h.Epoch != wire.EpochEarly {
 		// The client answered us, so it receives at its address. With
 		// TLS only authenticated packets get here, and the client can
 		// only protect one after reading our ServerHello: a proof (RFC
 		// 9000 §8.1). In plaintext it is a placeholder: a blind attacker
 		// who forged the Initial chose the connection ID and can forge
-		// this packet too — which is why Retry is on by default.
+		// this packet too — which is why Retry is on by default. A 0-RTT
+		// packet proves nothing: it goes before our ServerHello, and
+		// anyone can replay it from any address (RFC 9001 §9.2).
 		s.validated = true
 	}
 	switch h.Type {
@@ -466,6 +469,7 @@ func (s *Session) onRetry(now clock.Mono, body []byte) {
 	s.token = append([]byte(nil), r.Token...) // r aliases the datagram
 	s.retried = true
 	s.hsNext = now
+	s.onRetryEarly()
 }
 
 // MarkAddressValidated records that the peer proved it receives at its
@@ -592,6 +596,10 @@ func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, h wire.Header, u *
 		return
 	}
 	s.newestPN = h.PN
+	s.inUpdEarly = h.Epoch == wire.EpochEarly
+	if s.inUpdEarly {
+		s.st.EarlyUpdatesReceived++
+	}
 	age := time.Duration(min(max(ageUS, 0), maxAgeMicros)) * time.Microsecond
 	s.age.Deliver(now.Add(-age), now)
 	s.inUpd = append(s.inUpd[:0], u.Payload...) // as large as the largest update received
@@ -820,10 +828,10 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 			return s.sent(b), streamDSCP, true
 		}
 		if s.state == stateHandshake {
-			return nil, 0, false
+			return s.pollEarly(now, wallUS, buf)
 		}
 	case s.sec != nil && s.state == stateHandshake:
-		return nil, 0, false
+		return s.pollEarly(now, wallUS, buf) // a 0-RTT update, if any (early.go)
 	case s.client && s.state == stateHandshake:
 		if now.Before(s.hsNext) {
 			return nil, 0, false
@@ -857,14 +865,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		return s.sent(b), streamDSCP, true
 	}
 	if s.updFresh && !now.Before(s.nextUpdateAt()) {
-		s.updFresh = false
-		s.updSentAt = now
-		s.lastSent = now
-		pn := s.tr.OnSent(now, cc.ByteCount(len(s.updBuf)+wire.HeaderLen+wire.UpdateOverhead), kindUpdate, 0, 0)
-		s.policy.OnUpdateSent(now, pn, s.updMono)
-		s.st.UpdatesSent++
-		b := wire.AppendUpdate(hdr(wire.TypeUpdate, 0, pn), &wire.Update{Echo: s.echo, Generated: s.updGen, Payload: s.updBuf})
-		return s.sent(b), updDSCP, true
+		return s.sent(s.appendUpdate(now, wallUS, buf)), updDSCP, true
 	}
 	if n, ok := s.probeDue(now); ok && s.pacer.Ready(now) {
 		return s.sent(s.appendProbe(now, hdr, n)), streamDSCP, true
@@ -895,6 +896,21 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		s.out.autoTune(now, s.tr.RTT().Min(), s.tr.RTT().Smoothed())
 	}
 	return nil, 0, false
+}
+
+// appendUpdate builds the datagram of the held update in buf (as a new
+// packet: updates are never retransmitted) and records it as sent.
+func (s *Session) appendUpdate(now clock.Mono, wallUS int64, buf []byte) []byte {
+	s.updFresh = false
+	if s.sec != nil {
+		s.sec.early.resend = false
+	}
+	s.updSentAt = now
+	s.lastSent = now
+	pn := s.tr.OnSent(now, cc.ByteCount(len(s.updBuf)+wire.HeaderLen+wire.UpdateOverhead), kindUpdate, 0, 0)
+	s.policy.OnUpdateSent(now, pn, s.updMono)
+	s.st.UpdatesSent++
+	return wire.AppendUpdate(s.header(buf, wallUS, wire.TypeUpdate, 0, pn), &wire.Update{Echo: s.echo, Generated: s.updGen, Payload: s.updBuf})
 }
 
 // sent counts an outgoing datagram.
@@ -969,7 +985,7 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 		return now
 	}
 	if s.client && s.state == stateHandshake {
-		return recovery.Earliest(t, s.hsNext)
+		return recovery.Earliest(recovery.Earliest(t, s.hsNext), s.earlyUpdateAt(now))
 	}
 	if s.state == stateHandshake {
 		return t
@@ -1020,6 +1036,9 @@ func (s *Session) PathDead() bool {
 // ACK says the path is back, not a stream of updates nobody receives
 // (the policy's rate was learned on a path that answered).
 func (s *Session) nextUpdateAt() clock.Mono {
+	if s.sec != nil && s.sec.early.resend {
+		return 0 // the early update the server never read (early.go): it goes at once
+	}
 	t := s.policy.NextSendTime()
 	if s.PathDead() {
 		t = max(t, s.updSentAt.Add(s.tr.RTO()))

@@ -52,6 +52,11 @@ type Stats struct {
 	UpdatesReceived, UpdatesStale               int64
 	UpdatesRejected                             int64 // beyond Config.MaxUpdateFuture
 	Age                                         AgeStats
+
+	// 0-RTT (early.go).
+	EarlyUpdatesSent, EarlyUpdatesReceived int64
+	EarlyDropped                           int64
+	EarlyRejected                          bool
 }
 
 // AgeStats is the age of information at this end (monitor side): the

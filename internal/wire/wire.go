@@ -29,7 +29,10 @@
 //	  - epoch: which keys protect the body: 0 on an unprotected packet;
 //	    EpochHandshake (1) for the TLS handshake's encrypted messages;
 //	    EpochApp0 and EpochApp1 (2, 3) for everything after it, the two
-//	    key phases of RFC 9001 §6's key update.
+//	    key phases of RFC 9001 §6's key update; EpochEarly (4) for a
+//	    client's 0-RTT packets, under the keys of TLS's early traffic
+//	    secret (RFC 9001 §5.1, RFC 8446 §7.1), sent with its first flight
+//	    when it resumes a session. 5–255 are reserved.
 //	  - connection ID: the receiver's ID for the connection, by which it
 //	    demultiplexes. The client chooses one in its Initial; the server
 //	    answers to it for the whole connection. The server chooses its
@@ -144,6 +147,7 @@ const (
 	EpochHandshake uint8 = 1 // TLS handshake traffic keys
 	EpochApp0      uint8 = 2 // application keys, key phase 0
 	EpochApp1      uint8 = 3 // application keys, key phase 1
+	EpochEarly     uint8 = 4 // 0-RTT keys (a client's early data, RFC 9001 §4.6)
 )
 
 // Decoding errors. Every malformed datagram maps to one of them, so an
@@ -218,7 +222,7 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 		return h, nil, ErrReserved
 	}
 	protected := h.Flags&FlagProtected != 0
-	if protected != (h.Epoch != EpochNone) || h.Epoch > EpochApp1 {
+	if protected != (h.Epoch != EpochNone) || h.Epoch > EpochEarly {
 		return h, nil, ErrReserved
 	}
 	h.ConnID = binary.BigEndian.Uint64(b[4:])

@@ -270,6 +270,7 @@ func validDatagrams() []datagramCase {
 		{"protected data", Header{Type: TypeData, Flags: FlagProtected | FlagFIN, Epoch: EpochApp0, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected ack phase 1", Header{Type: TypeAck, Flags: FlagProtected | FlagSynced, Epoch: EpochApp1, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected crypto handshake", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochHandshake}, rawBody("ciphertext and tag")},
+		{"protected update 0-RTT", Header{Type: TypeUpdate, Flags: FlagProtected, Epoch: EpochEarly, PN: 1}, rawBody("ciphertext and tag")},
 	}
 }
 
@@ -462,7 +463,9 @@ func rejectedDatagrams() []rejectCase {
 		{"protected data without epoch", set(data, 2, FlagProtected), ErrReserved},
 		{"protected ack without epoch", set(ack, 2, FlagProtected|FlagSynced), ErrReserved},
 		{"epoch without protected", set(data, 3, EpochApp0), ErrReserved},
-		{"epoch 4", set(data, 2, FlagProtected, 4), ErrReserved},
+		{"epoch 4 (0-RTT) without protected", set(update, 3, EpochEarly), ErrReserved},
+		{"epoch 5", set(data, 2, FlagProtected, 5), ErrReserved},
+		{"epoch 255", set(update, 2, FlagProtected, 0xff), ErrReserved},
 		{"protected initial", set(initial, 2, FlagProtected, EpochApp0), ErrReserved},
 		{"FIN on ping", set(ping, 2, FlagFIN), ErrReserved},
 		{"FIN on update", set(update, 2, FlagFIN), ErrReserved},
