@@ -105,10 +105,9 @@ type Config struct {
 	AddressValidated bool
 	// StatelessResetToken is a server's token for this connection (RFC
 	// 9000 §10.3): sent, encrypted, in the handshake's transport
-	// parameters to a client that announces it honours resets, so that a
-	// StatelessReset carrying it ends the client's connection once this
-	// server has lost it. The transport derives it from its reset key
-	// (ResetToken). nil: none, and no reset can end the connection.
+	// parameters, so that a StatelessReset carrying it ends the client's
+	// connection once this server has lost it. The transport derives it
+	// from its reset key and the server's connection ID (ResetToken). nil: none, and no reset can end the connection.
 	// Clients and plaintext sessions (no TLS: no encrypted place to send
 	// it) ignore it.
 	StatelessResetToken *[wire.StatelessResetTokenLen]byte

@@ -20,17 +20,10 @@ import (
 // A receiver ignores ids it does not know, as RFC 9000 §7.4.2 requires,
 // so a later version can add parameters without breaking this one.
 //
-// Endpoints from before the parameter list compare the extension with the
-// six bytes exactly and fail the handshake on anything longer. So a server
-// sends parameters only to a client that announced it parses them
-// (paramResetCapable), and a client that sent the six bytes alone gets the
-// six bytes alone: it keeps working, without a stateless reset. A client
-// does send the announcement, and so does not complete a handshake with a
-// server from before the list: upgrade servers first.
+// The list came with wire version 2; version 1 sent the six bytes alone
+// and compared them exactly, but a version 1 endpoint never gets this far
+// with a version 2 one (the packet headers' versions differ).
 const (
-	// paramResetCapable (client → server, empty): this client parses the
-	// parameter list and honours a stateless reset.
-	paramResetCapable uint16 = 0x0001
 	// paramResetToken (server → client, 16 bytes): the connection's
 	// stateless reset token (RFC 9000 §18.2 stateless_reset_token).
 	paramResetToken uint16 = 0x0002
@@ -38,9 +31,8 @@ const (
 
 // peerParams is what the peer's transport parameters said.
 type peerParams struct {
-	resetCapable bool                              // a client's announcement
-	hasToken     bool                              // a server sent …
-	resetToken   [wire.StatelessResetTokenLen]byte // … its token
+	hasToken   bool                              // a server sent …
+	resetToken [wire.StatelessResetTokenLen]byte // … its token
 }
 
 // errParams wraps every malformed parameter list.
@@ -53,18 +45,14 @@ func appendParam(b []byte, id uint16, value []byte) []byte {
 	return append(b, value...)
 }
 
-// clientParams is what a client sends: the version and its announcement.
-// A variable so that a test can play a client from before the list.
-var clientParams = func() []byte {
-	return appendParam(append([]byte(nil), transportParams...), paramResetCapable, nil)
-}
+// clientParams is what a client sends: the version.
+func clientParams() []byte { return append([]byte(nil), transportParams...) }
 
-// serverParams is what a server sends to a client whose parameters were
-// peer: the version alone to a client that did not announce the list,
-// and the reset token, if the server has one, to one that did.
-func serverParams(peer peerParams, token *[wire.StatelessResetTokenLen]byte) []byte {
+// serverParams is what a server sends: the version, and the reset token
+// if the server has one.
+func serverParams(token *[wire.StatelessResetTokenLen]byte) []byte {
 	b := append([]byte(nil), transportParams...)
-	if peer.resetCapable && token != nil {
+	if token != nil {
 		b = appendParam(b, paramResetToken, token[:])
 	}
 	return b
@@ -98,11 +86,6 @@ func parseParams(b []byte, fromClient bool) (peerParams, error) {
 			seen[id] = true
 		}
 		switch id {
-		case paramResetCapable:
-			if !fromClient || n != 0 {
-				return p, fmt.Errorf("%w: reset announcement (%#x) from a server or with a value", errParams, id)
-			}
-			p.resetCapable = true
 		case paramResetToken:
 			if fromClient || n != wire.StatelessResetTokenLen {
 				return p, fmt.Errorf("%w: stateless reset token (%#x) from a client or of %d bytes", errParams, id, n)

@@ -140,7 +140,6 @@ func (r *Resetter) take(now clock.Mono) bool {
 
 // resetState is a session's part in stateless reset.
 type resetState struct {
-	peerCapable bool // server: the client announced it honours resets
 	// client: the token the server gave for this connection.
 	hasToken bool
 	token    [wire.StatelessResetTokenLen]byte
@@ -154,8 +153,6 @@ func (s *Session) onPeerParams(b []byte) error {
 	}
 	if s.client {
 		s.rst.hasToken, s.rst.token = p.hasToken, p.resetToken
-	} else {
-		s.rst.peerCapable = p.resetCapable
 	}
 	return nil
 }
@@ -165,7 +162,7 @@ func (s *Session) localParams() []byte {
 	if s.client {
 		return clientParams()
 	}
-	return serverParams(peerParams{resetCapable: s.rst.peerCapable}, s.cfg.StatelessResetToken)
+	return serverParams(s.cfg.StatelessResetToken)
 }
 
 // onStatelessReset takes a StatelessReset for this connection. Only a
