@@ -96,8 +96,11 @@ func TestStorageFailureThroughLoss(t *testing.T) {
 			require.Equal(t, uint32(1), ae.Code)
 			require.Equal(t, "write upload.bin: no space left on device", ae.Reason)
 		} else {
-			require.ErrorIs(t, err, transport.ErrIdleTimeout, "round %d", round)
+			// The CLOSE was lost: the server, which no longer has the
+			// connection, resets it at the client's next packet, or
+			// (the reset lost too) the idle timeout ends it.
+			require.True(t, errors.Is(err, transport.ErrStatelessReset) || errors.Is(err, transport.ErrIdleTimeout), "round %d: %v", round, err)
 		}
 	}
-	t.Logf("the CLOSE with the reason arrived in %d of 4 rounds; the others ended at the idle timeout", told)
+	t.Logf("the CLOSE with the reason arrived in %d of 4 rounds; the others ended with a stateless reset or at the idle timeout", told)
 }

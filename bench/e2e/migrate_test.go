@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/bench/emu"
+	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -291,7 +292,7 @@ func TestMigrationForgedAndReplayedNeverMove(t *testing.T) {
 	wrong0 := rig.l.Stats().WrongAddress
 
 	random := randomBytes(200, 9)
-	random[0], random[1], random[2], random[3] = 1, 0x03, 0x80, 2 // version 1, protected Data, epoch app 0
+	random[0], random[1], random[2], random[3] = wire.Version, 0x03, 0x80, 2 // protected Data, epoch app 0
 	copy(random[4:12], id)
 	random[12] = 0 // a packet number within range
 	flipped := bytes.Clone(genuine)

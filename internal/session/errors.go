@@ -33,7 +33,7 @@ var (
 	// ErrStatelessReset: the server lost the connection (it restarted)
 	// and said so with a stateless reset carrying the connection's token
 	// (RFC 9000 §10.3).
-	ErrStatelessReset = errors.New("transport: connection reset by the server (stateless reset): it lost the connection, typically by restarting")
+	ErrStatelessReset = errors.New("transport: connection reset by the server (stateless reset): it no longer has the connection (it restarted, or closed it and its CLOSE was lost)")
 	// ErrCommitBeyondRead: Commit(n) with n beyond the stream bytes the
 	// application has read: it cannot have stored them.
 	ErrCommitBeyondRead = errors.New("transport: commit beyond the bytes read")

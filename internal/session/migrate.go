@@ -245,12 +245,15 @@ func (s *Session) move(now clock.Mono, from Path, size int) Verdict {
 // pathRTT is the old path's smoothed and minimum RTT: the recovery
 // tracker's, or, for an end that sends nothing acknowledged (the server of
 // an upload sends only ACKs), the round trip measured from the echoes on
-// the peer's data (0, 0 if neither has a sample).
+// the peer's data (0, 0 if neither has a sample). The minimum is the
+// smallest sample, not the smoothed value: the echo's round trip carries
+// the queue the peer's data waits in, and a path without that queue (the
+// first packets after an idle period) must not read as a shorter path.
 func (s *Session) pathRTT() (srtt, minRTT time.Duration) {
 	if r := s.tr.RTT(); r.HasSample() {
 		return r.Smoothed(), r.Min()
 	}
-	return s.echoRTT, s.echoRTT
+	return s.echoRTT, s.echoMinRTT
 }
 
 // pathChanged applies the rule documented at pathRTTSlack to the
@@ -272,7 +275,7 @@ func (s *Session) resetPath(sample time.Duration) {
 	s.ctl = nil // built afresh from the config on next need (controller)
 	*s.tr.RTT() = cc.RTTStats{}
 	s.tr.RTT().Update(sample)
-	s.echoRTT = 0
+	s.echoRTT, s.echoMinRTT = 0, 0
 	s.pacer = pacer.Pacer{}
 	s.policy.SeedRTT(sample)
 	s.restartPMTU()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -407,4 +408,27 @@ func TestPathChangedThresholds(t *testing.T) {
 	}
 	s.mig.oldSRTT = 0
 	require.False(t, s.pathChanged(time.Second), "no old RTT: nothing to compare")
+}
+
+// The receiver of an upload measures its round trip from the echoes on
+// the sender's data, which wait in the data's queue: its smoothed RTT
+// holds that queue, its minimum does not. A rebinding after an idle
+// period (queue empty: the challenge's round trip near the base RTT)
+// compares with the minimum and keeps the path's state.
+func TestPathRTTOfAReceiverUsesTheEchoMinimum(t *testing.T) {
+	s := &Session{tr: recovery.New()}
+	for _, ms := range []int{41, 90, 80, 85, 78} { // base 40 ms, then a 40 ms queue
+		rtt := time.Duration(ms) * time.Millisecond
+		if s.echoRTT == 0 {
+			s.echoRTT, s.echoMinRTT = rtt, rtt
+			continue
+		}
+		s.echoRTT += (rtt - s.echoRTT) / 8
+		s.echoMinRTT = min(s.echoMinRTT, rtt)
+	}
+	s.mig.oldSRTT, s.mig.oldMinRTT = s.pathRTT()
+	require.Equal(t, 41*time.Millisecond, s.mig.oldMinRTT)
+	require.Greater(t, s.mig.oldSRTT, 50*time.Millisecond)
+	require.False(t, s.pathChanged(38*time.Millisecond), "the same path with its queue drained")
+	require.True(t, s.pathChanged(15*time.Millisecond), "a much shorter path")
 }

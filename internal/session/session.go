@@ -76,7 +76,8 @@ type Session struct {
 	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
 	ackNow     bool
 	in         recvStream
-	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting)
+	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting), smoothed …
+	echoMinRTT time.Duration // … and its minimum
 	inband     *clock.Inband // created with the first clock sample (clockEstimator)
 	lastHeard  clock.Mono
 	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
@@ -534,9 +535,10 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 			switch {
 			case rtt <= 0:
 			case s.echoRTT == 0:
-				s.echoRTT = rtt
+				s.echoRTT, s.echoMinRTT = rtt, rtt
 			default:
 				s.echoRTT += (rtt - s.echoRTT) / 8
+				s.echoMinRTT = min(s.echoMinRTT, rtt)
 			}
 		}
 	}
