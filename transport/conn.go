@@ -165,6 +165,17 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort) (ok, elsewhere bool
 	return v != session.Dropped, path != session.PathCurrent
 }
 
+// ConnectionIDs returns the connection's two IDs (wire version 2): the
+// client's, which every packet to the client carries, and the server's,
+// which the client's packets carry once the handshake is done (0 on a
+// client before that). A load balancer routes by the server's, and
+// ServerIDOf reads the server ID a Transport.ServerID put in it.
+func (c *Conn) ConnectionIDs() (client, server uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s.ConnID(), c.s.ServerConnID()
+}
+
 // serverConnID is the ID this client's server chose (0: none given yet).
 func (c *Conn) serverConnID() uint64 { return c.srvID.Load() }
 

@@ -35,9 +35,10 @@ func TestClientSendsWithServerChosenID(t *testing.T) {
 	srv, err := l.Accept(ctx)
 	require.NoError(t, err)
 
-	cli.mu.Lock()
-	clientID, srvID := cli.s.ConnID(), cli.s.ServerConnID()
-	cli.mu.Unlock()
+	clientID, srvID := cli.ConnectionIDs()
+	c2, s2 := srv.ConnectionIDs()
+	require.Equal(t, clientID, c2, "both ends name the same IDs")
+	require.Equal(t, srvID, s2)
 	require.NotZero(t, srvID, "the Accept gave no server ID")
 	require.NotEqual(t, clientID, srvID)
 	sid, ok := ServerIDOf(srvID, 2, 2)

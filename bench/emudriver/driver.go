@@ -367,6 +367,13 @@ func (d *driver) connectFresh(f *flowRun, dial func(ctx context.Context, cfg tra
 		return err
 	}
 	f.client = client
+	if _, srvID := client.ConnectionIDs(); srvID != 0 {
+		// After the handshake the client's packets carry the server's
+		// ID: the relay's tap finds the flow by it from then on.
+		d.regMu.Lock()
+		d.byConnID[srvID] = f
+		d.regMu.Unlock()
+	}
 	server, err := d.listener.Accept(hctx)
 	if err != nil {
 		return fmt.Errorf("accept: %w", err)
