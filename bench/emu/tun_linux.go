@@ -286,8 +286,11 @@ func (t *TUN) read(f *os.File, dir direction) {
 		}
 		it := t.pool.get(n)
 		copy(it.buf, scratch[:n])
-		it.at = t.clk.Now()
+		// Wall first: the link releases the packet at at+delay, so a
+		// preemption between the two readings makes Observe's Out−In
+		// longer, never shorter than the emulated delay.
 		it.wall = t.clk.Wall()
+		it.at = t.clk.Now()
 		if !t.accept(it, n, dir) {
 			continue
 		}
