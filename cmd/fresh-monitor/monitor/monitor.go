@@ -92,6 +92,9 @@ type Monitor struct {
 	uploads uploadStore
 	nc      *nats.Conn
 	ready   atomic.Bool
+	// wrapUploads, set by tests, wraps the object store (to delay or
+	// fail it).
+	wrapUploads func(uploadStore) uploadStore
 
 	mu    sync.Mutex
 	conns map[*transport.Conn]struct{}
@@ -177,6 +180,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 	store := &jsStore{js: js, nc: m.nc, kvSubject: "$KV." + kv.Bucket() + ".", obs: obs, timeout: m.cfg.StoreTimeout}
 	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
 	m.uploads = store
+	if m.wrapUploads != nil {
+		m.uploads = m.wrapUploads(store)
+	}
 	m.ready.Store(true)
 	defer m.ready.Store(false)
 

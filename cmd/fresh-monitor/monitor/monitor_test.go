@@ -8,7 +8,9 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +79,7 @@ type testMonitor struct {
 
 // startMonitor runs a Monitor requiring client certificates of p's CA,
 // storing through js, until the test ends.
-func startMonitor(t *testing.T, p *pki, js jetstream.JetStream) *testMonitor {
+func startMonitor(t *testing.T, p *pki, js jetstream.JetStream, opts ...func(*Monitor)) *testMonitor {
 	t.Helper()
 	ln, err := transport.Listen("127.0.0.1:0", transport.Config{TLS: &tls.Config{
 		Certificates: []tls.Certificate{p.server},
@@ -87,6 +89,9 @@ func startMonitor(t *testing.T, p *pki, js jetstream.JetStream) *testMonitor {
 	m, err := New(Config{Listener: ln, JetStream: js, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 		StoreTimeout: 2 * time.Second})
 	require.NoError(t, err)
+	for _, o := range opts {
+		o(m)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -280,6 +285,51 @@ func TestUploadStoredThenCommitted(t *testing.T) {
 	require.EqualValues(t, len(data), m.st.uploadBytes.Load())
 }
 
+// gatedUploads holds each stored upload's Put until gate is closed: the
+// object exists, but the store has not yet said so.
+type gatedUploads struct {
+	uploadStore
+	gate   chan struct{}
+	stored chan struct{}
+}
+
+func (g *gatedUploads) putUpload(ctx context.Context, name, device string, r io.Reader) (uint64, error) {
+	n, err := g.uploadStore.putUpload(ctx, name, device, r)
+	close(g.stored)
+	<-g.gate
+	return n, err
+}
+
+// The commit waits for the store's confirmation, not for the bytes to
+// have been read or even written: while Put has not returned, the
+// agent's WaitCommitted does not return and nothing is committed.
+func TestUploadCommittedOnlyAfterPutReturns(t *testing.T) {
+	_, js := startNATS(t)
+	p := newPKI(t, "camera-3")
+	gate, stored := make(chan struct{}), make(chan struct{})
+	var open sync.Once
+	t.Cleanup(func() { open.Do(func() { close(gate) }) }) // before the monitor's cleanup, should the test fail
+	m := startMonitor(t, p, js, func(m *Monitor) {
+		m.wrapUploads = func(s uploadStore) uploadStore {
+			return &gatedUploads{uploadStore: s, gate: gate, stored: stored}
+		}
+	})
+	conn := m.dial(t, p, "camera-3")
+	data := make([]byte, 1<<20)
+	_, _ = rand.Read(data)
+	upload(t, conn, data)
+	<-stored
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	err := conn.WaitCommitted(ctx, int64(len(data)))
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "committed before the store confirmed")
+	require.Zero(t, conn.Committed())
+	open.Do(func() { close(gate) })
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, conn.WaitCommitted(ctx, int64(len(data))))
+}
+
 // A store that fails mid-upload makes the agent's WaitCommitted fail,
 // never return nil, with the monitor's reason: here the object store is
 // deleted under the monitor, or its NATS connection closed.
@@ -305,7 +355,7 @@ func TestUploadStoreFailureFailsWaitCommitted(t *testing.T) {
 			// The monitor is storing the first half; then the store breaks.
 			require.Eventually(t, func() bool { return m.st.uploadBytes.Load() >= 1<<20 }, 10*time.Second, time.Millisecond)
 			tc.break_(t, nc, js)
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			done := make(chan struct{})
 			go func() {
@@ -315,6 +365,8 @@ func TestUploadStoreFailureFailsWaitCommitted(t *testing.T) {
 				}
 			}()
 			err = conn.WaitCommitted(ctx, int64(2*len(half)))
+			committed := conn.Committed()
+			_ = conn.Abort() // ends the writer, should the monitor have stopped reading
 			<-done
 			require.Error(t, err, "WaitCommitted returned nil although the store failed")
 			require.NotErrorIs(t, err, context.DeadlineExceeded, "the monitor must say it failed, not leave the agent waiting")
@@ -322,7 +374,7 @@ func TestUploadStoreFailureFailsWaitCommitted(t *testing.T) {
 			require.ErrorAs(t, err, &ae)
 			require.Equal(t, CodeStorageFailed, ae.Code)
 			require.Contains(t, ae.Reason, "storing the upload")
-			require.Zero(t, conn.Committed())
+			require.Zero(t, committed)
 			require.EqualValues(t, 1, m.st.uploadsFailed.Load())
 		})
 	}
