@@ -81,6 +81,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -261,7 +262,7 @@ func serverTLS(o *options, cfg *transport.Config, stdout io.Writer) (string, err
 		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{c}}
 		fmt.Fprintf(stdout, "fresh-monitor: no -cert/-key: serving a throwaway certificate for localhost, 127.0.0.1 and ::1 "+
 			"from a new CA written to %s (agents: -ca %s); a new one every start, for a first try only\n", caFile, caFile)
-		return "TLS with a throwaway certificate; agents are not authenticated (give -cert, -key and -ca)", nil
+		return "TLS with a throwaway certificate, agents not authenticated: give -cert, -key and -ca", nil
 	}
 	cert, err := tls.LoadX509KeyPair(o.cert, o.key)
 	if err != nil {
@@ -269,7 +270,7 @@ func serverTLS(o *options, cfg *transport.Config, stdout io.Writer) (string, err
 	}
 	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	if o.ca == "" {
-		return "TLS; agents are not authenticated (give -ca to require their certificates)", nil
+		return "TLS, agents not authenticated: give -ca to require their certificates", nil
 	}
 	b, err := os.ReadFile(o.ca)
 	if err != nil {
@@ -310,8 +311,11 @@ func resetKey(cfg *tls.Config) (*[32]byte, error) {
 // connects to it in-process. The returned function closes the
 // connection and shuts the server down.
 func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, func(), error) {
+	var closing atomic.Bool // our own shutdown: not a lost connection
 	natsLog := func(nc *nats.Conn, what string) {
-		log.Warn("NATS connection "+what, "url", nc.ConnectedUrlRedacted(), "err", nc.LastError())
+		if !closing.Load() {
+			log.Warn("NATS connection "+what, "url", nc.ConnectedUrlRedacted(), "err", nc.LastError())
+		}
 	}
 	opts := []nats.Option{
 		nats.Name("fresh-monitor"),
@@ -325,7 +329,7 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 			return nil, nil, fmt.Errorf("-nats %s: %w", o.natsURL, err)
 		}
 		fmt.Fprintf(stdout, "fresh-monitor: storing into the NATS server at %s\n", nc.ConnectedUrlRedacted())
-		return nc, func() { _ = nc.Drain(); nc.Close() }, nil
+		return nc, func() { closing.Store(true); _ = nc.Drain(); nc.Close() }, nil
 	}
 	host, portStr, err := net.SplitHostPort(o.natsListen)
 	if err != nil {
@@ -362,6 +366,7 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 	}
 	fmt.Fprintf(stdout, "fresh-monitor: embedded NATS server with JetStream in %s, clients at %s\n", o.data, ns.ClientURL())
 	return nc, func() {
+		closing.Store(true)
 		_ = nc.Drain()
 		nc.Close()
 		ns.Shutdown()
