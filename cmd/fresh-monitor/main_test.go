@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/transport"
@@ -144,6 +147,8 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	require.Contains(t, m, "fresh_handshake_timeouts_total")
 	require.Contains(t, m, "fresh_stateless_resets_sent_total")
 	require.Greater(t, m[`fresh_bytes_total{direction="received"}`], float64(len(payload)))
+	require.Equal(t, m["fresh_updates_read_total"], m["fresh_update_age_seconds_count"])
+	require.Greater(t, m["fresh_update_age_seconds_sum"], 0.0)
 	require.Contains(t, m, "go_goroutines")
 	for k := range m {
 		require.NotContains(t, k, "device", "no per-device labels")
@@ -189,4 +194,66 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 	require.Equal(t, "fresh-latest", o.kvBucket)
 	require.Equal(t, "fresh-uploads", o.objBucket)
 	require.Equal(t, "127.0.0.1:9464", o.metrics)
+}
+
+// With -nats the command embeds nothing and stores into that server.
+func TestRunWithExternalNATS(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	require.NoError(t, err)
+	go ns.Start()
+	require.True(t, ns.ReadyForConnections(10*time.Second))
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+
+	data := t.TempDir()
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats", ns.ClientURL(), "-metrics", "off", "-data", data,
+			"-kv-bucket", "latest-test"}, &stdout, &stderr)
+	}()
+	listenRE := regexp.MustCompile(`listening on (\S+) `)
+	require.Eventually(t, func() bool { return listenRE.MatchString(stdout.String()) }, 20*time.Second, 10*time.Millisecond,
+		"no listening line: %s\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "storing into the NATS server at")
+	require.NotContains(t, stdout.String(), "embedded NATS server")
+	addr := listenRE.FindStringSubmatch(stdout.String())[1]
+	caPEM, err := os.ReadFile(filepath.Join(data, "dev-ca.pem"))
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer dcancel()
+	conn, err := transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: pool, ServerName: "localhost"}})
+	require.NoError(t, err)
+	defer conn.Abort()
+	require.NoError(t, conn.SendUpdate([]byte("external")))
+
+	nc, err := nats.Connect(ns.ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		kv, err := js.KeyValue(ctx, "latest-test")
+		if err != nil {
+			return false
+		}
+		// No client certificate: the device is named by its address.
+		keys, err := kv.Keys(ctx)
+		if err != nil || len(keys) != 1 {
+			return false
+		}
+		e, err := kv.Get(ctx, keys[0])
+		return err == nil && strings.Contains(string(e.Value()), `"payload":"ZXh0ZXJuYWw="`) // base64 of "external"
+	}, 10*time.Second, 10*time.Millisecond, "the update is not in the external server's bucket")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
 }

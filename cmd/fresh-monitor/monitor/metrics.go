@@ -22,13 +22,20 @@ type counters struct {
 	uploadsAborted                                 atomic.Int64
 
 	writeSeconds *prometheus.HistogramVec
+	ageSeconds   prometheus.Histogram
 
 	mu    sync.Mutex
 	ended connTotals // the transport counters of the connections that ended
 }
 
 func newCounters() *counters {
-	return &counters{writeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	age := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "fresh_update_age_seconds",
+		Help: "Age of each update the monitor takes, across all devices: arrival minus generation (the agent's clock corrected into the monitor's).",
+		// 1 ms on a LAN to tens of seconds behind a dead path.
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 16),
+	})
+	return &counters{ageSeconds: age, writeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "fresh_store_write_seconds",
 		Help: "Time of one write into JetStream: a KV put of an update (store=\"kv\"), a whole upload's object put (store=\"object\").",
 		// From a local file store's ~100 µs to a cluster's round trips
@@ -113,6 +120,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.m.st.writeSeconds.Describe(ch)
+	c.m.st.ageSeconds.Describe(ch)
 }
 
 // Collect reads the listener's and every open connection's counters now:
@@ -172,4 +180,5 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descBytes, t.bytesReceived, "received")
 	counter(descBytes, t.bytesSent, "sent")
 	st.writeSeconds.Collect(ch)
+	st.ageSeconds.Collect(ch)
 }

@@ -232,6 +232,7 @@ func (m *Monitor) serve(ctx context.Context, conn *transport.Conn) {
 		}
 		taken++
 		m.st.updatesRead.Add(1)
+		m.st.ageSeconds.Observe(max(u.Age, 0).Seconds())
 		r := Record{Device: device, Generated: u.Generated, Arrived: time.Now(), Payload: u.Payload}
 		m.publishLive(key, r, log)
 		m.latest.offer(key, r)
