@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -118,6 +119,10 @@ func (l *latest) write(key string, s *slot) {
 		err := l.store.putLatest(ctx, key, *r)
 		cancel()
 		l.st.observeWrite("kv", time.Since(start))
+		if errors.Is(err, errNotNewer) {
+			l.st.updatesStale.Add(1)
+			continue
+		}
 		if err != nil {
 			l.st.storeErrors("kv").Add(1)
 			l.log.Warn("storing an update failed", "device", r.Device, "key", key, "generated", r.Generated, "err", err)

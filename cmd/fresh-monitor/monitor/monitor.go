@@ -19,7 +19,10 @@
 // and a KV watcher does not see them, so the times are in the value too).
 // The store is written no faster than it confirms: one write in flight per
 // device, only the newest update pending behind it (see latest.go), so an
-// older update is never stored over a newer one.
+// older update is never stored over a newer one. Each write is conditional
+// on the key's last message being the one the monitor knows, so that holds
+// across monitors too: a record another monitor (or this one before a
+// restart) wrote is read and replaced only by a newer update.
 //
 // Uploads. A connection's stream is stored as one object named
 // ObjectName(device, start) and committed to the agent (Conn.Commit) only
@@ -30,6 +33,7 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -177,7 +181,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
 	}
-	store := &jsStore{js: js, nc: m.nc, kvSubject: "$KV." + kv.Bucket() + ".", obs: obs, timeout: m.cfg.StoreTimeout}
+	store, err := newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
+	if err != nil {
+		return err
+	}
 	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
 	m.uploads = store
 	if m.wrapUploads != nil {
@@ -274,21 +281,102 @@ func (m *Monitor) publishLive(key string, r Record, log *slog.Logger) {
 type jsStore struct {
 	js        jetstream.JetStream
 	nc        *nats.Conn
-	kvSubject string // "$KV.<bucket>."
+	kvSubject string           // "$KV.<bucket>."
+	kvStream  jetstream.Stream // the bucket's stream, to read a key's last message
 	obs       jetstream.ObjectStore
 	timeout   time.Duration // a flush's bound
+
+	mu  sync.Mutex
+	seq map[string]uint64 // per key, the stream sequence of the last message this store wrote or read
 }
+
+func newJSStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, obs jetstream.ObjectStore, timeout time.Duration) (*jsStore, error) {
+	st, err := js.Stream(ctx, "KV_"+kv.Bucket())
+	if err != nil {
+		return nil, fmt.Errorf("monitor: the stream of KV bucket %q: %w", kv.Bucket(), err)
+	}
+	return &jsStore{js: js, nc: js.Conn(), kvSubject: "$KV." + kv.Bucket() + ".", kvStream: st, obs: obs,
+		timeout: timeout, seq: make(map[string]uint64)}, nil
+}
+
+// errNotNewer: the bucket holds a record of the device at least as new as
+// the one to write, written by another writer (a second monitor, or this
+// one's previous life); it is kept.
+var errNotNewer = errors.New("the bucket holds a newer update of the device")
 
 // putLatest is a KV put with headers: a JetStream publish to the key's
 // subject in the bucket's stream, which is what KeyValue.Put does, plus
-// the headers.
+// the headers. It is conditional on the key's last message being the one
+// this store knows (Nats-Expected-Last-Subject-Sequence): another writer
+// of the same key (a second monitor the device reached, this monitor
+// before a restart) makes it fail, and the store then reads that
+// writer's record and writes over it only if r is newer. So an older
+// update is never stored over a newer one even across monitors, at the
+// cost of one read per device after each restart or foreign write.
 func (s *jsStore) putLatest(ctx context.Context, key string, r Record) error {
-	msg, err := recordMsg(s.kvSubject+key, r)
+	subject := s.kvSubject + key
+	msg, err := recordMsg(subject, r)
 	if err != nil {
 		return err
 	}
-	_, err = s.js.PublishMsg(ctx, msg)
-	return err
+	s.mu.Lock()
+	seq := s.seq[key] // 0 if unknown: expect no message, and learn otherwise
+	s.mu.Unlock()
+	for range 4 {
+		ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+		if err == nil {
+			s.setSeq(key, ack.Sequence)
+			return nil
+		}
+		if !wrongLastSequence(err) {
+			return err
+		}
+		last, theirs, err := s.lastRecord(ctx, subject)
+		if err != nil {
+			return err
+		}
+		seq = last
+		if theirs != nil && !r.Generated.After(theirs.Generated) {
+			s.setSeq(key, last)
+			return errNotNewer
+		}
+	}
+	return fmt.Errorf("key %s: other writers kept changing it", key)
+}
+
+func (s *jsStore) setSeq(key string, seq uint64) {
+	s.mu.Lock()
+	s.seq[key] = seq
+	s.mu.Unlock()
+}
+
+// wrongLastSequence says err is JetStream refusing a conditional publish
+// (10071; 10164 on a replicated stream).
+func wrongLastSequence(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) &&
+		(ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// lastRecord is the sequence of subject's last message in the bucket's
+// stream (0 if none) and the Record it holds; nil for a delete or purge
+// marker, or a value that is not a Record, which any update may replace.
+func (s *jsStore) lastRecord(ctx context.Context, subject string) (uint64, *Record, error) {
+	m, err := s.kvStream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if op := m.Header.Get("KV-Operation"); op != "" {
+		return m.Sequence, nil, nil // DEL or PURGE
+	}
+	var r Record
+	if json.Unmarshal(m.Data, &r) != nil {
+		return m.Sequence, nil, nil
+	}
+	return m.Sequence, &r, nil
 }
 
 func (s *jsStore) putUpload(ctx context.Context, name, device string, r io.Reader) (uint64, error) {

@@ -379,3 +379,44 @@ func TestUploadStoreFailureFailsWaitCommitted(t *testing.T) {
 		})
 	}
 }
+
+// Two writers of one key (two monitors a device reached, or a monitor and
+// its previous life) never store an older update over a newer one: a
+// write whose expected last message is not the key's reads the other
+// writer's record and keeps it if it is not older.
+func TestStoreKeepsNewerRecordOfAnotherWriter(t *testing.T) {
+	_, js := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: DefaultKVBucket, History: 1})
+	require.NoError(t, err)
+	obs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: DefaultObjectBucket})
+	require.NoError(t, err)
+	a, err := newJSStore(ctx, js, kv, obs, time.Second)
+	require.NoError(t, err)
+	b, err := newJSStore(ctx, js, kv, obs, time.Second)
+	require.NoError(t, err)
+	t0 := time.Now().UTC()
+	rec := func(ms int) Record { return Record{Device: "dev", Generated: t0.Add(time.Duration(ms) * time.Millisecond)} }
+	stored := func() time.Time {
+		e, err := kv.Get(ctx, "dev")
+		require.NoError(t, err)
+		return decode(t, e).Generated
+	}
+
+	require.NoError(t, a.putLatest(ctx, "dev", rec(20)))
+	require.ErrorIs(t, b.putLatest(ctx, "dev", rec(10)), errNotNewer, "b knows nothing of a's write, and its update is older")
+	require.True(t, stored().Equal(rec(20).Generated))
+	require.NoError(t, b.putLatest(ctx, "dev", rec(30)), "newer: written over a's")
+	require.True(t, stored().Equal(rec(30).Generated))
+	require.ErrorIs(t, a.putLatest(ctx, "dev", rec(25)), errNotNewer, "a's last write is no longer the key's")
+	require.True(t, stored().Equal(rec(30).Generated))
+	require.NoError(t, a.putLatest(ctx, "dev", rec(40)))
+	require.NoError(t, a.putLatest(ctx, "dev", rec(50)), "a knows the key's last message again: no read")
+	require.True(t, stored().Equal(rec(50).Generated))
+
+	// A deleted key takes any update.
+	require.NoError(t, kv.Delete(ctx, "dev"))
+	require.NoError(t, b.putLatest(ctx, "dev", rec(1)))
+	require.True(t, stored().Equal(rec(1).Generated))
+}
