@@ -184,7 +184,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cfg := transport.Config{Insecure: o.insecure}
+	cfg := transport.Config{Insecure: o.insecure, Logger: log} // the transport logs at debug level: -v
 	security, err := serverTLS(o, &cfg, stdout)
 	if err != nil {
 		return err

@@ -397,7 +397,9 @@ func TestStoreKeepsNewerRecordOfAnotherWriter(t *testing.T) {
 	b, err := newJSStore(ctx, js, kv, obs, time.Second)
 	require.NoError(t, err)
 	t0 := time.Now().UTC()
-	rec := func(ms int) Record { return Record{Device: "dev", Generated: t0.Add(time.Duration(ms) * time.Millisecond)} }
+	rec := func(ms int) Record {
+		return Record{Device: "dev", Generated: t0.Add(time.Duration(ms) * time.Millisecond)}
+	}
 	stored := func() time.Time {
 		e, err := kv.Get(ctx, "dev")
 		require.NoError(t, err)
@@ -419,4 +421,31 @@ func TestStoreKeepsNewerRecordOfAnotherWriter(t *testing.T) {
 	require.NoError(t, kv.Delete(ctx, "dev"))
 	require.NoError(t, b.putLatest(ctx, "dev", rec(1)))
 	require.True(t, stored().Equal(rec(1).Generated))
+}
+
+// An upload the agent aborts is not stored (the partial object is
+// purged), not committed, and counted as aborted.
+func TestUploadAbortedNotStored(t *testing.T) {
+	_, js := startNATS(t)
+	p := newPKI(t, "camera-3")
+	m := startMonitor(t, p, js)
+	conn := m.dial(t, p, "camera-3")
+	part := make([]byte, 2<<20)
+	_, _ = rand.Read(part)
+	_, err := conn.Write(part)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return m.st.uploadBytes.Load() >= 1<<20 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, conn.Abort())
+	require.Eventually(t, func() bool { return m.st.uploadsAborted.Load() == 1 }, 10*time.Second, time.Millisecond)
+	require.Zero(t, conn.Committed())
+	require.Zero(t, m.st.uploadsStored.Load())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = m.objects(t).List(ctx)
+	require.ErrorIs(t, err, jetstream.ErrNoObjectsFound, "an aborted upload left an object")
+	st, err := js.Stream(ctx, "OBJ_"+DefaultObjectBucket)
+	require.NoError(t, err)
+	info, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.Zero(t, info.State.Msgs, "the partial upload's chunks are purged")
 }
