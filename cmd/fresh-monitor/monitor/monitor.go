@@ -71,7 +71,8 @@ type Config struct {
 	// KVBucket is the key-value bucket of the freshest update per device
 	// (DefaultKVBucket if empty), created with one revision per key if it
 	// does not exist; ObjectBucket the object store of uploads
-	// (DefaultObjectBucket if empty).
+	// (DefaultObjectBucket if empty). Buckets that exist are used as they
+	// are configured.
 	KVBucket, ObjectBucket string
 	// Replicas of both buckets when the monitor creates them (1 if 0; 3
 	// on a three-node cluster).
@@ -167,17 +168,28 @@ func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
 func (m *Monitor) Run(ctx context.Context) error {
 	defer m.cfg.Listener.Close()
 	js := m.cfg.JetStream
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
-		Description: "fresh: the freshest status update of each device",
-	})
+	// Buckets that exist are used as they are (an operator's replicas,
+	// limits and placement are theirs); only missing ones are created.
+	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
+			Description: "fresh: the freshest status update of each device",
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
 	}
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
-		Description: "fresh: the devices' uploads",
-	})
+	if st, err := kv.Status(ctx); err == nil && st.History() != 1 {
+		m.log.Warn("the KV bucket keeps more than the newest update of each device", "bucket", m.cfg.KVBucket, "history", st.History())
+	}
+	obs, err := js.ObjectStore(ctx, m.cfg.ObjectBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
+			Description: "fresh: the devices' uploads",
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
 	}

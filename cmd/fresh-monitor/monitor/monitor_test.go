@@ -449,3 +449,18 @@ func TestUploadAbortedNotStored(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, info.State.Msgs, "the partial upload's chunks are purged")
 }
+
+// Buckets an operator made are used as they are, not reconfigured.
+func TestExistingBucketsKeptAsConfigured(t *testing.T) {
+	_, js := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: DefaultKVBucket, History: 3})
+	require.NoError(t, err)
+	p := newPKI(t, "sensor-1")
+	m := startMonitor(t, p, js)
+	st, err := m.kv(t).Status(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, st.History())
+	m.objects(t) // created, since it did not exist
+}
