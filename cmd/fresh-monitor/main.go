@@ -52,6 +52,7 @@
 //	-object-bucket NAME       object store of uploads (default fresh-uploads)
 //	-replicas N               replicas of both buckets when created (default 1; 3 on a 3-node cluster)
 //	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
+//	-pprof                    also serve /debug/pprof there
 //	-v                        debug logs
 //
 // Logs (log/slog, text, stderr) say each agent's connection and end with
@@ -77,6 +78,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -129,6 +131,7 @@ type options struct {
 	kvBucket, objBucket   string
 	replicas              int
 	metrics               string
+	pprof                 bool
 	verbose               bool
 }
 
@@ -148,6 +151,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.objBucket, "object-bucket", monitor.DefaultObjectBucket, "object store of the uploads")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the buckets when the monitor creates them")
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -164,6 +168,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, usagef("-cert and -key go together: the certificate and its private key")
 	case o.ca != "" && o.cert == "":
 		return nil, usagef("-ca without -cert and -key: agents verify the monitor by its certificate, give it one (go run ./examples/certgen -dir certs)")
+	case o.pprof && (o.metrics == "off" || o.metrics == ""):
+		return nil, usagef("-pprof needs -metrics: it serves the profiles on the same address")
 	case o.replicas < 1:
 		return nil, usagef("-replicas %d: at least 1", o.replicas)
 	case o.natsURL != "" && o.natsListen != fs.Lookup("nats-listen").DefValue:
@@ -226,7 +232,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	if o.metrics != "off" && o.metrics != "" {
-		stopHTTP, err := serveMetrics(o.metrics, mon, stdout)
+		stopHTTP, err := serveMetrics(o.metrics, o.pprof, mon, stdout)
 		if err != nil {
 			return err
 		}
@@ -376,7 +382,7 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 
 // serveMetrics serves /metrics (the monitor's collector and the Go
 // runtime's and process's), /healthz and /readyz on addr.
-func serveMetrics(addr string, mon *monitor.Monitor, stdout io.Writer) (stop func(), err error) {
+func serveMetrics(addr string, withPprof bool, mon *monitor.Monitor, stdout io.Writer) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(mon.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
@@ -389,6 +395,13 @@ func serveMetrics(addr string, mon *monitor.Monitor, stdout io.Writer) (stop fun
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-metrics %s: %w", addr, err)

@@ -90,7 +90,7 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", data}, &stdout, &stderr)
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-pprof", "-data", data}, &stdout, &stderr)
 	}()
 	listenRE := regexp.MustCompile(`listening on (\S+) `)
 	metricsRE := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
@@ -124,6 +124,7 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 
 	require.Equal(t, http.StatusOK, get(t, base+"/healthz"))
 	require.Equal(t, http.StatusOK, get(t, base+"/readyz"))
+	require.Equal(t, http.StatusOK, get(t, base+"/debug/pprof/heap"))
 	var m map[string]float64
 	require.Eventually(t, func() bool {
 		m = scrape(t, base)
@@ -181,6 +182,7 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"-insecure", "-ca", "ca.pem"},
 		{"-ca", "ca.pem"},
 		{"-replicas", "0"},
+		{"-pprof", "-metrics", "off"},
 		{"-nats", "nats://x:4222", "-nats-listen", "127.0.0.1:0"},
 		{"stray"},
 	} {
