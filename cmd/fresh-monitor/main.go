@@ -1,0 +1,417 @@
+// Command fresh-monitor is the receiving side of a fleet of fresh agents
+// (examples/agent, or your own on transport.Dial) as a service: it accepts
+// the agents over fresh's transport and stores into NATS JetStream each
+// device's freshest status update (a key-value bucket, one revision per
+// key) and its uploads (an object store), publishes every update on
+// fresh.update.<device> for live subscribers, and serves Prometheus
+// metrics. The work is package monitor's, which a server of your own can
+// embed instead.
+//
+//	go run ./cmd/fresh-monitor
+//	go run ./cmd/fresh-monitor -cert certs/monitor.pem -key certs/monitor-key.pem -ca certs/ca.pem
+//	go run ./cmd/fresh-monitor -nats nats://nats-1:4222,nats://nats-2:4222 -cert … -key … -ca …
+//
+// Without -nats it runs an embedded NATS server with JetStream, storing in
+// -data (default $TMPDIR/fresh-monitor; give a directory of your own for
+// data you keep) and listening for other NATS clients (the nats CLI, your
+// services) on -nats-listen; with -nats it connects to that server or
+// cluster instead and embeds nothing.
+//
+// Agents are authenticated by mutual TLS: -cert and -key are the
+// monitor's certificate, and with -ca every agent must present a
+// certificate that CA signed, whose CommonName is the device's name (its
+// KV key is monitor.Key of it). go run ./examples/certgen -dir certs makes
+// a throwaway set. Without -ca agents are not authenticated and are named
+// by their certificate if they present one, by their address otherwise.
+// Without -cert and -key the monitor makes a throwaway certificate for
+// localhost, 127.0.0.1 and ::1 from a new in-memory CA (transport/devcert)
+// and writes that CA to -data/dev-ca.pem, so that an agent on this host can
+// verify it (-ca that file): for a first try, not for a fleet, since every
+// start makes a new CA. -insecure runs in plaintext, as examples/monitor's.
+//
+// Each update is stored as a monitor.Record (JSON: device, generation and
+// arrival time, payload) under the device's key; the same times are in
+// the message headers Fresh-Generated and Fresh-Arrived. A device's
+// updates are written one at a time, only the newest pending, so the
+// store is never written faster than it confirms and an older update
+// never lands over a newer one. An upload becomes one object named
+// <key>/<start time>; the agent's WaitCommitted returns only after the
+// object is stored whole, and if the store fails the connection is closed
+// with the reason (the agent reports "monitor could not store it").
+//
+// Flags:
+//
+//	-listen :4433             UDP address agents connect to
+//	-cert FILE, -key FILE     the monitor's TLS certificate and key, PEM
+//	-ca FILE                  require agents' certificates signed by this CA (mutual TLS)
+//	-insecure                 plaintext, no TLS (UNSAFE; the agents need -insecure too)
+//	-nats URL                 connect to this NATS server or cluster (comma-separated URLs) instead of embedding one
+//	-data DIR                 the embedded server's JetStream store (default $TMPDIR/fresh-monitor)
+//	-nats-listen ADDR         the embedded server's client address (default 127.0.0.1:4222; port 0 picks one)
+//	-kv-bucket NAME           KV bucket of the freshest update per device (default fresh-latest)
+//	-object-bucket NAME       object store of uploads (default fresh-uploads)
+//	-replicas N               replicas of both buckets when created (default 1; 3 on a 3-node cluster)
+//	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
+//	-pprof                    also serve /debug/pprof there
+//	-v                        debug logs
+//
+// Logs (log/slog, text, stderr) say each agent's connection and end with
+// its device name, each upload stored, and each store failure. /healthz
+// answers 200 while the process serves; /readyz 200 once NATS is
+// connected and the listener accepts, 503 otherwise.
+//
+// It runs until Ctrl-C or SIGTERM, then closes every connection, writes
+// the updates still pending, shuts the embedded server down and exits 0.
+// It exits 2 on a usage error, 1 if it cannot start.
+package main
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fresh-udp/fresh/cmd/fresh-monitor/monitor"
+	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "fresh-monitor:", err)
+		stop()
+		if errors.As(err, new(*usageError)) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake on the command line: exit 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Errorf(format, a...)} }
+
+type options struct {
+	listen, cert, key, ca string
+	insecure              bool
+	natsURL, data         string
+	natsListen            string
+	kvBucket, objBucket   string
+	replicas              int
+	metrics               string
+	pprof                 bool
+	verbose               bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("fresh-monitor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := &options{}
+	fs.StringVar(&o.listen, "listen", ":4433", "UDP `address` agents connect to")
+	fs.StringVar(&o.cert, "cert", "", "the monitor's certificate, PEM `file` (with -key; without both: a throwaway one for localhost)")
+	fs.StringVar(&o.key, "key", "", "the private key of -cert, PEM `file`")
+	fs.StringVar(&o.ca, "ca", "", "require agents' certificates signed by this CA, PEM `file` (mutual TLS; the device is the certificate's CommonName)")
+	fs.BoolVar(&o.insecure, "insecure", false, "UNSAFE: plaintext, no TLS: anyone on the path can read, forge and close connections; the agents need -insecure too")
+	fs.StringVar(&o.natsURL, "nats", "", "connect to this NATS server or cluster (`URLs`, comma-separated) instead of embedding one")
+	fs.StringVar(&o.data, "data", filepath.Join(os.TempDir(), "fresh-monitor"), "the embedded NATS server's JetStream store `dir`ectory")
+	fs.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "the embedded NATS server's client `address` (port 0 picks one)")
+	fs.StringVar(&o.kvBucket, "kv-bucket", monitor.DefaultKVBucket, "KV bucket of each device's freshest update")
+	fs.StringVar(&o.objBucket, "object-bucket", monitor.DefaultObjectBucket, "object store of the uploads")
+	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the buckets when the monitor creates them")
+	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
+	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
+	fs.BoolVar(&o.verbose, "v", false, "debug logs")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &usageError{err}
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, usagef("unexpected argument %q (flags go before it; see -h)", fs.Arg(0))
+	case o.insecure && (o.cert != "" || o.key != "" || o.ca != ""):
+		return nil, usagef("-insecure and -cert/-key/-ca exclude each other: plaintext uses no credentials")
+	case (o.cert == "") != (o.key == ""):
+		return nil, usagef("-cert and -key go together: the certificate and its private key")
+	case o.ca != "" && o.cert == "":
+		return nil, usagef("-ca without -cert and -key: agents verify the monitor by its certificate, give it one (go run ./examples/certgen -dir certs)")
+	case o.pprof && (o.metrics == "off" || o.metrics == ""):
+		return nil, usagef("-pprof needs -metrics: it serves the profiles on the same address")
+	case o.replicas < 1:
+		return nil, usagef("-replicas %d: at least 1", o.replicas)
+	case o.natsURL != "" && o.natsListen != fs.Lookup("nats-listen").DefValue:
+		return nil, usagef("-nats and -nats-listen exclude each other: -nats-listen is the embedded server's")
+	}
+	return o, nil
+}
+
+// run starts everything, serves until ctx ends and shuts down.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := transport.Config{Insecure: o.insecure, Logger: log} // the transport logs at debug level: -v
+	security, err := serverTLS(o, &cfg, stdout)
+	if err != nil {
+		return err
+	}
+
+	// NATS first: an agent accepted before the store is there would have
+	// nowhere to go.
+	nc, shutdownNATS, err := connectNATS(o, log, stdout)
+	if err != nil {
+		return err
+	}
+	defer shutdownNATS()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+
+	resetKey, err := resetKey(cfg.TLS)
+	if err != nil {
+		return err
+	}
+	udp, err := transport.ListenUDP(o.listen, false)
+	if err != nil {
+		return fmt.Errorf("-listen %s: %w", o.listen, err)
+	}
+	defer udp.Close()
+	tr := &transport.Transport{Conn: udp, StatelessResetKey: resetKey}
+	defer tr.Close()
+	ln, err := tr.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	mon, err := monitor.New(monitor.Config{
+		Listener: ln, JetStream: js, KVBucket: o.kvBucket, ObjectBucket: o.objBucket,
+		Replicas: o.replicas, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+
+	if o.metrics != "off" && o.metrics != "" {
+		stopHTTP, err := serveMetrics(o.metrics, o.pprof, mon, stdout)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+	}
+	fmt.Fprintf(stdout, "fresh-monitor: listening on %s (%s); updates into KV bucket %q, uploads into object store %q\n",
+		ln.Addr(), security, o.kvBucket, o.objBucket)
+	return mon.Run(ctx)
+}
+
+// serverTLS sets cfg's TLS from the flags and says in a few words how
+// agents are authenticated.
+func serverTLS(o *options, cfg *transport.Config, stdout io.Writer) (string, error) {
+	if o.insecure {
+		return "INSECURE: plaintext, agents are not authenticated", nil
+	}
+	if o.cert == "" {
+		ca, err := devcert.NewCA("fresh-monitor throwaway CA")
+		if err != nil {
+			return "", err
+		}
+		c, err := ca.Issue("localhost", "localhost", "127.0.0.1", "::1")
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(o.data, 0o700); err != nil {
+			return "", fmt.Errorf("-data %s: %w", o.data, err)
+		}
+		caFile := filepath.Join(o.data, "dev-ca.pem")
+		if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
+			return "", fmt.Errorf("-data %s: %w", o.data, err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{c}}
+		fmt.Fprintf(stdout, "fresh-monitor: no -cert/-key: serving a throwaway certificate for localhost, 127.0.0.1 and ::1 "+
+			"from a new CA written to %s (agents: -ca %s); a new one every start, for a first try only\n", caFile, caFile)
+		return "TLS with a throwaway certificate, agents not authenticated: give -cert, -key and -ca", nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.cert, o.key)
+	if err != nil {
+		return "", fmt.Errorf("-cert %s, -key %s: %w", o.cert, o.key, err)
+	}
+	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	if o.ca == "" {
+		return "TLS, agents not authenticated: give -ca to require their certificates", nil
+	}
+	b, err := os.ReadFile(o.ca)
+	if err != nil {
+		return "", fmt.Errorf("-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return "", fmt.Errorf("-ca %s: no PEM certificate in it", o.ca)
+	}
+	cfg.TLS.ClientAuth, cfg.TLS.ClientCAs = tls.RequireAndVerifyClientCert, pool
+	return "mutual TLS; agents must present a certificate signed by " + o.ca + ", named by its CommonName", nil
+}
+
+// resetKeyLabel is examples/monitor's, so that either, restarted with the
+// same -key, resets the other's connections.
+const resetKeyLabel = "fresh examples: stateless reset key v1"
+
+// resetKey derives the Transport's StatelessResetKey from the TLS private
+// key (HKDF-SHA256, RFC 5869, over its PKCS #8 encoding): a monitor
+// restarted with the same -key resets its previous life's connections
+// (RFC 9000 §10.3) with no key file of its own. nil without TLS.
+func resetKey(cfg *tls.Config) (*[32]byte, error) {
+	if cfg == nil || len(cfg.Certificates) == 0 || cfg.Certificates[0].PrivateKey == nil {
+		return nil, nil
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(cfg.Certificates[0].PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the stateless reset key: %w", err)
+	}
+	k, err := hkdf.Key(sha256.New, der, nil, resetKeyLabel, 32)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the stateless reset key: %w", err)
+	}
+	return (*[32]byte)(k), nil
+}
+
+// connectNATS connects to -nats, or starts the embedded server and
+// connects to it in-process. The returned function closes the
+// connection and shuts the server down.
+func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, func(), error) {
+	var closing atomic.Bool // our own shutdown: not a lost connection
+	natsLog := func(nc *nats.Conn, what string) {
+		if !closing.Load() {
+			log.Warn("NATS connection "+what, "url", nc.ConnectedUrlRedacted(), "err", nc.LastError())
+		}
+	}
+	opts := []nats.Option{
+		nats.Name("fresh-monitor"),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, _ error) { natsLog(nc, "lost") }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { natsLog(nc, "restored") }),
+	}
+	if o.natsURL != "" {
+		nc, err := nats.Connect(o.natsURL, opts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-nats %s: %w", o.natsURL, err)
+		}
+		fmt.Fprintf(stdout, "fresh-monitor: storing into the NATS server at %s\n", nc.ConnectedUrlRedacted())
+		return nc, func() { closing.Store(true); _ = nc.Drain(); nc.Close() }, nil
+	}
+	host, portStr, err := net.SplitHostPort(o.natsListen)
+	if err != nil {
+		return nil, nil, usagef("-nats-listen %s: %v (want HOST:PORT)", o.natsListen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, nil, usagef("-nats-listen %s: bad port", o.natsListen)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "fresh-monitor",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   o.data,
+		NoSigs:     true, // the monitor handles SIGINT/SIGTERM
+		NoLog:      true,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, nil, fmt.Errorf("embedded NATS server: not ready after 10 s (is -nats-listen %s in use? give another port, or port 0)", o.natsListen)
+	}
+	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns))...)
+	if err != nil {
+		ns.Shutdown()
+		return nil, nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	fmt.Fprintf(stdout, "fresh-monitor: embedded NATS server with JetStream in %s, clients at %s\n", o.data, ns.ClientURL())
+	return nc, func() {
+		closing.Store(true)
+		_ = nc.Drain()
+		nc.Close()
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}, nil
+}
+
+// serveMetrics serves /metrics (the monitor's collector and the Go
+// runtime's and process's), /healthz and /readyz on addr.
+func serveMetrics(addr string, withPprof bool, mon *monitor.Monitor, stdout io.Writer) (stop func(), err error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(mon.Collector(), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !mon.Ready() {
+			http.Error(w, "not ready: NATS not connected or the listener not accepting yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-metrics %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	fmt.Fprintf(stdout, "fresh-monitor: metrics at http://%s/metrics (and /healthz, /readyz)\n", l.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// lockedBuffer is an io.Writer several goroutines write and the test
+// reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// scrape reads /metrics into sample → value ("name{labels}" as exposed).
+func scrape(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		require.NoError(t, err, line)
+		m[line[:i]] = v
+	}
+	require.NoError(t, sc.Err())
+	return m
+}
+
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// With no flags but addresses the command embeds JetStream, serves a
+// throwaway certificate whose CA it writes to -data, stores an agent's
+// updates and upload, and its /metrics shows the counters with their
+// values: connections, updates received and stored, upload bytes, store
+// write latency, drops by reason, and no per-device label.
+func TestRunStoresAndServesMetrics(t *testing.T) {
+	data := t.TempDir()
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-pprof", "-data", data}, &stdout, &stderr)
+	}()
+	listenRE := regexp.MustCompile(`listening on (\S+) `)
+	metricsRE := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+	require.Eventually(t, func() bool { return listenRE.MatchString(stdout.String()) }, 20*time.Second, 10*time.Millisecond,
+		"no listening line: %s\n%s", stdout.String(), stderr.String())
+	out := stdout.String()
+	require.Contains(t, out, "embedded NATS server with JetStream in "+data)
+	require.Contains(t, out, "no -cert/-key: serving a throwaway certificate")
+	addr := listenRE.FindStringSubmatch(out)[1]
+	base := metricsRE.FindStringSubmatch(out)[1]
+
+	caPEM, err := os.ReadFile(filepath.Join(data, "dev-ca.pem"))
+	require.NoError(t, err, "the throwaway CA is written to -data")
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer dcancel()
+	conn, err := transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: pool, ServerName: "localhost"}})
+	require.NoError(t, err)
+	defer conn.Abort()
+	for i := range 5 {
+		require.NoError(t, conn.SendUpdate([]byte{byte(i)}))
+		time.Sleep(20 * time.Millisecond)
+	}
+	payload := make([]byte, 1<<20)
+	_, _ = rand.Read(payload)
+	_, err = conn.Write(payload)
+	require.NoError(t, err)
+	require.NoError(t, conn.CloseWrite())
+	require.NoError(t, conn.WaitCommitted(dctx, int64(len(payload))))
+
+	require.Equal(t, http.StatusOK, get(t, base+"/healthz"))
+	require.Equal(t, http.StatusOK, get(t, base+"/readyz"))
+	require.Equal(t, http.StatusOK, get(t, base+"/debug/pprof/heap"))
+	var m map[string]float64
+	require.Eventually(t, func() bool {
+		m = scrape(t, base)
+		return m["fresh_updates_stored_total"] >= 1
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, 1.0, m["fresh_connections"])
+	require.Equal(t, 1.0, m["fresh_connections_accepted_total"])
+	require.GreaterOrEqual(t, m["fresh_updates_received_total"], 1.0)
+	require.GreaterOrEqual(t, m["fresh_updates_read_total"], m["fresh_updates_stored_total"])
+	require.LessOrEqual(t, m["fresh_updates_read_total"], m["fresh_updates_received_total"])
+	require.Equal(t, float64(len(payload)), m["fresh_upload_bytes_total"])
+	require.Equal(t, 1.0, m[`fresh_uploads_total{result="stored"}`])
+	require.Equal(t, 0.0, m[`fresh_uploads_total{result="failed"}`])
+	require.Equal(t, 1.0, m[`fresh_store_write_seconds_count{store="object"}`])
+	require.Equal(t, m["fresh_updates_stored_total"], m[`fresh_store_write_seconds_count{store="kv"}`])
+	require.Greater(t, m[`fresh_store_write_seconds_sum{store="kv"}`], 0.0)
+	require.Equal(t, 0.0, m[`fresh_store_errors_total{store="kv"}`])
+	require.Contains(t, m, `fresh_initials_dropped_total{reason="bad_token"}`)
+	require.Contains(t, m, `fresh_datagrams_dropped_total{reason="malformed"}`)
+	require.Contains(t, m, "fresh_retries_sent_total")
+	require.Contains(t, m, "fresh_handshake_timeouts_total")
+	require.Contains(t, m, "fresh_stateless_resets_sent_total")
+	require.Greater(t, m[`fresh_bytes_total{direction="received"}`], float64(len(payload)))
+	require.Equal(t, m["fresh_updates_read_total"], m["fresh_update_age_seconds_count"])
+	require.Greater(t, m["fresh_update_age_seconds_sum"], 0.0)
+	require.Contains(t, m, "go_goroutines")
+	for k := range m {
+		require.NotContains(t, k, "device", "no per-device labels")
+	}
+
+	// The connection's end moves its counters to the ended totals: they
+	// do not go down.
+	received := m[`fresh_bytes_total{direction="received"}`]
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool {
+		m = scrape(t, base)
+		return m["fresh_connections_closed_total"] == 1 && m["fresh_connections"] == 0
+	}, 10*time.Second, 20*time.Millisecond)
+	require.GreaterOrEqual(t, m[`fresh_bytes_total{direction="received"}`], received)
+	require.Contains(t, stderr.String(), "agent connected")
+	require.Contains(t, stderr.String(), "upload stored")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+func TestFlagErrorsAreUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-cert", "a.pem"},
+		{"-insecure", "-ca", "ca.pem"},
+		{"-ca", "ca.pem"},
+		{"-replicas", "0"},
+		{"-pprof", "-metrics", "off"},
+		{"-nats", "nats://x:4222", "-nats-listen", "127.0.0.1:0"},
+		{"stray"},
+	} {
+		_, err := parseFlags(args, io.Discard)
+		require.Error(t, err, args)
+		require.True(t, errors.As(err, new(*usageError)), "%v: %v", args, err)
+	}
+	o, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, ":4433", o.listen)
+	require.Equal(t, "fresh-latest", o.kvBucket)
+	require.Equal(t, "fresh-uploads", o.objBucket)
+	require.Equal(t, "127.0.0.1:9464", o.metrics)
+}
+
+// With -nats the command embeds nothing and stores into that server.
+func TestRunWithExternalNATS(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	require.NoError(t, err)
+	go ns.Start()
+	require.True(t, ns.ReadyForConnections(10*time.Second))
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+
+	data := t.TempDir()
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats", ns.ClientURL(), "-metrics", "off", "-data", data,
+			"-kv-bucket", "latest-test"}, &stdout, &stderr)
+	}()
+	listenRE := regexp.MustCompile(`listening on (\S+) `)
+	require.Eventually(t, func() bool { return listenRE.MatchString(stdout.String()) }, 20*time.Second, 10*time.Millisecond,
+		"no listening line: %s\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "storing into the NATS server at")
+	require.NotContains(t, stdout.String(), "embedded NATS server")
+	addr := listenRE.FindStringSubmatch(stdout.String())[1]
+	caPEM, err := os.ReadFile(filepath.Join(data, "dev-ca.pem"))
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer dcancel()
+	conn, err := transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: pool, ServerName: "localhost"}})
+	require.NoError(t, err)
+	defer conn.Abort()
+	require.NoError(t, conn.SendUpdate([]byte("external")))
+
+	nc, err := nats.Connect(ns.ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		kv, err := js.KeyValue(ctx, "latest-test")
+		if err != nil {
+			return false
+		}
+		// No client certificate: the device is named by its address.
+		keys, err := kv.Keys(ctx)
+		if err != nil || len(keys) != 1 {
+			return false
+		}
+		e, err := kv.Get(ctx, keys[0])
+		return err == nil && strings.Contains(string(e.Value()), `"payload":"ZXh0ZXJuYWw="`) // base64 of "external"
+	}, 10*time.Second, 10*time.Millisecond, "the update is not in the external server's bucket")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}

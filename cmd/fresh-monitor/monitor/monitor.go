@@ -1,0 +1,409 @@
+// Package monitor is the receiving side of a fleet of fresh agents that
+// stores into NATS JetStream: every device's freshest status update in a
+// key-value bucket (one revision per key), its uploads in an object
+// store, and each update on the core subject fresh.update.<key> for live
+// subscribers. cmd/fresh-monitor runs it as a service; embed it in a
+// server of your own with New and Run, giving it a transport.Listener and
+// a jetstream.JetStream (an embedded nats-server or a real cluster: the
+// client code is the same).
+//
+// A device is named by its TLS client certificate's CommonName (mutual
+// TLS: give the Listener's Config.TLS a ClientCAs pool and
+// RequireAndVerifyClientCert), or by its address without one (Config.
+// DeviceName overrides both). Its KV key and subject token is Key(name).
+//
+// Updates. Each update ReadUpdate returns is stored as a Record (JSON) in
+// the KV bucket under the device's key, published to the bucket's subject
+// $KV.<bucket>.<key> with the generation and arrival times also in the
+// headers HeaderGenerated and HeaderArrived (a KV Put carries no headers,
+// and a KV watcher does not see them, so the times are in the value too).
+// The store is written no faster than it confirms: one write in flight per
+// device, only the newest update pending behind it (see latest.go), so an
+// older update is never stored over a newer one. Each write is conditional
+// on the key's last message being the one the monitor knows, so that holds
+// across monitors too: a record another monitor (or this one before a
+// restart) wrote is read and replaced only by a newer update.
+//
+// Uploads. A connection's stream is stored as one object named
+// ObjectName(device, start) and committed to the agent (Conn.Commit) only
+// once the object store has it whole; on a store failure the connection
+// is closed with CodeStorageFailed and the reason, so an agent never
+// reports success for bytes that were not stored.
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// Defaults of Config.
+const (
+	DefaultKVBucket     = "fresh-latest"
+	DefaultObjectBucket = "fresh-uploads"
+	DefaultStoreTimeout = 5 * time.Second
+	// SubjectPrefix is the core subject updates are published on: the
+	// device's key is its last token.
+	SubjectPrefix = "fresh.update."
+)
+
+// Config configures a Monitor. Listener and JetStream are required.
+type Config struct {
+	// Listener accepts the agents. Run closes it when it returns.
+	Listener *transport.Listener
+	// JetStream is where the monitor stores: jetstream.New over a
+	// nats.Conn to an embedded server or a cluster. A JetStream with a
+	// domain or API prefix is not supported (updates are published to
+	// the bucket's default subject).
+	JetStream jetstream.JetStream
+	// KVBucket is the key-value bucket of the freshest update per device
+	// (DefaultKVBucket if empty), created with one revision per key if it
+	// does not exist; ObjectBucket the object store of uploads
+	// (DefaultObjectBucket if empty). Buckets that exist are used as they
+	// are configured.
+	KVBucket, ObjectBucket string
+	// Replicas of both buckets when the monitor creates them (1 if 0; 3
+	// on a three-node cluster).
+	Replicas int
+	// StoreTimeout bounds one KV write (DefaultStoreTimeout if 0).
+	StoreTimeout time.Duration
+	// DeviceName names a connection's device; nil names it by its
+	// certificate's CommonName, or its address without a certificate.
+	DeviceName func(*transport.Conn) string
+	// Logger receives a line per connection accepted and ended, per
+	// upload, and per store failure; nil is silent.
+	Logger *slog.Logger
+}
+
+// Monitor accepts agents from a Listener and stores what they send in
+// JetStream. Its Collector exposes its counters for Prometheus.
+type Monitor struct {
+	cfg     Config
+	log     *slog.Logger
+	st      *counters
+	latest  *latest
+	uploads uploadStore
+	nc      *nats.Conn
+	ready   atomic.Bool
+	// wrapUploads, set by tests, wraps the object store (to delay or
+	// fail it).
+	wrapUploads func(uploadStore) uploadStore
+
+	mu    sync.Mutex
+	conns map[*transport.Conn]struct{}
+}
+
+// New checks cfg and returns a Monitor; Run starts it.
+func New(cfg Config) (*Monitor, error) {
+	if cfg.Listener == nil {
+		return nil, errors.New("monitor: Config.Listener is nil")
+	}
+	if cfg.JetStream == nil {
+		return nil, errors.New("monitor: Config.JetStream is nil")
+	}
+	if cfg.KVBucket == "" {
+		cfg.KVBucket = DefaultKVBucket
+	}
+	if cfg.ObjectBucket == "" {
+		cfg.ObjectBucket = DefaultObjectBucket
+	}
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Replicas < 0 {
+		return nil, fmt.Errorf("monitor: Config.Replicas %d: must not be negative", cfg.Replicas)
+	}
+	if cfg.StoreTimeout == 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
+	}
+	if cfg.StoreTimeout < 0 {
+		return nil, fmt.Errorf("monitor: Config.StoreTimeout %v: must not be negative", cfg.StoreTimeout)
+	}
+	if cfg.DeviceName == nil {
+		cfg.DeviceName = PeerName
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Monitor{cfg: cfg, log: log, st: newCounters(), nc: cfg.JetStream.Conn(), conns: make(map[*transport.Conn]struct{})}
+	return m, nil
+}
+
+// PeerName is the CommonName of the certificate the connection's peer
+// presented, or its address if it presented none.
+func PeerName(conn *transport.Conn) string {
+	if st, ok := conn.ConnectionState(); ok && len(st.PeerCertificates) > 0 {
+		if cn := st.PeerCertificates[0].Subject.CommonName; cn != "" {
+			return cn
+		}
+	}
+	return conn.RemoteAddr().String()
+}
+
+// Collector is the monitor's and its listener's counters for a
+// prometheus.Registry, read at scrape time.
+func (m *Monitor) Collector() prometheus.Collector { return collector{m} }
+
+// Ready says the monitor is accepting agents and its NATS connection is
+// up (for a readiness probe).
+func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
+
+// Run creates the buckets if they do not exist, then accepts agents until
+// ctx ends or the Listener fails. It then closes the Listener (and so
+// every connection), waits for the pending writes and returns nil after
+// ctx ended, the error otherwise.
+func (m *Monitor) Run(ctx context.Context) error {
+	defer m.cfg.Listener.Close()
+	js := m.cfg.JetStream
+	// Buckets that exist are used as they are (an operator's replicas,
+	// limits and placement are theirs); only missing ones are created.
+	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
+			Description: "fresh: the freshest status update of each device",
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
+	}
+	if st, err := kv.Status(ctx); err == nil && st.History() != 1 {
+		m.log.Warn("the KV bucket keeps more than the newest update of each device", "bucket", m.cfg.KVBucket, "history", st.History())
+	}
+	obs, err := js.ObjectStore(ctx, m.cfg.ObjectBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
+			Description: "fresh: the devices' uploads",
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
+	}
+	store, err := newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
+	if err != nil {
+		return err
+	}
+	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
+	m.uploads = store
+	if m.wrapUploads != nil {
+		m.uploads = m.wrapUploads(store)
+	}
+	m.ready.Store(true)
+	defer m.ready.Store(false)
+
+	var wg sync.WaitGroup
+	defer func() {
+		m.cfg.Listener.Close() // ends every connection, so every serve
+		wg.Wait()
+		m.latest.wait()
+	}()
+	for {
+		conn, err := m.cfg.Listener.Accept(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("monitor: accept: %w", err)
+		}
+		wg.Go(func() { m.serve(ctx, conn) })
+	}
+}
+
+// serve takes one agent's updates and upload until its connection ends.
+func (m *Monitor) serve(ctx context.Context, conn *transport.Conn) {
+	device := m.cfg.DeviceName(conn)
+	key := Key(device)
+	log := m.log.With("device", device, "peer", conn.RemoteAddr().String())
+	m.mu.Lock()
+	m.conns[conn] = struct{}{}
+	m.mu.Unlock()
+	m.st.accepted.Add(1)
+	resumed := false
+	if st, ok := conn.ConnectionState(); ok {
+		resumed = st.DidResume
+	}
+	log.Info("agent connected", "key", key, "resumed", resumed)
+
+	uploadDone := make(chan struct{})
+	go func() {
+		defer close(uploadDone)
+		m.receiveUpload(ctx, conn, device, log)
+	}()
+	var taken int64
+	for {
+		u, err := conn.ReadUpdate(ctx)
+		if err != nil {
+			break // the connection ended (io.EOF: normally), or ctx did
+		}
+		taken++
+		m.st.updatesRead.Add(1)
+		m.st.ageSeconds.Observe(max(u.Age, 0).Seconds())
+		r := Record{Device: device, Generated: u.Generated, Arrived: time.Now(), Payload: u.Payload}
+		m.publishLive(key, r, log)
+		m.latest.offer(key, r)
+	}
+	conn.Close() // after ctx ended; nothing once the connection has
+	<-uploadDone
+	<-conn.Done()
+
+	s := conn.Stats()
+	m.st.mu.Lock()
+	m.mu.Lock()
+	delete(m.conns, conn)
+	m.mu.Unlock()
+	m.st.ended.add(s)
+	m.st.mu.Unlock()
+	m.st.closed.Add(1)
+	attrs := []any{"updates", taken, "upload_bytes", s.StreamBytesReceived, "age_mean", s.Age.Mean}
+	if err := conn.Err(); err != nil && !errors.Is(err, transport.ErrPeerClosed) && !errors.Is(err, transport.ErrClosed) {
+		log.Info("agent disconnected", append(attrs, "err", err)...)
+	} else {
+		log.Info("agent disconnected", attrs...)
+	}
+}
+
+// publishLive sends the update on fresh.update.<key> for live
+// subscribers: a core NATS publish, at most once, never waiting for the
+// store.
+func (m *Monitor) publishLive(key string, r Record, log *slog.Logger) {
+	msg, err := recordMsg(SubjectPrefix+key, r)
+	if err == nil {
+		err = m.nc.PublishMsg(msg)
+	}
+	if err != nil {
+		log.Debug("publishing an update failed", "err", err)
+	}
+}
+
+// jsStore is the JetStream behind the monitor.
+type jsStore struct {
+	js        jetstream.JetStream
+	nc        *nats.Conn
+	kvSubject string           // "$KV.<bucket>."
+	kvStream  jetstream.Stream // the bucket's stream, to read a key's last message
+	obs       jetstream.ObjectStore
+	timeout   time.Duration // a flush's bound
+
+	mu  sync.Mutex
+	seq map[string]uint64 // per key, the stream sequence of the last message this store wrote or read
+}
+
+func newJSStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, obs jetstream.ObjectStore, timeout time.Duration) (*jsStore, error) {
+	st, err := js.Stream(ctx, "KV_"+kv.Bucket())
+	if err != nil {
+		return nil, fmt.Errorf("monitor: the stream of KV bucket %q: %w", kv.Bucket(), err)
+	}
+	return &jsStore{js: js, nc: js.Conn(), kvSubject: "$KV." + kv.Bucket() + ".", kvStream: st, obs: obs,
+		timeout: timeout, seq: make(map[string]uint64)}, nil
+}
+
+// errNotNewer: the bucket holds a record of the device at least as new as
+// the one to write, written by another writer (a second monitor, or this
+// one's previous life); it is kept.
+var errNotNewer = errors.New("the bucket holds a newer update of the device")
+
+// putLatest is a KV put with headers: a JetStream publish to the key's
+// subject in the bucket's stream, which is what KeyValue.Put does, plus
+// the headers. It is conditional on the key's last message being the one
+// this store knows (Nats-Expected-Last-Subject-Sequence): another writer
+// of the same key (a second monitor the device reached, this monitor
+// before a restart) makes it fail, and the store then reads that
+// writer's record and writes over it only if r is newer. So an older
+// update is never stored over a newer one even across monitors, at the
+// cost of one read per device after each restart or foreign write.
+func (s *jsStore) putLatest(ctx context.Context, key string, r Record) error {
+	subject := s.kvSubject + key
+	msg, err := recordMsg(subject, r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	seq := s.seq[key] // 0 if unknown: expect no message, and learn otherwise
+	s.mu.Unlock()
+	for range 4 {
+		ack, err := s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(seq))
+		if err == nil {
+			s.setSeq(key, ack.Sequence)
+			return nil
+		}
+		if !wrongLastSequence(err) {
+			return err
+		}
+		last, theirs, err := s.lastRecord(ctx, subject)
+		if err != nil {
+			return err
+		}
+		seq = last
+		if theirs != nil && !r.Generated.After(theirs.Generated) {
+			s.setSeq(key, last)
+			return errNotNewer
+		}
+	}
+	return fmt.Errorf("key %s: other writers kept changing it", key)
+}
+
+func (s *jsStore) setSeq(key string, seq uint64) {
+	s.mu.Lock()
+	s.seq[key] = seq
+	s.mu.Unlock()
+}
+
+// wrongLastSequence says err is JetStream refusing a conditional publish
+// (10071; 10164 on a replicated stream).
+func wrongLastSequence(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) &&
+		(ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// lastRecord is the sequence of subject's last message in the bucket's
+// stream (0 if none) and the Record it holds; nil for a delete or purge
+// marker, or a value that is not a Record, which any update may replace.
+func (s *jsStore) lastRecord(ctx context.Context, subject string) (uint64, *Record, error) {
+	m, err := s.kvStream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if op := m.Header.Get("KV-Operation"); op != "" {
+		return m.Sequence, nil, nil // DEL or PURGE
+	}
+	var r Record
+	if json.Unmarshal(m.Data, &r) != nil {
+		return m.Sequence, nil, nil
+	}
+	return m.Sequence, &r, nil
+}
+
+func (s *jsStore) putUpload(ctx context.Context, name, device string, r io.Reader) (uint64, error) {
+	info, err := s.obs.Put(ctx, jetstream.ObjectMeta{
+		Name:     name,
+		Metadata: map[string]string{"device": device},
+	}, r)
+	if err != nil {
+		return 0, err
+	}
+	return info.Size, nil
+}
+
+func (s *jsStore) flush(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.nc.FlushWithContext(ctx)
+}
