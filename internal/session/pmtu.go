@@ -37,6 +37,20 @@ import (
 // are detected by the acknowledgement of later full-size packets, which
 // resets the count.
 //
+// A black hole is loss of data "sent with a specific packet size" (RFC
+// 8899 §4.3): small packets still cross. A radio fade loses (or holds)
+// every packet, small ones too, and a sender that counted its timeouts
+// alone would take a cellular link's two-second fade for a black hole
+// and spend RAISE_TIMER below a size the path carries. So the fallback
+// needs a confirmation, as §4.3 has a PL confirm that the smaller size
+// is usable and §5.2's BASE state confirms BASE_PLPMTU with a packet of
+// that size: from the first counted loss on, every retransmission timeout
+// also sends a PING (far below BASE; RFC 9002 §6.2.4's probe), and only
+// once a small packet sent since then has been acknowledged, with still
+// nothing full-size, does the next counted loss fall back. Into a fade
+// the PINGs are lost like the rest; when it ends the full-size packets
+// held in it are acknowledged and the count starts over.
+//
 // Probe losses are not congestion (RFC 8899 §4.4: a lost probe must not
 // reduce the congestion window): the controller never sees a probe, sent,
 // acknowledged or lost. Nor are probes counted in the controller's bytes
@@ -56,8 +70,11 @@ type pmtu struct {
 	next    int   // index in cands of the next size to probe
 	state   pmtuState
 
-	// The outstanding probe, if any.
+	// The outstanding probe, if any. timedOut: a retransmission timeout
+	// gave it up with nothing sent after it acknowledged; the next ACK
+	// frame says whether it arrived.
 	probing  bool
+	timedOut bool
 	probePN  cc.PacketNumber
 	probeLen int
 	count    int // probes of cands[next] lost in a row (PROBE_COUNT)
@@ -68,6 +85,11 @@ type pmtu struct {
 	bigAcked cc.PacketNumber // largest full-size packet acknowledged
 	events   int             // full-size losses since, one per instant
 	eventAt  clock.Mono      // the latest counted
+	// suspectAt is when the first of them was counted; smallAcked says a
+	// datagram of at most BASE sent since then was acknowledged: the path
+	// carries small packets while full-size ones vanish.
+	suspectAt  clock.Mono
+	smallAcked bool
 	// After a black hole, sizes at or above holeSize are not probed
 	// before holeUntil (RAISE_TIMER later): a path that drops large
 	// packets now and then changes size at most once per RAISE_TIMER.
@@ -179,7 +201,7 @@ func (p *pmtu) onProbeSent(pn cc.PacketNumber, size int) {
 	if p.state == pmtuSearchComplete {
 		p.state, p.count = pmtuSearching, 0 // RAISE_TIMER passed: a new search
 	}
-	p.probing, p.probePN, p.probeLen = true, pn, size
+	p.probing, p.timedOut, p.probePN, p.probeLen = true, false, pn, size
 	p.sent++
 }
 
@@ -203,12 +225,46 @@ func (p *pmtu) onProbeAcked(now clock.Mono, pn cc.PacketNumber) {
 }
 
 // onProbeLost: after MAX_PROBES losses of one size the path is taken not
-// to carry it and the search is complete (RFC 8899 §5.1.2).
-func (p *pmtu) onProbeLost(now clock.Mono, pn cc.PacketNumber) {
-	if !p.probing || pn != p.probePN {
+// to carry it and the search is complete (RFC 8899 §5.1.2). later says a
+// packet sent after the probe has been acknowledged: the path carried
+// that one and not the probe, the loss RFC 9002 §6.1 defines. Without
+// it (a retransmission timeout declaring everything lost: a fade, where
+// every packet waits or vanishes whatever its size) the loss says
+// nothing of the size, and three of them in a fade would end the search
+// below sizes the path carries for RAISE_TIMER. The probe then stays
+// outstanding (no other is sent) until an ACK frame settles it
+// (onAckFrame).
+func (p *pmtu) onProbeLost(now clock.Mono, pn cc.PacketNumber, later bool) {
+	if !p.probing || pn != p.probePN || p.timedOut {
 		return
 	}
-	p.probing = false
+	if !later {
+		p.timedOut = true
+		return
+	}
+	p.probeLostForSize(now)
+}
+
+// onAckFrame settles a probe a timeout gave up: acknowledged by the frame
+// (it arrived late: the path carries its size), or not while a later
+// packet is (lost: the size did not cross).
+func (p *pmtu) onAckFrame(now clock.Mono, a *wire.Ack) {
+	if !p.probing || !p.timedOut || cc.PacketNumber(a.Ranges[0].Largest) < p.probePN {
+		return
+	}
+	for _, r := range a.Ranges[:a.NRanges] {
+		if cc.PacketNumber(r.Smallest) <= p.probePN && p.probePN <= cc.PacketNumber(r.Largest) {
+			p.timedOut = false
+			p.onProbeAcked(now, p.probePN)
+			return
+		}
+	}
+	p.probeLostForSize(now)
+}
+
+// probeLostForSize counts a probe lost because of its size.
+func (p *pmtu) probeLostForSize(now clock.Mono) {
+	p.probing, p.timedOut = false, false
 	p.lost++
 	p.count++
 	if p.count >= pmtuMaxProbes {
@@ -239,7 +295,21 @@ func (p *pmtu) big(n int) bool { return p.enabled && n > p.base }
 // the path: no black hole below it.
 func (p *pmtu) onBigAcked(pn cc.PacketNumber) {
 	p.bigAcked = max(p.bigAcked, pn)
-	p.events = 0
+	p.events, p.smallAcked = 0, false
+}
+
+// suspect reports whether full-size losses are being counted (a black
+// hole is suspected but not confirmed): retransmission timeouts then send
+// a small packet too.
+func (p *pmtu) suspect() bool { return p.enabled && p.events > 0 }
+
+// onSmallAcked: a datagram of at most BASE, sent at sent, crossed the
+// path. While a black hole is suspected, one sent since the first counted
+// loss confirms that small packets cross.
+func (p *pmtu) onSmallAcked(sent clock.Mono) {
+	if p.events > 0 && !sent.Before(p.suspectAt) {
+		p.smallAcked = true
+	}
 }
 
 // onBigLost counts the loss, detected at now, of a datagram larger than
@@ -253,16 +323,19 @@ func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
 	if p.events > 0 && sent.Before(p.eventAt) {
 		return false // lost in the same instant as one already counted
 	}
+	if p.events == 0 {
+		p.suspectAt, p.smallAcked = now, false
+	}
 	p.events++
 	p.eventAt = now
-	if p.events < pmtuBlackHoleEvents {
-		return false
+	if p.events < pmtuBlackHoleEvents || !p.smallAcked {
+		return false // not yet, or nothing small crossed either: a fade
 	}
-	p.events = 0
+	p.events, p.smallAcked = 0, false
 	p.blackHole++
 	p.holeSize, p.holeUntil = p.size, now.Add(pmtuRaiseTimer)
 	p.setSize(p.base)
-	p.next, p.count, p.probing = 0, 0, false
+	p.next, p.count, p.probing, p.timedOut = 0, 0, false, false
 	p.state = pmtuSearching
 	return true
 }
@@ -322,6 +395,8 @@ func (s *Session) dataDatagram(p *recovery.Packet) int {
 func (s *Session) pmtuDataAcked(pn cc.PacketNumber, p *recovery.Packet) {
 	if s.pmtu.big(s.dataDatagram(p)) {
 		s.pmtu.onBigAcked(pn)
+	} else {
+		s.pmtu.onSmallAcked(p.Sent)
 	}
 }
 

@@ -702,9 +702,12 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 				s.commitAcked(p.Offset)
 			case kindPMTU:
 				s.pmtu.onProbeAcked(now, pn)
+			case kindProbe:
+				s.pmtu.onSmallAcked(p.Sent) // a PING: small
 			}
 		}
 	}
+	s.pmtu.onAckFrame(now, a)
 	s.tr.DetectLost(now, s.lostFn)
 	if acked {
 		s.tr.ArmRTO(now)
@@ -717,7 +720,7 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 // bound once (lostFn) so loss detection does not allocate a closure.
 func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 	if p.Kind == kindPMTU {
-		s.pmtu.onProbeLost(now, pn) // not congestion (RFC 8899 §4.4), not in PacketsLost
+		s.pmtu.onProbeLost(now, pn, s.tr.LargestAcked() > pn) // not congestion (RFC 8899 §4.4), not in PacketsLost
 		return
 	}
 	s.st.PacketsLost++
@@ -1092,6 +1095,9 @@ func (s *Session) Timeout(now clock.Mono) {
 		}
 		if !data && !upd {
 			s.probe = true // only probes were out: ask for an ACK
+		}
+		if s.pmtu.suspect() {
+			s.probe = true // a small packet: does the path carry those? (pmtu.go)
 		}
 	}
 	if s.cfg.KeepAlive > 0 && !now.Before(max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive)) {
