@@ -71,13 +71,16 @@ type pmtu struct {
 	state   pmtuState
 
 	// The outstanding probe, if any. timedOut: a retransmission timeout
-	// gave it up with nothing sent after it acknowledged; the next ACK
-	// frame says whether it arrived.
-	probing  bool
-	timedOut bool
-	probePN  cc.PacketNumber
-	probeLen int
-	count    int // probes of cands[next] lost in a row (PROBE_COUNT)
+	// gave it up with nothing sent after it acknowledged, before
+	// timedOutNext was sent; alone: it was all that timeout gave up. The
+	// ACK frames that follow settle it (onAckFrame).
+	probing      bool
+	timedOut     bool
+	alone        bool
+	timedOutNext cc.PacketNumber
+	probePN      cc.PacketNumber
+	probeLen     int
+	count        int // probes of cands[next] lost in a row (PROBE_COUNT)
 
 	raiseAt clock.Mono // searchComplete: when to probe above again
 
@@ -228,38 +231,60 @@ func (p *pmtu) onProbeAcked(now clock.Mono, pn cc.PacketNumber) {
 // to carry it and the search is complete (RFC 8899 §5.1.2). later says a
 // packet sent after the probe has been acknowledged: the path carried
 // that one and not the probe, the loss RFC 9002 §6.1 defines. Without
-// it (a retransmission timeout declaring everything lost: a fade, where
-// every packet waits or vanishes whatever its size) the loss says
-// nothing of the size, and three of them in a fade would end the search
-// below sizes the path carries for RAISE_TIMER. The probe then stays
-// outstanding (no other is sent) until an ACK frame settles it
-// (onAckFrame).
-func (p *pmtu) onProbeLost(now clock.Mono, pn cc.PacketNumber, later bool) {
+// it, a retransmission timeout declaring everything lost (next is the
+// first packet number after it), the loss says nothing of the size yet:
+// in a fade every packet waits or vanishes, whatever its size, and three
+// such probes ended the search below sizes the path carries for
+// RAISE_TIMER. The probe then stays outstanding (no other is sent) until
+// the ACK frames after the fade settle it (onAckFrame).
+func (p *pmtu) onProbeLost(now clock.Mono, pn cc.PacketNumber, later bool, next cc.PacketNumber) {
 	if !p.probing || pn != p.probePN || p.timedOut {
 		return
 	}
 	if !later {
-		p.timedOut = true
+		p.timedOut, p.alone, p.timedOutNext = true, false, next
 		return
 	}
 	p.probeLostForSize(now)
 }
 
-// onAckFrame settles a probe a timeout gave up: acknowledged by the frame
-// (it arrived late: the path carries its size), or not while a later
-// packet is (lost: the size did not cross).
+// onTimeoutAlone says the timeout that gave the probe up gave up nothing
+// else: the probe went alone (an idle connection's search), and the PING
+// the timeout sends next is the small packet sent right after it.
+func (p *pmtu) onTimeoutAlone() {
+	if p.timedOut {
+		p.alone = true
+	}
+}
+
+// onAckFrame settles a probe a timeout gave up. Acknowledged by the frame,
+// it arrived late (a fade held it): the path carries its size. Not
+// acknowledged while a packet sent after it and before the timeout is (or,
+// alone, the PING after it): lost for its size. Not acknowledged while
+// only packets sent after the timeout are: it vanished with everything
+// else in a fade, and it is forgotten, not counted; the search goes on.
 func (p *pmtu) onAckFrame(now clock.Mono, a *wire.Ack) {
-	if !p.probing || !p.timedOut || cc.PacketNumber(a.Ranges[0].Largest) < p.probePN {
+	if !p.probing || !p.timedOut || cc.PacketNumber(a.Ranges[0].Largest) <= p.probePN {
 		return
 	}
+	between := false
 	for _, r := range a.Ranges[:a.NRanges] {
-		if cc.PacketNumber(r.Smallest) <= p.probePN && p.probePN <= cc.PacketNumber(r.Largest) {
+		lo, hi := cc.PacketNumber(r.Smallest), cc.PacketNumber(r.Largest)
+		if lo <= p.probePN && p.probePN <= hi {
 			p.timedOut = false
 			p.onProbeAcked(now, p.probePN)
 			return
 		}
+		if hi > p.probePN && lo < p.timedOutNext {
+			between = true
+		}
 	}
-	p.probeLostForSize(now)
+	switch {
+	case between || p.alone:
+		p.probeLostForSize(now)
+	case cc.PacketNumber(a.Ranges[0].Largest) >= p.timedOutNext:
+		p.probing, p.timedOut = false, false // no verdict: probe again
+	}
 }
 
 // probeLostForSize counts a probe lost because of its size.

@@ -236,6 +236,39 @@ func TestPMTUFadeIsNotABlackHole(t *testing.T) {
 	}
 }
 
+// A probe out when a fade begins is given up by the retransmission
+// timeout with everything else: that is not a probe lost for its size.
+// Three fades, each catching the search with a probe out, leave it free
+// to reach the ceiling; counted as losses they ended it below.
+func TestPMTUProbeLostInFadeNotCounted(t *testing.T) {
+	cfg := Config{PathMTUDiscovery: true}
+	p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 5e6})
+	fading := false
+	var fadeUntil clock.Mono
+	p.Filter = func(from *Session, d []byte) bool {
+		// The fade begins with the probe: it is lost with everything
+		// sent for the next 1.5 s, both ways.
+		if fading && from == p.Cli && wire.Type(d[1]) == wire.TypePMTUProbe {
+			fading, fadeUntil = false, p.Now.Add(1500*time.Millisecond)
+		}
+		return !p.Now.Before(fadeUntil)
+	}
+	p.Open()
+	for range pmtuMaxProbes {
+		fading = true
+		require.True(t, p.DriveUntil(func() bool {
+			bulkFor(p, time.Millisecond)
+			return !fading
+		}, 5*time.Second), "a probe goes out")
+		bulkFor(p, 2*time.Second)
+	}
+	bulkFor(p, 3*time.Second)
+	st := p.Cli.Stats(p.Now)
+	t.Logf("%d probes sent, %d lost", st.PMTUProbesSent, st.PMTUProbesLost)
+	require.Zero(t, st.PMTUProbesLost, "no probe was lost for its size")
+	require.Equal(t, 1452, st.DatagramSize)
+}
+
 // A path that black-holes large packets for a moment and then carries
 // them again does not flap: after the fallback the new search stops
 // below the size that vanished until RAISE_TIMER has passed, then finds
