@@ -43,9 +43,9 @@ const (
 	// modesLead is how long before its deepest fade a trace's second
 	// window starts: the upload is under way when the fade begins.
 	modesLead = time.Second
-	// modesDeadWindow is how many polls in a row (300 ms) an end may stay
-	// dead while datagrams cross both ways before that counts as false:
-	// an RTT and a delayed ACK on these paths, with room.
+	// modesDeadWindow is how many polls (300 ms) an end may stay dead
+	// after datagrams crossed both ways and reached it before that counts
+	// as false: an RTT and a delayed ACK on these paths, with room.
 	modesDeadWindow = 3
 	// modesFade is the shortest gap between delivery opportunities taken
 	// for a fade when choosing where that window starts.
@@ -120,7 +120,7 @@ func modesOnEveryTrace(t *testing.T, window func(name string, up, down *traces.T
 			table = append(table, modesOnTrace(t, w, up, down, start, run))
 		})
 	}
-	t.Logf("\n| trace | window | longest silence to the server | goodput | datagram | probes sent/lost | black holes | migrations/reverted/resets | polls with PathDead (of them dead ≥ 300 ms while both ways flowed) | lost/retx |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n%s",
+	t.Logf("\n| trace | window | longest silence to the server | goodput | datagram | probes sent/lost | black holes | migrations/reverted/resets | polls with PathDead (of them still dead 300 ms after datagrams crossed both ways) | lost/retx |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n%s",
 		strings.Join(table, "\n"))
 }
 
@@ -267,13 +267,14 @@ func modesOnTrace(t *testing.T, window, up, down string, traceStart, run time.Du
 		if s.cli.PathDead || s.srv.PathDead {
 			deadPolls++
 		}
-		// Dead while packets flow: an end dead for the last modesDeadWindow
-		// polls in a row while, over them, datagrams crossed the relay
-		// both ways and reached it. The first acknowledgement clears
-		// PathDead, and that much of a window is time for one to come.
-		if k := i - modesDeadWindow; k >= 0 {
-			old := samples[k]
-			both := s.relay.Forward.DatagramsOut > old.relay.Forward.DatagramsOut && s.relay.Reverse.DatagramsOut > old.relay.Reverse.DatagramsOut
+		// Dead while packets flow: an end dead at a poll at which, since
+		// the poll before, datagrams had crossed the relay both ways and
+		// reached it, and still dead modesDeadWindow polls later. The
+		// first acknowledgement clears PathDead, and that is time for one
+		// to come.
+		if k := i - modesDeadWindow; k >= 1 {
+			old, before := samples[k], samples[k-1]
+			both := old.relay.Forward.DatagramsOut > before.relay.Forward.DatagramsOut && old.relay.Reverse.DatagramsOut > before.relay.Reverse.DatagramsOut
 			for _, end := range []struct {
 				dead func(modesSample) bool
 				rcvd func(modesSample) int64
@@ -285,9 +286,9 @@ func modesOnTrace(t *testing.T, window, up, down string, traceStart, run time.Du
 				for _, m := range samples[k : i+1] {
 					dead = dead && end.dead(m)
 				}
-				if dead && both && end.rcvd(s) > end.rcvd(old) {
+				if dead && both && end.rcvd(old) > end.rcvd(before) {
 					deadWhileFlowing++
-					t.Logf("%6.1fs dead for %v while datagrams crossed both ways and reached it", s.at.Seconds(), s.at-old.at)
+					t.Logf("%6.1fs dead %v after datagrams crossed both ways and reached it", s.at.Seconds(), s.at-old.at)
 				}
 			}
 		}
