@@ -20,7 +20,10 @@ import (
 // sequence over a short list of the sizes real paths have, rather than a
 // binary search, which would spend probes on sizes no link uses. An
 // acknowledged probe makes its size the PLPMTU; MAX_PROBES (3) lost
-// probes of one size end the search below it (§5.1.2). Once the search
+// probes of one size end the search below it (§5.1.2), lost meaning a
+// packet sent after the probe arrived and the probe did not (a probe a
+// retransmission timeout gave up is settled by the ACKs after it:
+// onProbeLost, onAckFrame). Once the search
 // completes, RAISE_TIMER (600 s, §5.1.1) later the next size above is
 // probed again: a path that grew is found, and on one that did not, three
 // lost probes every 10 minutes are the cost.
@@ -121,9 +124,11 @@ const (
 	// pmtuRaiseTimer is RAISE_TIMER (RFC 8899 §5.1.1: 600 s).
 	pmtuRaiseTimer = 600 * time.Second
 	// pmtuBlackHoleEvents is how many full-size losses, with nothing
-	// full-size acknowledged in between, make a black hole: with the
-	// retransmission timeout doubling from 200 ms, about 1.4 s of a bulk
-	// transfer into a path whose MTU fell, well before PathDeadTimeouts.
+	// full-size acknowledged in between, make a black hole, once a small
+	// packet sent since the first of them has crossed: the PING's ACK
+	// restarts the retransmission timer, so about 0.7 s of a bulk transfer
+	// into a path whose MTU fell (TestPMTUBlackHoleFallsBack), well before
+	// PathDeadTimeouts.
 	pmtuBlackHoleEvents = 3
 	// DefaultMaxDatagramPMTUD is the default ceiling of discovery (the
 	// largest datagram, UDP payload bytes): a 1500-byte Ethernet MTU less
