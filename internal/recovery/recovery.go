@@ -209,6 +209,24 @@ func (t *Tracker) Ack(pn cc.PacketNumber) (*Packet, bool) {
 	return p, true
 }
 
+// OnAckFrame notes the largest packet number an ACK frame acknowledges,
+// whatever the packet's state here, and reports whether it is larger than
+// any acknowledged before: the peer received a packet sent after all of
+// those. RFC 9002 (Appendix A.7) updates largest_acked_packet from every
+// ACK frame in the same way, before it looks for newly acknowledged
+// packets. That matters after a retransmission timeout: its packets are
+// all declared lost (RFC 6298 §5.4 style, unlike RFC 9002's PTO, which
+// declares nothing), so when a fade ends and the packets it held arrive,
+// their ACKs acknowledge nothing in flight, and yet they are the path
+// answering (the caller restarts the timer with ArmRTO).
+func (t *Tracker) OnAckFrame(largest cc.PacketNumber) bool {
+	if largest <= t.largestAcked {
+		return false
+	}
+	t.largestAcked = largest
+	return true
+}
+
 // DetectLost calls lost for every packet declared lost at now and re-arms
 // the time-threshold timer (RFC 9002 §6.1). The packet threshold counts
 // packets sent after a packet, not packet numbers: a skipped number is

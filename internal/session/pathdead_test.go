@@ -1,9 +1,9 @@
 package session
 
 import (
-	"time"
-
+	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -56,4 +56,45 @@ func TestPathDeadAfterConsecutiveTimeouts(t *testing.T) {
 	after, dead := sendUpdatesFor(t, p, 2*time.Second)
 	require.Zero(t, dead)
 	require.Greater(t, after, int64(50), "back to the policy's rate")
+}
+
+// A fade that holds packets rather than losing them (a cellular link's
+// buffer: the AT&T LTE uplink trace's 4 s fade) ends with the packets it
+// held arriving first, slowly, at the rate the link comes back with: the
+// retransmission timeout had declared all of them lost, so their ACKs
+// acknowledge nothing in flight. They are the path answering all the
+// same: the first one clears PathDead, not the ACK of the newest
+// retransmission at the back of the queue.
+func TestPathDeadClearsOnLateAck(t *testing.T) {
+	p := OpenPair(t, Config{}, Link{Delay: 20 * time.Millisecond, Rate: 5e6})
+	bulkFor(p, time.Second)
+	// The client's datagrams wait in a FIFO (held): nothing leaves it in
+	// the fade, then one per 200 ms, oldest first. The server's cross.
+	var held [][]byte
+	queueing, fading := true, true
+	p.Filter = func(from *Session, d []byte) bool {
+		if from == p.Cli && queueing {
+			held = append(held, bytes.Clone(d))
+			return false
+		}
+		return !fading
+	}
+	bulkFor(p, 5*time.Second)
+	require.True(t, p.Cli.PathDead(), "five seconds of fade: dead")
+	require.Greater(t, len(held), 2, "the fade held the packets sent into it")
+	fading = false
+	d := held[0]
+	held = held[1:]
+	p.Inject(p.Srv, d)
+	p.Run(200 * time.Millisecond)
+	require.False(t, p.Cli.PathDead(), "the ACK of the first held packet (of %d) is the path answering", len(held)+1)
+	for len(held) > 0 {
+		d, held = held[0], held[1:]
+		p.Inject(p.Srv, d)
+		p.Run(20 * time.Millisecond)
+	}
+	queueing = false
+	got := bulkFor(p, 2*time.Second)
+	require.Positive(t, got)
+	require.False(t, p.Cli.PathDead())
 }

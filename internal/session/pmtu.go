@@ -20,7 +20,10 @@ import (
 // sequence over a short list of the sizes real paths have, rather than a
 // binary search, which would spend probes on sizes no link uses. An
 // acknowledged probe makes its size the PLPMTU; MAX_PROBES (3) lost
-// probes of one size end the search below it (§5.1.2). Once the search
+// probes of one size end the search below it (§5.1.2), lost meaning a
+// packet sent after the probe arrived and the probe did not (a probe a
+// retransmission timeout gave up is settled by the ACKs after it:
+// onProbeLost, onAckFrame). Once the search
 // completes, RAISE_TIMER (600 s, §5.1.1) later the next size above is
 // probed again: a path that grew is found, and on one that did not, three
 // lost probes every 10 minutes are the cost.
@@ -36,6 +39,20 @@ import (
 // most once per RAISE_TIMER, not once per search). Congestion losses in a bulk transfer do not count: they
 // are detected by the acknowledgement of later full-size packets, which
 // resets the count.
+//
+// A black hole is loss of data "sent with a specific packet size" (RFC
+// 8899 §4.3): small packets still cross. A radio fade loses (or holds)
+// every packet, small ones too, and a sender that counted its timeouts
+// alone would take a cellular link's two-second fade for a black hole
+// and spend RAISE_TIMER below a size the path carries. So the fallback
+// needs a confirmation, as §4.3 has a PL confirm that the smaller size
+// is usable and §5.2's BASE state confirms BASE_PLPMTU with a packet of
+// that size: from the first counted loss on, every retransmission timeout
+// also sends a PING (far below BASE; RFC 9002 §6.2.4's probe), and only
+// once a small packet sent since then has been acknowledged, with still
+// nothing full-size, does the next counted loss fall back. Into a fade
+// the PINGs are lost like the rest; when it ends the full-size packets
+// held in it are acknowledged and the count starts over.
 //
 // Probe losses are not congestion (RFC 8899 §4.4: a lost probe must not
 // reduce the congestion window): the controller never sees a probe, sent,
@@ -56,11 +73,17 @@ type pmtu struct {
 	next    int   // index in cands of the next size to probe
 	state   pmtuState
 
-	// The outstanding probe, if any.
-	probing  bool
-	probePN  cc.PacketNumber
-	probeLen int
-	count    int // probes of cands[next] lost in a row (PROBE_COUNT)
+	// The outstanding probe, if any. timedOut: a retransmission timeout
+	// gave it up with nothing sent after it acknowledged, before
+	// timedOutNext was sent; alone: it was all that timeout gave up. The
+	// ACK frames that follow settle it (onAckFrame).
+	probing      bool
+	timedOut     bool
+	alone        bool
+	timedOutNext cc.PacketNumber
+	probePN      cc.PacketNumber
+	probeLen     int
+	count        int // probes of cands[next] lost in a row (PROBE_COUNT)
 
 	raiseAt clock.Mono // searchComplete: when to probe above again
 
@@ -68,6 +91,11 @@ type pmtu struct {
 	bigAcked cc.PacketNumber // largest full-size packet acknowledged
 	events   int             // full-size losses since, one per instant
 	eventAt  clock.Mono      // the latest counted
+	// suspectAt is when the first of them was counted; smallAcked says a
+	// datagram of at most BASE sent since then was acknowledged: the path
+	// carries small packets while full-size ones vanish.
+	suspectAt  clock.Mono
+	smallAcked bool
 	// After a black hole, sizes at or above holeSize are not probed
 	// before holeUntil (RAISE_TIMER later): a path that drops large
 	// packets now and then changes size at most once per RAISE_TIMER.
@@ -96,9 +124,11 @@ const (
 	// pmtuRaiseTimer is RAISE_TIMER (RFC 8899 §5.1.1: 600 s).
 	pmtuRaiseTimer = 600 * time.Second
 	// pmtuBlackHoleEvents is how many full-size losses, with nothing
-	// full-size acknowledged in between, make a black hole: with the
-	// retransmission timeout doubling from 200 ms, about 1.4 s of a bulk
-	// transfer into a path whose MTU fell, well before PathDeadTimeouts.
+	// full-size acknowledged in between, make a black hole, once a small
+	// packet sent since the first of them has crossed: the PING's ACK
+	// restarts the retransmission timer, so about 0.7 s of a bulk transfer
+	// into a path whose MTU fell (TestPMTUBlackHoleFallsBack), well before
+	// PathDeadTimeouts.
 	pmtuBlackHoleEvents = 3
 	// DefaultMaxDatagramPMTUD is the default ceiling of discovery (the
 	// largest datagram, UDP payload bytes): a 1500-byte Ethernet MTU less
@@ -179,7 +209,7 @@ func (p *pmtu) onProbeSent(pn cc.PacketNumber, size int) {
 	if p.state == pmtuSearchComplete {
 		p.state, p.count = pmtuSearching, 0 // RAISE_TIMER passed: a new search
 	}
-	p.probing, p.probePN, p.probeLen = true, pn, size
+	p.probing, p.timedOut, p.probePN, p.probeLen = true, false, pn, size
 	p.sent++
 }
 
@@ -203,12 +233,68 @@ func (p *pmtu) onProbeAcked(now clock.Mono, pn cc.PacketNumber) {
 }
 
 // onProbeLost: after MAX_PROBES losses of one size the path is taken not
-// to carry it and the search is complete (RFC 8899 §5.1.2).
-func (p *pmtu) onProbeLost(now clock.Mono, pn cc.PacketNumber) {
-	if !p.probing || pn != p.probePN {
+// to carry it and the search is complete (RFC 8899 §5.1.2). later says a
+// packet sent after the probe has been acknowledged: the path carried
+// that one and not the probe, the loss RFC 9002 §6.1 defines. Without
+// it, a retransmission timeout declaring everything lost (next is the
+// first packet number after it), the loss says nothing of the size yet:
+// in a fade every packet waits or vanishes, whatever its size, and three
+// such probes ended the search below sizes the path carries for
+// RAISE_TIMER. The probe then stays outstanding (no other is sent) until
+// the ACK frames after the fade settle it (onAckFrame).
+func (p *pmtu) onProbeLost(now clock.Mono, pn cc.PacketNumber, later bool, next cc.PacketNumber) {
+	if !p.probing || pn != p.probePN || p.timedOut {
 		return
 	}
-	p.probing = false
+	if !later {
+		p.timedOut, p.alone, p.timedOutNext = true, false, next
+		return
+	}
+	p.probeLostForSize(now)
+}
+
+// onTimeoutAlone says the timeout that gave the probe up gave up nothing
+// else: the probe went alone (an idle connection's search), and the PING
+// the timeout sends next is the small packet sent right after it.
+func (p *pmtu) onTimeoutAlone() {
+	if p.timedOut {
+		p.alone = true
+	}
+}
+
+// onAckFrame settles a probe a timeout gave up. Acknowledged by the frame,
+// it arrived late (a fade held it): the path carries its size. Not
+// acknowledged while a packet sent after it and before the timeout is (or,
+// alone, the PING after it): lost for its size. Not acknowledged while
+// only packets sent after the timeout are: it vanished with everything
+// else in a fade, and it is forgotten, not counted; the search goes on.
+func (p *pmtu) onAckFrame(now clock.Mono, a *wire.Ack) {
+	if !p.probing || !p.timedOut || cc.PacketNumber(a.Ranges[0].Largest) <= p.probePN {
+		return
+	}
+	between := false
+	for _, r := range a.Ranges[:a.NRanges] {
+		lo, hi := cc.PacketNumber(r.Smallest), cc.PacketNumber(r.Largest)
+		if lo <= p.probePN && p.probePN <= hi {
+			p.timedOut = false
+			p.onProbeAcked(now, p.probePN)
+			return
+		}
+		if hi > p.probePN && lo < p.timedOutNext {
+			between = true
+		}
+	}
+	switch {
+	case between || p.alone:
+		p.probeLostForSize(now)
+	case cc.PacketNumber(a.Ranges[0].Largest) >= p.timedOutNext:
+		p.probing, p.timedOut = false, false // no verdict: probe again
+	}
+}
+
+// probeLostForSize counts a probe lost because of its size.
+func (p *pmtu) probeLostForSize(now clock.Mono) {
+	p.probing, p.timedOut = false, false
 	p.lost++
 	p.count++
 	if p.count >= pmtuMaxProbes {
@@ -239,7 +325,21 @@ func (p *pmtu) big(n int) bool { return p.enabled && n > p.base }
 // the path: no black hole below it.
 func (p *pmtu) onBigAcked(pn cc.PacketNumber) {
 	p.bigAcked = max(p.bigAcked, pn)
-	p.events = 0
+	p.events, p.smallAcked = 0, false
+}
+
+// suspect reports whether full-size losses are being counted (a black
+// hole is suspected but not confirmed): retransmission timeouts then send
+// a small packet too.
+func (p *pmtu) suspect() bool { return p.enabled && p.events > 0 }
+
+// onSmallAcked: a datagram of at most BASE, sent at sent, crossed the
+// path. While a black hole is suspected, one sent since the first counted
+// loss confirms that small packets cross.
+func (p *pmtu) onSmallAcked(sent clock.Mono) {
+	if p.events > 0 && !sent.Before(p.suspectAt) {
+		p.smallAcked = true
+	}
 }
 
 // onBigLost counts the loss, detected at now, of a datagram larger than
@@ -253,16 +353,19 @@ func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
 	if p.events > 0 && sent.Before(p.eventAt) {
 		return false // lost in the same instant as one already counted
 	}
+	if p.events == 0 {
+		p.suspectAt, p.smallAcked = now, false
+	}
 	p.events++
 	p.eventAt = now
-	if p.events < pmtuBlackHoleEvents {
-		return false
+	if p.events < pmtuBlackHoleEvents || !p.smallAcked {
+		return false // not yet, or nothing small crossed either: a fade
 	}
-	p.events = 0
+	p.events, p.smallAcked = 0, false
 	p.blackHole++
 	p.holeSize, p.holeUntil = p.size, now.Add(pmtuRaiseTimer)
 	p.setSize(p.base)
-	p.next, p.count, p.probing = 0, 0, false
+	p.next, p.count, p.probing, p.timedOut = 0, 0, false, false
 	p.state = pmtuSearching
 	return true
 }
@@ -322,6 +425,8 @@ func (s *Session) dataDatagram(p *recovery.Packet) int {
 func (s *Session) pmtuDataAcked(pn cc.PacketNumber, p *recovery.Packet) {
 	if s.pmtu.big(s.dataDatagram(p)) {
 		s.pmtu.onBigAcked(pn)
+	} else {
+		s.pmtu.onSmallAcked(p.Sent)
 	}
 }
 

@@ -204,6 +204,71 @@ func TestPMTUBlackHoleFallsBack(t *testing.T) {
 
 }
 
+// A radio fade is not a black hole: for seconds the path carries nothing,
+// small packets no more than full-size ones (the AT&T LTE uplink trace has
+// a 2.2 s fade six seconds into it), and the retransmission timeouts that
+// pile up in it must not drop the size to BASE and hold it below the
+// ceiling for RAISE_TIMER. The PINGs the timeouts send are lost too, so
+// nothing confirms a black hole, and the first full-size packet
+// acknowledged after the fade clears the suspicion.
+func TestPMTUFadeIsNotABlackHole(t *testing.T) {
+	for _, fade := range []time.Duration{1500 * time.Millisecond, 2200 * time.Millisecond, 4 * time.Second} {
+		t.Run(fade.String(), func(t *testing.T) {
+			cfg := Config{PathMTUDiscovery: true}
+			p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 5e6})
+			fading := false
+			p.Filter = func(*Session, []byte) bool { return !fading }
+			p.Open()
+			bulkFor(p, 2*time.Second)
+			require.Equal(t, 1452, p.Cli.Stats(p.Now).DatagramSize)
+			fading = true
+			bulkFor(p, fade)
+			timeouts := p.Cli.tr.Backoff()
+			fading = false
+			got := bulkFor(p, 3*time.Second)
+			st := p.Cli.Stats(p.Now)
+			t.Logf("fade %v: %d timeouts in it; %d bytes in the 3 s after; %d probes, %d lost", fade, timeouts, got, st.PMTUProbesSent, st.PMTUProbesLost)
+			require.GreaterOrEqual(t, timeouts, pmtuBlackHoleEvents, "the fade held enough timeouts to have counted as a black hole")
+			require.Zero(t, st.PMTUBlackHoles, "a fade is not a black hole")
+			require.Equal(t, 1452, st.DatagramSize)
+			require.Positive(t, got)
+		})
+	}
+}
+
+// A probe out when a fade begins is given up by the retransmission
+// timeout with everything else: that is not a probe lost for its size.
+// Three fades, each catching the search with a probe out, leave it free
+// to reach the ceiling; counted as losses they ended it below.
+func TestPMTUProbeLostInFadeNotCounted(t *testing.T) {
+	cfg := Config{PathMTUDiscovery: true}
+	p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 5e6})
+	fading := false
+	var fadeUntil clock.Mono
+	p.Filter = func(from *Session, d []byte) bool {
+		// The fade begins with the probe: it is lost with everything
+		// sent for the next 1.5 s, both ways.
+		if fading && from == p.Cli && wire.Type(d[1]) == wire.TypePMTUProbe {
+			fading, fadeUntil = false, p.Now.Add(1500*time.Millisecond)
+		}
+		return !p.Now.Before(fadeUntil)
+	}
+	p.Open()
+	for range pmtuMaxProbes {
+		fading = true
+		require.True(t, p.DriveUntil(func() bool {
+			bulkFor(p, time.Millisecond)
+			return !fading
+		}, 5*time.Second), "a probe goes out")
+		bulkFor(p, 2*time.Second)
+	}
+	bulkFor(p, 3*time.Second)
+	st := p.Cli.Stats(p.Now)
+	t.Logf("%d probes sent, %d lost", st.PMTUProbesSent, st.PMTUProbesLost)
+	require.Zero(t, st.PMTUProbesLost, "no probe was lost for its size")
+	require.Equal(t, 1452, st.DatagramSize)
+}
+
 // A path that black-holes large packets for a moment and then carries
 // them again does not flap: after the fallback the new search stops
 // below the size that vanished until RAISE_TIMER has passed, then finds

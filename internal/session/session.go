@@ -702,11 +702,23 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 				s.commitAcked(p.Offset)
 			case kindPMTU:
 				s.pmtu.onProbeAcked(now, pn)
+			case kindProbe:
+				s.pmtu.onSmallAcked(p.Sent) // a PING: small
 			}
 		}
 	}
+	// An ACK of a packet the retransmission timeout already gave up
+	// acknowledges nothing in flight, but the peer got a packet sent after
+	// every one acknowledged before: the path answers, and the backoff
+	// (PathDead) ends as RFC 9002 §6.2.1 resets the PTO backoff on an
+	// acknowledgement. Without it a fade's end, whose held packets arrive
+	// and are acknowledged first, left the path "dead" with ACKs arriving
+	// until the newest retransmission got through, up to a 2 s backed-off
+	// timeout later, sending one packet per timeout meanwhile.
+	answered := s.tr.OnAckFrame(largest)
+	s.pmtu.onAckFrame(now, a)
 	s.tr.DetectLost(now, s.lostFn)
-	if acked {
+	if acked || answered {
 		s.tr.ArmRTO(now)
 	}
 	s.tr.Compact()
@@ -717,7 +729,7 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 // bound once (lostFn) so loss detection does not allocate a closure.
 func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 	if p.Kind == kindPMTU {
-		s.pmtu.onProbeLost(now, pn) // not congestion (RFC 8899 §4.4), not in PacketsLost
+		s.pmtu.onProbeLost(now, pn, s.tr.LargestAcked() > pn, s.tr.Next()) // not congestion (RFC 8899 §4.4), not in PacketsLost
 		return
 	}
 	s.st.PacketsLost++
@@ -1092,6 +1104,10 @@ func (s *Session) Timeout(now clock.Mono) {
 		}
 		if !data && !upd {
 			s.probe = true // only probes were out: ask for an ACK
+			s.pmtu.onTimeoutAlone()
+		}
+		if s.pmtu.suspect() {
+			s.probe = true // a small packet: does the path carry those? (pmtu.go)
 		}
 	}
 	if s.cfg.KeepAlive > 0 && !now.Before(max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive)) {
