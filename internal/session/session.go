@@ -80,6 +80,7 @@ type Session struct {
 	echoMinRTT time.Duration // … and its minimum
 	inband     *clock.Inband // created with the first clock sample (clockEstimator)
 	lastHeard  clock.Mono
+	answered   bool // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
 	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
 	inUpdGen   int64  // its generation time, sender wall µs
 	inUpdAge   time.Duration
@@ -709,16 +710,21 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	}
 	// An ACK of a packet the retransmission timeout already gave up
 	// acknowledges nothing in flight, but the peer got a packet sent after
-	// every one acknowledged before: the path answers, and the backoff
-	// (PathDead) ends as RFC 9002 §6.2.1 resets the PTO backoff on an
-	// acknowledgement. Without it a fade's end, whose held packets arrive
-	// and are acknowledged first, left the path "dead" with ACKs arriving
-	// until the newest retransmission got through, up to a 2 s backed-off
-	// timeout later, sending one packet per timeout meanwhile.
-	answered := s.tr.OnAckFrame(largest)
+	// every one acknowledged before: the path answers, so it is not dead
+	// (PathDead). Without it a fade's end, whose held packets arrive and
+	// are acknowledged first, left the path "dead" with ACKs arriving until
+	// the newest retransmission got through. The timer's backoff stays:
+	// RFC 9002 §6.2.1 resets a PTO's backoff on any ACK, but a PTO only
+	// probes, while this timer declares its flight lost and resends it, and
+	// resending again at the un-backed-off timeout while the fade's
+	// retransmissions still queue on the slow link filled the queue (the
+	// simulator's UMTS uplink trace, seed 6: queue p95 364 → 782 ms).
+	if s.tr.OnAckFrame(largest) {
+		s.answered = true
+	}
 	s.pmtu.onAckFrame(now, a)
 	s.tr.DetectLost(now, s.lostFn)
-	if acked || answered {
+	if acked {
 		s.tr.ArmRTO(now)
 	}
 	s.tr.Compact()
@@ -1038,11 +1044,13 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 const PathDeadTimeouts = 4
 
 // PathDead reports whether the path looks dead: PathDeadTimeouts timeouts
-// in a row without an acknowledgement. It clears at the next one. The
+// in a row without an acknowledgement. It clears at the next ACK frame
+// that acknowledges a packet newer than any before, even one the timeouts
+// already gave up (the path answers again). The
 // connection stays open (the path may come back, or the peer may move):
 // only IdleTimeout ends it.
 func (s *Session) PathDead() bool {
-	return s.state == stateOpen && s.tr.Backoff() >= PathDeadTimeouts
+	return s.state == stateOpen && s.tr.Backoff() >= PathDeadTimeouts && !s.answered
 }
 
 // nextUpdateAt is when the next update may go: when the policy allows, and
@@ -1096,6 +1104,7 @@ func (s *Session) Timeout(now clock.Mono) {
 	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
 		data, upd := s.tr.InFlight(kindData) > 0, s.tr.InFlight(kindUpdate) > 0
 		s.tr.OnRTO(now, s.lostFn)
+		s.answered = false
 		if data {
 			s.controller().OnRetransmissionTimeout(now)
 		}
