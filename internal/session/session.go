@@ -80,7 +80,7 @@ type Session struct {
 	echoMinRTT time.Duration // … and its minimum
 	inband     *clock.Inband // created with the first clock sample (clockEstimator)
 	lastHeard  clock.Mono
-	answered   bool // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
+	answered   bool   // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
 	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
 	inUpdGen   int64  // its generation time, sender wall µs
 	inUpdAge   time.Duration
