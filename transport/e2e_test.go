@@ -26,6 +26,24 @@ func pair(t *testing.T, srvCfg, cliCfg Config) (*Listener, *Conn, *Conn) {
 	return l, cli, srv
 }
 
+// requireTransfer writes data on from, half-closes it, and requires to to
+// read exactly data and then io.EOF.
+func requireTransfer(t *testing.T, from, to *Conn, data []byte) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := from.Write(data)
+		if err == nil {
+			err = from.CloseWrite()
+		}
+		errc <- err
+	}()
+	got, err := io.ReadAll(to)
+	require.NoError(t, err)
+	require.NoError(t, <-errc)
+	require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
+}
+
 func randomBytes(n int, seed uint64) []byte {
 	b := make([]byte, n)
 	r := rand.New(rand.NewPCG(seed, seed))
@@ -39,18 +57,7 @@ func TestStreamLoopback(t *testing.T) {
 	l, cli, srv := pair(t, Config{}, Config{})
 	defer l.Close()
 	data := randomBytes(3<<20, 1)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := cli.Write(data)
-		if err == nil {
-			err = cli.CloseWrite()
-		}
-		errc <- err
-	}()
-	got, err := io.ReadAll(srv)
-	require.NoError(t, err)
-	require.NoError(t, <-errc)
-	require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
+	requireTransfer(t, cli, srv, data)
 	require.NoError(t, cli.Close())
 	require.NoError(t, srv.Close())
 }

@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"crypto/sha256"
-	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,18 +35,7 @@ func TestPathMTUDiscoveryLoopbackCeiling(t *testing.T) {
 			l, cli, srv := pair(t, srvCfg, tc.cfg)
 			defer l.Close()
 			data := randomBytes(2<<20, 3)
-			errc := make(chan error, 1)
-			go func() {
-				_, err := cli.Write(data)
-				if err == nil {
-					err = cli.CloseWrite()
-				}
-				errc <- err
-			}()
-			got, err := io.ReadAll(srv)
-			require.NoError(t, err)
-			require.NoError(t, <-errc)
-			require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
+			requireTransfer(t, cli, srv, data)
 			st := cli.Stats()
 			require.Equal(t, tc.want, st.DatagramSize, "%v", st)
 			require.Equal(t, tc.wantLost, st.PMTUProbesLost)
