@@ -92,10 +92,12 @@ type pmtu struct {
 	events   int             // full-size losses since, one per instant
 	eventAt  clock.Mono      // the latest counted
 	// suspectAt is when the first of them was counted; smallAcked says a
-	// datagram of at most BASE sent since then was acknowledged: the path
-	// carries small packets while full-size ones vanish.
+	// datagram of at most BASE sent since then was acknowledged, the
+	// latest of them sent at smallSent: the path carries small packets
+	// while full-size ones vanish.
 	suspectAt  clock.Mono
 	smallAcked bool
+	smallSent  clock.Mono
 	// After a black hole, sizes at or above holeSize are not probed
 	// before holeUntil (RAISE_TIMER later): a path that drops large
 	// packets now and then changes size at most once per RAISE_TIMER.
@@ -325,7 +327,7 @@ func (p *pmtu) big(n int) bool { return p.enabled && n > p.base }
 // the path: no black hole below it.
 func (p *pmtu) onBigAcked(pn cc.PacketNumber) {
 	p.bigAcked = max(p.bigAcked, pn)
-	p.events, p.smallAcked = 0, false
+	p.events, p.smallAcked, p.smallSent = 0, false, 0
 }
 
 // suspect reports whether full-size losses are being counted (a black
@@ -339,6 +341,7 @@ func (p *pmtu) suspect() bool { return p.enabled && p.events > 0 }
 func (p *pmtu) onSmallAcked(sent clock.Mono) {
 	if p.events > 0 && !sent.Before(p.suspectAt) {
 		p.smallAcked = true
+		p.smallSent = max(p.smallSent, sent)
 	}
 }
 
@@ -358,10 +361,16 @@ func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
 	}
 	p.events++
 	p.eventAt = now
-	if p.events < pmtuBlackHoleEvents || !p.smallAcked {
-		return false // not yet, or nothing small crossed either: a fade
+	if p.events < pmtuBlackHoleEvents || !p.smallAcked || sent.Before(p.smallSent) {
+		// Not yet; or nothing small crossed either: a fade; or this
+		// full-size packet left before the small one that crossed, so
+		// it may have been dropped by a queue that has drained since
+		// (congestion). Only a full-size packet sent after a small one
+		// got through, and lost while that one was not, tells the path
+		// from the queue.
+		return false
 	}
-	p.events, p.smallAcked = 0, false
+	p.events, p.smallAcked, p.smallSent = 0, false, 0
 	p.blackHole++
 	p.holeSize, p.holeUntil = p.size, now.Add(pmtuRaiseTimer)
 	p.setSize(p.base)
