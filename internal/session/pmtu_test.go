@@ -352,3 +352,36 @@ func TestPMTUDisabled(t *testing.T) {
 	require.Zero(t, st.PMTUProbesSent)
 	require.Equal(t, 1300, largestData(p, 0))
 }
+
+// The black-hole rule, step by step on the discovery state: full-size
+// losses, then a small packet that crosses. A full-size packet lost that
+// was sent before the small one may have been dropped by a queue that
+// has drained since (congestion): no black hole. One sent after the
+// small one and lost is: the path carries small packets and not large.
+func TestPMTUBlackHoleNeedsAFullSizeLossAfterASmallCrossed(t *testing.T) {
+	at := func(ms int) clock.Mono { return clock.Mono(time.Duration(ms) * time.Millisecond) }
+	p := newPMTU(true, 1452)
+	p.setSize(1452)
+	for i, pn := range []cc.PacketNumber{10, 20, 30} { // three timeouts' worth of full-size losses
+		require.False(t, p.onBigLost(at(1000*(i+1)), at(1000*(i+1)-500), pn))
+	}
+	require.False(t, p.smallAcked)
+	p.onSmallAcked(at(3200)) // a PING sent at 3.2 s crossed
+	require.False(t, p.onBigLost(at(4000), at(3100), 40),
+		"sent at 3.1 s, before the PING that crossed: the queue may have dropped it")
+	require.Equal(t, 1452, p.size)
+	require.True(t, p.onBigLost(at(5000), at(4100), 50),
+		"sent at 4.1 s, after the PING that crossed, and lost: a black hole")
+	require.Equal(t, pmtuBase, p.size)
+
+	// A full-size packet acknowledged in between clears the suspicion.
+	p = newPMTU(true, 1452)
+	p.setSize(1452)
+	for i, pn := range []cc.PacketNumber{10, 20, 30} {
+		p.onBigLost(at(1000*(i+1)), at(1000*(i+1)-500), pn)
+	}
+	p.onSmallAcked(at(3200))
+	p.onBigAcked(45)
+	require.False(t, p.onBigLost(at(5000), at(4100), 50), "a full-size packet got through since")
+	require.Equal(t, 1452, p.size)
+}
