@@ -285,7 +285,9 @@
 // does not hold with a StatelessReset carrying the token it would have
 // given: the client's Conn ends at once with ErrStatelessReset. Across a
 // restart this works only with the same Transport.StatelessResetKey in
-// both lives (nil draws a random key per Transport). Plaintext
+// both lives (nil draws a random key per Transport); ResetKeyFromTLS
+// derives one from the server's TLS key, so every life and every process
+// of a server with one certificate shares it with no file of its own. Plaintext
 // connections (Insecure) get no token and are never reset. A reset is
 // smaller than the datagram that drew it and sent at a bounded rate
 // (Transport.StatelessResetRate).

@@ -1,7 +1,12 @@
 package transport
 
 import (
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
 	"net/netip"
 
 	"github.com/fresh-udp/fresh/clock"
@@ -75,4 +80,34 @@ func (t *Transport) sendReset(h wire.Header, b []byte, from netip.AddrPort) {
 		return
 	}
 	t.st.resetsSent.Add(1)
+}
+
+// resetKeyLabel separates the stateless reset key from anything else
+// derived from the same private key. It was the examples' label, kept so
+// that keys derived before the function moved here stay the same.
+const resetKeyLabel = "fresh examples: stateless reset key v1"
+
+// ResetKeyFromTLS derives a StatelessResetKey from a server's TLS private
+// key (cfg's first certificate's): HKDF-SHA256 (RFC 5869) of the key's
+// PKCS #8 encoding with a label. Every life of a server started with the
+// same key gets the same reset key, so a restarted server resets the
+// connections of its previous life with no key file of its own, and every
+// server sharing the TLS key (several processes behind one port) resets
+// the others' lost connections. The reset key is as secret as the TLS
+// key, which an attacker able to forge resets would need anyway to
+// impersonate the server. It returns nil, nil without a certificate (a
+// plaintext Listener has no resets).
+func ResetKeyFromTLS(cfg *tls.Config) (*[32]byte, error) {
+	if cfg == nil || len(cfg.Certificates) == 0 || cfg.Certificates[0].PrivateKey == nil {
+		return nil, nil
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(cfg.Certificates[0].PrivateKey)
+	if err != nil {
+		return nil, fmt.Errorf("transport: deriving the stateless reset key from the TLS key: %w", err)
+	}
+	k, err := hkdf.Key(sha256.New, der, nil, resetKeyLabel, 32)
+	if err != nil {
+		return nil, fmt.Errorf("transport: deriving the stateless reset key from the TLS key: %w", err)
+	}
+	return (*[32]byte)(k), nil
 }

@@ -67,8 +67,6 @@ package main
 
 import (
 	"context"
-	"crypto/hkdf"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -208,7 +206,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("jetstream: %w", err)
 	}
 
-	resetKey, err := resetKey(cfg.TLS)
+	resetKey, err := transport.ResetKeyFromTLS(cfg.TLS)
 	if err != nil {
 		return err
 	}
@@ -288,29 +286,6 @@ func serverTLS(o *options, cfg *transport.Config, stdout io.Writer) (string, err
 	}
 	cfg.TLS.ClientAuth, cfg.TLS.ClientCAs = tls.RequireAndVerifyClientCert, pool
 	return "mutual TLS; agents must present a certificate signed by " + o.ca + ", named by its CommonName", nil
-}
-
-// resetKeyLabel is examples/monitor's, so that either, restarted with the
-// same -key, resets the other's connections.
-const resetKeyLabel = "fresh examples: stateless reset key v1"
-
-// resetKey derives the Transport's StatelessResetKey from the TLS private
-// key (HKDF-SHA256, RFC 5869, over its PKCS #8 encoding): a monitor
-// restarted with the same -key resets its previous life's connections
-// (RFC 9000 §10.3) with no key file of its own. nil without TLS.
-func resetKey(cfg *tls.Config) (*[32]byte, error) {
-	if cfg == nil || len(cfg.Certificates) == 0 || cfg.Certificates[0].PrivateKey == nil {
-		return nil, nil
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(cfg.Certificates[0].PrivateKey)
-	if err != nil {
-		return nil, fmt.Errorf("deriving the stateless reset key: %w", err)
-	}
-	k, err := hkdf.Key(sha256.New, der, nil, resetKeyLabel, 32)
-	if err != nil {
-		return nil, fmt.Errorf("deriving the stateless reset key: %w", err)
-	}
-	return (*[32]byte)(k), nil
 }
 
 // connectNATS connects to -nats, or starts the embedded server and

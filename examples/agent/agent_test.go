@@ -406,7 +406,7 @@ func TestAgentReportsMonitorRestart(t *testing.T) {
 	creds := cli.Credentials{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA}
 	cfg, err := creds.ServerTLS()
 	require.NoError(t, err)
-	key, err := cli.ResetKey(cfg)
+	key, err := transport.ResetKeyFromTLS(cfg)
 	require.NoError(t, err)
 	life := func(addr string) (*net.UDPConn, *transport.Listener) {
 		sock, err := transport.ListenUDP(addr, false)

@@ -160,7 +160,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	resetKey, err := cli.ResetKey(cfg.TLS)
+	resetKey, err := transport.ResetKeyFromTLS(cfg.TLS)
 	if err != nil {
 		return err
 	}
