@@ -70,6 +70,9 @@ func TestTLSUntrustedServerFails(t *testing.T) {
 	require.True(t, p.Srv.Closed())
 	require.ErrorIs(t, p.Srv.Err(), ErrHandshake)
 	require.Contains(t, p.Srv.Err().Error(), "alert")
+	var alert tls.AlertError
+	require.ErrorAs(t, p.Srv.Err(), &alert, "the peer's alert is wrapped, not only named")
+	require.Equal(t, tls.AlertError(42), alert, "bad_certificate (RFC 8446 §6.2): crypto/tls's client sends it for an unknown CA")
 }
 
 // Mutual TLS: a server that requires a client certificate refuses a client

@@ -444,7 +444,10 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			if c.Code >= closeApplication {
 				s.err, s.peerApp = peerApplicationError(&c), true
 			} else if c.Code > closeTLSAlert && c.Code <= closeTLSAlert+0xff {
-				s.err = fmt.Errorf("%w: %w: peer sent TLS alert %q", ErrPeerClosed, ErrHandshake, tls.AlertError(c.Code-closeTLSAlert).Error())
+				// The alert is wrapped too (printing nothing), so that
+				// errors.As finds it as it does a local TLS failure's.
+				alert := tls.AlertError(c.Code - closeTLSAlert)
+				s.err = fmt.Errorf("%w: %w: peer sent TLS alert %q%.0w", ErrPeerClosed, ErrHandshake, alert.Error(), alert)
 			}
 		}
 	case wire.TypePathChallenge, wire.TypePathResponse:
