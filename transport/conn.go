@@ -60,9 +60,12 @@ type Conn struct {
 	writeDL    deadline      // SetWriteDeadline
 	done       chan struct{} // closed when the driver has let it go
 	openOnce   sync.Once
-	hsTimer    *time.Timer // DialEarly's HandshakeTimeout, once it has returned
-	closeOnce  sync.Once
-	closeErr   error
+	// handshakeDone: the handshake completed (set once opened is
+	// closed, false if the connection ended before it could); under mu.
+	handshakeDone bool
+	hsTimer       *time.Timer // DialEarly's HandshakeTimeout, once it has returned
+	closeOnce     sync.Once
+	closeErr      error
 
 	ownsTransport bool // package Dial's: Close closes the Transport and socket
 	stopNTP       context.CancelFunc
@@ -130,6 +133,13 @@ func (c *Conn) notifyLocked() {
 		c.openOnce.Do(func() {
 			if c.hsTimer != nil {
 				c.hsTimer.Stop()
+			}
+			// The session left the handshake state by completing it or
+			// by closing: with no error it completed (one datagram
+			// cannot do both).
+			c.handshakeDone = c.s.Err() == nil
+			if c.handshakeDone && c.ln != nil {
+				c.tr.st.hsCompleted.Add(1)
 			}
 			close(c.opened)
 		})

@@ -504,6 +504,9 @@ func TestHandshakeTimeoutNeverAccepted(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a handshaking connection was accepted")
 	st := l.Stats()
 	require.Equal(t, int64(1), st.HandshakeTimeouts)
+	require.Equal(t, HandshakeFailures{Timeout: 1}, st.HandshakeFailures, "counted once, as a timeout")
+	require.Equal(t, int64(1), st.HandshakesStarted)
+	require.Zero(t, st.HandshakesCompleted)
 	require.Zero(t, st.Connections)
 	require.ErrorIs(t, e.c.Err(), ErrHandshake)
 }

@@ -47,6 +47,8 @@ type Listener struct {
 	ready   []*Conn // handshake complete, waiting for Accept
 	closed  bool
 
+	hsLog hsLog // rate limit of the rejected handshakes' log lines
+
 	readySig  chan struct{} // ready may be non-empty
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -209,6 +211,7 @@ func (l *Listener) track(id, srvID uint64, from netip.AddrPort, src netip.Addr, 
 		return nil, err
 	}
 	l.held++
+	l.t.st.hsStarted.Add(1)
 	e.timer = time.AfterFunc(l.cfg.HandshakeTimeout, func() { l.handshakeExpired(e) })
 	l.t.drv.start(c)
 	return e, nil
@@ -265,14 +268,22 @@ func (l *Listener) handshakeExpired(e *entry) {
 	if !expired {
 		return
 	}
-	l.t.st.handshakeTimeouts.Add(1)
 	e.c.abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
 }
 
-// forget releases what a connection that ended held of the Listener.
+// forget releases what a connection that ended held of the Listener and,
+// if it ended before its handshake completed, counts and logs that. It
+// runs once per connection (Conn.finish), so a failure is counted once
+// whatever ended it: the handshake timer, a TLS error, the peer or Close.
 func (l *Listener) forget(e *entry) {
 	if e.timer != nil {
 		e.timer.Stop()
+	}
+	e.c.mu.Lock()
+	completed, err := e.c.handshakeDone, e.c.s.Err()
+	e.c.mu.Unlock()
+	if !completed {
+		l.handshakeFailed(e.addr, err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -31,8 +31,18 @@ type ListenerStats struct {
 	InitialsSourceLimit int64
 	InitialsRateLimited int64
 	InitialsBacklogFull int64
+	// HandshakesStarted: connections opened for an admitted Initial, whose
+	// handshake began. Each ends its handshake once, as one of
+	// HandshakesCompleted or of HandshakeFailures (by reason, counted
+	// when the connection ends and logged then: see HandshakeFailures);
+	// the difference, Started − Completed − Failures.Total(), is
+	// handshaking now. Accept sees only completed ones.
+	HandshakesStarted   int64
+	HandshakesCompleted int64
+	HandshakeFailures   HandshakeFailures
 	// HandshakeTimeouts: connections dropped because their handshake did
-	// not complete within HandshakeTimeout; Accept never saw them.
+	// not complete within HandshakeTimeout; Accept never saw them. It is
+	// HandshakeFailures.Timeout, kept under its older name.
 	HandshakeTimeouts int64
 	// WrongAddress: datagrams with a live connection's ID from another
 	// address than the connection's that it did not take: forged or
@@ -58,8 +68,13 @@ type ListenerStats struct {
 // from the wrong address or malformed are counted whoever they were for.
 type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
-	handshakeTimeouts, wrongAddress, noConnection, malformed                                  atomic.Int64
+	wrongAddress, noConnection, malformed                                                     atomic.Int64
 	resetsSent, resetsRateLimited                                                             atomic.Int64
+	// A Listener's handshakes: counted once per connection, when it
+	// opens (started), when its handshake completes (Conn.notifyLocked)
+	// and when it ends without having completed it (Listener.forget).
+	hsStarted, hsCompleted atomic.Int64
+	hsFailed               [numHSReasons]atomic.Int64
 }
 
 // Why admit refused an Initial.
@@ -81,7 +96,12 @@ func (l *Listener) Stats() ListenerStats {
 	st.InitialsSourceLimit = c.sourceLimit.Load()
 	st.InitialsRateLimited = c.rateLimited.Load()
 	st.InitialsBacklogFull = c.backlogFull.Load()
-	st.HandshakeTimeouts = c.handshakeTimeouts.Load()
+	st.HandshakesStarted = c.hsStarted.Load()
+	st.HandshakesCompleted = c.hsCompleted.Load()
+	for r, p := range st.HandshakeFailures.fields() {
+		*p = c.hsFailed[r].Load()
+	}
+	st.HandshakeTimeouts = st.HandshakeFailures.Timeout
 	st.WrongAddress = c.wrongAddress.Load()
 	st.NoConnection = c.noConnection.Load()
 	st.Malformed = c.malformed.Load()
