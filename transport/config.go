@@ -198,7 +198,9 @@ type Config struct {
 	// data already written. Default 5 s; negative: do not wait.
 	Linger time.Duration
 
-	// Logger receives debug logs; nil is silent.
+	// Logger receives debug logs, and a Listener's one warning line per
+	// rejected handshake (remote, reason, err; rate-limited, see
+	// HandshakeFailures); nil is silent.
 	Logger *slog.Logger
 }
 

@@ -69,7 +69,9 @@
 // second (Transport.MaxConnections and the fields after it), moves a
 // connection to a client's new address only for an authentic packet (see
 // Connection migration), and counts what it drops (Listener.Stats). Accept hands
-// out a connection only once its handshake has completed. The client's
+// out a connection only once its handshake has completed; one that fails
+// is counted by reason (ListenerStats.HandshakeFailures) and logged once
+// at warning level on Config.Logger. The client's
 // socket is connected to the server's
 // address, so when nothing listens there the kernel's ICMP port
 // unreachable ends Dial at once with an error wrapping
