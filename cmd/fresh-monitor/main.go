@@ -56,7 +56,9 @@
 //	-v                        debug logs
 //
 // Logs (log/slog, text, stderr) say each agent's connection and end with
-// its device name, each upload stored, and each store failure. /healthz
+// its device name, each upload stored, each store failure, and each
+// rejected handshake with its reason (as fresh_handshakes_failed_total
+// counts it; at most 10 lines a second). /healthz
 // answers 200 while the process serves; /readyz 200 once NATS is
 // connected and the listener accepts, 503 otherwise.
 //
@@ -188,7 +190,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cfg := transport.Config{Insecure: o.insecure, Logger: log} // the transport logs at debug level: -v
+	// The transport logs at debug level (-v), but for a warning per
+	// rejected handshake (an agent without a certificate, or with one of
+	// another CA or expired...): remote, reason and error, rate-limited.
+	cfg := transport.Config{Insecure: o.insecure, Logger: log}
 	security, err := serverTLS(o, &cfg, stdout)
 	if err != nil {
 		return err

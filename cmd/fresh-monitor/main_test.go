@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // lockedBuffer is an io.Writer several goroutines write and the test
@@ -155,6 +156,21 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 		require.NotContains(t, k, "device", "no per-device labels")
 	}
 
+	// An agent that does not trust the monitor's certificate rejects the
+	// handshake with a TLS alert: counted by its reason, logged once.
+	_, err = transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: x509.NewCertPool(), ServerName: "localhost"}})
+	require.ErrorIs(t, err, transport.ErrHandshake)
+	require.Eventually(t, func() bool {
+		m = scrape(t, base)
+		return m[`fresh_handshakes_failed_total{reason="peer_alert"}`] == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, 2.0, m["fresh_handshakes_started_total"])
+	require.Equal(t, 1.0, m["fresh_handshakes_completed_total"])
+	require.Equal(t, 0.0, m[`fresh_handshakes_failed_total{reason="no_certificate"}`])
+	require.Equal(t, 0.0, m[`fresh_handshakes_failed_total{reason="timeout"}`])
+	require.Equal(t, 1, strings.Count(stderr.String(), "handshake rejected"), stderr.String())
+	require.Regexp(t, `level=WARN msg="fresh: handshake rejected" remote=127\.0\.0\.1:\d+ reason=peer_alert err=".*bad certificate`, stderr.String())
+
 	// The connection's end moves its counters to the ended totals: they
 	// do not go down.
 	received := m[`fresh_bytes_total{direction="received"}`]
@@ -166,6 +182,70 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	require.GreaterOrEqual(t, m[`fresh_bytes_total{direction="received"}`], received)
 	require.Contains(t, stderr.String(), "agent connected")
 	require.Contains(t, stderr.String(), "upload stored")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+// With -ca an agent without a certificate, and one with a certificate of
+// another CA, are refused: /metrics counts each under its reason and the
+// log has one line for each.
+func TestRunCountsRejectedAgents(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := devcert.NewCA("fleet CA")
+	require.NoError(t, err)
+	srv, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+	require.NoError(t, err)
+	certPEM, keyPEM, err := devcert.PEM(srv)
+	require.NoError(t, err)
+	for name, b := range map[string][]byte{"cert.pem": certPEM, "key.pem": keyPEM, "ca.pem": ca.CertPEM()} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
+	}
+	var stdout, stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data"),
+			"-cert", filepath.Join(dir, "cert.pem"), "-key", filepath.Join(dir, "key.pem"), "-ca", filepath.Join(dir, "ca.pem")}, &stdout, &stderr)
+	}()
+	listenRE := regexp.MustCompile(`listening on (\S+) `)
+	metricsRE := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+	require.Eventually(t, func() bool { return listenRE.MatchString(stdout.String()) }, 20*time.Second, 10*time.Millisecond,
+		"no listening line: %s\n%s", stdout.String(), stderr.String())
+	addr := listenRE.FindStringSubmatch(stdout.String())[1]
+	base := metricsRE.FindStringSubmatch(stdout.String())[1]
+
+	other, err := devcert.NewCA("another fleet's CA")
+	require.NoError(t, err)
+	foreign, err := other.Issue("intruder")
+	require.NoError(t, err)
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer dcancel()
+	for _, getCert := range []func(*tls.CertificateRequestInfo) (*tls.Certificate, error){
+		nil, // no certificate
+		func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &foreign, nil },
+	} {
+		_, err := transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", GetClientCertificate: getCert}})
+		require.ErrorIs(t, err, transport.ErrHandshake)
+	}
+	var m map[string]float64
+	require.Eventually(t, func() bool {
+		m = scrape(t, base)
+		return m[`fresh_handshakes_failed_total{reason="no_certificate"}`] == 1 && m[`fresh_handshakes_failed_total{reason="unknown_authority"}`] == 1
+	}, 10*time.Second, 20*time.Millisecond, "%v", m)
+	require.Equal(t, 2.0, m["fresh_handshakes_started_total"])
+	require.Equal(t, 0.0, m["fresh_handshakes_completed_total"])
+	require.Equal(t, 0.0, m["fresh_connections_accepted_total"])
+	logs := stderr.String()
+	require.Equal(t, 2, strings.Count(logs, "handshake rejected"), logs)
+	require.Contains(t, logs, `reason=no_certificate err="transport: handshake failed: tls: client didn't provide a certificate"`)
+	require.Contains(t, logs, "reason=unknown_authority")
 
 	cancel()
 	select {

@@ -95,7 +95,10 @@ var (
 	descRetries       = prometheus.NewDesc("fresh_retries_sent_total", "Initials without a token answered with a Retry (address validation).", nil, nil)
 	descVersionNeg    = prometheus.NewDesc("fresh_version_negotiations_total", "Initials of another protocol version answered with a version negotiation.", nil, nil)
 	descInitials      = prometheus.NewDesc("fresh_initials_dropped_total", "Initials dropped before a handshake began, by reason.", []string{"reason"}, nil)
-	descHSTimeouts    = prometheus.NewDesc("fresh_handshake_timeouts_total", "Handshakes that did not complete within the handshake timeout.", nil, nil)
+	descHSStarted     = prometheus.NewDesc("fresh_handshakes_started_total", "Handshakes begun: connections opened for an admitted Initial.", nil, nil)
+	descHSCompleted   = prometheus.NewDesc("fresh_handshakes_completed_total", "Handshakes completed (the connection then waits for Accept).", nil, nil)
+	descHSFailed      = prometheus.NewDesc("fresh_handshakes_failed_total", "Handshakes that failed, by reason (transport.HandshakeFailures: no_certificate, unknown_authority, expired_certificate, bad_certificate, no_alpn, tls, peer_alert, peer_closed, protocol, timeout, closed, other); each is logged once.", []string{"reason"}, nil)
+	descHSTimeouts    = prometheus.NewDesc("fresh_handshake_timeouts_total", "Handshakes that did not complete within the handshake timeout (the same count as fresh_handshakes_failed_total{reason=\"timeout\"}).", nil, nil)
 	descDropped       = prometheus.NewDesc("fresh_datagrams_dropped_total", "Datagrams dropped before reaching a connection, by reason.", []string{"reason"}, nil)
 	descResets        = prometheus.NewDesc("fresh_stateless_resets_sent_total", "Datagrams for no connection answered with a stateless reset.", nil, nil)
 	descResetsLimited = prometheus.NewDesc("fresh_stateless_resets_rate_limited_total", "Stateless resets not sent because the reset rate was used up.", nil, nil)
@@ -114,7 +117,7 @@ var (
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRetries,
-		descVersionNeg, descInitials, descHSTimeouts, descDropped, descResets, descResetsLimited, descUpdRecv,
+		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descUpdRecv,
 		descUpdStale, descUpdRejected, descUpdRead, descUpdStored, descUpdSuperseded, descStoreErrors,
 		descUploadBytes, descUploads, descPackets, descBytes} {
 		ch <- d
@@ -141,6 +144,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descInitials, ls.InitialsSourceLimit, "source_limit")
 		counter(descInitials, ls.InitialsRateLimited, "rate_limited")
 		counter(descInitials, ls.InitialsBacklogFull, "accept_queue_full")
+		counter(descHSStarted, ls.HandshakesStarted)
+		counter(descHSCompleted, ls.HandshakesCompleted)
+		for reason, n := range ls.HandshakeFailures.All() {
+			counter(descHSFailed, n, reason)
+		}
 		counter(descHSTimeouts, ls.HandshakeTimeouts)
 		counter(descDropped, ls.WrongAddress, "wrong_address")
 		counter(descDropped, ls.NoConnection, "no_connection")
