@@ -133,22 +133,20 @@ func TestHandshakeRejectionsCountedAndLogged(t *testing.T) {
 		{"expired_certificate", []tls.Certificate{expired}, nil},
 		{"no_alpn", []tls.Certificate{good}, []string{"h3"}},
 	}
-	for _, r := range rejected {
+	for i, r := range rejected {
 		_, err := dial(r.certs, r.alpn...)
 		require.ErrorIs(t, err, ErrHandshake, r.reason)
+		// Counted when the connection ends, just after its CLOSE left
+		// (the client may have read it first); waited for so that the
+		// log lines come in this order.
+		require.Eventually(t, func() bool { return l.Stats().HandshakeFailures.Total() == int64(i+1) }, 5*time.Second, time.Millisecond)
 	}
 	c, err := dial([]tls.Certificate{good})
 	require.NoError(t, err)
 	acc, err := l.Accept(context.Background())
 	require.NoError(t, err)
 
-	// A rejected connection is counted when it ends, just after its CLOSE
-	// left: the client may have read it first.
-	var st ListenerStats
-	require.Eventually(t, func() bool {
-		st = l.Stats()
-		return st.HandshakeFailures.Total() == int64(len(rejected))
-	}, 5*time.Second, time.Millisecond)
+	st := l.Stats()
 	require.Equal(t, HandshakeFailures{NoCertificate: 1, UnknownAuthority: 1, ExpiredCertificate: 1, NoALPN: 1}, st.HandshakeFailures)
 	require.Equal(t, int64(len(rejected)+1), st.HandshakesStarted)
 	require.Equal(t, int64(1), st.HandshakesCompleted)
@@ -157,7 +155,7 @@ func TestHandshakeRejectionsCountedAndLogged(t *testing.T) {
 	lines := logs.rejections()
 	require.Len(t, lines, len(rejected), "one line per rejected handshake: %v", lines)
 	for i, r := range rejected {
-		line := lines[i] // the clients dialled one after the other
+		line := lines[i]
 		require.Equal(t, r.reason, line["reason"], "%v", line)
 		require.Equal(t, "WARN", line["level"])
 		require.True(t, netip.MustParseAddrPort(line["remote"]).Addr().IsLoopback(), "%v", line)
