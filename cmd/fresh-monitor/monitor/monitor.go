@@ -83,7 +83,10 @@ type Config struct {
 	// certificate's CommonName, or its address without a certificate.
 	DeviceName func(*transport.Conn) string
 	// Logger receives a line per connection accepted and ended, per
-	// upload, and per store failure; nil is silent.
+	// upload, and per store failure; nil is silent. Rejected handshakes
+	// never reach the monitor: the Listener logs them on its own
+	// transport.Config.Logger (give it the same one, as fresh-monitor
+	// does).
 	Logger *slog.Logger
 }
 
