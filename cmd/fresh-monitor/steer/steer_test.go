@@ -131,7 +131,7 @@ func run(t *testing.T, g *Group, clients int) (failed, misrouted int, per [2]int
 		require.Equal(t, servers[owner[i]].id, id[0], "the server that accepted the client is the one its ID names")
 	}
 	for i, c := range conns {
-		mctx, mcancel := context.WithTimeout(ctx, 2*time.Second)
+		mctx, mcancel := context.WithTimeout(ctx, time.Second)
 		err := c.Migrate(mctx)
 		mcancel()
 		if err != nil {
