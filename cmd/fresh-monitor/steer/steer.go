@@ -80,11 +80,11 @@ func Open(dir string, configRotation uint8) (*Group, error) {
 	if configRotation > 6 {
 		return nil, fmt.Errorf("steer: config rotation %d: must be 0-6 (7 is unroutable)", configRotation)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("steer: %w", err)
-	}
 	if err := onBPFFS(dir); err != nil {
 		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("steer: %w", err)
 	}
 	g := &Group{}
 	var err error
@@ -145,15 +145,24 @@ func openMap(path string) (*ebpf.Map, error) {
 	return nil, fmt.Errorf("steer: %s: could not load or create the socket map", path)
 }
 
-// onBPFFS fails with the command to fix it if dir is not on a bpffs:
+// onBPFFS fails with the command to fix it if dir (or, if it does not
+// exist yet, the directory it would be made in) is not on a bpffs:
 // pinning elsewhere fails with a bare EPERM.
 func onBPFFS(dir string) error {
+	at := filepath.Clean(dir)
 	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("steer: %w", err)
+	for {
+		err := unix.Statfs(at, &st)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.ENOENT) || filepath.Dir(at) == at {
+			return fmt.Errorf("steer: %s: %w", at, err)
+		}
+		at = filepath.Dir(at)
 	}
 	if st.Type != unix.BPF_FS_MAGIC {
-		return fmt.Errorf("steer: %s is not on a bpffs; mount one with: mount -t bpf bpf %s", dir, dir)
+		return fmt.Errorf("steer: %s is not on a bpffs; mount one with: mount -t bpf bpf %s", dir, at)
 	}
 	return nil
 }
