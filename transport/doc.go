@@ -260,10 +260,13 @@
 // source whose address changes is cut off the same way when the kernel
 // hands its new address to another process (a single Listener migrates
 // it, see Connection migration). Routing by connection ID, so that
-// connections stay put while processes come and go, needs an eBPF
-// program attached to the socket group (SO_ATTACH_REUSEPORT_EBPF) that
-// reads the server ID from the header and picks the socket: that is not
-// done here.
+// connections stay put while processes come and go and while their
+// clients' addresses change, takes an eBPF program attached to the socket
+// group (SO_ATTACH_REUSEPORT_EBPF) that reads the server ID from the
+// header and picks the socket registered under it: package steer of the
+// fresh-monitor module (github.com/fresh-udp/fresh/cmd/fresh-monitor/steer,
+// Linux, root; kept out of this module for its cilium/ebpf dependency)
+// is one, and fresh-monitor's -steer and -server-id flags use it.
 //
 // What is done is the ID such a program, or a load balancer in front of
 // several hosts, routes by. A Listener chooses the connection ID its

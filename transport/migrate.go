@@ -20,7 +20,9 @@ var migratePeer = func(peer *net.UDPAddr) *net.UDPAddr { return peer }
 // address itself, RFC 9000 §9) and the path works both ways. Then the old
 // socket is closed and LocalAddr names the new one. If nothing comes back
 // before ctx ends, the connection stays on the old socket (which kept
-// working meanwhile) and Migrate returns an error wrapping ctx's.
+// working meanwhile) and Migrate returns an error wrapping ctx's; if what
+// comes back ends the connection (ErrStatelessReset: the new path reaches
+// a server that does not hold it), Migrate returns that.
 //
 // Only a connection opened with package Dial can move (its Transport and
 // socket are its own), and only over TLS: a server never moves an
@@ -79,14 +81,25 @@ func (c *Conn) Migrate(ctx context.Context) error {
 
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	for r.accepted.Load() == 0 {
-		select {
-		case <-tick.C:
-			continue
-		case <-ctx.Done():
-			err = fmt.Errorf("transport: Migrate: no answer on the new port %v: %w", udp.LocalAddr(), ctx.Err())
-		case <-c.done:
-			err = c.Err()
+	for {
+		if r.accepted.Load() > 0 {
+			// What came back may have ended the connection: a stateless
+			// reset, from a server behind the new path that does not
+			// hold it (a 4-tuple load balancer that hashed the new
+			// address elsewhere). The session took it under c.mu before
+			// the reader counted it, so Err already says so.
+			if err = c.Err(); err == nil {
+				break
+			}
+		} else {
+			select {
+			case <-tick.C:
+				continue
+			case <-ctx.Done():
+				err = fmt.Errorf("transport: Migrate: no answer on the new port %v: %w", udp.LocalAddr(), ctx.Err())
+			case <-c.done:
+				err = c.Err()
+			}
 		}
 		// Back to the old socket: the driver sends on it again, and the
 		// new one's reader ends with its socket.

@@ -11,6 +11,11 @@
 // by netem.LinkConfigFromPath from the same scenario.Path), so a scenario
 // means the same thing in bench/sim and here.
 //
+// LoadBalancer is a third, smaller form: a UDP load balancer in front of
+// several servers, routing by the 4-tuple or by the server ID in the
+// connection ID, for tests of what each kind keeps across a client's
+// rebinding (no link emulation).
+//
 // # Topology
 //
 //	client A ─┐                      forward link (client → server)

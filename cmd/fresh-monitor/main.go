@@ -53,6 +53,9 @@
 //	-replicas N               replicas of both buckets when created (default 1; 3 on a 3-node cluster)
 //	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
 //	-pprof                    also serve /debug/pprof there
+//	-reuseport                share -listen's port with other fresh-monitor processes (SO_REUSEPORT)
+//	-server-id N              this process's server ID (0-255) in its connection IDs
+//	-steer DIR                route the shared port by connection ID (eBPF, pinned in bpffs DIR; Linux, root)
 //	-v                        debug logs
 //
 // Logs (log/slog, text, stderr) say each agent's connection and end with
@@ -61,6 +64,30 @@
 // counts it; at most 10 lines a second). /healthz
 // answers 200 while the process serves; /readyz 200 once NATS is
 // connected and the listener accepts, 503 otherwise.
+//
+// Several processes on one port. One process's protocol work runs on
+// about two cores; to use more, run several on one -listen port, each
+// with its own -server-id and the same -steer directory on a bpffs
+// (mount -t bpf bpf /sys/fs/bpf; root):
+//
+//	fresh-monitor -listen :4433 -server-id 0 -steer /sys/fs/bpf/fresh-4433 -data /var/lib/fresh …
+//	fresh-monitor -listen :4433 -server-id 1 -steer /sys/fs/bpf/fresh-4433 -nats nats://127.0.0.1:4222 …
+//
+// The kernel spreads new agents over the processes by address, and an
+// eBPF program (package steer) sends every later datagram to the process
+// whose server ID its connection ID names, so a connection stays with its
+// process when the agent's address changes (a NAT rebinding) and when a
+// process joins or leaves; only new agents go to a new process. A process
+// that exits takes its agents' connections with it: they are reset by the
+// others (every process derives the same reset key from the same
+// certificate) and dial again. -reuseport alone shares the port with the
+// kernel's hash and no program: connections then last only while their
+// agent's address and the number of processes stay the same. Several
+// hosts behind a UDP load balancer: a 5-tuple one keeps a connection
+// while the agent's address stays; a QUIC-LB-style one that routes by the
+// connection ID's server ID (plaintext layout, 1-byte ID: give each
+// process on every host a distinct -server-id) also keeps it across
+// rebinding. All of them write into the same JetStream (-nats).
 //
 // It runs until Ctrl-C or SIGTERM, then closes every connection, writes
 // the updates still pending, shuts the embedded server down and exits 0.
@@ -133,6 +160,9 @@ type options struct {
 	metrics               string
 	pprof                 bool
 	verbose               bool
+	reusePort             bool   // -reuseport
+	serverID              int    // -server-id, -1 if none
+	steer                 string // -steer
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -153,6 +183,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
+	fs.BoolVar(&o.reusePort, "reuseport", false, "share -listen's port with other fresh-monitor processes (SO_REUSEPORT; the kernel spreads agents by address: see -steer)")
+	fs.IntVar(&o.serverID, "server-id", -1, "this process's server `ID` (0-255) in the connection IDs it gives out, distinct per process or host (for -steer or a CID-routing load balancer)")
+	fs.StringVar(&o.steer, "steer", "", "route the shared port's datagrams to the process whose -server-id their connection ID names, with an eBPF program pinned in this bpffs `dir`ectory (Linux, root; implies -reuseport)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -170,6 +203,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, usagef("-ca without -cert and -key: agents verify the monitor by its certificate, give it one (go run ./examples/certgen -dir certs)")
 	case o.pprof && (o.metrics == "off" || o.metrics == ""):
 		return nil, usagef("-pprof needs -metrics: it serves the profiles on the same address")
+	case o.serverID < -1 || o.serverID > 255:
+		return nil, usagef("-server-id %d: 0-255 (one byte of the connection ID)", o.serverID)
+	case o.steer != "" && o.serverID < 0:
+		return nil, usagef("-steer needs -server-id: the ID the program routes this process's connections by (distinct per process)")
 	case o.replicas < 1:
 		return nil, usagef("-replicas %d: at least 1", o.replicas)
 	case o.natsURL != "" && o.natsListen != fs.Lookup("nats-listen").DefValue:
@@ -215,12 +252,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	udp, err := transport.ListenUDP(o.listen, false)
+	tr := &transport.Transport{StatelessResetKey: resetKey}
+	udp, closeUDP, err := listen(o, tr)
 	if err != nil {
-		return fmt.Errorf("-listen %s: %w", o.listen, err)
+		return err
 	}
-	defer udp.Close()
-	tr := &transport.Transport{Conn: udp, StatelessResetKey: resetKey}
+	defer closeUDP()
+	tr.Conn = udp
 	defer tr.Close()
 	ln, err := tr.Listen(cfg)
 	if err != nil {

@@ -265,6 +265,8 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"-pprof", "-metrics", "off"},
 		{"-nats", "nats://x:4222", "-nats-listen", "127.0.0.1:0"},
 		{"stray"},
+		{"-steer", "/sys/fs/bpf/x"},
+		{"-server-id", "256"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		require.Error(t, err, args)
