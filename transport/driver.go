@@ -178,12 +178,12 @@ func (d *driver) service(c *Conn) {
 			return
 		}
 		if !full {
-			d.arm(c, next)
+			d.arm(c, d.onDriverClock(c, next))
 			return
 		}
 		d.send() // the datagram that did not fit starts the next batch
 		if round == maxRounds {
-			d.arm(c, c.clk.Now())
+			d.arm(c, d.clk.Now())
 			d.schedule(c)
 			return
 		}
@@ -208,6 +208,28 @@ func (d *driver) flush() {
 	}
 	clear(d.closing)
 	d.closing = d.closing[:0]
+}
+
+// onDriverClock converts c's deadline from c's clock to the driver's.
+// Each Conn keeps time on its own Config.Clock, and a Mono reading counts
+// from its clock's origin: every Config that leaves Clock nil gets a
+// clock.NewSystem of its own, started when the Config was filled in, so
+// on a Transport shared by many Dials the same instant reads differently
+// on each connection's clock and on the driver's (the first Config's).
+// The heap orders every deadline on the driver's. Compared unconverted, a
+// connection dialled later than the driver started looks overdue by the
+// difference: the driver serviced it again and again without advancing
+// its own now (a connection whose clock said "not yet" returned the same
+// deadline), starving every other connection until that handshake timed
+// out.
+func (d *driver) onDriverClock(c *Conn, due clock.Mono) clock.Mono {
+	if due == 0 {
+		return 0
+	}
+	if t := d.clk.Now().Add(due.Sub(c.clk.Now())); t != 0 {
+		return t
+	}
+	return 1 // 0 means none
 }
 
 // arm sets c's deadline in the heap (0: none).
