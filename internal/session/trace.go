@@ -165,7 +165,11 @@ func (s *Session) traceFrame(h wire.Header, body []byte, size int, f *qlog.Frame
 	case wire.TypePathResponse:
 		f.Type = "path_response"
 	case wire.TypeInitial:
-		f.Type = "initial"
+		var in wire.Initial
+		f.Type = "initial" // plaintext mode's: no TLS inside
+		if wire.ParseInitial(body, size, &in) == nil && len(in.Crypto) > 0 {
+			f.Type, f.Offset, f.Length = "crypto", in.CryptoOffset, len(in.Crypto)
+		}
 	case wire.TypeAccept:
 		f.Type = "accept"
 	case wire.TypeRetry:

@@ -14,8 +14,8 @@
 // packet event lists one frame; its frame_type is QUIC's name where the
 // frame does QUIC's job ("stream", "ack", "ping", "crypto",
 // "connection_close", "path_challenge", "path_response") and fresh's
-// otherwise ("update", "accept", "commit", "pmtu_probe", "initial",
-// "stateless_reset").
+// otherwise ("update", "accept", "commit", "pmtu_probe", "retry", and
+// "initial" for a plaintext Initial; a TLS Initial is "crypto").
 //
 // The connection's sans-I/O session calls the Tracer with the time since
 // the trace began on the connection's monotonic clock; the transport
