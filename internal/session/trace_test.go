@@ -223,3 +223,53 @@ func TestTracerRemoved(t *testing.T) {
 	p.Open()
 	require.Empty(t, r.ev)
 }
+
+// nopTracer is a qlog.Tracer that drops everything: what the session's
+// own tracing work costs, without a writer's.
+type nopTracer struct{}
+
+func (nopTracer) PacketSent(time.Duration, *qlog.Packet)               {}
+func (nopTracer) PacketReceived(time.Duration, *qlog.Packet)           {}
+func (nopTracer) PacketLost(time.Duration, string, int64, string)      {}
+func (nopTracer) MetricsUpdated(time.Duration, qlog.Metrics)           {}
+func (nopTracer) CongestionStateUpdated(time.Duration, string, string) {}
+func (nopTracer) OWDSample(time.Duration, qlog.OWDSample)              {}
+func (nopTracer) ClockOffset(time.Duration, time.Duration, bool, bool) {}
+func (nopTracer) UpdateAge(time.Duration, int64, time.Duration, bool)  {}
+func (nopTracer) Close() error                                         { return nil }
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) Close() error                { return nil }
+
+// BenchmarkSessionStreamTrace is BenchmarkSessionStream with no tracer
+// (what every untraced connection runs), a tracer that drops the events
+// (the session's describing work) and the qlog writer into a discarding
+// sink (JSON encoding too), both ends traced.
+func BenchmarkSessionStreamTrace(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		t    func() qlog.Tracer
+	}{
+		{"off", func() qlog.Tracer { return nil }},
+		{"nop", func() qlog.Tracer { return nopTracer{} }},
+		{"qlog", func() qlog.Tracer { return qlog.NewWriter(discard{}, qlog.ConnInfo{Role: qlog.Client}, qlog.Title) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := OpenPair(b, Config{}, Link{})
+			p.Cli.SetTracer(p.Now, bc.t())
+			p.Srv.SetTracer(p.Now, bc.t())
+			chunk := make([]byte, p.Cli.cfg.MSS())
+			rd := make([]byte, 64<<10)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(chunk)))
+			b.ResetTimer()
+			for range b.N {
+				p.Cli.out.write(chunk)
+				p.Run(100 * time.Microsecond)
+				p.Srv.in.read(rd)
+			}
+		})
+	}
+}
