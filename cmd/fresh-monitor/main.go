@@ -54,6 +54,7 @@
 //	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
 //	-pprof                    also serve /debug/pprof there
 //	-v                        debug logs
+//	-qlog DIR                 a qlog trace of every connection into DIR, one file each, for qvis (default $QLOGDIR; empty: off)
 //
 // Logs (log/slog, text, stderr) say each agent's connection and end with
 // its device name, each upload stored, and each store failure. /healthz
@@ -95,6 +96,7 @@ import (
 	"github.com/fresh-udp/fresh/cmd/fresh-monitor/monitor"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
+	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
 func main() {
@@ -131,6 +133,7 @@ type options struct {
 	metrics               string
 	pprof                 bool
 	verbose               bool
+	qlog                  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -151,6 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
+	fs.StringVar(&o.qlog, "qlog", os.Getenv(qlog.EnvDir), "write a qlog trace of every connection (for qvis) into `dir` (default $QLOGDIR; empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -192,6 +196,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	security, err := serverTLS(o, &cfg, stdout)
 	if err != nil {
 		return err
+	}
+	if o.qlog != "" {
+		if err := os.MkdirAll(o.qlog, 0o755); err != nil {
+			return usagef("-qlog: %v", err)
+		}
+		cfg.Tracer = qlog.DirTracer(o.qlog)
+		log.Info("tracing every connection", "qlog", o.qlog)
 	}
 
 	// NATS first: an agent accepted before the store is there would have
