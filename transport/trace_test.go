@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
@@ -182,4 +184,39 @@ func TestQlogTracerErrorLeavesConnectionUp(t *testing.T) {
 	requireTransfer(t, cli, srv, randomBytes(64<<10, 4))
 	require.NoError(t, cli.Close())
 	require.NoError(t, srv.Close())
+}
+
+// BenchmarkLoopbackStreamQlog is BenchmarkLoopbackStream with both ends
+// traced into qlog files: what tracing costs the whole stack.
+func BenchmarkLoopbackStreamQlog(b *testing.B) {
+	cfg := testConfig(Config{Tracer: qlog.DirTracer(b.TempDir())})
+	l, err := Listen("127.0.0.1:0", cfg)
+	require.NoError(b, err)
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, l.Addr().String(), cfg)
+	require.NoError(b, err)
+	s, err := l.Accept(ctx)
+	require.NoError(b, err)
+	d, _ := cfg.withDefaults()
+	chunk := make([]byte, d.MaxDatagram-wire.HeaderLen-wire.DataOverhead)
+	done := make(chan int64)
+	go func() {
+		n, _ := io.Copy(io.Discard, s)
+		done <- n
+	}()
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c.CloseWrite()
+	<-done
+	b.StopTimer()
+	c.Close()
+	s.Close()
 }
