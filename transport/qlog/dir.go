@@ -24,6 +24,11 @@ type NewTracer func(ConnInfo) (Tracer, error)
 // both ends) in 16 hex digits, so that a directory lists by time and the
 // traces of one connection share the ID. .sqlog is the JSON-SEQ qlog
 // suffix qvis recognises.
+//
+// Each traced connection holds its file open and a 32 KiB buffer until it
+// ends: a listener with thousands of connections needs as many file
+// descriptors (a connection whose file cannot be opened runs untraced, and
+// the transport logs why).
 func DirTracer(dir string) NewTracer {
 	return func(info ConnInfo) (Tracer, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
