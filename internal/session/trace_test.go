@@ -273,3 +273,34 @@ func BenchmarkSessionStreamTrace(b *testing.B) {
 		})
 	}
 }
+
+// A path that drops everything the client sends for a second: the
+// retransmission timeout declares the flight lost (trigger pto_expired)
+// and the metrics show the window it leaves.
+func TestTracerSeesTimeoutLosses(t *testing.T) {
+	p := OpenPair(t, Config{}, Link{Delay: 5 * time.Millisecond})
+	r := &recorder{}
+	p.Cli.SetTracer(p.Now, r)
+	cut := true
+	p.Filter = func(from *Session, d []byte) bool { return !(cut && from == p.Cli) }
+	p.Cli.out.write(make([]byte, 20_000))
+	p.Run(time.Second)
+	cut = false
+	p.Run(time.Second)
+	var timeouts []traceEvent
+	for _, e := range r.named("lost") {
+		if e.s == qlog.TriggerTimeout {
+			timeouts = append(timeouts, e)
+		}
+	}
+	require.NotEmpty(t, timeouts, "losses declared by the timeout")
+	last := r.named("metrics")
+	require.NotEmpty(t, last)
+	var sawZeroInFlight bool
+	for _, e := range last {
+		if e.t >= timeouts[0].t && e.m.BytesInFlight == 0 {
+			sawZeroInFlight = true // the timeout emptied the flight
+		}
+	}
+	require.True(t, sawZeroInFlight, "metrics after the timeout show nothing in flight")
+}
