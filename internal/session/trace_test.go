@@ -286,7 +286,30 @@ func TestTracerSeesTimeoutLosses(t *testing.T) {
 	p.Cli.out.write(make([]byte, 20_000))
 	p.Run(time.Second)
 	cut = false
+	p.Run(5 * time.Second) // the backed-off timeout resends, and the flight drains
+	// Then one data packet dropped among many: the packet threshold's,
+	// not the timeout's.
+	dropped, seen := int64(-1), 0
+	p.Filter = func(from *Session, d []byte) bool {
+		h, _, err := wire.ParseHeader(d)
+		if from == p.Cli && err == nil && h.Type == wire.TypeData && dropped < 0 {
+			if seen++; seen == 40 { // the window has grown back: packets follow it
+				dropped = h.PN
+				return false
+			}
+		}
+		return true
+	}
+	for i, w := 0, 0; w < 200_000 && i < 1000; i++ { // a stream: packets follow the dropped one
+		w += p.Cli.out.write(make([]byte, 200_000-w))
+		p.Run(10 * time.Millisecond)
+		p.Srv.in.read(make([]byte, 1<<20))
+	}
 	p.Run(time.Second)
+	require.GreaterOrEqual(t, dropped, int64(0))
+	lost := r.named("lost")
+	require.Equal(t, dropped, lost[len(lost)-1].pn)
+	require.Equal(t, qlog.TriggerReordering, lost[len(lost)-1].s, "a loss after the timeout is not the timeout's")
 	var timeouts []traceEvent
 	for _, e := range r.named("lost") {
 		if e.s == qlog.TriggerTimeout {
