@@ -58,8 +58,8 @@ func (s *Session) Tracer() qlog.Tracer {
 
 func (tr *tracing) at(now clock.Mono) time.Duration { return now.Sub(tr.start) }
 
-// describe fills tr.pkt's frame from a datagram poll built, still in
-// plaintext (protection encrypts the body in place).
+// traceDescribe fills the trace's packet with the frame of a datagram
+// poll built, still in plaintext (protection encrypts the body in place).
 func (s *Session) traceDescribe(d []byte) {
 	tr := s.trace
 	tr.pkt = qlog.Packet{}

@@ -56,9 +56,11 @@ type ConnInfo struct {
 
 // Packet is one datagram sent or received.
 type Packet struct {
-	// Type is the qlog packet_type: "initial" (unprotected, the
-	// handshake's first flight or plaintext mode), "handshake", "0RTT",
-	// "1RTT", "retry", "stateless_reset" or "version_negotiation".
+	// Type is the qlog packet_type, named after the keys that protect
+	// it: "initial" (an Initial, or with TLS any packet sent before
+	// keys), "handshake", "0RTT", "1RTT" (also every packet after the
+	// Initial in plaintext mode), "retry", "stateless_reset" or
+	// "version_negotiation".
 	Type string
 	// Number is the packet number. fresh numbers stream, update and probe
 	// packets in one space and, with TLS, its control packets (ACK,
