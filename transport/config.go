@@ -14,6 +14,7 @@ import (
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport/dscp"
+	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
 // Config configures connections: every connection a Listener accepts, or
@@ -202,6 +203,17 @@ type Config struct {
 	// rejected handshake (remote, reason, err; rate-limited, see
 	// HandshakeFailures); nil is silent.
 	Logger *slog.Logger
+
+	// Tracer, if set, is asked for a trace of every connection when it
+	// starts (qlog.ConnInfo: role, the client's connection ID, the peer's
+	// address) and is told its packets, losses, recovery metrics, OWD
+	// samples, clock-offset estimates and update ages until it ends; the
+	// trace is then closed. qlog.DirTracer(dir) writes one qlog file per
+	// connection that qvis draws; qlog.FromEnv() does so into $QLOGDIR.
+	// A nil trace leaves that connection untraced; an error is logged
+	// (Logger) and the connection runs untraced. nil (the default): no
+	// tracing, at the cost of one nil check per event.
+	Tracer qlog.NewTracer
 }
 
 // withDefaults validates c and fills the defaults this package applies

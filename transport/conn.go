@@ -230,6 +230,7 @@ func (c *Conn) finish() {
 	c.mu.Lock()
 	c.notifyLocked()
 	c.mu.Unlock()
+	c.stopTrace()
 	// Forgotten before done is closed: a Close waiting on done that then
 	// closes its own Transport must not find itself still listed there.
 	if c.onDone != nil {

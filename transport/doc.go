@@ -115,6 +115,21 @@
 // corrects the local clock with NTP (ntpclock.Clock) first;
 // Config.TrustPeerClock says the clocks are already synchronised.
 //
+// # Tracing
+//
+// Config.Tracer asks for a trace of each connection as it starts
+// (qlog.ConnInfo: role, the client's connection ID, the peer's address) and
+// closes it when the connection ends. The session calls it with its own
+// time, never doing I/O itself: every packet sent and received with its
+// one frame, every loss and its trigger (RFC 9002 §6.1's thresholds, or
+// the timeout), the window, bytes in flight and RTTs when they change, the
+// controller's state, and fresh's own OWD samples, clock-offset estimates
+// and update ages. qlog.DirTracer(dir) writes them as one qlog file per
+// connection (draft-ietf-quic-qlog-main-schema 0.3, JSON-SEQ, RFC 7464),
+// which qvis (https://qvis.quictools.info) draws as a sequence diagram and
+// congestion graph; qlog.FromEnv() does so into $QLOGDIR, as quic-go does.
+// Untraced (nil, the default), an event costs one nil check.
+//
 // # Closing
 //
 // Close ends the stream (a FIN), waits up to Config.Linger for the peer to

@@ -74,6 +74,7 @@ func (d *driver) useSocket(s *socket) {
 // start runs a new connection (its first step sends the Accept).
 func (d *driver) start(c *Conn) {
 	c.drv = d
+	c.startTrace()
 	d.schedule(c)
 }
 

@@ -57,6 +57,7 @@
 //	-server-id N              this process's server ID (0-255) in its connection IDs
 //	-steer DIR                route the shared port by connection ID (eBPF, pinned in bpffs DIR; Linux, root)
 //	-v                        debug logs
+//	-qlog DIR                 a qlog trace of every connection into DIR, one file each, for qvis (default $QLOGDIR; empty: off)
 //
 // Logs (log/slog, text, stderr) say each agent's connection and end with
 // its device name, each upload stored, each store failure, and each
@@ -124,6 +125,7 @@ import (
 	"github.com/fresh-udp/fresh/cmd/fresh-monitor/monitor"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
+	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
 func main() {
@@ -163,6 +165,7 @@ type options struct {
 	reusePort             bool   // -reuseport
 	serverID              int    // -server-id, -1 if none
 	steer                 string // -steer
+	qlog                  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -186,6 +189,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.reusePort, "reuseport", false, "share -listen's port with other fresh-monitor processes (SO_REUSEPORT; the kernel spreads agents by address: see -steer)")
 	fs.IntVar(&o.serverID, "server-id", -1, "this process's server `ID` (0-255) in the connection IDs it gives out, distinct per process or host (for -steer or a CID-routing load balancer)")
 	fs.StringVar(&o.steer, "steer", "", "route the shared port's datagrams to the process whose -server-id their connection ID names, with an eBPF program pinned in this bpffs `dir`ectory (Linux, root; implies -reuseport)")
+	fs.StringVar(&o.qlog, "qlog", os.Getenv(qlog.EnvDir), "write a qlog trace of every connection (for qvis) into `dir` (default $QLOGDIR; empty: off)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -234,6 +238,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	security, err := serverTLS(o, &cfg, stdout)
 	if err != nil {
 		return err
+	}
+	if o.qlog != "" {
+		if err := os.MkdirAll(o.qlog, 0o755); err != nil {
+			return usagef("-qlog: %v", err)
+		}
+		cfg.Tracer = qlog.DirTracer(o.qlog)
+		log.Info("tracing every connection", "qlog", o.qlog)
 	}
 
 	// NATS first: an agent accepted before the store is there would have

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -449,4 +451,21 @@ func TestAgentReportsMonitorRestart(t *testing.T) {
 	require.ErrorIs(t, runErr, transport.ErrStatelessReset)
 	require.ErrorContains(t, runErr, "monitor restarted: connection reset")
 	require.Contains(t, out.String(), "agent: monitor restarted: connection reset")
+}
+
+// -qlog DIR leaves the connection's qlog trace in DIR once the agent ends.
+func TestAgentQlog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args := fakeMonitor(t, ctx, func(c *transport.Conn) { <-c.Done() })
+	dir := filepath.Join(t.TempDir(), "qlog")
+	require.NoError(t, run(ctx, args("-qlog", dir, "-duration", "300ms", "-stats", "0"), io.Discard))
+	files, err := filepath.Glob(filepath.Join(dir, "*_client.sqlog"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	b, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(b, []byte("\x1e{\"qlog_version\":\"0.3\"")), "a JSON-SEQ qlog: %.80q", b)
+	require.Contains(t, string(b), `"name":"transport:packet_sent"`)
+	require.True(t, bytes.HasSuffix(b, []byte("}}\n")), "complete: flushed when the connection ended")
 }

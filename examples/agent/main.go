@@ -101,6 +101,8 @@
 //	-0rtt FILE          keep the TLS session ticket in FILE (mode 0600) and resume from it:
 //	                    the next run skips the certificate exchange and, with a monitor
 //	                    running -0rtt, sends its first reading in its first flight (0-RTT)
+//	-qlog DIR           write a qlog trace of the connection into DIR for qvis
+//	                    (default $QLOGDIR; empty: off)
 //	-v                  debug logs (log/slog) on stderr; warnings only otherwise
 //
 // A device that sleeps between readings and runs the agent once per
@@ -134,6 +136,7 @@ import (
 	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/dscp"
+	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
 func main() { cli.Main("agent", run) }
@@ -152,6 +155,7 @@ type options struct {
 	stats       time.Duration
 	creds       cli.Credentials
 	tickets     string
+	qlog        string
 	logger      *slog.Logger
 }
 
@@ -169,6 +173,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")
 	fs.StringVar(&o.tickets, "0rtt", "", "keep the TLS session ticket in `FILE` (mode 0600): the next run resumes and sends its first reading in 0-RTT (the monitor needs -0rtt)")
+	fs.StringVar(&o.qlog, "qlog", os.Getenv(qlog.EnvDir), "write a qlog trace of the connection (for qvis) into `dir` (default $QLOGDIR; empty: off)")
 	o.creds.Register(fs, "client", "-")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
 	fs.Usage = func() {
@@ -277,6 +282,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := o.creds.Config(&cfg, false); err != nil {
 		return err
+	}
+	if o.qlog != "" {
+		if err := os.MkdirAll(o.qlog, 0o755); err != nil {
+			return cli.Usagef("-qlog: %v", err)
+		}
+		cfg.Tracer = qlog.DirTracer(o.qlog)
 	}
 	dial := transport.Dial
 	if o.tickets != "" {

@@ -190,8 +190,15 @@ func (s *Session) HandleFrom(now clock.Mono, wallUS int64, b []byte, from Path) 
 		from = PathCurrent
 	}
 	s.mig.from = from
+	if s.trace != nil {
+		s.traceReceived(now, h, body, len(b))
+	}
 	s.handle(now, wallUS, h, body, len(b))
 	s.armProbe(now)
+	if s.trace != nil {
+		s.traceMetrics(now)
+		s.traceClock(now, h.Timestamp)
+	}
 	return v
 }
 

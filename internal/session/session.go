@@ -112,6 +112,8 @@ type Session struct {
 
 	st Stats
 
+	trace *tracing // the connection trace; nil: off (trace.go)
+
 	lostFn func(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) // s.lost, bound once
 }
 
@@ -615,6 +617,9 @@ func (s *Session) deliverUpdate(now clock.Mono, wallUS int64, h wire.Header, u *
 	s.inUpdAge = age
 	s.inUpdRecv = now
 	s.inUpdReady = true
+	if s.trace != nil {
+		s.trace.t.UpdateAge(s.trace.at(now), h.PN, age, s.inUpdEarly)
+	}
 }
 
 // maxAgeMicros bounds the age of an update (about 35 years, in µs), so
@@ -693,6 +698,9 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 				if sample.OWDValid {
 					s.owd.add(sample.OWD, sample.ClockSynced)
 				}
+				if sample.OWDValid && s.trace != nil {
+					s.traceOWD(now, pn, sample.OWD, sample.ClockSynced)
+				}
 			case kindUpdate:
 				// The regulator needs an RTT per update (its epoch is one
 				// RTT in the Age Control Protocol), and updates usually share an ACK with
@@ -702,6 +710,9 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 					sample.RTT = now.Sub(p.Sent)
 				}
 				s.policy.OnAck(now, sample)
+				if sample.OWDValid && s.trace != nil {
+					s.traceOWD(now, pn, sample.OWD, sample.ClockSynced)
+				}
 			case kindCommit:
 				s.commitAcked(p.Offset)
 			case kindPMTU:
@@ -737,6 +748,9 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 // again, the controllers are told; updates are never retransmitted. It is
 // bound once (lostFn) so loss detection does not allocate a closure.
 func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
+	if s.trace != nil {
+		s.traceLost(now, pn, p)
+	}
 	if p.Kind == kindPMTU {
 		s.pmtu.onProbeLost(now, pn, s.tr.LargestAcked() > pn, s.tr.Next()) // not congestion (RFC 8899 §4.4), not in PacketsLost
 		return
@@ -805,6 +819,9 @@ func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 	for {
 		s.mig.sendPath = PathCurrent
 		dgram, dscp, ok = s.poll(now, wallUS, buf)
+		if ok && s.trace != nil {
+			s.traceDescribe(dgram) // before protect encrypts the body
+		}
 		if ok && s.sec != nil {
 			var sendable bool
 			plain := len(dgram)
@@ -815,6 +832,9 @@ func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		}
 		if ok {
 			s.onPathSent(len(dgram))
+			if s.trace != nil {
+				s.traceSent(now, dgram)
+			}
 		}
 		s.armProbe(now)
 		return dgram, dscp, ok
@@ -1103,10 +1123,19 @@ func (s *Session) Timeout(now clock.Mono) {
 	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
 		s.tr.DetectLost(now, s.lostFn)
 		s.tr.Compact()
+		if s.trace != nil {
+			s.traceMetrics(now)
+		}
 	}
 	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
 		data, upd := s.tr.InFlight(kindData) > 0, s.tr.InFlight(kindUpdate) > 0
+		if s.trace != nil {
+			s.trace.timeout = true // the losses OnRTO declares are the timeout's
+		}
 		s.tr.OnRTO(now, s.lostFn)
+		if s.trace != nil {
+			s.trace.timeout = false
+		}
 		s.answered = false
 		if data {
 			s.controller().OnRetransmissionTimeout(now)
@@ -1120,6 +1149,9 @@ func (s *Session) Timeout(now clock.Mono) {
 		}
 		if s.pmtu.suspect() {
 			s.probe = true // a small packet: does the path carry those? (pmtu.go)
+		}
+		if s.trace != nil {
+			s.traceMetrics(now)
 		}
 	}
 	if s.cfg.KeepAlive > 0 && !now.Before(max(s.lastSent, s.lastHeard).Add(s.cfg.KeepAlive)) {
