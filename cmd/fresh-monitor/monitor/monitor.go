@@ -100,6 +100,8 @@ type Monitor struct {
 	// wrapUploads, set by tests, wraps the object store (to delay or
 	// fail it).
 	wrapUploads func(uploadStore) uploadStore
+	// onWrite, set by tests, is the latest writers' (see latest.onWrite).
+	onWrite func(key string, r Record, start time.Time, err error)
 
 	mu    sync.Mutex
 	conns map[*transport.Conn]struct{}
@@ -198,6 +200,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		return err
 	}
 	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
+	m.latest.onWrite = m.onWrite
 	m.uploads = store
 	if m.wrapUploads != nil {
 		m.uploads = m.wrapUploads(store)

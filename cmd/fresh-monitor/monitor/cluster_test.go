@@ -1,0 +1,429 @@
+package monitor
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/transport"
+)
+
+// natsCluster is a JetStream cluster of embedded servers routed to each
+// other on loopback, each storing in a directory of its own.
+type natsCluster struct {
+	servers []*server.Server
+	urls    []string // client URLs, by server
+}
+
+// freePort is a TCP port on loopback nobody listens on now. Routes must
+// be configured before the servers start (JetStream clustering needs
+// configured routes, not only gossiped ones), so the cluster ports are
+// picked up front.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startCluster starts n servers named n0…n<n-1>, each routed to all, and
+// waits for the JetStream meta group to have a leader that knows every
+// peer and for every server to be current with it.
+func startCluster(t *testing.T, n int) *natsCluster {
+	t.Helper()
+	routes := make([]*url.URL, n)
+	ports := make([]int, n)
+	for i := range n {
+		ports[i] = freePort(t)
+		routes[i] = &url.URL{Scheme: "nats-route", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
+	}
+	c := &natsCluster{}
+	for i := range n {
+		ns, err := server.NewServer(&server.Options{
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: server.RANDOM_PORT,
+			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "fresh-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  routes,
+		})
+		require.NoError(t, err)
+		c.servers = append(c.servers, ns)
+		go ns.Start()
+	}
+	t.Cleanup(func() {
+		for _, ns := range c.servers {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	})
+	for _, ns := range c.servers {
+		require.True(t, ns.ReadyForConnections(20*time.Second), "%s not ready", ns.Name())
+		c.urls = append(c.urls, ns.ClientURL())
+	}
+	require.Eventually(t, func() bool {
+		leaders := 0
+		for _, ns := range c.servers {
+			if !ns.JetStreamIsCurrent() {
+				return false
+			}
+			if ns.JetStreamIsLeader() {
+				leaders++
+				if len(ns.JetStreamClusterPeers()) != n {
+					return false
+				}
+			}
+		}
+		return leaders == 1
+	}, 30*time.Second, 50*time.Millisecond, "no JetStream meta leader with %d peers", n)
+	return c
+}
+
+// role names the servers that lead the meta group and the streams.
+func (c *natsCluster) role(ns *server.Server) string {
+	var r []string
+	if ns.JetStreamIsLeader() {
+		r = append(r, "meta leader")
+	}
+	for _, s := range []string{"KV_" + DefaultKVBucket, "OBJ_" + DefaultObjectBucket} {
+		if ns.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, s) {
+			r = append(r, s+" leader")
+		}
+	}
+	if len(r) == 0 {
+		return "follower"
+	}
+	return strings.Join(r, ", ")
+}
+
+// connect is a client of the cluster that starts at server first and
+// fails over to the others (all URLs, in order, quick reconnects).
+func (c *natsCluster) connect(t *testing.T, first int) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	urls := []string{c.urls[first]}
+	for i, u := range c.urls {
+		if i != first {
+			urls = append(urls, u)
+		}
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.DontRandomize(), nats.MaxReconnects(-1),
+		nats.ReconnectWait(100*time.Millisecond), nats.ReconnectJitter(0, 0))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(2*time.Second))
+	require.NoError(t, err)
+	return nc, js
+}
+
+// writeEvent is one KV write a monitor's writer finished.
+type writeEvent struct {
+	mon        int
+	key        string
+	r          Record
+	start, end time.Time
+	err        error
+}
+
+// writeLog records every KV write of the monitors.
+type writeLog struct {
+	mu     sync.Mutex
+	events []writeEvent
+}
+
+func (w *writeLog) hook(mon int) func(*Monitor) {
+	return func(m *Monitor) {
+		m.cfg.Replicas = 3
+		m.onWrite = func(key string, r Record, start time.Time, err error) {
+			w.mu.Lock()
+			w.events = append(w.events, writeEvent{mon, key, r, start, time.Now(), err})
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (w *writeLog) all() []writeEvent {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]writeEvent(nil), w.events...)
+}
+
+// idle says no device's writer runs: every update taken is written or
+// failed.
+func (m *Monitor) idle() bool {
+	m.latest.mu.Lock()
+	defer m.latest.mu.Unlock()
+	for _, s := range m.latest.devs {
+		if s.busy {
+			return false
+		}
+	}
+	return true
+}
+
+// uploadResult is one upload as its agent saw it.
+type uploadResult struct {
+	device string
+	sum    [32]byte
+	err    error // nil: WaitCommitted returned nil
+	end    time.Time
+}
+
+func dialAgent(ctx context.Context, addr string, p *pki, name string) (*transport.Conn, error) {
+	return transport.Dial(ctx, addr, transport.Config{TLS: &tls.Config{
+		RootCAs: p.ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{p.clients[name]},
+	}})
+}
+
+// uploadOnce sends data on a connection of its own and waits for the
+// commit.
+func uploadOnce(addr string, p *pki, name string, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := dialAgent(ctx, addr, p, name)
+	if err != nil {
+		return fmt.Errorf("dial: %w", err)
+	}
+	if _, err := conn.Write(data); err != nil {
+		_ = conn.Abort()
+		return fmt.Errorf("write: %w", err)
+	}
+	if err := conn.CloseWrite(); err != nil {
+		_ = conn.Abort()
+		return fmt.Errorf("close write: %w", err)
+	}
+	if err := conn.WaitCommitted(ctx, int64(len(data))); err != nil {
+		_ = conn.Abort()
+		return err
+	}
+	_ = conn.Close()
+	return nil
+}
+
+// A three-node JetStream cluster loses the node that leads the KV
+// bucket's stream, and that one of two monitors is connected to, while
+// agents on both monitors send updates and uploads. Whatever a monitor
+// was told was stored survives: each device's key holds the last update
+// the store acknowledged to the monitor, or a newer one; every upload an
+// agent saw committed is in the object store, whole. Writes during the
+// failover may fail (the monitor drops those updates, the agents of those
+// uploads get an error), but every device's updates are stored again
+// once the cluster has a new leader.
+func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-node cluster and a failover: seconds")
+	}
+	c := startCluster(t, 3)
+	devices := []string{"sensor-1", "sensor-2", "sensor-3", "pump-1", "pump-2", "pump-3"}
+	p := newPKI(t, devices...)
+	var wlog writeLog
+
+	// Monitor 0 on node 0 creates the R3 buckets; monitor 1 goes to the
+	// KV stream's leader (or node 1 if node 0 leads), which is the node
+	// killed: one monitor's client fails over, and the bucket needs a new
+	// leader.
+	_, js0 := c.connect(t, 0)
+	mons := []*testMonitor{startMonitor(t, p, js0, wlog.hook(0))}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, s := range []string{"KV_" + DefaultKVBucket, "OBJ_" + DefaultObjectBucket} {
+		st, err := js0.Stream(ctx, s)
+		require.NoError(t, err)
+		info, err := st.Info(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 3, info.Config.Replicas, "%s", s)
+	}
+	victim := -1
+	require.Eventually(t, func() bool {
+		for i, ns := range c.servers {
+			if ns.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, "KV_"+DefaultKVBucket) {
+				victim = i
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the KV stream has no leader")
+	other := victim
+	if victim == 0 {
+		other = 1
+	}
+	_, js1 := c.connect(t, other)
+	mons = append(mons, startMonitor(t, p, js1, wlog.hook(1)))
+	for i, ns := range c.servers {
+		t.Logf("node %d (%s): %s", i, ns.Name(), c.role(ns))
+	}
+	t.Logf("monitor 0 on n0, monitor 1 on n%d; killing n%d", other, victim)
+
+	// Agents: half on each monitor, an update every 20 ms each on one
+	// connection, and uploads of 1 MiB one after another on others.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var sendErrs atomic.Int64
+	var umu sync.Mutex
+	var uploads []uploadResult
+	for i, dev := range devices {
+		m := mons[i%2]
+		conn := m.dial(t, p, dev)
+		wg.Go(func() {
+			defer conn.Close()
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				if conn.SendUpdate(fmt.Appendf(nil, "%s #%d", dev, n)) != nil {
+					sendErrs.Add(1)
+				}
+			}
+		})
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 150 * time.Millisecond) // staggered, so some are under way at the kill
+			for range 5 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				data := make([]byte, 1<<20)
+				_, _ = rand.Read(data)
+				err := uploadOnce(m.addr, p, dev, data)
+				umu.Lock()
+				uploads = append(uploads, uploadResult{dev, sha256.Sum256(data), err, time.Now()})
+				umu.Unlock()
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+
+	time.Sleep(3 * time.Second)
+	killed := time.Now()
+	t.Logf("killing n%d (%s)", victim, c.role(c.servers[victim]))
+	c.servers[victim].Shutdown()
+	// Run on until the writes have been going again for a while.
+	time.Sleep(9 * time.Second)
+	close(stop)
+	wg.Wait()
+	for _, m := range mons {
+		require.Eventually(t, m.idle, 30*time.Second, 10*time.Millisecond, "a monitor's writes never finished")
+	}
+	survivor := (victim + 1) % 3
+	for i, ns := range c.servers {
+		if i != victim {
+			t.Logf("after: node %d (%s): %s", i, ns.Name(), c.role(ns))
+		}
+	}
+
+	// What each monitor was told was stored, per device: the newest
+	// acknowledged record (a device's writes are in generation order).
+	events := wlog.all()
+	acked := map[string]writeEvent{}
+	var failed []writeEvent
+	for _, e := range events {
+		if e.err != nil {
+			failed = append(failed, e)
+			continue
+		}
+		if a, ok := acked[e.key]; !ok || e.r.Generated.After(a.r.Generated) {
+			acked[e.key] = e
+		}
+	}
+	_, jsS := c.connect(t, survivor)
+	kv, err := jsS.KeyValue(ctx, DefaultKVBucket)
+	require.NoError(t, err)
+	for _, dev := range devices {
+		a, ok := acked[Key(dev)]
+		require.True(t, ok, "%s: no update ever stored", dev)
+		require.True(t, a.start.After(killed), "%s: no update stored after the kill (last acknowledged %s, started %v before the kill)",
+			dev, a.r.Payload, killed.Sub(a.start))
+		e, err := kv.Get(ctx, Key(dev))
+		require.NoError(t, err, "%s: acknowledged %s, but the bucket has no key", dev, a.r.Payload)
+		got := decode(t, e)
+		require.False(t, got.Generated.Before(a.r.Generated), "%s: acknowledged %q (generated %v), the bucket holds the older %q (%v)",
+			dev, a.r.Payload, a.r.Generated, got.Payload, got.Generated)
+		t.Logf("%s: last acknowledged %q, bucket %q", dev, a.r.Payload, got.Payload)
+	}
+
+	// Every committed upload is in the object store, whole.
+	obs, err := jsS.ObjectStore(ctx, DefaultObjectBucket)
+	require.NoError(t, err)
+	infos, err := obs.List(ctx)
+	require.NoError(t, err)
+	stored := map[[32]byte]*jetstream.ObjectInfo{}
+	for _, info := range infos {
+		b, err := obs.GetBytes(ctx, info.Name)
+		require.NoError(t, err, "object %s", info.Name)
+		stored[sha256.Sum256(b)] = info
+	}
+	var committed, uploadFailed int
+	for _, u := range uploads {
+		if u.err != nil {
+			uploadFailed++
+			t.Logf("upload of %s failed %v after the kill: %v", u.device, u.end.Sub(killed).Round(time.Millisecond), u.err)
+			continue
+		}
+		committed++
+		info, ok := stored[u.sum]
+		require.True(t, ok, "%s: an upload committed %v after the kill is not in the object store", u.device, u.end.Sub(killed))
+		require.Equal(t, u.device, info.Metadata["device"])
+	}
+	require.NotZero(t, committed, "no upload committed")
+
+	// The stall: from the kill and the first failed write to the first
+	// write that started after the kill and was acknowledged.
+	sort.Slice(events, func(i, j int) bool { return events[i].end.Before(events[j].end) })
+	var firstFail, firstOK time.Time
+	for _, e := range events {
+		if e.err != nil && firstFail.IsZero() && e.end.After(killed) {
+			firstFail = e.end
+		}
+		if e.err == nil && firstOK.IsZero() && e.start.After(killed) {
+			firstOK = e.end
+		}
+	}
+	var lastOKBefore time.Time
+	for _, e := range events {
+		if e.err == nil && e.end.Before(killed) {
+			lastOKBefore = e.end
+		}
+	}
+	t.Logf("KV writes: %d, %d failed; last acknowledged %v before the kill, first failure %v after it, first acknowledged write started after it %v after it",
+		len(events), len(failed), killed.Sub(lastOKBefore).Round(time.Millisecond),
+		sinceOrNone(firstFail, killed), sinceOrNone(firstOK, killed))
+	if !firstFail.IsZero() {
+		t.Logf("KV stall: first failed write → first acknowledged write after the kill: %v", firstOK.Sub(firstFail).Round(time.Millisecond))
+	}
+	for _, e := range failed {
+		t.Logf("failed write: monitor %d %s %q started %v after the kill, took %v: %v", e.mon, e.key, e.r.Payload,
+			e.start.Sub(killed).Round(time.Millisecond), e.end.Sub(e.start).Round(time.Millisecond), e.err)
+	}
+	for i, m := range mons {
+		t.Logf("monitor %d: updates read %d, stored %d, superseded %d, stale %d, KV errors %d; uploads stored %d, failed %d, aborted %d",
+			i, m.st.updatesRead.Load(), m.st.updatesStored.Load(), m.st.updatesSuperseded.Load(), m.st.updatesStale.Load(),
+			m.st.kvErrors.Load(), m.st.uploadsStored.Load(), m.st.uploadsFailed.Load(), m.st.uploadsAborted.Load())
+	}
+	t.Logf("uploads: %d committed, %d failed; %d objects in the store; %d update sends failed",
+		committed, uploadFailed, len(infos), sendErrs.Load())
+}
+
+func sinceOrNone(t, from time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.Sub(from).Round(time.Millisecond).String()
+}
