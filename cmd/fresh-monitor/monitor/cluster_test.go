@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -268,28 +269,42 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	t.Logf("monitor 0 on n0, monitor 1 on n%d; killing n%d", other, victim)
 
 	// Agents: half on each monitor, an update every 20 ms each on one
-	// connection, and uploads of 1 MiB one after another on others.
+	// connection, and uploads of 1 MiB one after another on others. The
+	// devices on the monitor whose node dies pause their updates at the
+	// kill: what that monitor was told about the writes under way then
+	// is checked before newer updates could cover it up; the other
+	// monitor's devices send on through the failover.
+	onVictim := 0
+	if victim != 0 {
+		onVictim = 1
+	}
 	stop := make(chan struct{})
+	var paused atomic.Bool
 	var wg sync.WaitGroup
 	var sendErrs atomic.Int64
 	var umu sync.Mutex
 	var uploads []uploadResult
 	for i, dev := range devices {
 		m := mons[i%2]
+		pausing := i%2 == onVictim
 		conn := m.dial(t, p, dev)
 		wg.Go(func() {
 			defer conn.Close()
 			tick := time.NewTicker(20 * time.Millisecond)
 			defer tick.Stop()
-			for n := 0; ; n++ {
+			for n := 0; ; {
 				select {
 				case <-stop:
 					return
 				case <-tick.C:
 				}
+				if pausing && paused.Load() {
+					continue
+				}
 				if conn.SendUpdate(fmt.Appendf(nil, "%s #%d", dev, n)) != nil {
 					sendErrs.Add(1)
 				}
+				n++
 			}
 		})
 		wg.Go(func() {
@@ -310,53 +325,92 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 			}
 		})
 	}
+	survivor := (victim + 1) % 3
+	ncS, jsS := c.connect(t, survivor)
+	kv, err := jsS.KeyValue(ctx, DefaultKVBucket)
+	require.NoError(t, err)
+	// requireAcknowledgedStored checks that each device's key holds the
+	// newest update a monitor was told was stored, or a newer one, and
+	// that one was stored after the kill if afterKill; it returns the
+	// newest acknowledged write of each device.
+	var killed time.Time
+	requireAcknowledgedStored := func(devs []string, afterKill bool) map[string]writeEvent {
+		t.Helper()
+		acked := map[string]writeEvent{}
+		for _, e := range wlog.all() {
+			if a, ok := acked[e.key]; e.err == nil && (!ok || e.r.Generated.After(a.r.Generated)) {
+				acked[e.key] = e
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for _, dev := range devs {
+			a, ok := acked[Key(dev)]
+			require.True(t, ok, "%s: no update ever stored", dev)
+			if afterKill {
+				require.True(t, a.start.After(killed), "%s: no update stored after the kill (last acknowledged %s, started %v before the kill)",
+					dev, a.r.Payload, killed.Sub(a.start))
+			}
+			// The stream's leader answers STREAM.MSG.GET: it has every
+			// write it acknowledged. A KV Get is a direct get, which a
+			// follower may answer before it has caught up.
+			got, err := leaderGet(ctx, ncS, Key(dev))
+			require.NoError(t, err, "%s: acknowledged %s, but the bucket's leader has nothing", dev, a.r.Payload)
+			require.False(t, got.Generated.Before(a.r.Generated), "%s: acknowledged %q (generated %v), the bucket holds the older %q (%v)",
+				dev, a.r.Payload, a.r.Generated, got.Payload, got.Generated)
+			var direct Record
+			require.Eventually(t, func() bool {
+				e, err := kv.Get(ctx, Key(dev))
+				if err != nil {
+					return false
+				}
+				direct = decode(t, e)
+				return !direct.Generated.Before(a.r.Generated)
+			}, 10*time.Second, 20*time.Millisecond, "%s: KV Get never caught up with the acknowledged %q", dev, a.r.Payload)
+			t.Logf("%s: last acknowledged %q (write started %v after the kill), leader %q, KV Get %q", dev, a.r.Payload,
+				a.start.Sub(killed).Round(time.Millisecond), got.Payload, direct.Payload)
+		}
+		return acked
+	}
 
 	time.Sleep(3 * time.Second)
-	killed := time.Now()
 	t.Logf("killing n%d (%s)", victim, c.role(c.servers[victim]))
+	paused.Store(true)
+	killed = time.Now()
 	c.servers[victim].Shutdown()
+	// The paused devices' last writes end (acknowledged by the new
+	// leader, or failed); then the bucket must hold what was
+	// acknowledged.
+	require.Eventually(t, mons[onVictim].idle, 30*time.Second, 10*time.Millisecond, "the writes under way at the kill never finished")
+	var frozen []string
+	for i, dev := range devices {
+		if i%2 == onVictim {
+			frozen = append(frozen, dev)
+		}
+	}
+	t.Logf("paused at the kill, after %v:", time.Since(killed).Round(time.Millisecond))
+	requireAcknowledgedStored(frozen, false)
+	paused.Store(false)
 	// Run on until the writes have been going again for a while.
-	time.Sleep(9 * time.Second)
+	time.Sleep(time.Until(killed.Add(8 * time.Second)))
 	close(stop)
 	wg.Wait()
 	for _, m := range mons {
 		require.Eventually(t, m.idle, 30*time.Second, 10*time.Millisecond, "a monitor's writes never finished")
 	}
-	survivor := (victim + 1) % 3
 	for i, ns := range c.servers {
 		if i != victim {
 			t.Logf("after: node %d (%s): %s", i, ns.Name(), c.role(ns))
 		}
 	}
-
-	// What each monitor was told was stored, per device: the newest
-	// acknowledged record (a device's writes are in generation order).
+	t.Logf("at the end:")
+	requireAcknowledgedStored(devices, true)
 	events := wlog.all()
-	acked := map[string]writeEvent{}
 	var failed []writeEvent
 	for _, e := range events {
 		if e.err != nil {
 			failed = append(failed, e)
-			continue
 		}
-		if a, ok := acked[e.key]; !ok || e.r.Generated.After(a.r.Generated) {
-			acked[e.key] = e
-		}
-	}
-	_, jsS := c.connect(t, survivor)
-	kv, err := jsS.KeyValue(ctx, DefaultKVBucket)
-	require.NoError(t, err)
-	for _, dev := range devices {
-		a, ok := acked[Key(dev)]
-		require.True(t, ok, "%s: no update ever stored", dev)
-		require.True(t, a.start.After(killed), "%s: no update stored after the kill (last acknowledged %s, started %v before the kill)",
-			dev, a.r.Payload, killed.Sub(a.start))
-		e, err := kv.Get(ctx, Key(dev))
-		require.NoError(t, err, "%s: acknowledged %s, but the bucket has no key", dev, a.r.Payload)
-		got := decode(t, e)
-		require.False(t, got.Generated.Before(a.r.Generated), "%s: acknowledged %q (generated %v), the bucket holds the older %q (%v)",
-			dev, a.r.Payload, a.r.Generated, got.Payload, got.Generated)
-		t.Logf("%s: last acknowledged %q, bucket %q", dev, a.r.Payload, got.Payload)
 	}
 
 	// Every committed upload is in the object store, whole.
@@ -384,30 +438,27 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	require.NotZero(t, committed, "no upload committed")
 
-	// The stall: from the kill and the first failed write to the first
-	// write that started after the kill and was acknowledged.
+	// The stall: the longest time without an acknowledged KV write (of
+	// any device, either monitor) across the kill, and from the kill to
+	// the first acknowledged write that started after it.
 	sort.Slice(events, func(i, j int) bool { return events[i].end.Before(events[j].end) })
-	var firstFail, firstOK time.Time
+	var gapFrom, gapTo, prev, firstOK time.Time
 	for _, e := range events {
-		if e.err != nil && firstFail.IsZero() && e.end.After(killed) {
-			firstFail = e.end
+		if e.err != nil {
+			continue
 		}
-		if e.err == nil && firstOK.IsZero() && e.start.After(killed) {
+		if !prev.IsZero() && e.end.After(killed) && e.end.Sub(prev) > gapTo.Sub(gapFrom) && prev.Before(killed.Add(5*time.Second)) {
+			gapFrom, gapTo = prev, e.end
+		}
+		prev = e.end
+		if firstOK.IsZero() && e.start.After(killed) {
 			firstOK = e.end
 		}
 	}
-	var lastOKBefore time.Time
-	for _, e := range events {
-		if e.err == nil && e.end.Before(killed) {
-			lastOKBefore = e.end
-		}
-	}
-	t.Logf("KV writes: %d, %d failed; last acknowledged %v before the kill, first failure %v after it, first acknowledged write started after it %v after it",
-		len(events), len(failed), killed.Sub(lastOKBefore).Round(time.Millisecond),
-		sinceOrNone(firstFail, killed), sinceOrNone(firstOK, killed))
-	if !firstFail.IsZero() {
-		t.Logf("KV stall: first failed write → first acknowledged write after the kill: %v", firstOK.Sub(firstFail).Round(time.Millisecond))
-	}
+	t.Logf("KV writes: %d, %d failed; no write acknowledged for %v (from %v before the kill to %v after it); "+
+		"the first write started after the kill acknowledged %v after it",
+		len(events), len(failed), gapTo.Sub(gapFrom).Round(time.Millisecond), killed.Sub(gapFrom).Round(time.Millisecond),
+		gapTo.Sub(killed).Round(time.Millisecond), sinceOrNone(firstOK, killed))
 	for _, e := range failed {
 		t.Logf("failed write: monitor %d %s %q started %v after the kill, took %v: %v", e.mon, e.key, e.r.Payload,
 			e.start.Sub(killed).Round(time.Millisecond), e.end.Sub(e.start).Round(time.Millisecond), e.err)
@@ -419,6 +470,36 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	t.Logf("uploads: %d committed, %d failed; %d objects in the store; %d update sends failed",
 		committed, uploadFailed, len(infos), sendErrs.Load())
+}
+
+// leaderGet reads key's record in the KV bucket from its stream's leader
+// (the JetStream API's STREAM.MSG.GET, not a direct get).
+func leaderGet(ctx context.Context, nc *nats.Conn, key string) (Record, error) {
+	req, err := json.Marshal(map[string]string{"last_by_subj": "$KV." + DefaultKVBucket + "." + key})
+	if err != nil {
+		return Record{}, err
+	}
+	resp, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+DefaultKVBucket, req)
+	if err != nil {
+		return Record{}, err
+	}
+	var r struct {
+		Message *struct {
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *struct {
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(resp.Data, &r); err != nil {
+		return Record{}, err
+	}
+	if r.Error != nil || r.Message == nil {
+		return Record{}, fmt.Errorf("STREAM.MSG.GET: %s", resp.Data)
+	}
+	var rec Record
+	err = json.Unmarshal(r.Message.Data, &rec)
+	return rec, err
 }
 
 func sinceOrNone(t, from time.Time) string {

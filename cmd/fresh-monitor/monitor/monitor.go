@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -298,8 +297,10 @@ type jsStore struct {
 	nc        *nats.Conn
 	kvSubject string           // "$KV.<bucket>."
 	kvStream  jetstream.Stream // the bucket's stream, to read a key's last message
-	obs       jetstream.ObjectStore
-	timeout   time.Duration // a flush's bound
+	objBucket string
+	objStream jetstream.Stream    // the object store's stream, to purge a failed upload
+	pubJS     jetstream.JetStream // the uploads' asynchronous publishes (see objput.go)
+	timeout   time.Duration       // a flush's, an acknowledgement's bound
 
 	mu  sync.Mutex
 	seq map[string]uint64 // per key, the stream sequence of the last message this store wrote or read
@@ -310,7 +311,22 @@ func newJSStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVal
 	if err != nil {
 		return nil, fmt.Errorf("monitor: the stream of KV bucket %q: %w", kv.Bucket(), err)
 	}
-	return &jsStore{js: js, nc: js.Conn(), kvSubject: "$KV." + kv.Bucket() + ".", kvStream: st, obs: obs,
+	ost, err := obs.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: object store: %w", err)
+	}
+	objStream, err := js.Stream(ctx, "OBJ_"+ost.Bucket())
+	if err != nil {
+		return nil, fmt.Errorf("monitor: the stream of object store %q: %w", ost.Bucket(), err)
+	}
+	// Its own context: unacknowledged publishes expire after timeout
+	// whatever the caller's JetStream is configured with.
+	pubJS, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncTimeout(timeout))
+	if err != nil {
+		return nil, err
+	}
+	return &jsStore{js: js, nc: js.Conn(), kvSubject: "$KV." + kv.Bucket() + ".", kvStream: st,
+		objBucket: ost.Bucket(), objStream: objStream, pubJS: pubJS,
 		timeout: timeout, seq: make(map[string]uint64)}, nil
 }
 
@@ -392,17 +408,6 @@ func (s *jsStore) lastRecord(ctx context.Context, subject string) (uint64, *Reco
 		return m.Sequence, nil, nil
 	}
 	return m.Sequence, &r, nil
-}
-
-func (s *jsStore) putUpload(ctx context.Context, name, device string, r io.Reader) (uint64, error) {
-	info, err := s.obs.Put(ctx, jetstream.ObjectMeta{
-		Name:     name,
-		Metadata: map[string]string{"device": device},
-	}, r)
-	if err != nil {
-		return 0, err
-	}
-	return info.Size, nil
 }
 
 func (s *jsStore) flush(ctx context.Context) error {
