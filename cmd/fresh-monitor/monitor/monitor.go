@@ -162,39 +162,15 @@ func (m *Monitor) Collector() prometheus.Collector { return collector{m} }
 // up (for a readiness probe).
 func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
 
-// Run creates the buckets if they do not exist, then accepts agents until
+// Run creates the buckets if they do not exist (trying again for up to
+// bucketSetupTimeout while JetStream does not answer, as a cluster that is
+// still electing its leader does), then accepts agents until
 // ctx ends or the Listener fails. It then closes the Listener (and so
 // every connection), waits for the pending writes and returns nil after
 // ctx ended, the error otherwise.
 func (m *Monitor) Run(ctx context.Context) error {
 	defer m.cfg.Listener.Close()
-	js := m.cfg.JetStream
-	// Buckets that exist are used as they are (an operator's replicas,
-	// limits and placement are theirs); only missing ones are created.
-	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
-			Description: "fresh: the freshest status update of each device",
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
-	}
-	if st, err := kv.Status(ctx); err == nil && st.History() != 1 {
-		m.log.Warn("the KV bucket keeps more than the newest update of each device", "bucket", m.cfg.KVBucket, "history", st.History())
-	}
-	obs, err := js.ObjectStore(ctx, m.cfg.ObjectBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
-			Description: "fresh: the devices' uploads",
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
-	}
-	store, err := newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
+	store, err := m.openBuckets(ctx)
 	if err != nil {
 		return err
 	}
@@ -223,6 +199,70 @@ func (m *Monitor) Run(ctx context.Context) error {
 		}
 		wg.Go(func() { m.serve(ctx, conn) })
 	}
+}
+
+// bucketSetupTimeout bounds openBuckets' retries.
+const bucketSetupTimeout = time.Minute
+
+// openBuckets opens the buckets, creating the missing ones, and tries
+// again while JetStream does not answer in time: a cluster that has just
+// formed, or lost the leader of its meta group, answers stream requests
+// only once it has elected one, and the monitors of a cluster starting
+// together create the same buckets at once, whose requests can wait on
+// each other past a request's timeout.
+func (m *Monitor) openBuckets(ctx context.Context) (*jsStore, error) {
+	deadline := time.Now().Add(bucketSetupTimeout)
+	for {
+		store, err := m.tryOpenBuckets(ctx)
+		if err == nil || !jetStreamBusy(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return store, err
+		}
+		m.log.Warn("JetStream does not answer yet: trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// jetStreamBusy says err is JetStream not answering in time, or saying it
+// is temporarily unavailable (10008: a cluster without a meta leader).
+func jetStreamBusy(err error) bool {
+	var ae *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.As(err, &ae) && ae.ErrorCode == 10008
+}
+
+func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
+	js := m.cfg.JetStream
+	// Buckets that exist are used as they are (an operator's replicas,
+	// limits and placement are theirs); only missing ones are created.
+	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
+			Description: "fresh: the freshest status update of each device",
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
+	}
+	if st, err := kv.Status(ctx); err == nil && st.History() != 1 {
+		m.log.Warn("the KV bucket keeps more than the newest update of each device", "bucket", m.cfg.KVBucket, "history", st.History())
+	}
+	obs, err := js.ObjectStore(ctx, m.cfg.ObjectBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
+			Description: "fresh: the devices' uploads",
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
+	}
+	return newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
 }
 
 // serve takes one agent's updates and upload until its connection ends.
