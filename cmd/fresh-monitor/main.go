@@ -218,6 +218,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := o.parseCluster(*routes, set); err != nil {
 		return nil, err
 	}
+	if o.replicas > 1 && o.natsCluster == "" {
+		return nil, usagef("-replicas %d without -nats-cluster and -nats-routes: the embedded server alone keeps one copy (join it to a cluster, or give -nats one)", o.replicas)
+	}
 	return o, nil
 }
 

@@ -195,6 +195,7 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"-nats-cluster", "127.0.0.1:6222", "-nats-routes", "nats://a:6222"},
 		{"-nats-cluster", "127.0.0.1:6222", "-nats-routes", "nats-route://a"},
 		{"-nats-cluster-name", "c"},
+		{"-replicas", "3"},
 		{"-nats-cluster", "127.0.0.1:6222", "-nats-routes", "nats-route://a:6222", "-nats-cluster-name", "a b"},
 		{"stray"},
 	} {

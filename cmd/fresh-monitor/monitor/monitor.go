@@ -25,8 +25,9 @@
 // restart) wrote is read and replaced only by a newer update.
 //
 // Uploads. A connection's stream is stored as one object named
-// ObjectName(device, start) and committed to the agent (Conn.Commit) only
-// once the object store has it whole; on a store failure the connection
+// ObjectName(device, start) (written by the monitor in the object store's
+// layout, see objput.go) and committed to the agent (Conn.Commit) only
+// once the object store has acknowledged all of it; on a store failure the connection
 // is closed with CodeStorageFailed and the reason, so an agent never
 // reports success for bytes that were not stored.
 package monitor
