@@ -232,15 +232,17 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	p := newPKI(t, devices...)
 	var wlog writeLog
 
-	// Monitor 0 on node 0 creates the R3 buckets; monitor 1 goes to the
-	// KV stream's leader (or node 1 if node 0 leads), which is the node
-	// killed: one monitor's client fails over, and the bucket needs a new
-	// leader.
-	_, js0 := c.connect(t, 0)
+	// Monitor 0 on node 0 creates the R3 buckets. The node killed is the
+	// meta group's leader, made the leader of both buckets' streams too
+	// (a stepdown with it preferred): the worst node to lose, the
+	// cluster must elect three leaders. Monitor 1 is connected to it (or
+	// to node 1 if that is node 0): one monitor's client fails over.
+	nc0, js0 := c.connect(t, 0)
 	mons := []*testMonitor{startMonitor(t, p, js0, wlog.hook(0))}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, s := range []string{"KV_" + DefaultKVBucket, "OBJ_" + DefaultObjectBucket} {
+	streams := []string{"KV_" + DefaultKVBucket, "OBJ_" + DefaultObjectBucket}
+	for _, s := range streams {
 		st, err := js0.Stream(ctx, s)
 		require.NoError(t, err)
 		info, err := st.Info(ctx)
@@ -248,15 +250,33 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 		require.Equal(t, 3, info.Config.Replicas, "%s", s)
 	}
 	victim := -1
-	require.Eventually(t, func() bool {
-		for i, ns := range c.servers {
-			if ns.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, "KV_"+DefaultKVBucket) {
-				victim = i
+	for i, ns := range c.servers {
+		if ns.JetStreamIsLeader() {
+			victim = i
+		}
+	}
+	require.NotEqual(t, -1, victim, "no meta leader")
+	for _, s := range streams {
+		leads := func() bool { return c.servers[victim].JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, s) }
+		require.Eventually(t, func() bool {
+			if leads() {
 				return true
 			}
-		}
-		return false
-	}, 10*time.Second, 20*time.Millisecond, "the KV stream has no leader")
+			req := fmt.Appendf(nil, `{"placement":{"preferred":%q}}`, c.servers[victim].Name())
+			if resp, err := nc0.Request("$JS.API.STREAM.LEADER.STEPDOWN."+s, req, 5*time.Second); err != nil {
+				t.Logf("%s stepdown: %v", s, err)
+			} else if !strings.Contains(string(resp.Data), `"success":true`) {
+				t.Logf("%s stepdown: %s", s, resp.Data)
+			}
+			for range 50 { // the election
+				if leads() {
+					return true
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return false
+		}, 20*time.Second, 10*time.Millisecond, "%s: its leader is not n%d", s, victim)
+	}
 	other := victim
 	if victim == 0 {
 		other = 1
@@ -414,6 +434,8 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	}
 
 	// Every committed upload is in the object store, whole.
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	obs, err := jsS.ObjectStore(ctx, DefaultObjectBucket)
 	require.NoError(t, err)
 	infos, err := obs.List(ctx)
@@ -424,7 +446,9 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	stored := map[[32]byte]*jetstream.ObjectInfo{}
 	unreadable := 0
 	for _, info := range infos {
-		b, err := obs.GetBytes(ctx, info.Name)
+		octx, ocancel := context.WithTimeout(context.Background(), 10*time.Second) // one stuck read (a chunk missing) does not starve the rest
+		b, err := obs.GetBytes(octx, info.Name)
+		ocancel()
 		if err != nil {
 			unreadable++
 			t.Logf("object %s cannot be read: %v", info.Name, err)
@@ -487,7 +511,16 @@ func leaderGet(ctx context.Context, nc *nats.Conn, key string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	resp, err := nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+DefaultKVBucket, req)
+	var resp *nats.Msg
+	for {
+		// A request lost in an election is asked again.
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err = nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET.KV_"+DefaultKVBucket, req)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return Record{}, err
 	}
