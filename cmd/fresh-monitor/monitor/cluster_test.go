@@ -148,6 +148,11 @@ type writeLog struct {
 func (w *writeLog) hook(mon int) func(*Monitor) {
 	return func(m *Monitor) {
 		m.cfg.Replicas = 3
+		// A store timeout shorter than most elections: writes under way
+		// during the failover time out, and the monitor must neither
+		// count them as stored nor stop writing the devices' next
+		// updates.
+		m.cfg.StoreTimeout = time.Second
 		m.onWrite = func(key string, r Record, start time.Time, err error) {
 			w.mu.Lock()
 			w.events = append(w.events, writeEvent{mon, key, r, start, time.Now(), err})
