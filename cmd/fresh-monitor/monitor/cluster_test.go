@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -475,30 +474,38 @@ func TestClusterFailoverKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	require.NotZero(t, committed, "no upload committed")
 
-	// The stall: the longest time without an acknowledged KV write (of
-	// any device, either monitor) across the kill, and from the kill to
-	// the first acknowledged write that started after it.
-	sort.Slice(events, func(i, j int) bool { return events[i].end.Before(events[j].end) })
-	var gapFrom, gapTo, prev, firstOK time.Time
-	for _, e := range events {
-		if e.err != nil {
-			continue
+	// The stall of the KV writes: from the start of the first write that
+	// failed (under way at the kill, or sent while there was no leader)
+	// to the acknowledgement of the first write that started after it;
+	// and from the kill to the first acknowledged write started after it.
+	firstOKAfter := func(t0 time.Time) time.Time {
+		var first time.Time
+		for _, e := range events {
+			if e.err == nil && e.start.After(t0) && (first.IsZero() || e.end.Before(first)) {
+				first = e.end
+			}
 		}
-		if !prev.IsZero() && e.end.After(killed) && e.end.Sub(prev) > gapTo.Sub(gapFrom) && prev.Before(killed.Add(5*time.Second)) {
-			gapFrom, gapTo = prev, e.end
-		}
-		prev = e.end
-		if firstOK.IsZero() && e.start.After(killed) {
-			firstOK = e.end
+		return first
+	}
+	var firstFail time.Time
+	for _, e := range failed {
+		// One that failed before the kill timed out on a loaded machine,
+		// not in the failover.
+		if e.end.After(killed) && (firstFail.IsZero() || e.start.Before(firstFail)) {
+			firstFail = e.start
 		}
 	}
-	t.Logf("KV writes: %d, %d failed; no write acknowledged for %v (from kill%s to kill%s); "+
-		"the first write started after the kill acknowledged at kill%s",
-		len(events), len(failed), gapTo.Sub(gapFrom).Round(time.Millisecond), sinceOrNone(gapFrom, killed),
-		sinceOrNone(gapTo, killed), sinceOrNone(firstOK, killed))
+	stall := "no write failed"
+	if !firstFail.IsZero() {
+		ok := firstOKAfter(firstFail)
+		stall = fmt.Sprintf("first failed write started at kill%s, the first write started after it acknowledged at kill%s: %v",
+			sinceOrNone(firstFail, killed), sinceOrNone(ok, killed), ok.Sub(firstFail).Round(time.Millisecond))
+	}
+	t.Logf("KV writes: %d, %d failed; stall: %s; the first write started after the kill acknowledged at kill%s",
+		len(events), len(failed), stall, sinceOrNone(firstOKAfter(killed), killed))
 	for _, e := range failed {
-		t.Logf("failed write: monitor %d %s %q started %v after the kill, took %v: %v", e.mon, e.key, e.r.Payload,
-			e.start.Sub(killed).Round(time.Millisecond), e.end.Sub(e.start).Round(time.Millisecond), e.err)
+		t.Logf("failed write: monitor %d %s %q started at kill%s, took %v: %v", e.mon, e.key, e.r.Payload,
+			sinceOrNone(e.start, killed), e.end.Sub(e.start).Round(time.Millisecond), e.err)
 	}
 	for i, m := range mons {
 		t.Logf("monitor %d: updates read %d, stored %d, superseded %d, stale %d, KV errors %d; uploads stored %d, failed %d, aborted %d",

@@ -228,12 +228,17 @@ func (m *Monitor) openBuckets(ctx context.Context) (*jsStore, error) {
 }
 
 // jetStreamBusy says err is JetStream not answering in time, or saying it
-// is temporarily unavailable (10008: a cluster without a meta leader).
+// is temporarily unavailable (10008: a cluster without a meta leader), or
+// that it has not enough peers for the replicas (10005: "no suitable
+// peers for placement, peer offline", which a cluster that has just
+// formed or elected a meta leader says until every member has reported
+// to it; also what too many -replicas for the cluster says, after
+// bucketSetupTimeout then).
 func jetStreamBusy(err error) bool {
 	var ae *jetstream.APIError
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
 		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.As(err, &ae) && ae.ErrorCode == 10008
+		errors.As(err, &ae) && (ae.ErrorCode == 10008 || ae.ErrorCode == 10005)
 }
 
 func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {

@@ -104,7 +104,7 @@ func startMonitor(t *testing.T, p *pki, js jetstream.JetStream, opts ...func(*Mo
 			t.Error("Run did not return after its context ended")
 		}
 	})
-	require.Eventually(t, m.Ready, 10*time.Second, 5*time.Millisecond, "monitor not ready")
+	require.Eventually(t, m.Ready, 30*time.Second, 5*time.Millisecond, "monitor not ready (its buckets)")
 	return &testMonitor{Monitor: m, addr: ln.Addr().String(), js: js}
 }
 
