@@ -17,6 +17,23 @@
 // services) on -nats-listen; with -nats it connects to that server or
 // cluster instead and embeds nothing.
 //
+// The embedded server joins a NATS cluster with -nats-cluster (its route
+// address) and -nats-routes (every member's, its own included: a server
+// ignores the route to itself), so that three fresh-monitors, or a
+// fresh-monitor and two nats-servers, are one JetStream cluster:
+//
+//	fresh-monitor -data /var/lib/fresh -nats-cluster 10.0.0.1:6222 \
+//	    -nats-routes nats-route://10.0.0.1:6222,nats-route://10.0.0.2:6222,nats-route://10.0.0.3:6222 -replicas 3
+//
+// JetStream in a cluster needs a cluster name (-nats-cluster-name, the
+// same on every member) and a server name unique in the cluster that stays
+// the same across restarts (a node's identity in the cluster is derived
+// from it): -nats-name, by default fresh-<host name>-<cluster port>. The
+// monitor waits for the cluster to elect its JetStream leader before it
+// creates the buckets. The buckets have -replicas replicas when the
+// monitor creates them: 1 unless given, so give -replicas 3 on a cluster
+// of three for them to survive the loss of a node.
+//
 // Agents are authenticated by mutual TLS: -cert and -key are the
 // monitor's certificate, and with -ca every agent must present a
 // certificate that CA signed, whose CommonName is the device's name (its
@@ -48,9 +65,14 @@
 //	-nats URL                 connect to this NATS server or cluster (comma-separated URLs) instead of embedding one
 //	-data DIR                 the embedded server's JetStream store (default $TMPDIR/fresh-monitor)
 //	-nats-listen ADDR         the embedded server's client address (default 127.0.0.1:4222; port 0 picks one)
+//	-nats-cluster ADDR        the embedded server's cluster (route) address: it joins a cluster (with -nats-routes)
+//	-nats-routes URLs         the cluster's route URLs, comma-separated nats-route://HOST:PORT (with -nats-cluster)
+//	-nats-cluster-name NAME   the cluster's name, the same on every member (default fresh)
+//	-nats-name NAME           the embedded server's name, unique in the cluster and stable across restarts
+//	                          (default fresh-<host name>-<cluster port>; fresh-monitor without a cluster)
 //	-kv-bucket NAME           KV bucket of the freshest update per device (default fresh-latest)
 //	-object-bucket NAME       object store of uploads (default fresh-uploads)
-//	-replicas N               replicas of both buckets when created (default 1; 3 on a 3-node cluster)
+//	-replicas N               replicas of both buckets when created (default 1; give 3 on a 3-node cluster)
 //	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
 //	-pprof                    also serve /debug/pprof there
 //	-reuseport                share -listen's port with other fresh-monitor processes (SO_REUSEPORT)
@@ -107,10 +129,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -157,6 +181,10 @@ type options struct {
 	insecure              bool
 	natsURL, data         string
 	natsListen            string
+	natsCluster           string     // the embedded server's route address; "" without a cluster
+	natsRoutes            []*url.URL // parsed -nats-routes
+	natsClusterName       string
+	natsName              string
 	kvBucket, objBucket   string
 	replicas              int
 	metrics               string
@@ -180,9 +208,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.natsURL, "nats", "", "connect to this NATS server or cluster (`URLs`, comma-separated) instead of embedding one")
 	fs.StringVar(&o.data, "data", filepath.Join(os.TempDir(), "fresh-monitor"), "the embedded NATS server's JetStream store `dir`ectory")
 	fs.StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "the embedded NATS server's client `address` (port 0 picks one)")
+	fs.StringVar(&o.natsCluster, "nats-cluster", "", "the embedded NATS server's cluster (route) `address`, HOST:PORT with a fixed port: it joins the cluster of -nats-routes")
+	routes := fs.String("nats-routes", "", "the NATS cluster's route `URLs`, comma-separated nats-route://HOST:PORT, every member's (its own may be in the list); with -nats-cluster")
+	fs.StringVar(&o.natsClusterName, "nats-cluster-name", "fresh", "the NATS cluster's `name`, the same on every member")
+	fs.StringVar(&o.natsName, "nats-name", "", "the embedded NATS server's `name`: unique in the cluster and the same across restarts (default fresh-<host name>-<cluster port>; fresh-monitor without a cluster)")
 	fs.StringVar(&o.kvBucket, "kv-bucket", monitor.DefaultKVBucket, "KV bucket of each device's freshest update")
 	fs.StringVar(&o.objBucket, "object-bucket", monitor.DefaultObjectBucket, "object store of the uploads")
-	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the buckets when the monitor creates them")
+	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the buckets when the monitor creates them (give 3 on a cluster of three, to survive a node's loss)")
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
@@ -216,7 +248,71 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case o.natsURL != "" && o.natsListen != fs.Lookup("nats-listen").DefValue:
 		return nil, usagef("-nats and -nats-listen exclude each other: -nats-listen is the embedded server's")
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.natsURL != "" {
+		for _, name := range []string{"nats-cluster", "nats-routes", "nats-cluster-name", "nats-name"} {
+			if set[name] {
+				return nil, usagef("-nats and -%s exclude each other: -%s is the embedded server's (with -nats the monitor embeds none)", name, name)
+			}
+		}
+		return o, nil
+	}
+	if err := o.parseCluster(*routes, set); err != nil {
+		return nil, err
+	}
+	if o.replicas > 1 && o.natsCluster == "" {
+		return nil, usagef("-replicas %d without -nats-cluster and -nats-routes: the embedded server alone keeps one copy (join it to a cluster, or give -nats one)", o.replicas)
+	}
 	return o, nil
+}
+
+// parseCluster checks the embedded server's cluster flags, parses
+// -nats-routes and names the server.
+func (o *options) parseCluster(routes string, set map[string]bool) error {
+	switch {
+	case routes != "" && o.natsCluster == "":
+		return usagef("-nats-routes needs -nats-cluster: the address this server listens on for the others' routes")
+	case o.natsCluster != "" && routes == "":
+		return usagef("-nats-cluster needs -nats-routes: JetStream in a cluster needs routes to the other servers (give every member the same list)")
+	case o.natsCluster == "" && set["nats-cluster-name"]:
+		return usagef("-nats-cluster-name without -nats-cluster and -nats-routes: there is no cluster to name")
+	case strings.ContainsAny(o.natsClusterName, " \t\n") || o.natsClusterName == "":
+		return usagef("-nats-cluster-name %q: a name without spaces", o.natsClusterName)
+	case strings.ContainsAny(o.natsName, " \t\n"):
+		return usagef("-nats-name %q: a name without spaces", o.natsName)
+	}
+	if o.natsCluster == "" {
+		if o.natsName == "" {
+			o.natsName = "fresh-monitor"
+		}
+		return nil
+	}
+	_, port, err := net.SplitHostPort(o.natsCluster)
+	if err != nil {
+		return usagef("-nats-cluster %s: %v (want HOST:PORT)", o.natsCluster, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p <= 0 || p > 65535 {
+		return usagef("-nats-cluster %s: give a fixed port, 1 to 65535: the other servers' -nats-routes name it", o.natsCluster)
+	}
+	for r := range strings.SplitSeq(routes, ",") {
+		r = strings.TrimSpace(r)
+		u, err := url.Parse(r)
+		if err != nil || u.Scheme != "nats-route" || u.Port() == "" || u.Hostname() == "" {
+			return usagef("-nats-routes: %q is not a route URL (want nats-route://HOST:PORT)", r)
+		}
+		o.natsRoutes = append(o.natsRoutes, u)
+	}
+	if o.natsName == "" {
+		// Unique: two members on one host have two cluster ports. Stable:
+		// the same host and port next time.
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			return usagef("-nats-cluster: the host has no name to derive the server's from (%v): give -nats-name", err)
+		}
+		o.natsName = "fresh-" + strings.ReplaceAll(host, " ", "_") + "-" + port
+	}
+	return nil
 }
 
 // run starts everything, serves until ctx ends and shuts down.
@@ -257,6 +353,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
+	}
+	if o.natsCluster != "" {
+		if o.replicas == 1 {
+			log.Warn("the buckets the monitor creates get 1 replica: give -replicas 3 (on a cluster of three) for them to survive a node's loss")
+		}
+		if err := waitJetStream(ctx, js, log); err != nil {
+			return err
+		}
 	}
 
 	resetKey, err := transport.ResetKeyFromTLS(cfg.TLS)
@@ -377,15 +481,22 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	ns, err := server.NewServer(&server.Options{
-		ServerName: "fresh-monitor",
+	sopts := &server.Options{
+		ServerName: o.natsName,
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   o.data,
 		NoSigs:     true, // the monitor handles SIGINT/SIGTERM
 		NoLog:      true,
-	})
+	}
+	if o.natsCluster != "" {
+		chost, cport, _ := net.SplitHostPort(o.natsCluster) // checked by parseFlags
+		sopts.Cluster.Name, sopts.Cluster.Host = o.natsClusterName, chost
+		sopts.Cluster.Port, _ = strconv.Atoi(cport)
+		sopts.Routes = o.natsRoutes
+	}
+	ns, err := server.NewServer(sopts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
@@ -400,6 +511,10 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 		return nil, nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
 	fmt.Fprintf(stdout, "fresh-monitor: embedded NATS server with JetStream in %s, clients at %s\n", o.data, ns.ClientURL())
+	if o.natsCluster != "" {
+		fmt.Fprintf(stdout, "fresh-monitor: NATS server %q in cluster %q, routes at %s to %d route URLs\n",
+			o.natsName, o.natsClusterName, o.natsCluster, len(o.natsRoutes))
+	}
 	return nc, func() {
 		closing.Store(true)
 		_ = nc.Drain()
@@ -407,6 +522,32 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	}, nil
+}
+
+// waitJetStream returns once JetStream answers (a cluster's members have
+// elected the leader of its meta group, which takes all of them starting
+// within seconds of each other), or ctx ends.
+func waitJetStream(ctx context.Context, js jetstream.JetStream, log *slog.Logger) error {
+	var last time.Time
+	for {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for the JetStream cluster: %w", ctx.Err())
+		}
+		if time.Since(last) >= 10*time.Second {
+			log.Info("waiting for the JetStream cluster (its other members, a leader)", "err", err)
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // serveMetrics serves /metrics (the monitor's collector and the Go

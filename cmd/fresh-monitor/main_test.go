@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -264,6 +265,18 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"-replicas", "0"},
 		{"-pprof", "-metrics", "off"},
 		{"-nats", "nats://x:4222", "-nats-listen", "127.0.0.1:0"},
+		{"-nats", "nats://x:4222", "-nats-routes", "nats-route://a:6222"},
+		{"-nats", "nats://x:4222", "-nats-cluster", "127.0.0.1:6222"},
+		{"-nats", "nats://x:4222", "-nats-name", "n1"},
+		{"-nats", "nats://x:4222", "-nats-cluster-name", "c"},
+		{"-nats-routes", "nats-route://a:6222"},
+		{"-nats-cluster", "127.0.0.1:6222"},
+		{"-nats-cluster", "127.0.0.1:0", "-nats-routes", "nats-route://a:6222"},
+		{"-nats-cluster", "127.0.0.1:6222", "-nats-routes", "nats://a:6222"},
+		{"-nats-cluster", "127.0.0.1:6222", "-nats-routes", "nats-route://a"},
+		{"-nats-cluster-name", "c"},
+		{"-replicas", "3"},
+		{"-nats-cluster", "127.0.0.1:6222", "-nats-routes", "nats-route://a:6222", "-nats-cluster-name", "a b"},
 		{"stray"},
 		{"-steer", "/sys/fs/bpf/x"},
 		{"-server-id", "256"},
@@ -278,6 +291,140 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 	require.Equal(t, "fresh-latest", o.kvBucket)
 	require.Equal(t, "fresh-uploads", o.objBucket)
 	require.Equal(t, "127.0.0.1:9464", o.metrics)
+	require.Equal(t, "fresh-monitor", o.natsName)
+
+	_, err = parseFlags([]string{"-nats", "nats://x:4222", "-nats-routes", "nats-route://a:6222"}, io.Discard)
+	require.ErrorContains(t, err, "-nats and -nats-routes")
+	o, err = parseFlags([]string{"-nats-cluster", "127.0.0.1:6222", "-nats-routes", "nats-route://a:6222, nats-route://b:6222"}, io.Discard)
+	require.NoError(t, err)
+	require.Len(t, o.natsRoutes, 2)
+	require.Equal(t, "b:6222", o.natsRoutes[1].Host)
+	require.Equal(t, "fresh", o.natsClusterName)
+	require.Regexp(t, `^fresh-\S+-6222$`, o.natsName, "named by host and cluster port")
+}
+
+// Three fresh-monitors with -nats-cluster and -nats-routes are one
+// JetStream cluster: the buckets one creates have three replicas, and an
+// update one stores is read through another's server.
+func TestRunThreeAsACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three servers forming a cluster: seconds")
+	}
+	var routes []string
+	var ports []string
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		l.Close()
+		ports = append(ports, port)
+		routes = append(routes, "nats-route://127.0.0.1:"+port)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	type node struct {
+		data           string
+		stdout, stderr lockedBuffer
+		done           chan error
+	}
+	nodes := make([]*node, 3)
+	for i := range nodes {
+		n := &node{data: t.TempDir(), done: make(chan error, 1)}
+		nodes[i] = n
+		go func() {
+			n.done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", n.data,
+				"-nats-cluster", "127.0.0.1:" + ports[i], "-nats-routes", strings.Join(routes, ","), "-replicas", "3"}, &n.stdout, &n.stderr)
+		}()
+	}
+	t.Cleanup(func() { // registered after t.TempDir: runs before the directories go
+		cancel()
+		for _, n := range nodes {
+			select {
+			case <-n.done:
+			case <-time.After(20 * time.Second):
+			}
+		}
+	})
+	metricsRE := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+	listenRE := regexp.MustCompile(`listening on (\S+) `)
+	clientsRE := regexp.MustCompile(`clients at (\S+)`)
+	for i, n := range nodes {
+		require.Eventually(t, func() bool { return listenRE.MatchString(n.stdout.String()) }, 60*time.Second, 10*time.Millisecond,
+			"node %d: no listening line: %s\n%s", i, n.stdout.String(), n.stderr.String())
+		require.Contains(t, n.stdout.String(), "in cluster \"fresh\"")
+		base := metricsRE.FindStringSubmatch(n.stdout.String())[1]
+		require.Eventually(t, func() bool {
+			select {
+			case err := <-n.done:
+				n.done <- err
+				require.NoError(t, err, "node %d ended: %s", i, n.stderr.String())
+			default:
+			}
+			resp, err := http.Get(base + "/readyz")
+			if err != nil {
+				return false // shutting down: the next round says why
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}, 30*time.Second, 20*time.Millisecond, "node %d not ready (the buckets not there): %s", i, n.stderr.String())
+	}
+	addr := listenRE.FindStringSubmatch(nodes[0].stdout.String())[1]
+	caPEM, err := os.ReadFile(filepath.Join(nodes[0].data, "dev-ca.pem"))
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer dcancel()
+	conn, err := transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: pool, ServerName: "localhost"}})
+	require.NoError(t, err)
+	defer conn.Abort()
+	require.NoError(t, conn.SendUpdate([]byte("clustered")))
+
+	nc, err := nats.Connect(clientsRE.FindStringSubmatch(nodes[2].stdout.String())[1])
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	var st jetstream.Stream
+	require.Eventually(t, func() bool { // the monitors create the buckets once they listen
+		st, err = js.Stream(ctx, "KV_fresh-latest")
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "no KV bucket: %v", err)
+	require.Equal(t, 3, st.CachedInfo().Config.Replicas)
+	var ci *jetstream.ClusterInfo
+	require.Eventually(t, func() bool { // elected a moment after its creation
+		info, err := st.Info(ctx)
+		if err == nil && info.Cluster != nil && info.Cluster.Leader != "" {
+			ci = info.Cluster
+		}
+		return ci != nil
+	}, 10*time.Second, 10*time.Millisecond, "the KV stream has no leader")
+	peers := map[string]bool{ci.Leader: true}
+	for _, r := range ci.Replicas {
+		peers[r.Name] = true
+	}
+	require.Len(t, peers, 3, "a leader and two replicas: %+v", ci)
+	require.Eventually(t, func() bool {
+		kv, err := js.KeyValue(ctx, "fresh-latest")
+		if err != nil {
+			return false
+		}
+		keys, err := kv.Keys(ctx)
+		if err != nil || len(keys) != 1 {
+			return false
+		}
+		e, err := kv.Get(ctx, keys[0])
+		return err == nil && strings.Contains(string(e.Value()), `"payload":"Y2x1c3RlcmVk"`) // base64 of "clustered"
+	}, 10*time.Second, 10*time.Millisecond, "the update is not in the bucket read through another member")
+	cancel()
+	for i, n := range nodes {
+		select {
+		case err := <-n.done:
+			n.done <- err // for the cleanup
+			require.NoError(t, err, "node %d: %s", i, n.stderr.String())
+		case <-time.After(20 * time.Second):
+			t.Fatalf("node %d: run did not return after its context ended", i)
+		}
+	}
 }
 
 // With -nats the command embeds nothing and stores into that server.

@@ -50,6 +50,9 @@ type latest struct {
 	timeout time.Duration // one write's bound
 	log     *slog.Logger
 	st      *counters
+	// onWrite, set by tests, sees each write's record, start and
+	// outcome (nil: the store acknowledged it) as the writer does.
+	onWrite func(key string, r Record, start time.Time, err error)
 
 	mu   sync.Mutex
 	devs map[string]*slot
@@ -119,6 +122,9 @@ func (l *latest) write(key string, s *slot) {
 		err := l.store.putLatest(ctx, key, *r)
 		cancel()
 		l.st.observeWrite("kv", time.Since(start))
+		if l.onWrite != nil {
+			l.onWrite(key, *r, start, err)
+		}
 		if errors.Is(err, errNotNewer) {
 			l.st.updatesStale.Add(1)
 			continue

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -65,6 +66,61 @@ func TestLatestWritesNewestOnlyOneAtATime(t *testing.T) {
 	require.EqualValues(t, 1, st.updatesSuperseded.Load(), "at(2) replaced by at(4) while at(1) was being written")
 	require.EqualValues(t, 2, st.updatesStale.Load())
 	require.EqualValues(t, 3, st.updatesStored.Load())
+}
+
+// flakyStore is a latestStore that fails every write while down.
+type flakyStore struct {
+	mu      sync.Mutex
+	down    bool
+	written []time.Time
+}
+
+var errStoreDown = errors.New("no leader")
+
+func (s *flakyStore) putLatest(_ context.Context, _ string, r Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errStoreDown
+	}
+	s.written = append(s.written, r.Generated)
+	return nil
+}
+
+// A write the store fails (a cluster electing a leader) is counted as an
+// error, never as stored, and is not retried; the device's next update,
+// once the store is back, is written: a failure does not stop a device's
+// writes.
+func TestLatestWriteFailureNotStoredNextUpdateWritten(t *testing.T) {
+	store := &flakyStore{down: true}
+	st := newCounters()
+	l := newLatest(store, time.Second, slog.New(slog.DiscardHandler), st)
+	var mu sync.Mutex
+	outcomes := map[time.Time]error{}
+	l.onWrite = func(_ string, r Record, _ time.Time, err error) {
+		mu.Lock()
+		outcomes[r.Generated] = err
+		mu.Unlock()
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Millisecond) }
+
+	require.True(t, l.offer("dev", Record{Generated: at(1)}))
+	l.wait()
+	require.EqualValues(t, 1, st.kvErrors.Load())
+	require.Zero(t, st.updatesStored.Load(), "a failed write is not stored")
+	require.ErrorIs(t, outcomes[at(1)], errStoreDown)
+
+	store.mu.Lock()
+	store.down = false
+	store.mu.Unlock()
+	require.True(t, l.offer("dev", Record{Generated: at(2)}), "the device's next update is taken")
+	l.wait()
+	require.NoError(t, outcomes[at(2)])
+	require.EqualValues(t, 1, st.updatesStored.Load())
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	require.Equal(t, []time.Time{at(2)}, store.written, "the failed one not retried, the next written")
 }
 
 func TestKeyIsInjectiveAndAToken(t *testing.T) {

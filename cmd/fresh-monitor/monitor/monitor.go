@@ -25,8 +25,9 @@
 // restart) wrote is read and replaced only by a newer update.
 //
 // Uploads. A connection's stream is stored as one object named
-// ObjectName(device, start) and committed to the agent (Conn.Commit) only
-// once the object store has it whole; on a store failure the connection
+// ObjectName(device, start) (written by the monitor in the object store's
+// layout, see objput.go) and committed to the agent (Conn.Commit) only
+// once the object store has acknowledged all of it; on a store failure the connection
 // is closed with CodeStorageFailed and the reason, so an agent never
 // reports success for bytes that were not stored.
 package monitor
@@ -36,7 +37,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -103,6 +103,8 @@ type Monitor struct {
 	// wrapUploads, set by tests, wraps the object store (to delay or
 	// fail it).
 	wrapUploads func(uploadStore) uploadStore
+	// onWrite, set by tests, is the latest writers' (see latest.onWrite).
+	onWrite func(key string, r Record, start time.Time, err error)
 
 	mu    sync.Mutex
 	conns map[*transport.Conn]struct{}
@@ -164,43 +166,20 @@ func (m *Monitor) Collector() prometheus.Collector { return collector{m} }
 // up (for a readiness probe).
 func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
 
-// Run creates the buckets if they do not exist, then accepts agents until
+// Run creates the buckets if they do not exist (trying again for up to
+// bucketSetupTimeout while JetStream does not answer, as a cluster that is
+// still electing its leader does), then accepts agents until
 // ctx ends or the Listener fails. It then closes the Listener (and so
 // every connection), waits for the pending writes and returns nil after
 // ctx ended, the error otherwise.
 func (m *Monitor) Run(ctx context.Context) error {
 	defer m.cfg.Listener.Close()
-	js := m.cfg.JetStream
-	// Buckets that exist are used as they are (an operator's replicas,
-	// limits and placement are theirs); only missing ones are created.
-	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
-			Description: "fresh: the freshest status update of each device",
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
-	}
-	if st, err := kv.Status(ctx); err == nil && st.History() != 1 {
-		m.log.Warn("the KV bucket keeps more than the newest update of each device", "bucket", m.cfg.KVBucket, "history", st.History())
-	}
-	obs, err := js.ObjectStore(ctx, m.cfg.ObjectBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
-			Description: "fresh: the devices' uploads",
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
-	}
-	store, err := newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
+	store, err := m.openBuckets(ctx)
 	if err != nil {
 		return err
 	}
 	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
+	m.latest.onWrite = m.onWrite
 	m.uploads = store
 	if m.wrapUploads != nil {
 		m.uploads = m.wrapUploads(store)
@@ -224,6 +203,75 @@ func (m *Monitor) Run(ctx context.Context) error {
 		}
 		wg.Go(func() { m.serve(ctx, conn) })
 	}
+}
+
+// bucketSetupTimeout bounds openBuckets' retries.
+const bucketSetupTimeout = time.Minute
+
+// openBuckets opens the buckets, creating the missing ones, and tries
+// again while JetStream does not answer in time: a cluster that has just
+// formed, or lost the leader of its meta group, answers stream requests
+// only once it has elected one, and the monitors of a cluster starting
+// together create the same buckets at once, whose requests can wait on
+// each other past a request's timeout.
+func (m *Monitor) openBuckets(ctx context.Context) (*jsStore, error) {
+	deadline := time.Now().Add(bucketSetupTimeout)
+	for {
+		store, err := m.tryOpenBuckets(ctx)
+		if err == nil || !jetStreamBusy(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return store, err
+		}
+		m.log.Warn("JetStream does not answer yet: trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// jetStreamBusy says err is JetStream not answering in time, or saying it
+// is temporarily unavailable (10008: a cluster without a meta leader), or
+// that it has not enough peers for the replicas (10005: "no suitable
+// peers for placement, peer offline", which a cluster that has just
+// formed or elected a meta leader says until every member has reported
+// to it; also what too many -replicas for the cluster says, after
+// bucketSetupTimeout then).
+func jetStreamBusy(err error) bool {
+	var ae *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.As(err, &ae) && (ae.ErrorCode == 10008 || ae.ErrorCode == 10005)
+}
+
+func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
+	js := m.cfg.JetStream
+	// Buckets that exist are used as they are (an operator's replicas,
+	// limits and placement are theirs); only missing ones are created.
+	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
+			Description: "fresh: the freshest status update of each device",
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
+	}
+	if st, err := kv.Status(ctx); err == nil && st.History() != 1 {
+		m.log.Warn("the KV bucket keeps more than the newest update of each device", "bucket", m.cfg.KVBucket, "history", st.History())
+	}
+	obs, err := js.ObjectStore(ctx, m.cfg.ObjectBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
+			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
+			Description: "fresh: the devices' uploads",
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
+	}
+	return newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
 }
 
 // serve takes one agent's updates and upload until its connection ends.
@@ -298,8 +346,10 @@ type jsStore struct {
 	nc        *nats.Conn
 	kvSubject string           // "$KV.<bucket>."
 	kvStream  jetstream.Stream // the bucket's stream, to read a key's last message
-	obs       jetstream.ObjectStore
-	timeout   time.Duration // a flush's bound
+	objBucket string
+	objStream jetstream.Stream    // the object store's stream, to purge a failed upload
+	pubJS     jetstream.JetStream // the uploads' asynchronous publishes (see objput.go)
+	timeout   time.Duration       // a flush's, an acknowledgement's bound
 
 	mu  sync.Mutex
 	seq map[string]uint64 // per key, the stream sequence of the last message this store wrote or read
@@ -310,7 +360,22 @@ func newJSStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVal
 	if err != nil {
 		return nil, fmt.Errorf("monitor: the stream of KV bucket %q: %w", kv.Bucket(), err)
 	}
-	return &jsStore{js: js, nc: js.Conn(), kvSubject: "$KV." + kv.Bucket() + ".", kvStream: st, obs: obs,
+	ost, err := obs.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("monitor: object store: %w", err)
+	}
+	objStream, err := js.Stream(ctx, "OBJ_"+ost.Bucket())
+	if err != nil {
+		return nil, fmt.Errorf("monitor: the stream of object store %q: %w", ost.Bucket(), err)
+	}
+	// Its own context: unacknowledged publishes expire after timeout
+	// whatever the caller's JetStream is configured with.
+	pubJS, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncTimeout(timeout))
+	if err != nil {
+		return nil, err
+	}
+	return &jsStore{js: js, nc: js.Conn(), kvSubject: "$KV." + kv.Bucket() + ".", kvStream: st,
+		objBucket: ost.Bucket(), objStream: objStream, pubJS: pubJS,
 		timeout: timeout, seq: make(map[string]uint64)}, nil
 }
 
@@ -392,17 +457,6 @@ func (s *jsStore) lastRecord(ctx context.Context, subject string) (uint64, *Reco
 		return m.Sequence, nil, nil
 	}
 	return m.Sequence, &r, nil
-}
-
-func (s *jsStore) putUpload(ctx context.Context, name, device string, r io.Reader) (uint64, error) {
-	info, err := s.obs.Put(ctx, jetstream.ObjectMeta{
-		Name:     name,
-		Metadata: map[string]string{"device": device},
-	}, r)
-	if err != nil {
-		return 0, err
-	}
-	return info.Size, nil
 }
 
 func (s *jsStore) flush(ctx context.Context) error {

@@ -104,7 +104,7 @@ func startMonitor(t *testing.T, p *pki, js jetstream.JetStream, opts ...func(*Mo
 			t.Error("Run did not return after its context ended")
 		}
 	})
-	require.Eventually(t, m.Ready, 10*time.Second, 5*time.Millisecond, "monitor not ready")
+	require.Eventually(t, m.Ready, 30*time.Second, 5*time.Millisecond, "monitor not ready (its buckets)")
 	return &testMonitor{Monitor: m, addr: ln.Addr().String(), js: js}
 }
 
@@ -463,4 +463,24 @@ func TestExistingBucketsKeptAsConfigured(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, st.History())
 	m.objects(t) // created, since it did not exist
+}
+
+// Bucket setup tries again on what a cluster says while it elects its
+// leaders or waits for its members, and not on a refusal that stays.
+func TestJetStreamBusy(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		busy bool
+	}{
+		{context.DeadlineExceeded, true},
+		{fmt.Errorf("monitor: KV bucket: %w", nats.ErrTimeout), true},
+		{jetstream.ErrNoStreamResponse, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, peer offline"}, true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}, false},
+		{jetstream.ErrBucketNotFound, false},
+		{context.Canceled, false},
+	} {
+		require.Equal(t, tc.busy, jetStreamBusy(tc.err), "%v", tc.err)
+	}
 }

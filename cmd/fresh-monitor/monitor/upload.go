@@ -28,14 +28,16 @@ type uploadStore interface {
 
 // flushEvery is how many upload bytes the monitor reads from a
 // connection between two flushes of the object store's connection.
-// ObjectStore.Put publishes its chunks without waiting for each
-// acknowledgement (it waits for all of them at the end), so without a
-// bound the monitor would read the agent's stream as fast as the network
-// brings it and hold whatever the NATS connection has not sent. Waiting
-// for the flush every flushEvery bytes reads the agent only as fast as
-// the NATS server takes the bytes; the transport's flow control then
-// holds the agent back (its receive window fills), so at most flushEvery
-// plus a window is in the monitor's memory per upload.
+// putUpload publishes chunks without waiting for each acknowledgement
+// (up to maxChunksInFlight of them), and a publish only hands the bytes
+// to the NATS connection's buffer, so without a bound the monitor would
+// read the agent's stream as fast as the network brings it and hold
+// whatever the NATS connection has not sent. Waiting for the flush every
+// flushEvery bytes reads the agent only as fast as the NATS server takes
+// the bytes; the transport's flow control then holds the agent back (its
+// receive window fills), so at most flushEvery plus a window is in the
+// monitor's memory per upload. A flush also fails at once when the NATS
+// connection is lost, rather than after an acknowledgement's timeout.
 const flushEvery = 1 << 20
 
 // connError is a failure of the agent's connection during an upload (an

@@ -1,0 +1,155 @@
+package monitor
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Writing an upload into the object store. nats.go's ObjectStore.Put
+// publishes the chunks asynchronously from one message and one buffer it
+// reuses, and a chunk that meets no responders (the bucket's stream
+// between two leaders, during a node's failure) is published again
+// 250 ms later from that same message: by then it carries a later
+// chunk's bytes, and even with the right bytes it lands after chunks
+// published since. Put's digest is of the bytes in their order, its
+// acknowledgements all come back, it returns success, and the stored
+// object fails its digest on every read: a committed upload lost (the
+// three-node failover test saw it). So the monitor writes objects itself,
+// in the object store's own layout so that ObjectStore.Get, List, Watch
+// and the nats CLI read them as any other: the chunks on
+// $O.<bucket>.C.<id>, each a message of its own, never published twice,
+// at most maxChunksInFlight unacknowledged; then the object's info (size,
+// chunk count, SHA-256) on $O.<bucket>.M.<name in base64url>, written
+// last, which is what makes the object exist. A chunk or the info not
+// acknowledged fails the upload, and its messages are purged.
+
+const (
+	// objectChunkSize is nats.go's default chunk size: the object's
+	// bytes per message.
+	objectChunkSize = 128 << 10
+	// maxChunksInFlight bounds an upload's unacknowledged chunks (1 MiB):
+	// the monitor reads the agent no faster than the store confirms.
+	maxChunksInFlight = 8
+)
+
+func (s *jsStore) putUpload(ctx context.Context, name, device string, r io.Reader) (uint64, error) {
+	var idb [16]byte
+	_, _ = rand.Read(idb[:])
+	id := hex.EncodeToString(idb[:])
+	chunkSubj := "$O." + s.objBucket + ".C." + id
+	metaSubj := "$O." + s.objBucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+	fail := func(err error, meta bool) (uint64, error) {
+		if perr := s.purgeObject(chunkSubj, metaSubj, meta); perr != nil {
+			err = fmt.Errorf("%w (and purging what it stored failed: %v)", err, perr)
+		}
+		return 0, err
+	}
+
+	h := sha256.New()
+	var size uint64
+	var chunks uint32
+	var inFlight []jetstream.PubAckFuture
+	for {
+		buf := make([]byte, objectChunkSize) // each chunk its own: the publish keeps it until acknowledged
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			m := nats.NewMsg(chunkSubj)
+			m.Data = buf[:n]
+			// No retry: a chunk published again may land after the
+			// ones published since.
+			f, err := s.pubJS.PublishMsgAsync(m, jetstream.WithRetryAttempts(0))
+			if err != nil {
+				return fail(fmt.Errorf("chunk %d: %w", chunks, err), false)
+			}
+			inFlight = append(inFlight, f)
+			size += uint64(n)
+			chunks++
+			for len(inFlight) >= maxChunksInFlight {
+				if err := s.awaitAck(ctx, inFlight[0]); err != nil {
+					return fail(fmt.Errorf("chunk %d: %w", int(chunks)-len(inFlight), err), false)
+				}
+				inFlight = inFlight[1:]
+			}
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return fail(rerr, false)
+		}
+	}
+	for i, f := range inFlight {
+		if err := s.awaitAck(ctx, f); err != nil {
+			return fail(fmt.Errorf("chunk %d: %w", int(chunks)-len(inFlight)+i, err), false)
+		}
+	}
+
+	info := jetstream.ObjectInfo{
+		ObjectMeta: jetstream.ObjectMeta{
+			Name:     name,
+			Metadata: map[string]string{"device": device},
+			Opts:     &jetstream.ObjectMetaOptions{ChunkSize: objectChunkSize},
+		},
+		Bucket: s.objBucket, NUID: id, Size: size, Chunks: chunks,
+		Digest: "SHA-256=" + base64.URLEncoding.EncodeToString(h.Sum(nil)),
+	}
+	mm := nats.NewMsg(metaSubj)
+	mm.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject) // one info message per name
+	var err error
+	if mm.Data, err = json.Marshal(info); err != nil {
+		return fail(err, false)
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	// A retried info message is harmless: the chunks are all stored, and
+	// the rollup keeps one.
+	if _, err := s.js.PublishMsg(pctx, mm); err != nil {
+		return fail(fmt.Errorf("the object's info: %w", err), true)
+	}
+	return size, nil
+}
+
+// awaitAck waits for a chunk's acknowledgement, at most the store's
+// timeout.
+func (s *jsStore) awaitAck(ctx context.Context, f jetstream.PubAckFuture) error {
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	select {
+	case <-f.Ok():
+		return nil
+	case err := <-f.Err():
+		return err
+	case <-t.C:
+		return fmt.Errorf("no acknowledgement in %v", s.timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// purgeObject removes what a failed upload stored: its chunks, and its
+// info if that may have been written (its acknowledgement lost), so that
+// no object is listed without its bytes. The names are the upload's own
+// (a new id, a name with the upload's start), so nothing else goes. It
+// is best effort: the store that failed the upload may refuse this too,
+// leaving unlisted chunks (or an object that fails its digest).
+func (s *jsStore) purgeObject(chunkSubj, metaSubj string, meta bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	err := s.objStream.Purge(ctx, jetstream.WithPurgeSubject(chunkSubj))
+	if meta {
+		err = errors.Join(err, s.objStream.Purge(ctx, jetstream.WithPurgeSubject(metaSubj)))
+	}
+	return err
+}
