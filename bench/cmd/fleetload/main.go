@@ -5,8 +5,8 @@
 // arrives.
 //
 //	go run ./bench/cmd/fleetload [-agents 1000] [-monitors 1,2] [-rate 1] [-duration 30s]
-//	                             [-per-socket 250] [-dial-parallel 64] [-settle 30s]
-//	                             [-monitor-bin FILE] [-json FILE]
+//	                             [-per-socket 10] [-dial-parallel 64] [-settle 30s]
+//	                             [-monitor-bin FILE] [-json FILE] [-heap-profiles DIR]
 //
 // For each entry of -monitors (a list: "2,1" runs two monitors, then one,
 // with the same agents and rate, and reports them side by side) it
@@ -23,7 +23,7 @@
 //     CommonName agent-00001…, which the monitors require (-ca);
 //  3. dials every agent (transport.Transport.Dial, -per-socket agents
 //     sharing one socket: one Transport per socket, so 10,000 agents are
-//     40 sockets and 80 goroutines here, not 10,000 of each), then has
+//     1,000 sockets and 2,000 goroutines here, not 10,000 of each), then has
 //     each hand its regulator a sample -rate times a second for
 //     -duration (Conn.SendUpdate: ACP decides which go out). A sample's
 //     payload is the agent's index, a sequence number and its generation
@@ -71,6 +71,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -110,6 +111,7 @@ type options struct {
 	settle    time.Duration
 	bin       string
 	json      string
+	heapDir   string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -121,11 +123,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&monitors, "monitors", "1", "fresh-monitor processes, a comma-separated `list`: one run per entry, side by side (\"2,1\")")
 	fs.Float64Var(&o.rate, "rate", 1, "samples per second each agent hands its regulator (its sensing rate, Config.MaxUpdateRate)")
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long the agents send once all are connected: the measured window")
-	fs.IntVar(&o.perSocket, "per-socket", 250, "agents sharing one client socket (transport.Transport)")
+	// More than a few dozen dials on one client Transport fail: past some
+	// 150–400 connections (fewer with dials in parallel) every further
+	// handshake on it times out. 10 keeps clear of that.
+	fs.IntVar(&o.perSocket, "per-socket", 10, "agents sharing one client socket (transport.Transport)")
 	fs.IntVar(&o.parallel, "dial-parallel", 64, "dials in progress at once")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait after the window for every agent's last update to reach the watcher")
 	fs.StringVar(&o.bin, "monitor-bin", "", "a built fresh-monitor `binary` (default: go build cmd/fresh-monitor into a temporary directory)")
 	fs.StringVar(&o.json, "json", "", "also write the reports as JSON to `FILE`")
+	fs.StringVar(&o.heapDir, "heap-profiles", "", "write each monitor's heap profile at the end of the window into `DIR` (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -366,6 +372,12 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 		if mr.HeapEnd, mr.Goroutines, err = heapInuse(pr.metrics); err != nil {
 			return nil, fmt.Errorf("monitor %d metrics: %w", i, err)
 		}
+		if o.heapDir != "" {
+			name := fmt.Sprintf("heap-%dagents-%dmonitors-monitor%d.pb.gz", o.agents, m, i)
+			if err := saveHeapProfile(pr.metrics, filepath.Join(o.heapDir, name)); err != nil {
+				return nil, err
+			}
+		}
 		v, err := scrape(pr.metrics, "fresh_connections")
 		if err != nil {
 			return nil, err
@@ -406,6 +418,24 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	rep.SeenPerS = float64(rep.Seen) / (window.Seconds() + rep.SettleS)
 	rep.LoadAfter = loadAverage()
 	return rep, nil
+}
+
+// saveHeapProfile writes the monitor's heap profile (pprof format) to path.
+func saveHeapProfile(addr, path string) error {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // storeErrors is fresh_store_errors_total{store="kv"}.
