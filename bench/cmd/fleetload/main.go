@@ -172,11 +172,18 @@ type Report struct {
 	SetupS    float64 `json:"setup_s"`
 	SettleS   float64 `json:"settle_s"` // until the watcher saw every agent's last update (or -settle ran out)
 	// Age is the end-to-end age of every update the watcher saw, ms.
-	Age       Quantiles `json:"age_ms"`
-	Seen      int       `json:"updates_seen"`
-	SeenPerS  float64   `json:"updates_seen_per_s"` // over the window and the settle time
-	BadValues int       `json:"bad_values"`
-	Check     Check     `json:"check"`
+	Age Quantiles `json:"age_ms"`
+	// Age in three parts: generation to the monitor's ReadUpdate (the
+	// record's Arrived); from there to JetStream storing it (the
+	// message's timestamp: the monitor's write queue and the publish);
+	// from there to the watcher (delivery by the KV watcher's consumer).
+	AgeMonitor Quantiles `json:"age_to_monitor_ms"`
+	AgeStore   Quantiles `json:"age_monitor_to_store_ms"`
+	AgeWatcher Quantiles `json:"age_store_to_watcher_ms"`
+	Seen       int       `json:"updates_seen"`
+	SeenPerS   float64   `json:"updates_seen_per_s"` // over the window and the settle time
+	BadValues  int       `json:"bad_values"`
+	Check      Check     `json:"check"`
 	// Totals over the monitors.
 	CPUCores      float64         `json:"monitors_cpu_cores"` // CPU s per s of the window
 	CPUPer1000    float64         `json:"monitors_cpu_cores_per_1000_devices"`
@@ -270,6 +277,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 		printReport(stdout, rep)
 	}
 	printTable(stdout, reps)
+	printSplit(stdout, reps)
 	if o.json != "" {
 		b, _ := json.MarshalIndent(reps, "", "  ")
 		if err := os.WriteFile(o.json, append(b, '\n'), 0o644); err != nil {
@@ -414,6 +422,7 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	w.mu.Lock()
 	rep.Seen, rep.BadValues = len(w.ages), w.bad
 	rep.Age = quantiles(w.ages)
+	rep.AgeMonitor, rep.AgeStore, rep.AgeWatcher = quantiles(w.toMonitor), quantiles(w.toStore), quantiles(w.toWatcher)
 	w.mu.Unlock()
 	rep.SeenPerS = float64(rep.Seen) / (window.Seconds() + rep.SettleS)
 	rep.LoadAfter = loadAverage()
@@ -461,6 +470,12 @@ func printReport(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "setup             %.1f s (every agent dialled, mutual TLS)\n", r.SetupS)
 	fmt.Fprintf(w, "age (ms)          p50 %.1f  p95 %.1f  p99 %.1f  max %.1f  (generation at the agent → seen by a KV watcher; %d updates, %.0f/s)\n",
 		r.Age.P50, r.Age.P95, r.Age.P99, r.Age.Max, r.Seen, r.SeenPerS)
+	for _, part := range []struct {
+		name string
+		q    Quantiles
+	}{{"agent → monitor", r.AgeMonitor}, {"monitor → stored", r.AgeStore}, {"stored → watcher", r.AgeWatcher}} {
+		fmt.Fprintf(w, "  %-16s  p50 %.1f  p95 %.1f  p99 %.1f  max %.1f\n", part.name, part.q.P50, part.q.P95, part.q.P99, part.q.Max)
+	}
 	fmt.Fprintf(w, "bucket check      %d devices: %d missing, %d stale; Generated within %d µs of the agent's stamp; settled in %.1f s\n",
 		r.Check.Devices, r.Check.Missing, r.Check.Stale, r.Check.GeneratedSkewMaxUS, r.SettleS)
 	for _, e := range r.Check.Examples {
@@ -488,6 +503,17 @@ func printTable(w io.Writer, reps []*Report) {
 		fmt.Fprintf(w, "| %d | %d | %g | %.1f | %.1f | %.1f | %.1f | %d | %d | %.2f | %.3f | %.0f | %s → %s |\n",
 			r.Agents, r.Monitors, r.Rate, r.SetupS, r.Age.P50, r.Age.P95, r.Age.P99, r.Check.Missing, r.Check.Stale,
 			r.CPUCores, r.CPUPer1000, r.HeapPerDevice, firstField(r.LoadBefore), firstField(r.LoadAfter))
+	}
+}
+
+// printSplit is where the age went, per configuration, as Markdown.
+func printSplit(w io.Writer, reps []*Report) {
+	fmt.Fprintf(w, "\n| agents | monitors | agent → monitor p50 / p99 ms | monitor → stored p50 / p99 | stored → watcher p50 / p99 | updates stored | superseded in the monitor | Generated off by (max) ms |\n")
+	fmt.Fprintf(w, "|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range reps {
+		fmt.Fprintf(w, "| %d | %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.0f | %.0f | %.1f |\n", r.Agents, r.Monitors,
+			r.AgeMonitor.P50, r.AgeMonitor.P99, r.AgeStore.P50, r.AgeStore.P99, r.AgeWatcher.P50, r.AgeWatcher.P99,
+			r.Stored, r.Superseded, float64(r.Check.GeneratedSkewMaxUS)/1e3)
 	}
 }
 

@@ -36,10 +36,15 @@ type watcher struct {
 	seen []atomic.Uint64 // per agent, the highest sequence number seen
 	done chan struct{}
 
-	mu       sync.Mutex
-	ages     []time.Duration
-	bad      int // values that are not a record of this run
-	measured atomic.Bool
+	mu   sync.Mutex
+	ages []time.Duration
+	// The age split where the monitor and JetStream stamped the record:
+	// agent to the monitor's ReadUpdate (Record.Arrived − generation),
+	// from there to JetStream storing it (the message's timestamp,
+	// Created), and from there to this watcher.
+	toMonitor, toStore, toWatcher []time.Duration
+	bad                           int // values that are not a record of this run
+	measured                      atomic.Bool
 }
 
 func openKV(ctx context.Context, natsURL string) (*nats.Conn, jetstream.KeyValue, error) {
@@ -89,7 +94,11 @@ func watch(ctx context.Context, kv jetstream.KeyValue, agents int) (*watcher, er
 			}
 			if w.measured.Load() {
 				w.mu.Lock()
-				w.ages = append(w.ages, now.Sub(time.UnixMicro(gen)))
+				g := time.UnixMicro(gen)
+				w.ages = append(w.ages, now.Sub(g))
+				w.toMonitor = append(w.toMonitor, r.Arrived.Sub(g))
+				w.toStore = append(w.toStore, e.Created().Sub(r.Arrived))
+				w.toWatcher = append(w.toWatcher, now.Sub(e.Created()))
 				w.mu.Unlock()
 			}
 		}
