@@ -137,6 +137,8 @@ type Check struct {
 	// payload, µs: on one host it is the estimate's error.
 	GeneratedSkewMaxUS int64    `json:"generated_skew_max_us"`
 	Examples           []string `json:"examples,omitempty"`
+	// NotLast names the missing and stale devices (the first 1,000).
+	NotLast []string `json:"not_last,omitempty"`
 }
 
 // check reads every device's key from the bucket and compares it with
@@ -147,6 +149,9 @@ func check(ctx context.Context, kv jetstream.KeyValue, f *fleet) Check {
 	note := func(s string) {
 		if len(c.Examples) < 5 {
 			c.Examples = append(c.Examples, s)
+		}
+		if len(c.NotLast) < 1000 {
+			c.NotLast = append(c.NotLast, s)
 		}
 	}
 	idx := make(chan int)
@@ -191,6 +196,7 @@ func check(ctx context.Context, kv jetstream.KeyValue, f *fleet) Check {
 	}
 	close(idx)
 	wg.Wait()
-	slices.Sort(c.Examples)
+	slices.Sort(c.NotLast)
+	c.Examples = c.NotLast[:min(len(c.NotLast), 5)]
 	return c
 }
