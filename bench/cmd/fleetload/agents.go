@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
@@ -118,6 +119,14 @@ type fleet struct {
 // at a time; a failed dial fails the run.
 func dial(ctx context.Context, p *pki, addrs []string, n, perSocket, parallel int, rate float64) (*fleet, error) {
 	f := &fleet{agents: make([]*agent, n)}
+	// One clock for every connection: a Transport's driver keeps every
+	// connection's timers on its first connection's clock, and a Config
+	// without one gets a clock.System of its own, whose Now counts from
+	// its own creation. A later Dial's session then runs behind the
+	// driver's time by the seconds between the two, and once that is
+	// more than its timers' spans every handshake on the Transport stalls
+	// (150–400 dials in, on this machine).
+	clk := clock.NewSystem()
 	for lo := 0; lo < n; lo += perSocket {
 		udp, err := transport.ListenUDP("127.0.0.1:0", false)
 		if err != nil {
@@ -157,6 +166,7 @@ func dial(ctx context.Context, p *pki, addrs []string, n, perSocket, parallel in
 				// often, less when the path (here a shared CPU) queues.
 				MaxUpdateRate: rate,
 				IdleTimeout:   60 * time.Second,
+				Clock:         clk,
 				Linger:        -1,
 			}
 			c, err := f.transports[i/perSocket].Dial(ctx, raddrs[m], cfg)

@@ -5,7 +5,7 @@
 // arrives.
 //
 //	go run ./bench/cmd/fleetload [-agents 1000] [-monitors 1,2] [-rate 1] [-duration 30s]
-//	                             [-per-socket 10] [-dial-parallel 64] [-settle 30s]
+//	                             [-per-socket 250] [-dial-parallel 64] [-settle 30s]
 //	                             [-monitor-bin FILE] [-json FILE] [-heap-profiles DIR]
 //
 // For each entry of -monitors (a list: "2,1" runs two monitors, then one,
@@ -23,7 +23,7 @@
 //     CommonName agent-00001…, which the monitors require (-ca);
 //  3. dials every agent (transport.Transport.Dial, -per-socket agents
 //     sharing one socket: one Transport per socket, so 10,000 agents are
-//     1,000 sockets and 2,000 goroutines here, not 10,000 of each), then has
+//     40 sockets and 80 goroutines here, not 10,000 of each), then has
 //     each hand its regulator a sample -rate times a second for
 //     -duration (Conn.SendUpdate: ACP decides which go out). A sample's
 //     payload is the agent's index, a sequence number and its generation
@@ -123,10 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&monitors, "monitors", "1", "fresh-monitor processes, a comma-separated `list`: one run per entry, side by side (\"2,1\")")
 	fs.Float64Var(&o.rate, "rate", 1, "samples per second each agent hands its regulator (its sensing rate, Config.MaxUpdateRate)")
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long the agents send once all are connected: the measured window")
-	// More than a few dozen dials on one client Transport fail: past some
-	// 150–400 connections (fewer with dials in parallel) every further
-	// handshake on it times out. 10 keeps clear of that.
-	fs.IntVar(&o.perSocket, "per-socket", 10, "agents sharing one client socket (transport.Transport)")
+	fs.IntVar(&o.perSocket, "per-socket", 250, "agents sharing one client socket (transport.Transport)")
 	fs.IntVar(&o.parallel, "dial-parallel", 64, "dials in progress at once")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait after the window for every agent's last update to reach the watcher")
 	fs.StringVar(&o.bin, "monitor-bin", "", "a built fresh-monitor `binary` (default: go build cmd/fresh-monitor into a temporary directory)")
