@@ -30,7 +30,8 @@
 // names as the single agent's: copy agents/<name>/ to the device and run
 // the agent with -ca <dir>/ca.pem -cert <dir>/agent.pem -key
 // <dir>/agent-key.pem. The monitor stores each device under its
-// CommonName (the directory's name).
+// CommonName (the directory's name). bench/cmd/fleetload -certs DIR runs
+// a load test with such a fleet.
 //
 // With -ca-dir DIR it signs the agents with the CA already in DIR
 // (ca.pem and ca-key.pem, as an earlier run wrote them) instead of making

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ type pki struct {
 	files  credFiles
 	roots  *x509.CertPool
 	agents []tls.Certificate
+	names  []string // each agent's CommonName: its device name and KV key
 }
 
 // agentName is agent i's certificate CommonName, which the monitor stores
@@ -54,7 +56,7 @@ func newPKI(dir string, n int) (*pki, error) {
 		return nil, err
 	}
 	p := &pki{files: credFiles{filepath.Join(dir, "monitor.pem"), filepath.Join(dir, "monitor-key.pem"), filepath.Join(dir, "ca.pem")},
-		roots: ca.Pool(), agents: make([]tls.Certificate, n)}
+		roots: ca.Pool(), agents: make([]tls.Certificate, n), names: make([]string, n)}
 	for path, data := range map[string][]byte{p.files.cert: certPEM, p.files.key: keyPEM, p.files.ca: ca.CertPEM()} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
@@ -70,7 +72,7 @@ func newPKI(dir string, n int) (*pki, error) {
 					errs[w] = err
 					return
 				}
-				p.agents[i] = c
+				p.agents[i], p.names[i] = c, agentName(i)
 			}
 		})
 	}
@@ -78,9 +80,58 @@ func newPKI(dir string, n int) (*pki, error) {
 	return p, errors.Join(errs...)
 }
 
+// loadPKI reads the first n agents of a directory examples/certgen wrote
+// (certgen -dir DIR -agents N): DIR/ca.pem, the monitors' DIR/monitor.pem
+// and monitor-key.pem, and DIR/agents/<name>/{agent.pem,agent-key.pem} in
+// name order. The monitor's certificate must be valid for localhost (the
+// name the agents verify; certgen's default -hosts).
+func loadPKI(dir string, n int) (*pki, error) {
+	p := &pki{files: credFiles{filepath.Join(dir, "monitor.pem"), filepath.Join(dir, "monitor-key.pem"), filepath.Join(dir, "ca.pem")}}
+	b, err := os.ReadFile(p.files.ca)
+	if err != nil {
+		return nil, fmt.Errorf("-certs: %w", err)
+	}
+	p.roots = x509.NewCertPool()
+	if !p.roots.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("-certs: no PEM certificate in %s", p.files.ca)
+	}
+	if _, err := tls.LoadX509KeyPair(p.files.cert, p.files.key); err != nil {
+		return nil, fmt.Errorf("-certs: the monitor's certificate: %w", err)
+	}
+	dirs, err := os.ReadDir(filepath.Join(dir, "agents"))
+	if err != nil {
+		return nil, fmt.Errorf("-certs: %w (write agents with certgen -dir %s -agents N)", err, dir)
+	}
+	for _, d := range dirs {
+		if len(p.agents) == n {
+			break
+		}
+		if !d.IsDir() {
+			continue
+		}
+		ad := filepath.Join(dir, "agents", d.Name())
+		c, err := tls.LoadX509KeyPair(filepath.Join(ad, "agent.pem"), filepath.Join(ad, "agent-key.pem"))
+		if err != nil {
+			return nil, fmt.Errorf("-certs: agent %s: %w", d.Name(), err)
+		}
+		name := c.Leaf.Subject.CommonName
+		if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+			// Such a name is its own KV key (monitor.Key escapes
+			// nothing in it), which the check reads the bucket by.
+			return nil, fmt.Errorf("-certs: agent %s: CommonName %q: letters, digits, \"-\" and \"_\" only", d.Name(), name)
+		}
+		p.agents, p.names = append(p.agents, c), append(p.names, name)
+	}
+	if len(p.agents) < n {
+		return nil, fmt.Errorf("-certs %s: %d agents in agents/, -agents asks for %d", dir, len(p.agents), n)
+	}
+	return p, nil
+}
+
 // agent is one simulated device: its connection and what it last handed
 // to the regulator (written by its shard's goroutine only, read after).
 type agent struct {
+	name    string
 	conn    *transport.Conn
 	monitor int
 	lastSeq uint64 // 0: none sent yet (sequence numbers start at 1)
@@ -173,11 +224,11 @@ func dial(ctx context.Context, p *pki, addrs []string, n, perSocket, parallel in
 			if err != nil {
 				nerr.Add(1)
 				mu.Lock()
-				failed = errors.Join(failed, fmt.Errorf("%s to monitor %d: %w", agentName(i), m, err))
+				failed = errors.Join(failed, fmt.Errorf("%s to monitor %d: %w", p.names[i], m, err))
 				mu.Unlock()
 				return
 			}
-			f.agents[i] = &agent{conn: c, monitor: m}
+			f.agents[i] = &agent{name: p.names[i], conn: c, monitor: m}
 		})
 	}
 	wg.Wait()

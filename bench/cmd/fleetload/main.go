@@ -20,7 +20,9 @@
 //     and -pprof on loopback;
 //  2. makes a CA (transport/devcert, the shape examples/certgen issues),
 //     the monitors' certificate and one client certificate per agent,
-//     CommonName agent-00001…, which the monitors require (-ca);
+//     CommonName agent-00001…, which the monitors require (-ca); or,
+//     with -certs DIR, reads those examples/certgen wrote (certgen -dir
+//     DIR -agents N: the agents in DIR/agents/<name>/);
 //  3. dials every agent (transport.Transport.Dial, -per-socket agents
 //     sharing one socket: one Transport per socket, so 10,000 agents are
 //     40 sockets and 80 goroutines here, not 10,000 of each), then has
@@ -112,6 +114,7 @@ type options struct {
 	bin       string
 	json      string
 	heapDir   string
+	certs     string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -128,6 +131,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait after the window for every agent's last update to reach the watcher")
 	fs.StringVar(&o.bin, "monitor-bin", "", "a built fresh-monitor `binary` (default: go build cmd/fresh-monitor into a temporary directory)")
 	fs.StringVar(&o.json, "json", "", "also write the reports as JSON to `FILE`")
+	fs.StringVar(&o.certs, "certs", "", "use the CA, monitor and agent certificates examples/certgen wrote into `DIR` (certgen -dir DIR -agents N) instead of making them")
 	fs.StringVar(&o.heapDir, "heap-profiles", "", "write each monitor's heap profile at the end of the window into `DIR` (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -255,7 +259,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 		}
 	}
 	t0 := time.Now()
-	p, err := newPKI(tmp, o.agents)
+	var p *pki
+	if o.certs != "" {
+		p, err = loadPKI(o.certs, o.agents)
+	} else {
+		p, err = newPKI(tmp, o.agents)
+	}
 	if err != nil {
 		return nil, err
 	}

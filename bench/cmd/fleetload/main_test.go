@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/bench/internal/rusage"
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // The smoke version of the fleet run: 20 agents against one fresh-monitor
@@ -70,4 +73,55 @@ func TestCPUTimeReadsThisProcess(t *testing.T) {
 	hi, _ := rusage.Process()
 	require.GreaterOrEqual(t, d, lo-30*time.Millisecond)
 	require.LessOrEqual(t, d, hi+30*time.Millisecond)
+}
+
+// writeCertgenLayout writes what certgen -dir dir -agents … writes, for
+// the names given, with one CA.
+func writeCertgenLayout(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ca, err := devcert.NewCA("test CA")
+	require.NoError(t, err)
+	write := func(path string, data []byte) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, data, 0o600))
+	}
+	mon, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+	require.NoError(t, err)
+	c, k, err := devcert.PEM(mon)
+	require.NoError(t, err)
+	write(filepath.Join(dir, "ca.pem"), ca.CertPEM())
+	write(filepath.Join(dir, "monitor.pem"), c)
+	write(filepath.Join(dir, "monitor-key.pem"), k)
+	for _, n := range names {
+		a, err := ca.Issue(n)
+		require.NoError(t, err)
+		c, k, err := devcert.PEM(a)
+		require.NoError(t, err)
+		write(filepath.Join(dir, "agents", n, "ca.pem"), ca.CertPEM())
+		write(filepath.Join(dir, "agents", n, "agent.pem"), c)
+		write(filepath.Join(dir, "agents", n, "agent-key.pem"), k)
+	}
+}
+
+// -certs reads certgen's layout: the first -agents agents in name order,
+// named by their certificates; too few agents or a name that is not its
+// own KV key are errors.
+func TestLoadPKIReadsCertgenLayout(t *testing.T) {
+	dir := t.TempDir()
+	writeCertgenLayout(t, dir, "agent-0003", "agent-0001", "agent-0002")
+	p, err := loadPKI(dir, 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"agent-0001", "agent-0002"}, p.names)
+	require.Len(t, p.agents, 2)
+	_, err = p.agents[1].Leaf.Verify(x509.VerifyOptions{Roots: p.roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	require.NoError(t, err)
+
+	_, err = loadPKI(dir, 4)
+	require.ErrorContains(t, err, "3 agents in agents/, -agents asks for 4")
+	bad := t.TempDir()
+	writeCertgenLayout(t, bad, "a.b")
+	_, err = loadPKI(bad, 1)
+	require.ErrorContains(t, err, `CommonName "a.b"`)
+	_, err = loadPKI(t.TempDir(), 1)
+	require.ErrorContains(t, err, "-certs")
 }

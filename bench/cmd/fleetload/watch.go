@@ -160,15 +160,15 @@ func check(ctx context.Context, kv jetstream.KeyValue, f *fleet) Check {
 		wg.Go(func() {
 			for i := range idx {
 				a := f.agents[i]
-				e, err := kv.Get(ctx, agentName(i))
+				e, err := kv.Get(ctx, a.name)
 				mu.Lock()
 				switch {
 				case errors.Is(err, jetstream.ErrKeyNotFound):
 					c.Missing++
-					note(agentName(i) + ": no record")
+					note(a.name + ": no record")
 				case err != nil:
 					c.Missing++
-					note(fmt.Sprintf("%s: %v", agentName(i), err))
+					note(fmt.Sprintf("%s: %v", a.name, err))
 				default:
 					var r record
 					_, seq, gen, ok := 0, uint64(0), int64(0), json.Unmarshal(e.Value(), &r) == nil
@@ -176,12 +176,12 @@ func check(ctx context.Context, kv jetstream.KeyValue, f *fleet) Check {
 						_, seq, gen, ok = decodePayload(r.Payload)
 					}
 					switch {
-					case !ok || r.Device != agentName(i):
+					case !ok || r.Device != a.name:
 						c.Stale++
-						note(fmt.Sprintf("%s: a record not of this agent (%q)", agentName(i), r.Device))
+						note(fmt.Sprintf("%s: a record not of this agent (%q)", a.name, r.Device))
 					case seq != a.lastSeq || gen != a.lastGen:
 						c.Stale++
-						note(fmt.Sprintf("%s: update %d stored, %d sent last", agentName(i), seq, a.lastSeq))
+						note(fmt.Sprintf("%s: update %d stored, %d sent last", a.name, seq, a.lastSeq))
 					default:
 						skew := r.Generated.UnixMicro() - gen
 						c.GeneratedSkewMaxUS = max(c.GeneratedSkewMaxUS, skew, -skew)
