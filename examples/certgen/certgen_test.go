@@ -26,7 +26,7 @@ func TestCertgenWritesAWorkingSet(t *testing.T) {
 	require.NoError(t, run(context.Background(), []string{"-dir", dir, "-hosts", "monitor.example, 192.0.2.7", "-agent-name", "sensor-9"}, &out))
 	require.Contains(t, out.String(), "-cert "+filepath.Join(dir, "monitor.pem"))
 
-	for name, mode := range map[string]os.FileMode{"ca.pem": 0o644, "monitor.pem": 0o644, "monitor-key.pem": 0o600, "agent.pem": 0o644, "agent-key.pem": 0o600} {
+	for name, mode := range map[string]os.FileMode{"ca.pem": 0o644, "ca-key.pem": 0o600, "monitor.pem": 0o644, "monitor-key.pem": 0o600, "agent.pem": 0o644, "agent-key.pem": 0o600} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		require.NoError(t, err, name)
 		require.Equal(t, mode, fi.Mode().Perm(), name)

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// buildMonitor builds cmd/fresh-monitor into dir with the go command
+// (from the workspace this runs in: the monitor as the tree has it).
+func buildMonitor(ctx context.Context, dir string) (string, error) {
+	exe := filepath.Join(dir, "fresh-monitor")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", exe, "github.com/fresh-udp/fresh/cmd/fresh-monitor")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build cmd/fresh-monitor (run from the fresh workspace, or give -monitor-bin): %w\n%s", err, out)
+	}
+	return exe, nil
+}
+
+// monitorProc is one fresh-monitor process.
+type monitorProc struct {
+	index   int
+	cmd     *exec.Cmd
+	addr    string // UDP address agents dial
+	metrics string // host:port of /metrics
+	natsURL string // the embedded server's client URL (the first monitor's), else ""
+	done    chan error
+	log     *tailBuffer
+}
+
+// freePort is a port nothing listens on now, on loopback, for network
+// ("udp" or "tcp"). The monitor binds it a moment later; another process
+// taking it in between makes that monitor fail to start, which is
+// reported.
+func freePort(network string) (int, error) {
+	switch network {
+	case "udp":
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer c.Close()
+		return c.LocalAddr().(*net.UDPAddr).Port, nil
+	default:
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port, nil
+	}
+}
+
+// startMonitors starts m monitors: the first embeds NATS (JetStream in
+// dir), the others connect to it; each on its own UDP port, metrics on
+// its own loopback port, extra appended to its flags. It returns once every one answers /readyz.
+func startMonitors(ctx context.Context, exe, dir string, m int, creds credFiles, extra ...string) ([]*monitorProc, error) {
+	var procs []*monitorProc
+	natsURL := ""
+	for i := range m {
+		udp, err := freePort("udp")
+		if err != nil {
+			return procs, err
+		}
+		mport, err := freePort("tcp")
+		if err != nil {
+			return procs, err
+		}
+		p := &monitorProc{index: i, addr: fmt.Sprintf("127.0.0.1:%d", udp), metrics: fmt.Sprintf("127.0.0.1:%d", mport),
+			done: make(chan error, 1), log: &tailBuffer{max: 8 << 10}}
+		args := append([]string{"-listen", p.addr, "-cert", creds.cert, "-key", creds.key, "-ca", creds.ca, "-metrics", p.metrics}, extra...)
+		if i == 0 {
+			nport, err := freePort("tcp")
+			if err != nil {
+				return procs, err
+			}
+			natsURL = fmt.Sprintf("nats://127.0.0.1:%d", nport)
+			p.natsURL = natsURL
+			args = append(args, "-data", filepath.Join(dir, "jetstream"), "-nats-listen", fmt.Sprintf("127.0.0.1:%d", nport))
+		} else {
+			args = append(args, "-nats", natsURL)
+		}
+		p.cmd = exec.Command(exe, args...)
+		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+		if err := p.cmd.Start(); err != nil {
+			return procs, fmt.Errorf("monitor %d: %w", i, err)
+		}
+		go func() { p.done <- p.cmd.Wait() }()
+		procs = append(procs, p)
+		// One at a time: the first must serve NATS before the others
+		// connect, and creating the buckets is the first one's.
+		if err := p.waitReady(ctx, 60*time.Second); err != nil {
+			return procs, err
+		}
+	}
+	return procs, nil
+}
+
+func (p *monitorProc) waitReady(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return fmt.Errorf("monitor %d exited before it was ready (%v):\n%s", p.index, err, p.log.String())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		resp, err := http.Get("http://" + p.metrics + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("monitor %d not ready after %v:\n%s", p.index, limit, p.log.String())
+		}
+	}
+}
+
+// stop ends the monitor as an operator would (SIGTERM: it closes its
+// connections and writes what is pending), killing it after 30 s.
+func (p *monitorProc) stop() error {
+	if p.cmd.Process == nil {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		err := <-p.done
+		p.done <- err
+		return fmt.Errorf("monitor %d did not stop within 30 s of SIGTERM: killed", p.index)
+	}
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's times:
+// 100 on every architecture Go runs on (the kernel fixes it for the ABI,
+// whatever HZ it was built with).
+const clockTicks = 100
+
+// cpuTime is the process's user+system CPU time from /proc/<pid>/stat
+// (fields 14 and 15, proc(5)), every thread.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// count the fields after its closing one.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("/proc/<pid>/stat: no command name")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("/proc/<pid>/stat: too few fields")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("/proc/<pid>/stat: bad utime/stime")
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// scrape reads the named samples (unlabelled metrics) from a Prometheus
+// text exposition at http://addr/metrics.
+func scrape(addr string, names ...string) (map[string]float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || !want[name] {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err == nil {
+			out[name] = v
+		}
+	}
+	return out, sc.Err()
+}
+
+// tailBuffer keeps the last max bytes written: a monitor's log, shown if
+// it fails.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
