@@ -41,8 +41,11 @@ import (
 // The fields must be set before the first Listen or Dial and not changed
 // after. Every zero field takes the default written beside it. The
 // driver keeps every connection's timers on the clock of the first
-// Listen's or Dial's Config.Clock: connections on one Transport should
-// share one clock (the default system clock does).
+// Listen's or Dial's Config.Clock, converting each connection's deadlines
+// from its own Config.Clock (every Config without one gets a
+// clock.NewSystem of its own, whose readings count from its own start):
+// the clocks of connections on one Transport may differ in origin, not in
+// rate.
 type Transport struct {
 	// Conn is the socket (required). A *net.UDPConn is read and written in
 	// batches (recvmmsg, sendmmsg, UDP GSO and GRO on Linux) with each

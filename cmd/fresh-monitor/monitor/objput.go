@@ -49,7 +49,14 @@ func (s *jsStore) putUpload(ctx context.Context, name, device string, r io.Reade
 	id := hex.EncodeToString(idb[:])
 	chunkSubj := "$O." + s.objBucket + ".C." + id
 	metaSubj := "$O." + s.objBucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+	var inFlight []jetstream.PubAckFuture
 	fail := func(err error, meta bool) (uint64, error) {
+		// Chunks still in flight would land after the purge and stay,
+		// unlisted: wait until each is stored or failed (at most the
+		// store's timeout each) before purging.
+		for _, f := range inFlight {
+			s.settle(f)
+		}
 		if perr := s.purgeObject(chunkSubj, metaSubj, meta); perr != nil {
 			err = fmt.Errorf("%w (and purging what it stored failed: %v)", err, perr)
 		}
@@ -59,7 +66,6 @@ func (s *jsStore) putUpload(ctx context.Context, name, device string, r io.Reade
 	h := sha256.New()
 	var size uint64
 	var chunks uint32
-	var inFlight []jetstream.PubAckFuture
 	for {
 		buf := make([]byte, objectChunkSize) // each chunk its own: the publish keeps it until acknowledged
 		n, rerr := io.ReadFull(r, buf)
@@ -135,6 +141,18 @@ func (s *jsStore) awaitAck(ctx context.Context, f jetstream.PubAckFuture) error 
 		return fmt.Errorf("no acknowledgement in %v", s.timeout)
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// settle waits for a chunk's publish to be acknowledged or to fail, at
+// most the store's timeout, whatever the upload's context says.
+func (s *jsStore) settle(f jetstream.PubAckFuture) {
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	select {
+	case <-f.Ok():
+	case <-f.Err():
+	case <-t.C:
 	}
 }
 

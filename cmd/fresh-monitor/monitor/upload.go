@@ -98,7 +98,10 @@ func (r *uploadReader) Read(p []byte) (int, error) {
 // the agent aborts or the connection breaks, the store drops what it
 // had (Put purges a partial object) and nothing is committed.
 func (m *Monitor) receiveUpload(ctx context.Context, conn *transport.Conn, device string, log *slog.Logger) {
-	buf := make([]byte, 64<<10)
+	// Most devices never upload, and this Read waits for the whole
+	// connection: a datagram's worth is all it holds (the store then reads
+	// in its own chunks), not 64 KiB per device.
+	buf := make([]byte, 2048)
 	n, err := conn.Read(buf)
 	if n == 0 {
 		return // no upload: the connection ended (EOF: the agent sent only updates)
