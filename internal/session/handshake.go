@@ -191,6 +191,9 @@ func (s *Session) drainTLS() {
 		e := sec.conn.NextEvent()
 		switch e.Kind {
 		case tls.QUICNoEvent:
+			if sec.done && !s.client {
+				s.serverDone()
+			}
 			return
 		case tls.QUICSetReadSecret, tls.QUICSetWriteSecret:
 			k, err := seal.New(e.Suite, e.Data)
@@ -324,6 +327,28 @@ func (s *Session) confirm() {
 	}
 }
 
+// serverDone drops what a server's handshake needed and its connection
+// does not, once TLS has completed and handed over its last bytes (the
+// session ticket, queued at levelApp): the TLS state machine itself
+// (crypto/tls keeps its handshake buffers, transcript and record-layer
+// ciphers as long as the QUICConn lives, several KiB a connection), the
+// reassembly of the client's flights, our flight 2 kept for
+// retransmission (the client's Finished proves it has all of it), and the
+// handshake write keys (the Accept and everything after go under the
+// application keys). The handshake read keys stay until the handshake is
+// confirmed (confirm): a client that did not hear our Accept resends its
+// Finished under them, and a repeated Finished is what resends the Accept.
+// A monitor holds thousands of connections whose clients send nothing for
+// a while after the handshake, which would keep all of this until their
+// first 1-RTT packet.
+func (s *Session) serverDone() {
+	sec := s.sec
+	s.releaseTLS()
+	sec.hsWrite = nil
+	sec.in = [numLevels]cryptoIn{}
+	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
+}
+
 // releaseTLS drops the TLS state machine (and stops its handshake
 // goroutine if it still runs).
 func (s *Session) releaseTLS() {
@@ -375,8 +400,10 @@ func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byt
 		sec.sendLevel = lvl
 		b := wire.AppendCrypto(s.header(buf, wallUS, wire.TypeCrypto, 0, 0), &wire.Crypto{Offset: int64(o.sent), Data: o.data[o.sent : o.sent+n]})
 		o.sent += n
-		if lvl == levelApp && !o.pending() && !s.client && sec.confirmed {
-			defer s.releaseTLS()
+		if lvl == levelApp && !o.pending() && !s.client {
+			// The session ticket has gone (its bytes are in b): a
+			// server never resends it.
+			*o = cryptoOut{}
 		}
 		return b, true
 	}
