@@ -34,6 +34,7 @@ type Listener struct {
 	cfg           Config
 	ownsTransport bool // package Listen's: Close closes the Transport
 	maxConns      int
+	maxHandshakes int
 	loopbackFree  bool // loopback sources are exempt from the per-source limits
 
 	// The Transport's read loop only.
@@ -46,6 +47,11 @@ type Listener struct {
 	sources *sourceTable
 	ready   []*Conn // handshake complete, waiting for Accept
 	closed  bool
+
+	// handshakes counts the held connections whose handshake has not
+	// ended (entry.handshaking: it completed and was delivered, expired,
+	// or the connection ended); guarded by mu.
+	handshakes int
 
 	readySig  chan struct{} // ready may be non-empty
 	done      chan struct{} // closed by Close
@@ -65,6 +71,7 @@ func newListener(t *Transport, conf Config, stopNTP context.CancelFunc) *Listene
 		done:         make(chan struct{}),
 		stopNTP:      stopNTP,
 	}
+	l.maxHandshakes = t.maxHandshakes()
 	if !t.DisableRetry {
 		l.tokens = newRetryTokens(now)
 		l.tokenBuf = make([]byte, 0, retryTokenLen)
@@ -209,6 +216,8 @@ func (l *Listener) track(id, srvID uint64, from netip.AddrPort, src netip.Addr, 
 		return nil, err
 	}
 	l.held++
+	l.handshakes++
+	e.handshaking = true
 	e.timer = time.AfterFunc(l.cfg.HandshakeTimeout, func() { l.handshakeExpired(e) })
 	l.t.drv.start(c)
 	return e, nil
@@ -219,6 +228,13 @@ func (l *Listener) admit() error {
 	if l.held >= l.maxConns {
 		l.t.st.totalLimit.Add(1)
 		return errTotalLimit
+	}
+	if l.handshakes >= l.maxHandshakes {
+		// Each handshake in progress holds crypto/tls's state and
+		// goroutine: those of clients that never finish are bounded
+		// here. The client retries its Initial.
+		l.t.st.handshakeLimit.Add(1)
+		return errHandshakes
 	}
 	if len(l.ready) >= maxPendingAccept {
 		// The application is not keeping up: the client retries its
@@ -249,6 +265,7 @@ func (l *Listener) deliverIfOpen(e *entry) {
 	}
 	e.delivered.Store(true)
 	e.timer.Stop()
+	l.handshakeEnded(e)
 	l.ready = append(l.ready, e.c)
 	signal(l.readySig)
 }
@@ -260,6 +277,7 @@ func (l *Listener) handshakeExpired(e *entry) {
 	expired := !e.delivered.Load()
 	if expired {
 		e.delivered.Store(true) // never to be queued now
+		l.handshakeEnded(e)
 	}
 	l.mu.Unlock()
 	if !expired {
@@ -267,6 +285,15 @@ func (l *Listener) handshakeExpired(e *entry) {
 	}
 	l.t.st.handshakeTimeouts.Add(1)
 	e.c.abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
+}
+
+// handshakeEnded takes e out of the handshakes in progress, once; l.mu is
+// held.
+func (l *Listener) handshakeEnded(e *entry) {
+	if e.handshaking {
+		e.handshaking = false
+		l.handshakes--
+	}
 }
 
 // forget releases what a connection that ended held of the Listener.
@@ -277,6 +304,7 @@ func (l *Listener) forget(e *entry) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held--
+	l.handshakeEnded(e)
 	if e.src.IsValid() {
 		l.sources.release(e.src)
 	}

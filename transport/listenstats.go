@@ -31,6 +31,9 @@ type ListenerStats struct {
 	InitialsSourceLimit int64
 	InitialsRateLimited int64
 	InitialsBacklogFull int64
+	// InitialsHandshakeLimit: Initials dropped because MaxHandshakes
+	// handshakes were in progress.
+	InitialsHandshakeLimit int64
 	// HandshakeTimeouts: connections dropped because their handshake did
 	// not complete within HandshakeTimeout; Accept never saw them.
 	HandshakeTimeouts int64
@@ -60,12 +63,14 @@ type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
 	handshakeTimeouts, wrongAddress, noConnection, malformed                                  atomic.Int64
 	resetsSent, resetsRateLimited                                                             atomic.Int64
+	handshakeLimit                                                                            atomic.Int64
 }
 
 // Why admit refused an Initial.
 var (
 	errTotalLimit  = errors.New("connection limit")
 	errBacklogFull = errors.New("accept queue full")
+	errHandshakes  = errors.New("handshake limit")
 )
 
 // Stats returns a snapshot of the listener's counters.
@@ -81,6 +86,7 @@ func (l *Listener) Stats() ListenerStats {
 	st.InitialsSourceLimit = c.sourceLimit.Load()
 	st.InitialsRateLimited = c.rateLimited.Load()
 	st.InitialsBacklogFull = c.backlogFull.Load()
+	st.InitialsHandshakeLimit = c.handshakeLimit.Load()
 	st.HandshakeTimeouts = c.handshakeTimeouts.Load()
 	st.WrongAddress = c.wrongAddress.Load()
 	st.NoConnection = c.noConnection.Load()

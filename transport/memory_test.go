@@ -178,12 +178,16 @@ func (r memRun) measure(t *testing.T) memPer {
 		t.Fatal("client process not ready in 5 minutes")
 	}
 	switch r.mode {
-	case "idle":
+	case "idle", "keepalive":
 		require.Eventually(t, func() bool { return accepted() == r.n }, time.Minute, 10*time.Millisecond)
 		// The server's last flight (the Accept and its session ticket)
 		// has gone and TLS is released once the ticket is out; a
-		// connection is idle once its driver has nothing to send.
+		// connection is idle once its driver has nothing to send. With
+		// keep-alives every second, three rounds of them.
 		time.Sleep(500 * time.Millisecond)
+		if r.mode == "keepalive" {
+			time.Sleep(3 * time.Second)
+		}
 	case "halfopen":
 		require.Eventually(t, func() bool { return l.Stats().Connections == r.n }, time.Minute, 10*time.Millisecond)
 		time.Sleep(200 * time.Millisecond)
@@ -199,7 +203,7 @@ func (r memRun) measure(t *testing.T) memPer {
 	t.Logf("%s: %d clients, listener %+v: per client %v", r.mode, r.n, l.Stats(), per)
 	cancel()
 	<-acceptDone
-	if r.mode == "idle" {
+	if r.mode != "halfopen" {
 		require.Equal(t, r.n, accepted(), "every client stayed connected while measured")
 	} else {
 		require.Zero(t, accepted(), "no half-open handshake reached Accept")
@@ -241,9 +245,12 @@ func TestMemoryClients(t *testing.T) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 	}
 	switch mode {
-	case "idle":
+	case "idle", "keepalive":
 		// A socket per client (package Dial), as devices have.
 		cfg := Config{TLS: tlsConf, IdleTimeout: 10 * time.Minute, Linger: -1, HandshakeTimeout: time.Minute}
+		if mode == "keepalive" {
+			cfg.KeepAlive = time.Second
+		}
 		conns := make([]*Conn, n)
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 32)
@@ -337,12 +344,15 @@ func TestMeasureMemory(t *testing.T) {
 	if prof != "" {
 		runtime.MemProfileRate = 1 // every allocation: the profile's bytes are exact, not sampled
 	}
-	modes := []string{"idle", "halfopen"}
+	modes := []string{"idle", "keepalive", "halfopen"}
 	if m := os.Getenv("FRESH_MEM_MODE"); m != "" {
 		modes = []string{m}
 	}
 	for _, mode := range modes {
-		r := memRun{mode: mode, n: n, tr: &Transport{}, cfg: Config{IdleTimeout: 10 * time.Minute, HandshakeTimeout: 5 * time.Minute}}
+		r := memRun{mode: mode, n: n, tr: &Transport{MaxHandshakes: n}, cfg: Config{IdleTimeout: 10 * time.Minute, HandshakeTimeout: 5 * time.Minute}}
+		if mode == "keepalive" {
+			r.cfg.KeepAlive = time.Second
+		}
 		if prof != "" {
 			r.profile = prof + "-" + mode + ".pb.gz"
 		}

@@ -179,7 +179,10 @@ func (s *Session) Controller() cc.Controller { return s.controller() }
 
 // Policy is the update-rate regulator, for read-only inspection; its
 // NextSendTime tells a generate-at-will source when to sample.
-func (s *Session) Policy() acp.Policy { return s.policy }
+func (s *Session) Policy() acp.Policy {
+	_ = s.buildPolicy() // a policy that fails to build: nil
+	return s.policy
+}
 
 // ConnID is the session's connection ID.
 func (s *Session) ConnID() uint64 { return s.connID }
