@@ -126,10 +126,11 @@ type security struct {
 
 	early earlyState // 0-RTT keys (early.go)
 
-	sendLevel int  // the level of the Crypto frame poll just built
-	done      bool // TLS reports the handshake complete
-	confirmed bool // the handshake keys are gone
-	state     tls.ConnectionState
+	sendLevel int                 // the level of the Crypto frame poll just built
+	done      bool                // TLS reports the handshake complete
+	confirmed bool                // the handshake keys are gone
+	state     tls.ConnectionState // without the peer's certificates, which peer keeps
+	peer      peerCerts
 }
 
 // PrepareTLS is c as a session uses it: TLS 1.3 only, ALPN "fresh/1" if
@@ -236,6 +237,7 @@ func (s *Session) drainTLS() {
 		case tls.QUICHandshakeDone:
 			sec.done = true
 			sec.state = sec.conn.ConnectionState()
+			sec.peer.keep(&sec.state)
 			if !s.client {
 				// Flight 4: the Accept, and a session ticket for
 				// resumption if the configuration issues them, allowing
@@ -429,7 +431,9 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 	if s.sec == nil || !s.sec.done {
 		return tls.ConnectionState{}, false
 	}
-	return s.sec.state, true
+	st := s.sec.state
+	s.sec.peer.restore(&st)
+	return st, true
 }
 
 // isControl says which packet-number space a packet type numbers in:
