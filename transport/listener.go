@@ -265,6 +265,7 @@ func (l *Listener) deliverIfOpen(e *entry) {
 	}
 	e.delivered.Store(true)
 	e.timer.Stop()
+	e.timer = nil // not kept for the connection's life
 	l.handshakeEnded(e)
 	l.ready = append(l.ready, e.c)
 	signal(l.readySig)
@@ -298,11 +299,11 @@ func (l *Listener) handshakeEnded(e *entry) {
 
 // forget releases what a connection that ended held of the Listener.
 func (l *Listener) forget(e *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if e.timer != nil {
 		e.timer.Stop()
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.held--
 	l.handshakeEnded(e)
 	if e.src.IsValid() {
