@@ -110,6 +110,10 @@ type security struct {
 	in   [numLevels]cryptoIn
 
 	hsRead, hsWrite *seal.Keys
+	// The handshake read secret and its suite: after serverDone, hsRead
+	// is derived again from them only if the client repeats its Finished.
+	hsSecret []byte
+	hsSuite  uint16
 	// Application keys and key update (RFC 9001 §6): appRead[readPhase]
 	// opens the current phase, the other slot the previous one (late
 	// packets), nextRead the peer's next, derived on first need.
@@ -210,6 +214,7 @@ func (s *Session) drainTLS() {
 			switch lvl, _ := levelOf(e.Level); {
 			case lvl == levelHandshake && read:
 				sec.hsRead = k
+				sec.hsSecret, sec.hsSuite = append([]byte(nil), e.Data...), e.Suite
 			case lvl == levelHandshake:
 				sec.hsWrite = k
 			case lvl == levelApp && read:
@@ -320,7 +325,7 @@ func (s *Session) confirm() {
 		return
 	}
 	sec.confirmed = true
-	sec.hsRead, sec.hsWrite = nil, nil
+	sec.hsRead, sec.hsWrite, sec.hsSecret = nil, nil, nil
 	s.dropEarly()
 	sec.in[levelInitial], sec.in[levelHandshake] = cryptoIn{}, cryptoIn{}
 	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
@@ -335,18 +340,19 @@ func (s *Session) confirm() {
 // (crypto/tls keeps its handshake buffers, transcript and record-layer
 // ciphers as long as the QUICConn lives, several KiB a connection), the
 // reassembly of the client's flights, our flight 2 kept for
-// retransmission (the client's Finished proves it has all of it), and the
+// retransmission (the client's Finished proves it has all of it), the
 // handshake write keys (the Accept and everything after go under the
-// application keys). The handshake read keys stay until the handshake is
-// confirmed (confirm): a client that did not hear our Accept resends its
-// Finished under them, and a repeated Finished is what resends the Accept.
+// application keys) and the read keys' cipher state: only their secret
+// stays until the handshake is confirmed (confirm), for a client that did
+// not hear our Accept resends its Finished under them, and a repeated
+// Finished is what resends the Accept (unprotect derives them again then).
 // A monitor holds thousands of connections whose clients send nothing for
 // a while after the handshake, which would keep all of this until their
 // first 1-RTT packet.
 func (s *Session) serverDone() {
 	sec := s.sec
 	s.releaseTLS()
-	sec.hsWrite = nil
+	sec.hsRead, sec.hsWrite = nil, nil
 	sec.in = [numLevels]cryptoIn{}
 	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
 }
@@ -557,6 +563,12 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 	err := seal.ErrAuth
 	switch p := h.Epoch - wire.EpochApp0; {
 	case h.Epoch == wire.EpochHandshake:
+		if sec.hsRead == nil && sec.hsSecret != nil {
+			// A server that completed its handshake let the keys go
+			// (serverDone): the client repeats its Finished, so our
+			// Accept was lost, and this packet may be that Finished.
+			sec.hsRead, _ = seal.New(sec.hsSuite, sec.hsSecret)
+		}
 		if sec.hsRead != nil {
 			pt, err = sec.hsRead.Open(b, wire.HeaderLen, uint64(h.PN), control)
 		}

@@ -76,12 +76,12 @@ type Session struct {
 	oldest     clock.Mono // arrival of the oldest of them
 	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
 	ackNow     bool
+	answered   bool // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
 	in         recvStream
 	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting), smoothed …
 	echoMinRTT time.Duration // … and its minimum
 	inband     *clock.Inband // created with the first clock sample (clockEstimator)
 	lastHeard  clock.Mono
-	answered   bool   // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
 	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
 	inUpdGen   int64  // its generation time, sender wall µs
 	inUpdAge   time.Duration
