@@ -113,7 +113,6 @@ type security struct {
 	// The handshake read secret and its suite: after serverDone, hsRead
 	// is derived again from them only if the client repeats its Finished.
 	hsSecret []byte
-	hsSuite  uint16
 	// Application keys and key update (RFC 9001 §6): appRead[readPhase]
 	// opens the current phase, the other slot the previous one (late
 	// packets), nextRead the peer's next, derived on first need.
@@ -122,19 +121,23 @@ type security struct {
 	appWrite   *seal.Keys
 	writePhase uint8
 	readPhase  uint8
-	sealed     int64 // packets sealed with appWrite
-	updateAt   int64 // packets per key before a key update
+	// Small fields side by side (the struct stays in the 896-byte size
+	// class, TestSecurityFitsSizeClass): hsSecret's suite, and the
+	// handshake's progress.
+	hsSuite   uint16
+	sendLevel uint8 // the level of the Crypto frame poll just built
+	done      bool  // TLS reports the handshake complete
+	confirmed bool  // the handshake keys are gone
+	sealed    int64 // packets sealed with appWrite
+	updateAt  int64 // packets per key before a key update
 
 	replay [2]seal.ReplayWindow // data space, control space
 	ctlPN  int64                // next control packet number (ACK, Accept, Crypto, Close)
 
 	early earlyState // 0-RTT keys (early.go)
 
-	sendLevel int                 // the level of the Crypto frame poll just built
-	done      bool                // TLS reports the handshake complete
-	confirmed bool                // the handshake keys are gone
-	state     tls.ConnectionState // without the peer's certificates, which peer keeps
-	peer      peerCerts
+	state tls.ConnectionState // without the peer's certificates, which peer keeps
+	peer  peerCerts
 }
 
 // PrepareTLS is c as a session uses it: TLS 1.3 only, ALPN "fresh/1" if
@@ -405,7 +408,7 @@ func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byt
 			limit -= seal.Overhead
 		}
 		n := min(len(o.data)-o.sent, limit)
-		sec.sendLevel = lvl
+		sec.sendLevel = uint8(lvl)
 		b := wire.AppendCrypto(s.header(buf, wallUS, wire.TypeCrypto, 0, 0), &wire.Crypto{Offset: int64(o.sent), Data: o.data[o.sent : o.sent+n]})
 		o.sent += n
 		if lvl == levelApp && !o.pending() && !s.client {

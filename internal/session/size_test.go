@@ -17,3 +17,8 @@ import (
 func TestSessionFitsTwoKiB(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(Session{})+8, uintptr(2048), "Session is %d bytes", unsafe.Sizeof(Session{}))
 }
+
+// A session's TLS side, likewise in the 896-byte class.
+func TestSecurityFitsSizeClass(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(security{})+8, uintptr(896), "security is %d bytes", unsafe.Sizeof(security{}))
+}
