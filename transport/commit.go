@@ -76,6 +76,9 @@ func (c *Conn) Committed() int64 {
 func (c *Conn) WaitCommitted(ctx context.Context, n int64) error {
 	for {
 		c.mu.Lock()
+		if c.commitCh == nil {
+			c.commitCh = make(chan struct{})
+		}
 		got, closed, err, ch := c.s.Committed(), c.s.Closed(), c.s.Err(), c.commitCh
 		written, final := c.s.Written()
 		c.mu.Unlock()
@@ -100,8 +103,10 @@ func (c *Conn) WaitCommitted(ctx context.Context, n int64) error {
 func (c *Conn) notifyCommitLocked() {
 	if got := c.s.Committed(); got != c.commitSeen || c.s.Closed() {
 		c.commitSeen = got
-		close(c.commitCh)
-		c.commitCh = make(chan struct{})
+		if c.commitCh != nil { // a WaitCommitted waits
+			close(c.commitCh)
+			c.commitCh = nil
+		}
 	}
 }
 

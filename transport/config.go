@@ -307,9 +307,10 @@ func (c *Config) sessionConfig() session.Config {
 		newController = func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(name, mss) }
 		controllerName = name // a registry name, checked at Listen or Dial: the session may build it late
 	}
-	newPolicy := c.NewUpdatePolicy
+	newPolicy, policyName := c.NewUpdatePolicy, ""
 	if newPolicy == nil {
 		name, maxRate := c.UpdatePolicy, acp.Rate(c.MaxUpdateRate)
+		policyName = name // a name checked at Listen or Dial: the session may build it late
 		newPolicy = func(size cc.ByteCount) (acp.Policy, error) {
 			return acp.NewPolicy(name, acp.Config{UpdateSize: size, MaxRate: maxRate})
 		}
@@ -322,6 +323,7 @@ func (c *Config) sessionConfig() session.Config {
 		NewController:    newController,
 		ControllerName:   controllerName,
 		NewPolicy:        newPolicy,
+		PolicyName:       policyName,
 		TrustPeerClock:   c.TrustPeerClock,
 		StreamDSCP:       c.StreamDSCP.Code(),
 		UpdateDSCP:       c.UpdateDSCP.Code(),

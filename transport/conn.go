@@ -53,7 +53,7 @@ type Conn struct {
 	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
 	writeReady chan struct{} // send buffer space freed
 	updReady   chan struct{} // a fresher update arrived
-	commitCh   chan struct{} // closed and replaced when the peer's commit grows (commit.go)
+	commitCh   chan struct{} // closed and dropped when the peer's commit grows; made by a waiter (commit.go)
 	commitSeen int64         // the peer's commit when commitCh was last closed
 	opened     chan struct{} // closed when the handshake completes
 	readDL     deadline      // SetReadDeadline
@@ -105,11 +105,8 @@ func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) 
 		readReady:  make(chan struct{}, 1),
 		writeReady: make(chan struct{}, 1),
 		updReady:   make(chan struct{}, 1),
-		commitCh:   make(chan struct{}),
 		opened:     make(chan struct{}),
 		done:       make(chan struct{}),
-		readDL:     newDeadline(),
-		writeDL:    newDeadline(),
 		timerIdx:   -1,
 	}
 	c.paths.cur = peerAddr{netip.AddrPortFrom(peer.AddrPort().Addr().Unmap(), peer.AddrPort().Port()), peer}
@@ -555,14 +552,14 @@ func (e *dialError) Error() string {
 func (e *dialError) Unwrap() error { return e.err }
 
 // deadline is one of a Conn's deadlines: a channel closed when it passes,
-// which blocked calls select on (the pattern of net.Pipe).
+// which blocked calls select on (the pattern of net.Pipe). The channel is
+// made by the first call that needs it, so that a connection whose stream
+// is never read or written (a monitor's, which takes updates) holds none.
 type deadline struct {
 	mu      sync.Mutex
 	timer   *time.Timer
-	expired chan struct{} // closed when the deadline has passed
+	expired chan struct{} // closed when the deadline has passed; nil: none yet, not passed
 }
-
-func newDeadline() deadline { return deadline{expired: make(chan struct{})} }
 
 // set moves the deadline to t; the zero time clears it.
 func (d *deadline) set(t time.Time) {
@@ -572,24 +569,22 @@ func (d *deadline) set(t time.Time) {
 		<-d.expired // the timer fired: wait until its func closed the channel
 	}
 	d.timer = nil
-	passed := isClosed(d.expired)
+	passed := d.expired != nil && isClosed(d.expired)
 	if t.IsZero() {
 		if passed {
 			d.expired = make(chan struct{})
 		}
 		return
 	}
+	if passed || d.expired == nil {
+		d.expired = make(chan struct{})
+	}
 	if dur := time.Until(t); dur > 0 {
-		if passed {
-			d.expired = make(chan struct{})
-		}
 		ch := d.expired
 		d.timer = time.AfterFunc(dur, func() { close(ch) })
 		return
 	}
-	if !passed {
-		close(d.expired)
-	}
+	close(d.expired)
 }
 
 // wait returns the channel closed when the current deadline passes. A
@@ -597,6 +592,11 @@ func (d *deadline) set(t time.Time) {
 func (d *deadline) wait() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.expired == nil {
+		// Made here rather than left nil: a deadline set while the
+		// caller blocks must close what it selects on.
+		d.expired = make(chan struct{})
+	}
 	return d.expired
 }
 

@@ -34,6 +34,7 @@ type Listener struct {
 	cfg           Config
 	ownsTransport bool // package Listen's: Close closes the Transport
 	maxConns      int
+	maxHandshakes int
 	loopbackFree  bool // loopback sources are exempt from the per-source limits
 
 	// The Transport's read loop only.
@@ -48,6 +49,10 @@ type Listener struct {
 	closed  bool
 
 	hsLog hsLog // rate limit of the rejected handshakes' log lines
+	// handshakes counts the held connections whose handshake has not
+	// ended (entry.handshaking: it completed and was delivered, expired,
+	// or the connection ended); guarded by mu.
+	handshakes int
 
 	readySig  chan struct{} // ready may be non-empty
 	done      chan struct{} // closed by Close
@@ -67,6 +72,7 @@ func newListener(t *Transport, conf Config, stopNTP context.CancelFunc) *Listene
 		done:         make(chan struct{}),
 		stopNTP:      stopNTP,
 	}
+	l.maxHandshakes = t.maxHandshakes()
 	if !t.DisableRetry {
 		l.tokens = newRetryTokens(now)
 		l.tokenBuf = make([]byte, 0, retryTokenLen)
@@ -212,6 +218,8 @@ func (l *Listener) track(id, srvID uint64, from netip.AddrPort, src netip.Addr, 
 	}
 	l.held++
 	l.t.st.hsStarted.Add(1)
+	l.handshakes++
+	e.handshaking = true
 	e.timer = time.AfterFunc(l.cfg.HandshakeTimeout, func() { l.handshakeExpired(e) })
 	l.t.drv.start(c)
 	return e, nil
@@ -222,6 +230,13 @@ func (l *Listener) admit() error {
 	if l.held >= l.maxConns {
 		l.t.st.totalLimit.Add(1)
 		return errTotalLimit
+	}
+	if l.handshakes >= l.maxHandshakes {
+		// Each handshake in progress holds crypto/tls's state and
+		// goroutine: those of clients that never finish are bounded
+		// here. The client retries its Initial.
+		l.t.st.handshakeLimit.Add(1)
+		return errHandshakes
 	}
 	if len(l.ready) >= maxPendingAccept {
 		// The application is not keeping up: the client retries its
@@ -252,6 +267,8 @@ func (l *Listener) deliverIfOpen(e *entry) {
 	}
 	e.delivered.Store(true)
 	e.timer.Stop()
+	e.timer = nil // not kept for the connection's life
+	l.handshakeEnded(e)
 	l.ready = append(l.ready, e.c)
 	signal(l.readySig)
 }
@@ -263,6 +280,7 @@ func (l *Listener) handshakeExpired(e *entry) {
 	expired := !e.delivered.Load()
 	if expired {
 		e.delivered.Store(true) // never to be queued now
+		l.handshakeEnded(e)
 	}
 	l.mu.Unlock()
 	if !expired {
@@ -271,14 +289,22 @@ func (l *Listener) handshakeExpired(e *entry) {
 	e.c.abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
 }
 
+// handshakeEnded takes e out of the handshakes in progress, once; l.mu is
+// held.
+func (l *Listener) handshakeEnded(e *entry) {
+	if e.handshaking {
+		e.handshaking = false
+		l.handshakes--
+	}
+}
+
 // forget releases what a connection that ended held of the Listener and,
 // if it ended before its handshake completed, counts and logs that. It
 // runs once per connection (Conn.finish), so a failure is counted once
 // whatever ended it: the handshake timer, a TLS error, the peer or Close.
 func (l *Listener) forget(e *entry) {
-	if e.timer != nil {
-		e.timer.Stop()
-	}
+	// The connection's lock is released before the Listener's is taken:
+	// never both at once.
 	e.c.mu.Lock()
 	completed, err := e.c.handshakeDone, e.c.s.Err()
 	e.c.mu.Unlock()
@@ -287,7 +313,11 @@ func (l *Listener) forget(e *entry) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if e.timer != nil {
+		e.timer.Stop()
+	}
 	l.held--
+	l.handshakeEnded(e)
 	if e.src.IsValid() {
 		l.sources.release(e.src)
 	}

@@ -40,6 +40,9 @@ type ListenerStats struct {
 	HandshakesStarted   int64
 	HandshakesCompleted int64
 	HandshakeFailures   HandshakeFailures
+	// InitialsHandshakeLimit: Initials dropped because MaxHandshakes
+	// handshakes were in progress.
+	InitialsHandshakeLimit int64
 	// HandshakeTimeouts: connections dropped because their handshake did
 	// not complete within HandshakeTimeout; Accept never saw them. It is
 	// HandshakeFailures.Timeout, kept under its older name.
@@ -75,12 +78,14 @@ type listenerCounters struct {
 	// and when it ends without having completed it (Listener.forget).
 	hsStarted, hsCompleted atomic.Int64
 	hsFailed               [numHSReasons]atomic.Int64
+	handshakeLimit         atomic.Int64
 }
 
 // Why admit refused an Initial.
 var (
 	errTotalLimit  = errors.New("connection limit")
 	errBacklogFull = errors.New("accept queue full")
+	errHandshakes  = errors.New("handshake limit")
 )
 
 // Stats returns a snapshot of the listener's counters.
@@ -102,6 +107,7 @@ func (l *Listener) Stats() ListenerStats {
 		*p = c.hsFailed[r].Load()
 	}
 	st.HandshakeTimeouts = st.HandshakeFailures.Timeout
+	st.InitialsHandshakeLimit = c.handshakeLimit.Load()
 	st.WrongAddress = c.wrongAddress.Load()
 	st.NoConnection = c.noConnection.Load()
 	st.Malformed = c.malformed.Load()

@@ -23,7 +23,7 @@ func TestUpdatePolicyByNameOrHook(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig, "unknown names fail in the config")
 	cfg := testConfig(Config{UpdatePolicy: "fastest"})
 	_, err = newPolicy(&cfg)
-	require.ErrorIs(t, err, ErrInvalidConfig, "and when a session is built")
+	require.ErrorIs(t, err, ErrInvalidConfig, "and when a session builds it")
 
 	// The hook wins over the name and gets the datagram size.
 	var gotSize cc.ByteCount
@@ -56,7 +56,7 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 		return nil, err
 	}
 	defer s.Abort(ErrClosed) // ends its TLS handshake goroutine
-	return s.Policy(), nil
+	return s.BuildPolicy()   // a session builds a named one with its first update
 }
 
 // An update policy's name is not a congestion controller: Config{CC:

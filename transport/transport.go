@@ -73,6 +73,21 @@ type Transport struct {
 	// handshaking, waiting for Accept or accepted. An Initial beyond it is
 	// dropped and its client retries. Default 100,000.
 	MaxConnections int
+	// MaxHandshakes bounds the handshakes a Listener runs at once:
+	// connections admitted whose TLS handshake has not completed. A
+	// handshake in progress costs what a connection does and more: the
+	// handshake state crypto/tls keeps (about 25 KB of heap with mutual
+	// TLS) and the goroutine its QUIC API runs each handshake on (an 8 KB
+	// stack), both until the client sends its Finished or HandshakeTimeout
+	// passes. An Initial beyond it is dropped (ListenerStats.
+	// InitialsHandshakeLimit) and its client retries, as a TCP client
+	// does a SYN a full SYN queue dropped; connections that completed
+	// their handshake do not count. With Retry on, only clients that
+	// showed they receive at their address get this far. Default 1,000:
+	// 1,000 handshakes completing in a round trip each serve thousands of
+	// devices reconnecting at once, and at most about 33 MB are held by
+	// clients that never finish.
+	MaxHandshakes int
 	// MaxConnectionsPerSource bounds the connections of one source: one
 	// IPv4 address, or one IPv6 /64 (a subscriber's usual allocation,
 	// whose addresses one host can use freely). Default 1,024.
@@ -183,6 +198,8 @@ type entry struct {
 	src       netip.Addr  // the source it counts against; invalid if exempt
 	delivered atomic.Bool // handed to Accept's queue, or never to be
 	timer     *time.Timer // handshake timeout
+
+	handshaking bool // counted in the Listener's handshakes (MaxHandshakes)
 }
 
 // ErrTransportClosed is returned by Listen and Dial on a closed Transport.
@@ -195,6 +212,8 @@ func (t *Transport) validate() error {
 		return cfgerr.Field("transport.Transport.Conn", "nil: open a socket with ListenUDP or net.ListenUDP")
 	case t.MaxConnections < 0:
 		return cfgerr.Field("transport.Transport.MaxConnections", "%d is negative (0: the default)", t.MaxConnections)
+	case t.MaxHandshakes < 0:
+		return cfgerr.Field("transport.Transport.MaxHandshakes", "%d is negative (0: the default)", t.MaxHandshakes)
 	case t.MaxConnectionsPerSource < 0:
 		return cfgerr.Field("transport.Transport.MaxConnectionsPerSource", "%d is negative (0: the default)", t.MaxConnectionsPerSource)
 	case t.HandshakeRate < 0:
@@ -227,6 +246,14 @@ func (t *Transport) limits() (maxConns, perSource int, rate float64, burst int) 
 		burst = 100
 	}
 	return
+}
+
+// maxHandshakes is MaxHandshakes with its default.
+func (t *Transport) maxHandshakes() int {
+	if t.MaxHandshakes == 0 {
+		return 1000
+	}
+	return t.MaxHandshakes
 }
 
 // start sets the Transport up on its first Listen or Dial, with that

@@ -18,13 +18,18 @@ type AckRanges struct {
 
 // NewAckRanges keeps at most maxRanges ranges.
 func NewAckRanges(maxRanges int) AckRanges {
-	return AckRanges{r: make([]Range, 0, maxRanges+1), max: maxRanges, largest: cc.InvalidPacketNumber}
+	// The ranges are allocated with the first packet number: a
+	// connection that never receives an ack-eliciting packet holds none.
+	return AckRanges{max: maxRanges, largest: cc.InvalidPacketNumber}
 }
 
 // Insert records pn. It reports whether pn was a duplicate and whether it
 // arrived out of order (not the successor of the largest seen so far), which
 // is when a receiver should ACK at once (RFC 9000 §13.2.1).
 func (a *AckRanges) Insert(pn cc.PacketNumber) (dup, outOfOrder bool) {
+	if a.r == nil {
+		a.r = make([]Range, 0, a.max+1)
+	}
 	outOfOrder = a.largest != cc.InvalidPacketNumber && pn != a.largest+1
 	if pn > a.largest {
 		a.largest = pn

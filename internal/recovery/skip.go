@@ -31,19 +31,31 @@ const keepSkipped = 64
 
 // skipper picks the numbers to skip and remembers them, ascending.
 type skipper struct {
-	rng     *rand.ChaCha8 // nil: never skip
-	until   int           // packets to send before the next skip
+	rng     *rand.ChaCha8 // nil: not drawn from yet (see due)
+	seed    uint64
+	enabled bool
+	pre     int // packets sent before rng was made
+	until   int // packets to send before the next skip
 	skipped []cc.PacketNumber
 }
 
 // EnableSkipping makes the tracker skip packet numbers, at intervals drawn
 // from seed, which the peer must not know.
 func (t *Tracker) EnableSkipping(seed uint64) {
+	t.skip.seed, t.skip.enabled = seed, true
+}
+
+// start makes the generator and draws the first gap. It runs once the
+// first skipPeriod/2 packets have gone, which no gap is shorter than: the
+// generator's state (320 bytes) is not held by a connection that never
+// sends that many (a monitor's, whose device is quiet), and the numbers
+// skipped are those a generator made at EnableSkipping would skip.
+func (s *skipper) start() {
 	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
+	binary.LittleEndian.PutUint64(key[:], s.seed)
 	binary.LittleEndian.PutUint64(key[8:], 0x736b6970706e7321) // domain separation: "skippns!"
-	t.skip.rng = rand.NewChaCha8(key)
-	t.skip.until = t.skip.gap()
+	s.rng = rand.NewChaCha8(key)
+	s.until = s.gap() - s.pre
 }
 
 func (s *skipper) gap() int {
@@ -53,8 +65,15 @@ func (s *skipper) gap() int {
 // due reports whether the next packet number is to be skipped, counting
 // one packet sent otherwise.
 func (s *skipper) due() bool {
-	if s.rng == nil {
+	if !s.enabled {
 		return false
+	}
+	if s.rng == nil {
+		if s.pre < skipPeriod/2 {
+			s.pre++
+			return false
+		}
+		s.start()
 	}
 	if s.until > 0 {
 		s.until--

@@ -179,7 +179,20 @@ func (s *Session) Controller() cc.Controller { return s.controller() }
 
 // Policy is the update-rate regulator, for read-only inspection; its
 // NextSendTime tells a generate-at-will source when to sample.
-func (s *Session) Policy() acp.Policy { return s.policy }
+func (s *Session) Policy() acp.Policy {
+	p, _ := s.BuildPolicy() // a policy that fails to build: nil
+	return p
+}
+
+// BuildPolicy builds the update-rate policy if Config.PolicyName deferred
+// it (the first SendUpdate otherwise does) and returns it, or the error of
+// Config.NewPolicy.
+func (s *Session) BuildPolicy() (acp.Policy, error) {
+	if err := s.buildPolicy(); err != nil {
+		return nil, err
+	}
+	return s.policy, nil
+}
 
 // ConnID is the session's connection ID.
 func (s *Session) ConnID() uint64 { return s.connID }

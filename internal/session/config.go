@@ -41,6 +41,14 @@ type Config struct {
 	// NewPolicy builds the update-rate regulator; size is the update size
 	// (MaxDatagram), its acp.Config.UpdateSize. Default: the ACP regulator.
 	NewPolicy func(size cc.ByteCount) (acp.Policy, error)
+	// PolicyName, if set, is the name of the policies NewPolicy builds
+	// (an acp.PolicyNames entry the transport checked), and lets the
+	// session build its regulator when it first sends an update rather
+	// than in New, as ControllerName does for the controller: a monitor's
+	// connection, which only receives updates, then holds none (1.5 KiB
+	// for the ACP regulator). A NewPolicy that fails all the same fails
+	// that first SendUpdate.
+	PolicyName string
 
 	// TLS, if set, secures the session: a TLS 1.3 handshake (crypto/tls's
 	// QUIC API) authenticates the peer and every packet after it is

@@ -110,6 +110,9 @@ type security struct {
 	in   [numLevels]cryptoIn
 
 	hsRead, hsWrite *seal.Keys
+	// The handshake read secret and its suite: after serverDone, hsRead
+	// is derived again from them only if the client repeats its Finished.
+	hsSecret []byte
 	// Application keys and key update (RFC 9001 §6): appRead[readPhase]
 	// opens the current phase, the other slot the previous one (late
 	// packets), nextRead the peer's next, derived on first need.
@@ -118,18 +121,23 @@ type security struct {
 	appWrite   *seal.Keys
 	writePhase uint8
 	readPhase  uint8
-	sealed     int64 // packets sealed with appWrite
-	updateAt   int64 // packets per key before a key update
+	// Small fields side by side (the struct stays in the 896-byte size
+	// class, TestSecurityFitsSizeClass): hsSecret's suite, and the
+	// handshake's progress.
+	hsSuite   uint16
+	sendLevel uint8 // the level of the Crypto frame poll just built
+	done      bool  // TLS reports the handshake complete
+	confirmed bool  // the handshake keys are gone
+	sealed    int64 // packets sealed with appWrite
+	updateAt  int64 // packets per key before a key update
 
 	replay [2]seal.ReplayWindow // data space, control space
 	ctlPN  int64                // next control packet number (ACK, Accept, Crypto, Close)
 
 	early earlyState // 0-RTT keys (early.go)
 
-	sendLevel int  // the level of the Crypto frame poll just built
-	done      bool // TLS reports the handshake complete
-	confirmed bool // the handshake keys are gone
-	state     tls.ConnectionState
+	state tls.ConnectionState // without the peer's certificates, which peer keeps
+	peer  peerCerts
 }
 
 // PrepareTLS is c as a session uses it: TLS 1.3 only, ALPN "fresh/1" if
@@ -191,6 +199,9 @@ func (s *Session) drainTLS() {
 		e := sec.conn.NextEvent()
 		switch e.Kind {
 		case tls.QUICNoEvent:
+			if sec.done && !s.client {
+				s.serverDone()
+			}
 			return
 		case tls.QUICSetReadSecret, tls.QUICSetWriteSecret:
 			k, err := seal.New(e.Suite, e.Data)
@@ -206,6 +217,7 @@ func (s *Session) drainTLS() {
 			switch lvl, _ := levelOf(e.Level); {
 			case lvl == levelHandshake && read:
 				sec.hsRead = k
+				sec.hsSecret, sec.hsSuite = append([]byte(nil), e.Data...), e.Suite
 			case lvl == levelHandshake:
 				sec.hsWrite = k
 			case lvl == levelApp && read:
@@ -233,6 +245,7 @@ func (s *Session) drainTLS() {
 		case tls.QUICHandshakeDone:
 			sec.done = true
 			sec.state = sec.conn.ConnectionState()
+			sec.peer.keep(&sec.state)
 			if !s.client {
 				// Flight 4: the Accept, and a session ticket for
 				// resumption if the configuration issues them, allowing
@@ -315,13 +328,36 @@ func (s *Session) confirm() {
 		return
 	}
 	sec.confirmed = true
-	sec.hsRead, sec.hsWrite = nil, nil
+	sec.hsRead, sec.hsWrite, sec.hsSecret = nil, nil, nil
 	s.dropEarly()
 	sec.in[levelInitial], sec.in[levelHandshake] = cryptoIn{}, cryptoIn{}
 	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
 	if !s.client && !sec.out[levelApp].pending() {
 		s.releaseTLS()
 	}
+}
+
+// serverDone drops what a server's handshake needed and its connection
+// does not, once TLS has completed and handed over its last bytes (the
+// session ticket, queued at levelApp): the TLS state machine itself
+// (crypto/tls keeps its handshake buffers, transcript and record-layer
+// ciphers as long as the QUICConn lives, several KiB a connection), the
+// reassembly of the client's flights, our flight 2 kept for
+// retransmission (the client's Finished proves it has all of it), the
+// handshake write keys (the Accept and everything after go under the
+// application keys) and the read keys' cipher state: only their secret
+// stays until the handshake is confirmed (confirm), for a client that did
+// not hear our Accept resends its Finished under them, and a repeated
+// Finished is what resends the Accept (unprotect derives them again then).
+// A monitor holds thousands of connections whose clients send nothing for
+// a while after the handshake, which would keep all of this until their
+// first 1-RTT packet.
+func (s *Session) serverDone() {
+	sec := s.sec
+	s.releaseTLS()
+	sec.hsRead, sec.hsWrite = nil, nil
+	sec.in = [numLevels]cryptoIn{}
+	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
 }
 
 // releaseTLS drops the TLS state machine (and stops its handshake
@@ -372,11 +408,13 @@ func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byt
 			limit -= seal.Overhead
 		}
 		n := min(len(o.data)-o.sent, limit)
-		sec.sendLevel = lvl
+		sec.sendLevel = uint8(lvl)
 		b := wire.AppendCrypto(s.header(buf, wallUS, wire.TypeCrypto, 0, 0), &wire.Crypto{Offset: int64(o.sent), Data: o.data[o.sent : o.sent+n]})
 		o.sent += n
-		if lvl == levelApp && !o.pending() && !s.client && sec.confirmed {
-			defer s.releaseTLS()
+		if lvl == levelApp && !o.pending() && !s.client {
+			// The session ticket has gone (its bytes are in b): a
+			// server never resends it.
+			*o = cryptoOut{}
 		}
 		return b, true
 	}
@@ -402,7 +440,9 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 	if s.sec == nil || !s.sec.done {
 		return tls.ConnectionState{}, false
 	}
-	return s.sec.state, true
+	st := s.sec.state
+	s.sec.peer.restore(&st)
+	return st, true
 }
 
 // isControl says which packet-number space a packet type numbers in:
@@ -526,6 +566,12 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 	err := seal.ErrAuth
 	switch p := h.Epoch - wire.EpochApp0; {
 	case h.Epoch == wire.EpochHandshake:
+		if sec.hsRead == nil && sec.hsSecret != nil {
+			// A server that completed its handshake let the keys go
+			// (serverDone): the client repeats its Finished, so our
+			// Accept was lost, and this packet may be that Finished.
+			sec.hsRead, _ = seal.New(sec.hsSuite, sec.hsSecret)
+		}
 		if sec.hsRead != nil {
 			pt, err = sec.hsRead.Open(b, wire.HeaderLen, uint64(h.PN), control)
 		}

@@ -95,6 +95,19 @@ func TestTLSMutualAuthentication(t *testing.T) {
 	require.True(t, ok)
 	require.Len(t, st.PeerCertificates, 1)
 	require.Equal(t, "localhost", st.PeerCertificates[0].Subject.CommonName)
+	// The verified chain runs from that certificate to the CA.
+	require.Len(t, st.VerifiedChains, 1)
+	require.Len(t, st.VerifiedChains[0], 2)
+	require.Same(t, st.PeerCertificates[0], st.VerifiedChains[0][0])
+	require.True(t, st.VerifiedChains[0][1].IsCA)
+	// Between calls the session keeps the certificate's DER, not its
+	// parsed form (peercerts.go), and each call parses it afresh.
+	require.Nil(t, p.Srv.sec.state.PeerCertificates)
+	require.Nil(t, p.Srv.sec.state.VerifiedChains)
+	require.Equal(t, st.PeerCertificates[0].Raw, p.Srv.sec.peer.der[0])
+	again, _ := p.Srv.TLSState()
+	require.NotSame(t, st.PeerCertificates[0], again.PeerCertificates[0])
+	require.True(t, again.PeerCertificates[0].Equal(st.PeerCertificates[0]))
 }
 
 // Losing the first copy of every handshake datagram only costs time.
@@ -319,4 +332,33 @@ func TestTLSReleasedWhenHandshakeEnds(t *testing.T) {
 		require.True(t, s.Closed())
 		require.Nil(t, s.sec.conn)
 	})
+}
+
+// A server lets go of what only the handshake needed as soon as TLS
+// completes, before the handshake is confirmed: a monitor's device may
+// send nothing for a while after its Finished, and until its first 1-RTT
+// packet the server would otherwise hold crypto/tls's state machine, its
+// flight 2 and the reassembly buffers. The handshake read secret stays,
+// for a Finished the client repeats because our Accept was lost
+// (TestTLSHandshakeSurvivesLoss loses the Accept).
+func TestTLSServerReleasesHandshakeStateAtCompletion(t *testing.T) {
+	srv := secure(t)
+	srv.TLS.ClientAuth = tls.RequireAndVerifyClientCert
+	srv.TLS.ClientCAs = srv.TLS.RootCAs
+	p := NewPair(t, secure(t), srv, Link{})
+	p.Run(100 * time.Millisecond)
+	require.True(t, p.Cli.Opened())
+	require.True(t, p.Srv.Opened())
+	sec := p.Srv.sec
+	require.False(t, sec.confirmed, "the client sent no 1-RTT packet: the handshake is not confirmed at the server")
+	require.Nil(t, sec.conn, "TLS released")
+	require.Nil(t, sec.hsWrite)
+	require.Nil(t, sec.hsRead)
+	require.NotEmpty(t, sec.hsSecret, "kept to read a repeated Finished")
+	for lvl := range numLevels {
+		require.Nil(t, sec.out[lvl].data, "level %d: flight kept", lvl)
+		require.Nil(t, sec.in[lvl].frags, "level %d", lvl)
+	}
+	_, ok := p.Srv.TLSState()
+	require.True(t, ok)
 }

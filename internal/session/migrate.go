@@ -284,7 +284,7 @@ func (s *Session) resetPath(sample time.Duration) {
 	s.tr.RTT().Update(sample)
 	s.echoRTT, s.echoMinRTT = 0, 0
 	s.pacer = pacer.Pacer{}
-	s.policy.SeedRTT(sample)
+	s.seedRTT(sample)
 	s.restartPMTU()
 }
 

@@ -48,7 +48,8 @@ type Session struct {
 	// Sender side.
 	tr        *recovery.Tracker
 	ctl       cc.Controller // the stream's window controller
-	policy    acp.Policy    // the update-rate regulator
+	policy    acp.Policy    // the update-rate regulator; nil until needed (buildPolicy)
+	rttSeed   time.Duration // the first RTT seed, for a policy not built yet
 	owd       owdStats      // Stats' OWD when the controller keeps none
 	owdGuard  owdGuard      // screens the peer's OWD samples
 	out       sendStream
@@ -67,20 +68,20 @@ type Session struct {
 
 	// Receiver side.
 	ranges     recovery.AckRanges
-	acksSent   [16]ackSent // the latest ACKs sent, a ring (ackSentAt)
+	acksSent   *ackRing // the latest ACKs sent (nil until one is: ackRing)
 	ackSentAt  int
-	samples    [wire.MaxAckSamples]wire.OWDSample
+	samples    *ackSamples // the next ACK's OWD samples (nil until one: ackSamples)
 	nSamples   int
 	elicited   int        // ack-eliciting packets not yet acknowledged
 	oldest     clock.Mono // arrival of the oldest of them
 	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
 	ackNow     bool
+	answered   bool // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
 	in         recvStream
 	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting), smoothed …
 	echoMinRTT time.Duration // … and its minimum
 	inband     *clock.Inband // created with the first clock sample (clockEstimator)
 	lastHeard  clock.Mono
-	answered   bool   // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
 	inUpd      []byte // newest update delivered, not yet read by the app (grown on first use)
 	inUpdGen   int64  // its generation time, sender wall µs
 	inUpdAge   time.Duration
@@ -115,6 +116,31 @@ type Session struct {
 	trace *tracing // the connection trace; nil: off (trace.go)
 
 	lostFn func(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) // s.lost, bound once
+}
+
+// The receiver's ACK bookkeeping, apart from the Session (which it would
+// take from 2 KiB to 3 KiB, as the allocator rounds) and each allocated on
+// first need: the latest ACKs sent, once an ACK is, and the OWD samples of
+// the next ACK, once a packet that carries one (data, an update) arrives.
+// A monitor's connection whose device is quiet after its handshake holds
+// neither, one that only exchanges keep-alive PINGs the first.
+type (
+	ackRing    [16]ackSent // the latest ACKs sent (ackSentAt)
+	ackSamples [wire.MaxAckSamples]wire.OWDSample
+)
+
+func (s *Session) ackRing() *ackRing {
+	if s.acksSent == nil {
+		s.acksSent = new(ackRing)
+	}
+	return s.acksSent
+}
+
+func (s *Session) ackSamples() *ackSamples {
+	if s.samples == nil {
+		s.samples = new(ackSamples)
+	}
+	return s.samples
 }
 
 // ackSent is what one ACK acknowledged: once the peer echoes its stamp
@@ -172,12 +198,11 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 			return nil, err
 		}
 	}
-	pol, err := cfg.NewPolicy(cc.ByteCount(cfg.MaxDatagram))
-	if err == nil && pol == nil {
-		err = errors.New("NewPolicy returned no policy")
-	}
-	if err != nil {
-		return nil, cfgerr.Wrap("transport.Config.NewUpdatePolicy", err)
+	var pol acp.Policy // built on first need (buildPolicy) when named
+	if cfg.PolicyName == "" {
+		if pol, err = newPolicy(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	s := &Session{
 		cfg: cfg, connID: connID, client: client, srvID: cfg.ServerConnID,
@@ -211,6 +236,47 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 	s.in.limitGaps(cfg.MaxStreamGaps)
 	s.tr.EnableSkipping(skipSeed(cfg.Seed, connID, client))
 	return s, nil
+}
+
+func newPolicy(cfg *Config) (acp.Policy, error) {
+	pol, err := cfg.NewPolicy(cc.ByteCount(cfg.MaxDatagram))
+	if err == nil && pol == nil {
+		err = errors.New("NewPolicy returned no policy")
+	}
+	if err != nil {
+		return nil, cfgerr.Wrap("transport.Config.NewUpdatePolicy", err)
+	}
+	return pol, nil
+}
+
+// buildPolicy builds the update-rate policy on first need, when
+// Config.PolicyName allowed New to defer it, seeded with the RTT seen so
+// far (seedRTT).
+func (s *Session) buildPolicy() error {
+	if s.policy != nil {
+		return nil
+	}
+	pol, err := newPolicy(&s.cfg)
+	if err != nil {
+		return err
+	}
+	if s.rttSeed > 0 {
+		pol.SeedRTT(s.rttSeed)
+	}
+	s.policy = pol
+	return nil
+}
+
+// seedRTT hands the policy an RTT sample to start from until updates give
+// it its own (acp.Policy.SeedRTT); a policy not built yet gets the first
+// one when it is.
+func (s *Session) seedRTT(rtt time.Duration) {
+	switch {
+	case s.policy != nil:
+		s.policy.SeedRTT(rtt)
+	case s.rttSeed == 0:
+		s.rttSeed = rtt
+	}
 }
 
 func newController(cfg *Config) (cc.Controller, error) {
@@ -370,7 +436,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			// The handshake's RTT (against the latest Initial: the Accept
 			// may answer an earlier one, which only overestimates) seeds
 			// the update regulator until updates give it samples.
-			s.policy.SeedRTT(now.Sub(s.hsSent))
+			s.seedRTT(now.Sub(s.hsSent))
 		}
 	case wire.TypeData:
 		var d wire.Data
@@ -554,9 +620,9 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 		s.ackNow = true // the peer may not have our ACK
 		return
 	}
-	if h.Type != wire.TypePing && s.nSamples < len(s.samples) {
+	if h.Type != wire.TypePing && s.nSamples < wire.MaxAckSamples {
 		owd, _ := s.OWDEstimate(h.Timestamp, wallUS)
-		s.samples[s.nSamples] = wire.OWDSample{PN: h.PN, OWDMicros: int32(max(min(owd.Microseconds(), 1<<31-1), -1<<31))}
+		s.ackSamples()[s.nSamples] = wire.OWDSample{PN: h.PN, OWDMicros: int32(max(min(owd.Microseconds(), 1<<31-1), -1<<31))}
 		s.nSamples++
 	}
 	if s.elicited == 0 {
@@ -664,7 +730,7 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 			rtt -= delay
 		}
 		s.tr.RTT().Update(rtt)
-		s.policy.SeedRTT(rtt)
+		s.seedRTT(rtt)
 	}
 	acked := false
 	for i := a.NRanges - 1; i >= 0; i-- {
@@ -798,6 +864,9 @@ func (s *Session) close() {
 func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error {
 	if len(payload) > s.cfg.MaxUpdatePayload() {
 		return fmt.Errorf("%w: %d > %d bytes", ErrUpdateTooLarge, len(payload), s.cfg.MaxUpdatePayload())
+	}
+	if err := s.buildPolicy(); err != nil {
+		return err
 	}
 	if s.updFresh {
 		s.st.UpdatesSuperseded++
@@ -981,6 +1050,9 @@ func (s *Session) header(buf []byte, wallUS int64, t wire.Type, flags uint8, pn 
 // this, every ACK after 16 gaps would carry all 16 ranges (288 bytes of
 // them) for the rest of the connection, a real load on a thin ACK path.
 func (s *Session) forgetAcked(t3 int64) {
+	if s.acksSent == nil {
+		return // no ACK sent yet
+	}
 	for _, a := range s.acksSent {
 		if a.stamp == t3 && a.largest != cc.InvalidPacketNumber {
 			s.ranges.Forget(a.largest)
@@ -996,7 +1068,9 @@ func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 		a.Ranges[i] = wire.AckRange{Largest: int64(r.Hi), Smallest: int64(r.Lo)}
 		a.NRanges = i + 1
 	}
-	a.NSamples = copy(a.Samples[:], s.samples[:s.nSamples])
+	if s.nSamples > 0 {
+		a.NSamples = copy(a.Samples[:], s.samples[:s.nSamples])
+	}
 	if s.elicited > 0 {
 		a.DelayMicros = uint32(min(now.Sub(s.oldest).Microseconds(), 1<<32-1))
 	}
@@ -1012,8 +1086,9 @@ func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 		flags = wire.FlagSynced
 	}
 	s.nSamples, s.elicited, s.ackAt, s.ackNow = 0, 0, 0, false
-	s.acksSent[s.ackSentAt] = ackSent{stamp: wallUS, largest: s.ranges.Largest()}
-	s.ackSentAt = (s.ackSentAt + 1) % len(s.acksSent)
+	ring := s.ackRing()
+	ring[s.ackSentAt] = ackSent{stamp: wallUS, largest: s.ranges.Largest()}
+	s.ackSentAt = (s.ackSentAt + 1) % len(ring)
 	return wire.AppendAck(s.header(buf, wallUS, wire.TypeAck, flags, 0), &a)
 }
 

@@ -87,7 +87,7 @@ func (s *Session) Stats(now clock.Mono) Stats {
 		ib := s.inband.Status()
 		st.ClockOffset, st.ClockSynced = ib.Offset, ib.Synced && !s.cfg.NoInband
 	}
-	st.UpdateRate = float64(s.policy.Rate())
+	st.UpdateRate = s.updateRate()
 	st.PathDead = s.PathDead()
 	st.DatagramSize = s.pmtu.size
 	st.PMTUProbesSent, st.PMTUProbesLost, st.PMTUBlackHoles = s.pmtu.sent, s.pmtu.lost, s.pmtu.blackHole
@@ -124,3 +124,21 @@ type freshMetricsKey struct {
 }
 
 var freshMetrics sync.Map // freshMetricsKey → cc.Metrics
+
+// updateRate is the policy's rate; for one not built yet (see
+// Config.PolicyName), the rate a fresh one would start at with the RTT
+// seen so far. Building one to ask costs a Stats call what it costs New;
+// keeping it would cost every monitor's connection its regulator.
+func (s *Session) updateRate() float64 {
+	if s.policy != nil {
+		return float64(s.policy.Rate())
+	}
+	pol, err := newPolicy(&s.cfg)
+	if err != nil {
+		return 0
+	}
+	if s.rttSeed > 0 {
+		pol.SeedRTT(s.rttSeed)
+	}
+	return float64(pol.Rate())
+}
