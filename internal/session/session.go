@@ -57,13 +57,13 @@ type Session struct {
 	pacer     pacer.Pacer // spaces the stream packets at the controller's rate
 	pmtu      pmtu        // the datagram size (path MTU discovery, pmtu.go)
 	echo      wire.Echo   // latest ACK's T3 and its arrival T4
-	probe     bool        // send a PING (RTO, or flow-control probe)
 	probeAt   clock.Mono  // next flow-control probe when blocked
 	lastSent  clock.Mono  // last ack-eliciting packet sent (keep-alive)
 	updBuf    []byte      // freshest unsent update (grown on first use) …
 	updGen    int64       // … its generation time, local wall µs …
 	updMono   clock.Mono  // … and on the monotonic clock
 	updFresh  bool
+	probe     bool       // send a PING (RTO, or flow-control probe); beside updFresh: no padding of its own
 	updSentAt clock.Mono // when the last update went out
 
 	// Receiver side.
