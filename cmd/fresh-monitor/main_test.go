@@ -145,6 +145,7 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	require.Greater(t, m[`fresh_store_write_seconds_sum{store="kv"}`], 0.0)
 	require.Equal(t, 0.0, m[`fresh_store_errors_total{store="kv"}`])
 	require.Contains(t, m, `fresh_initials_dropped_total{reason="bad_token"}`)
+	require.Contains(t, m, `fresh_initials_dropped_total{reason="handshake_limit"}`)
 	require.Contains(t, m, `fresh_datagrams_dropped_total{reason="malformed"}`)
 	require.Contains(t, m, "fresh_retries_sent_total")
 	require.Contains(t, m, "fresh_handshake_timeouts_total")
