@@ -185,7 +185,7 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("monitor certificate: %w", err)
 		}
-		files = append(files, file{"ca.pem", ca.certPEM, 0o644}, file{"ca-key.pem", caKey, 0o600},
+		files = append(files, file{"ca.pem", ca.certPEM(), 0o644}, file{"ca-key.pem", caKey, 0o600},
 			file{"monitor.pem", monCert, 0o644}, file{"monitor-key.pem", monKey, 0o600})
 		if !fleet {
 			agCert, agKey, err := ca.issue(*agentName)
@@ -201,7 +201,7 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("agent %s: %w", n, err)
 		}
 		d := filepath.Join("agents", n)
-		files = append(files, file{filepath.Join(d, "ca.pem"), ca.certPEM, 0o644},
+		files = append(files, file{filepath.Join(d, "ca.pem"), ca.certPEM(), 0o644},
 			file{filepath.Join(d, "agent.pem"), c, 0o644}, file{filepath.Join(d, "agent-key.pem"), k, 0o600})
 	}
 	for _, f := range files {

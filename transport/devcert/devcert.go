@@ -14,6 +14,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"sync"
@@ -53,6 +55,9 @@ func NewCA(name string) (*CA, error) {
 	return &CA{Cert: cert, key: key, DER: der}, nil
 }
 
+// serial is a random 62-bit serial number (RFC 5280 §4.1.2.2: unique per
+// CA, at most 20 octets); random, so that certificates one CA signs in
+// separate runs (a CA loaded back with LoadCA) do not collide.
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	return n
@@ -65,11 +70,15 @@ func (ca *CA) Issue(name string, hosts ...string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	notAfter := time.Now().Add(10 * 365 * 24 * time.Hour)
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter // a chain is valid only while its CA is
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    time.Now().Add(-24 * time.Hour),
-		NotAfter:     time.Now().Add(10 * 365 * 24 * time.Hour),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
@@ -101,6 +110,64 @@ func (ca *CA) Pool() *x509.CertPool {
 // CertPEM is the CA certificate in PEM.
 func (ca *CA) CertPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.DER})
+}
+
+// KeyPEM is the CA's private key in PEM (PKCS #8), for a caller that keeps
+// the CA to sign more certificates later (LoadCA). Whoever holds it can
+// sign certificates every holder of the CA trusts: store it as a secret.
+func (ca *CA) KeyPEM() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// ErrKeyMismatch: LoadCA was given a key that is not the CA certificate's.
+var ErrKeyMismatch = errors.New("devcert: the key is not the CA certificate's")
+
+// LoadCA is the CA whose certificate and key CertPEM and KeyPEM wrote (or
+// an ECDSA CA of another's, its key PKCS #8 or SEC 1). It fails if the
+// certificate is not a CA's, the key is not its key, or it has expired.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	b, _ := pem.Decode(certPEM)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("devcert: no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("devcert: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, errors.New("devcert: the certificate is not a CA's")
+	}
+	if time.Now().After(cert.NotAfter) {
+		return nil, fmt.Errorf("devcert: the CA expired on %s", cert.NotAfter.Format(time.DateOnly))
+	}
+	k, _ := pem.Decode(keyPEM)
+	if k == nil {
+		return nil, errors.New("devcert: no PEM key")
+	}
+	var key any
+	switch k.Type {
+	case "PRIVATE KEY":
+		key, err = x509.ParsePKCS8PrivateKey(k.Bytes)
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(k.Bytes)
+	default:
+		return nil, fmt.Errorf("devcert: a PEM %q block, not a private key", k.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("devcert: %w", err)
+	}
+	ec, ok := key.(*ecdsa.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("devcert: a %T key: only ECDSA CAs are loaded", key)
+	}
+	if !ec.PublicKey.Equal(cert.PublicKey) {
+		return nil, ErrKeyMismatch
+	}
+	return &CA{Cert: cert, key: ec, DER: cert.Raw}, nil
 }
 
 // PEM encodes a certificate and its key as PEM (certificate, key).
