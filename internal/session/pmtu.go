@@ -52,7 +52,12 @@ import (
 // once a small packet sent since then has been acknowledged, with still
 // nothing full-size, does the next counted loss fall back. Into a fade
 // the PINGs are lost like the rest; when it ends the full-size packets
-// held in it are acknowledged and the count starts over.
+// held in it are acknowledged and the count starts over. Even then the
+// size does not fall yet: a queue that overflows as a fade's backlog
+// drains loses full-size packets sent after a small one crossed too, so
+// probes of the PLPMTU itself, each with a PING right behind it, confirm
+// the black hole (onBigLost): MAX_PROBES of them lost while their PINGs
+// cross. A full queue drops a probe and the PING behind it alike.
 //
 // Probe losses are not congestion (RFC 8899 §4.4: a lost probe must not
 // reduce the congestion window): the controller never sees a probe, sent,
@@ -77,13 +82,21 @@ type pmtu struct {
 	// gave it up with nothing sent after it acknowledged, before
 	// timedOutNext was sent; alone: it was all that timeout gave up. The
 	// ACK frames that follow settle it (onAckFrame).
-	probing      bool
-	timedOut     bool
-	alone        bool
-	timedOutNext cc.PacketNumber
-	probePN      cc.PacketNumber
-	probeLen     int
-	count        int // probes of cands[next] lost in a row (PROBE_COUNT)
+	probing  bool
+	timedOut bool
+	alone    bool
+	// confirming: the full-size losses meet the black-hole rule, and
+	// probes of the PLPMTU itself, each followed at once by a PING,
+	// decide it; probeConfirms says the outstanding probe is one of them,
+	// confirmLost counts those lost in a row. (Beside the bools above: in
+	// the padding before timedOutNext.)
+	confirming    bool
+	probeConfirms bool
+	confirmLost   uint8
+	timedOutNext  cc.PacketNumber
+	probePN       cc.PacketNumber
+	probeLen      int
+	count         int // probes of cands[next] lost in a row (PROBE_COUNT)
 
 	raiseAt clock.Mono // searchComplete: when to probe above again
 
@@ -175,6 +188,9 @@ func newPMTU(enabled bool, ceiling int) pmtu {
 // probeDue reports whether a probe should go out at now, and its size:
 // while searching, and once RAISE_TIMER has passed after a search.
 func (p *pmtu) probeDue(now clock.Mono) (int, bool) {
+	if p.enabled && p.confirming && !p.probing {
+		return p.size, true
+	}
 	if !p.enabled || p.probing || p.next >= len(p.cands) {
 		return 0, false
 	}
@@ -208,7 +224,8 @@ func (p *pmtu) nextTimeout(now clock.Mono) clock.Mono {
 
 // onProbeSent records the probe of size bytes sent as pn.
 func (p *pmtu) onProbeSent(pn cc.PacketNumber, size int) {
-	if p.state == pmtuSearchComplete {
+	p.probeConfirms = p.confirming && size == p.size
+	if p.state == pmtuSearchComplete && !p.probeConfirms {
 		p.state, p.count = pmtuSearching, 0 // RAISE_TIMER passed: a new search
 	}
 	p.probing, p.timedOut, p.probePN, p.probeLen = true, false, pn, size
@@ -222,6 +239,13 @@ func (p *pmtu) onProbeAcked(now clock.Mono, pn cc.PacketNumber) {
 		return
 	}
 	p.probing = false
+	if p.probeLen >= p.size {
+		p.clearSuspicion() // the path carries the PLPMTU after all
+	}
+	if p.probeConfirms {
+		p.probeConfirms = false
+		return
+	}
 	if p.probeLen > p.size {
 		p.setSize(p.probeLen)
 	}
@@ -298,6 +322,13 @@ func (p *pmtu) onAckFrame(now clock.Mono, a *wire.Ack) {
 func (p *pmtu) probeLostForSize(now clock.Mono) {
 	p.probing, p.timedOut = false, false
 	p.lost++
+	if p.probeConfirms {
+		p.probeConfirms = false
+		if p.confirmLost++; int(p.confirmLost) >= pmtuMaxProbes {
+			p.fallBack(now)
+		}
+		return
+	}
 	p.count++
 	if p.count >= pmtuMaxProbes {
 		p.count = 0
@@ -327,7 +358,14 @@ func (p *pmtu) big(n int) bool { return p.enabled && n > p.base }
 // the path: no black hole below it.
 func (p *pmtu) onBigAcked(pn cc.PacketNumber) {
 	p.bigAcked = max(p.bigAcked, pn)
+	p.clearSuspicion()
+}
+
+// clearSuspicion: a full-size packet crossed; whatever was counted
+// towards a black hole, and a confirmation under way, ends.
+func (p *pmtu) clearSuspicion() {
 	p.events, p.smallAcked, p.smallSent = 0, false, 0
+	p.confirming, p.confirmLost = false, 0
 }
 
 // suspect reports whether full-size losses are being counted (a black
@@ -346,9 +384,22 @@ func (p *pmtu) onSmallAcked(sent clock.Mono) {
 }
 
 // onBigLost counts the loss, detected at now, of a datagram larger than
-// BASE sent at sent as pn; it reports whether the path is now taken for
-// a black hole, in which case the PLPMTU is back at BASE and a new search
-// starts (RFC 8899 §5.2, state BASE then SEARCHING).
+// BASE sent at sent as pn. When the losses meet the black-hole rule it
+// starts the confirmation (confirming): probes of the PLPMTU, each with a
+// PING right behind it, until MAX_PROBES of them in a row are lost while
+// their PINGs cross (fallBack), or one arrives, or a full-size packet is
+// acknowledged (clearSuspicion). It reports whether it started one.
+//
+// Why the probes: data losses alone cannot tell a path that dropped its
+// MTU from a queue that overflowed. After a fade the backlog drains, a
+// small PING crosses the emptied queue, and the burst that follows
+// overflows it again: full-size packets sent after a small one that
+// crossed, lost, the rule met, on a path that carries 1452 bytes (a
+// drop-tail buffer on a cellular trace did exactly this). A probe and the
+// PING sent back to back meet the same queue, so a full queue drops both
+// or neither; only a path that drops by size keeps dropping the probe and
+// delivering the PING (RFC 8899 §4.3: confirm the black hole with a
+// probe of the PLPMTU).
 func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
 	if p.bigAcked != cc.InvalidPacketNumber && pn < p.bigAcked {
 		return false // a later full-size packet arrived: congestion, not MTU
@@ -361,22 +412,28 @@ func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
 	}
 	p.events++
 	p.eventAt = now
-	if p.events < pmtuBlackHoleEvents || !p.smallAcked || sent.Before(p.smallSent) {
+	if p.confirming || p.events < pmtuBlackHoleEvents || !p.smallAcked || sent.Before(p.smallSent) {
 		// Not yet; or nothing small crossed either: a fade; or this
 		// full-size packet left before the small one that crossed, so
 		// it may have been dropped by a queue that has drained since
-		// (congestion). Only a full-size packet sent after a small one
-		// got through, and lost while that one was not, tells the path
-		// from the queue.
+		// (congestion); or the probes are deciding already.
 		return false
 	}
-	p.events, p.smallAcked, p.smallSent = 0, false, 0
+	p.confirming, p.confirmLost = true, 0
+	return true
+}
+
+// fallBack: the confirmation probes vanished while their PINGs crossed:
+// a black hole. The PLPMTU is back at BASE and a new search starts (RFC
+// 8899 §5.2, state BASE then SEARCHING), below the size that vanished
+// until RAISE_TIMER has passed.
+func (p *pmtu) fallBack(now clock.Mono) {
+	p.clearSuspicion()
 	p.blackHole++
 	p.holeSize, p.holeUntil = p.size, now.Add(pmtuRaiseTimer)
 	p.setSize(p.base)
 	p.next, p.count, p.probing, p.timedOut = 0, 0, false, false
 	p.state = pmtuSearching
-	return true
 }
 
 // candidates is the probe sequence (for tests).
@@ -420,6 +477,9 @@ func (s *Session) pmtuTimeout(now clock.Mono) clock.Mono {
 func (s *Session) appendProbe(now clock.Mono, hdr func(wire.Type, uint8, cc.PacketNumber) []byte, size int) []byte {
 	pn := s.tr.OnSent(now, cc.ByteCount(size), kindPMTU, 0, 0)
 	s.pmtu.onProbeSent(pn, size)
+	if s.pmtu.probeConfirms {
+		s.probe = true // its small twin, right behind it (onBigLost)
+	}
 	s.lastSent = now
 	s.pacer.OnSent(now, cc.ByteCount(size), s.controller().PacingRate())
 	return wire.AppendPMTUProbe(hdr(wire.TypePMTUProbe, 0, pn), size-wire.HeaderLen-s.cfg.tagLen())

@@ -371,8 +371,49 @@ func TestPMTUBlackHoleNeedsAFullSizeLossAfterASmallCrossed(t *testing.T) {
 		"sent at 3.1 s, before the PING that crossed: the queue may have dropped it")
 	require.Equal(t, 1452, p.size)
 	require.True(t, p.onBigLost(at(5000), at(4100), 50),
-		"sent at 4.1 s, after the PING that crossed, and lost: a black hole")
-	require.Equal(t, pmtuBase, p.size)
+		"sent at 4.1 s, after the PING that crossed, and lost: a black hole, to be confirmed")
+	require.Equal(t, 1452, p.size, "not before the probes confirm it")
+
+	// The confirmation: probes of the PLPMTU (each with a PING behind it
+	// in the session). The first two lost for their size, the third as
+	// well: a black hole.
+	for i := range pmtuMaxProbes {
+		n, ok := p.probeDue(at(5000 + 100*i))
+		require.True(t, ok, "confirmation probe %d due", i)
+		require.Equal(t, 1452, n, "a probe of the PLPMTU itself")
+		p.onProbeSent(cc.PacketNumber(60+i), n)
+		require.True(t, p.probeConfirms)
+		require.Equal(t, 1452, p.size)
+		p.probeLostForSize(at(5050 + 100*i))
+	}
+	require.Equal(t, pmtuBase, p.size, "three confirmation probes lost while their PINGs crossed")
+	require.Equal(t, int64(1), p.blackHole)
+
+	// A confirmation probe that arrives ends it: a queue dropped the
+	// data, not the path.
+	p = newPMTU(true, 1452)
+	p.setSize(1452)
+	p.state = pmtuSearchComplete
+	for i, pn := range []cc.PacketNumber{10, 20, 30} {
+		p.onBigLost(at(1000*(i+1)), at(1000*(i+1)-500), pn)
+	}
+	p.onSmallAcked(at(3200))
+	require.True(t, p.onBigLost(at(5000), at(4100), 50))
+	for i := range pmtuMaxProbes - 1 {
+		n, _ := p.probeDue(at(5000))
+		p.onProbeSent(cc.PacketNumber(60+i), n)
+		p.probeLostForSize(at(5050))
+	}
+	n, ok := p.probeDue(at(5200))
+	require.True(t, ok)
+	p.onProbeSent(70, n)
+	p.onProbeAcked(at(5300), 70)
+	require.Equal(t, 1452, p.size)
+	require.Zero(t, p.blackHole)
+	require.False(t, p.confirming)
+	require.Equal(t, pmtuSearchComplete, p.state, "a confirmation probe is no new search")
+	_, ok = p.probeDue(at(5400))
+	require.False(t, ok, "nothing more to confirm")
 
 	// A full-size packet acknowledged in between clears the suspicion.
 	p = newPMTU(true, 1452)
