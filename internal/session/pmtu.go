@@ -139,10 +139,11 @@ const (
 	// pmtuRaiseTimer is RAISE_TIMER (RFC 8899 §5.1.1: 600 s).
 	pmtuRaiseTimer = 600 * time.Second
 	// pmtuBlackHoleEvents is how many full-size losses, with nothing
-	// full-size acknowledged in between, make a black hole, once a small
-	// packet sent since the first of them has crossed: the PING's ACK
-	// restarts the retransmission timer, so about 0.7 s of a bulk transfer
-	// into a path whose MTU fell (TestPMTUBlackHoleFallsBack), well before
+	// full-size acknowledged in between, make a black hole suspected (and
+	// confirmed by probes), once a small packet sent since the first of
+	// them has crossed: the PING's ACK restarts the retransmission timer,
+	// so about 0.9 s of a bulk transfer into a path whose MTU fell, the
+	// confirmation included (TestPMTUBlackHoleFallsBack), well before
 	// PathDeadTimeouts.
 	pmtuBlackHoleEvents = 3
 	// DefaultMaxDatagramPMTUD is the default ceiling of discovery (the
