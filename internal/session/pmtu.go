@@ -93,10 +93,15 @@ type pmtu struct {
 	confirming    bool
 	probeConfirms bool
 	confirmLost   uint8
-	timedOutNext  cc.PacketNumber
-	probePN       cc.PacketNumber
-	probeLen      int
-	count         int // probes of cands[next] lost in a row (PROBE_COUNT)
+	// queued: the latest RTT sample stood well above the minimum, so the
+	// bottleneck's queue held a backlog (onRTT); inconclusive (below,
+	// beside smallAcked: no padding of its own) counts the confirmation
+	// probes whose loss it left undecided.
+	queued       bool
+	timedOutNext cc.PacketNumber
+	probePN      cc.PacketNumber
+	probeLen     int
+	count        int // probes of cands[next] lost in a row (PROBE_COUNT)
 
 	raiseAt clock.Mono // searchComplete: when to probe above again
 
@@ -108,9 +113,10 @@ type pmtu struct {
 	// datagram of at most BASE sent since then was acknowledged, the
 	// latest of them sent at smallSent: the path carries small packets
 	// while full-size ones vanish.
-	suspectAt  clock.Mono
-	smallAcked bool
-	smallSent  clock.Mono
+	suspectAt    clock.Mono
+	smallAcked   bool
+	inconclusive uint8
+	smallSent    clock.Mono
 	// After a black hole, sizes at or above holeSize are not probed
 	// before holeUntil (RAISE_TIMER later): a path that drops large
 	// packets now and then changes size at most once per RAISE_TIMER.
@@ -325,6 +331,14 @@ func (p *pmtu) probeLostForSize(now clock.Mono) {
 	p.lost++
 	if p.probeConfirms {
 		p.probeConfirms = false
+		if p.queued && int(p.inconclusive) < pmtuMaxProbes {
+			// Its PING came back through a standing queue: a queue that
+			// limits bytes, nearly full, takes a PING and not 1452 bytes
+			// behind it. Probe again; only so many times, for a black
+			// hole on a path whose delay swings keeps them coming.
+			p.inconclusive++
+			return
+		}
 		if p.confirmLost++; int(p.confirmLost) >= pmtuMaxProbes {
 			p.fallBack(now)
 		}
@@ -362,11 +376,18 @@ func (p *pmtu) onBigAcked(pn cc.PacketNumber) {
 	p.clearSuspicion()
 }
 
+// onRTT notes whether an RTT sample shows a standing queue: above twice
+// the minimum and 20 ms more (a cellular path's jitter stays below that;
+// a drop-tail buffer that overflowed holds hundreds of milliseconds).
+func (p *pmtu) onRTT(rtt, minRTT time.Duration) {
+	p.queued = rtt > 2*minRTT && rtt-minRTT > 20*time.Millisecond
+}
+
 // clearSuspicion: a full-size packet crossed; whatever was counted
 // towards a black hole, and a confirmation under way, ends.
 func (p *pmtu) clearSuspicion() {
 	p.events, p.smallAcked, p.smallSent = 0, false, 0
-	p.confirming, p.confirmLost = false, 0
+	p.confirming, p.confirmLost, p.inconclusive = false, 0, 0
 }
 
 // suspect reports whether full-size losses are being counted (a black
@@ -420,7 +441,7 @@ func (p *pmtu) onBigLost(now, sent clock.Mono, pn cc.PacketNumber) bool {
 		// (congestion); or the probes are deciding already.
 		return false
 	}
-	p.confirming, p.confirmLost = true, 0
+	p.confirming, p.confirmLost, p.inconclusive = true, 0, 0
 	return true
 }
 

@@ -415,6 +415,34 @@ func TestPMTUBlackHoleNeedsAFullSizeLossAfterASmallCrossed(t *testing.T) {
 	_, ok = p.probeDue(at(5400))
 	require.False(t, ok, "nothing more to confirm")
 
+	// A probe lost while the RTT shows a standing queue decides nothing
+	// (a nearly full byte-limited queue takes the PING, not the probe),
+	// MAX_PROBES times at most: then losses count again, for a black hole
+	// on a path whose delay swings must still be found.
+	p = newPMTU(true, 1452)
+	p.setSize(1452)
+	for i, pn := range []cc.PacketNumber{10, 20, 30} {
+		p.onBigLost(at(1000*(i+1)), at(1000*(i+1)-500), pn)
+	}
+	p.onSmallAcked(at(3200))
+	require.True(t, p.onBigLost(at(5000), at(4100), 50))
+	p.onRTT(900*time.Millisecond, 60*time.Millisecond) // the PING waited behind a backlog
+	require.True(t, p.queued)
+	for i := range 2 * pmtuMaxProbes {
+		n, ok := p.probeDue(at(6000 + 100*i))
+		require.True(t, ok)
+		p.onProbeSent(cc.PacketNumber(80+i), n)
+		p.probeLostForSize(at(6050 + 100*i))
+		if i < 2*pmtuMaxProbes-1 {
+			require.Equal(t, 1452, p.size, "loss %d: %d undecided, then counted", i, pmtuMaxProbes)
+		}
+	}
+	require.Equal(t, pmtuBase, p.size)
+	p.onRTT(75*time.Millisecond, 60*time.Millisecond)
+	require.False(t, p.queued, "jitter is not a queue")
+	p.onRTT(70*time.Millisecond, 20*time.Millisecond)
+	require.True(t, p.queued)
+
 	// A full-size packet acknowledged in between clears the suspicion.
 	p = newPMTU(true, 1452)
 	p.setSize(1452)

@@ -731,6 +731,7 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 		}
 		s.tr.RTT().Update(rtt)
 		s.seedRTT(rtt)
+		s.pmtu.onRTT(rtt, s.tr.RTT().Min())
 	}
 	acked := false
 	for i := a.NRanges - 1; i >= 0; i-- {
