@@ -80,6 +80,61 @@ func get(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
+// started is a run of the command in this process, up and listening.
+type started struct {
+	stdout, stderr lockedBuffer
+	addr           string // the UDP address agents dial
+	metrics        string // the metrics base URL ("" with -metrics off)
+	cancel         context.CancelFunc
+	done           chan error
+}
+
+var (
+	listenLineRE  = regexp.MustCompile(`listening on (\S+) `)
+	metricsBaseRE = regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+)
+
+// startRun runs the command with args until stop (or the test's end) and
+// waits for its listening line.
+func startRun(t *testing.T, args ...string) *started {
+	t.Helper()
+	r := &started{done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- run(ctx, args, &r.stdout, &r.stderr) }()
+	t.Cleanup(cancel)
+	require.Eventually(t, func() bool { return listenLineRE.MatchString(r.stdout.String()) }, 20*time.Second, 10*time.Millisecond,
+		"no listening line: %s\n%s", r.stdout.String(), r.stderr.String())
+	out := r.stdout.String()
+	r.addr = listenLineRE.FindStringSubmatch(out)[1]
+	if m := metricsBaseRE.FindStringSubmatch(out); m != nil {
+		r.metrics = m[1]
+	}
+	return r
+}
+
+// stop ends the run as Ctrl-C does and requires a clean return.
+func (r *started) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+// devCAPool is the throwaway CA a run without -cert wrote into data.
+func devCAPool(t *testing.T, data string) *x509.CertPool {
+	t.Helper()
+	caPEM, err := os.ReadFile(filepath.Join(data, "dev-ca.pem"))
+	require.NoError(t, err, "the throwaway CA is written to -data")
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	return pool
+}
+
 // With no flags but addresses the command embeds JetStream, serves a
 // throwaway certificate whose CA it writes to -data, stores an agent's
 // updates and upload, and its /metrics shows the counters with their
@@ -87,27 +142,13 @@ func get(t *testing.T, url string) int {
 // write latency, drops by reason, and no per-device label.
 func TestRunStoresAndServesMetrics(t *testing.T) {
 	data := t.TempDir()
-	var stdout, stderr lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-pprof", "-data", data}, &stdout, &stderr)
-	}()
-	listenRE := regexp.MustCompile(`listening on (\S+) `)
-	metricsRE := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
-	require.Eventually(t, func() bool { return listenRE.MatchString(stdout.String()) }, 20*time.Second, 10*time.Millisecond,
-		"no listening line: %s\n%s", stdout.String(), stderr.String())
-	out := stdout.String()
+	r := startRun(t, "-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-pprof", "-data", data)
+	out := r.stdout.String()
 	require.Contains(t, out, "embedded NATS server with JetStream in "+data)
 	require.Contains(t, out, "no -cert/-key: serving a throwaway certificate")
-	addr := listenRE.FindStringSubmatch(out)[1]
-	base := metricsRE.FindStringSubmatch(out)[1]
-
-	caPEM, err := os.ReadFile(filepath.Join(data, "dev-ca.pem"))
-	require.NoError(t, err, "the throwaway CA is written to -data")
-	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	addr, base, stderr := r.addr, r.metrics, &r.stderr
+	pool := devCAPool(t, data)
+	ctx := context.Background()
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer dcancel()
 	conn, err := transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: pool, ServerName: "localhost"}})
@@ -185,13 +226,7 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	require.Contains(t, stderr.String(), "agent connected")
 	require.Contains(t, stderr.String(), "upload stored")
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return after its context ended")
-	}
+	r.stop(t)
 }
 
 // With -ca an agent without a certificate, and one with a certificate of
@@ -208,20 +243,10 @@ func TestRunCountsRejectedAgents(t *testing.T) {
 	for name, b := range map[string][]byte{"cert.pem": certPEM, "key.pem": keyPEM, "ca.pem": ca.CertPEM()} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
 	}
-	var stdout, stderr lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data"),
-			"-cert", filepath.Join(dir, "cert.pem"), "-key", filepath.Join(dir, "key.pem"), "-ca", filepath.Join(dir, "ca.pem")}, &stdout, &stderr)
-	}()
-	listenRE := regexp.MustCompile(`listening on (\S+) `)
-	metricsRE := regexp.MustCompile(`metrics at (http://\S+)/metrics`)
-	require.Eventually(t, func() bool { return listenRE.MatchString(stdout.String()) }, 20*time.Second, 10*time.Millisecond,
-		"no listening line: %s\n%s", stdout.String(), stderr.String())
-	addr := listenRE.FindStringSubmatch(stdout.String())[1]
-	base := metricsRE.FindStringSubmatch(stdout.String())[1]
+	r := startRun(t, "-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data"),
+		"-cert", filepath.Join(dir, "cert.pem"), "-key", filepath.Join(dir, "key.pem"), "-ca", filepath.Join(dir, "ca.pem"))
+	addr, base, stderr := r.addr, r.metrics, &r.stderr
+	ctx := context.Background()
 
 	other, err := devcert.NewCA("another fleet's CA")
 	require.NoError(t, err)
@@ -249,13 +274,7 @@ func TestRunCountsRejectedAgents(t *testing.T) {
 	require.Contains(t, logs, `reason=no_certificate err="transport: handshake failed: tls: client didn't provide a certificate"`)
 	require.Contains(t, logs, "reason=unknown_authority")
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return after its context ended")
-	}
+	r.stop(t)
 }
 
 func TestFlagErrorsAreUsageErrors(t *testing.T) {
@@ -438,24 +457,13 @@ func TestRunWithExternalNATS(t *testing.T) {
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 
 	data := t.TempDir()
-	var stdout, stderr lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-nats", ns.ClientURL(), "-metrics", "off", "-data", data,
-			"-kv-bucket", "latest-test"}, &stdout, &stderr)
-	}()
-	listenRE := regexp.MustCompile(`listening on (\S+) `)
-	require.Eventually(t, func() bool { return listenRE.MatchString(stdout.String()) }, 20*time.Second, 10*time.Millisecond,
-		"no listening line: %s\n%s", stdout.String(), stderr.String())
-	require.Contains(t, stdout.String(), "storing into the NATS server at")
-	require.NotContains(t, stdout.String(), "embedded NATS server")
-	addr := listenRE.FindStringSubmatch(stdout.String())[1]
-	caPEM, err := os.ReadFile(filepath.Join(data, "dev-ca.pem"))
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM(caPEM))
+	r := startRun(t, "-listen", "127.0.0.1:0", "-nats", ns.ClientURL(), "-metrics", "off", "-data", data,
+		"-kv-bucket", "latest-test")
+	require.Contains(t, r.stdout.String(), "storing into the NATS server at")
+	require.NotContains(t, r.stdout.String(), "embedded NATS server")
+	addr := r.addr
+	pool := devCAPool(t, data)
+	ctx := context.Background()
 	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer dcancel()
 	conn, err := transport.Dial(dctx, addr, transport.Config{TLS: &tls.Config{RootCAs: pool, ServerName: "localhost"}})
@@ -481,11 +489,5 @@ func TestRunWithExternalNATS(t *testing.T) {
 		e, err := kv.Get(ctx, keys[0])
 		return err == nil && strings.Contains(string(e.Value()), `"payload":"ZXh0ZXJuYWw="`) // base64 of "external"
 	}, 10*time.Second, 10*time.Millisecond, "the update is not in the external server's bucket")
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("run did not return after its context ended")
-	}
+	r.stop(t)
 }
