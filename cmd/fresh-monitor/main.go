@@ -219,7 +219,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
 	fs.BoolVar(&o.reusePort, "reuseport", false, "share -listen's port with other fresh-monitor processes (SO_REUSEPORT; the kernel spreads agents by address: see -steer)")
-	fs.IntVar(&o.serverID, "server-id", -1, "this process's server `ID` (0-255) in the connection IDs it gives out, distinct per process or host (for -steer or a CID-routing load balancer)")
+	fs.IntVar(&o.serverID, "server-id", -1, "this process's server `ID` (0-255) in the connection IDs it gives out, distinct per process or host (for -steer or a CID-routing load balancer; -1: none, IDs no load balancer routes)")
 	fs.StringVar(&o.steer, "steer", "", "route the shared port's datagrams to the process whose -server-id their connection ID names, with an eBPF program pinned in this bpffs `dir`ectory (Linux, root; implies -reuseport)")
 	fs.StringVar(&o.qlog, "qlog", os.Getenv(qlog.EnvDir), "write a qlog trace of every connection (for qvis) into `dir` (default $QLOGDIR; empty: off)")
 	if err := fs.Parse(args); err != nil {
