@@ -89,7 +89,7 @@ func TestStorageFailureThroughLoss(t *testing.T) {
 		err = cli.WaitCommitted(ctx, int64(len(data)))
 		cancel()
 		require.Error(t, err, "never nil")
-		require.Equal(t, int64(stored), cli.Committed(), "round %d", round)
+		require.Equal(t, int64(stored), cli.Committed(), "round %d: %v; client %+v", round, err, cli.Stats())
 		var ae *transport.ApplicationError
 		if errors.As(err, &ae) {
 			told++
