@@ -12,15 +12,18 @@ import (
 // BenchmarkLoopbackStream moves b.N datagram-sized writes through a real
 // connection on loopback: the whole stack, sockets and goroutines included.
 // Allocations are per datagram of stream payload.
-func BenchmarkLoopbackStream(b *testing.B) {
-	l, err := Listen("127.0.0.1:0", testConfig(Config{}))
+func BenchmarkLoopbackStream(b *testing.B) { benchLoopbackStream(b, testConfig(Config{})) }
+
+// benchLoopbackStream is BenchmarkLoopbackStream with both ends on cfg.
+func benchLoopbackStream(b *testing.B, cfg Config) {
+	l, err := Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, l.Addr().String(), testConfig(Config{}))
+	c, err := Dial(ctx, l.Addr().String(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,8 +31,8 @@ func BenchmarkLoopbackStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, _ := testConfig(Config{}).withDefaults()
-	chunk := make([]byte, cfg.MaxDatagram-wire.HeaderLen-wire.DataOverhead)
+	d, _ := cfg.withDefaults()
+	chunk := make([]byte, d.MaxDatagram-wire.HeaderLen-wire.DataOverhead)
 	done := make(chan int64)
 	go func() {
 		n, _ := io.Copy(io.Discard, s)
@@ -47,4 +50,5 @@ func BenchmarkLoopbackStream(b *testing.B) {
 	<-done
 	b.StopTimer()
 	c.Close()
+	s.Close()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
@@ -189,34 +187,5 @@ func TestQlogTracerErrorLeavesConnectionUp(t *testing.T) {
 // BenchmarkLoopbackStreamQlog is BenchmarkLoopbackStream with both ends
 // traced into qlog files: what tracing costs the whole stack.
 func BenchmarkLoopbackStreamQlog(b *testing.B) {
-	cfg := testConfig(Config{Tracer: qlog.DirTracer(b.TempDir())})
-	l, err := Listen("127.0.0.1:0", cfg)
-	require.NoError(b, err)
-	defer l.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, l.Addr().String(), cfg)
-	require.NoError(b, err)
-	s, err := l.Accept(ctx)
-	require.NoError(b, err)
-	d, _ := cfg.withDefaults()
-	chunk := make([]byte, d.MaxDatagram-wire.HeaderLen-wire.DataOverhead)
-	done := make(chan int64)
-	go func() {
-		n, _ := io.Copy(io.Discard, s)
-		done <- n
-	}()
-	b.SetBytes(int64(len(chunk)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := c.Write(chunk); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c.CloseWrite()
-	<-done
-	b.StopTimer()
-	c.Close()
-	s.Close()
+	benchLoopbackStream(b, testConfig(Config{Tracer: qlog.DirTracer(b.TempDir())}))
 }

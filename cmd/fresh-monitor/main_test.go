@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -423,18 +424,7 @@ func TestRunThreeAsACluster(t *testing.T) {
 		peers[r.Name] = true
 	}
 	require.Len(t, peers, 3, "a leader and two replicas: %+v", ci)
-	require.Eventually(t, func() bool {
-		kv, err := js.KeyValue(ctx, "fresh-latest")
-		if err != nil {
-			return false
-		}
-		keys, err := kv.Keys(ctx)
-		if err != nil || len(keys) != 1 {
-			return false
-		}
-		e, err := kv.Get(ctx, keys[0])
-		return err == nil && strings.Contains(string(e.Value()), `"payload":"Y2x1c3RlcmVk"`) // base64 of "clustered"
-	}, 10*time.Second, 10*time.Millisecond, "the update is not in the bucket read through another member")
+	requireOnlyRecord(t, js, "fresh-latest", "clustered", "the update is not in the bucket read through another member")
 	cancel()
 	for i, n := range nodes {
 		select {
@@ -476,18 +466,27 @@ func TestRunWithExternalNATS(t *testing.T) {
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
+	// No client certificate: the device is named by its address.
+	requireOnlyRecord(t, js, "latest-test", "external", "the update is not in the external server's bucket")
+	r.stop(t)
+}
+
+// requireOnlyRecord waits until bucket holds one key, whose record's
+// payload is payload.
+func requireOnlyRecord(t *testing.T, js jetstream.JetStream, bucket, payload, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	want := `"payload":"` + base64.StdEncoding.EncodeToString([]byte(payload)) + `"`
 	require.Eventually(t, func() bool {
-		kv, err := js.KeyValue(ctx, "latest-test")
+		kv, err := js.KeyValue(ctx, bucket)
 		if err != nil {
 			return false
 		}
-		// No client certificate: the device is named by its address.
 		keys, err := kv.Keys(ctx)
 		if err != nil || len(keys) != 1 {
 			return false
 		}
 		e, err := kv.Get(ctx, keys[0])
-		return err == nil && strings.Contains(string(e.Value()), `"payload":"ZXh0ZXJuYWw="`) // base64 of "external"
-	}, 10*time.Second, 10*time.Millisecond, "the update is not in the external server's bucket")
-	r.stop(t)
+		return err == nil && strings.Contains(string(e.Value()), want)
+	}, 10*time.Second, 10*time.Millisecond, msg)
 }
