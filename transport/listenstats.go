@@ -64,6 +64,15 @@ type ListenerStats struct {
 	// found Transport.StatelessResetRate used up.
 	StatelessResetsSent        int64
 	StatelessResetsRateLimited int64
+	// StatelessResetsWithheld: datagrams for no connection held whose
+	// connection ID is not one this Transport issues (another ServerID's,
+	// or a client's own), which draw no reset: only the server that issued
+	// an ID may say its connection is gone, since it alone may hold it (RFC
+	// 9000 §21.11). They rise when clients' datagrams reach the wrong
+	// process of a shared port (the SO_REUSEPORT hash after a client's
+	// address changed, without steering by ID), and when someone probes
+	// for reset tokens.
+	StatelessResetsWithheld int64
 }
 
 // listenerCounters are a Listener's counters, kept by its read loop and
@@ -72,7 +81,7 @@ type ListenerStats struct {
 type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
 	wrongAddress, noConnection, malformed                                                     atomic.Int64
-	resetsSent, resetsRateLimited                                                             atomic.Int64
+	resetsSent, resetsRateLimited, resetsWithheld                                             atomic.Int64
 	// A Listener's handshakes: counted once per connection, when it
 	// opens (started), when its handshake completes (Conn.notifyLocked)
 	// and when it ends without having completed it (Listener.forget).
@@ -113,5 +122,6 @@ func (l *Listener) Stats() ListenerStats {
 	st.Malformed = c.malformed.Load()
 	st.StatelessResetsSent = c.resetsSent.Load()
 	st.StatelessResetsRateLimited = c.resetsRateLimited.Load()
+	st.StatelessResetsWithheld = c.resetsWithheld.Load()
 	return st
 }

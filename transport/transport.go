@@ -115,9 +115,10 @@ type Transport struct {
 	// the handshake every packet a client sends carries that ID, so a
 	// load balancer configured with the same ID length, or an
 	// SO_REUSEPORT program, routes a connection to its server by the ID
-	// even after the client's address changed. nil (the default): the
-	// first octet's rotation bits are 0b111, "not routable" in the
-	// draft, and the rest random.
+	// even after the client's address changed. It also names the IDs
+	// whose stateless resets the Transport answers (StatelessResetKey).
+	// nil (the default): the first octet's rotation bits are 0b111, "not
+	// routable" in the draft, and the rest random.
 	ServerID []byte
 	// ConfigRotation is the QUIC-LB configuration this server's IDs
 	// belong to (0–6), so that a load balancer can move to a new server
@@ -136,13 +137,25 @@ type Transport struct {
 	// connections this Transport lost while it runs (one it aborted, say)
 	// but not across a restart, since the restarted process has another
 	// key and its resets are ignored. Set the same key in every life of a
-	// server (and on every Transport that shares its port with
-	// SO_REUSEPORT) so that a restarted server resets the connections of
-	// its previous life, as quic-go's Transport.StatelessResetKey does;
+	// server so that a restarted server resets the connections of its
+	// previous life, as quic-go's Transport.StatelessResetKey does;
 	// derive it from a secret the server keeps anyway (its TLS private
-	// key, see examples/monitor). Keep it as secret as that: whoever has
-	// it can reset every client's connection. Plaintext connections
+	// key: ResetKeyFromTLS). Keep it as secret as that: whoever has it
+	// can reset every client's connection. Plaintext connections
 	// (Config.Insecure) get no token: nothing resets them.
+	//
+	// A Transport answers only the connection IDs its Listener issues
+	// (those with its ServerID), so that no one can draw from it the
+	// token of a connection another server holds (RFC 9000 §21.11).
+	// Servers that share a key (the processes of one port with
+	// SO_REUSEPORT, hosts behind one load balancer) must therefore each
+	// have a ServerID of their own: with the same one, or none, a datagram
+	// for one's live connection that reaches another (its sender picks
+	// the source port, and so where a hash sends it) draws the token that
+	// ends the connection. A server's next life keeps its ServerID and
+	// ConfigRotation to reset the connections of the previous one. Listen
+	// refuses a key on an SO_REUSEPORT socket without a ServerID; the
+	// hosts of a load balancer it cannot see.
 	StatelessResetKey *[32]byte
 	// StatelessResetRate and StatelessResetBurst bound how fast the
 	// Transport sends resets: a token bucket of StatelessResetBurst
@@ -310,6 +323,9 @@ func (t *Transport) start(cfg *Config) error {
 func (t *Transport) Listen(cfg Config) (*Listener, error) {
 	conf, err := cfg.withDefaults()
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkResetKey(); err != nil {
 		return nil, err
 	}
 	stopNTP, err := startNTP(&conf)

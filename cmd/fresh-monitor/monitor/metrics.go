@@ -102,6 +102,7 @@ var (
 	descDropped       = prometheus.NewDesc("fresh_datagrams_dropped_total", "Datagrams dropped before reaching a connection, by reason.", []string{"reason"}, nil)
 	descResets        = prometheus.NewDesc("fresh_stateless_resets_sent_total", "Datagrams for no connection answered with a stateless reset.", nil, nil)
 	descResetsLimited = prometheus.NewDesc("fresh_stateless_resets_rate_limited_total", "Stateless resets not sent because the reset rate was used up.", nil, nil)
+	descResetsHeld    = prometheus.NewDesc("fresh_stateless_resets_withheld_total", "Datagrams for no connection whose connection ID is another server ID's: no reset sent (only its issuer may reset it).", nil, nil)
 	descUpdRecv       = prometheus.NewDesc("fresh_updates_received_total", "Status updates received by the transport.", nil, nil)
 	descUpdStale      = prometheus.NewDesc("fresh_updates_stale_total", "Updates dropped as older than one already taken (by the transport, or by the monitor across two connections of one device).", nil, nil)
 	descUpdRejected   = prometheus.NewDesc("fresh_updates_rejected_total", "Updates dropped as generated too far in the future.", nil, nil)
@@ -117,7 +118,7 @@ var (
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRetries,
-		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descUpdRecv,
+		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descResetsHeld, descUpdRecv,
 		descUpdStale, descUpdRejected, descUpdRead, descUpdStored, descUpdSuperseded, descStoreErrors,
 		descUploadBytes, descUploads, descPackets, descBytes} {
 		ch <- d
@@ -156,6 +157,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descDropped, ls.Malformed, "malformed")
 		counter(descResets, ls.StatelessResetsSent)
 		counter(descResetsLimited, ls.StatelessResetsRateLimited)
+		counter(descResetsHeld, ls.StatelessResetsWithheld)
 	}
 	st := m.st
 	// The ended connections' totals and the open ones' counters, read
