@@ -221,7 +221,8 @@
 // holds about 7 KB of heap at a listener with 10,000 (TestMeasureMemory).
 // A handshake in progress holds crypto/tls's state and goroutine, about
 // 30 KB, until it completes or HandshakeTimeout passes; Transport.
-// MaxHandshakes bounds how many a Listener runs at once. bench/cmd/loadtest
+// MaxHandshakes bounds how many a Listener runs at once, and
+// MaxHandshakesPerSource how many of them one source may hold. bench/cmd/loadtest
 // measures the heap per source of a monitor with thousands of ACP sources
 // over TLS (bench/results has the numbers).
 // A Conn of package Dial has a Transport, and so these two goroutines, of

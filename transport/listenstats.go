@@ -23,14 +23,17 @@ type ListenerStats struct {
 	// Initials dropped, by cause: a token that is not ours, expired, or
 	// issued to another address or connection ID (InitialsBadToken);
 	// MaxConnections reached (InitialsTotalLimit); the source's
-	// MaxConnectionsPerSource reached (InitialsSourceLimit) or its
-	// handshake rate exceeded (InitialsRateLimited); the accept queue full
+	// MaxConnectionsPerSource reached (InitialsSourceLimit), its
+	// handshake rate exceeded (InitialsRateLimited) or its
+	// MaxHandshakesPerSource handshakes in progress
+	// (InitialsSourceHandshakeLimit); the accept queue full
 	// (InitialsBacklogFull: the application is not calling Accept).
-	InitialsBadToken    int64
-	InitialsTotalLimit  int64
-	InitialsSourceLimit int64
-	InitialsRateLimited int64
-	InitialsBacklogFull int64
+	InitialsBadToken             int64
+	InitialsTotalLimit           int64
+	InitialsSourceLimit          int64
+	InitialsRateLimited          int64
+	InitialsSourceHandshakeLimit int64
+	InitialsBacklogFull          int64
 	// HandshakesStarted: connections opened for an admitted Initial, whose
 	// handshake began. Each ends its handshake once, as one of
 	// HandshakesCompleted or of HandshakeFailures (by reason, counted
@@ -80,6 +83,7 @@ type ListenerStats struct {
 // from the wrong address or malformed are counted whoever they were for.
 type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
+	sourceHandshakes                                                                          atomic.Int64
 	wrongAddress, noConnection, malformed                                                     atomic.Int64
 	resetsSent, resetsRateLimited, resetsWithheld                                             atomic.Int64
 	// A Listener's handshakes: counted once per connection, when it
@@ -109,6 +113,7 @@ func (l *Listener) Stats() ListenerStats {
 	st.InitialsTotalLimit = c.totalLimit.Load()
 	st.InitialsSourceLimit = c.sourceLimit.Load()
 	st.InitialsRateLimited = c.rateLimited.Load()
+	st.InitialsSourceHandshakeLimit = c.sourceHandshakes.Load()
 	st.InitialsBacklogFull = c.backlogFull.Load()
 	st.HandshakesStarted = c.hsStarted.Load()
 	st.HandshakesCompleted = c.hsCompleted.Load()

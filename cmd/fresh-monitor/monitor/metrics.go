@@ -144,6 +144,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descInitials, ls.InitialsTotalLimit, "connection_limit")
 		counter(descInitials, ls.InitialsSourceLimit, "source_limit")
 		counter(descInitials, ls.InitialsRateLimited, "rate_limited")
+		counter(descInitials, ls.InitialsSourceHandshakeLimit, "source_handshake_limit")
 		counter(descInitials, ls.InitialsBacklogFull, "accept_queue_full")
 		counter(descInitials, ls.InitialsHandshakeLimit, "handshake_limit")
 		counter(descHSStarted, ls.HandshakesStarted)
