@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -49,15 +48,7 @@ func TestVerifyPeerRefusesAtHandshake(t *testing.T) {
 		}
 		return nil
 	}})
-	go func() {
-		for {
-			c, err := l.Accept(context.Background())
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(io.Discard, c) }()
-		}
-	}()
+	acceptAll(l)
 	cache := &countingCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 	dial := func(cert tls.Certificate) (*Conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

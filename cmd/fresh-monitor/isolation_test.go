@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/cmd/fresh-monitor/internal/fleettest"
 	"github.com/fresh-udp/fresh/cmd/fresh-monitor/monitor"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
@@ -63,40 +64,6 @@ func (f *fleet) dial(t *testing.T, addr, name string) (*transport.Conn, error) {
 	return c, err
 }
 
-// sendUpdates sends a numbered update on conn every period until the
-// test ends, but while paused.
-func sendUpdates(t *testing.T, conn *transport.Conn, period time.Duration, paused *atomic.Bool) {
-	stop, done := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(stop); <-done })
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(period):
-			}
-			if paused == nil || !paused.Load() {
-				_ = conn.SendUpdate(fmt.Appendf(nil, "%d", i))
-			}
-		}
-	}()
-}
-
-// storedAfter waits until the bucket holds an update of key generated
-// after t0.
-func storedAfter(t *testing.T, kv jetstream.KeyValue, key string, t0 time.Time, msg string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		e, err := kv.Get(context.Background(), key)
-		if err != nil {
-			return false
-		}
-		var r monitor.Record
-		return json.Unmarshal(e.Value(), &r) == nil && r.Generated.After(t0)
-	}, 20*time.Second, 10*time.Millisecond, msg)
-}
-
 // One enrolled device with a 1,000-byte certificate name is refused at
 // its handshake, counted under reason "refused" and logged once, and the
 // rest of the fleet does not notice: another device's updates are stored
@@ -110,7 +77,7 @@ func TestRunRefusesLongNameFleetUnaffected(t *testing.T) {
 		"-data", filepath.Join(dir, "data")}, f.args...)...)
 	good, err := f.dial(t, r.addr, "sensor-ok")
 	require.NoError(t, err)
-	sendUpdates(t, good, 50*time.Millisecond, nil)
+	fleettest.SendEvery(t, good, 50*time.Millisecond, nil)
 	require.Eventually(t, func() bool { return scrape(t, r.metrics)["fresh_updates_stored_total"] >= 1 }, 10*time.Second, 10*time.Millisecond)
 
 	long := strings.Repeat("é", 500)
@@ -140,7 +107,7 @@ func TestRunRefusesLongNameFleetUnaffected(t *testing.T) {
 	require.Equal(t, 1, strings.Count(logs, "handshake rejected"), logs)
 	require.Regexp(t, `level=WARN msg="fresh: handshake rejected" remote=127\.0\.0\.1:\d+ reason=refused err=".*device name refused: .*500 characters \(1000 bytes\), more than 64`, logs)
 
-	nc, err := nats.Connect(regexpClients(t, r.stdout.String()))
+	nc, err := nats.Connect(clientsURL(t, r.stdout.String()))
 	require.NoError(t, err)
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -151,14 +118,15 @@ func TestRunRefusesLongNameFleetUnaffected(t *testing.T) {
 		c, err := f.dial(t, r.addr, name)
 		require.NoError(t, err, "%q", name)
 		require.NoError(t, c.SendUpdate([]byte(name)))
-		storedAfter(t, kv, monitor.Key(name), time.Time{}, fmt.Sprintf("%q not stored", name))
+		fleettest.StoredAfter(t, kv, monitor.Key(name), time.Time{}, fmt.Sprintf("%q not stored", name))
 	}
 	r.stop(t)
 }
 
-func regexpClients(t *testing.T, stdout string) string {
+// clientsURL is the embedded NATS server's client URL the run printed.
+func clientsURL(t *testing.T, stdout string) string {
 	t.Helper()
-	m := natsLineRE.FindStringSubmatch(stdout)
+	m := regexp.MustCompile(`clients at (nats://\S+)`).FindStringSubmatch(stdout)
 	require.NotNil(t, m, stdout)
 	return m[1]
 }
@@ -244,7 +212,7 @@ func TestRunRecoversNATSClosedByServer(t *testing.T) {
 	conn, err := f.dial(t, r.addr, "sensor-1")
 	require.NoError(t, err)
 	var paused atomic.Bool
-	sendUpdates(t, conn, 20*time.Millisecond, &paused)
+	fleettest.SendEvery(t, conn, 20*time.Millisecond, &paused)
 	nc, err := nats.Connect(ns.ClientURL())
 	require.NoError(t, err)
 	defer nc.Close()
@@ -255,7 +223,7 @@ func TestRunRecoversNATSClosedByServer(t *testing.T) {
 		kv, err = js.KeyValue(context.Background(), monitor.DefaultKVBucket)
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond)
-	storedAfter(t, kv, monitor.Key("sensor-1"), time.Time{}, "not stored at first")
+	fleettest.StoredAfter(t, kv, monitor.Key("sensor-1"), time.Time{}, "not stored at first")
 
 	// Kicked through the server's API.
 	cz, err := ns.Connz(&server.ConnzOptions{})
@@ -270,7 +238,7 @@ func TestRunRecoversNATSClosedByServer(t *testing.T) {
 	require.Equal(t, 1, kicked)
 	require.Eventually(t, func() bool { return strings.Contains(r.stderr.String(), "NATS connection restored") }, 20*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return get(t, r.metrics+"/readyz") == http.StatusOK }, 20*time.Second, 10*time.Millisecond)
-	storedAfter(t, kv, monitor.Key("sensor-1"), time.Now(), "not stored after the kick")
+	fleettest.StoredAfter(t, kv, monitor.Key("sensor-1"), time.Now(), "not stored after the kick")
 
 	// Closed with an error nats.go does not reconnect after. The device
 	// pauses so that the -ERR line does not land inside a message.
@@ -282,7 +250,7 @@ func TestRunRecoversNATSClosedByServer(t *testing.T) {
 		"the connection was not replaced: %s", r.stderr.String())
 	require.Contains(t, r.stderr.String(), "NATS connection closed for good")
 	require.Eventually(t, func() bool { return get(t, r.metrics+"/readyz") == http.StatusOK }, 20*time.Second, 10*time.Millisecond)
-	storedAfter(t, kv, monitor.Key("sensor-1"), time.Now(), "not stored after the connection was replaced")
+	fleettest.StoredAfter(t, kv, monitor.Key("sensor-1"), time.Now(), "not stored after the connection was replaced")
 	r.stop(t)
 }
 

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/cmd/fresh-monitor/internal/fleettest"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -174,36 +174,6 @@ func natsServer(t *testing.T, o server.Options) *server.Server {
 	return ns
 }
 
-// sendEvery sends an update with a growing counter on conn every period
-// until the test ends or paused is set.
-func sendEvery(t *testing.T, conn *transport.Conn, period time.Duration, paused *atomic.Bool) {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	t.Cleanup(func() { close(stop); <-done })
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(period):
-			}
-			if paused == nil || !paused.Load() {
-				_ = conn.SendUpdate([]byte(strconv.Itoa(i)))
-			}
-		}
-	}()
-}
-
-// storedSince waits until kv holds an update of key generated after t0.
-func storedSince(t *testing.T, kv jetstream.KeyValue, key string, t0 time.Time, msgAndArgs ...any) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		e, err := kv.Get(context.Background(), key)
-		return err == nil && decode(t, e).Generated.After(t0)
-	}, 20*time.Second, 10*time.Millisecond, msgAndArgs...)
-}
-
 // The monitor's NATS connection comes back after the server closes it,
 // over TCP and in-process alike: a kicked client reconnects by itself
 // (nats.go), and one the server closes after a protocol line over its
@@ -242,7 +212,7 @@ func TestNATSConnectionRecoversFromServerClose(t *testing.T) {
 				p := newPKI(t, "sensor-1")
 				m := startMonitor(t, p, js, func(m *Monitor) { m.cfg.Reconnect = newJS })
 				conn := m.dial(t, p, "sensor-1")
-				sendEvery(t, conn, 20*time.Millisecond, nil)
+				fleettest.SendEvery(t, conn, 20*time.Millisecond, nil)
 				reader, err := nats.Connect(ns.ClientURL()) // not the monitor's, which is closed
 				require.NoError(t, err)
 				t.Cleanup(reader.Close)
@@ -250,7 +220,7 @@ func TestNATSConnectionRecoversFromServerClose(t *testing.T) {
 				require.NoError(t, err)
 				kv, err := rjs.KeyValue(context.Background(), DefaultKVBucket)
 				require.NoError(t, err)
-				storedSince(t, kv, Key("sensor-1"), time.Now(), "not stored before the close")
+				fleettest.StoredAfter(t, kv, Key("sensor-1"), time.Now(), "not stored before the close")
 
 				nc := m.conn()
 				switch how {
@@ -269,7 +239,7 @@ func TestNATSConnectionRecoversFromServerClose(t *testing.T) {
 					require.NotSame(t, nc, m.conn())
 				}
 				require.Eventually(t, m.Ready, 10*time.Second, time.Millisecond, "not ready again")
-				storedSince(t, kv, Key("sensor-1"), time.Now(), "not stored after the connection came back")
+				fleettest.StoredAfter(t, kv, Key("sensor-1"), time.Now(), "not stored after the connection came back")
 			})
 		}
 	}
@@ -321,7 +291,7 @@ func TestOneDeviceFailingWritesFailNoOther(t *testing.T) {
 	conns := map[string]*transport.Conn{}
 	for _, name := range []string{"bad", "bad-upload", "good-1", "good-2"} {
 		conns[name] = m.dial(t, p, name)
-		sendEvery(t, conns[name], 20*time.Millisecond, nil)
+		fleettest.SendEvery(t, conns[name], 20*time.Millisecond, nil)
 	}
 	data := make([]byte, 2<<20)
 	_, _ = rand.Read(data)
@@ -341,8 +311,8 @@ func TestOneDeviceFailingWritesFailNoOther(t *testing.T) {
 	kv := m.kv(t)
 	for range 3 {
 		t0 := time.Now()
-		storedSince(t, kv, Key("good-1"), t0)
-		storedSince(t, kv, Key("good-2"), t0)
+		fleettest.StoredAfter(t, kv, Key("good-1"), t0)
+		fleettest.StoredAfter(t, kv, Key("good-2"), t0)
 		require.True(t, m.Ready())
 		time.Sleep(m.cfg.StoreTimeout)
 	}
