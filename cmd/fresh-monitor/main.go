@@ -640,7 +640,9 @@ func (l *natsServerLog) Debugf(string, ...any)           {} // not asked for (Se
 func (l *natsServerLog) Tracef(string, ...any)           {}
 
 func (l *natsServerLog) debugf(format string, v ...any) {
-	l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
+	}
 }
 
 // natsServerError says which flag fixes a fatal error of the embedded
