@@ -48,9 +48,16 @@ const MaxNameLength = 64
 // errors wrap it.
 var ErrBadName = errors.New("device name refused")
 
-// CheckName says whether the monitor stores a device under name (see
-// "Device names" above): nil, or an error wrapping ErrBadName that says
-// what is wrong, quoting at most the name's first 32 characters, escaped.
+// CheckName says whether the monitor stores a device under name: nil,
+// or an error wrapping ErrBadName that says what is wrong, quoting at most
+// the name's first 32 characters, escaped. A name must have 1 to
+// MaxNameLength characters of valid UTF-8 and no control character
+// (U+0000–U+001F, U+007F–U+009F); anything else (".", "*", ">", "..",
+// "/", spaces, any other Unicode) is escaped by Key and taken. The limit
+// keeps every subject of the device under half of NATS's default
+// 4,096-byte protocol line (the monitor's connection is closed for good
+// past it); control characters and invalid UTF-8 are refused because a
+// name is printed in logs and dashboards.
 func CheckName(name string) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %q%s: %s", ErrBadName, namePrefix(name), ellipsis(name), fmt.Sprintf(format, a...))
