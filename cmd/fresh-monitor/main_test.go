@@ -235,17 +235,10 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 // log has one line for each.
 func TestRunCountsRejectedAgents(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := devcert.NewCA("fleet CA")
-	require.NoError(t, err)
-	srv, err := ca.Issue("localhost", "localhost", "127.0.0.1")
-	require.NoError(t, err)
-	certPEM, keyPEM, err := devcert.PEM(srv)
-	require.NoError(t, err)
-	for name, b := range map[string][]byte{"cert.pem": certPEM, "key.pem": keyPEM, "ca.pem": ca.CertPEM()} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
-	}
-	r := startRun(t, "-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data"),
-		"-cert", filepath.Join(dir, "cert.pem"), "-key", filepath.Join(dir, "key.pem"), "-ca", filepath.Join(dir, "ca.pem"))
+	f := newFleet(t, dir)
+	ca := f.ca
+	r := startRun(t, append([]string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
+		"-data", filepath.Join(dir, "data")}, f.args...)...)
 	addr, base, stderr := r.addr, r.metrics, &r.stderr
 	ctx := context.Background()
 

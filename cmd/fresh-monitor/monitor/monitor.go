@@ -11,6 +11,14 @@
 // TLS: give the Listener's Config.TLS a ClientCAs pool and
 // RequireAndVerifyClientCert), or by its address without one (Config.
 // DeviceName overrides both). Its KV key and subject token is Key(name).
+// A name must fit NATS's limits: at most MaxNameLength characters, valid
+// UTF-8 without control characters (CheckName; see names.go). Give the
+// Listener's transport.Config.VerifyPeer VerifyPeerName and a device with
+// another name is refused at the handshake, counted under
+// fresh_handshakes_failed_total{reason="refused"}; one that gets through
+// all the same (another VerifyPeer, a Config.DeviceName of your own) is
+// closed at once with CodeNameRefused and counted under
+// fresh_connections_refused_total. Either way nothing of it reaches NATS.
 //
 // Updates. Each update ReadUpdate returns is stored as a Record (JSON) in
 // the KV bucket under the device's key, published to the bucket's subject
@@ -30,6 +38,15 @@
 // once the object store has acknowledged all of it; on a store failure the connection
 // is closed with CodeStorageFailed and the reason, so an agent never
 // reports success for bytes that were not stored.
+//
+// Isolation. Each device's writes go on their own (one writer per device,
+// one upload per connection), and a failed one, counted and logged, fails
+// that device's write alone: the next device's write goes on. What all
+// devices share is the NATS connection: nats.go reconnects it by itself
+// when the server or the network drops it, and a connection nats.go
+// closes for good (after some of the server's errors) is replaced with
+// one from Config.Reconnect (reconnect.go). While it is down, Ready says
+// false and the writes fail; the first write after it is back is stored.
 package monitor
 
 import (
@@ -82,6 +99,19 @@ type Config struct {
 	// DeviceName names a connection's device; nil names it by its
 	// certificate's CommonName, or its address without a certificate.
 	DeviceName func(*transport.Conn) string
+	// Reconnect, if set, opens a new JetStream (on a new NATS
+	// connection) when the one in use has closed for good while Run runs:
+	// nats.go reconnects a lost connection by itself, but closes it for
+	// good after some of the server's errors (a protocol line over the
+	// server's max_control_line, an unknown -ERR, an authorization
+	// violation twice in a row), and a closed nats.Conn never comes back.
+	// The monitor then opens the buckets through the new one and stores
+	// through it; it tries again every second while Reconnect or that
+	// fails (closing a connection it got but could not use). The
+	// connections Reconnect returns are the caller's to close after Run
+	// returns, as JetStream's is. nil: a connection closed for good stays
+	// closed, and Ready says false from then on.
+	Reconnect func(ctx context.Context) (jetstream.JetStream, error)
 	// Logger receives a line per connection accepted and ended, per
 	// upload, and per store failure; nil is silent. Rejected handshakes
 	// never reach the monitor: the Listener logs them on its own
@@ -98,8 +128,11 @@ type Monitor struct {
 	st      *counters
 	latest  *latest
 	uploads uploadStore
-	nc      *nats.Conn
+	nc      *nats.Conn // JetStream's, until Run opens the store
+	live    liveStore  // the store on the NATS connection in use
 	ready   atomic.Bool
+	// reconnects counts the stores replaced on a new connection.
+	reconnects atomic.Int64
 	// wrapUploads, set by tests, wraps the object store (to delay or
 	// fail it).
 	wrapUploads func(uploadStore) uploadStore
@@ -164,7 +197,7 @@ func (m *Monitor) Collector() prometheus.Collector { return collector{m} }
 
 // Ready says the monitor is accepting agents and its NATS connection is
 // up (for a readiness probe).
-func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
+func (m *Monitor) Ready() bool { return m.ready.Load() && m.conn().IsConnected() }
 
 // Run creates the buckets if they do not exist (trying again for up to
 // bucketSetupTimeout while JetStream does not answer, as a cluster that is
@@ -174,24 +207,30 @@ func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
 // ctx ended, the error otherwise.
 func (m *Monitor) Run(ctx context.Context) error {
 	defer m.cfg.Listener.Close()
-	store, err := m.openBuckets(ctx)
+	store, err := m.openBuckets(ctx, m.cfg.JetStream)
 	if err != nil {
 		return err
 	}
-	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
+	m.live.cur.Store(store)
+	m.latest = newLatest(&m.live, m.cfg.StoreTimeout, m.log, m.st)
 	m.latest.onWrite = m.onWrite
-	m.uploads = store
+	m.uploads = &m.live
 	if m.wrapUploads != nil {
-		m.uploads = m.wrapUploads(store)
+		m.uploads = m.wrapUploads(m.uploads)
 	}
 	m.ready.Store(true)
 	defer m.ready.Store(false)
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	keeping := make(chan struct{})
+	go func() { defer close(keeping); m.keepConnected(keepCtx) }()
 
 	var wg sync.WaitGroup
 	defer func() {
 		m.cfg.Listener.Close() // ends every connection, so every serve
 		wg.Wait()
 		m.latest.wait()
+		stopKeeping()
+		<-keeping
 	}()
 	for {
 		conn, err := m.cfg.Listener.Accept(ctx)
@@ -214,10 +253,10 @@ const bucketSetupTimeout = time.Minute
 // only once it has elected one, and the monitors of a cluster starting
 // together create the same buckets at once, whose requests can wait on
 // each other past a request's timeout.
-func (m *Monitor) openBuckets(ctx context.Context) (*jsStore, error) {
+func (m *Monitor) openBuckets(ctx context.Context, js jetstream.JetStream) (*jsStore, error) {
 	deadline := time.Now().Add(bucketSetupTimeout)
 	for {
-		store, err := m.tryOpenBuckets(ctx)
+		store, err := m.tryOpenBuckets(ctx, js)
 		if err == nil || !jetStreamBusy(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return store, err
 		}
@@ -244,8 +283,7 @@ func jetStreamBusy(err error) bool {
 		errors.As(err, &ae) && (ae.ErrorCode == 10008 || ae.ErrorCode == 10005)
 }
 
-func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
-	js := m.cfg.JetStream
+func (m *Monitor) tryOpenBuckets(ctx context.Context, js jetstream.JetStream) (*jsStore, error) {
 	// Buckets that exist are used as they are (an operator's replicas,
 	// limits and placement are theirs); only missing ones are created.
 	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
@@ -277,6 +315,10 @@ func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
 // serve takes one agent's updates and upload until its connection ends.
 func (m *Monitor) serve(ctx context.Context, conn *transport.Conn) {
 	device := m.cfg.DeviceName(conn)
+	if err := CheckName(device); err != nil {
+		m.refuse(conn, err)
+		return
+	}
 	key := Key(device)
 	log := m.log.With("device", device, "peer", conn.RemoteAddr().String())
 	m.mu.Lock()
@@ -327,13 +369,27 @@ func (m *Monitor) serve(ctx context.Context, conn *transport.Conn) {
 	}
 }
 
+// CodeNameRefused is the application close code (Conn.CloseWithError)
+// of a connection the monitor ends at once because it cannot store under
+// its device's name (CheckName); the reason says why. With VerifyPeerName
+// on the Listener such a device is refused at the handshake instead.
+const CodeNameRefused uint32 = 2
+
+// refuse closes a connection whose device name the monitor cannot take,
+// before anything of it reaches NATS.
+func (m *Monitor) refuse(conn *transport.Conn, err error) {
+	m.st.refused.Add(1)
+	m.log.Warn("device refused: closing its connection", "peer", conn.RemoteAddr().String(), "err", err)
+	_ = conn.CloseWithError(CodeNameRefused, err.Error())
+}
+
 // publishLive sends the update on fresh.update.<key> for live
 // subscribers: a core NATS publish, at most once, never waiting for the
 // store.
 func (m *Monitor) publishLive(key string, r Record, log *slog.Logger) {
 	msg, err := recordMsg(SubjectPrefix+key, r)
 	if err == nil {
-		err = m.nc.PublishMsg(msg)
+		err = m.conn().PublishMsg(msg)
 	}
 	if err != nil {
 		log.Debug("publishing an update failed", "err", err)
