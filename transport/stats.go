@@ -90,6 +90,14 @@ type Stats struct {
 	// controller and RTT estimator started afresh (RFC 9000 §9.4; a NAT
 	// rebinding keeps the path and its state).
 	Migrations, MigrationsReverted, PathResets int64
+	// MigrationsRefused counts authenticated packets that would have
+	// moved the connection but came from a penalised address: one that
+	// failed validation before (or was left before it answered), which
+	// is not followed again until it echoes a probe or its penalty
+	// expires (RFC 9000 §9.3.3; see the package doc, "Connection
+	// migration"). Copies of the client's packets raced from a victim's
+	// address count here, once the first validation failed.
+	MigrationsRefused int64
 
 	// Stream.
 	StreamBytesAcked    int64 // sent and acknowledged
@@ -162,7 +170,8 @@ func statsFrom(s session.Stats) Stats {
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
 		StatelessResetsIgnored: s.StatelessResetsIgnored,
 		Migrations:             s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
-		StreamBytesAcked: s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
+		MigrationsRefused: s.MigrationsRefused,
+		StreamBytesAcked:  s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
@@ -194,8 +203,8 @@ func (s Stats) String() string {
 		fmt.Fprintf(&b, ", dropped %d (dup %d, malformed %d, unauthenticated %d, replayed %d)",
 			dropped, s.Duplicates, s.Malformed, s.Unauthenticated, s.Replayed)
 	}
-	if s.Migrations+s.MigrationsReverted > 0 {
-		fmt.Fprintf(&b, "; migrations %d (reverted %d, path resets %d)", s.Migrations, s.MigrationsReverted, s.PathResets)
+	if s.Migrations+s.MigrationsReverted+s.MigrationsRefused > 0 {
+		fmt.Fprintf(&b, "; migrations %d (reverted %d, refused %d, path resets %d)", s.Migrations, s.MigrationsReverted, s.MigrationsRefused, s.PathResets)
 	}
 	if s.UpdatesSent > 0 {
 		fmt.Fprintf(&b, "; updates sent %d (superseded %d, lost %d) at %.1f/s", s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost, s.UpdateRate)

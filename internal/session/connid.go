@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -50,7 +51,7 @@ func (s *Session) ServerConnID() uint64 { return s.srvID }
 // of a QUIC client, it is ignored once anything else came from the server
 // (so a forged one cannot end a connection that works), and if it lists
 // our own version (then it is no answer to our Initial).
-func (s *Session) handleVersionNegotiation(b []byte) bool {
+func (s *Session) handleVersionNegotiation(now clock.Mono, b []byte) bool {
 	var v wire.VersionNegotiation
 	if !s.client || s.state != stateHandshake || s.st.PacketsReceived > 0 ||
 		wire.ParseVersionNegotiation(b, &v) != nil || v.ConnID != s.connID ||

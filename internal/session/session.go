@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
@@ -358,7 +359,7 @@ func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 // is checked against the server's token (reset.go): true if it ended the
 // session, false (counted) if it was not the real one.
 func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
-	return s.HandleFrom(now, wallUS, b, PathCurrent) != Dropped
+	return s.HandleFrom(now, wallUS, b, PathCurrent, netip.AddrPort{}) != Dropped
 }
 
 // handle processes one parsed datagram.
@@ -1099,7 +1100,7 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 	if s.state == stateClosed {
 		return 0
 	}
-	t := recovery.Earliest(s.lastHeard.Add(s.cfg.IdleTimeout), s.pathTimer())
+	t := recovery.Earliest(s.lastHeard.Add(s.cfg.IdleTimeout), s.pathTimer(now))
 	if s.handshakePending() {
 		return now
 	}

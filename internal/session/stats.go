@@ -40,6 +40,7 @@ type Stats struct {
 
 	// Connection migration (migrate.go).
 	Migrations, MigrationsReverted, PathResets int64
+	MigrationsRefused                          int64 // packets from a penalised address that would have moved the connection
 
 	// Stream.
 	StreamBytesAcked, StreamBytesReceived int64
