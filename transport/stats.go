@@ -79,6 +79,11 @@ type Stats struct {
 	// the token the server gave this connection (forged, or from a
 	// server with another key): dropped, the connection goes on.
 	StatelessResetsIgnored int64
+	// VersionNegotiationsIgnored counts VersionNegotiations a dialer did
+	// not act on because the server answered otherwise (before or within
+	// a second after them): forged, by someone on the path who saw the
+	// Initial (RFC 9000 §6.2).
+	VersionNegotiationsIgnored int64
 
 	// Connection migration (a server's: its client's NAT rebound, or the
 	// client moved, RFC 9000 §9). Migrations counts moves to a new
@@ -168,8 +173,8 @@ func statsFrom(s session.Stats) Stats {
 		PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,
 		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
-		StatelessResetsIgnored: s.StatelessResetsIgnored,
-		Migrations:             s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
+		StatelessResetsIgnored: s.StatelessResetsIgnored, VersionNegotiationsIgnored: s.VersionNegotiationsIgnored,
+		Migrations: s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
 		MigrationsRefused: s.MigrationsRefused,
 		StreamBytesAcked:  s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,

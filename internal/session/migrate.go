@@ -319,8 +319,10 @@ func (s *Session) HandleFrom(now clock.Mono, wallUS int64, b []byte, from Path, 
 		err = errNotOurs
 	}
 	if err != nil {
-		if err == wire.ErrVersion && from == PathCurrent && s.handleVersionNegotiation(now, b) {
-			return Accepted
+		if err == wire.ErrVersion && from == PathCurrent {
+			if v, ok := s.handleVersionNegotiation(now, b); ok {
+				return v
+			}
 		}
 		s.st.Malformed++
 		return Dropped

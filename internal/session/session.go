@@ -110,6 +110,7 @@ type Session struct {
 	rst           resetState
 
 	mig    migration   // the peer's addresses (migrate.go)
+	vn     *pendingVN  // client: a VersionNegotiation taken in the handshake (version.go)
 	commit commitState // end-to-end commit (commit.go)
 
 	st Stats
@@ -369,6 +370,9 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	}
 	s.lastHeard = now
 	s.st.PacketsReceived++
+	if s.vn != nil {
+		s.vnAnswered()
+	}
 	s.st.BytesReceived += int64(size)
 	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry && h.Epoch != wire.EpochEarly {
 		// The client answered us, so it receives at its address. With
@@ -1105,7 +1109,7 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 		return now
 	}
 	if s.client && s.state == stateHandshake {
-		return recovery.Earliest(recovery.Earliest(t, s.hsNext), s.earlyUpdateAt(now))
+		return recovery.Earliest(recovery.Earliest(recovery.Earliest(t, s.hsNext), s.earlyUpdateAt(now)), s.vnDeadline())
 	}
 	if s.state == stateHandshake {
 		return t
@@ -1188,6 +1192,9 @@ func (s *Session) Timeout(now clock.Mono) {
 		return
 	}
 	defer s.armProbe(now)
+	if s.vnTimeout(now) {
+		return
+	}
 	if !now.Before(s.lastHeard.Add(s.cfg.IdleTimeout)) {
 		if s.client && s.state == stateHandshake {
 			s.fail(ErrHandshake, closeIdle)

@@ -37,6 +37,7 @@ type Stats struct {
 	Unauthenticated, Replayed                      int64
 	KeyUpdates                                     int64
 	StatelessResetsIgnored                         int64
+	VersionNegotiationsIgnored                     int64 // forged: the server answered (version.go)
 
 	// Connection migration (migrate.go).
 	Migrations, MigrationsReverted, PathResets int64
