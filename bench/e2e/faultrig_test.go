@@ -73,15 +73,6 @@ type rigSample struct {
 // through it (cliCfg); the stream starts with startStream.
 func newFaultRig(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.Config) *faultRig {
 	t.Helper()
-	rig := newFaultRigServer(t, fwd, rev, srvCfg)
-	rig.cli, rig.srv = rig.dial(cliCfg)
-	return rig
-}
-
-// newFaultRigServer is newFaultRig without the connection: the caller
-// dials (and sets cli and srv) itself.
-func newFaultRigServer(t *testing.T, fwd, rev scenario.Path, srvCfg transport.Config) *faultRig {
-	t.Helper()
 	// The listener's socket is the rig's own, so crash can close it alone.
 	sock, err := transport.ListenUDP("127.0.0.1:0", false)
 	require.NoError(t, err)
@@ -93,7 +84,9 @@ func newFaultRigServer(t *testing.T, fwd, rev scenario.Path, srvCfg transport.Co
 	r, err := emu.NewRelay(emu.RelayConfig{Target: l.Addr().String(), Forward: fwd, Reverse: rev, Seed: 11})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
-	return &faultRig{t: t, l: l, sock: sock, relay: r}
+	rig := &faultRig{t: t, l: l, sock: sock, relay: r}
+	rig.cli, rig.srv = rig.dial(cliCfg)
+	return rig
 }
 
 // rigResetKey is the rig's listener's stateless reset key: a server

@@ -383,22 +383,100 @@ func (r *racer) WriteTo(b []byte, to net.Addr) (int, error) {
 	return r.PacketConn.WriteTo(b, to)
 }
 
-// dialVia dials to (rig's relay, or its listener) from a Transport on
-// conn and accepts.
-func (rig *faultRig) dialVia(conn net.PacketConn, to net.Addr, cliCfg transport.Config) {
-	t := rig.t
+// relayed is a listener on a socket of its own with a relay in front of
+// it (path p each way).
+func relayed(t *testing.T, p scenario.Path) (*transport.Listener, *emu.Relay) {
+	t.Helper()
+	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = udp.Close() })
+	tr := &transport.Transport{Conn: udp}
+	t.Cleanup(func() { _ = tr.Close() })
+	l, err := tr.Listen(withTLS(transport.Config{}))
+	require.NoError(t, err)
+	relay, err := emu.NewRelay(emu.RelayConfig{Target: l.Addr().String(), Forward: p, Reverse: p, Seed: 11})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = relay.Close() })
+	return l, relay
+}
+
+// upload is a connection from a client socket of the test's own (conn) to
+// l, dialled at to (l's relay, or l itself), with size random bytes being
+// written to the server, whose reads are timed.
+type upload struct {
+	cli, srv *transport.Conn
+	a        *arrivals
+	sum      [32]byte
+	errc     chan error
+}
+
+func startUpload(t *testing.T, conn net.PacketConn, to net.Addr, l *transport.Listener, size int, seed uint64) *upload {
 	t.Helper()
 	tr := &transport.Transport{Conn: conn}
 	t.Cleanup(func() { _ = tr.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	u := &upload{errc: make(chan error, 1)}
 	var err error
-	rig.cli, err = tr.Dial(ctx, to, withTLS(cliCfg))
+	u.cli, err = tr.Dial(ctx, to, withTLS(transport.Config{}))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = rig.cli.Close() })
-	rig.srv, err = rig.l.Accept(ctx)
+	t.Cleanup(func() { _ = u.cli.Close() })
+	u.srv, err = l.Accept(ctx)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = rig.srv.Close() })
+	t.Cleanup(func() { _ = u.srv.Close() })
+	data := randomBytes(size, seed)
+	u.sum = sha256.Sum256(data)
+	u.a = readArrivals(u.srv, int64(size))
+	go func() {
+		_, err := u.cli.Write(data)
+		u.errc <- err
+	}()
+	return u
+}
+
+// finish waits for the whole upload and requires it byte-exact.
+func (u *upload) finish(t *testing.T, within time.Duration) {
+	t.Helper()
+	select {
+	case <-u.a.done:
+	case <-time.After(within):
+		t.Fatalf("upload stalled at %d bytes", u.a.bytes.Load())
+	}
+	require.NoError(t, u.a.err)
+	require.NoError(t, <-u.errc)
+	require.Equal(t, u.sum, u.a.sum, "byte-exact")
+}
+
+// goodput is the server's goodput over [from, to], bit/s, from the reads
+// in it.
+func (a *arrivals) goodput(from, to time.Time) float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var before, until int64
+	for i, at := range a.at {
+		if !at.After(from) {
+			before = a.total[i]
+		}
+		if !at.After(to) {
+			until = a.total[i]
+		}
+	}
+	return float64(until-before) * 8 / to.Sub(from).Seconds()
+}
+
+// stallWithin is the longest time in [from, to] without a read.
+func (a *arrivals) stallWithin(from, to time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var stall time.Duration
+	prev := from
+	for _, at := range a.at {
+		if at.After(from) && !at.After(to) {
+			stall = max(stall, at.Sub(prev))
+			prev = at
+		}
+	}
+	return max(stall, to.Sub(prev))
 }
 
 // raceLength is how long the attacker races copies in
@@ -408,20 +486,24 @@ const raceLength = 5 * time.Second
 // The race of RFC 9000 §9.3.3, kept up: for raceLength an attacker beside
 // the client copies every datagram of an upload and sends the copy to the
 // server from a victim's address, ahead of the original (the client's
-// path is a 20 Mbit/s, 20 ms relay, the attacker's as fast with 10 ms). The server may move to the victim once, but
-// the victim never echoes a challenge, and an address that failed
-// validation is not followed again: the upload keeps at least 80 % of the
-// goodput of the same upload, undisturbed, measured side by side over the
-// same seconds, and the victim receives at most three times what was sent
-// from its address (RFC 9000 §8.1).
+// path is a 20 Mbit/s, 20 ms relay, the attacker's as fast with 10 ms).
+// The server may move to the victim once, but the victim never echoes a
+// challenge, and an address that failed validation is not followed
+// again: the upload keeps at least 80 % of the goodput of the same upload,
+// undisturbed, measured side by side over the same seconds, and the
+// victim receives at most three times what was sent from its address
+// (RFC 9000 §8.1).
 func TestMigrationRaceFromAVictimsAddress(t *testing.T) {
+	const size = 24 << 20 // longer than the race at 20 Mbit/s
 	p := faultPath(20e6, 20*time.Millisecond)
-	calm := newFaultRig(t, p, p, transport.Config{}, transport.Config{})
-	raced := newFaultRigServer(t, p, p, transport.Config{})
-	r := newRacer(t, raced.l.Addr(), faultPath(20e6, 10*time.Millisecond))
-	raced.dialVia(r, raced.relay.Addr(), transport.Config{})
-	calm.startStream(1)
-	raced.startStream(2)
+	l1, relay1 := relayed(t, p)
+	sock, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sock.Close() })
+	calm := startUpload(t, sock, relay1.Addr(), l1, size, 1)
+	l2, relay2 := relayed(t, p)
+	r := newRacer(t, l2.Addr(), faultPath(20e6, 10*time.Millisecond))
+	raced := startUpload(t, r, relay2.Addr(), l2, size, 2)
 	time.Sleep(time.Second) // both past slow start
 
 	start := time.Now()
@@ -429,36 +511,17 @@ func TestMigrationRaceFromAVictimsAddress(t *testing.T) {
 	time.Sleep(raceLength)
 	r.on.Store(false)
 	end := time.Now()
-	base, got := calm.goodput(start, end), raced.goodput(start, end)
+	base, got := calm.a.goodput(start, end), raced.a.goodput(start, end)
 	st := raced.srv.Stats()
-	t.Logf("over the %v race: undisturbed %.1f Mbit/s, raced %.1f Mbit/s (%.0f %%); sent from the victim's address %d B, received there %d B (%.2fx); server: %d migrations, %d reverted",
+	t.Logf("over the %v race: undisturbed %.1f Mbit/s, raced %.1f Mbit/s (%.0f %%); sent from the victim's address %d B, received there %d B (%.2fx); server: %d migrations, %d reverted, %d refused",
 		raceLength, mbit(base), mbit(got), 100*got/base, r.copies.Load(), r.victimGot.Load(),
-		float64(r.victimGot.Load())/float64(max(r.copies.Load(), 1)), st.Migrations, st.MigrationsReverted)
-	calm.finish(30 * time.Second)
-	raced.finish(30 * time.Second)
+		float64(r.victimGot.Load())/float64(max(r.copies.Load(), 1)), st.Migrations, st.MigrationsReverted, st.MigrationsRefused)
+	require.Less(t, calm.a.bytes.Load(), int64(size), "the undisturbed upload ended before the race did")
+	calm.finish(t, time.Minute)
+	raced.finish(t, time.Minute)
 	require.Positive(t, r.copies.Load(), "the attacker raced nothing")
 	require.LessOrEqual(t, r.victimGot.Load(), 3*r.copies.Load(), "amplification towards the victim")
 	require.GreaterOrEqual(t, got, 0.8*base, "goodput under the race")
-}
-
-// longestStall is the longest time in [from, to] over which the server
-// read nothing, to the sampler's resolution.
-func (rig *faultRig) longestStall(from, to time.Time) time.Duration {
-	rig.mu.Lock()
-	defer rig.mu.Unlock()
-	var stall time.Duration
-	last := from
-	for i := 1; i < len(rig.samples); i++ {
-		s := rig.samples[i]
-		if s.at.Before(from) || s.at.After(to) {
-			continue
-		}
-		if s.got > rig.samples[i-1].got {
-			last = s.at
-		}
-		stall = max(stall, s.at.Sub(last))
-	}
-	return stall
 }
 
 // natConn is a client's socket behind a NAT that rebinds between two
@@ -595,8 +658,9 @@ const rebindEvery = 1500 * time.Millisecond
 // port, "rebind-port"), and directly on loopback between two source
 // addresses ("rebind-addr"). The server follows every move (none is
 // refused: the penalty is only for addresses that failed validation), and
-// the stream arrives byte-exact with no stall over a second.
+// the upload arrives byte-exact with no stall over a second.
 func TestMigrationRebindingBackAndForth(t *testing.T) {
+	const size = 16 << 20 // longer than the rebindings at 20 Mbit/s
 	for _, tc := range []struct {
 		name       string
 		relay      bool
@@ -606,39 +670,36 @@ func TestMigrationRebindingBackAndForth(t *testing.T) {
 		{"rebind-addr", false, "127.0.0.1:0", "127.0.0.2:0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := faultPath(20e6, 20*time.Millisecond)
-			rig := newFaultRigServer(t, p, p, transport.Config{})
+			l, relay := relayed(t, faultPath(20e6, 20*time.Millisecond))
 			nat := newNATConn(t, tc.cli1, tc.cli2)
-			to := rig.relay.Addr()
+			to := relay.Addr()
 			if !tc.relay {
-				to, nat.rate = rig.l.Addr(), 20e6
+				to, nat.rate = l.Addr(), 20e6
 			}
-			rig.dialVia(nat, to, transport.Config{})
-
-			rig.startStream(3)
-			seen := []string{rig.srv.RemoteAddr().String()}
+			u := startUpload(t, nat, to, l, size, 3)
+			seen := []string{u.srv.RemoteAddr().String()}
 			start := time.Now()
-			for i := range 4 {
+			for i := range 3 {
 				time.Sleep(rebindEvery)
 				nat.Flip()
-				from := rig.srv.RemoteAddr().String()
-				_, ok := waitFor(5*time.Second, func() bool { return rig.srv.RemoteAddr().String() != from })
+				from := u.srv.RemoteAddr().String()
+				_, ok := waitFor(5*time.Second, func() bool { return u.srv.RemoteAddr().String() != from })
 				require.True(t, ok, "rebinding %d not followed", i+1)
-				seen = append(seen, rig.srv.RemoteAddr().String())
+				seen = append(seen, u.srv.RemoteAddr().String())
 			}
-			time.Sleep(rebindEvery)
+			time.Sleep(time.Second) // what the last move costs
 			end := time.Now()
-			rig.stopSampler()
-			rig.finish(30 * time.Second)
-			st := rig.srv.Stats()
+			st := u.srv.Stats()
+			stall := u.a.stallWithin(start, end)
 			t.Logf("server saw the client at %v; %d migrations, %d reverted, %d refused; goodput %.1f Mbit/s, longest stall %v",
-				seen, st.Migrations, st.MigrationsReverted, st.MigrationsRefused, mbit(rig.goodput(start, end)), rig.longestStall(start, end))
+				seen, st.Migrations, st.MigrationsReverted, st.MigrationsRefused, mbit(u.a.goodput(start, end)), stall.Round(time.Millisecond))
+			require.Less(t, u.a.bytes.Load(), int64(size), "the upload ended before the rebindings did")
+			u.finish(t, time.Minute)
 			require.Equal(t, seen[0], seen[2], "back at the first address")
 			require.Equal(t, seen[1], seen[3])
 			require.NotEqual(t, seen[0], seen[1])
-			require.Equal(t, int64(4), st.Migrations)
+			require.Equal(t, int64(3), st.Migrations)
 			require.Zero(t, st.MigrationsReverted+st.MigrationsRefused)
-			stall := rig.longestStall(start, end)
 			require.LessOrEqual(t, stall, time.Second, "stall")
 		})
 	}
