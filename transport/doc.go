@@ -183,8 +183,8 @@
 //
 // Copies of the client's packets raced to the server from another address
 // (RFC 9000 §9.3.3: whoever sees the client's packets can forward them
-// from elsewhere, ahead of the originals) move the connection once at
-// most. The server also challenges the previous address; when that
+// from elsewhere, ahead of the originals) move the connection once per
+// source address at most. The server also challenges the previous address; when that
 // answers and the new one has not within three of its round trips, it
 // goes back at once, and the new address is penalised: its packets no
 // longer move the connection and are dropped unread (Stats.
@@ -193,9 +193,11 @@
 // really at that address answers (and sends a PING after it) and is
 // followed from then on, so a NAT that rebinds back to it loses a round
 // trip or two. A connection lists at most 4 such addresses, each until
-// 30 s after its last packet that would have moved the connection; with
-// all 4 listed every other new address is probed before it is followed.
-// An address the connection validated before is never penalised.
+// 30 s after the last datagram from it; with all 4 listed every other new
+// address is probed before it is followed.
+// The previous address (the last one validated) is never penalised: a
+// move back to it needs no validation, so a NAT that flaps between two
+// bindings is followed each time.
 //
 // Only the server follows: a client takes packets only from its server's
 // address. A client opened with package Dial can move itself to a new

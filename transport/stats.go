@@ -95,13 +95,14 @@ type Stats struct {
 	// controller and RTT estimator started afresh (RFC 9000 §9.4; a NAT
 	// rebinding keeps the path and its state).
 	Migrations, MigrationsReverted, PathResets int64
-	// MigrationsRefused counts authenticated packets that would have
-	// moved the connection but came from a penalised address: one that
-	// failed validation before (or was left before it answered), which
-	// is not followed again until it echoes a probe or its penalty
-	// expires (RFC 9000 §9.3.3; see the package doc, "Connection
-	// migration"). Copies of the client's packets raced from a victim's
-	// address count here, once the first validation failed.
+	// MigrationsRefused counts datagrams (other than path probes) that
+	// came from a penalised address, one that failed validation before
+	// (or was left before it answered): dropped unread, they do not move
+	// the connection, which follows that address again only once it
+	// echoes a probe or its penalty expires (RFC 9000 §9.3.3; see the
+	// package doc, "Connection migration"). Copies of the client's
+	// packets raced from a victim's address count here once the first
+	// validation failed; ListenerStats.WrongAddress does not count them.
 	MigrationsRefused int64
 
 	// Stream.

@@ -137,8 +137,8 @@ const maxChallenges = 4
 // new address is treated as penalised too (probed before it is followed),
 // so an attacker with more source addresses than the list holds gains
 // nothing by rotating them. addrPenalty is how long an address stays
-// listed after the last packet from it that would have moved the
-// connection: long beside a validation (3 s), as an attacker that keeps
+// listed after the last datagram from it (each one is refused and renews
+// the penalty): long beside a validation (3 s), as an attacker that keeps
 // racing keeps it listed; the probe, not the expiry, is what lets a
 // genuine client back.
 const (

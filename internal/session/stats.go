@@ -41,7 +41,7 @@ type Stats struct {
 
 	// Connection migration (migrate.go).
 	Migrations, MigrationsReverted, PathResets int64
-	MigrationsRefused                          int64 // packets from a penalised address that would have moved the connection
+	MigrationsRefused                          int64 // non-probing datagrams from a penalised address, dropped unread (migrate.go)
 
 	// Stream.
 	StreamBytesAcked, StreamBytesReceived int64
