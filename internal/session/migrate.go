@@ -285,6 +285,23 @@ type pathState struct {
 	probeUntil clock.Mono
 
 	penalized penaltyList
+	// The latest address that answered a probe: never suspect, even with
+	// the list full of others (see suspect), until it is penalised.
+	vouched netip.AddrPort
+}
+
+// suspect reports whether a non-probing datagram from addr is refused:
+// addr is penalised, or the list is full and addr did not answer a probe.
+func (p *pathState) suspect(now clock.Mono, addr netip.AddrPort) bool {
+	return addr != p.vouched && p.penalized.suspect(now, addr)
+}
+
+// penalize lists addr.
+func (p *pathState) penalize(now clock.Mono, addr netip.AddrPort) {
+	p.penalized.add(now, addr)
+	if p.vouched == addr {
+		p.vouched = netip.AddrPort{}
+	}
 }
 
 // validating reports whether the current address is being validated.
@@ -330,7 +347,7 @@ func (s *Session) HandleFrom(now clock.Mono, wallUS int64, b []byte, from Path, 
 	if from != PathCurrent && !s.mayMigrate() {
 		return Dropped
 	}
-	if from == PathOther && !probing(h.Type) && s.mig.p != nil && s.mig.p.penalized.suspect(now, addr) {
+	if from == PathOther && !probing(h.Type) && s.mig.p != nil && s.mig.p.suspect(now, addr) {
 		return s.refuse(now, addr, len(b))
 	}
 	highest := false
@@ -399,7 +416,7 @@ func (s *Session) move(now clock.Mono, from Path, addr netip.AddrPort, size int)
 		// address left is penalised: the peer was not there.
 		if p.validating {
 			s.st.MigrationsReverted++
-			p.penalized.add(now, p.addr)
+			p.penalize(now, p.addr)
 		}
 		p.validating, s.mig.respond = false, false
 		p.hasPrevious = oldValidated
@@ -420,7 +437,7 @@ func (s *Session) move(now clock.Mono, from Path, addr netip.AddrPort, size int)
 		// and the validation keeps its deadline, so that copies from
 		// one address after another cannot keep the connection away
 		// from the validated one.
-		p.penalized.add(now, p.addr)
+		p.penalize(now, p.addr)
 	}
 	p.validating = true
 	p.addr = addr
@@ -557,6 +574,7 @@ func (s *Session) onPathFrame(now clock.Mono, h wire.Header, body []byte) {
 		// The peer is at the penalised address after all: its next
 		// packet from there moves the connection.
 		p.penalized.pardon(c.to)
+		p.vouched = c.to
 		p.probeUntil = 0
 	}
 }
@@ -585,7 +603,7 @@ func (s *Session) pathTimeout(now clock.Mono) {
 		return
 	}
 	s.st.MigrationsReverted++
-	p.penalized.add(now, p.addr)
+	p.penalize(now, p.addr)
 	if p.hasPrevious {
 		p.validating, p.hasPrevious, s.mig.reverted = false, false, true
 		// The ACKs that went to the address left did not reach the

@@ -582,7 +582,7 @@ func TestMigrationAlternatingAddressesKeepTheDeadline(t *testing.T) {
 	took := n.Now.Sub(first)
 	require.Less(t, took, n.Srv.pathValidationTimeout()+400*time.Millisecond, "the deadline was pushed back")
 	for _, a := range []int{3, 4} {
-		require.True(t, n.Srv.mig.p.penalized.suspect(n.Now, natAddr(a)), "address %d", a)
+		require.True(t, n.Srv.mig.p.suspect(n.Now, natAddr(a)), "address %d", a)
 	}
 }
 
@@ -599,7 +599,7 @@ func TestMigrationPenalisedAddressFollowedOnceItAnswers(t *testing.T) {
 	n.drive(time.Second, func() bool { written = n.feed(data, written, &got); return false })
 	n.race = 0
 	require.Equal(t, int64(1), n.Srv.Stats(n.Now).MigrationsReverted)
-	require.True(t, n.Srv.mig.p.penalized.suspect(n.Now, natAddr(3)))
+	require.True(t, n.Srv.mig.p.suspect(n.Now, natAddr(3)))
 	require.Less(t, got.Len(), len(data)/2, "the download still runs")
 	n.Rebind(3)
 	rebound := n.Now
@@ -612,7 +612,31 @@ func TestMigrationPenalisedAddressFollowedOnceItAnswers(t *testing.T) {
 	require.Equal(t, 3, n.cur)
 	require.Positive(t, st.MigrationsRefused)
 	require.Equal(t, int64(1), st.Migrations)
-	require.False(t, n.Srv.mig.p.penalized.suspect(n.Now, natAddr(3)), "pardoned")
+	require.False(t, n.Srv.mig.p.suspect(n.Now, natAddr(3)), "pardoned")
+}
+
+// With the list full (an attacker used 4 addresses), a NAT rebinding to a
+// fifth address is probed before it is followed, and followed once the
+// client answers.
+func TestMigrationFullPenaltyListStillFollowsTheClient(t *testing.T) {
+	n := newNATPair(t, migrationLink)
+	data, written := download(t, n.Srv, 6<<20)
+	var got bytes.Buffer
+	n.drive(200*time.Millisecond, func() bool { written = n.feed(data, written, &got); return false })
+	p := n.Srv.mig.state()
+	for a := 10; a < 10+maxPenalized; a++ {
+		p.penalize(n.Now, natAddr(a))
+	}
+	require.True(t, p.suspect(n.Now, natAddr(5)), "full: a new address is suspect")
+	n.Rebind(5)
+	rebound := n.Now
+	n.drive(10*time.Second, func() bool { written = n.feed(data, written, &got); return n.cur == 5 })
+	require.Equal(t, 5, n.cur, "never followed")
+	t.Logf("followed %v after the rebinding", n.Now.Sub(rebound))
+	require.Equal(t, data, n.pumpInto(t, data, written, &got, 30*time.Second))
+	st := n.Srv.Stats(n.Now)
+	require.Positive(t, st.MigrationsRefused)
+	require.Equal(t, int64(1), st.Migrations)
 }
 
 // Rebinding back and forth between two addresses (1 → 2 → 1 → 2), each
