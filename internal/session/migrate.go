@@ -149,7 +149,6 @@ const (
 type challenge struct {
 	data [wire.PathDataLen]byte
 	sent clock.Mono
-	to   netip.AddrPort // a probe's: the address it went to
 }
 
 // checks is one address's validation: the challenges sent to it, and
@@ -160,25 +159,27 @@ type checks struct {
 	next clock.Mono // the next challenge goes out at
 }
 
-// add draws a new challenge, sent now to to.
-func (c *checks) add(now clock.Mono, to netip.AddrPort) (*challenge, bool) {
-	ch := &c.sent[c.n%maxChallenges]
+// add draws a new challenge, sent now, in slot i.
+func (c *checks) add(now clock.Mono) (ch *challenge, i int, ok bool) {
+	i = c.n % maxChallenges
+	ch = &c.sent[i]
 	if _, err := rand.Read(ch.data[:]); err != nil {
-		return nil, false // crypto/rand does not fail on supported systems
+		return nil, 0, false // crypto/rand does not fail on supported systems
 	}
-	ch.sent, ch.to = now, to
+	ch.sent = now
 	c.n++
-	return ch, true
+	return ch, i, true
 }
 
-// match is the challenge a response echoes, if it is one of these.
-func (c *checks) match(data [wire.PathDataLen]byte) (*challenge, bool) {
+// match is the challenge a response echoes, and its slot, if it is one
+// of these.
+func (c *checks) match(data [wire.PathDataLen]byte) (*challenge, int, bool) {
 	for i := range min(c.n, maxChallenges) {
 		if c.sent[i].data == data {
-			return &c.sent[i], true
+			return &c.sent[i], i, true
 		}
 	}
-	return nil, false
+	return nil, 0, false
 }
 
 // penalty is one address that failed validation, listed until until.
@@ -282,6 +283,7 @@ type pathState struct {
 	// The probe of penalised addresses: challenges to the candidate while
 	// it sends packets that would move the connection, until probeUntil.
 	probe      checks
+	probeTo    [maxChallenges]netip.AddrPort // by probe slot: the address it went to
 	probeUntil clock.Mono
 
 	penalized penaltyList
@@ -557,7 +559,7 @@ func (s *Session) onPathFrame(now clock.Mono, h wire.Header, body []byte) {
 	// Received on any path, a response validates the path its
 	// challenge went on (RFC 9000 §8.2.3).
 	if p.validating {
-		if c, ok := p.cur.match(r.Data); ok {
+		if c, _, ok := p.cur.match(r.Data); ok {
 			p.validating = false
 			s.st.Migrations++
 			if sample := now.Sub(c.sent); s.pathChanged(sample) {
@@ -565,16 +567,16 @@ func (s *Session) onPathFrame(now clock.Mono, h wire.Header, body []byte) {
 			}
 			return
 		}
-		if c, ok := p.prev.match(r.Data); ok && p.prevEcho == 0 {
+		if c, _, ok := p.prev.match(r.Data); ok && p.prevEcho == 0 {
 			p.prevEcho = max(now.Sub(c.sent), 1) // the previous address still receives: see failAt
 			return
 		}
 	}
-	if c, ok := p.probe.match(r.Data); ok {
+	if _, i, ok := p.probe.match(r.Data); ok {
 		// The peer is at the penalised address after all: its next
 		// packet from there moves the connection.
-		p.penalized.pardon(c.to)
-		p.vouched = c.to
+		p.penalized.pardon(p.probeTo[i])
+		p.vouched = p.probeTo[i]
 		p.probeUntil = 0
 	}
 }
@@ -716,20 +718,22 @@ func (s *Session) pollPath(now clock.Mono, wallUS int64, buf []byte) ([]byte, bo
 		return nil, false
 	}
 	var c *checks
-	to := netip.AddrPort{}
 	switch {
 	case p.curDue(now):
-		c, m.sendPath, to = &p.cur, PathCurrent, p.addr
+		c, m.sendPath = &p.cur, PathCurrent
 	case p.prevDue(now):
 		c, m.sendPath = &p.prev, PathPrevious
 	case p.probeDue(now):
-		c, m.sendPath, to = &p.probe, PathOther, p.cand
+		c, m.sendPath = &p.probe, PathOther
 	default:
 		return nil, false
 	}
-	ch, ok := c.add(now, to)
+	ch, i, ok := c.add(now)
 	if !ok {
 		return nil, false
+	}
+	if c == &p.probe {
+		p.probeTo[i] = p.cand
 	}
 	c.next = now.Add(max(s.tr.RTO(), recovery.MinRTO))
 	b := s.header(buf, wallUS, wire.TypePathChallenge, 0, 0)

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -694,4 +695,11 @@ func TestPenaltyList(t *testing.T) {
 		require.True(t, l.suspect(now, a(i)), "a(%d)", i)
 	}
 	require.Len(t, l, maxPenalized, "the bound")
+}
+
+// A connection that ever saw a datagram from another address keeps its
+// pathState: it stays in the allocator's 768-byte size class (with the
+// 8-byte header an object with pointers gets).
+func TestPathStateFitsSizeClass(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(pathState{})+8, uintptr(768), "pathState is %d bytes", unsafe.Sizeof(pathState{}))
 }
