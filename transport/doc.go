@@ -197,7 +197,9 @@
 // address is probed before it is followed.
 // The previous address (the last one validated) is never penalised: a
 // move back to it needs no validation, so a NAT that flaps between two
-// bindings is followed each time.
+// bindings is followed each time. This state (768 bytes) is allocated for
+// a connection when an authentic datagram first comes from another
+// address, and kept for its life.
 //
 // Only the server follows: a client takes packets only from its server's
 // address. A client opened with package Dial can move itself to a new
