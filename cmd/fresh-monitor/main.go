@@ -326,6 +326,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// -data is this monitor's alone while it writes there (the embedded
+	// server's store, the throwaway CA): locked before anything is written.
+	var lock *dataLock
+	if o.natsURL == "" || (o.cert == "" && !o.insecure) {
+		if lock, err = lockData(o.data); err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 
 	// The transport logs at debug level (-v), but for a warning per
 	// rejected handshake (an agent without a certificate, or with one of
@@ -350,6 +359,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer shutdownNATS()
+	if lock != nil && o.natsURL == "" {
+		_ = lock.write(nc.ConnectedUrl()) // for a second monitor's refusal: where to share this store
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
