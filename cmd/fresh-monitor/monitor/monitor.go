@@ -27,9 +27,26 @@
 // Uploads. A connection's stream is stored as one object named
 // ObjectName(device, start) (written by the monitor in the object store's
 // layout, see objput.go) and committed to the agent (Conn.Commit) only
-// once the object store has acknowledged all of it; on a store failure the connection
-// is closed with CodeStorageFailed and the reason, so an agent never
-// reports success for bytes that were not stored.
+// once the object store has acknowledged all of it, its info message
+// included; on a store failure the connection is closed with
+// CodeStorageFailed and the reason, so an agent never reports success for
+// bytes that were not stored.
+//
+// Crash consistency. Whenever a monitor dies (SIGKILL, a power cut), the
+// store holds each upload either as a committed object, byte-exact, or
+// not at all once a monitor has swept it. Each upload is staged: a record
+// naming its chunks and its owner (a random ID per monitor process) is
+// written on the object's info subject before the first chunk, and the
+// object's info replaces it only while it stands (a conditional write).
+// Every monitor answers on _fresh.owner.<its ID> whether an upload is its
+// own and in progress; a dead monitor's subscription is gone, so a
+// request meets "no responders". At start and every 10 minutes each
+// monitor sweeps the object store: it removes the staging record of each
+// upload whose owner is gone (up to the record's own sequence, so that a
+// commit that won the race stays, and one after it fails its condition),
+// then the chunks no record names. Several monitors may share the store:
+// a live upload of another is left alone. The comment at the top of
+// staging.go has the details and the order of the steps.
 package monitor
 
 import (
@@ -100,6 +117,7 @@ type Monitor struct {
 	uploads uploadStore
 	nc      *nats.Conn
 	ready   atomic.Bool
+	sweeps  atomic.Int64 // sweeps done, for tests
 	// wrapUploads, set by tests, wraps the object store (to delay or
 	// fail it).
 	wrapUploads func(uploadStore) uploadStore
@@ -184,6 +202,17 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if m.wrapUploads != nil {
 		m.uploads = m.wrapUploads(store)
 	}
+	// Uploads are staged (staging.go): answer the sweeps, and sweep.
+	store.log = m.log
+	owner, err := store.answerOwners()
+	if err != nil {
+		return err
+	}
+	defer owner.Unsubscribe()
+	sweepCtx, stopSweeps := context.WithCancel(context.Background())
+	var sweeps sync.WaitGroup
+	sweeps.Go(func() { m.sweepLoop(sweepCtx, store) })
+	defer func() { stopSweeps(); sweeps.Wait() }()
 	m.ready.Store(true)
 	defer m.ready.Store(false)
 
@@ -202,6 +231,40 @@ func (m *Monitor) Run(ctx context.Context) error {
 			return fmt.Errorf("monitor: accept: %w", err)
 		}
 		wg.Go(func() { m.serve(ctx, conn) })
+	}
+}
+
+// sweepTimeout bounds one sweep of the object store.
+const sweepTimeout = 5 * time.Minute
+
+// sweepLoop sweeps the object store for dead uploads at start and every
+// sweepInterval until ctx ends.
+func (m *Monitor) sweepLoop(ctx context.Context, s *jsStore) {
+	for first := true; ; first = false {
+		sctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+		start := time.Now()
+		res, err := s.sweep(sctx, m.st)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			m.log.Warn("sweeping the object store for dead uploads failed: trying again later", "bucket", m.cfg.ObjectBucket, "next", sweepInterval, "err", err)
+		default:
+			level := slog.LevelDebug
+			if first || res.uploads > 0 {
+				level = slog.LevelInfo
+			}
+			m.log.Log(ctx, level, "swept the object store for dead uploads", "bucket", m.cfg.ObjectBucket,
+				"purged_uploads", res.uploads, "purged_chunks", res.chunks, "purged_bytes", res.bytes,
+				"live", res.live, "owner_silent", res.unknown, "unstaged_recent", res.young, "seconds", time.Since(start).Seconds())
+		}
+		m.sweeps.Add(1)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(sweepInterval):
+		}
 	}
 }
 
@@ -350,6 +413,12 @@ type jsStore struct {
 	objStream jetstream.Stream    // the object store's stream, to purge a failed upload
 	pubJS     jetstream.JetStream // the uploads' asynchronous publishes (see objput.go)
 	timeout   time.Duration       // a flush's, an acknowledgement's bound
+	// owner is this monitor's ID in its staging records (staging.go),
+	// inProgress its uploads not yet committed or removed.
+	owner      string
+	inProgress owners
+	log        *slog.Logger  // the sweeps' lines
+	grace      time.Duration // unstagedGrace, but in tests
 
 	mu  sync.Mutex
 	seq map[string]uint64 // per key, the stream sequence of the last message this store wrote or read
@@ -376,7 +445,8 @@ func newJSStore(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyVal
 	}
 	return &jsStore{js: js, nc: js.Conn(), kvSubject: "$KV." + kv.Bucket() + ".", kvStream: st,
 		objBucket: ost.Bucket(), objStream: objStream, pubJS: pubJS,
-		timeout: timeout, seq: make(map[string]uint64)}, nil
+		timeout: timeout, owner: newID(), inProgress: owners{live: make(map[string]struct{})},
+		log: slog.New(slog.DiscardHandler), grace: unstagedGrace, seq: make(map[string]uint64)}, nil
 }
 
 // errNotNewer: the bucket holds a record of the device at least as new as
