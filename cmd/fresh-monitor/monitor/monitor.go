@@ -63,6 +63,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -94,6 +96,20 @@ type Config struct {
 	// Replicas of both buckets when the monitor creates them (1 if 0; 3
 	// on a three-node cluster).
 	Replicas int
+	// MaxUploadBytes and MaxKVBytes are the byte limits (their streams'
+	// MaxBytes) of the object store and the KV bucket when the monitor
+	// creates them; 0: none. Give both, their sum within JetStream's
+	// storage, so that uploads cannot take the space the devices' updates
+	// need: a full object store then fails the upload with
+	// CodeStorageFailed, and updates are still stored. JetStream reserves
+	// a limit when the bucket is created, and refuses one it has not the
+	// room for. Buckets that exist keep their limits (nats stream edit
+	// changes them); the monitor warns at start about an object store
+	// without one.
+	MaxUploadBytes, MaxKVBytes int64
+	// StorageHints say what makes room when a store is full, in the
+	// monitor's warnings and the reason an upload's agent is given.
+	StorageHints StorageHints
 	// StoreTimeout bounds one KV write (DefaultStoreTimeout if 0).
 	StoreTimeout time.Duration
 	// DeviceName names a connection's device; nil names it by its
@@ -124,6 +140,11 @@ type Monitor struct {
 	// onWrite, set by tests, is the latest writers' (see latest.onWrite).
 	onWrite func(key string, r Record, start time.Time, err error)
 
+	// uploadLog rate-limits the failed uploads' lines (a full store fails
+	// every upload; latest has its own for the updates').
+	uploadLog *limitedLog
+	objLimit  int64 // the object store's byte limit, as opened (-1: none)
+
 	mu    sync.Mutex
 	conns map[*transport.Conn]struct{}
 }
@@ -148,6 +169,19 @@ func New(cfg Config) (*Monitor, error) {
 	if cfg.Replicas < 0 {
 		return nil, fmt.Errorf("monitor: Config.Replicas %d: must not be negative", cfg.Replicas)
 	}
+	if cfg.MaxUploadBytes < 0 || cfg.MaxKVBytes < 0 {
+		return nil, fmt.Errorf("monitor: Config.MaxUploadBytes %d, MaxKVBytes %d: must not be negative (0: no limit)", cfg.MaxUploadBytes, cfg.MaxKVBytes)
+	}
+	h := &cfg.StorageHints
+	if h.Uploads == "" {
+		h.Uploads = "raise its limit, stream OBJ_" + cfg.ObjectBucket + "'s max bytes, or delete uploads"
+	}
+	if h.KV == "" {
+		h.KV = "raise its limit, stream KV_" + cfg.KVBucket + "'s max bytes"
+	}
+	if h.JetStream == "" {
+		h.JetStream = "raise the server's or the account's JetStream storage, or limit the object store to leave the KV bucket room"
+	}
 	if cfg.StoreTimeout == 0 {
 		cfg.StoreTimeout = DefaultStoreTimeout
 	}
@@ -161,7 +195,8 @@ func New(cfg Config) (*Monitor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m := &Monitor{cfg: cfg, log: log, st: newCounters(), nc: cfg.JetStream.Conn(), conns: make(map[*transport.Conn]struct{})}
+	m := &Monitor{cfg: cfg, log: log, st: newCounters(), nc: cfg.JetStream.Conn(), uploadLog: newLimitedLog(),
+		conns: make(map[*transport.Conn]struct{})}
 	return m, nil
 }
 
@@ -197,6 +232,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 		return err
 	}
 	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
+	kvLimit := store.maxBytes(store.kvStream)
+	m.latest.explain = func(err error) error { return m.whatIsFull(err, true, kvLimit) }
+	m.objLimit = store.maxBytes(store.objStream)
 	m.latest.onWrite = m.onWrite
 	m.uploads = store
 	if m.wrapUploads != nil {
@@ -314,9 +352,10 @@ func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
 	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas,
+			Bucket: m.cfg.KVBucket, History: 1, Replicas: m.cfg.Replicas, MaxBytes: m.cfg.MaxKVBytes,
 			Description: "fresh: the freshest status update of each device",
 		})
+		err = m.reservation(err, m.cfg.MaxKVBytes)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
@@ -325,16 +364,40 @@ func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
 		m.log.Warn("the KV bucket keeps more than the newest update of each device", "bucket", m.cfg.KVBucket, "history", st.History())
 	}
 	obs, err := js.ObjectStore(ctx, m.cfg.ObjectBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+	created := errors.Is(err, jetstream.ErrBucketNotFound)
+	if created {
 		obs, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{
-			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas,
+			Bucket: m.cfg.ObjectBucket, Replicas: m.cfg.Replicas, MaxBytes: m.cfg.MaxUploadBytes,
 			Description: "fresh: the devices' uploads",
 		})
+		err = m.reservation(err, m.cfg.MaxUploadBytes)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
 	}
-	return newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
+	s, err := newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
+	if err == nil && !created {
+		switch limit := s.maxBytes(s.objStream); {
+		case limit <= 0:
+			m.log.Warn("the object store has no byte limit: one upload can use up JetStream's storage and stop every device's updates; "+
+				"it exists, so it is used as it is: give it a limit that leaves the KV bucket room",
+				"bucket", m.cfg.ObjectBucket, "fix", "nats stream edit OBJ_"+m.cfg.ObjectBucket+" --max-bytes SIZE")
+		case m.cfg.MaxUploadBytes > 0 && limit != m.cfg.MaxUploadBytes:
+			m.log.Info("the object store exists: its own byte limit stays", "bucket", m.cfg.ObjectBucket, "limit", limit, "given", m.cfg.MaxUploadBytes)
+		}
+	}
+	return s, err
+}
+
+// reservation explains JetStream's refusal to create a bucket with a
+// byte limit it has not the storage left to reserve.
+func (m *Monitor) reservation(err error, limit int64) error {
+	var ae *jetstream.APIError
+	if errors.As(err, &ae) && ae.ErrorCode == errCodeStorageReservation {
+		return fmt.Errorf("creating it with a byte limit of %s: JetStream has less storage left to reserve (its limit minus the other streams' limits): give a smaller limit: %w",
+			units.FormatSize(cc.ByteCount(limit)), err)
+	}
+	return err
 }
 
 // serve takes one agent's updates and upload until its connection ends.
@@ -492,6 +555,14 @@ func (s *jsStore) putLatest(ctx context.Context, key string, r Record) error {
 		}
 	}
 	return fmt.Errorf("key %s: other writers kept changing it", key)
+}
+
+// maxBytes is a bucket's stream's byte limit, as opened; -1 if none.
+func (s *jsStore) maxBytes(st jetstream.Stream) int64 {
+	if info := st.CachedInfo(); info != nil {
+		return info.Config.MaxBytes
+	}
+	return -1
 }
 
 func (s *jsStore) setSeq(key string, seq uint64) {

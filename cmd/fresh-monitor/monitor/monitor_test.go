@@ -28,11 +28,16 @@ import (
 // dialling it with certificates of their own, and nats.go watchers
 // reading what the monitor stored.
 
-// startNATS starts an embedded JetStream server and connects to it.
-func startNATS(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+// startNATS starts an embedded JetStream server, its options changed by
+// opts, and connects to it.
+func startNATS(t *testing.T, opts ...func(*server.Options)) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	o := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
+	for _, opt := range opts {
+		opt(o)
+	}
+	ns, err := server.NewServer(o)
 	require.NoError(t, err)
 	go ns.Start()
 	require.True(t, ns.ReadyForConnections(10*time.Second), "nats-server not ready")

@@ -127,8 +127,9 @@ func (m *Monitor) receiveUpload(ctx context.Context, conn *transport.Conn, devic
 	default:
 		m.st.objectErrors.Add(1)
 		m.st.uploadsFailed.Add(1)
+		err = m.whatIsFull(err, false, m.objLimit)
 		reason := fmt.Sprintf("storing the upload in object store %q failed: %v", m.cfg.ObjectBucket, err)
-		log.Error("upload failed: closing the connection", "object", name, "bytes_read", r.read, "err", err)
+		m.uploadLog.Log(log, slog.LevelError, "upload failed: closing the connection", "object", name, "bytes_read", r.read, "err", err)
 		_ = conn.CloseWithError(CodeStorageFailed, reason)
 	}
 }
