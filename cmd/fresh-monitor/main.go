@@ -187,6 +187,8 @@ type options struct {
 	natsName              string
 	kvBucket, objBucket   string
 	replicas              int
+	limits                limitFlags
+	storeMax              int64 // the embedded server's JetStream storage, once it runs
 	metrics               string
 	pprof                 bool
 	verbose               bool
@@ -215,6 +217,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kvBucket, "kv-bucket", monitor.DefaultKVBucket, "KV bucket of each device's freshest update")
 	fs.StringVar(&o.objBucket, "object-bucket", monitor.DefaultObjectBucket, "object store of the uploads")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the buckets when the monitor creates them (give 3 on a cluster of three, to survive a node's loss)")
+	fs.Var(&o.limits.maxStore, "max-store", "the embedded NATS server's JetStream storage on -data, a `size` such as 20GB or 512MiB (default: nats-server's, 75% of the disk's free space at start)")
+	fs.Var(&o.limits.maxUpload, "max-upload-store", "byte limit of the object store when the monitor creates it, a `size` (default: JetStream's storage minus -max-kv-store; 0: none)")
+	fs.Var(&o.limits.maxKV, "max-kv-store", "byte limit of the KV bucket when the monitor creates it, a `size` (default: an eighth of JetStream's storage, at most 1GiB; 0: none)")
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
@@ -250,8 +255,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.limits.storeSet, o.limits.uploadSet, o.limits.kvSet = set["max-store"], set["max-upload-store"], set["max-kv-store"]
 	if o.natsURL != "" {
-		for _, name := range []string{"nats-cluster", "nats-routes", "nats-cluster-name", "nats-name"} {
+		for _, name := range []string{"nats-cluster", "nats-routes", "nats-cluster-name", "nats-name", "max-store"} {
 			if set[name] {
 				return nil, usagef("-nats and -%s exclude each other: -%s is the embedded server's (with -nats the monitor embeds none)", name, name)
 			}
@@ -391,9 +397,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	maxUpload, maxKV, hints, err := bucketLimits(ctx, o, js, o.storeMax, log, stdout)
+	if err != nil {
+		return err
+	}
 	mon, err := monitor.New(monitor.Config{
 		Listener: ln, JetStream: js, KVBucket: o.kvBucket, ObjectBucket: o.objBucket,
-		Replicas: o.replicas, Logger: log,
+		Replicas: o.replicas, MaxUploadBytes: maxUpload, MaxKVBytes: maxKV, StorageHints: hints, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -499,8 +509,10 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   o.data,
-		NoSigs:     true, // the monitor handles SIGINT/SIGTERM
-		NoLog:      true,
+		// 0: nats-server's default (75% of the disk's free space).
+		JetStreamMaxStore: int64(o.limits.maxStore),
+		NoSigs:            true, // the monitor handles SIGINT/SIGTERM
+		NoLog:             true,
 	}
 	if o.natsCluster != "" {
 		chost, cport, _ := net.SplitHostPort(o.natsCluster) // checked by parseFlags
@@ -517,6 +529,7 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 		ns.Shutdown()
 		return nil, nil, fmt.Errorf("embedded NATS server: not ready after 10 s (is -nats-listen %s in use? give another port, or port 0)", o.natsListen)
 	}
+	o.storeMax = ns.JetStreamConfig().MaxStore
 	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns))...)
 	if err != nil {
 		ns.Shutdown()

@@ -93,6 +93,7 @@ type started struct {
 var (
 	listenLineRE  = regexp.MustCompile(`listening on (\S+) `)
 	metricsBaseRE = regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+	natsLineRE    = regexp.MustCompile(`clients at (nats://\S+)`)
 )
 
 // startRun runs the command with args until stop (or the test's end) and
@@ -290,6 +291,8 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"-nats", "nats://x:4222", "-nats-cluster", "127.0.0.1:6222"},
 		{"-nats", "nats://x:4222", "-nats-name", "n1"},
 		{"-nats", "nats://x:4222", "-nats-cluster-name", "c"},
+		{"-nats", "nats://x:4222", "-max-store", "1GB"},
+		{"-max-upload-store", "lots"},
 		{"-nats-routes", "nats-route://a:6222"},
 		{"-nats-cluster", "127.0.0.1:6222"},
 		{"-nats-cluster", "127.0.0.1:0", "-nats-routes", "nats-route://a:6222"},

@@ -49,10 +49,7 @@ type proc struct {
 	metrics, natsTo string
 }
 
-var (
-	metricsLineRE = regexp.MustCompile(`metrics at (http://\S+)/metrics`)
-	natsLineRE    = regexp.MustCompile(`clients at (nats://\S+)`)
-)
+var metricsLineRE = regexp.MustCompile(`metrics at (http://\S+)/metrics`)
 
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()

@@ -104,7 +104,7 @@ func TestStoreFullFailsTheUploadNotTheUpdates(t *testing.T) {
 	var ae *transport.ApplicationError
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, CodeStorageFailed, ae.Code)
-	require.Contains(t, ae.Reason, `storing the upload in object store "fresh-uploads" failed: the object store "fresh-uploads" is full, its limit 16MiB (raise -max-upload-store)`)
+	require.Contains(t, ae.Reason, `storing the upload failed: the object store "fresh-uploads" is full, its limit 16MiB (raise -max-upload-store): chunk `)
 	require.Greater(t, stored.Load(), before, "updates stored while the upload filled its store")
 	require.Zero(t, failed.Load(), "no update failed")
 	chunks, infos := objState(t, js)
