@@ -15,7 +15,33 @@
 // -data (default $TMPDIR/fresh-monitor; give a directory of your own for
 // data you keep) and listening for other NATS clients (the nats CLI, your
 // services) on -nats-listen; with -nats it connects to that server or
-// cluster instead and embeds nothing.
+// cluster instead and embeds nothing. A monitor that writes into -data
+// (its embedded server's store, or the throwaway CA below) holds an
+// exclusive lock on it (flock on -data/fresh-monitor.lock, released by the
+// kernel however the process ends): a second monitor on the same -data
+// exits 1 with the holder's PID and NATS address (give it its own -data,
+// or -nats to the first one's NATS).
+//
+// Storage. The buckets get byte limits when the monitor creates them, so
+// that an upload cannot take the space the devices' updates need: the KV
+// bucket -max-kv-store (default an eighth of JetStream's storage, at most
+// 1 GiB), the object store -max-upload-store (default the rest). JetStream's
+// storage is the embedded server's -max-store (default nats-server's: 75%
+// of the free space on -data's disk at start), or with -nats the account's
+// limit; with -nats and an account without one the buckets get no limits
+// unless the flags give them (a warning says so). A full object store fails
+// the upload back to its agent with the reason ("the object store … is
+// full, its limit …"), and updates are still stored; each failure line
+// names what is full and the flag to raise, at most 10 lines a second of
+// each kind. Buckets that exist keep their own limits (nats stream edit
+// changes them; the monitor warns about an object store without one).
+//
+// Crash consistency. Each upload is staged (package monitor has the
+// details): a monitor killed at any point leaves an upload either
+// committed, byte-exact, or removed by the next sweep of the object store,
+// which every monitor runs at start and every 10 minutes, counting what it
+// purges (fresh_orphan_chunks_purged_total, fresh_orphan_bytes_purged_total).
+// Live uploads of other monitors sharing the JetStream are left alone.
 //
 // The embedded server joins a NATS cluster with -nats-cluster (its route
 // address) and -nats-routes (every member's, its own included: a server
@@ -73,6 +99,9 @@
 //	-kv-bucket NAME           KV bucket of the freshest update per device (default fresh-latest)
 //	-object-bucket NAME       object store of uploads (default fresh-uploads)
 //	-replicas N               replicas of both buckets when created (default 1; give 3 on a 3-node cluster)
+//	-max-store SIZE           the embedded server's JetStream storage (default: 75% of -data's free disk)
+//	-max-upload-store SIZE    byte limit of the object store when created (default: the storage minus -max-kv-store; 0: none)
+//	-max-kv-store SIZE        byte limit of the KV bucket when created (default: an eighth of the storage, at most 1GiB; 0: none)
 //	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
 //	-pprof                    also serve /debug/pprof there
 //	-reuseport                share -listen's port with other fresh-monitor processes (SO_REUSEPORT)
