@@ -25,7 +25,6 @@ import (
 
 	"github.com/fresh-udp/fresh/cmd/fresh-monitor/monitor"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // crashKillsEnv sets the number of SIGKILLs of TestCrashFleet (default
@@ -330,22 +329,13 @@ func TestCrashFleet(t *testing.T) {
 		agents = 8
 	}
 	dir := t.TempDir()
-	ca, err := devcert.NewCA("crash test CA")
-	require.NoError(t, err)
-	srv, err := ca.Issue("localhost", "localhost", "127.0.0.1")
-	require.NoError(t, err)
-	certPEM, keyPEM, err := devcert.PEM(srv)
-	require.NoError(t, err)
-	for name, b := range map[string][]byte{"monitor.pem": certPEM, "monitor-key.pem": keyPEM, "ca.pem": ca.CertPEM()} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
-	}
+	ca, certFlags := writeMonitorCerts(t, dir, "crash test CA")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	natsAddr := l.Addr().String()
 	l.Close()
 	listen := "127.0.0.1:" + strconv.Itoa(freeUDPPort(t))
-	args := []string{"-listen", listen, "-nats-listen", natsAddr, "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data"),
-		"-cert", filepath.Join(dir, "monitor.pem"), "-key", filepath.Join(dir, "monitor-key.pem"), "-ca", filepath.Join(dir, "ca.pem")}
+	args := append([]string{"-listen", listen, "-nats-listen", natsAddr, "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data")}, certFlags...)
 	natsURL := "nats://" + natsAddr
 
 	f := &crashFleet{sent: map[[32]byte]string{}, committed: map[[32]byte]string{}, conns: map[*transport.Conn]struct{}{}}

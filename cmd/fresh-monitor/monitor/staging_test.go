@@ -30,17 +30,25 @@ func openStagingStore(t *testing.T, url string) *stagingStore {
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
+	s := openTestStore(t, js, 2*time.Second)
+	sub, err := s.answerOwners()
+	require.NoError(t, err)
+	return &stagingStore{jsStore: s, nc: nc, owner: sub}
+}
+
+// openTestStore is a jsStore through js, on the default buckets (made
+// if need be), as Run opens it.
+func openTestStore(t *testing.T, js jetstream.JetStream, timeout time.Duration) *jsStore {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: DefaultKVBucket, History: 1})
 	require.NoError(t, err)
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: DefaultObjectBucket})
 	require.NoError(t, err)
-	s, err := newJSStore(ctx, js, kv, obs, 2*time.Second)
+	s, err := newJSStore(ctx, js, kv, obs, timeout)
 	require.NoError(t, err)
-	sub, err := s.answerOwners()
-	require.NoError(t, err)
-	return &stagingStore{jsStore: s, nc: nc, owner: sub}
+	return s
 }
 
 // pendingUpload is a putUpload that has stored part of its bytes and waits
@@ -113,6 +121,16 @@ func waitChunks(t *testing.T, js jetstream.JetStream, n uint64) {
 	require.Eventually(t, func() bool { c, _ := objState(t, js); return c >= n }, 10*time.Second, 5*time.Millisecond)
 }
 
+// requireObject requires the object store to hold name with exactly data.
+func requireObject(t *testing.T, js jetstream.JetStream, name string, data []byte) {
+	t.Helper()
+	obs, err := js.ObjectStore(context.Background(), DefaultObjectBucket)
+	require.NoError(t, err)
+	got, err := obs.GetBytes(context.Background(), name)
+	require.NoError(t, err)
+	require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
+}
+
 // A monitor that dies mid-upload (its NATS connection gone, as a killed
 // process's is) leaves a staging record and chunks; the next monitor's
 // first sweep removes them all and counts the chunks and their bytes.
@@ -142,14 +160,23 @@ func TestSweepPurgesUploadOfDeadMonitor(t *testing.T) {
 	require.EqualValues(t, n, m.st.orphanBytes.Load())
 }
 
+// liveUpload is an upload of camera-3/1 by one monitor (owner) that has
+// stored its first MiB and waits for the rest, and another monitor
+// (sweeper) on the same JetStream.
+func liveUpload(t *testing.T, size int) (js jetstream.JetStream, owner, sweeper *stagingStore, u *pendingUpload) {
+	t.Helper()
+	nc, js := startNATS(t)
+	owner = openStagingStore(t, nc.ConnectedUrl())
+	sweeper = openStagingStore(t, nc.ConnectedUrl())
+	u = startUpload(t, owner, "camera-3/1", size, 1<<20)
+	waitChunks(t, js, 8)
+	return js, owner, sweeper, u
+}
+
 // A live upload of another monitor (it answers for it) is left by a
 // sweep, and is committed whole afterwards.
 func TestSweepLeavesLiveUploadOfAnotherMonitor(t *testing.T) {
-	nc, js := startNATS(t)
-	owner := openStagingStore(t, nc.ConnectedUrl())
-	sweeper := openStagingStore(t, nc.ConnectedUrl())
-	u := startUpload(t, owner, "camera-3/1", 3<<20, 1<<20)
-	waitChunks(t, js, 8)
+	js, _, sweeper, u := liveUpload(t, 3<<20)
 	var st counters
 	res, err := sweeper.sweep(context.Background(), &st)
 	require.NoError(t, err)
@@ -158,11 +185,7 @@ func TestSweepLeavesLiveUploadOfAnotherMonitor(t *testing.T) {
 	require.Zero(t, st.orphanChunks.Load())
 
 	require.NoError(t, u.finish(t))
-	obs, err := js.ObjectStore(context.Background(), DefaultObjectBucket)
-	require.NoError(t, err)
-	got, err := obs.GetBytes(context.Background(), "camera-3/1")
-	require.NoError(t, err)
-	require.Equal(t, sha256.Sum256(u.data), sha256.Sum256(got))
+	requireObject(t, js, "camera-3/1", u.data)
 	res, err = sweeper.sweep(context.Background(), &st)
 	require.NoError(t, err)
 	require.Zero(t, res.uploads+int64(res.live), "a committed object is neither live nor dead")
@@ -173,11 +196,7 @@ func TestSweepLeavesLiveUploadOfAnotherMonitor(t *testing.T) {
 // (the staging record it is conditional on is gone), so no object is
 // listed without its chunks, and nothing of it is left.
 func TestUploadTakenForDeadIsNotCommitted(t *testing.T) {
-	nc, js := startNATS(t)
-	owner := openStagingStore(t, nc.ConnectedUrl())
-	sweeper := openStagingStore(t, nc.ConnectedUrl())
-	u := startUpload(t, owner, "camera-3/1", 3<<20, 1<<20)
-	waitChunks(t, js, 8)
+	js, owner, sweeper, u := liveUpload(t, 3<<20)
 	require.NoError(t, owner.owner.Unsubscribe())
 	var st counters
 	res, err := sweeper.sweep(context.Background(), &st)
@@ -198,11 +217,7 @@ func TestUploadTakenForDeadIsNotCommitted(t *testing.T) {
 // A sweep that read an upload's staging record before its owner
 // committed it removes nothing: the commit won.
 func TestSweepAfterCommitLeavesObject(t *testing.T) {
-	nc, js := startNATS(t)
-	owner := openStagingStore(t, nc.ConnectedUrl())
-	sweeper := openStagingStore(t, nc.ConnectedUrl())
-	u := startUpload(t, owner, "camera-3/1", 2<<20, 1<<20)
-	waitChunks(t, js, 8)
+	js, owner, sweeper, u := liveUpload(t, 2<<20)
 	seq, staged, err := sweeper.record(context.Background(), sweeper.metaSubject("camera-3/1"), "")
 	require.NoError(t, err)
 	require.Zero(t, seq, "no record names the empty ID")
@@ -220,9 +235,7 @@ func TestSweepAfterCommitLeavesObject(t *testing.T) {
 	_, removed, err := sweeper.purgeDead(context.Background(), staged.Name, staged.NUID, staged.Metadata[metaOwnerKey], 16, &st)
 	require.NoError(t, err)
 	require.False(t, removed)
-	got, err := obs.GetBytes(context.Background(), "camera-3/1")
-	require.NoError(t, err)
-	require.Equal(t, sha256.Sum256(u.data), sha256.Sum256(got))
+	requireObject(t, js, "camera-3/1", u.data)
 }
 
 // Chunks no record names are removed at once if a staging writer wrote
@@ -274,9 +287,5 @@ func TestStagingNeverReplacesAnObject(t *testing.T) {
 	require.NoError(t, u.finish(t))
 	v := startUpload(t, s, "camera-3/1", 1000, 1000)
 	require.ErrorContains(t, v.finish(t), "exists already")
-	obs, err := js.ObjectStore(context.Background(), DefaultObjectBucket)
-	require.NoError(t, err)
-	got, err := obs.GetBytes(context.Background(), "camera-3/1")
-	require.NoError(t, err)
-	require.Equal(t, u.data, got)
+	requireObject(t, js, "camera-3/1", u.data)
 }
