@@ -55,7 +55,7 @@ func bucketLimits(ctx context.Context, o *options, js jetstream.JetStream, store
 	}
 	source := "-max-store"
 	if o.natsURL != "" {
-		hints.JetStream = "raise the NATS server's or the account's JetStream storage"
+		hints.JetStream = "raise the NATS server's or the account's JetStream storage, or limit the uploads with -max-upload-store"
 		source = "the NATS account's limit"
 		if ai, aerr := js.AccountInfo(ctx); aerr == nil && ai.Limits.MaxStore > 0 {
 			storeMax = ai.Limits.MaxStore

@@ -205,6 +205,8 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	require.Equal(t, m["fresh_updates_stored_total"], m[`fresh_store_write_seconds_count{store="kv"}`])
 	require.Greater(t, m[`fresh_store_write_seconds_sum{store="kv"}`], 0.0)
 	require.Equal(t, 0.0, m[`fresh_store_errors_total{store="kv"}`])
+	require.Equal(t, 0.0, m["fresh_orphan_chunks_purged_total"], "a new store holds no dead upload")
+	require.Contains(t, m, "fresh_orphan_bytes_purged_total")
 	require.Contains(t, m, `fresh_initials_dropped_total{reason="bad_token"}`)
 	require.Contains(t, m, `fresh_initials_dropped_total{reason="handshake_limit"}`)
 	require.Contains(t, m, `fresh_datagrams_dropped_total{reason="malformed"}`)

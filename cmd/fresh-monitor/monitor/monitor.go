@@ -85,7 +85,10 @@ type Config struct {
 	// JetStream is where the monitor stores: jetstream.New over a
 	// nats.Conn to an embedded server or a cluster. A JetStream with a
 	// domain or API prefix is not supported (updates are published to
-	// the bucket's default subject).
+	// the bucket's default subject). Its NATS user needs to publish and
+	// subscribe on _fresh.owner.> besides the buckets' subjects: the
+	// monitors' questions about each other's uploads (see Crash
+	// consistency).
 	JetStream jetstream.JetStream
 	// KVBucket is the key-value bucket of the freshest update per device
 	// (DefaultKVBucket if empty), created with one revision per key if it
