@@ -32,9 +32,11 @@
 // CodeStorageFailed and the reason, so an agent never reports success for
 // bytes that were not stored.
 //
-// Crash consistency. Whenever a monitor dies (SIGKILL, a power cut), the
-// store holds each upload either as a committed object, byte-exact, or
-// not at all once a monitor has swept it. Each upload is staged: a record
+// Crash consistency. Whenever a monitor process dies (SIGKILL, a crash),
+// the store holds each upload either as a committed object, byte-exact,
+// or not at all once a monitor has swept it. (A power cut is JetStream's
+// matter: it may lose what the server had not yet synced to disk, every
+// 2 minutes by default; nats-server's sync_always closes that window.) Each upload is staged: a record
 // naming its chunks and its owner (a random ID per monitor process) is
 // written on the object's info subject before the first chunk, and the
 // object's info replaces it only while it stands (a conditional write).

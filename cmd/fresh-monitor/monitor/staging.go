@@ -17,7 +17,7 @@ import (
 
 // Crash consistency of uploads. An upload's chunks are stored before the
 // info message that makes its object exist (objput.go), so a monitor that
-// dies mid-upload (SIGKILL, a power cut, its host lost) leaves chunks that
+// dies mid-upload (SIGKILL, a crash, its host lost) leaves chunks that
 // nothing lists and nothing removes. Telling those from a live upload's is
 // the whole problem: several monitors may write into one object store (a
 // cluster, -nats, -reuseport groups), and a live upload of another monitor
