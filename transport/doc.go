@@ -52,7 +52,9 @@
 // authenticated, replays dropped (package internal/seal). Forged, altered
 // and replayed packets are dropped and counted in Stats (Unauthenticated,
 // Replayed) and never close a connection. ConnectionState gives the peer's
-// certificates. SECURITY.md has the threat model, what is and is not
+// certificates; Config.VerifyPeer refuses, inside the handshake, a peer
+// whose verified certificate names something the application does not take
+// (ErrPeerRefused). SECURITY.md has the threat model, what is and is not
 // protected, and the limits with their defaults; package devcert makes
 // throwaway credentials for first steps and tests.
 //

@@ -66,6 +66,9 @@ var (
 	// ErrCommitBeyondRead: Conn.Commit(n) with n beyond the stream bytes
 	// Read returned: the application cannot have stored them.
 	ErrCommitBeyondRead = session.ErrCommitBeyondRead
+	// ErrPeerRefused: Config.VerifyPeer refused the peer's handshake;
+	// the error wraps the hook's error too (and ErrHandshake, from Dial).
+	ErrPeerRefused = errors.New("peer refused (Config.VerifyPeer)")
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

@@ -38,6 +38,11 @@ type HandshakeFailures struct {
 	// verification otherwise, or an error of the tls.Config's
 	// VerifyPeerCertificate or VerifyConnection.
 	BadCertificate int64
+	// Refused (refused): Config.VerifyPeer refused the client: its
+	// certificate is valid, but the application does not take what it
+	// says (fresh-monitor: a device name outside its limits, see
+	// monitor.VerifyPeerName); the log line's error says why.
+	Refused int64
 	// NoALPN (no_alpn): the client offers none of the Listener's
 	// application protocols (tls.Config.NextProtos; "fresh/1" by
 	// default, RFC 7301): a client of another protocol on this port.
@@ -83,6 +88,7 @@ const (
 	hsUnknownAuthority
 	hsExpiredCertificate
 	hsBadCertificate
+	hsRefused
 	hsNoALPN
 	hsTLS
 	hsPeerAlert
@@ -96,7 +102,7 @@ const (
 
 // hsReasonNames are the reason tokens, in HandshakeFailures' order.
 var hsReasonNames = [numHSReasons]string{
-	"no_certificate", "unknown_authority", "expired_certificate", "bad_certificate", "no_alpn", "tls",
+	"no_certificate", "unknown_authority", "expired_certificate", "bad_certificate", "refused", "no_alpn", "tls",
 	"peer_alert", "peer_closed", "protocol", "timeout", "closed", "other",
 }
 
@@ -105,7 +111,7 @@ func (r hsReason) String() string { return hsReasonNames[r] }
 // fields are f's counters in hsReason order.
 func (f *HandshakeFailures) fields() [numHSReasons]*int64 {
 	return [numHSReasons]*int64{
-		&f.NoCertificate, &f.UnknownAuthority, &f.ExpiredCertificate, &f.BadCertificate, &f.NoALPN, &f.TLS,
+		&f.NoCertificate, &f.UnknownAuthority, &f.ExpiredCertificate, &f.BadCertificate, &f.Refused, &f.NoALPN, &f.TLS,
 		&f.PeerAlert, &f.PeerClosed, &f.Protocol, &f.Timeout, &f.Closed, &f.Other,
 	}
 }
@@ -164,6 +170,8 @@ func handshakeReason(err error) hsReason {
 		return hsProtocol
 	case errors.Is(err, ErrPeerClosed):
 		return hsPeerClosed
+	case errors.Is(err, ErrPeerRefused): // before the alert it was sent with, bad_certificate
+		return hsRefused
 	case errors.As(err, new(x509.UnknownAuthorityError)):
 		return hsUnknownAuthority
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:

@@ -195,6 +195,7 @@ func TestHandshakeReason(t *testing.T) {
 		{local(errors.New("tls: no cipher suite supported by both client and server"), 40), hsTLS},
 		{fmt.Errorf("%w: %w: peer sent TLS alert %q%.0w", ErrPeerClosed, ErrHandshake, "tls: bad certificate", tls.AlertError(42)), hsPeerAlert},
 		{ErrPeerClosed, hsPeerClosed},
+		{local(fmt.Errorf("%w: %w", ErrPeerRefused, errors.New("device name too long")), alertBadCertificate), hsRefused},
 		{fmt.Errorf("%w: %w", ErrPeerClosed, ErrProtocol), hsProtocol},
 		{fmt.Errorf("%w: the client sent no TLS ClientHello", ErrHandshake), hsProtocol},
 		{fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded), hsTimeout},

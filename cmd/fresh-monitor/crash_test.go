@@ -329,7 +329,8 @@ func TestCrashFleet(t *testing.T) {
 		agents = 8
 	}
 	dir := t.TempDir()
-	ca, certFlags := writeMonitorCerts(t, dir, "crash test CA")
+	fl := newFleet(t, dir)
+	ca, certFlags := fl.ca, fl.args
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	natsAddr := l.Addr().String()

@@ -137,24 +137,6 @@ func devCAPool(t *testing.T, data string) *x509.CertPool {
 	return pool
 }
 
-// writeMonitorCerts makes a CA named caName and a certificate it signs
-// for localhost, and writes them into dir as monitor.pem,
-// monitor-key.pem and ca.pem; it returns the CA (to sign agents') and
-// the flags that give the three files.
-func writeMonitorCerts(t *testing.T, dir, caName string) (*devcert.CA, []string) {
-	t.Helper()
-	ca, err := devcert.NewCA(caName)
-	require.NoError(t, err)
-	srv, err := ca.Issue("localhost", "localhost", "127.0.0.1")
-	require.NoError(t, err)
-	certPEM, keyPEM, err := devcert.PEM(srv)
-	require.NoError(t, err)
-	for name, b := range map[string][]byte{"monitor.pem": certPEM, "monitor-key.pem": keyPEM, "ca.pem": ca.CertPEM()} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
-	}
-	return ca, []string{"-cert", filepath.Join(dir, "monitor.pem"), "-key", filepath.Join(dir, "monitor-key.pem"), "-ca", filepath.Join(dir, "ca.pem")}
-}
-
 // With no flags but addresses the command embeds JetStream, serves a
 // throwaway certificate whose CA it writes to -data, stores an agent's
 // updates and upload, and its /metrics shows the counters with their
@@ -256,9 +238,10 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 // log has one line for each.
 func TestRunCountsRejectedAgents(t *testing.T) {
 	dir := t.TempDir()
-	ca, certFlags := writeMonitorCerts(t, dir, "fleet CA")
-	r := startRun(t, append([]string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data")},
-		certFlags...)...)
+	f := newFleet(t, dir)
+	ca := f.ca
+	r := startRun(t, append([]string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
+		"-data", filepath.Join(dir, "data")}, f.args...)...)
 	addr, base, stderr := r.addr, r.metrics, &r.stderr
 	ctx := context.Background()
 

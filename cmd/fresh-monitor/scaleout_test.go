@@ -123,7 +123,8 @@ func TestTwoProcessesOnePortSteered(t *testing.T) {
 	lim.Cur = lim.Max
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim), "an agent's socket each")
 
-	ca, certFlags := writeMonitorCerts(t, t.TempDir(), "scale-out test CA")
+	f := newFleet(t, t.TempDir())
+	ca, certFlags := f.ca, f.args
 	port := freeUDPPort(t)
 	listen := "127.0.0.1:" + strconv.Itoa(port)
 	common := append([]string{"-listen", listen, "-steer", bpf, "-metrics", "127.0.0.1:0"}, certFlags...)

@@ -21,6 +21,7 @@ type counters struct {
 	uploadBytes, uploadsStored, uploadsFailed      atomic.Int64
 	uploadsAborted                                 atomic.Int64
 	orphanChunks, orphanBytes                      atomic.Int64 // purged by the sweeps (staging.go)
+	refused                                        atomic.Int64 // connections closed for their device's name
 
 	writeSeconds *prometheus.HistogramVec
 	ageSeconds   prometheus.Histogram
@@ -93,12 +94,14 @@ var (
 	descAcceptQueue   = prometheus.NewDesc("fresh_accept_queue", "Connections whose handshake completed, waiting for the monitor's Accept.", nil, nil)
 	descAccepted      = prometheus.NewDesc("fresh_connections_accepted_total", "Connections accepted (handshake completed).", nil, nil)
 	descClosed        = prometheus.NewDesc("fresh_connections_closed_total", "Accepted connections that ended.", nil, nil)
+	descRefused       = prometheus.NewDesc("fresh_connections_refused_total", "Connections closed at once after their handshake because the device's name is one the monitor cannot store (monitor.CheckName): the devices the Listener's VerifyPeer did not refuse at the handshake.", nil, nil)
+	descReplaced      = prometheus.NewDesc("fresh_nats_connections_replaced_total", "NATS connections closed for good (nats.go does not reconnect after some server errors) and replaced with a new one.", nil, nil)
 	descRetries       = prometheus.NewDesc("fresh_retries_sent_total", "Initials without a token answered with a Retry (address validation).", nil, nil)
 	descVersionNeg    = prometheus.NewDesc("fresh_version_negotiations_total", "Initials of another protocol version answered with a version negotiation.", nil, nil)
 	descInitials      = prometheus.NewDesc("fresh_initials_dropped_total", "Initials dropped before a handshake began, by reason.", []string{"reason"}, nil)
 	descHSStarted     = prometheus.NewDesc("fresh_handshakes_started_total", "Handshakes begun: connections opened for an admitted Initial.", nil, nil)
 	descHSCompleted   = prometheus.NewDesc("fresh_handshakes_completed_total", "Handshakes completed (the connection then waits for Accept).", nil, nil)
-	descHSFailed      = prometheus.NewDesc("fresh_handshakes_failed_total", "Handshakes that failed, by reason (transport.HandshakeFailures: no_certificate, unknown_authority, expired_certificate, bad_certificate, no_alpn, tls, peer_alert, peer_closed, protocol, timeout, closed, other); each is logged once.", []string{"reason"}, nil)
+	descHSFailed      = prometheus.NewDesc("fresh_handshakes_failed_total", "Handshakes that failed, by reason (transport.HandshakeFailures: no_certificate, unknown_authority, expired_certificate, bad_certificate, refused, no_alpn, tls, peer_alert, peer_closed, protocol, timeout, closed, other); each is logged once.", []string{"reason"}, nil)
 	descHSTimeouts    = prometheus.NewDesc("fresh_handshake_timeouts_total", "Handshakes that did not complete within the handshake timeout (the same count as fresh_handshakes_failed_total{reason=\"timeout\"}).", nil, nil)
 	descDropped       = prometheus.NewDesc("fresh_datagrams_dropped_total", "Datagrams dropped before reaching a connection, by reason.", []string{"reason"}, nil)
 	descResets        = prometheus.NewDesc("fresh_stateless_resets_sent_total", "Datagrams for no connection answered with a stateless reset.", nil, nil)
@@ -119,7 +122,7 @@ var (
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRetries,
+	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRefused, descReplaced, descRetries,
 		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descUpdRecv,
 		descUpdStale, descUpdRejected, descUpdRead, descUpdStored, descUpdSuperseded, descStoreErrors,
 		descUploadBytes, descUploads, descOrphanChunks, descOrphanBytes, descPackets, descBytes} {
@@ -175,6 +178,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 
 	counter(descAccepted, st.accepted.Load())
 	counter(descClosed, st.closed.Load())
+	counter(descRefused, st.refused.Load())
+	counter(descReplaced, m.reconnects.Load())
 	counter(descUpdRecv, t.updatesReceived)
 	counter(descUpdStale, t.updatesStale+st.updatesStale.Load())
 	counter(descUpdRejected, t.updatesRejected)

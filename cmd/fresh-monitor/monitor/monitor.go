@@ -11,6 +11,14 @@
 // TLS: give the Listener's Config.TLS a ClientCAs pool and
 // RequireAndVerifyClientCert), or by its address without one (Config.
 // DeviceName overrides both). Its KV key and subject token is Key(name).
+// A name must fit NATS's limits: at most MaxNameLength characters, valid
+// UTF-8 without control characters (CheckName; see names.go). Give the
+// Listener's transport.Config.VerifyPeer VerifyPeerName and a device with
+// another name is refused at the handshake, counted under
+// fresh_handshakes_failed_total{reason="refused"}; one that gets through
+// all the same (another VerifyPeer, a Config.DeviceName of your own) is
+// closed at once with CodeNameRefused and counted under
+// fresh_connections_refused_total. Either way nothing of it reaches NATS.
 //
 // Updates. Each update ReadUpdate returns is stored as a Record (JSON) in
 // the KV bucket under the device's key, published to the bucket's subject
@@ -35,20 +43,30 @@
 // Crash consistency. Whenever a monitor process dies (SIGKILL, a crash),
 // the store holds each upload either as a committed object, byte-exact,
 // or not at all once a monitor has swept it. (A power cut is JetStream's
-// matter: it may lose what the server had not yet synced to disk, every
-// 2 minutes by default; nats-server's sync_always closes that window.) Each upload is staged: a record
-// naming its chunks and its owner (a random ID per monitor process) is
-// written on the object's info subject before the first chunk, and the
-// object's info replaces it only while it stands (a conditional write).
-// Every monitor answers on _fresh.owner.<its ID> whether an upload is its
-// own and in progress; a dead monitor's subscription is gone, so a
-// request meets "no responders". At start and every 10 minutes each
-// monitor sweeps the object store: it removes the staging record of each
-// upload whose owner is gone (up to the record's own sequence, so that a
-// commit that won the race stays, and one after it fails its condition),
-// then the chunks no record names. Several monitors may share the store:
-// a live upload of another is left alone. The comment at the top of
-// staging.go has the details and the order of the steps.
+// matter: it may lose what the server had not yet synced to disk, every 2
+// minutes by default; nats-server's sync_always closes that window.) Each
+// upload is staged: a record naming its chunks and its owner (a random ID
+// per store the monitor opens) is written on the object's info subject
+// before the first chunk, and the object's info replaces it only while it
+// stands (a conditional write). Every monitor answers on
+// _fresh.owner.<its ID> whether an upload is its own and in progress; a
+// dead monitor's subscription is gone, so a request meets "no
+// responders". At start and every 10 minutes each monitor sweeps the
+// object store: it removes the staging record of each upload whose owner
+// is gone (up to the record's own sequence, so that a commit that won the
+// race stays, and one after it fails its condition), then the chunks no
+// record names. Several monitors may share the store: a live upload of
+// another is left alone. The comment at the top of staging.go has the
+// details and the order of the steps.
+//
+// Isolation. Each device's writes go on their own (one writer per device,
+// one upload per connection), and a failed one, counted and logged, fails
+// that device's write alone: the next device's write goes on. What all
+// devices share is the NATS connection: nats.go reconnects it by itself
+// when the server or the network drops it, and a connection nats.go
+// closes for good (after some of the server's errors) is replaced with
+// one from Config.Reconnect (reconnect.go). While it is down, Ready says
+// false and the writes fail; the first write after it is back is stored.
 package monitor
 
 import (
@@ -120,6 +138,19 @@ type Config struct {
 	// DeviceName names a connection's device; nil names it by its
 	// certificate's CommonName, or its address without a certificate.
 	DeviceName func(*transport.Conn) string
+	// Reconnect, if set, opens a new JetStream (on a new NATS
+	// connection) when the one in use has closed for good while Run runs:
+	// nats.go reconnects a lost connection by itself, but closes it for
+	// good after some of the server's errors (a protocol line over the
+	// server's max_control_line, an unknown -ERR, an authorization
+	// violation twice in a row), and a closed nats.Conn never comes back.
+	// The monitor then opens the buckets through the new one and stores
+	// through it; it tries again every second while Reconnect or that
+	// fails (closing a connection it got but could not use). The
+	// connections Reconnect returns are the caller's to close after Run
+	// returns, as JetStream's is. nil: a connection closed for good stays
+	// closed, and Ready says false from then on.
+	Reconnect func(ctx context.Context) (jetstream.JetStream, error)
 	// Logger receives a line per connection accepted and ended, per
 	// upload, and per store failure; nil is silent. Rejected handshakes
 	// never reach the monitor: the Listener logs them on its own
@@ -136,9 +167,12 @@ type Monitor struct {
 	st      *counters
 	latest  *latest
 	uploads uploadStore
-	nc      *nats.Conn
+	nc      *nats.Conn // JetStream's, until Run opens the store
+	live    liveStore  // the store on the NATS connection in use
 	ready   atomic.Bool
 	sweeps  atomic.Int64 // sweeps done, for tests
+	// reconnects counts the stores replaced on a new connection.
+	reconnects atomic.Int64
 	// wrapUploads, set by tests, wraps the object store (to delay or
 	// fail it).
 	wrapUploads func(uploadStore) uploadStore
@@ -222,7 +256,7 @@ func (m *Monitor) Collector() prometheus.Collector { return collector{m} }
 
 // Ready says the monitor is accepting agents and its NATS connection is
 // up (for a readiness probe).
-func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
+func (m *Monitor) Ready() bool { return m.ready.Load() && m.conn().IsConnected() }
 
 // Run creates the buckets if they do not exist (trying again for up to
 // bucketSetupTimeout while JetStream does not answer, as a cluster that is
@@ -232,38 +266,48 @@ func (m *Monitor) Ready() bool { return m.ready.Load() && m.nc.IsConnected() }
 // ctx ended, the error otherwise.
 func (m *Monitor) Run(ctx context.Context) error {
 	defer m.cfg.Listener.Close()
-	store, err := m.openBuckets(ctx)
+	store, err := m.openBuckets(ctx, m.cfg.JetStream)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while it opened them
+		}
 		return err
 	}
-	m.latest = newLatest(store, m.cfg.StoreTimeout, m.log, m.st)
+	m.live.cur.Store(store)
+	m.latest = newLatest(&m.live, m.cfg.StoreTimeout, m.log, m.st)
 	kvLimit := store.maxBytes(store.kvStream)
 	m.latest.explain = func(err error) error { return m.whatIsFull(err, true, kvLimit) }
 	m.objLimit = store.maxBytes(store.objStream)
 	m.latest.onWrite = m.onWrite
-	m.uploads = store
+	m.uploads = &m.live
 	if m.wrapUploads != nil {
-		m.uploads = m.wrapUploads(store)
+		m.uploads = m.wrapUploads(m.uploads)
 	}
-	// Uploads are staged (staging.go): answer the sweeps, and sweep.
-	store.log = m.log
-	owner, err := store.answerOwners()
-	if err != nil {
-		return err
-	}
-	defer owner.Unsubscribe()
+	// Uploads are staged (staging.go): each store answers the sweeps
+	// about its uploads (tryOpenBuckets) until they have all ended, and
+	// the object store is swept.
+	defer func() {
+		if st := m.live.cur.Load(); st.ownerSub != nil {
+			_ = st.ownerSub.Unsubscribe()
+		}
+	}()
 	sweepCtx, stopSweeps := context.WithCancel(context.Background())
 	var sweeps sync.WaitGroup
-	sweeps.Go(func() { m.sweepLoop(sweepCtx, store) })
+	sweeps.Go(func() { m.sweepLoop(sweepCtx) })
 	defer func() { stopSweeps(); sweeps.Wait() }()
 	m.ready.Store(true)
 	defer m.ready.Store(false)
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	keeping := make(chan struct{})
+	go func() { defer close(keeping); m.keepConnected(keepCtx) }()
 
 	var wg sync.WaitGroup
 	defer func() {
 		m.cfg.Listener.Close() // ends every connection, so every serve
 		wg.Wait()
 		m.latest.wait()
+		stopKeeping()
+		<-keeping
 	}()
 	for {
 		conn, err := m.cfg.Listener.Accept(ctx)
@@ -281,12 +325,12 @@ func (m *Monitor) Run(ctx context.Context) error {
 const sweepTimeout = 5 * time.Minute
 
 // sweepLoop sweeps the object store for dead uploads at start and every
-// sweepInterval until ctx ends.
-func (m *Monitor) sweepLoop(ctx context.Context, s *jsStore) {
+// sweepInterval until ctx ends, through the store in use.
+func (m *Monitor) sweepLoop(ctx context.Context) {
 	for first := true; ; first = false {
 		sctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 		start := time.Now()
-		res, err := s.sweep(sctx, m.st)
+		res, err := m.live.cur.Load().sweep(sctx, m.st)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -320,10 +364,10 @@ const bucketSetupTimeout = time.Minute
 // only once it has elected one, and the monitors of a cluster starting
 // together create the same buckets at once, whose requests can wait on
 // each other past a request's timeout.
-func (m *Monitor) openBuckets(ctx context.Context) (*jsStore, error) {
+func (m *Monitor) openBuckets(ctx context.Context, js jetstream.JetStream) (*jsStore, error) {
 	deadline := time.Now().Add(bucketSetupTimeout)
 	for {
-		store, err := m.tryOpenBuckets(ctx)
+		store, err := m.tryOpenBuckets(ctx, js)
 		if err == nil || !jetStreamBusy(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return store, err
 		}
@@ -350,8 +394,7 @@ func jetStreamBusy(err error) bool {
 		errors.As(err, &ae) && (ae.ErrorCode == 10008 || ae.ErrorCode == 10005)
 }
 
-func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
-	js := m.cfg.JetStream
+func (m *Monitor) tryOpenBuckets(ctx context.Context, js jetstream.JetStream) (*jsStore, error) {
 	// Buckets that exist are used as they are (an operator's replicas,
 	// limits and placement are theirs); only missing ones are created.
 	kv, err := js.KeyValue(ctx, m.cfg.KVBucket)
@@ -381,7 +424,16 @@ func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
 		return nil, fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)
 	}
 	s, err := newJSStore(ctx, js, kv, obs, m.cfg.StoreTimeout)
-	if err == nil && !created {
+	if err != nil {
+		return nil, err
+	}
+	// Its uploads are staged under its owner ID: it answers for them on
+	// its connection from now on (a store is opened once).
+	s.log = m.log
+	if s.ownerSub, err = s.answerOwners(); err != nil {
+		return nil, err
+	}
+	if !created {
 		switch limit := s.maxBytes(s.objStream); {
 		case limit <= 0:
 			m.log.Warn("the object store has no byte limit: one upload can use up JetStream's storage and stop every device's updates; "+
@@ -391,7 +443,7 @@ func (m *Monitor) tryOpenBuckets(ctx context.Context) (*jsStore, error) {
 			m.log.Info("the object store exists: its own byte limit stays", "bucket", m.cfg.ObjectBucket, "limit", limit, "given", m.cfg.MaxUploadBytes)
 		}
 	}
-	return s, err
+	return s, nil
 }
 
 // reservation explains JetStream's refusal to create a bucket with a
@@ -408,6 +460,10 @@ func (m *Monitor) reservation(err error, limit int64) error {
 // serve takes one agent's updates and upload until its connection ends.
 func (m *Monitor) serve(ctx context.Context, conn *transport.Conn) {
 	device := m.cfg.DeviceName(conn)
+	if err := CheckName(device); err != nil {
+		m.refuse(conn, err)
+		return
+	}
 	key := Key(device)
 	log := m.log.With("device", device, "peer", conn.RemoteAddr().String())
 	m.mu.Lock()
@@ -458,13 +514,27 @@ func (m *Monitor) serve(ctx context.Context, conn *transport.Conn) {
 	}
 }
 
+// CodeNameRefused is the application close code (Conn.CloseWithError)
+// of a connection the monitor ends at once because it cannot store under
+// its device's name (CheckName); the reason says why. With VerifyPeerName
+// on the Listener such a device is refused at the handshake instead.
+const CodeNameRefused uint32 = 2
+
+// refuse closes a connection whose device name the monitor cannot take,
+// before anything of it reaches NATS.
+func (m *Monitor) refuse(conn *transport.Conn, err error) {
+	m.st.refused.Add(1)
+	m.log.Warn("device refused: closing its connection", "peer", conn.RemoteAddr().String(), "err", err)
+	_ = conn.CloseWithError(CodeNameRefused, err.Error())
+}
+
 // publishLive sends the update on fresh.update.<key> for live
 // subscribers: a core NATS publish, at most once, never waiting for the
 // store.
 func (m *Monitor) publishLive(key string, r Record, log *slog.Logger) {
 	msg, err := recordMsg(SubjectPrefix+key, r)
 	if err == nil {
-		err = m.nc.PublishMsg(msg)
+		err = m.conn().PublishMsg(msg)
 	}
 	if err != nil {
 		log.Debug("publishing an update failed", "err", err)
@@ -485,8 +555,9 @@ type jsStore struct {
 	// inProgress its uploads not yet committed or removed.
 	owner      string
 	inProgress owners
-	log        *slog.Logger  // the sweeps' lines
-	grace      time.Duration // unstagedGrace, but in tests
+	ownerSub   *nats.Subscription // answerOwners'; nil until the monitor opens it
+	log        *slog.Logger       // the sweeps' lines
+	grace      time.Duration      // unstagedGrace, but in tests
 
 	mu  sync.Mutex
 	seq map[string]uint64 // per key, the stream sequence of the last message this store wrote or read

@@ -26,9 +26,11 @@ import (
 //  1. Before its first chunk the owner writes a staging record on the
 //     object's info subject: an object info marked deleted (so List, Get
 //     and the nats CLI do not show it) that names the upload's chunk ID
-//     and its owner, a random ID per monitor process. The write is
-//     conditional on the subject holding nothing, so it never replaces an
-//     object of the same name. Its stream sequence is S.
+//     and its owner, a random ID per store the monitor opens (one per
+//     NATS connection: one per process, unless a connection closed for
+//     good is replaced). The write is conditional on the subject holding
+//     nothing, so it never replaces an object of the same name. Its
+//     stream sequence is S.
 //  2. The chunks follow, each with the header HeaderUploadOwner.
 //  3. The commit is the object's info written over the staging record,
 //     conditional on the subject's last message still being S
