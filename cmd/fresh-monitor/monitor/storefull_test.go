@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/cmd/fresh-monitor/internal/fleettest"
 	"github.com/fresh-udp/fresh/internal/loglimit"
 	"github.com/fresh-udp/fresh/transport"
 )
@@ -41,24 +42,6 @@ func (s *syncBuffer) String() string {
 // fleetHints are fresh-monitor's hints, as the tests expect to find them.
 var fleetHints = StorageHints{Uploads: "raise -max-upload-store", KV: "raise -max-kv-store", JetStream: "raise -max-store"}
 
-// sendUpdates sends an update on each of conns every 5 ms until stop.
-func sendUpdates(conns []*transport.Conn, stop <-chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
-				_ = c.SendUpdate(fmt.Appendf(nil, "reading %d", i))
-			}
-		})
-	}
-	return &wg
-}
-
 // With a 24 MiB JetStream, a 16 MiB object store and a 4 MiB KV bucket,
 // an upload larger than the object store fails back to its agent with a
 // storage error that names what is full and the flag that makes room, and
@@ -83,9 +66,9 @@ func TestStoreFullFailsTheUploadNotTheUpdates(t *testing.T) {
 	for _, n := range names[1:] {
 		sensors = append(sensors, m.dial(t, p, n))
 	}
-	stop := make(chan struct{})
-	senders := sendUpdates(sensors, stop)
-	defer func() { close(stop); senders.Wait() }()
+	for _, c := range sensors {
+		fleettest.SendEvery(t, c, 5*time.Millisecond, nil)
+	}
 	require.Eventually(t, func() bool { return stored.Load() >= 5 }, 10*time.Second, 5*time.Millisecond)
 
 	cam := m.dial(t, p, "camera")
@@ -136,17 +119,19 @@ func TestKVFullWarningsNameTheLimitRateLimited(t *testing.T) {
 	for _, n := range names {
 		conns = append(conns, m.dial(t, p, n))
 	}
-	stop := make(chan struct{})
-	senders := sendUpdates(conns, stop)
+	var paused atomic.Bool
+	for _, c := range conns {
+		fleettest.SendEvery(t, c, 5*time.Millisecond, &paused)
+	}
 	start := time.Now()
 	require.Eventually(t, func() bool { return m.st.kvErrors.Load() > 4*loglimit.Burst }, 20*time.Second, 5*time.Millisecond)
 	time.Sleep(loglimit.Window) // a second window: its first line says how many the first did not log
-	close(stop)
-	senders.Wait()
+	paused.Store(true)
+	time.Sleep(100 * time.Millisecond) // the writes under way end
 	elapsed := time.Since(start)
 
 	lines := strings.Count(logs.String(), `msg="storing an update failed"`)
-	windows := int(elapsed/loglimit.Window) + 1
+	windows := int(elapsed/loglimit.Window) + 2 // and one begun as the last writes failed
 	require.LessOrEqual(t, lines, windows*loglimit.Burst, "%d failures logged in %v", m.st.kvErrors.Load(), elapsed)
 	require.Less(t, int64(lines), m.st.kvErrors.Load())
 	require.Contains(t, logs.String(), `the KV bucket \"fresh-latest\" is full, its limit 2KiB (raise -max-kv-store)`)
