@@ -8,10 +8,6 @@ import (
 	"iter"
 	"log/slog"
 	"net/netip"
-	"sync"
-	"time"
-
-	"github.com/fresh-udp/fresh/clock"
 )
 
 // HandshakeFailures counts a Listener's connections whose handshake did
@@ -202,41 +198,11 @@ func handshakeReason(err error) hsReason {
 	return hsOther
 }
 
-// Rejected handshakes are logged at most hsLogBurst lines per
-// hsLogWindow: a flood of clients with bad credentials (each passed
+// Rejected handshakes are logged at most loglimit.Burst lines per
+// loglimit.Window: a flood of clients with bad credentials (each passed
 // Retry, so each is a real address) must not turn into a flood of log
 // lines. The counters count every one; the next line logged says how many
 // were not (its "suppressed" attribute).
-const (
-	hsLogBurst  = 10
-	hsLogWindow = time.Second
-)
-
-// hsLog rate-limits a Listener's handshake failure lines: a fixed window
-// of hsLogWindow that logs its first hsLogBurst lines.
-type hsLog struct {
-	mu         sync.Mutex
-	start      clock.Mono // the current window's
-	n          int        // lines logged in it
-	suppressed int64      // lines not logged since the last one logged
-}
-
-// allow reports whether a line may be logged now and, if so, how many
-// were suppressed before it.
-func (h *hsLog) allow(now clock.Mono) (ok bool, suppressed int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.n == 0 || now.Sub(h.start) >= hsLogWindow {
-		h.start, h.n = now, 0
-	}
-	if h.n >= hsLogBurst {
-		h.suppressed++
-		return false, 0
-	}
-	h.n++
-	suppressed, h.suppressed = h.suppressed, 0
-	return true, suppressed
-}
 
 // handshakeFailed counts a connection of the Listener that ended before
 // its handshake completed, under its reason, and logs it: one line per
@@ -254,7 +220,7 @@ func (l *Listener) handshakeFailed(from netip.AddrPort, err error) {
 	if !log.Enabled(ctx, level) {
 		return
 	}
-	ok, suppressed := l.hsLog.allow(l.cfg.Clock.Now())
+	ok, suppressed := l.hsLog.Allow(l.cfg.Clock.Now())
 	if !ok {
 		return
 	}

@@ -15,7 +15,33 @@
 // -data (default $TMPDIR/fresh-monitor; give a directory of your own for
 // data you keep) and listening for other NATS clients (the nats CLI, your
 // services) on -nats-listen; with -nats it connects to that server or
-// cluster instead and embeds nothing.
+// cluster instead and embeds nothing. A monitor that writes into -data
+// (its embedded server's store, or the throwaway CA below) holds an
+// exclusive lock on it (flock on -data/fresh-monitor.lock, released by the
+// kernel however the process ends): a second monitor on the same -data
+// exits 1 with the holder's PID and NATS address (give it its own -data,
+// or -nats to the first one's NATS).
+//
+// Storage. The buckets get byte limits when the monitor creates them, so
+// that an upload cannot take the space the devices' updates need: the KV
+// bucket -max-kv-store (default an eighth of JetStream's storage, at most
+// 1 GiB), the object store -max-upload-store (default the rest). JetStream's
+// storage is the embedded server's -max-store (default nats-server's: 75%
+// of the free space on -data's disk at start), or with -nats the account's
+// limit; with -nats and an account without one the buckets get no limits
+// unless the flags give them (a warning says so). A full object store fails
+// the upload back to its agent with the reason ("the object store … is
+// full, its limit …"), and updates are still stored; each failure line
+// names what is full and the flag to raise, at most 10 lines a second of
+// each kind. Buckets that exist keep their own limits (nats stream edit
+// changes them; the monitor warns about an object store without one).
+//
+// Crash consistency. Each upload is staged (package monitor has the
+// details): a monitor killed at any point leaves an upload either
+// committed, byte-exact, or removed by the next sweep of the object store,
+// which every monitor runs at start and every 10 minutes, counting what it
+// purges (fresh_orphan_chunks_purged_total, fresh_orphan_bytes_purged_total).
+// Live uploads of other monitors sharing the JetStream are left alone.
 //
 // The embedded server joins a NATS cluster with -nats-cluster (its route
 // address) and -nats-routes (every member's, its own included: a server
@@ -79,6 +105,9 @@
 //	-kv-bucket NAME           KV bucket of the freshest update per device (default fresh-latest)
 //	-object-bucket NAME       object store of uploads (default fresh-uploads)
 //	-replicas N               replicas of both buckets when created (default 1; give 3 on a 3-node cluster)
+//	-max-store SIZE           the embedded server's JetStream storage (default: 75% of -data's free disk)
+//	-max-upload-store SIZE    byte limit of the object store when created (default: the storage minus -max-kv-store; 0: none)
+//	-max-kv-store SIZE        byte limit of the KV bucket when created (default: an eighth of the storage, at most 1GiB; 0: none)
 //	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
 //	-pprof                    also serve /debug/pprof there
 //	-reuseport                share -listen's port with other fresh-monitor processes (SO_REUSEPORT)
@@ -200,6 +229,8 @@ type options struct {
 	natsName              string
 	kvBucket, objBucket   string
 	replicas              int
+	limits                limitFlags
+	storeMax              int64 // the embedded server's JetStream storage, once it runs
 	metrics               string
 	pprof                 bool
 	verbose               bool
@@ -228,6 +259,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kvBucket, "kv-bucket", monitor.DefaultKVBucket, "KV bucket of each device's freshest update")
 	fs.StringVar(&o.objBucket, "object-bucket", monitor.DefaultObjectBucket, "object store of the uploads")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the buckets when the monitor creates them (give 3 on a cluster of three, to survive a node's loss)")
+	fs.Var(&o.limits.maxStore, "max-store", "the embedded NATS server's JetStream storage on -data, a `size` such as 20GB or 512MiB (default: nats-server's, 75% of the disk's free space at start)")
+	fs.Var(&o.limits.maxUpload, "max-upload-store", "byte limit of the object store when the monitor creates it, a `size` (default: JetStream's storage minus -max-kv-store; 0: none)")
+	fs.Var(&o.limits.maxKV, "max-kv-store", "byte limit of the KV bucket when the monitor creates it, a `size` (default: an eighth of JetStream's storage, at most 1GiB; 0: none)")
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
@@ -263,8 +297,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.limits.storeSet, o.limits.uploadSet, o.limits.kvSet = set["max-store"], set["max-upload-store"], set["max-kv-store"]
 	if o.natsURL != "" {
-		for _, name := range []string{"nats-cluster", "nats-routes", "nats-cluster-name", "nats-name"} {
+		for _, name := range []string{"nats-cluster", "nats-routes", "nats-cluster-name", "nats-name", "max-store"} {
 			if set[name] {
 				return nil, usagef("-nats and -%s exclude each other: -%s is the embedded server's (with -nats the monitor embeds none)", name, name)
 			}
@@ -339,6 +374,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// -data is this monitor's alone while it writes there (the embedded
+	// server's store, the throwaway CA): locked before anything is written.
+	var lock *dataLock
+	if o.natsURL == "" || (o.cert == "" && !o.insecure) {
+		if lock, err = lockData(o.data); err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 
 	// The transport logs at debug level (-v), but for a warning per
 	// rejected handshake (an agent without a certificate, or with one of
@@ -368,6 +412,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer shutdownNATS()
+	if lock != nil && o.natsURL == "" {
+		_ = lock.write(nc.ConnectedUrl()) // for a second monitor's refusal: where to share this store
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -397,9 +444,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	maxUpload, maxKV, hints, err := bucketLimits(ctx, o, js, o.storeMax, log, stdout)
+	if err != nil {
+		return err
+	}
 	mon, err := monitor.New(monitor.Config{
 		Listener: ln, JetStream: js, KVBucket: o.kvBucket, ObjectBucket: o.objBucket,
-		Replicas: o.replicas, Reconnect: reconnectNATS, Logger: log,
+		Replicas: o.replicas, MaxUploadBytes: maxUpload, MaxKVBytes: maxKV, StorageHints: hints, Reconnect: reconnectNATS, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -569,8 +620,10 @@ func startNATSServer(o *options, log *slog.Logger) (*server.Server, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   o.data,
-		NoSigs:     true, // the monitor handles SIGINT/SIGTERM
-		NoLog:      true,
+		// 0: nats-server's default (75% of the disk's free space).
+		JetStreamMaxStore: int64(o.limits.maxStore),
+		NoSigs:            true, // the monitor handles SIGINT/SIGTERM
+		NoLog:             true,
 	}
 	if o.natsCluster != "" {
 		chost, cport, _ := net.SplitHostPort(o.natsCluster) // checked by parseFlags
@@ -599,6 +652,7 @@ func startNATSServer(o *options, log *slog.Logger) (*server.Server, error) {
 			return nil, fmt.Errorf("embedded NATS server: not ready after %v (-v logs what it did)", readyTimeout)
 		}
 	}
+	o.storeMax = ns.JetStreamConfig().MaxStore // the limit it settled on (-max-store, or 75% of the free disk)
 	return ns, nil
 }
 

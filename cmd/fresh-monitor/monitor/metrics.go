@@ -20,6 +20,7 @@ type counters struct {
 	kvErrors, objectErrors                         atomic.Int64
 	uploadBytes, uploadsStored, uploadsFailed      atomic.Int64
 	uploadsAborted                                 atomic.Int64
+	orphanChunks, orphanBytes                      atomic.Int64 // purged by the sweeps (staging.go)
 	refused                                        atomic.Int64 // connections closed for their device's name
 
 	writeSeconds *prometheus.HistogramVec
@@ -114,6 +115,8 @@ var (
 	descStoreErrors   = prometheus.NewDesc("fresh_store_errors_total", "Failed writes into JetStream, by store (kv, object).", []string{"store"}, nil)
 	descUploadBytes   = prometheus.NewDesc("fresh_upload_bytes_total", "Upload bytes read from the connections and handed to the object store.", nil, nil)
 	descUploads       = prometheus.NewDesc("fresh_uploads_total", "Uploads that ended, by result: stored (and committed), failed (the store failed; the agent is told), aborted (the agent or the connection broke off).", []string{"result"}, nil)
+	descOrphanChunks  = prometheus.NewDesc("fresh_orphan_chunks_purged_total", "Chunks of dead uploads (their monitor died mid-upload) purged from the object store by the monitor's sweeps, at start and every 10 minutes.", nil, nil)
+	descOrphanBytes   = prometheus.NewDesc("fresh_orphan_bytes_purged_total", "Payload bytes of the chunks counted by fresh_orphan_chunks_purged_total.", nil, nil)
 	descPackets       = prometheus.NewDesc("fresh_packets_total", "Packets of the accepted connections, by direction.", []string{"direction"}, nil)
 	descBytes         = prometheus.NewDesc("fresh_bytes_total", "UDP payload bytes of the accepted connections, by direction.", []string{"direction"}, nil)
 )
@@ -122,7 +125,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRefused, descReplaced, descRetries,
 		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descUpdRecv,
 		descUpdStale, descUpdRejected, descUpdRead, descUpdStored, descUpdSuperseded, descStoreErrors,
-		descUploadBytes, descUploads, descPackets, descBytes} {
+		descUploadBytes, descUploads, descOrphanChunks, descOrphanBytes, descPackets, descBytes} {
 		ch <- d
 	}
 	c.m.st.writeSeconds.Describe(ch)
@@ -189,6 +192,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descUploads, st.uploadsStored.Load(), "stored")
 	counter(descUploads, st.uploadsFailed.Load(), "failed")
 	counter(descUploads, st.uploadsAborted.Load(), "aborted")
+	counter(descOrphanChunks, st.orphanChunks.Load())
+	counter(descOrphanBytes, st.orphanBytes.Load())
 	counter(descPackets, t.packetsReceived, "received")
 	counter(descPackets, t.packetsSent, "sent")
 	counter(descBytes, t.bytesReceived, "received")
