@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,4 +99,81 @@ func TestForgedPacketsFromThePeersAddressAreDropped(t *testing.T) {
 	require.Zero(t, srv.Stats().UpdatesReceived, "no forged update may be delivered")
 	require.Positive(t, srv.Stats().Unauthenticated, "forgeries must be counted")
 	require.Positive(t, cli.Stats().Unauthenticated)
+}
+
+// An attacker on the path forges a VersionNegotiation (RFC 9000 §6) from
+// the client's Initial, sent ahead of the server's answer, and another
+// just after the server's first datagram: neither fails the Dial (the
+// first is taken only until the server answers, the second comes after
+// it), both are counted, and the connection works.
+func TestForgedVersionNegotiationOnPathIgnored(t *testing.T) {
+	l, err := Listen("127.0.0.1:0", testConfig(Config{}))
+	require.NoError(t, err)
+	defer l.Close()
+	front, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer front.Close()
+	back, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	defer back.Close()
+
+	// The path: client → front → back → listener, and back. It forges
+	// from what it forwards.
+	var client atomic.Pointer[net.UDPAddr]
+	var id atomic.Uint64
+	forge := func() []byte {
+		return wire.AppendVersionNegotiation(nil, &wire.VersionNegotiation{ConnID: id.Load(), Versions: []uint8{1}})
+	}
+	var forged atomic.Int32
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := front.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			if client.Swap(from) == nil {
+				_, cid, _ := wire.PeekVersion(buf[:n])
+				id.Store(cid)
+				_, _ = front.WriteToUDP(forge(), from) // ahead of the server's answer
+				forged.Add(1)
+			}
+			_, _ = back.WriteTo(buf[:n], l.Addr())
+		}
+	}()
+	go func() {
+		buf := make([]byte, 2048)
+		first := true
+		for {
+			n, _, err := back.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = front.WriteToUDP(buf[:n], client.Load())
+			if first {
+				first = false
+				_, _ = front.WriteToUDP(forge(), client.Load()) // after it
+				forged.Add(1)
+			}
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	cli, err := Dial(ctx, front.LocalAddr().String(), testConfig(Config{}))
+	require.NoError(t, err)
+	t.Logf("Dial took %v through two forged VersionNegotiations", time.Since(start))
+	defer cli.Close()
+	srv, err := l.Accept(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int32(2), forged.Load())
+	require.Eventually(t, func() bool { return cli.Stats().VersionNegotiationsIgnored == 2 }, 5*time.Second, 5*time.Millisecond,
+		"both counted: %+v", cli.Stats())
+	_, err = cli.Write([]byte("after the forgeries"))
+	require.NoError(t, err)
+	buf := make([]byte, 64)
+	n, err := srv.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, "after the forgeries", string(buf[:n]))
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -64,6 +65,23 @@ type Config struct {
 	// forward secrecy against a later theft of the listener's ticket
 	// keys. See SECURITY.md.
 	Allow0RTT bool
+	// VerifyPeer, if set, is asked about the peer of every handshake once
+	// TLS has verified its certificate chain (and tls.Config's own
+	// VerifyConnection, if any, has passed), with its TLS state: a
+	// resuming peer too, with the certificates of its first handshake
+	// (crypto/tls keeps them in the ticket). A non-nil error refuses the
+	// peer: the handshake fails with TLS's bad_certificate alert (RFC
+	// 8446 §6.2; RFC 9001 §4.8), so the peer never gets a connection. On
+	// a Listener the connection never reaches Accept and is counted under
+	// HandshakeFailures.Refused, and the rejected-handshake warning logs
+	// the error; Dial returns an error wrapping ErrHandshake,
+	// ErrPeerRefused and the hook's error. It is for a check of what the
+	// certificate says that the application cannot take: a device name
+	// its storage cannot hold (fresh-monitor's monitor.VerifyPeerName), a
+	// device it has revoked. Without a client certificate (a Listener
+	// whose tls.Config does not request one) it is still called, with no
+	// PeerCertificates. Not with Insecure: nothing is verified there.
+	VerifyPeer func(tls.ConnectionState) error
 	// Insecure runs in plaintext: no handshake authentication, no
 	// encryption, no integrity. Anyone on the path can read the stream,
 	// forge data, acknowledgments and updates, and close the connection.
@@ -278,6 +296,8 @@ func (c Config) withDefaults() (Config, error) {
 		return field("Insecure", "set together with TLS: choose one")
 	case c.Allow0RTT && c.Insecure:
 		return field("Allow0RTT", "set with Insecure: 0-RTT resumes a TLS session, set TLS instead")
+	case c.VerifyPeer != nil && c.Insecure:
+		return field("VerifyPeer", "set with Insecure: a plaintext peer presents nothing to verify, set TLS instead")
 	}
 	// The protocol's settings: the session fills and checks them; the
 	// resolved datagram size sizes this end's buffers.
@@ -290,8 +310,31 @@ func (c Config) withDefaults() (Config, error) {
 		// Once per endpoint: every connection shares this config (and
 		// with it the keys that encrypt session tickets).
 		c.TLS = session.PrepareTLS(c.TLS.Clone())
+		if c.VerifyPeer != nil {
+			c.TLS.VerifyConnection = verifyPeer(c.TLS.VerifyConnection, c.VerifyPeer)
+		}
 	}
 	return c, nil
+}
+
+// verifyPeer is a tls.Config.VerifyConnection that runs the
+// application's own (if any), then Config.VerifyPeer, whose refusal it
+// marks with ErrPeerRefused so that a Listener counts it under its own
+// reason. crypto/tls calls it once the peer's chain is verified, on a
+// full handshake and on a resumption alike, and answers an error with
+// the bad_certificate alert.
+func verifyPeer(tlsVerify, verify func(tls.ConnectionState) error) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if tlsVerify != nil {
+			if err := tlsVerify(cs); err != nil {
+				return err
+			}
+		}
+		if err := verify(cs); err != nil {
+			return fmt.Errorf("%w: %w", ErrPeerRefused, err)
+		}
+		return nil
+	}
 }
 
 // sessionConfig is what the protocol session needs of a Config. Zero

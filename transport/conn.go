@@ -161,7 +161,7 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort) (ok, elsewhere bool
 	defer c.mu.Unlock()
 	now, wall := c.now()
 	path := c.paths.path(from)
-	v := c.s.HandleFrom(now, wall, b, path)
+	v := c.s.HandleFrom(now, wall, b, path, from)
 	if c.paths.apply(v, path, from) {
 		c.peer.Store(c.paths.cur.udp)
 	}

@@ -94,7 +94,7 @@ func (t *Transport) otherVersion(b []byte, from netip.AddrPort, e *entry, ok boo
 		return e
 	case !ok && ln != nil && ver != 0 && len(b) >= wire.MinInitialSize:
 		vn := wire.AppendVersionNegotiation(make([]byte, 0, wire.HeaderLen+2), &wire.VersionNegotiation{
-			ConnID: id, Timestamp: ln.cfg.Clock.Wall().UnixMicro(), Versions: []uint8{wire.Version},
+			ConnID: id, Timestamp: ln.cfg.Clock.Wall().UnixMicro(), Versions: wire.Versions(),
 		})
 		if err := t.sock.writeTo(vn, from); err != nil {
 			t.log.Debug("fresh: VersionNegotiation not sent", "to", from, "err", err)

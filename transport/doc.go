@@ -52,7 +52,9 @@
 // authenticated, replays dropped (package internal/seal). Forged, altered
 // and replayed packets are dropped and counted in Stats (Unauthenticated,
 // Replayed) and never close a connection. ConnectionState gives the peer's
-// certificates. SECURITY.md has the threat model, what is and is not
+// certificates; Config.VerifyPeer refuses, inside the handshake, a peer
+// whose verified certificate names something the application does not take
+// (ErrPeerRefused). SECURITY.md has the threat model, what is and is not
 // protected, and the limits with their defaults; package devcert makes
 // throwaway credentials for first steps and tests.
 //
@@ -175,10 +177,31 @@
 // estimates carry over, unless the challenge's round trip shows another
 // path (below half the old minimum RTT, or above twice the smoothed RTT
 // plus 20 ms), when they start afresh (RFC 9000 §9.4). Conn.RemoteAddr
-// follows the move, and Stats counts Migrations, MigrationsReverted and
-// PathResets. Without TLS (Insecure) nothing authenticates a packet and
-// a connection never moves: datagrams from another address are dropped
-// and counted (ListenerStats.WrongAddress), as are forged ones with TLS.
+// follows the move, and Stats counts Migrations, MigrationsReverted,
+// MigrationsRefused and PathResets. Without TLS (Insecure) nothing
+// authenticates a packet and a connection never moves: datagrams from
+// another address are dropped and counted (ListenerStats.WrongAddress),
+// as are forged ones with TLS.
+//
+// Copies of the client's packets raced to the server from another address
+// (RFC 9000 §9.3.3: whoever sees the client's packets can forward them
+// from elsewhere, ahead of the originals) move the connection once per
+// source address at most. The server also challenges the previous address; when that
+// answers and the new one has not within three of its round trips, it
+// goes back at once, and the new address is penalised: its packets no
+// longer move the connection and are dropped unread (Stats.
+// MigrationsRefused), while the server probes it, a challenge per
+// retransmission timeout within three times what came from it. A client
+// really at that address answers (and sends a PING after it) and is
+// followed from then on, so a NAT that rebinds back to it loses a round
+// trip or two. A connection lists at most 4 such addresses, each until
+// 30 s after the last datagram from it; with all 4 listed every other new
+// address is probed before it is followed.
+// The previous address (the last one validated) is never penalised: a
+// move back to it needs no validation, so a NAT that flaps between two
+// bindings is followed each time. This state (768 bytes) is allocated for
+// a connection when an authentic datagram first comes from another
+// address, and kept for its life.
 //
 // Only the server follows: a client takes packets only from its server's
 // address. A client opened with package Dial can move itself to a new
@@ -338,10 +361,21 @@
 //
 // The wire format is version 2 (internal/wire): version 1 had no server
 // IDs. Version 2 ends answer an Initial-sized datagram of another
-// version with a VersionNegotiation, and a client that gets one fails
-// Dial at once with ErrVersionMismatch naming both ends' versions; a
-// version 1 server answers a version 2 client nothing (Dial fails at
-// HandshakeTimeout), as version 1 predates negotiation.
+// version with a VersionNegotiation; a version 1 server answers a version
+// 2 client nothing (Dial fails at HandshakeTimeout), as version 1
+// predates negotiation. A VersionNegotiation is not authenticated, so a
+// client that gets one keeps its handshake going for a second (RFC 9002's
+// first PTO) and fails Dial with ErrVersionMismatch, naming both ends'
+// versions, only if the server sent nothing else meanwhile; one forged on
+// the path, ahead of the server's answer or after it (RFC 9000 §6.2), is
+// ignored and counted (Stats.VersionNegotiationsIgnored). Inside the TLS
+// handshake both ends confirm the version in a version_information
+// transport parameter (RFC 9368: the version chosen and the versions
+// spoken); a contradiction (the version rewritten on the way, or a client
+// that left its first choice after a VersionNegotiation finding that the
+// server speaks a version it prefers) fails the handshake with
+// ErrVersionDowngrade. Ends built before version_information omit it and
+// still work with those that send it.
 //
 // # Datagram size
 //

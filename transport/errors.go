@@ -50,11 +50,19 @@ var (
 	// (RFC 9000 §21.4); the connection is closed.
 	ErrOptimisticAck = session.ErrOptimisticAck
 	// ErrVersionMismatch: Dial reached a server that speaks none of this
-	// end's protocol versions (it answered with a VersionNegotiation);
-	// the error names the versions of both ends. It comes wrapped with
-	// ErrHandshake. A server of a version older than negotiation (1)
-	// answers nothing: Dial then fails at HandshakeTimeout.
+	// end's protocol versions: it answered with a VersionNegotiation and
+	// nothing else within a second (a forged VersionNegotiation that races
+	// a real server's answer is ignored); the error names the versions of
+	// both ends. It comes wrapped with ErrHandshake. A server of a version
+	// older than negotiation (1) answers nothing: Dial then fails at
+	// HandshakeTimeout.
 	ErrVersionMismatch = session.ErrVersion
+	// ErrVersionDowngrade: the version the peer confirmed inside the TLS
+	// handshake (its version_information transport parameter, RFC 9368)
+	// contradicts the version the connection runs: the version
+	// negotiation was tampered with on the path. It comes wrapped with
+	// ErrHandshake.
+	ErrVersionDowngrade = session.ErrVersionDowngrade
 	// ErrStatelessReset: the server lost the connection — it restarted,
 	// or dropped the connection's state — and said so with a stateless
 	// reset (RFC 9000 §10.3) carrying the token it gave this connection
@@ -66,6 +74,9 @@ var (
 	// ErrCommitBeyondRead: Conn.Commit(n) with n beyond the stream bytes
 	// Read returned: the application cannot have stored them.
 	ErrCommitBeyondRead = session.ErrCommitBeyondRead
+	// ErrPeerRefused: Config.VerifyPeer refused the peer's handshake;
+	// the error wraps the hook's error too (and ErrHandshake, from Dial).
+	ErrPeerRefused = errors.New("peer refused (Config.VerifyPeer)")
 	// ErrListenerClosed: Accept after the Listener's Close.
 	ErrListenerClosed = errors.New("transport: listener closed")
 )

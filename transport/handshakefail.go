@@ -8,10 +8,6 @@ import (
 	"iter"
 	"log/slog"
 	"net/netip"
-	"sync"
-	"time"
-
-	"github.com/fresh-udp/fresh/clock"
 )
 
 // HandshakeFailures counts a Listener's connections whose handshake did
@@ -42,6 +38,11 @@ type HandshakeFailures struct {
 	// verification otherwise, or an error of the tls.Config's
 	// VerifyPeerCertificate or VerifyConnection.
 	BadCertificate int64
+	// Refused (refused): Config.VerifyPeer refused the client: its
+	// certificate is valid, but the application does not take what it
+	// says (fresh-monitor: a device name outside its limits, see
+	// monitor.VerifyPeerName); the log line's error says why.
+	Refused int64
 	// NoALPN (no_alpn): the client offers none of the Listener's
 	// application protocols (tls.Config.NextProtos; "fresh/1" by
 	// default, RFC 7301): a client of another protocol on this port.
@@ -87,6 +88,7 @@ const (
 	hsUnknownAuthority
 	hsExpiredCertificate
 	hsBadCertificate
+	hsRefused
 	hsNoALPN
 	hsTLS
 	hsPeerAlert
@@ -100,7 +102,7 @@ const (
 
 // hsReasonNames are the reason tokens, in HandshakeFailures' order.
 var hsReasonNames = [numHSReasons]string{
-	"no_certificate", "unknown_authority", "expired_certificate", "bad_certificate", "no_alpn", "tls",
+	"no_certificate", "unknown_authority", "expired_certificate", "bad_certificate", "refused", "no_alpn", "tls",
 	"peer_alert", "peer_closed", "protocol", "timeout", "closed", "other",
 }
 
@@ -109,7 +111,7 @@ func (r hsReason) String() string { return hsReasonNames[r] }
 // fields are f's counters in hsReason order.
 func (f *HandshakeFailures) fields() [numHSReasons]*int64 {
 	return [numHSReasons]*int64{
-		&f.NoCertificate, &f.UnknownAuthority, &f.ExpiredCertificate, &f.BadCertificate, &f.NoALPN, &f.TLS,
+		&f.NoCertificate, &f.UnknownAuthority, &f.ExpiredCertificate, &f.BadCertificate, &f.Refused, &f.NoALPN, &f.TLS,
 		&f.PeerAlert, &f.PeerClosed, &f.Protocol, &f.Timeout, &f.Closed, &f.Other,
 	}
 }
@@ -168,6 +170,8 @@ func handshakeReason(err error) hsReason {
 		return hsProtocol
 	case errors.Is(err, ErrPeerClosed):
 		return hsPeerClosed
+	case errors.Is(err, ErrPeerRefused): // before the alert it was sent with, bad_certificate
+		return hsRefused
 	case errors.As(err, new(x509.UnknownAuthorityError)):
 		return hsUnknownAuthority
 	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
@@ -194,41 +198,11 @@ func handshakeReason(err error) hsReason {
 	return hsOther
 }
 
-// Rejected handshakes are logged at most hsLogBurst lines per
-// hsLogWindow: a flood of clients with bad credentials (each passed
+// Rejected handshakes are logged at most loglimit.Burst lines per
+// loglimit.Window: a flood of clients with bad credentials (each passed
 // Retry, so each is a real address) must not turn into a flood of log
 // lines. The counters count every one; the next line logged says how many
 // were not (its "suppressed" attribute).
-const (
-	hsLogBurst  = 10
-	hsLogWindow = time.Second
-)
-
-// hsLog rate-limits a Listener's handshake failure lines: a fixed window
-// of hsLogWindow that logs its first hsLogBurst lines.
-type hsLog struct {
-	mu         sync.Mutex
-	start      clock.Mono // the current window's
-	n          int        // lines logged in it
-	suppressed int64      // lines not logged since the last one logged
-}
-
-// allow reports whether a line may be logged now and, if so, how many
-// were suppressed before it.
-func (h *hsLog) allow(now clock.Mono) (ok bool, suppressed int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.n == 0 || now.Sub(h.start) >= hsLogWindow {
-		h.start, h.n = now, 0
-	}
-	if h.n >= hsLogBurst {
-		h.suppressed++
-		return false, 0
-	}
-	h.n++
-	suppressed, h.suppressed = h.suppressed, 0
-	return true, suppressed
-}
 
 // handshakeFailed counts a connection of the Listener that ended before
 // its handshake completed, under its reason, and logs it: one line per
@@ -246,7 +220,7 @@ func (l *Listener) handshakeFailed(from netip.AddrPort, err error) {
 	if !log.Enabled(ctx, level) {
 		return
 	}
-	ok, suppressed := l.hsLog.allow(l.cfg.Clock.Now())
+	ok, suppressed := l.hsLog.Allow(l.cfg.Clock.Now())
 	if !ok {
 		return
 	}

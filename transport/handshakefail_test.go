@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/loglimit"
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
@@ -194,6 +195,7 @@ func TestHandshakeReason(t *testing.T) {
 		{local(errors.New("tls: no cipher suite supported by both client and server"), 40), hsTLS},
 		{fmt.Errorf("%w: %w: peer sent TLS alert %q%.0w", ErrPeerClosed, ErrHandshake, "tls: bad certificate", tls.AlertError(42)), hsPeerAlert},
 		{ErrPeerClosed, hsPeerClosed},
+		{local(fmt.Errorf("%w: %w", ErrPeerRefused, errors.New("device name too long")), alertBadCertificate), hsRefused},
 		{fmt.Errorf("%w: %w", ErrPeerClosed, ErrProtocol), hsProtocol},
 		{fmt.Errorf("%w: the client sent no TLS ClientHello", ErrHandshake), hsProtocol},
 		{fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded), hsTimeout},
@@ -226,7 +228,7 @@ func TestHandshakeFailuresFields(t *testing.T) {
 	require.Equal(t, total, f.Total())
 }
 
-// A flood of rejected handshakes logs hsLogBurst lines a window; the
+// A flood of rejected handshakes logs loglimit.Burst lines a window; the
 // first line after says how many it did not log. The counters count all.
 func TestHandshakeFailureLogRateLimited(t *testing.T) {
 	logs := &logRecords{}
@@ -234,17 +236,17 @@ func TestHandshakeFailureLogRateLimited(t *testing.T) {
 	l := listen(t, Config{Logger: slog.New(logs), Clock: clk})
 	from := netip.MustParseAddrPort("192.0.2.1:4433")
 	err := fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded)
-	for range 3 * hsLogBurst {
+	for range 3 * loglimit.Burst {
 		l.handshakeFailed(from, err)
 	}
-	require.Len(t, logs.rejections(), hsLogBurst)
-	clk.advance(hsLogWindow)
+	require.Len(t, logs.rejections(), loglimit.Burst)
+	clk.advance(loglimit.Window)
 	l.handshakeFailed(from, err)
 	lines := logs.rejections()
-	require.Len(t, lines, hsLogBurst+1)
-	require.Equal(t, fmt.Sprint(2*hsLogBurst), lines[hsLogBurst]["suppressed"])
-	require.Equal(t, int64(3*hsLogBurst+1), l.Stats().HandshakeFailures.Timeout)
-	require.Equal(t, int64(3*hsLogBurst+1), l.Stats().HandshakeTimeouts)
+	require.Len(t, lines, loglimit.Burst+1)
+	require.Equal(t, fmt.Sprint(2*loglimit.Burst), lines[loglimit.Burst]["suppressed"])
+	require.Equal(t, int64(3*loglimit.Burst+1), l.Stats().HandshakeFailures.Timeout)
+	require.Equal(t, int64(3*loglimit.Burst+1), l.Stats().HandshakeTimeouts)
 }
 
 // stepClock is a clock.Clock that moves only when told.

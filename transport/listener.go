@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/loglimit"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -52,7 +53,7 @@ type Listener struct {
 	ready   []*Conn // handshake complete, waiting for Accept
 	closed  bool
 
-	hsLog hsLog // rate limit of the rejected handshakes' log lines
+	hsLog loglimit.Limiter // rate limit of the rejected handshakes' log lines
 	// handshakes counts the held connections whose handshake has not
 	// ended (entry.handshaking: it completed and was delivered, expired,
 	// or the connection ended); guarded by mu.

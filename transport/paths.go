@@ -42,7 +42,7 @@ func (p *paths) path(from netip.AddrPort) session.Path {
 // from (named path); it reports whether the current address changed.
 func (p *paths) apply(v session.Verdict, path session.Path, from netip.AddrPort) bool {
 	switch v {
-	case session.Accepted:
+	case session.Accepted, session.Refused:
 		if path == session.PathOther && from != p.cand.ap {
 			p.cand = newPeerAddr(from)
 		}

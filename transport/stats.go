@@ -79,6 +79,11 @@ type Stats struct {
 	// the token the server gave this connection (forged, or from a
 	// server with another key): dropped, the connection goes on.
 	StatelessResetsIgnored int64
+	// VersionNegotiationsIgnored counts VersionNegotiations a dialer did
+	// not act on because the server answered otherwise (before or within
+	// a second after them): forged, by someone on the path who saw the
+	// Initial (RFC 9000 §6.2).
+	VersionNegotiationsIgnored int64
 
 	// Connection migration (a server's: its client's NAT rebound, or the
 	// client moved, RFC 9000 §9). Migrations counts moves to a new
@@ -90,6 +95,15 @@ type Stats struct {
 	// controller and RTT estimator started afresh (RFC 9000 §9.4; a NAT
 	// rebinding keeps the path and its state).
 	Migrations, MigrationsReverted, PathResets int64
+	// MigrationsRefused counts datagrams (other than path probes) that
+	// came from a penalised address, one that failed validation before
+	// (or was left before it answered): dropped unread, they do not move
+	// the connection, which follows that address again only once it
+	// echoes a probe or its penalty expires (RFC 9000 §9.3.3; see the
+	// package doc, "Connection migration"). Copies of the client's
+	// packets raced from a victim's address count here once the first
+	// validation failed; ListenerStats.WrongAddress does not count them.
+	MigrationsRefused int64
 
 	// Stream.
 	StreamBytesAcked    int64 // sent and acknowledged
@@ -160,9 +174,10 @@ func statsFrom(s session.Stats) Stats {
 		PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,
 		PacketsLost: s.PacketsLost, Retransmitted: s.Retransmitted, Duplicates: s.Duplicates, Malformed: s.Malformed,
 		Unauthenticated: s.Unauthenticated, Replayed: s.Replayed, KeyUpdates: s.KeyUpdates,
-		StatelessResetsIgnored: s.StatelessResetsIgnored,
-		Migrations:             s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
-		StreamBytesAcked: s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
+		StatelessResetsIgnored: s.StatelessResetsIgnored, VersionNegotiationsIgnored: s.VersionNegotiationsIgnored,
+		Migrations: s.Migrations, MigrationsReverted: s.MigrationsReverted, PathResets: s.PathResets,
+		MigrationsRefused: s.MigrationsRefused,
+		StreamBytesAcked:  s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
@@ -194,8 +209,8 @@ func (s Stats) String() string {
 		fmt.Fprintf(&b, ", dropped %d (dup %d, malformed %d, unauthenticated %d, replayed %d)",
 			dropped, s.Duplicates, s.Malformed, s.Unauthenticated, s.Replayed)
 	}
-	if s.Migrations+s.MigrationsReverted > 0 {
-		fmt.Fprintf(&b, "; migrations %d (reverted %d, path resets %d)", s.Migrations, s.MigrationsReverted, s.PathResets)
+	if s.Migrations+s.MigrationsReverted+s.MigrationsRefused > 0 {
+		fmt.Fprintf(&b, "; migrations %d (reverted %d, refused %d, path resets %d)", s.Migrations, s.MigrationsReverted, s.MigrationsRefused, s.PathResets)
 	}
 	if s.UpdatesSent > 0 {
 		fmt.Fprintf(&b, "; updates sent %d (superseded %d, lost %d) at %.1f/s", s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost, s.UpdateRate)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 
 	"github.com/fresh-udp/fresh/cmd/fresh-monitor/steer"
 	"github.com/fresh-udp/fresh/transport"
@@ -17,8 +19,11 @@ func listen(o *options, tr *transport.Transport) (*net.UDPConn, func(), error) {
 	udp, err := transport.ListenUDP(o.listen, o.reusePort || o.steer != "")
 	if err != nil {
 		hint := ""
-		if !o.reusePort && o.steer == "" {
-			hint = " (another fresh-monitor on this port? all of them need -reuseport, or -steer)"
+		if errors.Is(err, syscall.EADDRINUSE) {
+			hint = ": another process has this UDP port: give -listen another port"
+			if !o.reusePort && o.steer == "" {
+				hint += ", or, if it is another fresh-monitor, share the port: all of them with -reuseport (or -steer)"
+			}
 		}
 		return nil, nil, fmt.Errorf("-listen %s: %w%s", o.listen, err, hint)
 	}

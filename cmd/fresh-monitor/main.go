@@ -15,7 +15,33 @@
 // -data (default $TMPDIR/fresh-monitor; give a directory of your own for
 // data you keep) and listening for other NATS clients (the nats CLI, your
 // services) on -nats-listen; with -nats it connects to that server or
-// cluster instead and embeds nothing.
+// cluster instead and embeds nothing. A monitor that writes into -data
+// (its embedded server's store, or the throwaway CA below) holds an
+// exclusive lock on it (flock on -data/fresh-monitor.lock, released by the
+// kernel however the process ends): a second monitor on the same -data
+// exits 1 with the holder's PID and NATS address (give it its own -data,
+// or -nats to the first one's NATS).
+//
+// Storage. The buckets get byte limits when the monitor creates them, so
+// that an upload cannot take the space the devices' updates need: the KV
+// bucket -max-kv-store (default an eighth of JetStream's storage, at most
+// 1 GiB), the object store -max-upload-store (default the rest). JetStream's
+// storage is the embedded server's -max-store (default nats-server's: 75%
+// of the free space on -data's disk at start), or with -nats the account's
+// limit; with -nats and an account without one the buckets get no limits
+// unless the flags give them (a warning says so). A full object store fails
+// the upload back to its agent with the reason ("the object store … is
+// full, its limit …"), and updates are still stored; each failure line
+// names what is full and the flag to raise, at most 10 lines a second of
+// each kind. Buckets that exist keep their own limits (nats stream edit
+// changes them; the monitor warns about an object store without one).
+//
+// Crash consistency. Each upload is staged (package monitor has the
+// details): a monitor killed at any point leaves an upload either
+// committed, byte-exact, or removed by the next sweep of the object store,
+// which every monitor runs at start and every 10 minutes, counting what it
+// purges (fresh_orphan_chunks_purged_total, fresh_orphan_bytes_purged_total).
+// Live uploads of other monitors sharing the JetStream are left alone.
 //
 // The embedded server joins a NATS cluster with -nats-cluster (its route
 // address) and -nats-routes (every member's, its own included: a server
@@ -38,8 +64,14 @@
 // monitor's certificate, and with -ca every agent must present a
 // certificate that CA signed, whose CommonName is the device's name (its
 // KV key is monitor.Key of it). go run ./examples/certgen -dir certs makes
-// a throwaway set. Without -ca agents are not authenticated and are named
-// by their certificate if they present one, by their address otherwise.
+// a throwaway set. A name must fit NATS's subjects: at most 64 characters
+// (RFC 5280's limit of a CommonName), valid UTF-8 without control
+// characters (monitor.CheckName); a device with another is refused at
+// its handshake (it hears TLS's bad_certificate alert), counted under
+// fresh_handshakes_failed_total{reason="refused"} and logged, and the
+// rest of the fleet never notices. Without -ca agents are not
+// authenticated (no certificate is asked of them) and are named by their
+// address.
 // Without -cert and -key the monitor makes a throwaway certificate for
 // localhost, 127.0.0.1 and ::1 from a new in-memory CA (transport/devcert)
 // and writes that CA to -data/dev-ca.pem, so that an agent on this host can
@@ -73,6 +105,9 @@
 //	-kv-bucket NAME           KV bucket of the freshest update per device (default fresh-latest)
 //	-object-bucket NAME       object store of uploads (default fresh-uploads)
 //	-replicas N               replicas of both buckets when created (default 1; give 3 on a 3-node cluster)
+//	-max-store SIZE           the embedded server's JetStream storage (default: 75% of -data's free disk)
+//	-max-upload-store SIZE    byte limit of the object store when created (default: the storage minus -max-kv-store; 0: none)
+//	-max-kv-store SIZE        byte limit of the KV bucket when created (default: an eighth of the storage, at most 1GiB; 0: none)
 //	-metrics ADDR             HTTP address of /metrics, /healthz, /readyz (default 127.0.0.1:9464; "off": none)
 //	-pprof                    also serve /debug/pprof there
 //	-reuseport                share -listen's port with other fresh-monitor processes (SO_REUSEPORT)
@@ -82,11 +117,15 @@
 //	-qlog DIR                 a qlog trace of every connection into DIR, one file each, for qvis (default $QLOGDIR; empty: off)
 //
 // Logs (log/slog, text, stderr) say each agent's connection and end with
-// its device name, each upload stored, each store failure, and each
+// its device name, each upload stored, each store failure, each
 // rejected handshake with its reason (as fresh_handshakes_failed_total
-// counts it; at most 10 lines a second). /healthz
-// answers 200 while the process serves; /readyz 200 once NATS is
-// connected and the listener accepts, 503 otherwise.
+// counts it; at most 10 lines a second), and the NATS connection lost and
+// restored. nats.go reconnects by itself, but closes the connection for
+// good after some server errors (a protocol line too long, an
+// authorization violation twice): the monitor then opens a new one
+// (fresh_nats_connections_replaced_total). /healthz answers 200 while the
+// process serves; /readyz 200 once NATS is connected and the listener
+// accepts, 503 otherwise (while NATS is down, too).
 //
 // Several processes on one port. One process's protocol work runs on
 // about two cores; to use more, run several on one -listen port, each
@@ -121,7 +160,9 @@
 //
 // It runs until Ctrl-C or SIGTERM, then closes every connection, writes
 // the updates still pending, shuts the embedded server down and exits 0.
-// It exits 2 on a usage error, 1 if it cannot start.
+// It exits 2 on a usage error, 1 if it cannot start: a port in use (the
+// error names the flag: -listen, -nats-listen, -nats-cluster, -metrics),
+// a -nats server that does not answer (its URLs and each dial's error).
 package main
 
 import (
@@ -142,6 +183,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -194,6 +236,8 @@ type options struct {
 	natsName              string
 	kvBucket, objBucket   string
 	replicas              int
+	limits                limitFlags
+	storeMax              int64 // the embedded server's JetStream storage, once it runs
 	metrics               string
 	pprof                 bool
 	verbose               bool
@@ -222,6 +266,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kvBucket, "kv-bucket", monitor.DefaultKVBucket, "KV bucket of each device's freshest update")
 	fs.StringVar(&o.objBucket, "object-bucket", monitor.DefaultObjectBucket, "object store of the uploads")
 	fs.IntVar(&o.replicas, "replicas", 1, "replicas of the buckets when the monitor creates them (give 3 on a cluster of three, to survive a node's loss)")
+	fs.Var(&o.limits.maxStore, "max-store", "the embedded NATS server's JetStream storage on -data, a `size` such as 20GB or 512MiB (default: nats-server's, 75% of the disk's free space at start)")
+	fs.Var(&o.limits.maxUpload, "max-upload-store", "byte limit of the object store when the monitor creates it, a `size` (default: JetStream's storage minus -max-kv-store; 0: none)")
+	fs.Var(&o.limits.maxKV, "max-kv-store", "byte limit of the KV bucket when the monitor creates it, a `size` (default: an eighth of JetStream's storage, at most 1GiB; 0: none)")
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
@@ -257,8 +304,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.limits.storeSet, o.limits.uploadSet, o.limits.kvSet = set["max-store"], set["max-upload-store"], set["max-kv-store"]
 	if o.natsURL != "" {
-		for _, name := range []string{"nats-cluster", "nats-routes", "nats-cluster-name", "nats-name"} {
+		for _, name := range []string{"nats-cluster", "nats-routes", "nats-cluster-name", "nats-name", "max-store"} {
 			if set[name] {
 				return nil, usagef("-nats and -%s exclude each other: -%s is the embedded server's (with -nats the monitor embeds none)", name, name)
 			}
@@ -333,11 +381,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// -data is this monitor's alone while it writes there (the embedded
+	// server's store, the throwaway CA): locked before anything is written.
+	var lock *dataLock
+	if o.natsURL == "" || (o.cert == "" && !o.insecure) {
+		if lock, err = lockData(o.data); err != nil {
+			return err
+		}
+		defer lock.release()
+	}
 
 	// The transport logs at debug level (-v), but for a warning per
 	// rejected handshake (an agent without a certificate, or with one of
 	// another CA or expired...): remote, reason and error, rate-limited.
+	// A device whose name the monitor cannot store (monitor.CheckName:
+	// too long for NATS, control characters) is refused at the handshake.
 	cfg := transport.Config{Insecure: o.insecure, Logger: log}
+	if !o.insecure {
+		cfg.VerifyPeer = monitor.VerifyPeerName
+	}
 	security, err := serverTLS(o, &cfg, stdout)
 	if err != nil {
 		return err
@@ -352,11 +414,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// NATS first: an agent accepted before the store is there would have
 	// nowhere to go.
-	nc, shutdownNATS, err := connectNATS(o, log, stdout)
+	nc, reconnectNATS, shutdownNATS, err := connectNATS(o, log, stdout)
 	if err != nil {
 		return err
 	}
 	defer shutdownNATS()
+	if lock != nil && o.natsURL == "" {
+		_ = lock.write(nc.ConnectedUrl()) // for a second monitor's refusal: where to share this store
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -394,9 +459,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	maxUpload, maxKV, hints, err := bucketLimits(ctx, o, js, o.storeMax, log, stdout)
+	if err != nil {
+		return err
+	}
 	mon, err := monitor.New(monitor.Config{
 		Listener: ln, JetStream: js, KVBucket: o.kvBucket, ObjectBucket: o.objBucket,
-		Replicas: o.replicas, Logger: log,
+		Replicas: o.replicas, MaxUploadBytes: maxUpload, MaxKVBytes: maxKV, StorageHints: hints, Reconnect: reconnectNATS, Logger: log,
 	})
 	if err != nil {
 		return err
@@ -462,9 +531,10 @@ func serverTLS(o *options, cfg *transport.Config, stdout io.Writer) (string, err
 }
 
 // connectNATS connects to -nats, or starts the embedded server and
-// connects to it in-process. The returned function closes the
-// connection and shuts the server down.
-func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, func(), error) {
+// connects to it in-process. reconnect opens a new connection the same way
+// (monitor.Config.Reconnect: the monitor's closed for good); shutdown
+// closes every connection opened and shuts the server down.
+func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (nc *nats.Conn, reconnect func(context.Context) (jetstream.JetStream, error), shutdown func(), err error) {
 	var closing atomic.Bool // our own shutdown: not a lost connection
 	natsLog := func(nc *nats.Conn, what string) {
 		if !closing.Load() {
@@ -476,22 +546,85 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 		nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, _ error) { natsLog(nc, "lost") }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { natsLog(nc, "restored") }),
+		// The server's asynchronous errors (a permission refused, a slow
+		// consumer) into the log, not onto stderr as nats.go's default.
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			log.Warn("NATS error", "err", err)
+		}),
+	}
+	var (
+		mu     sync.Mutex
+		opened []*nats.Conn
+		dial   func() (*nats.Conn, error)
+		ns     *server.Server
+	)
+	closeAll := func() {
+		closing.Store(true)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, nc := range opened {
+			_ = nc.Drain()
+			nc.Close()
+		}
+		if ns != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
 	}
 	if o.natsURL != "" {
-		nc, err := nats.Connect(o.natsURL, opts...)
+		d := &recordingDialer{Dialer: net.Dialer{Timeout: nats.DefaultTimeout}}
+		opts = append(opts, nats.SetCustomDialer(d))
+		dial = func() (*nats.Conn, error) { return nats.Connect(o.natsURL, opts...) }
+		nc, err = dial()
 		if err != nil {
-			return nil, nil, fmt.Errorf("-nats %s: %w", o.natsURL, err)
+			return nil, nil, nil, d.explain(o.natsURL, err)
 		}
 		fmt.Fprintf(stdout, "fresh-monitor: storing into the NATS server at %s\n", nc.ConnectedUrlRedacted())
-		return nc, func() { closing.Store(true); _ = nc.Drain(); nc.Close() }, nil
+	} else {
+		if ns, err = startNATSServer(o, log); err != nil {
+			return nil, nil, nil, err
+		}
+		opts = append(opts, nats.InProcessServer(ns))
+		dial = func() (*nats.Conn, error) { return nats.Connect(ns.ClientURL(), opts...) }
+		if nc, err = dial(); err != nil {
+			ns.Shutdown()
+			return nil, nil, nil, fmt.Errorf("embedded NATS server: %w", err)
+		}
+		fmt.Fprintf(stdout, "fresh-monitor: embedded NATS server with JetStream in %s, clients at %s\n", o.data, ns.ClientURL())
+		if o.natsCluster != "" {
+			fmt.Fprintf(stdout, "fresh-monitor: NATS server %q in cluster %q, routes at %s to %d route URLs\n",
+				o.natsName, o.natsClusterName, o.natsCluster, len(o.natsRoutes))
+		}
 	}
+	opened = append(opened, nc)
+	reconnect = func(context.Context) (jetstream.JetStream, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if closing.Load() {
+			return nil, errors.New("shutting down")
+		}
+		nc, err := dial()
+		if err != nil {
+			return nil, err
+		}
+		opened = append(opened, nc)
+		return jetstream.New(nc)
+	}
+	return nc, reconnect, closeAll, nil
+}
+
+// startNATSServer starts the embedded NATS server and waits until it
+// takes connections, or says why it does not: a port it cannot listen on
+// names the flag that sets it (the server reports it to its logger, and
+// would otherwise never become ready).
+func startNATSServer(o *options, log *slog.Logger) (*server.Server, error) {
 	host, portStr, err := net.SplitHostPort(o.natsListen)
 	if err != nil {
-		return nil, nil, usagef("-nats-listen %s: %v (want HOST:PORT)", o.natsListen, err)
+		return nil, usagef("-nats-listen %s: %v (want HOST:PORT)", o.natsListen, err)
 	}
 	port, err := strconv.Atoi(portStr)
 	if err != nil || port < 0 || port > 65535 {
-		return nil, nil, usagef("-nats-listen %s: bad port", o.natsListen)
+		return nil, usagef("-nats-listen %s: bad port", o.natsListen)
 	}
 	if port == 0 {
 		port = server.RANDOM_PORT
@@ -502,8 +635,10 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   o.data,
-		NoSigs:     true, // the monitor handles SIGINT/SIGTERM
-		NoLog:      true,
+		// 0: nats-server's default (75% of the disk's free space).
+		JetStreamMaxStore: int64(o.limits.maxStore),
+		NoSigs:            true, // the monitor handles SIGINT/SIGTERM
+		NoLog:             true,
 	}
 	if o.natsCluster != "" {
 		chost, cport, _ := net.SplitHostPort(o.natsCluster) // checked by parseFlags
@@ -513,30 +648,143 @@ func connectNATS(o *options, log *slog.Logger, stdout io.Writer) (*nats.Conn, fu
 	}
 	ns, err := server.NewServer(sopts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("embedded NATS server: %w", err)
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
 	}
+	sl := &natsServerLog{log: log, fatal: make(chan error, 1)}
+	ns.SetLogger(sl, false, false)
 	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		ns.Shutdown()
-		return nil, nil, fmt.Errorf("embedded NATS server: not ready after 10 s (is -nats-listen %s in use? give another port, or port 0)", o.natsListen)
+	const readyTimeout = 10 * time.Second
+	deadline := time.Now().Add(readyTimeout)
+	for !ns.ReadyForConnections(100 * time.Millisecond) {
+		select {
+		case err := <-sl.fatal:
+			ns.Shutdown()
+			return nil, o.natsServerError(err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			ns.Shutdown()
+			return nil, fmt.Errorf("embedded NATS server: not ready after %v (-v logs what it did)", readyTimeout)
+		}
 	}
-	nc, err := nats.Connect(ns.ClientURL(), append(opts, nats.InProcessServer(ns))...)
+	o.storeMax = ns.JetStreamConfig().MaxStore // the limit it settled on (-max-store, or 75% of the free disk)
+	return ns, nil
+}
+
+// natsServerLog is the embedded server's logger: its lines at debug level
+// (-v), and its fatal errors, which end its Start, on fatal as well.
+type natsServerLog struct {
+	log   *slog.Logger
+	fatal chan error
+}
+
+// natsFatal is a fatal error of the embedded server: its message, the
+// error in it if any, and its format, which says what failed.
+type natsFatal struct {
+	format, msg string
+	err         error
+}
+
+func (e *natsFatal) Error() string { return e.msg }
+func (e *natsFatal) Unwrap() error { return e.err }
+
+func (l *natsServerLog) Fatalf(format string, v ...any) {
+	f := &natsFatal{format: format, msg: fmt.Sprintf(format, v...)}
+	for _, a := range v {
+		if err, ok := a.(error); ok {
+			f.err = err
+		}
+	}
+	l.log.Error("embedded NATS server: " + f.msg)
+	select {
+	case l.fatal <- f:
+	default:
+	}
+}
+
+func (l *natsServerLog) Noticef(format string, v ...any) { l.debugf(format, v...) }
+func (l *natsServerLog) Warnf(format string, v ...any)   { l.debugf(format, v...) }
+func (l *natsServerLog) Errorf(format string, v ...any)  { l.debugf(format, v...) }
+func (l *natsServerLog) Debugf(string, ...any)           {} // not asked for (SetLogger)
+func (l *natsServerLog) Tracef(string, ...any)           {}
+
+func (l *natsServerLog) debugf(format string, v ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
+	}
+}
+
+// natsServerError says which flag fixes a fatal error of the embedded
+// server: a client or route port it cannot listen on, a store it cannot
+// open.
+func (o *options) natsServerError(err error) error {
+	var f *natsFatal
+	if !errors.As(err, &f) {
+		return fmt.Errorf("embedded NATS server: %w", err)
+	}
+	inUse := errors.Is(err, syscall.EADDRINUSE)
+	switch {
+	case strings.HasPrefix(f.format, "Error listening on port"): // the client port
+		if inUse {
+			return fmt.Errorf("-nats-listen %s: %w: another NATS server (or fresh-monitor) has this port: give -nats-listen another address (port 0 picks a free one), or -nats to store into that server", o.natsListen, f.err)
+		}
+		return fmt.Errorf("-nats-listen %s: %w", o.natsListen, f.err)
+	case strings.HasPrefix(f.format, "Error listening on router port"):
+		if inUse {
+			return fmt.Errorf("-nats-cluster %s: %w: another NATS server (or fresh-monitor) has this port: give -nats-cluster another port (and the same in every member's -nats-routes)", o.natsCluster, f.err)
+		}
+		return fmt.Errorf("-nats-cluster %s: %w", o.natsCluster, f.err)
+	case strings.HasPrefix(f.format, "Can't start JetStream"):
+		return fmt.Errorf("-data %s: the embedded NATS server cannot start JetStream there: %w", o.data, err)
+	}
+	return fmt.Errorf("embedded NATS server: %w", err)
+}
+
+// recordingDialer dials the -nats servers for nats.go and keeps their
+// errors: nats.go says only "no servers available for connection" when
+// none answers.
+type recordingDialer struct {
+	net.Dialer
+	mu   sync.Mutex
+	errs []error
+}
+
+func (d *recordingDialer) Dial(network, address string) (net.Conn, error) {
+	c, err := d.Dialer.Dial(network, address)
 	if err != nil {
-		ns.Shutdown()
-		return nil, nil, fmt.Errorf("embedded NATS server: %w", err)
+		d.mu.Lock()
+		if len(d.errs) < 16 {
+			d.errs = append(d.errs, err)
+		}
+		d.mu.Unlock()
 	}
-	fmt.Fprintf(stdout, "fresh-monitor: embedded NATS server with JetStream in %s, clients at %s\n", o.data, ns.ClientURL())
-	if o.natsCluster != "" {
-		fmt.Fprintf(stdout, "fresh-monitor: NATS server %q in cluster %q, routes at %s to %d route URLs\n",
-			o.natsName, o.natsClusterName, o.natsCluster, len(o.natsRoutes))
+	return c, err
+}
+
+// explain is the error of a failed first connection to -nats: the URLs
+// (passwords hidden), why each dial failed, and what to do.
+func (d *recordingDialer) explain(urls string, err error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	redacted := redactURLs(urls)
+	if !errors.Is(err, nats.ErrNoServers) || len(d.errs) == 0 {
+		return fmt.Errorf("-nats %s: %w", redacted, err)
 	}
-	return nc, func() {
-		closing.Store(true)
-		_ = nc.Drain()
-		nc.Close()
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	}, nil
+	return fmt.Errorf("-nats %s: no NATS server answered: %w: start it, or give -nats the URL(s) of running ones (comma-separated; without -nats the monitor embeds a server)", redacted, errors.Join(d.errs...))
+}
+
+// redactURLs is a comma-separated list of URLs with their passwords
+// replaced by "xxxxx".
+func redactURLs(urls string) string {
+	var out []string
+	for u := range strings.SplitSeq(urls, ",") {
+		u = strings.TrimSpace(u)
+		if p, err := url.Parse(u); err == nil && p.User != nil {
+			u = p.Redacted()
+		}
+		out = append(out, u)
+	}
+	return strings.Join(out, ",")
 }
 
 // waitJetStream returns once JetStream answers (a cluster's members have
@@ -589,6 +837,9 @@ func serveMetrics(addr string, withPprof bool, mon *monitor.Monitor, stdout io.W
 	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("-metrics %s: %w: another process (another fresh-monitor?) serves on this port: give -metrics another address (port 0 picks a free one), or -metrics off", addr, err)
+		}
 		return nil, fmt.Errorf("-metrics %s: %w", addr, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -93,6 +93,7 @@ type started struct {
 var (
 	listenLineRE  = regexp.MustCompile(`listening on (\S+) `)
 	metricsBaseRE = regexp.MustCompile(`metrics at (http://\S+)/metrics`)
+	natsLineRE    = regexp.MustCompile(`clients at (nats://\S+)`)
 )
 
 // startRun runs the command with args until stop (or the test's end) and
@@ -186,6 +187,8 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	require.Equal(t, m["fresh_updates_stored_total"], m[`fresh_store_write_seconds_count{store="kv"}`])
 	require.Greater(t, m[`fresh_store_write_seconds_sum{store="kv"}`], 0.0)
 	require.Equal(t, 0.0, m[`fresh_store_errors_total{store="kv"}`])
+	require.Equal(t, 0.0, m["fresh_orphan_chunks_purged_total"], "a new store holds no dead upload")
+	require.Contains(t, m, "fresh_orphan_bytes_purged_total")
 	require.Contains(t, m, `fresh_initials_dropped_total{reason="bad_token"}`)
 	require.Contains(t, m, `fresh_initials_dropped_total{reason="handshake_limit"}`)
 	require.Contains(t, m, `fresh_datagrams_dropped_total{reason="malformed"}`)
@@ -235,17 +238,10 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 // log has one line for each.
 func TestRunCountsRejectedAgents(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := devcert.NewCA("fleet CA")
-	require.NoError(t, err)
-	srv, err := ca.Issue("localhost", "localhost", "127.0.0.1")
-	require.NoError(t, err)
-	certPEM, keyPEM, err := devcert.PEM(srv)
-	require.NoError(t, err)
-	for name, b := range map[string][]byte{"cert.pem": certPEM, "key.pem": keyPEM, "ca.pem": ca.CertPEM()} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
-	}
-	r := startRun(t, "-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-data", filepath.Join(dir, "data"),
-		"-cert", filepath.Join(dir, "cert.pem"), "-key", filepath.Join(dir, "key.pem"), "-ca", filepath.Join(dir, "ca.pem"))
+	f := newFleet(t, dir)
+	ca := f.ca
+	r := startRun(t, append([]string{"-listen", "127.0.0.1:0", "-nats-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
+		"-data", filepath.Join(dir, "data")}, f.args...)...)
 	addr, base, stderr := r.addr, r.metrics, &r.stderr
 	ctx := context.Background()
 
@@ -290,6 +286,8 @@ func TestFlagErrorsAreUsageErrors(t *testing.T) {
 		{"-nats", "nats://x:4222", "-nats-cluster", "127.0.0.1:6222"},
 		{"-nats", "nats://x:4222", "-nats-name", "n1"},
 		{"-nats", "nats://x:4222", "-nats-cluster-name", "c"},
+		{"-nats", "nats://x:4222", "-max-store", "1GB"},
+		{"-max-upload-store", "lots"},
 		{"-nats-routes", "nats-route://a:6222"},
 		{"-nats-cluster", "127.0.0.1:6222"},
 		{"-nats-cluster", "127.0.0.1:0", "-nats-routes", "nats-route://a:6222"},

@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/fresh-udp/fresh/cmd/fresh-monitor/monitor"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // The test binary runs as fresh-monitor itself when this is set: the
@@ -49,10 +47,7 @@ type proc struct {
 	metrics, natsTo string
 }
 
-var (
-	metricsLineRE = regexp.MustCompile(`metrics at (http://\S+)/metrics`)
-	natsLineRE    = regexp.MustCompile(`clients at (nats://\S+)`)
-)
+var metricsLineRE = regexp.MustCompile(`metrics at (http://\S+)/metrics`)
 
 func startProc(t *testing.T, args ...string) *proc {
 	t.Helper()
@@ -128,20 +123,11 @@ func TestTwoProcessesOnePortSteered(t *testing.T) {
 	lim.Cur = lim.Max
 	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &lim), "an agent's socket each")
 
-	dir := t.TempDir()
-	ca, err := devcert.NewCA("scale-out test CA")
-	require.NoError(t, err)
-	srv, err := ca.Issue("localhost", "localhost", "127.0.0.1")
-	require.NoError(t, err)
-	certPEM, keyPEM, err := devcert.PEM(srv)
-	require.NoError(t, err)
-	for name, b := range map[string][]byte{"monitor.pem": certPEM, "monitor-key.pem": keyPEM, "ca.pem": ca.CertPEM()} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
-	}
+	f := newFleet(t, t.TempDir())
+	ca, certFlags := f.ca, f.args
 	port := freeUDPPort(t)
 	listen := "127.0.0.1:" + strconv.Itoa(port)
-	common := []string{"-listen", listen, "-steer", bpf, "-metrics", "127.0.0.1:0",
-		"-cert", filepath.Join(dir, "monitor.pem"), "-key", filepath.Join(dir, "monitor-key.pem"), "-ca", filepath.Join(dir, "ca.pem")}
+	common := append([]string{"-listen", listen, "-steer", bpf, "-metrics", "127.0.0.1:0"}, certFlags...)
 	a := startProc(t, append(common, "-server-id", "0", "-data", t.TempDir(), "-nats-listen", "127.0.0.1:0")...)
 	b := startProc(t, append(common, "-server-id", "1", "-nats", a.natsTo)...)
 

@@ -1,12 +1,6 @@
 package session
 
-import (
-	"errors"
-	"fmt"
-	"slices"
-
-	"github.com/fresh-udp/fresh/internal/wire"
-)
+import "errors"
 
 // Connection IDs (RFC 9000 §5.1 as the model, one ID per direction): each
 // end is addressed by an ID it chose, so that whatever routes its packets
@@ -42,21 +36,3 @@ func (s *Session) peerID() uint64 {
 // chose (Config.ServerConnID); on a client the one the Accept gave, 0
 // until then or if the server kept the client's.
 func (s *Session) ServerConnID() uint64 { return s.srvID }
-
-// handleVersionNegotiation takes a VersionNegotiation for a client in its
-// handshake: the server speaks none of our versions, and the handshake
-// fails at once with ErrVersion rather than at HandshakeTimeout. It
-// reports whether b was one this session acted on. As RFC 9000 §6.2 asks
-// of a QUIC client, it is ignored once anything else came from the server
-// (so a forged one cannot end a connection that works), and if it lists
-// our own version (then it is no answer to our Initial).
-func (s *Session) handleVersionNegotiation(b []byte) bool {
-	var v wire.VersionNegotiation
-	if !s.client || s.state != stateHandshake || s.st.PacketsReceived > 0 ||
-		wire.ParseVersionNegotiation(b, &v) != nil || v.ConnID != s.connID ||
-		slices.Contains(v.Versions, wire.Version) {
-		return false
-	}
-	s.Abort(fmt.Errorf("%w: %w: it speaks versions %v, this end speaks %d; upgrade the older end", ErrHandshake, ErrVersion, v.Versions, wire.Version))
-	return true
-}

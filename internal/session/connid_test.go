@@ -8,43 +8,6 @@ import (
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
-func TestVersionNegotiationEndsTheHandshake(t *testing.T) {
-	vn := func(id uint64, versions ...uint8) []byte {
-		return wire.AppendVersionNegotiation(nil, &wire.VersionNegotiation{ConnID: id, Versions: versions})
-	}
-	client := func() *Session {
-		s, err := New(Config{}, 5, true, 0)
-		require.NoError(t, err)
-		_, _, ok := s.Poll(0, 0, make([]byte, 0, 2048)) // the Initial
-		require.True(t, ok)
-		return s
-	}
-
-	s := client()
-	require.True(t, s.Handle(1, 1, vn(5, 3, 4)))
-	require.True(t, s.Closed())
-	require.ErrorIs(t, s.Err(), ErrVersion)
-	require.ErrorIs(t, s.Err(), ErrHandshake)
-
-	// One that lists our version answers no Initial of ours.
-	s = client()
-	require.False(t, s.Handle(1, 1, vn(5, wire.Version)))
-	require.False(t, s.Closed())
-	// Another connection's.
-	require.False(t, s.Handle(1, 1, vn(6, 3)))
-	require.False(t, s.Closed())
-	// After the server answered, a (forged) negotiation ends nothing.
-	accept := wire.AppendAccept(wire.AppendHeader(nil, wire.Header{Type: wire.TypeAccept, ConnID: 5}), &wire.Accept{ServerConnID: 77})
-	require.True(t, s.Handle(1, 1, accept))
-	require.False(t, s.Handle(2, 2, vn(5, 3)))
-	require.False(t, s.Closed())
-	// A server never takes one.
-	srv, err := New(Config{}, 5, false, 0)
-	require.NoError(t, err)
-	require.False(t, srv.Handle(1, 1, vn(5, 3)))
-	require.False(t, srv.Closed())
-}
-
 // The client addresses the server by the ID the Accept gave; the server
 // answers to both its own ID and the client's (a late handshake packet),
 // and sends with the client's.

@@ -30,6 +30,12 @@ var (
 	// ErrVersion: the server answered the client's Initial with a
 	// VersionNegotiation: it speaks none of this end's protocol versions.
 	ErrVersion = errors.New("transport: the server speaks another protocol version")
+	// ErrVersionDowngrade: the version the peer confirmed inside the
+	// authenticated handshake (its version_information transport
+	// parameter, RFC 9368) is not the one the connection runs, or shows
+	// that the VersionNegotiation this end acted on was forged. It comes
+	// wrapped with ErrHandshake.
+	ErrVersionDowngrade = errors.New("transport: version negotiation tampered with (downgrade)")
 	// ErrStatelessReset: the server lost the connection (it restarted)
 	// and said so with a stateless reset carrying the connection's token
 	// (RFC 9000 §10.3).

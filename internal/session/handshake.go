@@ -472,6 +472,16 @@ func (s *Session) protect(b []byte) ([]byte, bool) {
 		return b, true
 	case t == wire.TypeCrypto && sec.sendLevel == levelHandshake:
 		keys, epoch = sec.hsWrite, wire.EpochHandshake
+	case t == wire.TypeClose && !s.client && !sec.done && sec.out[levelInitial].sent == 0:
+		// The handshake failed while TLS took the ClientHello, after it
+		// had derived keys and written our flight, none of which left
+		// (the Close goes first): a resumption or a client not asked for
+		// a certificate is verified there (tls.Config.VerifyConnection).
+		// Without our ServerHello the client has no key to open a sealed
+		// Close and would resend its Initial until it timed out; in the
+		// clear it reads the alert, as QUIC's server sends its
+		// CONNECTION_CLOSE in an Initial packet (RFC 9000 §10.2.3).
+		return b, true
 	case sec.appWrite == nil && sec.early.write != nil && t == wire.TypeUpdate:
 		keys, epoch = sec.early.write, wire.EpochEarly
 	case sec.appWrite != nil:

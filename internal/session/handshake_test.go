@@ -362,3 +362,22 @@ func TestTLSServerReleasesHandshakeStateAtCompletion(t *testing.T) {
 	_, ok := p.Srv.TLSState()
 	require.True(t, ok)
 }
+
+// A server whose handshake fails as TLS takes the ClientHello, once it
+// has derived its keys (tls.Config.VerifyConnection runs there for a
+// client it asks no certificate of, and on every resumption), sends its
+// Close in the clear: the client, which never got the ServerHello, reads
+// the alert at once instead of resending its Initial until it times out.
+func TestTLSServerRefusalBeforeItsFlightReachesClient(t *testing.T) {
+	srv := secure(t)
+	srv.TLS.VerifyConnection = func(tls.ConnectionState) error { return errors.New("not taken here") }
+	p := NewPair(t, secure(t), srv, Link{Delay: 10 * time.Millisecond})
+	p.Run(100 * time.Millisecond)
+	require.ErrorIs(t, p.Srv.Err(), ErrHandshake)
+	require.ErrorContains(t, p.Srv.Err(), "not taken here")
+	require.True(t, p.Cli.Closed(), "the client heard the refusal within one round trip")
+	require.ErrorIs(t, p.Cli.Err(), ErrHandshake)
+	var alert tls.AlertError
+	require.ErrorAs(t, p.Cli.Err(), &alert)
+	require.Equal(t, tls.AlertError(42), alert, "bad_certificate, as crypto/tls answers a VerifyConnection error")
+}

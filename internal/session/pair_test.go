@@ -339,6 +339,18 @@ func (p *Pair) Take(from *Session) ([]byte, bool) {
 	return d, ok
 }
 
+// Later puts b on its way to to, arriving at at, outside the link: a
+// datagram of a path of the test's own (Deliver still hands it over).
+func (p *Pair) Later(at clock.Mono, to *Session, b []byte) {
+	i, _ := slices.BinarySearchFunc(p.q, at, func(f flight, at clock.Mono) int {
+		if f.at.After(at) {
+			return 1
+		}
+		return -1
+	})
+	p.q = slices.Insert(p.q, i, flight{at: at, to: to, b: b})
+}
+
 // Inject hands d to to at Now, as if it had just arrived, and reports
 // what Handle did.
 func (p *Pair) Inject(to *Session, d []byte) bool {

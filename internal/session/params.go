@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -22,17 +23,77 @@ import (
 //
 // The list came with wire version 2; version 1 sent the six bytes alone
 // and compared them exactly, but a version 1 endpoint never gets this far
-// with a version 2 one (the packet headers' versions differ).
+// with a version 2 one (the packet headers' versions differ). Every
+// parameter is optional: version 2 ends built before one existed send
+// the list without it and ignore it, and still work with ends that send it.
 const (
 	// paramResetToken (server → client, 16 bytes): the connection's
 	// stateless reset token (RFC 9000 §18.2 stateless_reset_token).
 	paramResetToken uint16 = 0x0002
+	// paramVersionInfo (both ways): the version this end uses on the
+	// connection and the versions it speaks (versionInfo), after RFC
+	// 9368's version_information (§3), whose id it takes.
+	paramVersionInfo uint16 = 0x0011
 )
 
 // peerParams is what the peer's transport parameters said.
 type peerParams struct {
-	hasToken   bool                              // a server sent …
-	resetToken [wire.StatelessResetTokenLen]byte // … its token
+	hasToken    bool                              // a server sent …
+	resetToken  [wire.StatelessResetTokenLen]byte // … its token
+	hasVersions bool                              // the peer sent …
+	versions    versionInfo                       // … its version_information
+}
+
+// versionInfo is a version_information value (RFC 9368 §3):
+//
+//	chosen (8) | available (8 each, 1 to wire.MaxVersions)
+//
+// the version the sender uses on this connection, and every version it
+// speaks, in its order of preference; chosen is one of them. Version 0 is
+// the VersionNegotiation's and never a protocol version. Carried inside
+// the TLS handshake, it is authenticated: a client that acted on an
+// (unauthenticated) VersionNegotiation checks against it that the server
+// really speaks none of the versions it preferred (version.go).
+type versionInfo struct {
+	chosen    uint8
+	n         uint8 // versions in available
+	available [wire.MaxVersions]uint8
+}
+
+// list is the versions the sender speaks.
+func (v *versionInfo) list() []uint8 { return v.available[:v.n] }
+
+// ourVersions is this end's version_information.
+func ourVersions() versionInfo {
+	v := versionInfo{chosen: wire.Version}
+	v.n = uint8(copy(v.available[:], wire.Versions()))
+	return v
+}
+
+// appendVersionInfo appends v's value to b.
+func appendVersionInfo(b []byte, v *versionInfo) []byte {
+	return append(append(b, v.chosen), v.list()...)
+}
+
+// parseVersionInfo decodes a version_information value. It fails on an
+// empty list, more than wire.MaxVersions versions, version 0, or a chosen
+// version the list does not hold.
+func parseVersionInfo(b []byte) (versionInfo, error) {
+	var v versionInfo
+	switch {
+	case len(b) < 2:
+		return v, fmt.Errorf("%w: version_information of %d bytes: it names no version it speaks", errParams, len(b))
+	case len(b)-1 > wire.MaxVersions:
+		return v, fmt.Errorf("%w: version_information lists %d versions, at most %d", errParams, len(b)-1, wire.MaxVersions)
+	}
+	v.chosen, v.n = b[0], uint8(copy(v.available[:], b[1:]))
+	if v.chosen == 0 || slices.Contains(v.list(), 0) {
+		return v, fmt.Errorf("%w: version_information names version 0, which is no protocol version", errParams)
+	}
+	if !slices.Contains(v.list(), v.chosen) {
+		return v, fmt.Errorf("%w: version_information chose version %d, which it does not list (%v)", errParams, v.chosen, v.list())
+	}
+	return v, nil
 }
 
 // errParams wraps every malformed parameter list.
@@ -45,15 +106,30 @@ func appendParam(b []byte, id uint16, value []byte) []byte {
 	return append(b, value...)
 }
 
-// clientParams is what a client sends: the version.
-func clientParams() []byte { return append([]byte(nil), transportParams...) }
+// clientParams is what a client sends: the version, and its
+// version_information.
+func clientParams() []byte {
+	return peerParams{hasVersions: true, versions: ourVersions()}.append()
+}
 
-// serverParams is what a server sends: the version, and the reset token
-// if the server has one.
+// serverParams is what a server sends: the version, its
+// version_information, and the reset token if the server has one.
 func serverParams(token *[wire.StatelessResetTokenLen]byte) []byte {
-	b := append([]byte(nil), transportParams...)
+	p := peerParams{hasVersions: true, versions: ourVersions()}
 	if token != nil {
-		b = appendParam(b, paramResetToken, token[:])
+		p.hasToken, p.resetToken = true, *token
+	}
+	return p.append()
+}
+
+// append encodes p: the version prefix, then each parameter p holds.
+func (p peerParams) append() []byte {
+	b := append([]byte(nil), transportParams...)
+	if p.hasVersions {
+		b = appendParam(b, paramVersionInfo, appendVersionInfo(nil, &p.versions))
+	}
+	if p.hasToken {
+		b = appendParam(b, paramResetToken, p.resetToken[:])
 	}
 	return b
 }
@@ -68,7 +144,7 @@ func parseParams(b []byte, fromClient bool) (peerParams, error) {
 	if len(b) < len(transportParams) || string(b[:len(transportParams)]) != string(transportParams) {
 		return p, fmt.Errorf("peer speaks another protocol version (transport parameters %q)", b)
 	}
-	var seen [3]bool // by the ids this version knows
+	var seen uint64 // bit id, for the ids this version knows (all below 64)
 	for rest := b[len(transportParams):]; len(rest) > 0; {
 		if len(rest) < 4 {
 			return p, fmt.Errorf("%w: %d bytes left, too few for a parameter", errParams, len(rest))
@@ -79,11 +155,11 @@ func parseParams(b []byte, fromClient bool) (peerParams, error) {
 		}
 		value := rest[4 : 4+n]
 		rest = rest[4+n:]
-		if int(id) < len(seen) {
-			if seen[id] {
+		if id < 64 {
+			if seen&(1<<id) != 0 {
 				return p, fmt.Errorf("%w: parameter %#x sent twice", errParams, id)
 			}
-			seen[id] = true
+			seen |= 1 << id
 		}
 		switch id {
 		case paramResetToken:
@@ -91,6 +167,12 @@ func parseParams(b []byte, fromClient bool) (peerParams, error) {
 				return p, fmt.Errorf("%w: stateless reset token (%#x) from a client or of %d bytes", errParams, id, n)
 			}
 			p.resetToken, p.hasToken = [wire.StatelessResetTokenLen]byte(value), true
+		case paramVersionInfo:
+			v, err := parseVersionInfo(value)
+			if err != nil {
+				return p, err
+			}
+			p.versions, p.hasVersions = v, true
 		}
 	}
 	return p, nil

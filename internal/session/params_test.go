@@ -10,25 +10,36 @@ import (
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
-// The transport parameters keep their six-byte version prefix; a server
-// with a token sends it after the prefix, and one without sends the prefix
-// alone, which gives the client no token and no error.
+// The transport parameters keep their six-byte version prefix; both ends
+// send their version_information after it, a server with a token its
+// token too. The prefix alone (a version 2 end built before
+// version_information) gives no token, no version_information and no
+// error.
 func TestTransportParamsRoundTrip(t *testing.T) {
 	require.Equal(t, []byte{'f', 'r', 'e', 's', 'h', wire.Version}, transportParams, "the version prefix")
 	tok := ResetToken(&resetKey, 1)
+	ours := ourVersions()
+	require.Equal(t, uint8(wire.Version), ours.chosen)
+	require.Equal(t, wire.Versions(), ours.list())
 
-	_, err := parseParams(clientParams(), true)
+	got, err := parseParams(clientParams(), true)
 	require.NoError(t, err)
+	require.True(t, got.hasVersions)
+	require.Equal(t, ours, got.versions)
 	srv := serverParams(&tok)
 	require.True(t, bytes.HasPrefix(srv, transportParams))
-	got, err := parseParams(srv, false)
+	got, err = parseParams(srv, false)
 	require.NoError(t, err)
 	require.True(t, got.hasToken)
 	require.Equal(t, tok, got.resetToken)
-	require.Equal(t, transportParams, serverParams(nil), "no token, nothing after the version")
+	require.Equal(t, ours, got.versions)
+	got, err = parseParams(serverParams(nil), false)
+	require.NoError(t, err)
+	require.False(t, got.hasToken, "no token")
+	require.True(t, got.hasVersions)
 	got, err = parseParams(transportParams, false)
 	require.NoError(t, err)
-	require.False(t, got.hasToken)
+	require.False(t, got.hasToken || got.hasVersions)
 
 	// Parameters this version does not know are skipped (RFC 9000 §7.4.2).
 	unknown := appendParam(appendParam(bytes.Clone(srv), 0x7f00, []byte("later")), 0x0003, nil)
@@ -55,6 +66,12 @@ func TestTransportParamsMalformed(t *testing.T) {
 		{"token twice", appendParam(bytes.Clone(withToken), paramResetToken, tok), false, "twice"},
 		{"token of 15 bytes", appendParam(bytes.Clone(transportParams), paramResetToken, tok[:15]), false, "of 15 bytes"},
 		{"token from a client", withToken, true, "from a client"},
+		{"version_information twice", appendParam(clientParams(), paramVersionInfo, []byte{2, 2}), true, "twice"},
+		{"version_information empty", appendParam(bytes.Clone(transportParams), paramVersionInfo, nil), true, "names no version"},
+		{"version_information without a list", appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{2}), false, "names no version"},
+		{"version_information choosing what it does not list", appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{2, 1, 3}), false, "does not list"},
+		{"version_information with version 0", appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{2, 2, 0}), false, "version 0"},
+		{"version_information of 33 versions", appendParam(bytes.Clone(transportParams), paramVersionInfo, bytes.Repeat([]byte{2}, 34)), false, "at most 32"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseParams(tc.b, tc.fromClient)
@@ -73,6 +90,7 @@ func FuzzTransportParams(f *testing.F) {
 	f.Add(serverParams(&tok), false)
 	f.Add(appendParam(bytes.Clone(transportParams), 0x7f00, []byte("x")), false)
 	f.Add(binary.BigEndian.AppendUint16(bytes.Clone(transportParams), 2), false)
+	f.Add(appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{3, 2, 3}), true)
 	f.Fuzz(func(t *testing.T, b []byte, fromClient bool) {
 		p, err := parseParams(b, fromClient)
 		if err != nil {
@@ -80,12 +98,33 @@ func FuzzTransportParams(f *testing.F) {
 		}
 		require.True(t, bytes.HasPrefix(b, transportParams))
 		require.False(t, p.hasToken && fromClient, "a client's token accepted")
-		enc := clientParams()
-		if p.hasToken {
-			enc = serverParams(&p.resetToken)
-		}
-		again, err := parseParams(enc, fromClient)
+		again, err := parseParams(p.append(), fromClient)
 		require.NoError(t, err)
 		require.Equal(t, p, again)
+	})
+}
+
+// FuzzVersionInfo: no input panics; an accepted version_information
+// chose a version it lists, lists 1 to 32 versions and no version 0, and
+// re-encodes to the same bytes.
+func FuzzVersionInfo(f *testing.F) {
+	ours := ourVersions()
+	f.Add(appendVersionInfo(nil, &ours))
+	f.Add([]byte{3, 3, 2, 1})
+	f.Add([]byte{2})
+	f.Add([]byte{2, 0})
+	f.Add([]byte{4, 3, 2})
+	f.Add(bytes.Repeat([]byte{7}, 34))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parseVersionInfo(b)
+		if err != nil {
+			return
+		}
+		require.NotZero(t, v.chosen)
+		require.Contains(t, v.list(), v.chosen)
+		require.NotContains(t, v.list(), uint8(0))
+		require.GreaterOrEqual(t, len(v.list()), 1)
+		require.LessOrEqual(t, len(v.list()), wire.MaxVersions)
+		require.Equal(t, b, appendVersionInfo(nil, &v))
 	})
 }

@@ -192,6 +192,9 @@ type resetState struct {
 // onPeerParams takes the peer's transport parameters from the handshake.
 func (s *Session) onPeerParams(b []byte) error {
 	p, err := parseParams(b, !s.client)
+	if err == nil {
+		err = s.checkPeerVersions(&p) // version.go
+	}
 	if err != nil {
 		return err
 	}

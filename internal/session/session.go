@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
@@ -109,6 +110,7 @@ type Session struct {
 	rst           resetState
 
 	mig    migration   // the peer's addresses (migrate.go)
+	vn     *pendingVN  // client: a VersionNegotiation taken in the handshake (version.go)
 	commit commitState // end-to-end commit (commit.go)
 
 	st Stats
@@ -358,7 +360,7 @@ func (s *Session) theta(sentUS int64) (time.Duration, bool) {
 // is checked against the server's token (reset.go): true if it ended the
 // session, false (counted) if it was not the real one.
 func (s *Session) Handle(now clock.Mono, wallUS int64, b []byte) bool {
-	return s.HandleFrom(now, wallUS, b, PathCurrent) != Dropped
+	return s.HandleFrom(now, wallUS, b, PathCurrent, netip.AddrPort{}) != Dropped
 }
 
 // handle processes one parsed datagram.
@@ -368,6 +370,9 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	}
 	s.lastHeard = now
 	s.st.PacketsReceived++
+	if s.vn != nil {
+		s.vnAnswered()
+	}
 	s.st.BytesReceived += int64(size)
 	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry && h.Epoch != wire.EpochEarly {
 		// The client answered us, so it receives at its address. With
@@ -1099,12 +1104,12 @@ func (s *Session) NextTimeout(now clock.Mono) clock.Mono {
 	if s.state == stateClosed {
 		return 0
 	}
-	t := recovery.Earliest(s.lastHeard.Add(s.cfg.IdleTimeout), s.pathTimer())
+	t := recovery.Earliest(s.lastHeard.Add(s.cfg.IdleTimeout), s.pathTimer(now))
 	if s.handshakePending() {
 		return now
 	}
 	if s.client && s.state == stateHandshake {
-		return recovery.Earliest(recovery.Earliest(t, s.hsNext), s.earlyUpdateAt(now))
+		return recovery.Earliest(recovery.Earliest(recovery.Earliest(t, s.hsNext), s.earlyUpdateAt(now)), s.vnDeadline())
 	}
 	if s.state == stateHandshake {
 		return t
@@ -1187,6 +1192,9 @@ func (s *Session) Timeout(now clock.Mono) {
 		return
 	}
 	defer s.armProbe(now)
+	if s.vnTimeout(now) {
+		return
+	}
 	if !now.Before(s.lastHeard.Add(s.cfg.IdleTimeout)) {
 		if s.client && s.state == stateHandshake {
 			s.fail(ErrHandshake, closeIdle)

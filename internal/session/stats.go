@@ -37,9 +37,11 @@ type Stats struct {
 	Unauthenticated, Replayed                      int64
 	KeyUpdates                                     int64
 	StatelessResetsIgnored                         int64
+	VersionNegotiationsIgnored                     int64 // forged: the server answered (version.go)
 
 	// Connection migration (migrate.go).
 	Migrations, MigrationsReverted, PathResets int64
+	MigrationsRefused                          int64 // non-probing datagrams from a penalised address, dropped unread (migrate.go)
 
 	// Stream.
 	StreamBytesAcked, StreamBytesReceived int64

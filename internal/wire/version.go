@@ -13,6 +13,11 @@ import "encoding/binary"
 //   - 2: the server chooses the connection ID it is addressed by (carried in
 //     the Accept, see ParseAccept); version negotiation.
 
+// Versions is every version this package speaks, in order of preference
+// (the first is Version, the one it sends): what a VersionNegotiation and
+// a version_information transport parameter list.
+func Versions() []uint8 { return []uint8{Version} }
+
 // negotiationVersion is the version byte of a VersionNegotiation datagram:
 // 0 is no protocol version, so no version mistakes it for its own packet
 // (QUIC's version 0 is reserved the same way, RFC 9000 §17.2.1).

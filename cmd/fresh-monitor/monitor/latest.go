@@ -49,7 +49,10 @@ type latest struct {
 	store   latestStore
 	timeout time.Duration // one write's bound
 	log     *slog.Logger
+	failLog *limitedLog // rate-limits the failed writes' lines: a full store fails every device's
 	st      *counters
+	// explain says what is full if a write failed for lack of space.
+	explain func(error) error
 	// onWrite, set by tests, sees each write's record, start and
 	// outcome (nil: the store acknowledged it) as the writer does.
 	onWrite func(key string, r Record, start time.Time, err error)
@@ -69,7 +72,8 @@ type slot struct {
 }
 
 func newLatest(store latestStore, timeout time.Duration, log *slog.Logger, st *counters) *latest {
-	return &latest{store: store, timeout: timeout, log: log, st: st, devs: make(map[string]*slot)}
+	return &latest{store: store, timeout: timeout, log: log, failLog: newLimitedLog(), st: st,
+		explain: func(err error) error { return err }, devs: make(map[string]*slot)}
 }
 
 // offer takes a device's update for writing; false if it is not newer
@@ -131,7 +135,7 @@ func (l *latest) write(key string, s *slot) {
 		}
 		if err != nil {
 			l.st.storeErrors("kv").Add(1)
-			l.log.Warn("storing an update failed", "device", r.Device, "key", key, "generated", r.Generated, "err", err)
+			l.failLog.Log(l.log, slog.LevelWarn, "storing an update failed", "device", r.Device, "key", key, "generated", r.Generated, "err", l.explain(err))
 			continue
 		}
 		l.st.updatesStored.Add(1)

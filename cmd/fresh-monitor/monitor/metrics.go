@@ -20,6 +20,8 @@ type counters struct {
 	kvErrors, objectErrors                         atomic.Int64
 	uploadBytes, uploadsStored, uploadsFailed      atomic.Int64
 	uploadsAborted                                 atomic.Int64
+	orphanChunks, orphanBytes                      atomic.Int64 // purged by the sweeps (staging.go)
+	refused                                        atomic.Int64 // connections closed for their device's name
 
 	writeSeconds *prometheus.HistogramVec
 	ageSeconds   prometheus.Histogram
@@ -92,12 +94,14 @@ var (
 	descAcceptQueue   = prometheus.NewDesc("fresh_accept_queue", "Connections whose handshake completed, waiting for the monitor's Accept.", nil, nil)
 	descAccepted      = prometheus.NewDesc("fresh_connections_accepted_total", "Connections accepted (handshake completed).", nil, nil)
 	descClosed        = prometheus.NewDesc("fresh_connections_closed_total", "Accepted connections that ended.", nil, nil)
+	descRefused       = prometheus.NewDesc("fresh_connections_refused_total", "Connections closed at once after their handshake because the device's name is one the monitor cannot store (monitor.CheckName): the devices the Listener's VerifyPeer did not refuse at the handshake.", nil, nil)
+	descReplaced      = prometheus.NewDesc("fresh_nats_connections_replaced_total", "NATS connections closed for good (nats.go does not reconnect after some server errors) and replaced with a new one.", nil, nil)
 	descRetries       = prometheus.NewDesc("fresh_retries_sent_total", "Initials without a token answered with a Retry (address validation).", nil, nil)
 	descVersionNeg    = prometheus.NewDesc("fresh_version_negotiations_total", "Initials of another protocol version answered with a version negotiation.", nil, nil)
 	descInitials      = prometheus.NewDesc("fresh_initials_dropped_total", "Initials dropped before a handshake began, by reason.", []string{"reason"}, nil)
 	descHSStarted     = prometheus.NewDesc("fresh_handshakes_started_total", "Handshakes begun: connections opened for an admitted Initial.", nil, nil)
 	descHSCompleted   = prometheus.NewDesc("fresh_handshakes_completed_total", "Handshakes completed (the connection then waits for Accept).", nil, nil)
-	descHSFailed      = prometheus.NewDesc("fresh_handshakes_failed_total", "Handshakes that failed, by reason (transport.HandshakeFailures: no_certificate, unknown_authority, expired_certificate, bad_certificate, no_alpn, tls, peer_alert, peer_closed, protocol, timeout, closed, other); each is logged once.", []string{"reason"}, nil)
+	descHSFailed      = prometheus.NewDesc("fresh_handshakes_failed_total", "Handshakes that failed, by reason (transport.HandshakeFailures: no_certificate, unknown_authority, expired_certificate, bad_certificate, refused, no_alpn, tls, peer_alert, peer_closed, protocol, timeout, closed, other); each is logged once.", []string{"reason"}, nil)
 	descHSTimeouts    = prometheus.NewDesc("fresh_handshake_timeouts_total", "Handshakes that did not complete within the handshake timeout (the same count as fresh_handshakes_failed_total{reason=\"timeout\"}).", nil, nil)
 	descDropped       = prometheus.NewDesc("fresh_datagrams_dropped_total", "Datagrams dropped before reaching a connection, by reason.", []string{"reason"}, nil)
 	descResets        = prometheus.NewDesc("fresh_stateless_resets_sent_total", "Datagrams for no connection answered with a stateless reset.", nil, nil)
@@ -112,15 +116,17 @@ var (
 	descStoreErrors   = prometheus.NewDesc("fresh_store_errors_total", "Failed writes into JetStream, by store (kv, object).", []string{"store"}, nil)
 	descUploadBytes   = prometheus.NewDesc("fresh_upload_bytes_total", "Upload bytes read from the connections and handed to the object store.", nil, nil)
 	descUploads       = prometheus.NewDesc("fresh_uploads_total", "Uploads that ended, by result: stored (and committed), failed (the store failed; the agent is told), aborted (the agent or the connection broke off).", []string{"result"}, nil)
+	descOrphanChunks  = prometheus.NewDesc("fresh_orphan_chunks_purged_total", "Chunks of dead uploads (their monitor died mid-upload) purged from the object store by the monitor's sweeps, at start and every 10 minutes.", nil, nil)
+	descOrphanBytes   = prometheus.NewDesc("fresh_orphan_bytes_purged_total", "Payload bytes of the chunks counted by fresh_orphan_chunks_purged_total.", nil, nil)
 	descPackets       = prometheus.NewDesc("fresh_packets_total", "Packets of the accepted connections, by direction.", []string{"direction"}, nil)
 	descBytes         = prometheus.NewDesc("fresh_bytes_total", "UDP payload bytes of the accepted connections, by direction.", []string{"direction"}, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRetries,
+	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRefused, descReplaced, descRetries,
 		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descResetsHeld, descUpdRecv,
 		descUpdStale, descUpdRejected, descUpdRead, descUpdStored, descUpdSuperseded, descStoreErrors,
-		descUploadBytes, descUploads, descPackets, descBytes} {
+		descUploadBytes, descUploads, descOrphanChunks, descOrphanBytes, descPackets, descBytes} {
 		ch <- d
 	}
 	c.m.st.writeSeconds.Describe(ch)
@@ -175,6 +181,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 
 	counter(descAccepted, st.accepted.Load())
 	counter(descClosed, st.closed.Load())
+	counter(descRefused, st.refused.Load())
+	counter(descReplaced, m.reconnects.Load())
 	counter(descUpdRecv, t.updatesReceived)
 	counter(descUpdStale, t.updatesStale+st.updatesStale.Load())
 	counter(descUpdRejected, t.updatesRejected)
@@ -187,6 +195,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descUploads, st.uploadsStored.Load(), "stored")
 	counter(descUploads, st.uploadsFailed.Load(), "failed")
 	counter(descUploads, st.uploadsAborted.Load(), "aborted")
+	counter(descOrphanChunks, st.orphanChunks.Load())
+	counter(descOrphanBytes, st.orphanBytes.Load())
 	counter(descPackets, t.packetsReceived, "received")
 	counter(descPackets, t.packetsSent, "sent")
 	counter(descBytes, t.bytesReceived, "received")

@@ -28,11 +28,16 @@ import (
 // dialling it with certificates of their own, and nats.go watchers
 // reading what the monitor stored.
 
-// startNATS starts an embedded JetStream server and connects to it.
-func startNATS(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+// startNATS starts an embedded JetStream server, its options changed by
+// opts, and connects to it.
+func startNATS(t *testing.T, opts ...func(*server.Options)) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	o := &server.Options{Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
+	for _, opt := range opts {
+		opt(o)
+	}
+	ns, err := server.NewServer(o)
 	require.NoError(t, err)
 	go ns.Start()
 	require.True(t, ns.ReadyForConnections(10*time.Second), "nats-server not ready")
@@ -388,13 +393,8 @@ func TestStoreKeepsNewerRecordOfAnotherWriter(t *testing.T) {
 	_, js := startNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: DefaultKVBucket, History: 1})
-	require.NoError(t, err)
-	obs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: DefaultObjectBucket})
-	require.NoError(t, err)
-	a, err := newJSStore(ctx, js, kv, obs, time.Second)
-	require.NoError(t, err)
-	b, err := newJSStore(ctx, js, kv, obs, time.Second)
+	a, b := openTestStore(t, js, time.Second), openTestStore(t, js, time.Second)
+	kv, err := js.KeyValue(ctx, DefaultKVBucket)
 	require.NoError(t, err)
 	t0 := time.Now().UTC()
 	rec := func(ms int) Record {

@@ -127,8 +127,13 @@ func (m *Monitor) receiveUpload(ctx context.Context, conn *transport.Conn, devic
 	default:
 		m.st.objectErrors.Add(1)
 		m.st.uploadsFailed.Add(1)
+		err = m.whatIsFull(err, false, m.objLimit)
+		// The reason is cut to 255 bytes: what is full and the fix first.
 		reason := fmt.Sprintf("storing the upload in object store %q failed: %v", m.cfg.ObjectBucket, err)
-		log.Error("upload failed: closing the connection", "object", name, "bytes_read", r.read, "err", err)
+		if fe := (*fullError)(nil); errors.As(err, &fe) {
+			reason = "storing the upload failed: " + err.Error()
+		}
+		m.uploadLog.Log(log, slog.LevelError, "upload failed: closing the connection", "object", name, "bytes_read", r.read, "err", err)
 		_ = conn.CloseWithError(CodeStorageFailed, reason)
 	}
 }

@@ -237,8 +237,14 @@ func (c *Credentials) ExplainDial(err error) error {
 		hint = fmt.Sprintf("the %s's certificate is not valid (expired, or not for a server): make it a new one", server)
 	case strings.Contains(msg, "certificate required"):
 		hint = fmt.Sprintf("the %s requires a client certificate (mutual TLS): give %s and %s", server, c.flag("cert"), c.flag("key"))
+	case strings.Contains(msg, "peer sent TLS alert") && c.Cert != "" && strings.Contains(msg, "bad certificate"):
+		// bad_certificate is also what a listener's own checks answer
+		// (transport.Config.VerifyPeer): fresh-monitor's of the name.
+		hint = fmt.Sprintf("the %s rejected %s %s: it is not signed by the CA the %s requires (its %s), or the %s refuses what it names "+
+			"(fresh-monitor: a device name, the CommonName, of more than 64 characters or with control characters); the %s's log says which",
+			server, c.flag("cert"), c.Cert, server, c.flag("ca"), server, server)
 	case strings.Contains(msg, "peer sent TLS alert") && c.Cert != "" &&
-		(strings.Contains(msg, "bad certificate") || strings.Contains(msg, "unknown certificate authority") || strings.Contains(msg, "expired")):
+		(strings.Contains(msg, "unknown certificate authority") || strings.Contains(msg, "expired")):
 		hint = fmt.Sprintf("the %s rejected %s %s: it is not signed by the CA the %s requires (its %s)", server, c.flag("cert"), c.Cert, server, c.flag("ca"))
 	case errors.Is(err, transport.ErrHandshake) && strings.Contains(msg, "Insecure"):
 		hint = fmt.Sprintf("give %s on both ends, or on neither", c.flag("insecure"))
