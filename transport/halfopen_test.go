@@ -59,6 +59,21 @@ func loopbackSources(n int) []net.IP {
 	return srcs
 }
 
+// genuineDials dials l five times from 127.0.0.1 during a flood, each
+// Dial within 10 s, and after each waits until refused (the flood's
+// refusals) has grown: the Dials succeed while the flood goes on.
+func genuineDials(t *testing.T, l *Listener, refused func(ListenerStats) int64) {
+	t.Helper()
+	for i := range 5 {
+		before := refused(l.Stats())
+		c, err := dialWithin(l, 10*time.Second)
+		require.NoError(t, err, "genuine Dial %d during the flood: %+v", i, l.Stats())
+		t.Cleanup(func() { c.Close() })
+		require.Eventually(t, func() bool { return refused(l.Stats()) > before }, 10*time.Second, time.Millisecond,
+			"the flood goes on, refused")
+	}
+}
+
 // One source that starts handshakes and never finishes them (after
 // address validation: Retry is on) fills its own part of MaxHandshakes
 // and no more: its Initials beyond it are refused and counted, while a
@@ -75,14 +90,7 @@ func TestHalfOpenFloodFromOneSource(t *testing.T) {
 
 	refused := func() int64 { st := l.Stats(); return st.InitialsSourceHandshakeLimit + st.InitialsHandshakeLimit }
 	require.Eventually(t, func() bool { return refused() > 0 }, time.Minute, time.Millisecond, "the flood reaches a limit")
-	for i := range 5 {
-		before := l.Stats().InitialsSourceHandshakeLimit
-		c, err := dialWithin(l, 10*time.Second)
-		require.NoError(t, err, "genuine Dial %d during the flood: %+v", i, l.Stats())
-		t.Cleanup(func() { c.Close() })
-		require.Eventually(t, func() bool { return l.Stats().InitialsSourceHandshakeLimit > before }, 10*time.Second, time.Millisecond,
-			"the flood goes on, refused")
-	}
+	genuineDials(t, l, func(st ListenerStats) int64 { return st.InitialsSourceHandshakeLimit })
 	st := l.Stats()
 	t.Logf("held %d (the flood's %d and 5 genuine), flood Initials refused: %d at its source's limit, %d at MaxHandshakes",
 		st.Connections, maxHS/10, st.InitialsSourceHandshakeLimit, st.InitialsHandshakeLimit)
@@ -104,14 +112,7 @@ func TestHalfOpenFloodFromManySources(t *testing.T) {
 
 	require.Eventually(t, func() bool { return l.Stats().InitialsHandshakeLimit > 0 }, time.Minute, time.Millisecond,
 		"the flood reaches the places kept")
-	for i := range 5 {
-		before := l.Stats().InitialsHandshakeLimit
-		c, err := dialWithin(l, 10*time.Second)
-		require.NoError(t, err, "genuine Dial %d during the flood: %+v", i, l.Stats())
-		t.Cleanup(func() { c.Close() })
-		require.Eventually(t, func() bool { return l.Stats().InitialsHandshakeLimit > before }, 10*time.Second, time.Millisecond,
-			"the flood goes on, refused")
-	}
+	genuineDials(t, l, func(st ListenerStats) int64 { return st.InitialsHandshakeLimit })
 	st := l.Stats()
 	flood := st.Connections - 5
 	t.Logf("the flood holds %d of %d places (5 genuine connected); refused: %d at the places kept, %d at their parts",
