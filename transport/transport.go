@@ -101,8 +101,8 @@ type Transport struct {
 	// HandshakeTimeout) fills its own part, and the Initials of others are
 	// still admitted. It applies to loopback sources too, each loopback
 	// address a source of its own (LimitLoopback does not lift it), as
-	// MaxHandshakes does. An Initial beyond it is dropped (ListenerStats.
-	// InitialsSourceHandshakeLimit) and its client retries. Default
+	// MaxHandshakes does. An Initial beyond it is dropped and counted
+	// (ListenerStats.InitialsSourceHandshakeLimit); its client retries. Default
 	// MaxHandshakes/10 (100 with the default MaxHandshakes), at least 1:
 	// a source with that many handshakes under way starts 100 per round
 	// trip, as many as HandshakeRate lets it in a second on a 1 s path,
