@@ -243,16 +243,18 @@ func TestTimeouts(t *testing.T) {
 	require.Equal(t, []cc.PacketNumber{0, 1}, l.lost)
 	require.Zero(t, tr.TotalInFlight())
 
-	// Loss detection declares the flight lost; the timer fires after it
-	// with nothing in flight.
+	// The time threshold declares the last packet in flight lost; the
+	// retransmission timer, armed for it, fires after with nothing out.
 	tr = New()
-	tr.RTT().Update(100 * time.Millisecond)
+	tr.RTT().Update(10 * time.Millisecond)
 	tr.OnSent(at(0), 1000, 0, 0, 0)
-	tr.OnSent(at(200), 1000, 0, 0, 0)
-	tr.OnAck(at(210), &Ack{Ranges: []Range{{1, 1}}}, l.handler(0)) // 0: older than 9/8 RTT
-	tr.OnSent(at(220), 1000, 0, 0, 0)
-	tr.OnLossTimeout(tr.LossTime(), l.handler(0).Lost)
+	tr.OnSent(at(1), 1000, 0, 0, 0)
+	tr.OnAck(at(5), &Ack{Ranges: []Range{{1, 1}}}, l.handler(0))
+	require.NotZero(t, tr.LossTime(), "0 is not lost yet")
+	require.True(t, tr.OnLossTimeout(tr.LossTime(), l.handler(0).Lost))
+	require.Zero(t, tr.TotalInFlight())
+	require.NotZero(t, tr.RTOAt())
 	fired, had = tr.OnRTOTimeout(tr.RTOAt(), l.handler(0).Lost)
 	require.True(t, fired)
-	require.True(t, had.Has(0))
+	require.Zero(t, had, "no kind had anything out")
 }
