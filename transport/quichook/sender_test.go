@@ -243,3 +243,13 @@ func TestSenderTimeoutAsTheSession(t *testing.T) {
 	require.Zero(t, r.rtos, "with nothing out: the controller is not told")
 	require.Equal(t, int64(1), s.rtos)
 }
+
+// A range at or above 2^63 is past anything sent, not a negative number:
+// dropped and counted like any range past what was sent.
+func TestSenderDropsRangesBeyondInt64(t *testing.T) {
+	r := &recorder{window: 1 << 20}
+	s := testSender(r)
+	s.onSent(0, 1000)
+	require.Equal(t, 1, s.onFeedback(ms, 1, fbOf(false, []seqRange{{1 << 63, 1<<63 + 5}, {0, 0}})))
+	require.Len(t, r.acks, 1, "0 still acknowledged")
+}
