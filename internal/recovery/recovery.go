@@ -1,6 +1,11 @@
-// Package recovery is the sender's loss detection and retransmission timer,
-// shared by the simulator (bench/sim) and the UDP endpoints (transport). It
-// is sans-I/O: every call carries now.
+// Package recovery is the sender's side of acknowledgements: what an ACK
+// tells it (OnAck: RTT samples, the packets acknowledged with their
+// controller samples, the receiver's one-way delays screened), loss
+// detection and the retransmission timer. It is the one copy of these
+// for every driver: the session (internal/session, which transport runs
+// over UDP and bench/sim in virtual time) and the quic-go hook
+// (transport/quichook) over its shim's sequence numbers. It is sans-I/O:
+// every call carries now.
 //
 // Packet numbers are never reused (a retransmission is a new packet), so an
 // ACK names exactly one transmission and RTT samples are unambiguous.
@@ -99,6 +104,7 @@ type Tracker struct {
 	rtoAt        clock.Mono // 0 = unset
 	backoff      uint
 	skip         skipper
+	owd          owdGuard // screens the receiver's one-way delays (OnAck)
 }
 
 // New returns an empty tracker whose first packet number is 0, for a peer

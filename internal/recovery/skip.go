@@ -33,10 +33,10 @@ const keepSkipped = 64
 type skipper struct {
 	rng     *rand.ChaCha8 // nil: not drawn from yet (see due)
 	seed    uint64
-	enabled bool
-	pre     int // packets sent before rng was made
-	until   int // packets to send before the next skip
 	skipped []cc.PacketNumber
+	pre     int32 // packets sent before rng was made (up to skipPeriod/2)
+	until   int32 // packets to send before the next skip (below 3·skipPeriod/2)
+	enabled bool
 }
 
 // EnableSkipping makes the tracker skip packet numbers, at intervals drawn
@@ -58,8 +58,8 @@ func (s *skipper) start() {
 	s.until = s.gap() - s.pre
 }
 
-func (s *skipper) gap() int {
-	return skipPeriod/2 + int(s.rng.Uint64()%skipPeriod)
+func (s *skipper) gap() int32 {
+	return skipPeriod/2 + int32(s.rng.Uint64()%skipPeriod)
 }
 
 // due reports whether the next packet number is to be skipped, counting

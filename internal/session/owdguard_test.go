@@ -8,6 +8,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/owd"
 )
@@ -87,7 +88,7 @@ const msD = time.Millisecond
 // controller; the possible ones next to it pass. On a 40 ms path the
 // uncertainty u is 1 ms + 20 ms.
 func TestOWDSampleSanity(t *testing.T) {
-	require.Equal(t, 21*msD, owdUncertainty(40*msD))
+	require.Equal(t, 21*msD, recovery.OWDUncertainty(40*msD))
 
 	t.Run("negative beyond u", func(t *testing.T) {
 		o := newOWDSender(t)
@@ -119,12 +120,12 @@ func TestOWDSampleSanity(t *testing.T) {
 		// The peer's offset estimate is refitted 45 ms lower: every sample
 		// from then on is −10 ms, 3 ms beyond 35 − 2·21. The first few are
 		// discarded, then taken as the new baseline.
-		for range owdShiftSamples - 1 {
+		for range recovery.OWDShiftSamples - 1 {
 			require.False(t, o.exchange(40*msD, -10*msD, true))
 		}
 		require.True(t, o.exchange(40*msD, -10*msD, true))
 		require.True(t, o.exchange(40*msD, -9*msD, true))
-		require.EqualValues(t, owdShiftSamples-1, o.discarded())
+		require.EqualValues(t, recovery.OWDShiftSamples-1, o.discarded())
 	})
 	t.Run("a shorter path moves the floor", func(t *testing.T) {
 		o := newOWDSender(t)

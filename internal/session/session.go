@@ -52,7 +52,6 @@ type Session struct {
 	policy    acp.Policy    // the update-rate regulator; nil until needed (buildPolicy)
 	rttSeed   time.Duration // the first RTT seed, for a policy not built yet
 	owd       owdStats      // Stats' OWD when the controller keeps none
-	owdGuard  owdGuard      // screens the peer's OWD samples
 	out       sendStream
 	peerMax   int64       // peer's MaxData
 	pacer     pacer.Pacer // spaces the stream packets at the controller's rate
@@ -711,8 +710,10 @@ func subSat(a, b int64) int64 {
 	return d
 }
 
-// onAck processes an ACK frame: RTT sample, newly acknowledged packets in
-// packet-number order, flow control, then loss detection (RFC 9002 §5–6).
+// onAck processes an ACK frame: the frame's own checks here, then the
+// sender's side of it in the tracker (RTT sample, newly acknowledged
+// packets in packet-number order with their one-way delays screened, loss
+// detection; RFC 9002 §5–6), which tells acked what each packet was.
 func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack) {
 	s.echo = wire.Echo{T3: h.Timestamp, T4: wallUS}
 	s.peerMax = max(s.peerMax, a.MaxData)
@@ -725,75 +726,30 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	}
 	synced := h.Flags&wire.FlagSynced != 0
 	s.st.PeerClockSynced = synced
-	priorData := s.tr.InFlight(kindData)
-	var rtt time.Duration
-	largest := cc.PacketNumber(a.Ranges[0].Largest)
-	if p := s.tr.Get(largest); p != nil && p.State == recovery.InFlight {
-		rtt = now.Sub(p.Sent)
-		delay := time.Duration(a.DelayMicros) * time.Microsecond
-		if m := s.tr.RTT().Min(); m == 0 || rtt-delay >= m { // RFC 9002 §5.3
-			rtt -= delay
-		}
-		s.tr.RTT().Update(rtt)
-		s.seedRTT(rtt)
-		s.pmtu.onRTT(rtt, s.tr.RTT().Min())
+	var ranges [wire.MaxAckRanges]recovery.Range
+	var samples [wire.MaxAckSamples]recovery.OWDSample
+	ack := recovery.Ack{
+		Ranges:  ranges[:a.NRanges],
+		Samples: samples[:a.NSamples],
+		Delay:   time.Duration(a.DelayMicros) * time.Microsecond,
+		Synced:  synced,
 	}
-	acked := false
-	for i := a.NRanges - 1; i >= 0; i-- {
-		r := a.Ranges[i]
-		for pn := max(cc.PacketNumber(r.Smallest), s.tr.Base()); pn <= cc.PacketNumber(r.Largest); pn++ {
-			p, ok := s.tr.Ack(pn)
-			if !ok {
-				continue
-			}
-			acked = true
-			sample := cc.AckSample{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: priorData, ClockSynced: synced}
-			if pn == largest {
-				sample.RTT = rtt
-			}
-			for j := range a.NSamples {
-				if a.Samples[j].PN == int64(pn) {
-					sample.OWD, sample.OWDValid = time.Duration(a.Samples[j].OWDMicros)*time.Microsecond, true
-					break
-				}
-			}
-			if sample.OWDValid && synced && !s.owdGuard.check(sample.OWD, now.Sub(p.Sent), s.tr.RTT().Min()) {
-				sample.OWD, sample.OWDValid = 0, false
-				s.st.OWDDiscarded++
-			}
-			switch p.Kind {
-			case kindData:
-				s.pmtuDataAcked(pn, p)
-				s.out.onAcked(p.Offset, p.Len, p.Flags&flagFIN != 0)
-				s.st.StreamBytesAcked += int64(p.Len)
-				s.controller().OnAck(now, sample)
-				if sample.OWDValid {
-					s.owd.add(sample.OWD, sample.ClockSynced)
-				}
-				if sample.OWDValid && s.trace != nil {
-					s.traceOWD(now, pn, sample.OWD, sample.ClockSynced)
-				}
-			case kindUpdate:
-				// The regulator needs an RTT per update (its epoch is one
-				// RTT in the Age Control Protocol), and updates usually share an ACK with
-				// larger-numbered stream packets. Packet numbers are never
-				// reused, so every update's own RTT is unambiguous.
-				if sample.RTT == 0 {
-					sample.RTT = now.Sub(p.Sent)
-				}
-				s.policy.OnAck(now, sample)
-				if sample.OWDValid && s.trace != nil {
-					s.traceOWD(now, pn, sample.OWD, sample.ClockSynced)
-				}
-			case kindCommit:
-				s.commitAcked(p.Offset)
-			case kindPMTU:
-				s.pmtu.onProbeAcked(now, pn)
-			case kindProbe:
-				s.pmtu.onSmallAcked(p.Sent) // a PING: small
-			}
-		}
+	for i, r := range a.Ranges[:a.NRanges] {
+		ranges[i] = recovery.Range{Lo: cc.PacketNumber(r.Smallest), Hi: cc.PacketNumber(r.Largest)}
 	}
+	for i, o := range a.Samples[:a.NSamples] {
+		samples[i] = recovery.OWDSample{PN: cc.PacketNumber(o.PN), OWD: time.Duration(o.OWDMicros) * time.Microsecond}
+	}
+	res := s.tr.OnAck(now, &ack, &recovery.AckHandler{
+		WindowKind: kindData,
+		RTT:        s.ackRTT,
+		Acked:      s.acked,
+		// The path MTU probe a timeout gave up is settled by the whole
+		// frame, before its gaps are declared lost (pmtu.go).
+		Taken: func(now clock.Mono) { s.pmtu.onAckFrame(now, a) },
+		Lost:  s.lostFn,
+	})
+	s.st.OWDDiscarded += int64(res.OWDDiscarded)
 	// An ACK of a packet the retransmission timeout already gave up
 	// acknowledges nothing in flight, but the peer got a packet sent after
 	// every one acknowledged before: the path answers, so it is not dead
@@ -805,15 +761,54 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	// resending again at the un-backed-off timeout while the fade's
 	// retransmissions still queue on the slow link filled the queue (the
 	// simulator's UMTS uplink trace, seed 6: queue p95 364 → 782 ms).
-	if s.tr.OnAckFrame(largest) {
+	if res.NewLargest {
 		s.answered = true
 	}
-	s.pmtu.onAckFrame(now, a)
-	s.tr.DetectLost(now, s.lostFn)
-	if acked {
-		s.tr.ArmRTO(now)
+}
+
+// ackRTT takes the RTT sample an ACK frame gave, before its packets: the
+// update policy's seed and path MTU discovery's queue reading.
+func (s *Session) ackRTT(rtt time.Duration) {
+	s.seedRTT(rtt)
+	s.pmtu.onRTT(rtt, s.tr.RTT().Min())
+}
+
+// acked handles a packet an ACK frame newly acknowledged, with its sample
+// (OWD screened already): stream bytes leave the send buffer, the
+// controllers are told.
+func (s *Session) acked(now clock.Mono, p *recovery.Packet, sample cc.AckSample) {
+	pn := sample.PacketNumber
+	switch p.Kind {
+	case kindData:
+		s.pmtuDataAcked(pn, p)
+		s.out.onAcked(p.Offset, p.Len, p.Flags&flagFIN != 0)
+		s.st.StreamBytesAcked += int64(p.Len)
+		s.controller().OnAck(now, sample)
+		if sample.OWDValid {
+			s.owd.add(sample.OWD, sample.ClockSynced)
+		}
+		if sample.OWDValid && s.trace != nil {
+			s.traceOWD(now, pn, sample.OWD, sample.ClockSynced)
+		}
+	case kindUpdate:
+		// The regulator needs an RTT per update (its epoch is one
+		// RTT in the Age Control Protocol), and updates usually share an ACK with
+		// larger-numbered stream packets. Packet numbers are never
+		// reused, so every update's own RTT is unambiguous.
+		if sample.RTT == 0 {
+			sample.RTT = now.Sub(p.Sent)
+		}
+		s.policy.OnAck(now, sample)
+		if sample.OWDValid && s.trace != nil {
+			s.traceOWD(now, pn, sample.OWD, sample.ClockSynced)
+		}
+	case kindCommit:
+		s.commitAcked(p.Offset)
+	case kindPMTU:
+		s.pmtu.onProbeAcked(now, pn)
+	case kindProbe:
+		s.pmtu.onSmallAcked(p.Sent) // a PING: small
 	}
-	s.tr.Compact()
 }
 
 // lost handles a packet declared lost at now: stream bytes are queued
@@ -1204,22 +1199,18 @@ func (s *Session) Timeout(now clock.Mono) {
 		return
 	}
 	s.pathTimeout(now)
-	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
-		s.tr.DetectLost(now, s.lostFn)
-		s.tr.Compact()
-		if s.trace != nil {
-			s.traceMetrics(now)
-		}
+	if s.tr.OnLossTimeout(now, s.lostFn) && s.trace != nil {
+		s.traceMetrics(now)
 	}
-	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
-		data, upd := s.tr.InFlight(kindData) > 0, s.tr.InFlight(kindUpdate) > 0
-		if s.trace != nil {
-			s.trace.timeout = true // the losses OnRTO declares are the timeout's
-		}
-		s.tr.OnRTO(now, s.lostFn)
-		if s.trace != nil {
-			s.trace.timeout = false
-		}
+	if s.trace != nil {
+		s.trace.timeout = true // the losses OnRTOTimeout declares are the timeout's
+	}
+	rto, had := s.tr.OnRTOTimeout(now, s.lostFn)
+	if s.trace != nil {
+		s.trace.timeout = false
+	}
+	if rto {
+		data, upd := had.Has(kindData), had.Has(kindUpdate)
 		s.answered = false
 		if data {
 			s.controller().OnRetransmissionTimeout(now)

@@ -319,16 +319,7 @@ func peerOf(t *testing.T, h *quichook.Conn, a net.Addr) quichook.PeerStats {
 func TestAttackNoReflectionToSpoofedAddress(t *testing.T) {
 	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{})
 	require.NoError(t, err)
-	drained := make(chan struct{})
-	go func() { // quic-go's reader, which drops what it cannot decrypt
-		defer close(drained)
-		buf := make([]byte, 1<<16)
-		for {
-			if _, _, err := h.ReadFrom(buf); err != nil {
-				return
-			}
-		}
-	}()
+	drained := readLoop(h) // quic-go's reader, which drops what it cannot decrypt
 	defer func() { h.Close(); <-drained }()
 	victim, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	require.NoError(t, err)

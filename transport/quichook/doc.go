@@ -27,14 +27,19 @@
 // datagram, stamps the arrival with its clock and sends feedback datagrams
 // back on the same socket: the received sequence ranges, the ACK delay,
 // and per datagram the one-way delay (arrival − send stamp − the clock
-// offset). Feedback drives the controller as ACKs drive it in package
-// transport: OnAck per newly acknowledged datagram in sequence order with
-// the RTT (for the largest) and OWD samples; OnLoss for datagrams declared
-// lost by RFC 9002 §6.1's thresholds over shim sequence numbers (three
-// later ones acknowledged, or 9/8 RTT); OnRetransmissionTimeout when
-// feedback stops for an RTO with datagrams in flight, which also empties
-// the flight so a silent peer cannot hold the window shut. These losses
-// only inform the controller; quic-go retransmits its frames itself.
+// offset). Feedback drives the controller through the same code that
+// turns fresh's own ACKs into controller samples (package transport's
+// sessions; internal/recovery), over shim sequence numbers: OnAck per
+// newly acknowledged datagram in sequence order with the RTT (for the
+// largest) and OWD samples, an impossible OWD sample dropped first (below
+// zero, above the datagram's round trip, or below the smallest so far,
+// each beyond the clocks' uncertainty; Stats.OWDDiscarded, as transport's
+// Stats.OWDDiscarded counts them for fresh's peers); OnLoss for datagrams
+// declared lost by RFC 9002 §6.1's thresholds (three later ones
+// acknowledged, or 9/8 RTT); when feedback stops for an RTO, OnLoss for
+// every datagram in flight and OnRetransmissionTimeout, which empties the
+// flight so a silent peer cannot hold the window shut. These losses only
+// inform the controller; quic-go retransmits its frames itself.
 //
 // The one-way delays use the clock machinery of package transport: the
 // Config.Clock (an *ntpclock.Clock for NTP-corrected stamps), and the
@@ -175,7 +180,8 @@
 //     (Stats.Malformed).
 //
 // An on-path attacker sees the cookies: it can forge feedback (claim
-// datagrams arrived, or report delays), steering the hook's controller
+// datagrams arrived, or report delays, within what the guard above finds
+// possible), steering the hook's controller
 // much as it could by delaying or dropping packets, or strip the shim so
 // that the connection runs as plain QUIC; quic-go's own CUBIC still
 // bounds what is sent, and its loss recovery and flow control are

@@ -140,6 +140,23 @@ func TestUpload20MB(t *testing.T) {
 	}
 }
 
+// readLoop reads from h in a goroutine, as quic-go's read loop would (the
+// hook handles shim datagrams in its reads and drops the rest here),
+// until h is closed; done closes when the goroutine has returned.
+func readLoop(h *quichook.Conn) (done <-chan struct{}) {
+	d := make(chan struct{})
+	go func() {
+		defer close(d)
+		buf := make([]byte, 1<<16)
+		for {
+			if _, _, err := h.ReadFrom(buf); err != nil {
+				return
+			}
+		}
+	}()
+	return d
+}
+
 // leakCheck fails t if goroutines started during it outlive its cleanups
 // (registered first, so it runs after every other cleanup).
 func leakCheck(t *testing.T) {

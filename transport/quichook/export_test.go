@@ -38,3 +38,22 @@ func DataWithCookie(cookie, seq uint64, payload []byte) []byte {
 	(&dataHeader{cookie: cookie, seq: seq, sent: 1}).put(b)
 	return b
 }
+
+// ParseShimData returns the cookie and sequence number of a shim data
+// datagram (ok false for anything else): what a peer playing the hook by
+// hand acknowledges.
+func ParseShimData(b []byte) (cookie, seq uint64, ok bool) {
+	h, _, err := parseData(b)
+	return h.cookie, h.seq, err == nil
+}
+
+// Feedback builds a feedback datagram with the data sender's cookie that
+// acknowledges seq alone with a one-way delay of owdMicros, measured
+// against a trusted clock offset if synced: what a peer with the hook
+// sends, or one that lies about the delays.
+func Feedback(cookie, seq uint64, owdMicros int32, synced bool) []byte {
+	f := feedback{cookie: cookie, synced: synced, nRanges: 1, nSamples: 1}
+	f.ranges[0] = seqRange{seq, seq}
+	f.samples[0] = owdSample{seq: seq, owd: owdMicros}
+	return f.append(nil)
+}

@@ -89,26 +89,10 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	require.NoError(t, err)
 	defer peer.Close()
 	// Make the peer hooked: a hello from it.
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := peer.ReadFrom(buf); err != nil {
-				return
-			}
-		}
-	}()
+	readLoop(peer)
 	_, err = peer.WriteTo([]byte{0xc0, 1, 2, 3}, h.LocalAddr())
 	require.NoError(t, err)
-	hDone := make(chan struct{})
-	go func() {
-		defer close(hDone)
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := h.ReadFrom(buf); err != nil {
-				return
-			}
-		}
-	}()
+	hDone := readLoop(h)
 	defer func() { <-hDone }()
 	// h answers the hello; its own hello (with its first datagram) echoes
 	// the peer's cookie, and the peer's answer makes the peer hooked.
@@ -142,16 +126,7 @@ func TestPeersBoundedAndIdleOnesEvicted(t *testing.T) {
 	clk := clock.NewManual(time.Now())
 	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{MaxPeers: 1, Clock: clk})
 	require.NoError(t, err)
-	hDone := make(chan struct{})
-	go func() {
-		defer close(hDone)
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := h.ReadFrom(buf); err != nil {
-				return
-			}
-		}
-	}()
+	hDone := readLoop(h)
 	defer func() { h.Close(); <-hDone }()
 	a, b := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 10}
 	_, err = h.WriteTo([]byte{0xc0, 1}, a)

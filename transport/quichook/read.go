@@ -196,9 +196,11 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 			return 0, nil, false
 		}
 		p.lastActive = now
+		discarded := p.tx.owdDiscarded
 		if p.tx.onFeedback(now, wallUS, &f) > 0 {
 			c.st.malformed++ // ranges acknowledging what was never sent
 		}
+		c.st.owdDiscarded += p.tx.owdDiscarded - discarded
 		c.st.feedbackReceived++
 		if p.queue.n > 0 {
 			c.wakeBy(now) // the window may have opened for what waits

@@ -1,6 +1,7 @@
 package quichook
 
 import (
+	"math"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
@@ -9,10 +10,10 @@ import (
 	"github.com/fresh-udp/fresh/internal/recovery"
 )
 
-// sender is one peer's sending half: the controller, and the same loss
-// detection, retransmission timer and pacer as fresh's own sessions
-// (packages internal/recovery and internal/pacer) over shim sequence
-// numbers. The numbers count datagrams, not QUIC packets: quic-go
+// sender is one peer's sending half: the controller, and the same ACK
+// processing (RTT samples, screened one-way delays), loss detection,
+// retransmission timer and pacer as fresh's own sessions (packages
+// internal/recovery and internal/pacer) over shim sequence numbers. The numbers count datagrams, not QUIC packets: quic-go
 // retransmits what it declares lost itself; these losses only feed the
 // hook's controller. Not safe for concurrent use.
 type sender struct {
@@ -26,6 +27,7 @@ type sender struct {
 
 	acked, lost, spurious, rtos int64
 	badRanges                   int64
+	owdDiscarded                int64 // impossible one-way delays (recovery.AckResult.OWDDiscarded)
 }
 
 // newSender returns a sender for a peer that delays its feedback by at
@@ -59,11 +61,13 @@ func (s *sender) canSend(now clock.Mono) bool {
 // receiver: it is dropped and counted, and the ranges below it still
 // count, so that one bad range (a bug, or a datagram a receiver accepted
 // from someone else) cannot make every later feedback unusable. It
-// reports how many ranges it dropped.
+// reports how many ranges it dropped. What the rest says goes through
+// the session's own ACK path (recovery.Tracker.OnAck): the same RTT
+// samples, loss detection and screening of the one-way delays.
 func (s *sender) onFeedback(now clock.Mono, wallUS int64, f *feedback) (dropped int) {
-	next := s.tr.Next()
+	next := uint64(s.tr.Next())
 	first := 0 // the ranges are descending: the bad ones come first
-	for first < f.nRanges && cc.PacketNumber(f.ranges[first].hi) >= next {
+	for first < f.nRanges && f.ranges[first].hi >= next {
 		first++
 	}
 	s.badRanges += int64(first)
@@ -74,51 +78,30 @@ func (s *sender) onFeedback(now clock.Mono, wallUS int64, f *feedback) (dropped 
 	if first == f.nRanges {
 		return 0
 	}
-	largest := cc.PacketNumber(f.ranges[first].hi)
-	prior := s.inFlight()
-	var rtt time.Duration
-	if p := s.tr.Get(largest); p != nil && p.State == recovery.InFlight {
-		rtt = now.Sub(p.Sent)
-		delay := time.Duration(f.ackDelay) * time.Microsecond
-		if m := s.tr.RTT().Min(); m == 0 || rtt-delay >= m { // RFC 9002 §5.3
-			rtt -= delay
-		}
-		if rtt > 0 {
-			s.tr.RTT().Update(rtt)
-		}
+	var ranges [maxRanges]recovery.Range
+	var samples [maxSamples]recovery.OWDSample
+	ack := recovery.Ack{
+		Ranges:  ranges[:f.nRanges-first],
+		Samples: samples[:f.nSamples],
+		Delay:   time.Duration(f.ackDelay) * time.Microsecond,
+		Synced:  f.synced,
 	}
-	acked := false
-	cursor := 0 // f.sample's
-	for i := f.nRanges - 1; i >= first; i-- {
-		r := f.ranges[i]
-		for pn := max(cc.PacketNumber(r.lo), s.tr.Base()); pn <= cc.PacketNumber(r.hi); pn++ {
-			p, ok := s.tr.Ack(pn)
-			if !ok {
-				if q := s.tr.Get(pn); q != nil && q.State == recovery.Lost {
-					s.spurious++
-					q.State = recovery.Acked
-				}
-				continue
-			}
-			acked = true
-			s.acked++
-			a := cc.AckSample{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: prior, ClockSynced: f.synced}
-			if pn == largest {
-				a.RTT = rtt
-			}
-			if o, ok := f.sample(uint64(pn), &cursor); ok {
-				a.OWD, a.OWDValid = time.Duration(o.owd)*time.Microsecond, true
-			}
-			s.ctl.OnAck(now, a)
-		}
+	for i, r := range f.ranges[first:f.nRanges] { // below next: they fit a PacketNumber
+		ranges[i] = recovery.Range{Lo: cc.PacketNumber(r.lo), Hi: cc.PacketNumber(r.hi)}
 	}
-	s.tr.DetectLost(now, s.lostFn())
-	if acked {
-		s.tr.ArmRTO(now)
+	for i, o := range f.samples[:f.nSamples] {
+		// A number beyond a PacketNumber matches no datagram.
+		samples[i] = recovery.OWDSample{PN: cc.PacketNumber(min(o.seq, math.MaxInt64)), OWD: time.Duration(o.owd) * time.Microsecond}
 	}
-	s.tr.Compact()
+	res := s.tr.OnAck(now, &ack, &recovery.AckHandler{Acked: s.onAcked, Lost: s.lostFn()})
+	s.acked += int64(res.Acked)
+	s.spurious += int64(res.Spurious)
+	s.owdDiscarded += int64(res.OWDDiscarded)
 	return first
 }
+
+// onAcked gives the controller one datagram's sample.
+func (s *sender) onAcked(now clock.Mono, _ *recovery.Packet, a cc.AckSample) { s.ctl.OnAck(now, a) }
 
 func (s *sender) lostFn() recovery.LostFunc {
 	if s.lostCB == nil {
@@ -133,27 +116,22 @@ func (s *sender) onLost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) 
 	s.ctl.OnLoss(now, cc.LossEvent{PacketNumber: pn, Bytes: p.Bytes, SentTime: p.Sent, PriorInFlight: s.inFlight() + p.Bytes})
 }
 
-// countLost counts a datagram the retransmission timeout declared lost:
-// the controller hears of the timeout once (OnRetransmissionTimeout), not
-// per datagram.
-func (s *sender) countLost(clock.Mono, cc.PacketNumber, *recovery.Packet) { s.lost++ }
-
 // deadline is when onTimer next has work (0: none).
 func (s *sender) deadline() clock.Mono { return s.tr.NextTimer() }
 
 // onTimer runs time-threshold loss detection and the retransmission
-// timeout. The timeout declares everything in flight gone, so that a peer
-// that fell silent cannot hold the window shut, and reports true.
+// timeout, as the session's timers do: the timeout declares everything in
+// flight lost (the controller hears of each datagram, then of the timeout
+// if it had any out), so that a peer that fell silent cannot hold the
+// window shut, and reports true.
 func (s *sender) onTimer(now clock.Mono) (rto bool) {
-	if t := s.tr.LossTime(); t != 0 && !now.Before(t) {
-		s.tr.DetectLost(now, s.lostFn())
-	}
-	if t := s.tr.RTOAt(); t != 0 && !now.Before(t) {
-		s.tr.OnRTO(now, s.countLost)
+	s.tr.OnLossTimeout(now, s.lostFn())
+	rto, had := s.tr.OnRTOTimeout(now, s.lostFn())
+	if rto {
 		s.rtos++
-		s.ctl.OnRetransmissionTimeout(now)
-		rto = true
+		if had.Has(0) {
+			s.ctl.OnRetransmissionTimeout(now)
+		}
 	}
-	s.tr.Compact()
 	return rto
 }

@@ -177,3 +177,79 @@ func TestSenderMatchesSamplesOutOfOrder(t *testing.T) {
 	require.NoError(t, parseFeedback(fbOf(true, []seqRange{{0, maxSamples}}, samples...).append(nil), &f))
 	require.Equal(t, maxSamples, f.nSamples)
 }
+
+// The one-way delays of feedback go through the session's guard
+// (recovery.Tracker.OnAck): a synced sample below −u, above the
+// datagram's round trip plus u, or below the smallest so far by more than
+// 2u is discarded and counted, and never reaches the controller; the
+// acknowledgement itself does, and so do the possible samples beside
+// them. The round trips are 40 ms, so u is 21 ms.
+func TestSenderScreensImpossibleOWD(t *testing.T) {
+	r := &recorder{window: 1 << 20}
+	s := testSender(r)
+	var now clock.Mono
+	// exchange sends a datagram, acknowledges it 40 ms later with sample
+	// owd and reports whether the controller got the sample.
+	exchange := func(owd time.Duration, synced bool) bool {
+		seq := s.onSent(now, 1000)
+		now = now.Add(40 * time.Millisecond)
+		n := len(r.acks)
+		require.Zero(t, s.onFeedback(now, 1, fbOf(synced, []seqRange{{seq, seq}}, owdSample{seq: seq, owd: int32(owd.Microseconds())})))
+		require.Len(t, r.acks, n+1, "the acknowledgement reaches the controller")
+		return r.acks[n].OWDValid
+	}
+	require.True(t, exchange(35*time.Millisecond, true), "an asymmetric path: 35 of 40 ms forward")
+	require.False(t, exchange(-30*time.Millisecond, true), "below −u")
+	require.False(t, exchange(70*time.Millisecond, true), "above 40 ms + u")
+	require.False(t, exchange(-15*time.Millisecond, true), "above −u but below 35 − 2u = −7 ms")
+	require.True(t, exchange(-5*time.Millisecond, true))
+	require.Equal(t, int64(3), s.owdDiscarded)
+	require.True(t, exchange(-5*time.Second, false), "unsynced: the raw offset, not screened")
+	require.Equal(t, int64(3), s.owdDiscarded)
+	for _, a := range r.acks {
+		if a.OWDValid && a.ClockSynced {
+			require.GreaterOrEqual(t, a.OWD, -7*time.Millisecond, "no impossible sample reached the controller")
+			require.LessOrEqual(t, a.OWD, 61*time.Millisecond)
+		}
+	}
+}
+
+// The timers are the session's: a retransmission timeout tells the
+// controller of each datagram it gives up, then of the timeout; one that
+// fires after the time threshold had declared the last datagram lost
+// finds nothing out and leaves the window alone (before, the hook
+// collapsed it then).
+func TestSenderTimeoutAsTheSession(t *testing.T) {
+	r := &recorder{window: 1 << 20}
+	s := testSender(r)
+	for range 3 {
+		s.onSent(0, 1000)
+	}
+	require.True(t, s.onTimer(s.deadline()))
+	require.Len(t, r.losses, 3, "each datagram given up is a loss")
+	require.Equal(t, 1, r.rtos)
+
+	r = &recorder{window: 1 << 20}
+	s = testSender(r)
+	s.tr.RTT().Update(10 * time.Millisecond)
+	s.onSent(0, 1000)
+	s.onSent(1*ms, 1000)
+	s.onFeedback(5*ms, 1, fbOf(false, []seqRange{{1, 1}}))
+	require.Empty(t, r.losses, "0 is within the time threshold")
+	require.False(t, s.onTimer(s.tr.LossTime()))
+	require.Len(t, r.losses, 1, "0 lost at the loss timer")
+	require.Zero(t, s.inFlight())
+	require.True(t, s.onTimer(s.deadline()), "the timeout still fires")
+	require.Zero(t, r.rtos, "with nothing out: the controller is not told")
+	require.Equal(t, int64(1), s.rtos)
+}
+
+// A range at or above 2^63 is past anything sent, not a negative number:
+// dropped and counted like any range past what was sent.
+func TestSenderDropsRangesBeyondInt64(t *testing.T) {
+	r := &recorder{window: 1 << 20}
+	s := testSender(r)
+	s.onSent(0, 1000)
+	require.Equal(t, 1, s.onFeedback(ms, 1, fbOf(false, []seqRange{{1 << 63, 1<<63 + 5}, {0, 0}})))
+	require.Len(t, r.acks, 1, "0 still acknowledged")
+}

@@ -25,6 +25,7 @@ type counters struct {
 	versionMismatch            int64
 	amplificationLimited       int64
 	unvalidatedEvicted         int64
+	owdDiscarded               int64
 }
 
 // Stats is a snapshot of the hook (Conn.Stats): datagram counters since
@@ -74,7 +75,14 @@ type Stats struct {
 	// AmplificationLimited counts replies (hello answers) not sent because
 	// the address, not yet validated, had not sent a third of their size.
 	AmplificationLimited int64
-	Peers                []PeerStats
+	// OWDDiscarded counts the one-way-delay samples of feedback that were
+	// impossible (below zero, above the datagram's round trip, or below
+	// the smallest so far, each beyond the clocks' uncertainty) and were
+	// not given to the controller: the screen package transport's
+	// Stats.OWDDiscarded counts for fresh's own connections. Per peer in
+	// PeerStats.OWDDiscarded.
+	OWDDiscarded int64
+	Peers        []PeerStats
 }
 
 // PeerStats is one peer's state.
@@ -103,6 +111,9 @@ type PeerStats struct {
 	// RTOs the retransmission timeouts (no feedback for an RTO with data
 	// in flight).
 	Acked, Lost, SpuriousLosses, RTOs int64
+	// OWDDiscarded counts this peer's impossible one-way-delay samples
+	// (see Stats.OWDDiscarded).
+	OWDDiscarded int64
 	// ClockSynced is whether this end's offset estimate of the peer's
 	// clock is trusted (it stamps the OWD samples it reports).
 	ClockSynced bool
@@ -129,6 +140,7 @@ func (c *Conn) Stats() Stats {
 		PeersEvicted: s.peersEvicted, UnvalidatedEvicted: s.unvalidatedEvicted,
 		Unauthenticated: s.unauthenticated, OutOfWindow: s.outOfWindow, VersionMismatch: s.versionMismatch,
 		AmplificationLimited: s.amplificationLimited, SendCalls: c.batchCalls.Load(), SendMessages: c.batchMsgs.Load(),
+		OWDDiscarded: s.owdDiscarded,
 	}
 	now := c.clk.Now()
 	for _, p := range c.peers {
@@ -139,6 +151,7 @@ func (c *Conn) Stats() Stats {
 			ps.InFlight, ps.Queued = p.tx.inFlight(), p.queue.n
 			ps.SRTT, ps.MinRTT = p.tx.tr.RTT().Smoothed(), p.tx.tr.RTT().Min()
 			ps.Acked, ps.Lost, ps.SpuriousLosses, ps.RTOs = p.tx.acked, p.tx.lost, p.tx.spurious, p.tx.rtos
+			ps.OWDDiscarded = p.tx.owdDiscarded
 			ps.ClockSynced, ps.HookBound, ps.QUICBound = p.rx.synced, p.busy, p.idle
 		}
 		st.Peers = append(st.Peers, ps)

@@ -24,20 +24,7 @@ func TestRTOFiresForDirectWritesAfterPeerFallsSilent(t *testing.T) {
 	b, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: "reno"})
 	require.NoError(t, err)
 	defer b.Close()
-	drain := func(c *quichook.Conn) chan struct{} {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			buf := make([]byte, 2048)
-			for {
-				if _, _, err := c.ReadFrom(buf); err != nil {
-					return
-				}
-			}
-		}()
-		return done
-	}
-	aDone, bDone := drain(a), drain(b)
+	aDone, bDone := readLoop(a), readLoop(b)
 	defer func() { a.Close(); <-aDone }()
 	to := b.LocalAddr()
 	// A short-header-looking QUIC datagram (fixed bit set): the hook
