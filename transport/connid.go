@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net/netip"
 
+	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -35,16 +36,32 @@ func (t *Transport) newServerID() uint64 {
 	var b [cidLen]byte
 	for {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-		cr := byte(unroutable)
-		if len(t.ServerID) > 0 {
-			cr = t.ConfigRotation
-			copy(b[1:], t.ServerID)
-		}
-		b[0] = cr<<5 | (cidLen - 1)
+		t.idPrefix(b[:])
 		if id := binary.BigEndian.Uint64(b[:]); id != 0 {
 			return id
 		}
 	}
+}
+
+// idPrefix writes the part every ID the Transport's Listener issues
+// starts with into b (the first octet, then ServerID) and returns its
+// length in bytes.
+func (t *Transport) idPrefix(b []byte) int {
+	cr := byte(unroutable)
+	if len(t.ServerID) > 0 {
+		cr = t.ConfigRotation
+	}
+	b[0] = cr<<5 | (cidLen - 1)
+	return 1 + copy(b[1:], t.ServerID)
+}
+
+// issuedIDs is the set of connection IDs the Transport's Listener issues:
+// those with its ServerID (and ConfigRotation) or, without one, every
+// unroutable ID. Its stateless resets answer those alone (reset.go).
+func (t *Transport) issuedIDs() session.IssuedIDs {
+	var b [cidLen]byte
+	n := t.idPrefix(b[:])
+	return session.IssuedIDs{Prefix: binary.BigEndian.Uint64(b[:]), Len: n}
 }
 
 // ServerIDOf returns the server ID of a connection ID chosen by a

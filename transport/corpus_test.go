@@ -294,7 +294,8 @@ func dropCounters(l *ListenerStats, c Stats) map[string]int64 {
 			"listener.RetriesSent": l.RetriesSent, "listener.VersionNegotiations": l.VersionNegotiations, "listener.InitialsBadToken": l.InitialsBadToken,
 			"listener.InitialsTotalLimit": l.InitialsTotalLimit, "listener.InitialsSourceLimit": l.InitialsSourceLimit,
 			"listener.InitialsRateLimited": l.InitialsRateLimited, "listener.InitialsBacklogFull": l.InitialsBacklogFull,
-			"listener.WrongAddress": l.WrongAddress, "listener.NoConnection": l.NoConnection, "listener.Malformed": l.Malformed,
+			"listener.InitialsSourceHandshakeLimit": l.InitialsSourceHandshakeLimit,
+			"listener.WrongAddress":                 l.WrongAddress, "listener.NoConnection": l.NoConnection, "listener.Malformed": l.Malformed,
 		} {
 			m[k] = v
 		}

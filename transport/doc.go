@@ -244,7 +244,8 @@
 // holds about 7 KB of heap at a listener with 10,000 (TestMeasureMemory).
 // A handshake in progress holds crypto/tls's state and goroutine, about
 // 30 KB, until it completes or HandshakeTimeout passes; Transport.
-// MaxHandshakes bounds how many a Listener runs at once. bench/cmd/loadtest
+// MaxHandshakes bounds how many a Listener runs at once, and
+// MaxHandshakesPerSource how many of them one source may hold. bench/cmd/loadtest
 // measures the heap per source of a monitor with thousands of ACP sources
 // over TLS (bench/results has the numbers).
 // A Conn of package Dial has a Transport, and so these two goroutines, of
@@ -298,10 +299,9 @@
 // The hash knows nothing of connection IDs. Adding or removing a process
 // reshuffles it (Linux spreads by hash over the current number of
 // sockets), so some sources land on a process that does not know their
-// connection ID. That process answers their datagrams with a stateless
-// reset, which ends their connections at once (ErrStatelessReset) if
-// every process's Transport has the same StatelessResetKey, and is
-// ignored otherwise (they time out); either way they dial again. A
+// connection ID. That process cannot tell a connection its owner lost
+// from one it still holds, so it sends no reset for it (see Stateless
+// reset): those sources time out (IdleTimeout) and dial again. A
 // source whose address changes is cut off the same way when the kernel
 // hands its new address to another process (a single Listener migrates
 // it, see Connection migration). Routing by connection ID, so that
@@ -341,6 +341,21 @@
 // connections (Insecure) get no token and are never reset. A reset is
 // smaller than the datagram that drew it and sent at a bounded rate
 // (Transport.StatelessResetRate).
+//
+// A Transport answers only the connection IDs its own Listener issues,
+// those with its Transport.ServerID (ListenerStats.StatelessResetsWithheld
+// counts the others): RFC 9000 §21.11 forbids servers that share a key to
+// reset a connection ID that could be live on any of them, since anyone
+// who saw a live connection's ID and can get a datagram for it to
+// another server (another source port, under SO_REUSEPORT's hash) would
+// get the token that ends it. So servers that share a key each need a
+// ServerID of their own, kept across restarts: the processes of one
+// port (Listen refuses a key on an SO_REUSEPORT socket without one),
+// the hosts behind one load balancer. A restarted process then resets
+// the connections of its previous life that reach it (all of them when
+// routed by connection ID, as package steer does; those the hash gives it
+// otherwise); the connections of a server that does not come back end at
+// their idle timeout.
 //
 // # Versions
 //

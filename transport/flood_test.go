@@ -289,7 +289,7 @@ func median(xs []float64) float64 {
 // dropped (a Retry answers an Initial that is then dropped).
 func listenerDrops(s ListenerStats) int64 {
 	return s.RetriesSent + s.VersionNegotiations + s.InitialsBadToken + s.InitialsTotalLimit + s.InitialsSourceLimit +
-		s.InitialsRateLimited + s.InitialsBacklogFull + s.WrongAddress + s.NoConnection + s.Malformed
+		s.InitialsRateLimited + s.InitialsSourceHandshakeLimit + s.InitialsBacklogFull + s.WrongAddress + s.NoConnection + s.Malformed
 }
 
 // connDrops is the sum of a connection's counters of datagrams it dropped
@@ -304,7 +304,8 @@ func diffListener(a, b ListenerStats) ListenerStats {
 		RetriesSent: a.RetriesSent - b.RetriesSent, VersionNegotiations: a.VersionNegotiations - b.VersionNegotiations, InitialsBadToken: a.InitialsBadToken - b.InitialsBadToken,
 		InitialsTotalLimit: a.InitialsTotalLimit - b.InitialsTotalLimit, InitialsSourceLimit: a.InitialsSourceLimit - b.InitialsSourceLimit,
 		InitialsRateLimited: a.InitialsRateLimited - b.InitialsRateLimited, InitialsBacklogFull: a.InitialsBacklogFull - b.InitialsBacklogFull,
-		HandshakeTimeouts: a.HandshakeTimeouts - b.HandshakeTimeouts, WrongAddress: a.WrongAddress - b.WrongAddress,
+		InitialsSourceHandshakeLimit: a.InitialsSourceHandshakeLimit - b.InitialsSourceHandshakeLimit,
+		HandshakeTimeouts:            a.HandshakeTimeouts - b.HandshakeTimeouts, WrongAddress: a.WrongAddress - b.WrongAddress,
 		NoConnection: a.NoConnection - b.NoConnection, Malformed: a.Malformed - b.Malformed,
 	}
 }

@@ -12,9 +12,11 @@ import (
 // MaxHandshakes counts handshakes in progress only: a completed handshake
 // gives its place back (here five Dials in turn through a limit of two),
 // and so does one that expired; while the places are taken by clients that
-// never finish, an Initial is refused and counted.
+// never finish, an Initial is refused and counted. (Every client here is
+// one source, 127.0.0.1, given all of MaxHandshakes: the per-source part
+// is TestHalfOpenFloodFromOneSource's.)
 func TestMaxHandshakesCountsHandshakesInProgress(t *testing.T) {
-	tr := &Transport{MaxHandshakes: 2}
+	tr := &Transport{MaxHandshakes: 2, MaxHandshakesPerSource: 2}
 	l := listenWith(t, tr, Config{HandshakeTimeout: 2 * time.Second})
 	go func() {
 		for {

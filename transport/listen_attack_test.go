@@ -492,7 +492,7 @@ func TestHandshakeTimeoutNeverAccepted(t *testing.T) {
 	s, err := session.New(l.cfg.sessionConfig(), 77, true, l.cfg.Clock.Now())
 	require.NoError(t, err)
 	l.mu.Lock()
-	e, err := l.track(77, 0, v.addrPort(), netip.Addr{}, s)
+	e, err := l.track(77, 0, v.addrPort(), netip.Addr{}, false, s)
 	l.mu.Unlock()
 	require.NoError(t, err)
 	l.deliverIfOpen(e)
@@ -519,6 +519,8 @@ func TestListenLimitsValidation(t *testing.T) {
 	for _, tr := range []*Transport{
 		{Conn: udp, MaxConnections: -1}, {Conn: udp, MaxConnectionsPerSource: -1},
 		{Conn: udp, HandshakeRate: -1}, {Conn: udp, HandshakeBurst: -1}, {},
+		{Conn: udp, MaxHandshakesPerSource: -1}, {Conn: udp, MaxHandshakesPerSource: 1001},
+		{Conn: udp, MaxHandshakes: 5, MaxHandshakesPerSource: 6},
 	} {
 		_, err := tr.Listen(testConfig(Config{}))
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", tr)
@@ -529,6 +531,10 @@ func TestListenLimitsValidation(t *testing.T) {
 	require.Equal(t, 1024, perSource)
 	require.Equal(t, 100.0, rate)
 	require.Equal(t, 100, burst)
+	require.Equal(t, 100, (&Transport{}).maxHandshakesPerSource(), "a tenth of MaxHandshakes")
+	require.Equal(t, 5, (&Transport{MaxHandshakes: 50}).maxHandshakesPerSource())
+	require.Equal(t, 1, (&Transport{MaxHandshakes: 5}).maxHandshakesPerSource(), "at least 1")
+	require.Equal(t, 1000, (&Transport{MaxHandshakesPerSource: 1000}).maxHandshakesPerSource())
 }
 
 // The per-source table counts IPv6 sources by /64 and IPv4 ones by
@@ -539,18 +545,52 @@ func TestSourceTable(t *testing.T) {
 	require.NotEqual(t, sourceOf(netip.MustParseAddr("2001:db8:1:2::1")), sourceOf(netip.MustParseAddr("2001:db8:1:3::1")))
 	require.Equal(t, netip.MustParseAddr("192.0.2.1"), sourceOf(netip.MustParseAddr("::ffff:192.0.2.1")))
 
-	tab := newSourceTable(10, 1, 2, 0)
+	tab := newSourceTable(10, 100, 1, 2, 0)
 	a := netip.MustParseAddr("192.0.2.1")
-	require.NoError(t, tab.admit(a, 0))
-	require.NoError(t, tab.admit(a, 0))
-	require.ErrorIs(t, tab.admit(a, 0), errRateLimit)
-	require.NoError(t, tab.admit(a, clockSeconds(1)), "one more a second later")
-	tab.release(a)
-	tab.release(a)
-	tab.release(a)
+	require.NoError(t, tab.admit(a, true, false, 0))
+	require.NoError(t, tab.admit(a, true, false, 0))
+	require.ErrorIs(t, tab.admit(a, true, false, 0), errRateLimit)
+	require.NoError(t, tab.admit(a, true, false, clockSeconds(1)), "one more a second later")
+	for range 3 {
+		tab.handshakeEnded(a)
+		tab.release(a)
+	}
 	require.Len(t, tab.m, 1)
-	_ = tab.admit(netip.MustParseAddr("192.0.2.2"), clockSeconds(20)) // prunes
+	_ = tab.admit(netip.MustParseAddr("192.0.2.2"), true, false, clockSeconds(20)) // prunes
 	require.NotContains(t, tab.m, a, "an idle source is forgotten")
+}
+
+// Every source, exempt loopback ones too, has at most hsPerSource
+// handshakes in progress; one that ends gives its place back, and another
+// source has places of its own. A source with handshakes under way is
+// not forgotten.
+func TestSourceTableHandshakes(t *testing.T) {
+	tab := newSourceTable(10, 2, 1, 100, 0)
+	lo, lo2 := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.1")
+	for _, limited := range []bool{false, true} {
+		a := netip.MustParseAddr("192.0.2.1")
+		if !limited {
+			a = lo
+		}
+		require.NoError(t, tab.admit(a, limited, false, 0))
+		require.NoError(t, tab.admit(a, limited, false, 0))
+		require.ErrorIs(t, tab.admit(a, limited, false, 0), errSourceHandshakes, "limited %v", limited)
+		require.NoError(t, tab.admit(lo2, false, false, 0), "another source has its own places")
+		tab.handshakeEnded(lo2)
+		tab.handshakeEnded(a)
+		require.NoError(t, tab.admit(a, limited, false, 0), "a handshake that ended gives its place back")
+	}
+	_ = tab.admit(lo2, false, false, clockSeconds(20)) // prunes
+	require.Contains(t, tab.m, lo, "a source with handshakes under way stays")
+
+	// Crowded: only a source with none under way gets a place.
+	one := netip.MustParseAddr("192.0.2.8")
+	require.NoError(t, tab.admit(one, true, false, clockSeconds(20)))
+	require.ErrorIs(t, tab.admit(one, true, true, clockSeconds(20)), errHandshakes, "one under way")
+	fresh := netip.MustParseAddr("192.0.2.9")
+	require.NoError(t, tab.admit(fresh, true, true, clockSeconds(20)), "none under way")
+	require.ErrorIs(t, tab.admit(fresh, true, true, clockSeconds(20)), errHandshakes, "now one")
+	require.NoError(t, tab.admit(fresh, true, false, clockSeconds(20)), "not crowded: up to its part")
 }
 
 func clockSeconds(s float64) clock.Mono { return clock.Mono(s * float64(time.Second)) }

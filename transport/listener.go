@@ -29,14 +29,18 @@ const maxPendingAccept = 64
 // Before it keeps any state for a new connection, a Listener validates
 // the client's address by a stateless Retry (Transport.DisableRetry) and
 // applies its limits (Transport.MaxConnections, MaxConnectionsPerSource,
-// HandshakeRate); Stats counts what it dropped and why.
+// HandshakeRate, MaxHandshakes, MaxHandshakesPerSource); Stats counts
+// what it dropped and why.
 type Listener struct {
 	t             *Transport
 	cfg           Config
 	ownsTransport bool // package Listen's: Close closes the Transport
 	maxConns      int
 	maxHandshakes int
-	loopbackFree  bool // loopback sources are exempt from the per-source limits
+	// hsReserve is the last part of maxHandshakes, kept for sources with
+	// no handshake under way (sources.admit's crowded).
+	hsReserve    int
+	loopbackFree bool // loopback sources are exempt from the per-source connection and rate limits
 
 	// The Transport's read loop only.
 	tokens   *retryTokens // nil with DisableRetry
@@ -68,12 +72,13 @@ func newListener(t *Transport, conf Config, stopNTP context.CancelFunc) *Listene
 		t: t, cfg: conf,
 		maxConns:     maxConns,
 		loopbackFree: !t.LimitLoopback,
-		sources:      newSourceTable(perSource, rate, burst, now),
+		sources:      newSourceTable(perSource, t.maxHandshakesPerSource(), rate, burst, now),
 		readySig:     make(chan struct{}, 1),
 		done:         make(chan struct{}),
 		stopNTP:      stopNTP,
 	}
 	l.maxHandshakes = t.maxHandshakes()
+	l.hsReserve = l.maxHandshakes / hsReserveShare
 	if !t.DisableRetry {
 		l.tokens = newRetryTokens(now)
 		l.tokenBuf = make([]byte, 0, retryTokenLen)
@@ -167,20 +172,28 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 	if err := l.admit(); err != nil {
 		return nil
 	}
-	src := netip.Addr{}
-	if !l.loopbackFree || !from.Addr().IsLoopback() {
-		src = sourceOf(from.Addr())
-		if err := l.sources.admit(src, now); err != nil {
-			if err == errSourceLimit {
-				l.t.st.sourceLimit.Add(1)
-			} else {
-				l.t.st.rateLimited.Add(1)
-			}
-			return nil
+	// Every source, loopback too, gets its part of MaxHandshakes, and
+	// the last places are kept for sources with none under way; an
+	// exempt loopback source is spared the connection and rate limits.
+	src := sourceOf(from.Addr())
+	limited := !l.loopbackFree || !from.Addr().IsLoopback()
+	crowded := l.handshakes >= l.maxHandshakes-l.hsReserve
+	if err := l.sources.admit(src, limited, crowded, now); err != nil {
+		switch err {
+		case errHandshakes:
+			l.t.st.handshakeLimit.Add(1)
+		case errSourceHandshakes:
+			l.t.st.sourceHandshakes.Add(1)
+		case errSourceLimit:
+			l.t.st.sourceLimit.Add(1)
+		default:
+			l.t.st.rateLimited.Add(1)
 		}
+		return nil
 	}
 	release := func() {
-		if src.IsValid() {
+		l.sources.handshakeEnded(src)
+		if limited {
 			l.sources.release(src)
 		}
 	}
@@ -195,7 +208,7 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 		if err != nil {
 			break
 		}
-		e, err := l.track(id, cfg.ServerConnID, from, src, s)
+		e, err := l.track(id, cfg.ServerConnID, from, src, limited, s)
 		if err == nil {
 			return e
 		}
@@ -210,10 +223,10 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 
 // track makes a connection of session s, held until it ends, and starts
 // it; l.mu is held.
-func (l *Listener) track(id, srvID uint64, from netip.AddrPort, src netip.Addr, s *session.Session) (*entry, error) {
+func (l *Listener) track(id, srvID uint64, from netip.AddrPort, src netip.Addr, limited bool, s *session.Session) (*entry, error) {
 	c := newConn(&l.cfg, l.t, net.UDPAddrFromAddrPort(from), s)
 	c.ln = l
-	e := &entry{c: c, id: id, srvID: srvID, addr: from, src: src, ln: l}
+	e := &entry{c: c, id: id, srvID: srvID, addr: from, src: src, limited: limited, ln: l}
 	if err := l.t.add(e); err != nil {
 		return nil, err
 	}
@@ -296,6 +309,7 @@ func (l *Listener) handshakeEnded(e *entry) {
 	if e.handshaking {
 		e.handshaking = false
 		l.handshakes--
+		l.sources.handshakeEnded(e.src)
 	}
 }
 
@@ -319,7 +333,7 @@ func (l *Listener) forget(e *entry) {
 	}
 	l.held--
 	l.handshakeEnded(e)
-	if e.src.IsValid() {
+	if e.limited {
 		l.sources.release(e.src)
 	}
 	if i := slices.Index(l.ready, e.c); i >= 0 {

@@ -23,14 +23,17 @@ type ListenerStats struct {
 	// Initials dropped, by cause: a token that is not ours, expired, or
 	// issued to another address or connection ID (InitialsBadToken);
 	// MaxConnections reached (InitialsTotalLimit); the source's
-	// MaxConnectionsPerSource reached (InitialsSourceLimit) or its
-	// handshake rate exceeded (InitialsRateLimited); the accept queue full
+	// MaxConnectionsPerSource reached (InitialsSourceLimit), its
+	// handshake rate exceeded (InitialsRateLimited) or its
+	// MaxHandshakesPerSource handshakes in progress
+	// (InitialsSourceHandshakeLimit); the accept queue full
 	// (InitialsBacklogFull: the application is not calling Accept).
-	InitialsBadToken    int64
-	InitialsTotalLimit  int64
-	InitialsSourceLimit int64
-	InitialsRateLimited int64
-	InitialsBacklogFull int64
+	InitialsBadToken             int64
+	InitialsTotalLimit           int64
+	InitialsSourceLimit          int64
+	InitialsRateLimited          int64
+	InitialsSourceHandshakeLimit int64
+	InitialsBacklogFull          int64
 	// HandshakesStarted: connections opened for an admitted Initial, whose
 	// handshake began. Each ends its handshake once, as one of
 	// HandshakesCompleted or of HandshakeFailures (by reason, counted
@@ -64,6 +67,15 @@ type ListenerStats struct {
 	// found Transport.StatelessResetRate used up.
 	StatelessResetsSent        int64
 	StatelessResetsRateLimited int64
+	// StatelessResetsWithheld: datagrams for no connection held whose
+	// connection ID is not one this Transport issues (another ServerID's,
+	// or a client's own), which draw no reset: only the server that issued
+	// an ID may say its connection is gone, since it alone may hold it (RFC
+	// 9000 §21.11). They rise when clients' datagrams reach the wrong
+	// process of a shared port (the SO_REUSEPORT hash after a client's
+	// address changed, without steering by ID), and when someone probes
+	// for reset tokens.
+	StatelessResetsWithheld int64
 }
 
 // listenerCounters are a Listener's counters, kept by its read loop and
@@ -71,8 +83,9 @@ type ListenerStats struct {
 // from the wrong address or malformed are counted whoever they were for.
 type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
+	sourceHandshakes                                                                          atomic.Int64
 	wrongAddress, noConnection, malformed                                                     atomic.Int64
-	resetsSent, resetsRateLimited                                                             atomic.Int64
+	resetsSent, resetsRateLimited, resetsWithheld                                             atomic.Int64
 	// A Listener's handshakes: counted once per connection, when it
 	// opens (started), when its handshake completes (Conn.notifyLocked)
 	// and when it ends without having completed it (Listener.forget).
@@ -100,6 +113,7 @@ func (l *Listener) Stats() ListenerStats {
 	st.InitialsTotalLimit = c.totalLimit.Load()
 	st.InitialsSourceLimit = c.sourceLimit.Load()
 	st.InitialsRateLimited = c.rateLimited.Load()
+	st.InitialsSourceHandshakeLimit = c.sourceHandshakes.Load()
 	st.InitialsBacklogFull = c.backlogFull.Load()
 	st.HandshakesStarted = c.hsStarted.Load()
 	st.HandshakesCompleted = c.hsCompleted.Load()
@@ -113,5 +127,6 @@ func (l *Listener) Stats() ListenerStats {
 	st.Malformed = c.malformed.Load()
 	st.StatelessResetsSent = c.resetsSent.Load()
 	st.StatelessResetsRateLimited = c.resetsRateLimited.Load()
+	st.StatelessResetsWithheld = c.resetsWithheld.Load()
 	return st
 }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -26,6 +27,14 @@ import (
 //
 // Only a Transport with a Listener sends resets: only a server gives
 // tokens, so a reset from a client's Transport could never be believed.
+//
+// And it sends them only for the connection IDs its Listener issues
+// (Transport.issuedIDs: its ServerID's): the key is shared by every life
+// of a server and by every process of a port, and a process that answered
+// another's IDs would hand anyone who saw a live connection's ID its token
+// (RFC 9000 §21.11's stateless reset oracle). A process knows the IDs it
+// issues by its ServerID; without one, its IDs cannot be told from
+// another's, so a shared key on a shared port is refused (checkResetKey).
 
 // resetState is a Transport's stateless reset side, used by its read loop
 // alone (route, and the Listener's open that route calls).
@@ -51,7 +60,7 @@ func (t *Transport) initReset(clk clock.Clock) {
 		burst = session.DefaultResetBurst
 	}
 	t.rst = resetState{
-		r:   session.NewResetter(key, rate, burst, clk.Now()), // rate < 0: never
+		r:   session.NewResetter(key, t.issuedIDs(), rate, burst, clk.Now()), // rate < 0: never
 		clk: clk,
 		buf: make([]byte, 0, wire.StatelessResetLen),
 	}
@@ -72,6 +81,9 @@ func (t *Transport) sendReset(h wire.Header, b []byte, from netip.AddrPort) {
 	case session.ResetRateLimited:
 		t.st.resetsRateLimited.Add(1)
 		return
+	case session.ResetNotIssued:
+		t.st.resetsWithheld.Add(1)
+		return
 	case session.ResetNotEligible:
 		return
 	}
@@ -80,6 +92,24 @@ func (t *Transport) sendReset(h wire.Header, b []byte, from netip.AddrPort) {
 		return
 	}
 	t.st.resetsSent.Add(1)
+}
+
+// checkResetKey refuses a StatelessResetKey on a socket that shares its
+// port (SO_REUSEPORT) when the Transport has no ServerID: the other
+// Transports of the port (its other processes) hold the same key as a
+// rule, and without server IDs none can tell its connection IDs from the
+// others', so each would answer the others' IDs with their tokens. It
+// cannot see every sharing (a load balancer spreading one key's hosts by
+// address); the package doc's Scale-out says the rule.
+func (t *Transport) checkResetKey() error {
+	if t.StatelessResetKey == nil || len(t.ServerID) > 0 || !reusesPort(t.Conn) {
+		return nil
+	}
+	return cfgerr.Field("transport.Transport.StatelessResetKey",
+		"set on a socket that shares its port (SO_REUSEPORT) without a ServerID: every Transport on the port would answer "+
+			"the others' connection IDs with their stateless reset tokens, so anyone who sees a client's connection ID could "+
+			"draw its token from another process and end the connection (RFC 9000 §21.11); give each Transport of the port "+
+			"its own ServerID, or leave the key nil (a random key of its own, no resets across restarts)")
 }
 
 // resetKeyLabel separates the stateless reset key from anything else
@@ -91,9 +121,10 @@ const resetKeyLabel = "fresh examples: stateless reset key v1"
 // key (cfg's first certificate's): HKDF-SHA256 (RFC 5869) of the key's
 // PKCS #8 encoding with a label. Every life of a server started with the
 // same key gets the same reset key, so a restarted server resets the
-// connections of its previous life with no key file of its own, and every
-// server sharing the TLS key (several processes behind one port) resets
-// the others' lost connections. The reset key is as secret as the TLS
+// connections of its previous life with no key file of its own. Servers
+// sharing the TLS key (several processes behind one port, several hosts)
+// get the same reset key too, which is safe only if each has a ServerID
+// of its own (see Transport.StatelessResetKey). The reset key is as secret as the TLS
 // key, which an attacker able to forge resets would need anyway to
 // impersonate the server. It returns nil, nil without a certificate (a
 // plaintext Listener has no resets).

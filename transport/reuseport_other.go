@@ -4,6 +4,7 @@ package transport
 
 import (
 	"fmt"
+	"net"
 	"syscall"
 )
 
@@ -12,3 +13,6 @@ import (
 func setReusePort(_, _ string, _ syscall.RawConn) error {
 	return fmt.Errorf("%w: ListenUDP reusePort (SO_REUSEPORT) is not supported on this platform", ErrInvalidConfig)
 }
+
+// reusesPort is false: no socket here shares its port.
+func reusesPort(net.PacketConn) bool { return false }

@@ -3,6 +3,7 @@
 package transport
 
 import (
+	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -17,4 +18,24 @@ func setReusePort(_, _ string, rc syscall.RawConn) error {
 		return err
 	}
 	return serr
+}
+
+// reusesPort reports whether pc is a socket with SO_REUSEPORT set: one
+// that other sockets (processes) may share its port with.
+func reusesPort(pc net.PacketConn) bool {
+	sc, ok := pc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	v, serr := 0, error(nil)
+	if err := rc.Control(func(fd uintptr) {
+		v, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT)
+	}); err != nil || serr != nil {
+		return false
+	}
+	return v != 0
 }

@@ -83,11 +83,34 @@ type Transport struct {
 	// InitialsHandshakeLimit) and its client retries, as a TCP client
 	// does a SYN a full SYN queue dropped; connections that completed
 	// their handshake do not count. With Retry on, only clients that
-	// showed they receive at their address get this far. Default 1,000:
+	// showed they receive at their address get this far. Each source
+	// gets a part of it (MaxHandshakesPerSource), and its last tenth is
+	// kept for sources with no handshake under way, so that sources that
+	// start handshakes and never finish them leave others a place (an
+	// Initial refused there is counted as InitialsHandshakeLimit too).
+	// Default 1,000:
 	// 1,000 handshakes completing in a round trip each serve thousands of
 	// devices reconnecting at once, and at most about 33 MB are held by
 	// clients that never finish.
 	MaxHandshakes int
+	// MaxHandshakesPerSource bounds the handshakes one source (as
+	// MaxConnectionsPerSource counts them: an IPv4 address, an IPv6 /64)
+	// runs at once, so that no source takes more than its part of
+	// MaxHandshakes: a client that starts handshakes and never finishes
+	// them (a ClientHello, then silence, each held until
+	// HandshakeTimeout) fills its own part, and the Initials of others are
+	// still admitted. It applies to loopback sources too, each loopback
+	// address a source of its own (LimitLoopback does not lift it), as
+	// MaxHandshakes does. An Initial beyond it is dropped and counted
+	// (ListenerStats.InitialsSourceHandshakeLimit); its client retries. Default
+	// MaxHandshakes/10 (100 with the default MaxHandshakes), at least 1:
+	// a source with that many handshakes under way starts 100 per round
+	// trip, as many as HandshakeRate lets it in a second on a 1 s path,
+	// while it takes nine such sources at their parts, and one more
+	// source for each place of the last tenth, to fill MaxHandshakes. At most MaxHandshakes; a proxy that
+	// brings many clients from one address (and needs none of this
+	// fairness) sets it to MaxHandshakes.
+	MaxHandshakesPerSource int
 	// MaxConnectionsPerSource bounds the connections of one source: one
 	// IPv4 address, or one IPv6 /64 (a subscriber's usual allocation,
 	// whose addresses one host can use freely). Default 1,024.
@@ -100,11 +123,12 @@ type Transport struct {
 	HandshakeRate  float64
 	HandshakeBurst int
 	// LimitLoopback applies MaxConnectionsPerSource and the handshake rate
-	// to loopback sources too. By default loopback is exempt: its
-	// sources are processes on this host, which can exhaust it by other
-	// means anyway, and a local load generator or proxy (thousands of
-	// connections from 127.0.0.1) must not be throttled as one remote
-	// host would be. MaxConnections applies to every source.
+	// to loopback sources too. By default loopback is exempt from those
+	// two: its sources are processes on this host, which can exhaust it
+	// by other means anyway, and a local load generator or proxy
+	// (thousands of connections from 127.0.0.1) must not be throttled as
+	// one remote host would be. MaxConnections, MaxHandshakes and
+	// MaxHandshakesPerSource apply to every source.
 	LimitLoopback bool
 
 	// ServerID is this server's ID in the connection IDs its Listener
@@ -115,9 +139,10 @@ type Transport struct {
 	// the handshake every packet a client sends carries that ID, so a
 	// load balancer configured with the same ID length, or an
 	// SO_REUSEPORT program, routes a connection to its server by the ID
-	// even after the client's address changed. nil (the default): the
-	// first octet's rotation bits are 0b111, "not routable" in the
-	// draft, and the rest random.
+	// even after the client's address changed. It also names the IDs
+	// whose stateless resets the Transport answers (StatelessResetKey).
+	// nil (the default): the first octet's rotation bits are 0b111, "not
+	// routable" in the draft, and the rest random.
 	ServerID []byte
 	// ConfigRotation is the QUIC-LB configuration this server's IDs
 	// belong to (0–6), so that a load balancer can move to a new server
@@ -136,13 +161,25 @@ type Transport struct {
 	// connections this Transport lost while it runs (one it aborted, say)
 	// but not across a restart, since the restarted process has another
 	// key and its resets are ignored. Set the same key in every life of a
-	// server (and on every Transport that shares its port with
-	// SO_REUSEPORT) so that a restarted server resets the connections of
-	// its previous life, as quic-go's Transport.StatelessResetKey does;
+	// server so that a restarted server resets the connections of its
+	// previous life, as quic-go's Transport.StatelessResetKey does;
 	// derive it from a secret the server keeps anyway (its TLS private
-	// key, see examples/monitor). Keep it as secret as that: whoever has
-	// it can reset every client's connection. Plaintext connections
+	// key: ResetKeyFromTLS). Keep it as secret as that: whoever has it
+	// can reset every client's connection. Plaintext connections
 	// (Config.Insecure) get no token: nothing resets them.
+	//
+	// A Transport answers only the connection IDs its Listener issues
+	// (those with its ServerID), so that no one can draw from it the
+	// token of a connection another server holds (RFC 9000 §21.11).
+	// Servers that share a key (the processes of one port with
+	// SO_REUSEPORT, hosts behind one load balancer) must therefore each
+	// have a ServerID of their own: with the same one, or none, a datagram
+	// for one's live connection that reaches another (its sender picks
+	// the source port, and so where a hash sends it) draws the token that
+	// ends the connection. A server's next life keeps its ServerID and
+	// ConfigRotation to reset the connections of the previous one. Listen
+	// refuses a key on an SO_REUSEPORT socket without a ServerID; the
+	// hosts of a load balancer it cannot see.
 	StatelessResetKey *[32]byte
 	// StatelessResetRate and StatelessResetBurst bound how fast the
 	// Transport sends resets: a token bucket of StatelessResetBurst
@@ -195,7 +232,8 @@ type entry struct {
 	addr  netip.AddrPort // the address it was opened with (the server's, for a Dial'ed one)
 	ln    *Listener      // the Listener that accepted it; nil for a Dial'ed one
 	// The Listener's bookkeeping (guarded by ln.mu):
-	src       netip.Addr  // the source it counts against; invalid if exempt
+	src       netip.Addr  // the source it counts against (sourceOf its address)
+	limited   bool        // counted against the source's connections (not exempt loopback)
 	delivered atomic.Bool // handed to Accept's queue, or never to be
 	timer     *time.Timer // handshake timeout
 
@@ -214,6 +252,10 @@ func (t *Transport) validate() error {
 		return cfgerr.Field("transport.Transport.MaxConnections", "%d is negative (0: the default)", t.MaxConnections)
 	case t.MaxHandshakes < 0:
 		return cfgerr.Field("transport.Transport.MaxHandshakes", "%d is negative (0: the default)", t.MaxHandshakes)
+	case t.MaxHandshakesPerSource < 0:
+		return cfgerr.Field("transport.Transport.MaxHandshakesPerSource", "%d is negative (0: the default)", t.MaxHandshakesPerSource)
+	case t.MaxHandshakesPerSource > t.maxHandshakes():
+		return cfgerr.Field("transport.Transport.MaxHandshakesPerSource", "%d is more than MaxHandshakes (%d): a source cannot run more than every place", t.MaxHandshakesPerSource, t.maxHandshakes())
 	case t.MaxConnectionsPerSource < 0:
 		return cfgerr.Field("transport.Transport.MaxConnectionsPerSource", "%d is negative (0: the default)", t.MaxConnectionsPerSource)
 	case t.HandshakeRate < 0:
@@ -254,6 +296,14 @@ func (t *Transport) maxHandshakes() int {
 		return 1000
 	}
 	return t.MaxHandshakes
+}
+
+// maxHandshakesPerSource is MaxHandshakesPerSource with its default.
+func (t *Transport) maxHandshakesPerSource() int {
+	if t.MaxHandshakesPerSource == 0 {
+		return max(1, t.maxHandshakes()/10)
+	}
+	return t.MaxHandshakesPerSource
 }
 
 // start sets the Transport up on its first Listen or Dial, with that
@@ -310,6 +360,9 @@ func (t *Transport) start(cfg *Config) error {
 func (t *Transport) Listen(cfg Config) (*Listener, error) {
 	conf, err := cfg.withDefaults()
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkResetKey(); err != nil {
 		return nil, err
 	}
 	stopNTP, err := startNTP(&conf)

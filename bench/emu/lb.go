@@ -27,8 +27,9 @@ import (
 //
 // What each kind keeps: a 4-tuple balancer keeps a connection while its
 // client's address stays; after a rebinding the new 4-tuple may hash to
-// another server, which does not hold the connection (it answers with a
-// stateless reset). A connection-ID balancer sends every datagram that
+// another server, which does not hold the connection (and, the ID being
+// another server's, sends no stateless reset: the connection times out).
+// A connection-ID balancer sends every datagram that
 // names a server ID to that server whatever its source, so the
 // connection survives rebinding (the server migrates it); datagrams with
 // no routable ID (the client's first flight, which carries the client's

@@ -140,11 +140,18 @@
 // whose server ID its connection ID names, so a connection stays with its
 // process when the agent's address changes (a NAT rebinding) and when a
 // process joins or leaves; only new agents go to a new process. A process
-// that exits takes its agents' connections with it: they are reset by the
-// others (every process derives the same reset key from the same
-// certificate) and dial again. -reuseport alone shares the port with the
+// that exits takes its agents' connections with it. Every process derives
+// the same stateless reset key from the certificate, but answers only the
+// connection IDs of its own -server-id (one that answered another's would
+// hand anyone who saw a live connection's ID the token that ends it: RFC
+// 9000 §21.11): the process restarted with the same -server-id resets
+// its previous life's agents at their next datagram, and they dial again;
+// those of a process that does not come back notice at their idle
+// timeout. -reuseport alone shares the port with the
 // kernel's hash and no program: connections then last only while their
-// agent's address and the number of processes stay the same. Several
+// agent's address and the number of processes stay the same, and without
+// -server-id each process keeps a reset key of its own (no resets across
+// its restarts). Several
 // hosts behind a UDP load balancer: a 5-tuple one keeps a connection
 // while the agent's address stays; a QUIC-LB-style one that routes by the
 // connection ID's server ID (plaintext layout, 1-byte ID: give each
@@ -265,7 +272,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:9464", "HTTP `address` of /metrics, /healthz and /readyz (\"off\": none)")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve /debug/pprof on -metrics (CPU and heap profiles; keep -metrics on loopback)")
 	fs.BoolVar(&o.verbose, "v", false, "debug logs")
-	fs.BoolVar(&o.reusePort, "reuseport", false, "share -listen's port with other fresh-monitor processes (SO_REUSEPORT; the kernel spreads agents by address: see -steer)")
+	fs.BoolVar(&o.reusePort, "reuseport", false, "share -listen's port with other fresh-monitor processes (SO_REUSEPORT; the kernel spreads agents by address: see -steer; give each a distinct -server-id to reset a previous life's agents)")
 	fs.IntVar(&o.serverID, "server-id", -1, "this process's server `ID` (0-255) in the connection IDs it gives out, distinct per process or host (for -steer or a CID-routing load balancer; -1: none, IDs no load balancer routes)")
 	fs.StringVar(&o.steer, "steer", "", "route the shared port's datagrams to the process whose -server-id their connection ID names, with an eBPF program pinned in this bpffs `dir`ectory (Linux, root; implies -reuseport)")
 	fs.StringVar(&o.qlog, "qlog", os.Getenv(qlog.EnvDir), "write a qlog trace of every connection (for qvis) into `dir` (default $QLOGDIR; empty: off)")
@@ -431,6 +438,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	resetKey, err := transport.ResetKeyFromTLS(cfg.TLS)
 	if err != nil {
 		return err
+	}
+	if o.reusePort && o.serverID < 0 && resetKey != nil {
+		// The other processes of the port derive the same key, and
+		// without server IDs none can tell its connections from the
+		// others': a random key of its own keeps any of them from
+		// handing out another's reset token (RFC 9000 §21.11).
+		resetKey = nil
+		log.Info("-reuseport without -server-id: stateless resets only for this process's own connections, not its previous life's; give each process a distinct -server-id for those")
 	}
 	tr := &transport.Transport{StatelessResetKey: resetKey}
 	udp, closeUDP, err := listen(o, tr)

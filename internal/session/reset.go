@@ -35,6 +35,15 @@ import (
 //   - On the path an attacker who sees the token (it cannot: it is
 //     encrypted) or who just drops the datagrams can end the connection
 //     anyway; RFC 9000 §21.11 says as much of QUIC.
+//   - No one can make an endpoint draw the token of a connection another
+//     endpoint holds (the stateless reset oracle of RFC 9000 §21.11).
+//     Endpoints that share a key (several processes behind one port, a
+//     server's lives) answer only for the connection IDs each issues
+//     (IssuedIDs: its server ID in the ID's first bytes), so an ID is
+//     answered only by the one endpoint that may hold it, which does not
+//     answer while it does: a datagram for a live connection's ID that
+//     lands on another endpoint sharing the key (the attacker picks the
+//     source port, and so where a hash sends it) draws nothing there.
 
 // ResetKeyLen is the length of a stateless reset key.
 const ResetKeyLen = 32
@@ -70,13 +79,43 @@ const (
 	ResetNotEligible
 	// ResetRateLimited: one would be due, but the rate is used up.
 	ResetRateLimited
+	// ResetNotIssued: the datagram's connection ID is not one this
+	// endpoint issues (IssuedIDs) but another server's: answering would
+	// give away the token of a connection that server may hold.
+	ResetNotIssued
 )
 
+// IssuedIDs is the set of connection IDs an endpoint issues, as a
+// Resetter needs it: the IDs whose first Len bytes (big-endian, as on the
+// wire) are Prefix's. A server whose IDs begin with its server ID (the
+// QUIC-LB layout's first octet and server ID) answers for those alone:
+// RFC 9000 §21.11 has servers that share a static key "MUST NOT generate
+// a stateless reset if a connection with the corresponding connection ID
+// could be active on any endpoint using the same static key", and only
+// the endpoint that issued an ID can hold its connection. The zero value
+// (Len 0) is every ID: only for a key no other endpoint reached by the
+// same datagrams holds.
+type IssuedIDs struct {
+	Prefix uint64 // the prefix, in the high-order Len bytes
+	Len    int    // the prefix's length in bytes, 0 to 8
+}
+
+// Has reports whether id is one of the set.
+func (s IssuedIDs) Has(id uint64) bool {
+	if s.Len <= 0 {
+		return true
+	}
+	shift := 64 - 8*min(s.Len, 8)
+	return id>>shift == s.Prefix>>shift
+}
+
 // Resetter answers datagrams for connections an endpoint does not hold
-// with StatelessResets, within a rate. It keeps no state per datagram or
-// per connection; a driver calls it from one goroutine.
+// with StatelessResets, within a rate, for the connection IDs it issues
+// only. It keeps no state per datagram or per connection; a driver calls
+// it from one goroutine.
 type Resetter struct {
 	mac    hash.Hash
+	issued IssuedIDs
 	rate   float64 // resets per second; 0: none ever
 	burst  float64
 	tokens float64
@@ -85,10 +124,11 @@ type Resetter struct {
 	id     [8]byte // a field: a local would escape through the hash interface
 }
 
-// NewResetter makes a Resetter with key, allowing burst resets at once
-// and rate a second after that, starting at now. rate ≤ 0 never resets.
-func NewResetter(key *[ResetKeyLen]byte, rate float64, burst int, now clock.Mono) *Resetter {
-	r := &Resetter{mac: hmac.New(sha256.New, key[:]), rate: max(rate, 0), burst: float64(max(burst, 1)), last: now}
+// NewResetter makes a Resetter with key for the connection IDs of
+// issued, allowing burst resets at once and rate a second after that,
+// starting at now. rate ≤ 0 never resets.
+func NewResetter(key *[ResetKeyLen]byte, issued IssuedIDs, rate float64, burst int, now clock.Mono) *Resetter {
+	r := &Resetter{mac: hmac.New(sha256.New, key[:]), issued: issued, rate: max(rate, 0), burst: float64(max(burst, 1)), last: now}
 	if r.rate > 0 {
 		r.tokens = r.burst
 	}
@@ -109,7 +149,8 @@ func (r *Resetter) Token(connID uint64) [wire.StatelessResetTokenLen]byte {
 // Answer returns the StatelessReset answering datagram b, whose header is
 // h, received at now for a connection the endpoint does not hold,
 // appended to out; or the verdict that none goes. The reset is
-// StatelessResetLen bytes, always fewer than b's.
+// StatelessResetLen bytes, always fewer than b's. An ID the endpoint does
+// not issue draws none (ResetNotIssued), and takes nothing of the rate.
 func (r *Resetter) Answer(out []byte, h wire.Header, b []byte, now clock.Mono) ([]byte, ResetVerdict) {
 	switch h.Type {
 	case wire.TypeInitial, wire.TypeRetry, wire.TypeClose, wire.TypeStatelessReset:
@@ -117,6 +158,9 @@ func (r *Resetter) Answer(out []byte, h wire.Header, b []byte, now clock.Mono) (
 	}
 	if len(b) < wire.MinResetTrigger {
 		return out, ResetNotEligible
+	}
+	if !r.issued.Has(h.ConnID) {
+		return out, ResetNotIssued
 	}
 	if !r.take(now) {
 		return out, ResetRateLimited

@@ -41,7 +41,7 @@ func answer(t *testing.T, key *[ResetKeyLen]byte, trigger []byte) ([]byte, Reset
 	t.Helper()
 	h, _, err := wire.ParseHeader(trigger)
 	require.NoError(t, err)
-	return NewResetter(key, DefaultResetRate, DefaultResetBurst, 0).Answer(nil, h, trigger, 0)
+	return NewResetter(key, IssuedIDs{}, DefaultResetRate, DefaultResetBurst, 0).Answer(nil, h, trigger, 0)
 }
 
 // The server's token reaches the client in the handshake, and a reset
@@ -155,7 +155,7 @@ func TestStatelessResetOnlyAnswersLargerDatagrams(t *testing.T) {
 	p.Cli.Close()
 	p.Run(time.Second)
 
-	r := NewResetter(&resetKey, 1e9, 1<<20, 0)
+	r := NewResetter(&resetKey, IssuedIDs{}, 1e9, 1<<20, 0)
 	check := func(d []byte) (ResetVerdict, int) {
 		h, _, err := wire.ParseHeader(d)
 		require.NoError(t, err)
@@ -216,7 +216,7 @@ func TestStatelessResetRateLimit(t *testing.T) {
 	trigger = append(trigger, make([]byte, 100)...)
 	h, _, err := wire.ParseHeader(trigger)
 	require.NoError(t, err)
-	r := NewResetter(&resetKey, 100, 10, 0)
+	r := NewResetter(&resetKey, IssuedIDs{}, 100, 10, 0)
 	count := func(now time.Duration, n int) (sent, limited int) {
 		for range n {
 			switch _, v := r.Answer(nil, h, trigger, clock.Mono(now)); v {
@@ -238,7 +238,7 @@ func TestStatelessResetRateLimit(t *testing.T) {
 	sent, _ = count(time.Hour, 50)
 	require.Equal(t, 10, sent, "the bucket holds no more than the burst")
 
-	never := NewResetter(&resetKey, 0, 10, 0)
+	never := NewResetter(&resetKey, IssuedIDs{}, 0, 10, 0)
 	_, v := never.Answer(nil, h, trigger, 0)
 	require.Equal(t, ResetRateLimited, v)
 	_, v = never.Answer(nil, h, trigger, clock.Mono(time.Hour))
@@ -250,8 +250,48 @@ func TestStatelessResetRateLimit(t *testing.T) {
 func TestStatelessResetAnswerDoesNotAllocate(t *testing.T) {
 	trigger := append(wire.AppendHeader(nil, wire.Header{Type: wire.TypeUpdate, ConnID: 3}), make([]byte, 60)...)
 	h, _, _ := wire.ParseHeader(trigger)
-	r := NewResetter(&resetKey, 1e12, 1<<30, 0)
+	r := NewResetter(&resetKey, IssuedIDs{}, 1e12, 1<<30, 0)
 	out := make([]byte, 0, wire.StatelessResetLen)
 	require.Zero(t, testing.AllocsPerRun(100, func() { out, _ = r.Answer(out[:0], h, trigger, 0) }))
 	require.Equal(t, ResetToken(&resetKey, 3), r.Token(3))
+}
+
+// A Resetter answers only for the connection IDs its endpoint issues:
+// another server's ID (here: the same first octet, another server ID
+// byte) draws no reset, however often and whatever the rate left — the
+// token of a connection that server may hold is never given away (RFC
+// 9000 §21.11) —, while its own IDs draw the token as before.
+func TestStatelessResetOnlyForIssuedIDs(t *testing.T) {
+	// The QUIC-LB plaintext layout's first octet (configuration 0,
+	// length 8) and a one-byte server ID.
+	issued := IssuedIDs{Prefix: 0x07_01 << 48, Len: 2}
+	r := NewResetter(&resetKey, issued, 100, 10, 0)
+	trigger := func(id uint64) (wire.Header, []byte) {
+		b := append(wire.AppendHeader(nil, wire.Header{Type: wire.TypeData, ConnID: id}), make([]byte, 60)...)
+		h, _, err := wire.ParseHeader(b)
+		require.NoError(t, err)
+		return h, b
+	}
+	for _, id := range []uint64{0x07_02_0000_0000_0001, 0x07_00_ffff_ffff_ffff, 0xe7_01_0000_0000_0001, 0x01_0000_0000_0001} {
+		for range 100 {
+			h, b := trigger(id)
+			out, v := r.Answer(nil, h, b, 0)
+			require.Equal(t, ResetNotIssued, v, "%#x is another server's", id)
+			require.Empty(t, out)
+		}
+	}
+	for _, id := range []uint64{0x07_01_0000_0000_0001, 0x07_01_ffff_ffff_ffff} {
+		h, b := trigger(id)
+		out, v := r.Answer(nil, h, b, 0)
+		require.Equal(t, ResetSent, v, "%#x is ours: the refusals above took nothing of the burst", id)
+		var sr wire.StatelessReset
+		_, body, err := wire.ParseHeader(out)
+		require.NoError(t, err)
+		require.NoError(t, wire.ParseStatelessReset(body, &sr))
+		require.Equal(t, ResetToken(&resetKey, id), sr.Token)
+	}
+	require.True(t, IssuedIDs{}.Has(0x1234), "the zero value: every ID")
+	require.True(t, IssuedIDs{Prefix: 0xe7 << 56, Len: 1}.Has(0xe7_12_3456_789a_bcde))
+	require.False(t, IssuedIDs{Prefix: 0xe7 << 56, Len: 1}.Has(0xe6_12_3456_789a_bcde))
+	require.True(t, IssuedIDs{Prefix: 0x1234, Len: 8}.Has(0x1234))
 }

@@ -106,6 +106,7 @@ var (
 	descDropped       = prometheus.NewDesc("fresh_datagrams_dropped_total", "Datagrams dropped before reaching a connection, by reason.", []string{"reason"}, nil)
 	descResets        = prometheus.NewDesc("fresh_stateless_resets_sent_total", "Datagrams for no connection answered with a stateless reset.", nil, nil)
 	descResetsLimited = prometheus.NewDesc("fresh_stateless_resets_rate_limited_total", "Stateless resets not sent because the reset rate was used up.", nil, nil)
+	descResetsHeld    = prometheus.NewDesc("fresh_stateless_resets_withheld_total", "Datagrams for no connection whose connection ID is another server ID's: no reset sent (only its issuer may reset it).", nil, nil)
 	descUpdRecv       = prometheus.NewDesc("fresh_updates_received_total", "Status updates received by the transport.", nil, nil)
 	descUpdStale      = prometheus.NewDesc("fresh_updates_stale_total", "Updates dropped as older than one already taken (by the transport, or by the monitor across two connections of one device).", nil, nil)
 	descUpdRejected   = prometheus.NewDesc("fresh_updates_rejected_total", "Updates dropped as generated too far in the future.", nil, nil)
@@ -123,7 +124,7 @@ var (
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descConnections, descAcceptQueue, descAccepted, descClosed, descRefused, descReplaced, descRetries,
-		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descUpdRecv,
+		descVersionNeg, descInitials, descHSStarted, descHSCompleted, descHSFailed, descHSTimeouts, descDropped, descResets, descResetsLimited, descResetsHeld, descUpdRecv,
 		descUpdStale, descUpdRejected, descUpdRead, descUpdStored, descUpdSuperseded, descStoreErrors,
 		descUploadBytes, descUploads, descOrphanChunks, descOrphanBytes, descPackets, descBytes} {
 		ch <- d
@@ -149,6 +150,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descInitials, ls.InitialsTotalLimit, "connection_limit")
 		counter(descInitials, ls.InitialsSourceLimit, "source_limit")
 		counter(descInitials, ls.InitialsRateLimited, "rate_limited")
+		counter(descInitials, ls.InitialsSourceHandshakeLimit, "source_handshake_limit")
 		counter(descInitials, ls.InitialsBacklogFull, "accept_queue_full")
 		counter(descInitials, ls.InitialsHandshakeLimit, "handshake_limit")
 		counter(descHSStarted, ls.HandshakesStarted)
@@ -162,6 +164,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descDropped, ls.Malformed, "malformed")
 		counter(descResets, ls.StatelessResetsSent)
 		counter(descResetsLimited, ls.StatelessResetsRateLimited)
+		counter(descResetsHeld, ls.StatelessResetsWithheld)
 	}
 	st := m.st
 	// The ended connections' totals and the open ones' counters, read

@@ -16,9 +16,10 @@
 // a process only moves new connections. What carries no routable ID (a
 // client's first flight, under the client's own ID; another protocol
 // version; a short datagram) or names a process that is gone is left to
-// the kernel's hash, and a process that receives a datagram for a
-// connection it does not hold answers with a stateless reset, as without
-// the program.
+// the kernel's hash; a process that receives a datagram for a
+// connection it does not hold answers with a stateless reset only if the
+// connection ID is its own server ID's (the connection of its previous
+// life), as without the program.
 //
 // The program and the socket map are pinned in a bpffs directory that
 // every process of the group opens (Open), so that a process started
