@@ -373,7 +373,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		// cannot store an upload (its -out file exists, say).
 		var ae *transport.ApplicationError
 		errors.As(err, &ae)
-		return fmt.Errorf("upload refused: the monitor at %s closed the connection at once (code %d): %s", o.server, ae.Code, ae.Reason)
+		return fmt.Errorf("upload refused: the monitor at %s closed the connection at once (code %d): %s", o.server, ae.Code, cli.Text(ae.Reason))
 	case err != nil:
 		return fmt.Errorf("-server %s: %w", o.server, o.creds.ExplainDial(err))
 	}
@@ -526,9 +526,9 @@ func storageFailure(conn *transport.Conn, err error) error {
 	}
 	committed := conn.Committed()
 	if ae.Code == cli.CodeStorageFailed {
-		return fmt.Errorf("upload failed: monitor could not store it after %d bytes: %s", committed, ae.Reason)
+		return fmt.Errorf("upload failed: monitor could not store it after %d bytes: %s", committed, cli.Text(ae.Reason))
 	}
-	return fmt.Errorf("upload failed after %d bytes committed: the monitor closed with error %d: %s", committed, ae.Code, ae.Reason)
+	return fmt.Errorf("upload failed after %d bytes committed: the monitor closed with error %d: %s", committed, ae.Code, cli.Text(ae.Reason))
 }
 
 // security says in a few words whom the agent is talking to.
