@@ -49,25 +49,12 @@ func TestHookKeepsBottleneckQueueShort(t *testing.T) {
 		"the hook's window or pacer held quic-go back far longer than quic-go's own: the controller drives it")
 	require.Greater(t, hook.goodput, 0.2*plain.goodput, "not starved: at least 0.2× plain quic-go's goodput")
 	// The FIFO holds one BDP, 40 ms: CUBIC keeps it mostly full.
-	realtimeCheck(t, plain.p95 > 15*time.Millisecond,
+	realtime.Check(t, plain.p95 > 15*time.Millisecond,
 		"plain quic-go fills the FIFO: queue p95 %v > 15 ms (without it the comparison shows nothing)", plain.p95)
-	realtimeCheck(t, float64(hook.p95) < 0.6*float64(plain.p95),
+	realtime.Check(t, float64(hook.p95) < 0.6*float64(plain.p95),
 		"the hook keeps the queue shorter: p95 %v < 0.6 × plain's %v", hook.p95, plain.p95)
-	realtimeCheck(t, hook.goodput > 0.5*plain.goodput,
+	realtime.Check(t, hook.goodput > 0.5*plain.goodput,
 		"at a comparable goodput: %.2f Mbit/s > 0.5 × plain's %.2f", hook.goodput/1e6, plain.goodput/1e6)
-}
-
-// realtimeCheck requires ok in the long real-time suite (FRESH_REALTIME=1)
-// and logs a miss otherwise: a bound the machine's load decides.
-func realtimeCheck(t *testing.T, ok bool, format string, args ...any) {
-	t.Helper()
-	switch {
-	case ok:
-	case realtime.Enabled():
-		t.Fatalf(format, args...)
-	default:
-		t.Logf("not met (required only with %s=1; a loaded machine?): "+format, append([]any{realtime.Env}, args...)...)
-	}
 }
 
 // 20 MB through a lossy emulated path arrive byte-exact over the hook with
