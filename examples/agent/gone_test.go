@@ -238,6 +238,41 @@ func TestAgentGivesUpOnSilentMonitor(t *testing.T) {
 	require.Less(t, strings.Index(out.String(), "agent: path dead"), strings.Index(out.String(), "agent: monitor went away"))
 }
 
+// -duration running out while the monitor does not answer (before
+// -give-up) says that, not "raise -duration".
+func TestAgentStoppedWhileMonitorSilent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	files := testcerts.Write(t, "agent-1")
+	creds := cli.Credentials{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA}
+	cfg, err := creds.ServerTLS()
+	require.NoError(t, err)
+	udp, err := transport.ListenUDP("127.0.0.1:0", false)
+	require.NoError(t, err)
+	sock := &silentConn{UDPConn: udp}
+	tr := &transport.Transport{Conn: sock}
+	t.Cleanup(func() { tr.Close(); udp.Close() })
+	ln, err := tr.Listen(transport.Config{TLS: cfg})
+	require.NoError(t, err)
+	go func() {
+		conn, err := ln.Accept(ctx)
+		if err != nil {
+			return
+		}
+		_, _ = conn.ReadUpdate(ctx)
+		sock.silent.Store(true)
+	}()
+	addr := udp.LocalAddr().String()
+	var out syncbuf.Buffer
+	// Path dead takes four timeouts (about 3 s here); -duration 10s ends
+	// the run well after that and long before -give-up.
+	err = run(ctx, agentArgs(files, addr, "-upload-bytes", "10GB", "-duration", "10s", "-give-up", "5m", "-stats", "0"), &out)
+	require.NoError(t, ctx.Err(), out.String())
+	require.ErrorContains(t, err, "when the agent stopped at -duration 10s, while the monitor did not answer (path dead; -give-up 5m0s had not run out): check that the monitor at -server "+addr, out.String())
+	require.NotContains(t, err.Error(), "raise it")
+	require.Contains(t, out.String(), "the monitor, which does not answer (path dead), is told it is aborted in case it hears")
+}
+
 // Each way the transport ends the connection gets its own words: what
 // happened to the monitor, and what to do.
 func TestWhyEnded(t *testing.T) {

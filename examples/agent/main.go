@@ -64,6 +64,8 @@
 //   - Nothing at all was heard for the idle timeout (30 s; only when
 //     -give-up is longer): "monitor went away: nothing heard from … for
 //     the idle timeout".
+//   - -duration ran out while the path was dead, before -give-up: the
+//     error says the monitor did not answer, not "raise -duration".
 //
 // It runs until Ctrl-C (or SIGTERM) or -duration, then closes the
 // connection; an upload written but not yet committed is waited for up to
@@ -410,6 +412,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	var closeErr error
+	// A path still dead when the agent stops (-duration ran out before
+	// -give-up): the monitor is not answering, which is what to say.
+	deadAtEnd := !up.gone && conn.Err() == nil && conn.Stats().PathDead
 	switch closed := conn.Err() != nil; { // the monitor closed it: nothing to tell it
 	case up.gone && !closed:
 		// Nobody to tell or to wait for: end the connection at once (an
@@ -420,7 +425,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		// Cut short (-duration, Ctrl-C, an error): abort, so the monitor
 		// reads the bytes it has as a broken upload, never as a whole one.
 		closeErr = conn.Abort()
-		fmt.Fprintln(stdout, "agent: upload cut short: the monitor is told it is aborted")
+		if deadAtEnd {
+			fmt.Fprintln(stdout, "agent: upload cut short: the monitor, which does not answer (path dead), is told it is aborted in case it hears")
+		} else {
+			fmt.Fprintln(stdout, "agent: upload cut short: the monitor is told it is aborted")
+		}
 	default:
 		closeErr = conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
 	}
@@ -446,7 +455,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return runErr
 	case incomplete:
 		why := "Ctrl-C"
-		if interrupted.Err() == nil {
+		switch {
+		case interrupted.Err() == nil && deadAtEnd:
+			why = fmt.Sprintf("-duration %v, while the monitor did not answer (path dead; -give-up %v had not run out): %s",
+				o.duration, o.giveUp, checkMonitor(o.server))
+		case interrupted.Err() == nil:
 			why = fmt.Sprintf("-duration %v (raise it, or upload less)", o.duration)
 		}
 		return fmt.Errorf("upload incomplete: %d of %s committed by the monitor (%d acknowledged) when the agent stopped at %s", committed, of, s.StreamBytesAcked, why)
