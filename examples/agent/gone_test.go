@@ -127,6 +127,7 @@ func waitLine(t *testing.T, ctx context.Context, lines <-chan string, prefix str
 // its idle timeout, naming the monitor's address, what happened and what
 // to check — not "path dead" forever, nor "raise -duration".
 func TestAgentSaysKilledMonitorWentAway(t *testing.T) {
+	t.Parallel() // mostly waiting for timeouts: side by side
 	// -duration 60s and the idle timeout (30 s) are far beyond the
 	// deadline: an agent that waits for either fails the test by it.
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
@@ -205,6 +206,7 @@ func (c *silentConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 // went dead; then the agent exits with the error that says the monitor
 // went away, -give-up and what to check.
 func TestAgentGivesUpOnSilentMonitor(t *testing.T) {
+	t.Parallel() // mostly waiting for timeouts: side by side
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	files := testcerts.Write(t, "agent-1")
@@ -241,6 +243,7 @@ func TestAgentGivesUpOnSilentMonitor(t *testing.T) {
 // -duration running out while the monitor does not answer (before
 // -give-up) says that, not "raise -duration".
 func TestAgentStoppedWhileMonitorSilent(t *testing.T) {
+	t.Parallel() // mostly waiting for timeouts: side by side
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	files := testcerts.Write(t, "agent-1")
