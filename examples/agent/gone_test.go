@@ -201,14 +201,11 @@ func (c *silentConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	return c.UDPConn.WriteTo(p, addr)
 }
 
-// A monitor that stops answering while its host stays silent too (frozen,
-// or the network cut: no ICMP error) is given -give-up after the path
-// went dead; then the agent exits with the error that says the monitor
-// went away, -give-up and what to check.
-func TestAgentGivesUpOnSilentMonitor(t *testing.T) {
-	t.Parallel() // mostly waiting for timeouts: side by side
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
-	defer cancel()
+// silentMonitor is a monitor on loopback that goes silent (silentConn)
+// once the agent's first update arrived; it returns the agent's files and
+// the monitor's address.
+func silentMonitor(t *testing.T, ctx context.Context) (testcerts.Files, string) {
+	t.Helper()
 	files := testcerts.Write(t, "agent-1")
 	creds := cli.Credentials{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA}
 	cfg, err := creds.ServerTLS()
@@ -228,9 +225,20 @@ func TestAgentGivesUpOnSilentMonitor(t *testing.T) {
 		_, _ = conn.ReadUpdate(ctx) // the agent is up and sending
 		sock.silent.Store(true)
 	}()
-	addr := udp.LocalAddr().String()
+	return files, udp.LocalAddr().String()
+}
+
+// A monitor that stops answering while its host stays silent too (frozen,
+// or the network cut: no ICMP error) is given -give-up after the path
+// went dead; then the agent exits with the error that says the monitor
+// went away, -give-up and what to check.
+func TestAgentGivesUpOnSilentMonitor(t *testing.T) {
+	t.Parallel() // mostly waiting for timeouts: side by side
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+	defer cancel()
+	files, addr := silentMonitor(t, ctx)
 	var out syncbuf.Buffer
-	err = run(ctx, agentArgs(files, addr, "-duration", "60s", "-give-up", "1s", "-stats", "0"), &out)
+	err := run(ctx, agentArgs(files, addr, "-duration", "60s", "-give-up", "1s", "-stats", "0"), &out)
 	require.NoError(t, ctx.Err(), "the agent outlived the test's deadline:\n%s", out.String())
 	require.ErrorContains(t, err, "monitor went away: no answer from "+addr+": the path went dead", out.String())
 	require.ErrorContains(t, err, "-give-up 1s): the monitor stopped, or the network between is down; check that the monitor at -server "+addr+" is running")
@@ -246,30 +254,11 @@ func TestAgentStoppedWhileMonitorSilent(t *testing.T) {
 	t.Parallel() // mostly waiting for timeouts: side by side
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	files := testcerts.Write(t, "agent-1")
-	creds := cli.Credentials{Cert: files.ServerCert, Key: files.ServerKey, CA: files.CA}
-	cfg, err := creds.ServerTLS()
-	require.NoError(t, err)
-	udp, err := transport.ListenUDP("127.0.0.1:0", false)
-	require.NoError(t, err)
-	sock := &silentConn{UDPConn: udp}
-	tr := &transport.Transport{Conn: sock}
-	t.Cleanup(func() { tr.Close(); udp.Close() })
-	ln, err := tr.Listen(transport.Config{TLS: cfg})
-	require.NoError(t, err)
-	go func() {
-		conn, err := ln.Accept(ctx)
-		if err != nil {
-			return
-		}
-		_, _ = conn.ReadUpdate(ctx)
-		sock.silent.Store(true)
-	}()
-	addr := udp.LocalAddr().String()
+	files, addr := silentMonitor(t, ctx)
 	var out syncbuf.Buffer
 	// Path dead takes four timeouts (about 3 s here); -duration 10s ends
 	// the run well after that and long before -give-up.
-	err = run(ctx, agentArgs(files, addr, "-upload-bytes", "10GB", "-duration", "10s", "-give-up", "5m", "-stats", "0"), &out)
+	err := run(ctx, agentArgs(files, addr, "-upload-bytes", "10GB", "-duration", "10s", "-give-up", "5m", "-stats", "0"), &out)
 	require.NoError(t, ctx.Err(), out.String())
 	require.ErrorContains(t, err, "when the agent stopped at -duration 10s, while the monitor did not answer (path dead; -give-up 5m0s had not run out): check that the monitor at -server "+addr, out.String())
 	require.NotContains(t, err.Error(), "raise it")
