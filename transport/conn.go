@@ -66,6 +66,9 @@ type Conn struct {
 	hsTimer       *time.Timer // DialEarly's HandshakeTimeout, once it has returned
 	closeOnce     sync.Once
 	closeErr      error
+	// unreachable counts ICMP port unreachables after the handshake
+	// (Stats.PortUnreachable).
+	unreachable atomic.Int64
 
 	ownsTransport bool // package Dial's: Close closes the Transport and socket
 	stopNTP       context.CancelFunc
@@ -378,6 +381,7 @@ func (c *Conn) Stats() Stats {
 	defer c.mu.Unlock()
 	now, _ := c.now()
 	st := statsFrom(c.s.Stats(now))
+	st.PortUnreachable = c.unreachable.Load()
 	if nc, ok := c.clk.(*ntpclock.Clock); ok {
 		n := nc.Status()
 		st.NTP = NTPStats{Enabled: true, Synced: n.Synchronized, Offset: n.Offset, Stratum: n.Stratum, Server: n.Server, Err: n.Err}

@@ -79,8 +79,9 @@
 // unreachable ends Dial at once with an error wrapping
 // syscall.ECONNREFUSED ("connection refused"). On an open connection such
 // an error is ignored, as TCP ignores it on an established connection (it
-// is unauthenticated, and may be transient); a peer that is gone is found
-// by Config.IdleTimeout.
+// is unauthenticated, and may be transient) and only counted
+// (Stats.PortUnreachable); a peer that is gone is found by
+// Config.IdleTimeout.
 //
 // A dialer that sets ClientSessionCache in its TLS config resumes: the
 // listener sends a session ticket after each handshake, and the next Dial

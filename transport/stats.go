@@ -48,6 +48,15 @@ type Stats struct {
 	// it; only IdleTimeout ends the connection. Poll it to tell a user at
 	// once that the monitor is unreachable.
 	PathDead bool
+	// PortUnreachable counts the ICMP port-unreachable errors the kernel
+	// reported for this connection's peer after the handshake (a Dial'd
+	// connection's connected socket only): the peer's host answered that
+	// nothing listens on its port, as after the peer process died. The
+	// protocol ignores them, as TCP ignores ICMP errors on an established
+	// connection (RFC 5461: they are unauthenticated and may be
+	// transient); an application may name them when it says why the
+	// path is dead.
+	PortUnreachable int64
 	// NTP is the state of this host's NTP-corrected clock, when the
 	// endpoint has one (Config.NTPServer, or an ntpclock.Clock as
 	// Config.Clock); the zero value otherwise.

@@ -617,8 +617,9 @@ func (t *Transport) crash(err error) {
 // read or a write, of a connected socket. During the handshake nothing
 // listens at the address and Dial fails at once; afterwards it is ignored,
 // as TCP treats ICMP errors on an established connection as soft (they
-// are unauthenticated and may be transient): a peer that went away is
-// noticed by IdleTimeout.
+// are unauthenticated and may be transient), and counted
+// (Stats.PortUnreachable): a peer that went away is noticed by
+// IdleTimeout.
 func (t *Transport) refused() {
 	if !t.sock.connected {
 		return
@@ -637,6 +638,7 @@ func (t *Transport) refused() {
 		if aborting {
 			c.kick() // the driver sees the session closed and lets it go
 		} else {
+			c.unreachable.Add(1)
 			t.log.Debug("fresh: peer port unreachable (ignored on an open connection)", "peer", c.peer.Load())
 		}
 	}

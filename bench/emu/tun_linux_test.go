@@ -21,6 +21,7 @@ import (
 
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/internal/realtime"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -123,8 +124,10 @@ func TestTUNCloseOnSignal(t *testing.T) {
 
 // TestTUNKernelTCP moves a few MB over kernel TCP from the client
 // namespace to the server's through a 20 Mbit/s bottleneck: goodput is
-// at most the link rate and at least half of it, and Observe sees the TCP
-// packets after the queue and the propagation delay.
+// at most the link rate and, in the long real-time suite (the router is
+// a userspace program: a loaded machine slows it), at least half of it,
+// and Observe sees the TCP packets after the queue and the propagation
+// delay.
 func TestTUNKernelTCP(t *testing.T) {
 	const (
 		rate  = 20 * mbps
@@ -212,7 +215,7 @@ func TestTUNKernelTCP(t *testing.T) {
 	st := tn.Stats()
 	t.Logf("%d bytes in %v: goodput %.2f Mbit/s over a %.0f Mbit/s link; forward %+v", size, r.end.Sub(start), goodput/1e6, float64(rate)/1e6, st.Forward)
 	require.LessOrEqual(t, goodput, float64(rate))
-	require.GreaterOrEqual(t, goodput, 0.5*float64(rate))
+	realtime.Check(t, goodput >= 0.5*float64(rate), "goodput %.2f Mbit/s ≥ half the %.0f Mbit/s link", goodput/1e6, float64(rate)/1e6)
 	require.Zero(t, st.Forward.NotIPv4+st.Reverse.NotIPv4)
 
 	mu.Lock()

@@ -41,11 +41,31 @@
 // the reason; the agent then prints "upload failed: monitor could not
 // store it after N bytes: REASON" and exits 1.
 //
-// If the monitor restarts (it crashed and was started again with the same
-// key), its first answer is a stateless reset: the agent prints "monitor
-// restarted: connection reset" and exits 1 at once, rather than after the
-// connection's idle timeout; run it again (or from a supervisor that
-// restarts it) to reconnect.
+// If the monitor goes away, the agent says so and exits 1 rather than
+// upload into the void until -duration; run it again (or from a
+// supervisor that restarts it) to reconnect. How it knows, by what the
+// transport tells it:
+//
+//   - The monitor restarted (it crashed and was started again with the
+//     same key): its first answer is a stateless reset, and the agent
+//     prints "monitor restarted: connection reset" at once.
+//   - The monitor was killed, or its host lost it: nothing answers. After
+//     four retransmission timeouts in a row without an answer (about 3 s
+//     on a short path) the agent prints "path dead". If the monitor's host
+//     answered the agent's datagrams with ICMP port unreachable (nothing
+//     listens there: the monitor process is gone, and a new one could not
+//     take over this connection anyway), it gives up at once: "monitor
+//     went away: … the monitor is not running". Otherwise (a frozen
+//     monitor, a cut network) it waits -give-up (10 s) for an answer, then
+//     gives up: "monitor went away: no answer from … and stayed dead for
+//     …". Either message names -server and what to check.
+//   - The monitor closed the connection (it was stopped, or closed this
+//     agent's): "the monitor at … closed the connection".
+//   - Nothing at all was heard for the idle timeout (30 s; only when
+//     -give-up is longer): "monitor went away: nothing heard from … for
+//     the idle timeout".
+//   - -duration ran out while the path was dead, before -give-up: the
+//     error says the monitor did not answer, not "raise -duration".
 //
 // It runs until Ctrl-C (or SIGTERM) or -duration, then closes the
 // connection; an upload written but not yet committed is waited for up to
@@ -67,7 +87,8 @@
 // delays derived from the round-trip time and the field reads "delay … (from
 // rtt)" instead of "owd".
 // cwnd: the congestion window; updates: readings sent in the interval and
-// the rate ACP currently allows.
+// the rate ACP currently allows. "| PATH DEAD" ends the line while the
+// monitor does not answer.
 //
 // A "clock:" line says, whenever it changes, whether this host's clock is
 // NTP-synchronised (with -ntp: offset and server stratum) and whether the
@@ -98,6 +119,8 @@
 //	-ntp SERVER         NTP-correct the clock that stamps updates (host or host:port)
 //	-duration 0         stop after this long (0: run until Ctrl-C)
 //	-stats 1s           interval of the status line (0: only at the end)
+//	-give-up 10s        once the path is dead, wait this long for the monitor to answer
+//	                    again, then exit 1: the monitor went away (0: at once)
 //	-0rtt FILE          keep the TLS session ticket in FILE (mode 0600) and resume from it:
 //	                    the next run skips the certificate exchange and, with a monitor
 //	                    running -0rtt, sends its first reading in its first flight (0-RTT)
@@ -153,6 +176,7 @@ type options struct {
 	ntp         string
 	duration    time.Duration
 	stats       time.Duration
+	giveUp      time.Duration
 	creds       cli.Credentials
 	tickets     string
 	qlog        string
@@ -172,6 +196,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ntp, "ntp", "", "NTP `server` correcting the clock (host or host:port)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")
+	fs.DurationVar(&o.giveUp, "give-up", 10*time.Second, "once the path is dead (no answer to four retransmission timeouts in a row), wait this long for the monitor to answer again, then exit 1: the monitor went away (0: at once)")
 	fs.StringVar(&o.tickets, "0rtt", "", "keep the TLS session ticket in `FILE` (mode 0600): the next run resumes and sends its first reading in 0-RTT (the monitor needs -0rtt)")
 	fs.StringVar(&o.qlog, "qlog", os.Getenv(qlog.EnvDir), "write a qlog trace of the connection (for qvis) into `dir` (default $QLOGDIR; empty: off)")
 	o.creds.Register(fs, "client", "-")
@@ -200,6 +225,8 @@ func parseFlags(args []string) (*options, error) {
 		return nil, cli.Usagef("-duration %v: must not be negative (0 runs until Ctrl-C)", o.duration)
 	case o.stats < 0:
 		return nil, cli.Usagef("-stats %v: must not be negative (0 prints only at the end)", o.stats)
+	case o.giveUp < 0:
+		return nil, cli.Usagef("-give-up %v: must not be negative (0 gives up as soon as the path is dead)", o.giveUp)
 	case o.tickets != "" && o.creds.Insecure:
 		return nil, cli.Usagef("-0rtt and -insecure exclude each other: 0-RTT resumes a TLS session")
 	case int64(o.sendBuffer) > 1<<40:
@@ -223,6 +250,7 @@ Status line (every -stats):
                             estimator has learned the clock offset (a few seconds)
   cwnd                      congestion window
   updates sent (acp /s)     readings sent in the interval; the update rate ACP allows now
+  PATH DEAD                 the monitor does not answer (see -give-up)
 The "clock:" line (when it changes): this host's NTP state (-ntp: offset, stratum) and
 whether one-way delays are measured yet (the monitor's in-band estimate of the clock
 offset is trusted after a few seconds of packets; until then RTT/2 stands in).
@@ -230,8 +258,9 @@ TLS: -ca verifies the monitor (go run ./examples/certgen -dir certs makes a CA a
 certificates); -cert/-key identify this agent to a monitor that requires it (its -ca).
 The upload is complete once the monitor committed every byte (stored it on its disk):
 "agent: upload complete: N bytes committed". Exit status 1 if it did not (cut short,
-or "upload failed: monitor could not store it after N bytes: REASON") or on any error;
-2 on a usage error.
+or "upload failed: monitor could not store it after N bytes: REASON"), if the monitor
+went away ("monitor went away: ...", "monitor restarted: connection reset", "the
+monitor at ... closed the connection"), or on any other error; 2 on a usage error.
 `
 
 // openUpload opens what to upload before anything is dialled, so a missing
@@ -278,6 +307,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		MaxUpdateRate: o.hz,
 		UpdateDSCP:    o.dscp,
 		SendBuffer:    int(o.sendBuffer),
+		IdleTimeout:   idleTimeout,
 		Logger:        o.logger,
 	}
 	if err := o.creds.Config(&cfg, false); err != nil {
@@ -345,7 +375,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		// cannot store an upload (its -out file exists, say).
 		var ae *transport.ApplicationError
 		errors.As(err, &ae)
-		return fmt.Errorf("upload refused: the monitor at %s closed the connection at once (code %d): %s", o.server, ae.Code, ae.Reason)
+		return fmt.Errorf("upload refused: the monitor at %s closed the connection at once (code %d): %s", o.server, ae.Code, cli.Text(ae.Reason))
 	case err != nil:
 		return fmt.Errorf("-server %s: %w", o.server, o.creds.ExplainDial(err))
 	}
@@ -382,13 +412,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	var closeErr error
-	ended := conn.Err() != nil // the monitor closed it: nothing to tell it
-	if src != nil && !up.written && !ended {
+	// A path still dead when the agent stops (-duration ran out before
+	// -give-up): the monitor is not answering, which is what to say.
+	deadAtEnd := !up.gone && conn.Err() == nil && conn.Stats().PathDead
+	switch closed := conn.Err() != nil; { // the monitor closed it: nothing to tell it
+	case up.gone && !closed:
+		// Nobody to tell or to wait for: end the connection at once (an
+		// abort, so that a monitor that does hear from us again cannot
+		// take a partial upload for a whole one).
+		_ = conn.Abort()
+	case src != nil && !up.written && !closed:
 		// Cut short (-duration, Ctrl-C, an error): abort, so the monitor
 		// reads the bytes it has as a broken upload, never as a whole one.
 		closeErr = conn.Abort()
-		fmt.Fprintln(stdout, "agent: upload cut short: the monitor is told it is aborted")
-	} else {
+		if deadAtEnd {
+			fmt.Fprintln(stdout, "agent: upload cut short: the monitor, which does not answer (path dead), is told it is aborted in case it hears")
+		} else {
+			fmt.Fprintln(stdout, "agent: upload cut short: the monitor is told it is aborted")
+		}
+	default:
 		closeErr = conn.Close() // waits (Config.Linger, 5 s) for the upload's last bytes
 	}
 	wg.Wait()
@@ -413,7 +455,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return runErr
 	case incomplete:
 		why := "Ctrl-C"
-		if interrupted.Err() == nil {
+		switch {
+		case interrupted.Err() == nil && deadAtEnd:
+			why = fmt.Sprintf("-duration %v, while the monitor did not answer (path dead; -give-up %v had not run out): %s",
+				o.duration, o.giveUp, checkMonitor(o.server))
+		case interrupted.Err() == nil:
 			why = fmt.Sprintf("-duration %v (raise it, or upload less)", o.duration)
 		}
 		return fmt.Errorf("upload incomplete: %d of %s committed by the monitor (%d acknowledged) when the agent stopped at %s", committed, of, s.StreamBytesAcked, why)
@@ -427,11 +473,59 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // monitor to commit an upload it has written in full.
 var commitWait = 5 * time.Second
 
+// idleTimeout is the connection's idle timeout (transport.Config's
+// default, named here so that the agent's message can say it): the
+// transport ends a connection that heard nothing from the monitor for
+// this long.
+const idleTimeout = 30 * time.Second
+
 // uploadState is how far the upload got.
 type uploadState struct {
 	written       bool // every byte written and the stream half-closed
 	committed     bool // the monitor committed every byte
 	storageFailed bool // the monitor said it could not store it
+	gone          bool // the monitor went away (watch's error says how)
+}
+
+// checkMonitor is what to check when the monitor went away.
+func checkMonitor(server string) string {
+	return fmt.Sprintf("check that the monitor at -server %s is running (its log or supervisor says why it stopped) and reachable from here, then run the agent again", server)
+}
+
+// whyEnded is the agent's error for a connection the transport ended, by
+// what ended it: a stateless reset (the monitor restarted and lost the
+// connection), the idle timeout (nothing heard), the monitor's close (it
+// shut down, or closed this agent's connection), or anything else. (A
+// close with an application error is storageFailure's.)
+func whyEnded(server string, err error) error {
+	switch {
+	case errors.Is(err, transport.ErrStatelessReset):
+		return fmt.Errorf("monitor restarted: connection reset (the monitor at -server %s lost this connection: it restarted, or dropped the connection's state; run the agent again to reconnect): %w", server, err)
+	case errors.Is(err, transport.ErrIdleTimeout):
+		return fmt.Errorf("monitor went away: nothing heard from %s for the idle timeout (%v): the monitor stopped, or the network between is down; %s: %w",
+			server, idleTimeout, checkMonitor(server), err)
+	case errors.Is(err, transport.ErrPeerClosed) && !errors.Is(err, transport.ErrProtocol) && !errors.Is(err, transport.ErrStreamAborted):
+		return fmt.Errorf("the monitor at %s closed the connection (it was stopped, or it closed this agent's; its log says which); run the agent again to reconnect: %w", server, err)
+	}
+	return fmt.Errorf("connection ended: %w", err)
+}
+
+// deadPath decides, from a snapshot of a dead path, whether the monitor
+// went away: at once if the monitor's host answered our datagrams since
+// the monitor's last packet with ICMP port unreachable (nothing listens
+// there: the monitor process is gone, and the connection cannot come back
+// — a restarted monitor holds none of its state), otherwise once the path
+// has been dead for -give-up. It returns nil while the agent waits.
+func deadPath(o *options, deadFor time.Duration, icmp bool) error {
+	switch {
+	case icmp:
+		return fmt.Errorf("monitor went away: four retransmission timeouts in a row brought no answer from %s, and its host reports that nothing listens on that port (ICMP port unreachable): the monitor is not running; %s",
+			o.server, checkMonitor(o.server))
+	case deadFor >= o.giveUp:
+		return fmt.Errorf("monitor went away: no answer from %s: the path went dead (four retransmission timeouts in a row unanswered) and stayed dead for %v (-give-up %v): the monitor stopped, or the network between is down; %s",
+			o.server, deadFor.Round(100*time.Millisecond), o.giveUp, checkMonitor(o.server))
+	}
+	return nil
 }
 
 // storageFailure is the agent's error for a WaitCommitted (or connection)
@@ -445,9 +539,9 @@ func storageFailure(conn *transport.Conn, err error) error {
 	}
 	committed := conn.Committed()
 	if ae.Code == cli.CodeStorageFailed {
-		return fmt.Errorf("upload failed: monitor could not store it after %d bytes: %s", committed, ae.Reason)
+		return fmt.Errorf("upload failed: monitor could not store it after %d bytes: %s", committed, cli.Text(ae.Reason))
 	}
-	return fmt.Errorf("upload failed after %d bytes committed: the monitor closed with error %d: %s", committed, ae.Code, ae.Reason)
+	return fmt.Errorf("upload failed after %d bytes committed: the monitor closed with error %d: %s", committed, ae.Code, cli.Text(ae.Reason))
 }
 
 // security says in a few words whom the agent is talking to.
@@ -501,42 +595,68 @@ func watch(ctx context.Context, conn *transport.Conn, o *options,
 	commitCtx, stopWaiting := context.WithCancel(context.Background())
 	defer stopWaiting()
 	var committed chan error // set once the upload is written
+	// connEnded is watch's end once the transport ended the connection.
+	connEnded := func(up uploadState) (uploadState, error) {
+		err := conn.Err()
+		if ferr := storageFailure(conn, err); ferr != nil {
+			up.storageFailed = true
+			return up, ferr
+		}
+		if up.written && conn.Committed() == written.Load() {
+			up.committed = true // the commit came in as the connection ended
+		}
+		err = whyEnded(o.server, err)
+		fmt.Fprintf(stdout, "agent: %v\n", err)
+		return up, err
+	}
 	// The path's state is checked more often than the status line, so a
 	// monitor that went away is said at once, not at the next line.
 	pathTick := time.NewTicker(200 * time.Millisecond)
 	defer pathTick.Stop()
-	dead := false
+	var (
+		dead      bool
+		deadSince time.Time
+		// received is the packets received from the monitor at the last
+		// check, icmpBase the ICMP port unreachables counted when that
+		// count last grew: more than that came since the monitor's last
+		// packet.
+		received, icmpBase int64
+	)
 	for {
 		select {
-		case <-pathTick.C:
+		case now := <-pathTick.C:
 			s := conn.Stats()
+			if s.PacketsReceived != received {
+				received, icmpBase = s.PacketsReceived, s.PortUnreachable
+			}
 			switch {
 			case s.PathDead && !dead:
-				fmt.Fprintln(stdout, "agent: path dead: the last retransmission timeouts in a row brought no answer; the monitor is unreachable "+
-					"(updates slowed to one probe per timeout; the connection ends at its idle timeout if nothing comes back)")
+				deadSince = now
+				fmt.Fprintf(stdout, "agent: path dead: the last retransmission timeouts in a row brought no answer; the monitor is unreachable "+
+					"(updates slowed to one probe per timeout; the agent gives up if it does not answer within -give-up %v)\n", o.giveUp)
 			case !s.PathDead && dead:
 				fmt.Fprintln(stdout, "agent: path back: the monitor answers again")
 			}
 			dead = s.PathDead
+			if !dead {
+				continue
+			}
+			if err := deadPath(o, now.Sub(deadSince), s.PortUnreachable > icmpBase); err != nil {
+				fmt.Fprintf(stdout, "agent: %v\n", err)
+				up.gone = true
+				return up, err
+			}
 		case <-ctx.Done():
 			return up, nil
 		case <-conn.Done():
-			if err := conn.Err(); errors.Is(err, transport.ErrStatelessReset) {
-				fmt.Fprintln(stdout, "agent: monitor restarted: connection reset (it lost this connection; run the agent again to reconnect)")
-				return up, fmt.Errorf("monitor restarted: connection reset: %w", err)
-			}
-			if ferr := storageFailure(conn, conn.Err()); ferr != nil {
-				up.storageFailed = true
-				return up, ferr
-			}
-			if up.written && conn.Committed() == written.Load() {
-				up.committed = true // the commit came in as the connection ended
-			}
-			return up, fmt.Errorf("connection ended: %w", conn.Err())
+			return connEnded(up)
 		case err := <-uploaded:
 			if ferr := storageFailure(conn, err); ferr != nil {
 				up.storageFailed = true // Write failed with the monitor's close
 				return up, ferr
+			}
+			if err != nil && conn.Err() != nil {
+				return connEnded(up) // Write failed because the connection ended: say why it did
 			}
 			if err != nil {
 				return up, fmt.Errorf("upload: %w", err)
@@ -596,11 +716,15 @@ func printLine(w io.Writer, elapsed, dt time.Duration, s, prev transport.Stats) 
 	default:
 		delay = fmt.Sprintf(" owd min/cur %s/%sms", ms(s.MinOWD), ms(s.CurOWD))
 	}
-	fmt.Fprintf(w, "%6.1fs upload %8.2f MB acked %6.2f Mbit/s | srtt %sms%s | cwnd %.1f kB | updates %d sent (acp %.1f/s)\n",
+	dead := ""
+	if s.PathDead {
+		dead = " | PATH DEAD"
+	}
+	fmt.Fprintf(w, "%6.1fs upload %8.2f MB acked %6.2f Mbit/s | srtt %sms%s | cwnd %.1f kB | updates %d sent (acp %.1f/s)%s\n",
 		elapsed.Seconds(), float64(s.StreamBytesAcked)/1e6,
 		float64(s.StreamBytesAcked-prev.StreamBytesAcked)*8/dt.Seconds()/1e6,
 		ms(s.SRTT), delay, float64(s.Window)/1e3,
-		s.UpdatesSent-prev.UpdatesSent, s.UpdateRate)
+		s.UpdatesSent-prev.UpdatesSent, s.UpdateRate, dead)
 }
 
 // sensor is the simulated sensor: each reading is a small JSON object.

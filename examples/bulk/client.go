@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -98,7 +99,7 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	case reply.Busy:
 		return errBusy
 	case reply.Error != "":
-		return fmt.Errorf("the server refused the test: %s", reply.Error)
+		return fmt.Errorf("the server refused the test: %s", cli.Text(reply.Error))
 	}
 
 	// The data connections, to the test's own port.
@@ -160,7 +161,7 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 		return fmt.Errorf("reading the server's results: %w", err)
 	}
 	if peer.Error != "" {
-		return fmt.Errorf("the server: %s", peer.Error)
+		return fmt.Errorf("the server: %s", cli.Text(peer.Error))
 	}
 	t.finish(res, mine, peer)
 	res.End.Fresh = freshStats(conns, fs)

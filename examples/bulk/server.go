@@ -282,7 +282,7 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 			err = fmt.Errorf("the client went away: %w", err)
 			endTest(err)
 		case err == nil && peer.Error != "":
-			err = fmt.Errorf("the client: %s", peer.Error)
+			err = fmt.Errorf("the client: %s", cli.Text(peer.Error))
 			endTest(err)
 		}
 		peerc <- err

@@ -35,9 +35,21 @@ func TestSameScriptThroughTUN(t *testing.T) {
 	require.NoError(t, err)
 	defer tun.Close()
 
+	// The build (without -race, so that bulk and iperf3 compare as the
+	// commands run) compiles the library anew on a cold cache: it gets
+	// what is left of go test's -timeout, less a minute and a half for
+	// the run, and says so if that runs out.
 	bin := filepath.Join(t.TempDir(), "bulk")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
+	buildTimeout := 5 * time.Minute
+	if dl, ok := t.Deadline(); ok {
+		buildTimeout = time.Until(dl) - 90*time.Second
+	}
+	bctx, bcancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer bcancel()
+	start := time.Now()
+	out, err := exec.CommandContext(bctx, "go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, bctx.Err(), "go build -o %s ./examples/bulk: the build timed out after %v: give go test a longer -timeout", bin, time.Since(start).Round(time.Second))
+	require.NoError(t, err, "go build -o %s ./examples/bulk failed after %v:\n%s", bin, time.Since(start).Round(time.Second), out)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -7,7 +7,10 @@
 // Connections are TLS 1.3: the monitor proves itself with -cert and -key,
 // and with -ca it requires every agent to present a certificate that CA
 // signed (mutual TLS) and prints the certificate's CommonName as the
-// agent's identity. go run ./examples/certgen -dir certs makes a
+// agent's identity: as it is when it is a plain token (letters, digits,
+// "-", "_", ".", ":"), Go-quoted otherwise, so that nothing an agent puts
+// in its certificate can start a line of its own or pass for other
+// fields. go run ./examples/certgen -dir certs makes a
 // throwaway set (certs/ca.pem, monitor.pem, monitor-key.pem, agent.pem,
 // agent-key.pem):
 //
@@ -31,7 +34,8 @@
 // For every connected agent it prints at most one line per second: how
 // many updates arrived in that second, the age of the newest one when it
 // arrived (now − the time the agent generated it, on the agent's clock
-// corrected into ours) and its payload, and the upload's goodput. Every
+// corrected into ours) and its payload (printable text in backquotes,
+// anything else in hex), and the upload's goodput. Every
 // -stats interval, and when the agent disconnects, it prints the
 // connection's transport.Stats: the time-average, 95th-percentile and peak
 // age of information, updates received and dropped as stale, stream bytes,
@@ -90,10 +94,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
@@ -222,7 +228,10 @@ func serve(ctx context.Context, conn *transport.Conn, agents *atomic.Int64, o *o
 	}
 	name := cli.PeerName(conn)
 	if name != "" {
-		peer = name + "@" + peer
+		// The name is the agent's choice (its certificate's): printed
+		// quoted unless it is a plain token, so that it cannot start a
+		// line of its own or pass for other fields.
+		peer = cli.Name(name) + "@" + peer
 	} else {
 		name = conn.RemoteAddr().String()
 	}
@@ -572,19 +581,23 @@ func (c countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// printable quotes a payload unless it is short printable text.
+// printable is a reading as the monitor prints it: printable text (valid
+// UTF-8, every character strconv.IsPrint) in backquotes, its first 120
+// characters, so that it is one field whatever it says — it cannot hold a
+// backquote, a line break, or the " | upload" that follows it on the
+// line; anything else as its length and first bytes in hex.
 func printable(p []byte) string {
 	const max = 120
 	s := string(p)
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
-			return fmt.Sprintf("%d bytes %x", len(p), p[:min(len(p), 32)])
-		}
+	text := utf8.ValidString(s) && !strings.ContainsRune(s, '`') &&
+		strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) < 0
+	if !text {
+		return fmt.Sprintf("%d bytes %x", len(p), p[:min(len(p), 32)])
 	}
-	if len(s) > max {
-		return s[:max] + "…"
+	if r := []rune(s); len(r) > max {
+		return "`" + string(r[:max]) + "`…"
 	}
-	return s
+	return "`" + s + "`"
 }
 
 // lockedWriter serialises writes from several goroutines.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -358,5 +359,75 @@ func TestMonitorCommitsOnlyWhatIsStored(t *testing.T) {
 			require.Contains(t, out.String(), fmt.Sprintf("upload failed after %d bytes stored", tc.sink.stored()))
 			require.NoError(t, stop())
 		})
+	}
+}
+
+// An agent's certificate name and readings are its own choice: a name
+// with a line break cannot write a forged line (a whole "upload complete"
+// of another device), and a reading cannot pass for the upload's field
+// that follows it on the line. The name prints Go-quoted, the reading in
+// backquotes.
+func TestMonitorOutputCannotBeForgedByAnAgent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const forged = "12:00:00 sensor-17@127.0.0.1:1 upload complete: 1000000 bytes stored and committed in 1s (8.00 Mbit/s)"
+	name := "evil\n" + forged
+	certs := testcerts.Write(t, name)
+	addr, out, stop := startMonitor(t, ctx, certs.ServerArgs("-")...)
+	conn, err := transport.Dial(ctx, addr, transport.Config{TLS: agentTLS(t, certs, true)})
+	require.NoError(t, err)
+	const reading = `{"t":1} | upload 999.00 Mbit/s`
+	require.NoError(t, conn.SendUpdate([]byte(reading)))
+	_, err = conn.Write(make([]byte, 5000))
+	require.NoError(t, err)
+	require.NoError(t, conn.CloseWrite())
+	require.NoError(t, conn.WaitCommitted(ctx, 5000))
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "newest age") },
+		10*time.Second, 20*time.Millisecond, "the once-a-second line with the reading:\n%s", out.String())
+	require.NoError(t, conn.Close())
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "disconnected") },
+		10*time.Second, 20*time.Millisecond, out.String())
+	require.NoError(t, stop())
+
+	s := out.String()
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	for _, line := range lines {
+		require.False(t, strings.HasPrefix(line, "12:00:00 sensor-17"), "a forged line: %q", line)
+	}
+	quoted := strconv.Quote(name) + "@127.0.0.1:"
+	require.Contains(t, s, quoted)
+	// Every line is the monitor's own, or starts (after the time) with the
+	// quoted name; what follows the name is the monitor's text alone.
+	complete := 0
+	for _, line := range lines {
+		if strings.HasPrefix(line, "monitor: ") {
+			continue
+		}
+		i := strings.Index(line, quoted)
+		require.True(t, i == 0 || i == 9, "a line that is not the monitor's or the agent's: %q", line)
+		rest := strings.ReplaceAll(line[i+len(quoted):], strconv.Quote(name), "NAME") // the "identity" field quotes it too
+		require.NotContains(t, rest, "sensor-17", "the forged text outside the name's quotes: %q", line)
+		if strings.Contains(rest, " upload complete: ") {
+			complete++
+			require.Contains(t, rest, " upload complete: 5000 bytes stored and committed")
+		}
+	}
+	require.Equal(t, 1, complete, "one upload, one line")
+	require.Contains(t, s, ": `"+reading+"` | upload ", "the reading in backquotes, then the real upload field")
+}
+
+// A reading prints in backquotes when it is printable text without a
+// backquote, cut to 120 characters; otherwise as hex.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"seq":1}`:              "`{\"seq\":1}`",
+		"café":                   "`café`",
+		"a\nb":                   "3 bytes 610a62",
+		"a`b":                    "3 bytes 616062",
+		"x\u2028y":               "5 bytes 78e280a879",
+		"\xff":                   "1 bytes ff",
+		strings.Repeat("é", 130): "`" + strings.Repeat("é", 120) + "`…",
+	} {
+		require.Equal(t, want, printable([]byte(in)), "%q", in)
 	}
 }

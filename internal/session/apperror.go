@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/fresh-udp/fresh/internal/wire"
@@ -35,12 +36,20 @@ type ApplicationError struct {
 	Reason string // the application's reason, valid UTF-8 (at most 255 bytes)
 }
 
+// Error is "transport: peer closed with application error CODE: REASON".
+// The reason is the peer's text: it is Go-quoted unless every character
+// is printable (strconv.IsPrint), so that a reason with a line break or a
+// control character cannot start a forged line wherever the error is
+// printed.
 func (e *ApplicationError) Error() string {
 	s := fmt.Sprintf("transport: peer closed with application error %d", e.Code)
-	if e.Reason != "" {
-		s += ": " + e.Reason
+	if e.Reason == "" {
+		return s
 	}
-	return s
+	if strings.IndexFunc(e.Reason, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		return s + ": " + strconv.Quote(e.Reason)
+	}
+	return s + ": " + e.Reason
 }
 
 // Unwrap makes a peer's application close an ErrPeerClosed (the peer
@@ -66,8 +75,8 @@ func (s *Session) CloseWithError(code uint32, reason string) error {
 
 // peerApplicationError is the error of a CLOSE in the application range.
 // The reason comes from the peer: made valid UTF-8 so that printing it
-// cannot produce broken text (the caller quotes it if it prints it to a
-// terminal).
+// cannot produce broken text (Error quotes it if it has unprintable
+// characters; a caller printing Reason itself must quote it too).
 func peerApplicationError(c *wire.Close) *ApplicationError {
 	return &ApplicationError{Code: c.Code - closeApplication, Reason: strings.ToValidUTF8(string(c.Reason), "\uFFFD")}
 }

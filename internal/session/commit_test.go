@@ -247,6 +247,23 @@ func TestCloseWithErrorCodeRangeAndReason(t *testing.T) {
 	require.False(t, errors.As(q.Srv.Err(), &ae))
 }
 
+// A reason the peer chose prints as it is when it is printable text, and
+// Go-quoted when it is not, so that a line break in it cannot start a
+// forged line wherever the error is printed.
+func TestApplicationErrorQuotesUnprintableReason(t *testing.T) {
+	for reason, want := range map[string]string{
+		"storage failed: disk full":   "storage failed: disk full",
+		"café":                        "café",
+		"x\nmonitor: upload complete": `"x\nmonitor: upload complete"`,
+		"x\u2028y":                    `"x\u2028y"`,
+		"bell\a":                      `"bell\a"`,
+	} {
+		err := &ApplicationError{Code: 7, Reason: reason}
+		require.Equal(t, "transport: peer closed with application error 7: "+want, err.Error())
+	}
+	require.Equal(t, "transport: peer closed with application error 7", (&ApplicationError{Code: 7}).Error())
+}
+
 // After the connection closed, Commit reports why; Committed keeps what
 // was confirmed.
 func TestCommitAfterClose(t *testing.T) {

@@ -6,13 +6,14 @@
 //
 //	go run ./bench/cmd/fleetload [-agents 1000] [-monitors 1,2] [-rate 1] [-duration 30s]
 //	                             [-per-socket 250] [-dial-parallel 64] [-settle 30s]
-//	                             [-monitor-bin FILE] [-json FILE] [-heap-profiles DIR]
+//	                             [-monitor-bin FILE | -build-timeout 10m] [-json FILE] [-heap-profiles DIR]
 //
 // For each entry of -monitors (a list: "2,1" runs two monitors, then one,
 // with the same agents and rate, and reports them side by side) it
 //
-//  1. builds cmd/fresh-monitor (go build -o, into a temporary directory;
-//     -monitor-bin takes a built one) and starts M of them: the first
+//  1. builds cmd/fresh-monitor (go build -o, into a temporary directory,
+//     within -build-timeout, 10 min; -monitor-bin takes a built one) and
+//     starts M of them: the first
 //     embeds the NATS server (-data in the temporary directory,
 //     -nats-listen on a free loopback port), the others connect to it
 //     with -nats; each listens on a UDP port of its own (their addresses
@@ -112,6 +113,7 @@ type options struct {
 	parallel  int
 	settle    time.Duration
 	bin       string
+	buildTime time.Duration
 	json      string
 	heapDir   string
 	certs     string
@@ -130,6 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.parallel, "dial-parallel", 64, "dials in progress at once")
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "how long to wait after the window for every agent's last update to reach the watcher")
 	fs.StringVar(&o.bin, "monitor-bin", "", "a built fresh-monitor `binary` (default: go build cmd/fresh-monitor into a temporary directory)")
+	fs.DurationVar(&o.buildTime, "build-timeout", 10*time.Minute, "how long building cmd/fresh-monitor may take (without -monitor-bin; a first build compiles the NATS server)")
 	fs.StringVar(&o.json, "json", "", "also write the reports as JSON to `FILE`")
 	fs.StringVar(&o.certs, "certs", "", "use the CA, monitor and agent certificates examples/certgen wrote into `DIR` (certgen -dir DIR -agents N) instead of making them")
 	fs.StringVar(&o.heapDir, "heap-profiles", "", "write each monitor's heap profile at the end of the window into `DIR` (go tool pprof)")
@@ -160,6 +163,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-dial-parallel %d: at least 1", o.parallel)
 	case o.settle < 0:
 		return nil, fmt.Errorf("-settle %v: must not be negative", o.settle)
+	case o.buildTime <= 0:
+		return nil, fmt.Errorf("-build-timeout %v: must be positive", o.buildTime)
 	}
 	return o, nil
 }
@@ -254,9 +259,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 	exe := o.bin
 	if exe == "" {
 		fmt.Fprintf(stdout, "fleetload: building cmd/fresh-monitor\n")
-		if exe, err = buildMonitor(ctx, tmp); err != nil {
+		start := time.Now()
+		if exe, err = buildMonitor(ctx, tmp, o.buildTime); err != nil {
 			return nil, err
 		}
+		fmt.Fprintf(stdout, "fleetload: built in %.1f s\n", time.Since(start).Seconds())
 	}
 	t0 := time.Now()
 	var p *pki

@@ -15,6 +15,36 @@ import (
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
+// fleetRunBudget is how long the smoke test's fleet run may take once the
+// monitor is built: 3 s of updates, up to 10 s of settling, the monitor's
+// start (an embedded NATS server) on a busy machine.
+const fleetRunBudget = 2 * time.Minute
+
+// buildForTest builds cmd/fresh-monitor for a test, with -race when the
+// test binary has it, within what is left of the test binary's deadline
+// (go test -timeout, 10 min by default) once fleetRunBudget is set aside:
+// a first build compiles the NATS server, over a minute on a busy 2-core
+// machine, and a build that runs out says so (buildMonitor's error).
+func buildForTest(t *testing.T) string {
+	t.Helper()
+	timeout := 10 * time.Minute
+	if dl, ok := t.Deadline(); ok {
+		timeout = time.Until(dl) - fleetRunBudget - 30*time.Second
+	}
+	if timeout < time.Minute {
+		t.Fatalf("%v left to build cmd/fresh-monitor before the test binary's deadline: give go test a longer -timeout", timeout)
+	}
+	var flags []string
+	if raceEnabled {
+		flags = []string{"-race"}
+	}
+	start := time.Now()
+	exe, err := buildMonitor(context.Background(), t.TempDir(), timeout, flags...)
+	require.NoError(t, err)
+	t.Logf("built cmd/fresh-monitor %v in %v", flags, time.Since(start).Round(100*time.Millisecond))
+	return exe
+}
+
 // The smoke version of the fleet run: 20 agents against one fresh-monitor
 // process (built from the tree) for 3 s. Every device's last update is in
 // the bucket, the watcher saw updates with a sane age, the monitor held
@@ -23,10 +53,11 @@ func TestFleetSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/fresh-monitor and runs it with 20 agents")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	exe := buildForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), fleetRunBudget)
 	defer cancel()
 	var out strings.Builder
-	reps, err := run(ctx, []string{"-agents", "20", "-monitors", "1", "-rate", "5", "-duration", "3s", "-settle", "10s"}, &out)
+	reps, err := run(ctx, []string{"-agents", "20", "-monitors", "1", "-rate", "5", "-duration", "3s", "-settle", "10s", "-monitor-bin", exe}, &out)
 	t.Log("\n" + out.String())
 	require.NoError(t, err)
 	require.Len(t, reps, 1)
@@ -47,12 +78,35 @@ func TestFleetSmoke(t *testing.T) {
 	require.Positive(t, r.CPUCores, "the monitor's CPU was read")
 }
 
+// A build that runs out of time says so — the command, how long it ran,
+// the flag that gives it longer — and is not taken for a build run from
+// the wrong directory; one that fails says that, with the go command's
+// output; one whose caller gave up says that.
+func TestBuildMonitorErrors(t *testing.T) {
+	_, err := buildMonitor(context.Background(), t.TempDir(), time.Millisecond)
+	require.ErrorContains(t, err, "go build -o ")
+	require.ErrorContains(t, err, " github.com/fresh-udp/fresh/cmd/fresh-monitor: the build timed out: still compiling after ")
+	require.ErrorContains(t, err, "(-build-timeout 1ms; a first build compiles the NATS server, minutes on a busy machine): raise -build-timeout, or build it once and give -monitor-bin")
+	require.NotContains(t, err.Error(), "workspace")
+
+	_, err = buildMonitor(context.Background(), t.TempDir(), time.Minute, "-no-such-flag")
+	require.ErrorContains(t, err, "go build -o ")
+	require.ErrorContains(t, err, " -no-such-flag github.com/fresh-udp/fresh/cmd/fresh-monitor: the build failed after ")
+	require.ErrorContains(t, err, "flag provided but not defined", "the go command's own words")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = buildMonitor(ctx, t.TempDir(), time.Minute)
+	require.ErrorContains(t, err, ": stopped after ")
+	require.ErrorIs(t, err, context.Canceled)
+}
+
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-monitors", "2, 1", "-agents", "10"}, &strings.Builder{})
 	require.NoError(t, err)
 	require.Equal(t, []int{2, 1}, o.monitors)
 	for _, args := range [][]string{{"-monitors", "0"}, {"-monitors", "1,x"}, {"-agents", "0"}, {"-rate", "0"},
-		{"-duration", "0s"}, {"-per-socket", "0"}, {"-agents", "100000"}, {"extra"}} {
+		{"-duration", "0s"}, {"-per-socket", "0"}, {"-agents", "100000"}, {"-build-timeout", "0s"}, {"extra"}} {
 		_, err := parseFlags(args, &strings.Builder{})
 		require.Error(t, err, "%q", args)
 	}

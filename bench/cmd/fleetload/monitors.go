@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,15 +20,36 @@ import (
 )
 
 // buildMonitor builds cmd/fresh-monitor into dir with the go command
-// (from the workspace this runs in: the monitor as the tree has it).
-func buildMonitor(ctx context.Context, dir string) (string, error) {
+// (from the workspace this runs in: the monitor as the tree has it), with
+// flags (the test's -race) before the package, and gives the build at most
+// timeout: a first build compiles the embedded NATS server, minutes on a
+// busy small machine. Its error names the command, how long it ran and
+// what ended it.
+func buildMonitor(ctx context.Context, dir string, timeout time.Duration, flags ...string) (string, error) {
 	exe := filepath.Join(dir, "fresh-monitor")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", exe, "github.com/fresh-udp/fresh/cmd/fresh-monitor")
+	args := append(append([]string{"build", "-o", exe}, flags...), "github.com/fresh-udp/fresh/cmd/fresh-monitor")
+	bctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(bctx, "go", args...)
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build cmd/fresh-monitor (run from the fresh workspace, or give -monitor-bin): %w\n%s", err, out)
+	took := time.Since(start).Round(100 * time.Millisecond)
+	line := "go " + strings.Join(args, " ")
+	switch {
+	case err == nil:
+		return exe, nil
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("%s: stopped after %v: %w", line, took, ctx.Err())
+	case bctx.Err() != nil:
+		return "", fmt.Errorf("%s: the build timed out: still compiling after %v (-build-timeout %v; a first build compiles the NATS server, minutes on a busy machine): "+
+			"raise -build-timeout, or build it once and give -monitor-bin", line, took, timeout)
 	}
-	return exe, nil
+	hint := ""
+	if bytes.Contains(out, []byte("go.mod file not found")) || bytes.Contains(out, []byte("cannot find module")) ||
+		bytes.Contains(out, []byte("is not in std")) {
+		hint = " (run fleetload from the fresh workspace, or give -monitor-bin)"
+	}
+	return "", fmt.Errorf("%s: the build failed after %v%s: %w\n%s", line, took, hint, err, out)
 }
 
 // monitorProc is one fresh-monitor process.

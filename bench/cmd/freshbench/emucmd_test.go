@@ -15,6 +15,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/bench/sim"
+	"github.com/fresh-udp/fresh/internal/realtime"
 )
 
 // fakeEmu stands in for emudriver.Run: the fake simulator's result,
@@ -127,8 +128,10 @@ func TestEmuEndToEnd(t *testing.T) {
 	require.Len(t, r.Flows, 2)
 	require.Greater(t, r.Flows[0].GoodputBps, 0.0)
 	// The cbr sender runs on real timers: a busy host makes it late, never
-	// early, so only the upper bound is tight.
-	require.Greater(t, r.Flows[1].GoodputBps, 250e3, "the reverse cbr flow crosses the reverse link")
+	// early, so only the upper bound holds on every machine; half its rate
+	// is the long real-time suite's floor.
+	require.Positive(t, r.Flows[1].GoodputBps, "the reverse cbr flow crosses the reverse link")
+	realtime.Check(t, r.Flows[1].GoodputBps > 250e3, "reverse cbr goodput %.0f bit/s > half its 500 kbit/s", r.Flows[1].GoodputBps)
 	require.Less(t, r.Flows[1].GoodputBps, 1.1*500e3)
 	require.Greater(t, r.Flows[1].OWDms.P50, 10.0)
 }
