@@ -475,7 +475,13 @@ func (s *Session) protect(b []byte) ([]byte, bool) {
 	case sec.appWrite == nil && sec.early.write != nil && t == wire.TypeUpdate:
 		keys, epoch = sec.early.write, wire.EpochEarly
 	case sec.appWrite != nil:
-		if sec.sealed >= sec.updateAt {
+		// Not before the handshake is confirmed, nor before the peer
+		// has followed the last update, its packets under the current
+		// phase's keys showing it (RFC 9001 §6.1: no subsequent update
+		// until the current phase is acknowledged): a second flip would
+		// reuse the phase bit of keys the peer still holds as its
+		// previous ones, and it could open nothing of ours.
+		if sec.sealed >= sec.updateAt && sec.readPhase == sec.writePhase && sec.confirmed {
 			s.updateKeys()
 		}
 		keys, epoch = sec.appWrite, wire.EpochApp0+sec.writePhase

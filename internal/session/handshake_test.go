@@ -222,6 +222,41 @@ func TestTLSKeyUpdate(t *testing.T) {
 	require.Zero(t, p.Srv.Stats(p.Now).Unauthenticated)
 }
 
+// A key update waits for the peer to follow the last one (RFC 9001
+// §6.1): with an interval far below the packets in flight on a 100 ms
+// round trip, a sender that updated again before the peer saw the first
+// update would flip back to the phase bit of keys the peer holds as its
+// previous ones, and the peer could open nothing it sent.
+func TestTLSKeyUpdateWaitsForPeer(t *testing.T) {
+	cli := secure(t)
+	cli.KeyUpdateInterval = 20
+	p := NewPair(t, cli, secure(t), Link{Delay: 50 * time.Millisecond})
+	p.Run(500 * time.Millisecond)
+	want := make([]byte, 1_000_000)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	var got []byte
+	buf := make([]byte, 65536)
+	w := want
+	for i := 0; i < 20000 && len(got) < len(want); i++ {
+		if len(w) > 0 {
+			n, err := p.Cli.Write(w)
+			require.NoError(t, err)
+			w = w[n:]
+		}
+		p.Run(time.Millisecond)
+		n, _ := p.Srv.Read(buf)
+		got = append(got, buf[:n]...)
+	}
+	require.Equal(t, want, got)
+	cs, ss := p.Cli.Stats(p.Now), p.Srv.Stats(p.Now)
+	require.Greater(t, cs.KeyUpdates, int64(3))
+	require.Equal(t, cs.KeyUpdates, ss.KeyUpdates, "the server followed every update")
+	require.Zero(t, ss.Unauthenticated)
+	require.Zero(t, cs.Unauthenticated)
+}
+
 func TestTLSConfigErrors(t *testing.T) {
 	_, err := New(Config{TLS: &tls.Config{}}, 1, true, 0)
 	require.ErrorIs(t, err, ErrInvalidConfig)
