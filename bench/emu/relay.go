@@ -122,6 +122,9 @@ type Datagram struct {
 	// Data is the UDP payload, valid only during the call; Filter and
 	// Observe must not keep or change it.
 	Data []byte
+	// Corrupted (Observe only) says the link flipped a bit of Data (the
+	// path's corrupt settings, bench/netem).
+	Corrupted bool
 }
 
 func (c *RelayConfig) fill() error {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -463,7 +464,16 @@ func TestRelayCorrupts(t *testing.T) {
 	srv := startServer(t, true)
 	fwd := path(100*mbps, time.Millisecond)
 	fwd.Corrupt = 1
-	r := newRelay(t, RelayConfig{Target: srv.addr(), Forward: fwd, Reverse: path(100*mbps, time.Millisecond)})
+	var corrupted atomic.Int64
+	r := newRelay(t, RelayConfig{Target: srv.addr(), Forward: fwd, Reverse: path(100*mbps, time.Millisecond),
+		Observe: func(d Datagram) {
+			if d.Corrupted != d.Forward {
+				panic("only the forward link corrupts, every datagram")
+			}
+			if d.Corrupted {
+				corrupted.Add(1)
+			}
+		}})
 	c := dial(t, r)
 	sent := bytes.Repeat([]byte{0x5A}, 100)
 	for range 20 {
@@ -480,6 +490,7 @@ func TestRelayCorrupts(t *testing.T) {
 		}
 		require.Equal(t, 1, flipped, "one bit flipped on the way")
 	}
+	eventually(t, time.Second, func() bool { return corrupted.Load() == 20 }, "Observe saw every corrupted datagram as such")
 	require.Equal(t, uint64(20), r.Stats().Forward.Link.Corrupted)
 	require.Zero(t, r.Stats().Reverse.Link.Corrupted)
 }

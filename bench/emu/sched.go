@@ -417,7 +417,7 @@ func (r *Relay) send(it *item) {
 		return
 	}
 	if r.cfg.Observe != nil {
-		r.cfg.Observe(Datagram{Forward: it.dir == forward, Client: it.cl.addr, Data: it.pkt.Data})
+		r.cfg.Observe(Datagram{Forward: it.dir == forward, Client: it.cl.addr, Data: it.pkt.Data, Corrupted: it.pkt.Corrupted})
 	}
 	var oob []byte
 	if it.tos != 0 && !r.noMark {
