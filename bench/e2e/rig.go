@@ -399,13 +399,15 @@ func (r StreamResult) Goodput() float64 {
 	return float64(r.Bytes) * 8 / r.Took.Seconds()
 }
 
-// Finish ends the stream (Stop, for a writer that writes until stopped),
-// waits up to within for the writer to half-close and the reader to see
+// Finish ends the stream (Stop, for a writer that writes until stopped;
+// one of a given size writes it all), waits up to within for the writer to half-close and the reader to see
 // the end, and requires the stream byte-exact: both ended cleanly and
 // read as many bytes, with the same SHA-256, as were written.
 func (s *Stream) Finish(within time.Duration) (StreamResult, error) {
 	defer s.Close()
-	s.Stop()
+	if s.size == 0 {
+		s.Stop()
+	}
 	timer := time.NewTimer(within)
 	defer timer.Stop()
 	select {

@@ -133,3 +133,45 @@ func TestLinkCorruptConfig(t *testing.T) {
 		"forward":{"rate":"1Mbps","corrupt_gilbert_elliott":{"p":2,"r":0.5,"loss_bad":1}},"reverse":{"rate":"1Mbps"}}`))
 	require.ErrorContains(t, err, "corrupt_gilbert_elliott probabilities")
 }
+
+// With Length the bad spells are exactly Length packets: Gilbert's model
+// (loss_good 0, loss_bad 1) with Length 3 hits runs of exactly 3, and
+// 3P/(3P+1) = 30 % of the packets with P = 1/7, for loss and corruption
+// alike.
+func TestLinkGilbertElliottFixedLength(t *testing.T) {
+	const n = 200000
+	ge := &GilbertElliott{P: 1.0 / 7, LossBad: 1, Length: 3}
+	for _, tc := range []struct {
+		name string
+		hit  func() []bool
+	}{
+		{"loss", func() []bool { return lossPattern(t, LinkConfig{Rate: 100 * cc.MbitPerSecond, GE: ge, Seed: 9}, n) }},
+		{"corruption", func() []bool {
+			k := corruptPattern(t, LinkConfig{Rate: 100 * cc.MbitPerSecond, CorruptGE: ge, Seed: 9}, n)
+			b := make([]bool, n)
+			for i, v := range k {
+				b[i] = v > 0
+			}
+			return b
+		}},
+	} {
+		hits := tc.hit()
+		runs, in, run := map[int]int{}, 0, 0
+		for _, v := range append(hits, false) {
+			if v {
+				run++
+				in++
+				continue
+			}
+			if run > 0 {
+				runs[run]++
+			}
+			run = 0
+		}
+		require.Len(t, runs, 1, "%s: every run is 3 long: %v", tc.name, runs)
+		require.Positive(t, runs[3], tc.name)
+		require.InEpsilon(t, 0.3, float64(in)/n, 0.03, "%s: share hit", tc.name)
+	}
+	_, err := NewLink(LinkConfig{Rate: cc.MbitPerSecond, GE: &GilbertElliott{P: 0.1, LossBad: 1, Length: -1}}, nil)
+	require.ErrorIs(t, err, ErrInvalidConfig)
+}

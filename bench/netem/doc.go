@@ -26,7 +26,10 @@
 //     moves good→bad with probability P and bad→good with R, so a bad
 //     spell lasts 1/R packets on average and the chain is bad P/(P+R) of
 //     the time. With LossGood = 0 and LossBad = 1 (Gilbert's model) loss
-//     bursts have mean length 1/R.
+//     bursts have mean length 1/R. With Length set, every bad spell lasts
+//     exactly Length packets instead (R unused), and the chain is bad
+//     Length·P/(Length·P+1) of the time: bursts of a fixed length, as the
+//     QUIC interop runner's (30 % in bursts of 3: P = 1/7, Length 3).
 //   - Corruption (Corrupt, CorruptGE) is decided at the ingress too, for
 //     each packet not lost, by a Bernoulli draw and a Gilbert–Elliott
 //     chain of its own (the same model as loss, with loss_good and

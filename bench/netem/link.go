@@ -186,6 +186,9 @@ func (c *LinkConfig) validate() error {
 				return err
 			}
 		}
+		if g.ge.Length < 0 {
+			return invalid("%s length %d is negative", g.name, g.ge.Length)
+		}
 	}
 	return nil
 }
@@ -571,24 +574,38 @@ func (l *Link) startNext(t clock.Mono) {
 type geChain struct {
 	cfg *GilbertElliott
 	bad bool // the chain is in the bad state
-	rng *rand.Rand
+	// left is how many packets of a fixed-length bad spell (cfg.Length)
+	// are still to come, this one included.
+	left int
+	rng  *rand.Rand
 }
 
 // hit draws the chain's decision for one packet (true with the current
-// state's probability), then makes one state transition.
+// state's probability), then makes one state transition: bad→good with
+// R, or after Length packets of the bad state if Length is set.
 func (g *geChain) hit() bool {
 	ge := g.cfg
 	if ge == nil {
 		return false
+	}
+	if ge.Length > 0 {
+		g.bad = g.left > 0
 	}
 	p := ge.LossGood
 	if g.bad {
 		p = ge.LossBad
 	}
 	hit := g.rng.Float64() < p
-	if g.bad {
+	switch {
+	case ge.Length > 0 && g.bad:
+		g.left--
+	case ge.Length > 0:
+		if g.rng.Float64() < ge.P {
+			g.left = ge.Length
+		}
+	case g.bad:
 		g.bad = g.rng.Float64() >= ge.R
-	} else {
+	default:
 		g.bad = g.rng.Float64() < ge.P
 	}
 	return hit

@@ -53,11 +53,15 @@ type Queue struct {
 // GilbertElliott configures bursty loss: a two-state Markov chain. In the
 // good state packets are lost with LossGood, in the bad state with LossBad;
 // P and R are the per-packet probabilities of going good→bad and bad→good.
+// Length, if set, makes every bad spell exactly Length packets long
+// instead (R is then unused): bursts of a fixed length, as the QUIC
+// interop runner's "bursts of 3".
 type GilbertElliott struct {
 	P        float64 `json:"p"`
 	R        float64 `json:"r"`
 	LossGood float64 `json:"loss_good,omitempty"`
 	LossBad  float64 `json:"loss_bad"`
+	Length   int     `json:"length,omitempty"`
 }
 
 // Path is one direction of the bottleneck link. Its capacity is exactly
@@ -366,6 +370,9 @@ func (p *Path) validate(r resolver) error {
 			if !(v >= 0 && v <= 1) {
 				return fmt.Errorf("%s probabilities must be within 0..1", g.name)
 			}
+		}
+		if g.ge.Length < 0 {
+			return fmt.Errorf("%s length %d is negative", g.name, g.ge.Length)
 		}
 	}
 	return nil
