@@ -258,6 +258,23 @@ func newInteropRig(cfg RigConfig, mod func(fwd, rev *scenario.Path)) (*Rig, erro
 	return NewRig(cfg)
 }
 
+// dialInterop opens a Rig on the runner's clean link and one connection
+// through it; the caller closes all three.
+func dialInterop(r *caseRun) (*Rig, *transport.Conn, *transport.Conn, error) {
+	rig, err := newInteropRig(RigConfig{}, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	cli, srv, err := rig.Dial(ctx, transport.Config{})
+	if err != nil {
+		_ = rig.Close()
+		return nil, nil, nil, fmt.Errorf("dial: %w", err)
+	}
+	return rig, cli, srv, nil
+}
+
 // transfer dials through rig with cliCfg, moves size bytes from the client
 // to the server and requires them byte-exact (within limit). The caller
 // closes cli and srv.
@@ -332,6 +349,9 @@ func handshakes(r *caseRun, rig *Rig, n, workers int) (times []time.Duration, cs
 					firstErr = fmt.Errorf("handshake %d of %d: %w", i+1, n, derr)
 				}
 				if derr == nil {
+					if took > defaultHandshakeTimeout {
+						r.logf("handshake %d of %d took %v, over the default HandshakeTimeout", i+1, n, took.Round(time.Millisecond))
+					}
 					times = append(times, took)
 					addStats(&cs, cli.Stats())
 					addStats(&ss, srv.Stats())
@@ -479,17 +499,11 @@ func runTransferCorruption(r *caseRun) (outcome, error) {
 func runBlackhole(r *caseRun) (outcome, error) {
 	size := pick[int64](r, 4e6, 10e6)
 	on, off := pick(r, 1500*time.Millisecond, 5*time.Second), pick(r, time.Second, 2*time.Second)
-	rig, err := newInteropRig(RigConfig{}, nil)
+	rig, cli, srv, err := dialInterop(r)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer rig.Close()
-	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
-	cli, srv, err := rig.Dial(ctx, transport.Config{})
-	cancel()
-	if err != nil {
-		return outcome{}, fmt.Errorf("dial: %w", err)
-	}
 	defer closeBoth(cli, srv)
 	st := StartStream(cli, srv, 4, size)
 	// The link goes off for `off` every `on`, from the stream's start,
@@ -727,17 +741,11 @@ func runAmplificationLimit(r *caseRun) (outcome, error) {
 func rebindCase(r *caseRun, rebind func(rig *Rig, k int) error) (outcome, error) {
 	size := pick[int64](r, 4e6, 20e6)
 	interval := pick(r, time.Second, 5*time.Second)
-	rig, err := newInteropRig(RigConfig{}, nil)
+	rig, cli, srv, err := dialInterop(r)
 	if err != nil {
 		return outcome{}, err
 	}
 	defer rig.Close()
-	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
-	cli, srv, err := rig.Dial(ctx, transport.Config{})
-	cancel()
-	if err != nil {
-		return outcome{}, fmt.Errorf("dial: %w", err)
-	}
 	defer closeBoth(cli, srv)
 	first := srv.RemoteAddr().String()
 	st := StartStream(cli, srv, 6, size)
@@ -808,18 +816,23 @@ func runRebindAddr(r *caseRun) (outcome, error) {
 	})
 }
 
-// ticketCache is a client session cache that counts the tickets stored.
-type ticketCache struct {
+// TicketCache is a client session cache that counts the session tickets
+// stored in it.
+type TicketCache struct {
 	tls.ClientSessionCache
 	n atomic.Int32
 }
 
-func (c *ticketCache) Put(key string, cs *tls.ClientSessionState) {
+// Put stores cs and counts it.
+func (c *TicketCache) Put(key string, cs *tls.ClientSessionState) {
 	if cs != nil {
 		c.n.Add(1)
 	}
 	c.ClientSessionCache.Put(key, cs)
 }
+
+// Tickets is how many tickets were stored.
+func (c *TicketCache) Tickets() int { return int(c.n.Load()) }
 
 // hsMeter adds up, per connection (the client's connection ID, which the
 // server's datagrams carry), the bytes of the server's Crypto datagrams
@@ -852,7 +865,7 @@ func (m *hsMeter) of(c *transport.Conn) int {
 // (GetCertificate: crypto/tls asks only for a full handshake) and whose
 // relay meters the server's handshake bytes, and a client config with a
 // session cache.
-func resumingRig(allow0RTT bool, observe func(Datagram)) (*Rig, transport.Config, *ticketCache, *atomic.Int32, *hsMeter, []byte, error) {
+func resumingRig(allow0RTT bool, observe func(Datagram)) (*Rig, transport.Config, *TicketCache, *atomic.Int32, *hsMeter, []byte, error) {
 	base := WithTLS(transport.Config{}).TLS
 	cert := base.Certificates[0]
 	var certCalls atomic.Int32
@@ -875,17 +888,17 @@ func resumingRig(allow0RTT bool, observe func(Datagram)) (*Rig, transport.Config
 	if err != nil {
 		return nil, transport.Config{}, nil, nil, nil, nil, err
 	}
-	cache := &ticketCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+	cache := &TicketCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 	cliTLS := base.Clone()
 	cliTLS.ClientSessionCache = cache
 	return rig, transport.Config{TLS: cliTLS, Allow0RTT: allow0RTT}, cache, &certCalls, hs, cert.Certificate[0], nil
 }
 
 // waitTicket waits for the first connection's session ticket.
-func waitTicket(ctx context.Context, cache *ticketCache) error {
+func waitTicket(ctx context.Context, cache *TicketCache) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	for cache.n.Load() == 0 {
+	for cache.Tickets() == 0 {
 		select {
 		case <-ctx.Done():
 			return errors.New("no session ticket within 10 s of the first handshake")

@@ -296,7 +296,18 @@ func TestTLSKeyUpdate(t *testing.T) {
 	cli.KeyUpdateInterval, srv.KeyUpdateInterval = 50, 80
 	p := NewPair(t, cli, srv, Link{})
 	p.Run(50 * time.Millisecond)
-	want := make([]byte, 300_000)
+	pairStream(t, p, 300_000)
+	require.Greater(t, p.Cli.Stats(p.Now).KeyUpdates, int64(3))
+	require.Greater(t, p.Srv.Stats(p.Now).KeyUpdates, int64(3))
+	require.Zero(t, p.Srv.Stats(p.Now).Unauthenticated)
+}
+
+// pairStream writes n bytes on p's client, steps a millisecond at a time
+// (at most 20 s of virtual time) and requires the server to read them
+// intact.
+func pairStream(t *testing.T, p *Pair, n int) {
+	t.Helper()
+	want := make([]byte, n)
 	for i := range want {
 		want[i] = byte(i * 7)
 	}
@@ -314,9 +325,6 @@ func TestTLSKeyUpdate(t *testing.T) {
 		got = append(got, buf[:n]...)
 	}
 	require.Equal(t, want, got)
-	require.Greater(t, p.Cli.Stats(p.Now).KeyUpdates, int64(3))
-	require.Greater(t, p.Srv.Stats(p.Now).KeyUpdates, int64(3))
-	require.Zero(t, p.Srv.Stats(p.Now).Unauthenticated)
 }
 
 // A key update waits for the peer to follow the last one (RFC 9001
@@ -329,24 +337,7 @@ func TestTLSKeyUpdateWaitsForPeer(t *testing.T) {
 	cli.KeyUpdateInterval = 20
 	p := NewPair(t, cli, secure(t), Link{Delay: 50 * time.Millisecond})
 	p.Run(500 * time.Millisecond)
-	want := make([]byte, 1_000_000)
-	for i := range want {
-		want[i] = byte(i * 7)
-	}
-	var got []byte
-	buf := make([]byte, 65536)
-	w := want
-	for i := 0; i < 20000 && len(got) < len(want); i++ {
-		if len(w) > 0 {
-			n, err := p.Cli.Write(w)
-			require.NoError(t, err)
-			w = w[n:]
-		}
-		p.Run(time.Millisecond)
-		n, _ := p.Srv.Read(buf)
-		got = append(got, buf[:n]...)
-	}
-	require.Equal(t, want, got)
+	pairStream(t, p, 1_000_000)
 	cs, ss := p.Cli.Stats(p.Now), p.Srv.Stats(p.Now)
 	require.Greater(t, cs.KeyUpdates, int64(3))
 	require.Equal(t, cs.KeyUpdates, ss.KeyUpdates, "the server followed every update")

@@ -69,7 +69,9 @@ func interopCommand(args []string, stdout, stderr io.Writer, run runCase) error 
 	fs.SetOutput(io.Discard)
 	var list string
 	var md bool
-	opts := e2e.Options{Strict: realtime.Enabled()}
+	opts := e2e.Options{Strict: realtime.Enabled(), Logf: func(format string, args ...any) {
+		fmt.Fprintf(stderr, "freshbench interop: "+format+"\n", args...)
+	}}
 	fs.StringVar(&list, "cases", "", "")
 	fs.BoolVar(&opts.Full, "full", false, "")
 	fs.BoolVar(&opts.Strict, "strict", opts.Strict, "")
