@@ -8,8 +8,8 @@
 // behind the relay, connections dialled through it; Stream: a transfer
 // both ends hash, so it ends with a byte-exact check), and the
 // interop-style suite (Cases, Run), fresh's protocol under the QUIC
-// interop runner's test cases, which TestInterop runs and `freshbench
-// interop` prints as a matrix.
+// interop runner's test cases, which TestInterop runs (at the full sizes
+// with FRESH_INTEROP_FULL=1) and `freshbench interop` prints as a matrix.
 //
 // Everything runs on the machine's own clock: goodput bounds are asserted
 // only in the long real-time suite, FRESH_REALTIME=1 go test ./bench/e2e,
