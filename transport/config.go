@@ -186,6 +186,13 @@ type Config struct {
 	// ones are dropped (Stats.UpdatesRejected). Default 5 s: well above
 	// the offset estimate's error, far below a forged or broken stamp.
 	MaxUpdateFuture time.Duration
+	// KeyUpdateInterval is how many packets this end protects with one
+	// key before it updates its keys (RFC 9001 §6; the peer follows, and
+	// Stats.KeyUpdates counts both). Default 2^22, half AES-GCM's
+	// confidentiality limit (RFC 9001 §6.6), so on most connections no
+	// update ever happens; set it lower to rotate the keys more often.
+	// An update waits until the peer has followed the last one.
+	KeyUpdateInterval int64
 
 	// HandshakeTimeout is how long a connection's handshake may take:
 	// Dial gives up after it (or when its ctx ends, if sooner), and a
@@ -378,6 +385,8 @@ func (c *Config) sessionConfig() session.Config {
 		ReceiveWindow:    c.ReceiveWindow,
 		MaxStreamGaps:    c.MaxStreamGaps,
 		MaxUpdateFuture:  c.MaxUpdateFuture,
+		// Packets per key: RFC 9001 §6's key update.
+		KeyUpdateInterval: c.KeyUpdateInterval,
 		// Built once per connection: each gets its own secret seed for
 		// the packet numbers it skips (crypto/rand, via randomID).
 		Seed: randomID(),

@@ -34,6 +34,7 @@ func TestConfigValidation(t *testing.T) {
 		{Config{UpdateDSCP: 0xff}, "Config.UpdateDSCP: 255 is not a code point"},
 		{Config{IdleTimeout: -time.Second}, "Config.IdleTimeout: -1s"},
 		{Config{HandshakeTimeout: -time.Second}, "Config.HandshakeTimeout: -1s"},
+		{Config{KeyUpdateInterval: -1}, "Config.KeyUpdateInterval: -1 is negative"},
 	} {
 		_, err := testConfig(tc.cfg).withDefaults()
 		require.ErrorIs(t, err, ErrInvalidConfig, "%+v", tc.cfg)

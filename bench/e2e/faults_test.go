@@ -49,11 +49,11 @@ func TestFaultBlackoutSurvives(t *testing.T) {
 	before := rig.goodput(measured, time.Now())
 	goodputAtLeast(t, before, 0.5*faultRate, "the stream did not fill the link before the blackout")
 
-	rig.relay.SetBlackout(true)
+	rig.Relay.SetBlackout(true)
 	time.Sleep(blackout)
-	rig.relay.SetBlackout(false)
+	rig.Relay.SetBlackout(false)
 	ended := time.Now()
-	st := rig.relay.Stats()
+	st := rig.Relay.Stats()
 	require.Positive(t, st.Forward.Blackout, "the blackout dropped datagrams")
 	select {
 	case <-rig.cli.Done():
@@ -61,8 +61,8 @@ func TestFaultBlackoutSurvives(t *testing.T) {
 	default:
 	}
 
-	atEnd := rig.got.Load()
-	resumed, _ := waitFor(5*time.Second, func() bool { return rig.got.Load() > atEnd })
+	atEnd := rig.got()
+	resumed, _ := waitFor(5*time.Second, func() bool { return rig.got() > atEnd })
 	// A 500 ms window: the first probe after a 10 s outage comes up to 2 s
 	// after its end (the RTO backs off 0.2, 0.4, … to MaxBackoffRTO, 2 s),
 	// and a longer window would mostly measure the outage's tail.
@@ -90,19 +90,19 @@ func TestFaultBlackoutIdleTimeout(t *testing.T) {
 	rig := newFaultRig(t, faultPath(faultRate, faultDelay), faultPath(faultRate, faultDelay), cfg, cfg)
 	rig.startStream(2)
 	time.Sleep(time.Second)
-	require.Positive(t, rig.got.Load())
+	require.Positive(t, rig.got())
 
 	start := time.Now()
-	rig.relay.SetBlackout(true)
-	defer rig.relay.SetBlackout(false)
+	rig.Relay.SetBlackout(true)
+	defer rig.Relay.SetBlackout(false)
 	var werr, rerr error
 	select {
-	case werr = <-rig.writerErr:
+	case werr = <-rig.st.WriterErr():
 	case <-time.After(blackout):
 		t.Fatal("the writer did not fail within the blackout")
 	}
 	select {
-	case rerr = <-rig.readerErr:
+	case rerr = <-rig.st.ReaderErr():
 	case <-time.After(blackout):
 		t.Fatal("the reader did not fail within the blackout")
 	}
@@ -175,7 +175,7 @@ func routeChange(t *testing.T, cliCfg transport.Config, settle, follow time.Dura
 	minBefore := rig.cli.Stats().MinOWD
 
 	d := scenario.Duration(faultDelay + extra)
-	require.NoError(t, rig.relay.SetPath(&scenario.PathChange{Delay: &d}, nil))
+	require.NoError(t, rig.Relay.SetPath(&scenario.PathChange{Delay: &d}, nil))
 	changed := time.Now()
 	followed, okMin := waitFor(follow, func() bool { return rig.cli.Stats().MinOWD >= faultDelay+extra*8/10 })
 	st := rig.cli.Stats()
@@ -235,14 +235,14 @@ func TestFaultPeerRestart(t *testing.T) {
 			rig := newFaultRig(t, faultPath(faultRate, faultDelay), faultPath(faultRate, faultDelay), cfg, cfg)
 			rig.startStream(4)
 			time.Sleep(time.Second)
-			require.Positive(t, rig.got.Load())
-			addr := rig.l.Addr().String()
+			require.Positive(t, rig.got())
+			addr := rig.Listener.Addr().String()
 			restarted := time.Now()
 			if tc.crash {
-				rig.crash()
+				rig.Crash()
 			} else {
-				require.NoError(t, rig.l.Close())
-				rig.crash() // and free the port: the listener's socket is the rig's
+				require.NoError(t, rig.Listener.Close())
+				rig.Crash() // and free the port: the listener's socket is the rig's
 			}
 			l2, err := transport.Listen(addr, withTLS(cfg))
 			require.NoError(t, err, "reopen %s", addr)
@@ -250,7 +250,7 @@ func TestFaultPeerRestart(t *testing.T) {
 
 			var werr error
 			select {
-			case werr = <-rig.writerErr:
+			case werr = <-rig.st.WriterErr():
 			case <-time.After(tc.limit):
 				t.Fatalf("the client's writer hung for %v after the server went away", tc.limit)
 			}
@@ -268,18 +268,15 @@ func TestFaultPeerRestart(t *testing.T) {
 			// closed or aborted with the listener); it must, before the
 			// rig is reused.
 			select {
-			case rerr := <-rig.readerErr:
+			case rerr := <-rig.st.ReaderErr():
 				t.Logf("%s restart: the old server connection's reader ended with %v", tc.name, rerr)
 			case <-time.After(tc.limit):
 				t.Fatal("the old server connection's reader hung")
 			}
 
 			// A new connection to the new server.
-			rig.l = l2
+			rig.Use(l2)
 			rig.cli, rig.srv = rig.dial(cfg)
-			rig.sent.Store(0)
-			rig.got.Store(0)
-			rig.stopSampler()
 			rig.startStream(5)
 			time.Sleep(time.Second)
 			rig.finish(10 * time.Second)
@@ -303,8 +300,8 @@ func TestFaultPeerCrashPromptError(t *testing.T) {
 			rig := newFaultRig(t, faultPath(faultRate, oneWay), faultPath(faultRate, oneWay), transport.Config{}, transport.Config{})
 			rig.startStream(uint64(6 + run))
 			time.Sleep(time.Second)
-			addr := rig.l.Addr().String()
-			rig.crash()
+			addr := rig.Listener.Addr().String()
+			rig.Crash()
 			restarted := time.Now()
 			udp, err := transport.ListenUDP(addr, false)
 			require.NoError(t, err)
@@ -317,7 +314,7 @@ func TestFaultPeerCrashPromptError(t *testing.T) {
 
 			var werr error
 			select {
-			case werr = <-rig.writerErr:
+			case werr = <-rig.st.WriterErr():
 			case <-time.After(3 * time.Second):
 				t.Fatal("no error within 3 s of the restart (the idle timeout is 30 s)")
 			}
@@ -335,15 +332,12 @@ func TestFaultPeerCrashPromptError(t *testing.T) {
 			require.Less(t, sinceFirst+oneWay, 4*oneWay, "within 2 RTT of the client's packet")
 
 			select {
-			case <-rig.readerErr: // the first life's server connection, aborted by the crash
+			case <-rig.st.ReaderErr(): // the first life's server connection, aborted by the crash
 			case <-time.After(5 * time.Second):
 				t.Fatal("the old server connection's reader hung")
 			}
-			rig.l = l2
+			rig.Use(l2)
 			rig.cli, rig.srv = rig.dial(transport.Config{})
-			rig.sent.Store(0)
-			rig.got.Store(0)
-			rig.stopSampler()
 			rig.startStream(uint64(16 + run))
 			time.Sleep(500 * time.Millisecond)
 			rig.finish(10 * time.Second)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/bench/e2e"
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/internal/wire"
@@ -58,34 +59,32 @@ func (c *recordingConn) latest(typ byte) []byte {
 // migrationRig is a listener on a recording socket, a relay in front of it
 // and a client dialled through the relay.
 type migrationRig struct {
-	t        *testing.T
-	l        *transport.Listener
+	t *testing.T
+	*e2e.Rig
 	sock     *recordingConn
-	relay    *emu.Relay
 	cli, srv *transport.Conn
 }
 
 func newMigrationRig(t *testing.T, relayIdle time.Duration, cfg transport.Config) *migrationRig {
 	t.Helper()
-	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = udp.Close() })
-	rig := &migrationRig{t: t, sock: &recordingConn{PacketConn: udp}}
-	tr := &transport.Transport{Conn: rig.sock}
-	t.Cleanup(func() { _ = tr.Close() })
-	rig.l, err = tr.Listen(withTLS(cfg))
-	require.NoError(t, err)
+	rig := &migrationRig{t: t}
 	p := path(20e6, 20*time.Millisecond, 0, 1000)
-	rig.relay, err = emu.NewRelay(emu.RelayConfig{Target: udp.LocalAddr().String(), Forward: p, Reverse: p, Seed: 11, ClientIdle: relayIdle})
+	var err error
+	rig.Rig, err = e2e.NewRig(e2e.RigConfig{
+		Relay:  emu.RelayConfig{Forward: p, Reverse: p, Seed: 11, ClientIdle: relayIdle},
+		Server: cfg,
+		Wrap: func(c *net.UDPConn) net.PacketConn {
+			rig.sock = &recordingConn{PacketConn: c}
+			return rig.sock
+		},
+	})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = rig.relay.Close() })
+	t.Cleanup(func() { _ = rig.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rig.cli, err = transport.Dial(ctx, rig.relay.Addr().String(), withTLS(cfg))
+	rig.cli, rig.srv, err = rig.Dial(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rig.cli.Close() })
-	rig.srv, err = rig.l.Accept(ctx)
-	require.NoError(t, err)
 	t.Cleanup(func() { _ = rig.srv.Close() })
 	return rig
 }
@@ -206,7 +205,7 @@ func (rig *migrationRig) rebindDuring(size, rebindAt int64, idle time.Duration, 
 	defer cancel()
 	moved := watchMove(ctx, rig.srv, before)
 	rebound := time.Now()
-	n, err := rig.relay.Rebind()
+	n, err := rig.Relay.Rebind()
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	if idle > 0 {
@@ -291,7 +290,7 @@ func TestMigrationForgedAndReplayedNeverMove(t *testing.T) {
 	defer attacker.Close()
 	target := rig.sock.LocalAddr()
 	before := rig.srv.RemoteAddr().String()
-	wrong0 := rig.l.Stats().WrongAddress
+	wrong0 := rig.Listener.Stats().WrongAddress
 
 	random := randomBytes(200, 9)
 	random[0], random[1], random[2], random[3] = wire.Version, 0x03, 0x80, 2 // protected Data, epoch app 0
@@ -310,7 +309,7 @@ func TestMigrationForgedAndReplayedNeverMove(t *testing.T) {
 		random[19]++ // a fresh packet number each round
 		flipped[19]++
 	}
-	require.Eventually(t, func() bool { return rig.l.Stats().WrongAddress-wrong0 == int64(sent) }, 5*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return rig.Listener.Stats().WrongAddress-wrong0 == int64(sent) }, 5*time.Second, 5*time.Millisecond,
 		"every datagram from the third address dropped and counted")
 	require.Equal(t, before, rig.srv.RemoteAddr().String(), "the connection did not move")
 	st := rig.srv.Stats()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/bench/e2e"
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/clock"
@@ -34,19 +35,14 @@ func path(rateBps float64, delay time.Duration, loss float64, limit int) scenari
 // through the relay.
 func overRelay(t *testing.T, fwd, rev scenario.Path, srvCfg, cliCfg transport.Config) (cli, srv *transport.Conn) {
 	t.Helper()
-	l, err := transport.Listen("127.0.0.1:0", withTLS(srvCfg))
-	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	r, err := emu.NewRelay(emu.RelayConfig{Target: l.Addr().String(), Forward: fwd, Reverse: rev, Seed: 7})
+	r, err := e2e.NewRig(e2e.RigConfig{Relay: emu.RelayConfig{Forward: fwd, Reverse: rev, Seed: 7}, Server: srvCfg})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err = transport.Dial(ctx, r.Addr().String(), withTLS(cliCfg))
+	cli, srv, err = r.Dial(ctx, cliCfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.Close() })
-	srv, err = l.Accept(ctx)
-	require.NoError(t, err)
 	return cli, srv
 }
 

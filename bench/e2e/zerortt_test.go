@@ -4,28 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/bench/e2e"
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/transport"
 )
-
-// ticketCounter counts the session tickets stored in a client's cache.
-type ticketCounter struct {
-	tls.ClientSessionCache
-	n atomic.Int32
-}
-
-func (c *ticketCounter) Put(key string, cs *tls.ClientSessionState) {
-	if cs != nil {
-		c.n.Add(1)
-	}
-	c.ClientSessionCache.Put(key, cs)
-}
 
 // arrival is the first update of one connection at the monitor.
 type arrival struct {
@@ -121,12 +108,12 @@ func TestZeroRTTFirstUpdateEarlier(t *testing.T) {
 
 			full := withTLS(transport.Config{})
 			resume := withTLS(transport.Config{Allow0RTT: true})
-			cache := &ticketCounter{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
+			cache := &e2e.TicketCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 			resume.TLS.ClientSessionCache = cache
 			// A first connection leaves the ticket.
 			_, early := firstUpdate(t, r.Addr().String(), resume, true, arrivals)
 			require.False(t, early)
-			require.Eventually(t, func() bool { return cache.n.Load() > 0 }, 5*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return cache.Tickets() > 0 }, 5*time.Second, time.Millisecond)
 
 			var fullT, earlyT []time.Duration
 			for range runs {

@@ -131,8 +131,11 @@
 //
 // A scenario's scheduled changes are applied with SetPath at their time;
 // SetBlackout drops everything in both directions until it is turned off
-// (an outage, for fault tests); Stats reports both links' counters and
-// the relay's own.
+// (an outage, for fault tests); Rebind and RebindTo give every client a
+// new source port, or a new address and port, at the server (a NAT that
+// rebinds); RelayConfig.Filter drops chosen datagrams and Observe sees
+// those that cross; Stats reports both links' counters and the relay's
+// own.
 //
 // # TUN router
 //

@@ -101,6 +101,30 @@ type RelayConfig struct {
 	// spins; to help, Spin should exceed the timer's lateness (≥ 1.1 ms).
 	// See the package doc, "Timing".
 	Spin time.Duration
+	// Filter, if set, sees every datagram the relay reads, before its
+	// link, and drops it by returning false (counted in
+	// DirectionStats.Filtered): a middlebox that drops chosen datagrams,
+	// such as a server's first flights. It runs on the reading socket's
+	// goroutine (the front socket's, or a client's back socket's), so
+	// calls for the two directions may be concurrent; it must be quick.
+	Filter func(d Datagram) bool
+	// Observe, if set, sees every datagram that crossed its link, just
+	// before the relay writes it out (not those a blackout drops). It
+	// runs on the scheduler goroutine, in the order the datagrams leave;
+	// it must be quick.
+	Observe func(d Datagram)
+}
+
+// Datagram is one datagram as RelayConfig.Filter and Observe see it.
+type Datagram struct {
+	Forward bool           // client → server
+	Client  netip.AddrPort // the client's address, as the front socket sees it
+	// Data is the UDP payload, valid only during the call; Filter and
+	// Observe must not keep or change it.
+	Data []byte
+	// Corrupted (Observe only) says the link flipped a bit of Data (the
+	// path's corrupt settings, bench/netem).
+	Corrupted bool
 }
 
 func (c *RelayConfig) fill() error {
@@ -168,6 +192,8 @@ type DirectionStats struct {
 	// Blackout counts datagrams that crossed the link during a blackout
 	// (SetBlackout) and were dropped instead of written.
 	Blackout uint64
+	// Filtered counts datagrams RelayConfig.Filter dropped.
+	Filtered uint64
 	// NotIPv4 (TUN router only) counts packets read from a TUN that are
 	// not well-formed IPv4 (IPv6 is disabled in the namespaces), dropped.
 	NotIPv4 uint64
@@ -226,7 +252,7 @@ type Relay struct {
 type dirCounters struct {
 	in, inBytes, out, outBytes  atomic.Uint64
 	readErr, writeErr, oversize atomic.Uint64
-	notIPv4, blackout           atomic.Uint64
+	notIPv4, blackout, filtered atomic.Uint64
 }
 
 func (d *dirCounters) snapshot(link netem.LinkStats) DirectionStats {
@@ -241,6 +267,7 @@ func (d *dirCounters) snapshot(link netem.LinkStats) DirectionStats {
 		Oversize:     d.oversize.Load(),
 		NotIPv4:      d.notIPv4.Load(),
 		Blackout:     d.blackout.Load(),
+		Filtered:     d.filtered.Load(),
 	}
 }
 
@@ -485,7 +512,20 @@ func (r *Relay) clientFor(addr netip.AddrPort, now clock.Mono) *client {
 // still in the forward link go out from the new port. It returns how
 // many clients were rebound, and the first error opening a socket (that
 // client keeps its old one).
-func (r *Relay) Rebind() (int, error) {
+func (r *Relay) Rebind() (int, error) { return r.RebindTo(netip.Addr{}) }
+
+// RebindTo is Rebind with the new back sockets bound to the local address
+// addr (the zero Addr: whichever the kernel picks, as Rebind), so the
+// server sees every client come from a new address and port: a NAT that
+// maps the client to another of its external addresses (RFC 4787 §4.1's
+// "paired" pooling broken, or a carrier NAT's pool). On Linux every
+// address of 127.0.0.0/8 is local, so 127.0.0.2, 127.0.0.3, … reach a
+// server on 127.0.0.1.
+func (r *Relay) RebindTo(addr netip.Addr) (int, error) {
+	var local *net.UDPAddr
+	if addr.IsValid() {
+		local = net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 0))
+	}
 	r.clientsMu.Lock()
 	defer r.clientsMu.Unlock()
 	if r.closed {
@@ -494,7 +534,7 @@ func (r *Relay) Rebind() (int, error) {
 	n := 0
 	var first error
 	for _, cl := range r.clients {
-		back, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(r.target))
+		back, err := net.DialUDP("udp", local, net.UDPAddrFromAddrPort(r.target))
 		if err != nil {
 			if first == nil {
 				first = fmt.Errorf("emu: rebind %s: %w", cl.addr, err)

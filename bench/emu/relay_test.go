@@ -1,11 +1,16 @@
 package emu
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net"
+	"net/netip"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -334,7 +339,9 @@ func TestRelayCakeQueue(t *testing.T) {
 }
 
 // Rebind moves each client to a new source port at the server, as a NAT
-// that rebinds: the client keeps its slot and its echoes come back.
+// that rebinds, and RebindTo to a new address and port, as a NAT that maps
+// it to another of its external addresses: the client keeps its slot and
+// its echoes come back through each new back socket.
 func TestRelayRebind(t *testing.T) {
 	srv := startServer(t, true)
 	r := newRelay(t, RelayConfig{
@@ -348,16 +355,123 @@ func TestRelayRebind(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	ping(t, c, 2)
+	for i, a := range []netip.Addr{netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")} {
+		n, err := r.RebindTo(a)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		ping(t, c, uint64(i+3))
+	}
 	srv.mu.Lock()
-	require.Len(t, srv.sources, 2, "the server saw the client from a second port")
+	require.Len(t, srv.sources, 4, "the server saw the client from a new port each time")
+	addrs := map[netip.Addr]int{}
 	for src, k := range srv.sources {
 		require.Equal(t, 1, k, "source %v", src)
+		addrs[src.Addr()]++
 	}
 	srv.mu.Unlock()
+	require.Equal(t, map[netip.Addr]int{
+		netip.MustParseAddr("127.0.0.1"): 2, netip.MustParseAddr("127.0.0.2"): 1, netip.MustParseAddr("127.0.0.3"): 1,
+	}, addrs, "Rebind keeps the address, RebindTo moves it")
 	st := r.Stats()
 	require.Equal(t, 1, st.Clients, "the same slot")
-	require.Equal(t, uint64(1), st.Rebinds)
+	require.Equal(t, uint64(3), st.Rebinds)
 	require.NoError(t, r.Close())
 	_, err = r.Rebind()
 	require.ErrorIs(t, err, ErrClosed)
+}
+
+// Filter sees every datagram read, in both directions, and drops those it
+// refuses (counted, never offered to the link); Observe sees those
+// written, with their direction and client.
+func TestRelayFilterAndObserve(t *testing.T) {
+	srv := startServer(t, true)
+	var mu sync.Mutex
+	var filtered, observed []string
+	dropEchoes := 2
+	r := newRelay(t, RelayConfig{
+		Target:  srv.addr(),
+		Forward: path(100*mbps, time.Millisecond),
+		Reverse: path(100*mbps, time.Millisecond),
+		Filter: func(d Datagram) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			filtered = append(filtered, fmt.Sprintf("%v %x", d.Forward, d.Data))
+			if !d.Forward && dropEchoes > 0 {
+				dropEchoes--
+				return false // the server's first two answers
+			}
+			return true
+		},
+		Observe: func(d Datagram) {
+			mu.Lock()
+			defer mu.Unlock()
+			observed = append(observed, fmt.Sprintf("%v %x", d.Forward, d.Data))
+		},
+	})
+	c := dial(t, r)
+	for seq := uint64(1); seq <= 3; seq++ {
+		var b [8]byte
+		binary.BigEndian.PutUint64(b[:], seq)
+		_, err := c.Write(b[:])
+		require.NoError(t, err)
+		eventually(t, 2*time.Second, func() bool { return srv.count() == int(seq) }, "the server got it")
+	}
+	// Only the third echo comes back.
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(2*time.Second)))
+	buf := make([]byte, 64)
+	n, err := c.Read(buf)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), binary.BigEndian.Uint64(buf[:n]))
+	eventually(t, time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(observed) == 4
+	}, "observed")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, filtered, 6, "three datagrams each way")
+	require.Equal(t, []string{
+		"true 0000000000000001", "true 0000000000000002", "true 0000000000000003", "false 0000000000000003",
+	}, observed)
+	st := r.Stats()
+	require.Equal(t, uint64(2), st.Reverse.Filtered)
+	require.Zero(t, st.Forward.Filtered)
+	require.Equal(t, uint64(1), st.Reverse.DatagramsIn, "filtered datagrams are not offered to the link")
+}
+
+// A corrupting path (bench/netem's Corrupt) delivers each datagram with
+// one bit flipped: the relay's buffer is the link's Data.
+func TestRelayCorrupts(t *testing.T) {
+	srv := startServer(t, true)
+	fwd := path(100*mbps, time.Millisecond)
+	fwd.Corrupt = 1
+	var corrupted atomic.Int64
+	r := newRelay(t, RelayConfig{Target: srv.addr(), Forward: fwd, Reverse: path(100*mbps, time.Millisecond),
+		Observe: func(d Datagram) {
+			if d.Corrupted != d.Forward {
+				panic("only the forward link corrupts, every datagram")
+			}
+			if d.Corrupted {
+				corrupted.Add(1)
+			}
+		}})
+	c := dial(t, r)
+	sent := bytes.Repeat([]byte{0x5A}, 100)
+	for range 20 {
+		_, err := c.Write(sent)
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(2*time.Second)))
+		buf := make([]byte, 200)
+		n, err := c.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, len(sent), n)
+		flipped := 0
+		for i := range n {
+			flipped += bits.OnesCount8(buf[i] ^ sent[i])
+		}
+		require.Equal(t, 1, flipped, "one bit flipped on the way")
+	}
+	eventually(t, time.Second, func() bool { return corrupted.Load() == 20 }, "Observe saw every corrupted datagram as such")
+	require.Equal(t, uint64(20), r.Stats().Forward.Link.Corrupted)
+	require.Zero(t, r.Stats().Reverse.Link.Corrupted)
 }

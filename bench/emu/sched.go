@@ -147,6 +147,10 @@ func (r *Relay) readLoop(c *net.UDPConn, dir direction, hdr int, cl *client) {
 				continue
 			}
 		}
+		if r.cfg.Filter != nil && !r.cfg.Filter(Datagram{Forward: dir == forward, Client: owner.addr, Data: scratch[:n]}) {
+			ctr.filtered.Add(1)
+			continue
+		}
 		ctr.in.Add(1)
 		ctr.inBytes.Add(uint64(n))
 		it := r.pool.get(n)
@@ -411,6 +415,9 @@ func (r *Relay) send(it *item) {
 	if r.blackout.Load() {
 		ctr.blackout.Add(1)
 		return
+	}
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(Datagram{Forward: it.dir == forward, Client: it.cl.addr, Data: it.pkt.Data, Corrupted: it.pkt.Corrupted})
 	}
 	var oob []byte
 	if it.tos != 0 && !r.noMark {

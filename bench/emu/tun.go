@@ -1,11 +1,13 @@
 package emu
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -217,4 +219,26 @@ func ipv4Info(p []byte) (total int, tos uint8, flow uint64, ok bool) {
 	h *= 0x94d049bb133111eb
 	h ^= h >> 31
 	return total, p[1], h &^ 1, true
+}
+
+// TCPListening reports whether a TCP socket listens on port in pid's
+// network namespace (/proc/PID/net/tcp, state 0A; false where there is no
+// such file): how to wait for a server a process started in a namespace
+// (InServer) listens, without a probing connection that would use up a
+// one-shot server such as iperf3 -s -1.
+func TCPListening(pid int, port uint16) bool {
+	fh, err := os.Open(fmt.Sprintf("/proc/%d/net/tcp", pid))
+	if err != nil {
+		return false
+	}
+	defer fh.Close()
+	want := fmt.Sprintf(":%04X", port)
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
+			return true
+		}
+	}
+	return false
 }

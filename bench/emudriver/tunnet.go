@@ -1,7 +1,6 @@
 package emudriver
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -304,7 +302,7 @@ func (n *tunNet) setupIperf3(f *flowRun) error {
 	}
 	n.d.goFunc(func() { _ = cmd.Wait() })
 	deadline := time.Now().Add(listenWait)
-	for !listening(cmd.Process.Pid, sport) {
+	for !emu.TCPListening(cmd.Process.Pid, sport) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("iperf3 server: not listening on port %d after %v", sport, listenWait)
 		}
@@ -315,26 +313,6 @@ func (n *tunNet) setupIperf3(f *flowRun) error {
 		}
 	}
 	return nil
-}
-
-// listening reports whether a TCP socket listens on port in pid's network
-// namespace (/proc/PID/net/tcp, state 0A). Probing with a connection
-// would use up the server's one test.
-func listening(pid int, port uint16) bool {
-	fh, err := os.Open(fmt.Sprintf("/proc/%d/net/tcp", pid))
-	if err != nil {
-		return false
-	}
-	defer fh.Close()
-	want := fmt.Sprintf(":%04X", port)
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) > 3 && strings.HasSuffix(fs[1], want) && fs[3] == "0A" {
-			return true
-		}
-	}
-	return false
 }
 
 // iperf3Seconds is the -t of an iperf3 flow: its active time in whole

@@ -10,10 +10,10 @@
 // # The link model
 //
 //	Enqueue(now, p)                                                Poll(now)
-//	  → random loss → queue discipline → transmitter → delay line →
-//	    (DropRandom)   (DropOverflow,     Size·8/Rate   Delay + U[0,Jitter],
-//	                    DropAQM)          or a trace's  order kept
-//	                                      opportunities
+//	  → random loss → corruption → queue discipline → transmitter → delay line →
+//	    (DropRandom)   (one bit)     (DropOverflow,     Size·8/Rate   Delay + U[0,Jitter],
+//	                                  DropAQM)          or a trace's  order kept
+//	                                                    opportunities
 //
 // Stage by stage:
 //
@@ -26,7 +26,21 @@
 //     moves good→bad with probability P and bad→good with R, so a bad
 //     spell lasts 1/R packets on average and the chain is bad P/(P+R) of
 //     the time. With LossGood = 0 and LossBad = 1 (Gilbert's model) loss
-//     bursts have mean length 1/R.
+//     bursts have mean length 1/R. With Length set, every bad spell lasts
+//     exactly Length packets instead (R unused), and the chain is bad
+//     Length·P/(Length·P+1) of the time: bursts of a fixed length, as the
+//     QUIC interop runner's (30 % in bursts of 3: P = 1/7, Length 3).
+//   - Corruption (Corrupt, CorruptGE) is decided at the ingress too, for
+//     each packet not lost, by a Bernoulli draw and a Gilbert–Elliott
+//     chain of its own (the same model as loss, with loss_good and
+//     loss_bad read as corruption probabilities): a corrupted packet has
+//     one bit of Data flipped, at a position drawn uniformly over Data,
+//     and Corrupted set, and goes on. It is a bit error that no checksum
+//     on the way caught: the UDP relay (bench/emu) hands it to the
+//     receiving application as the QUIC interop runner's corrupting
+//     network does; through the TUN router the kernel's IP and UDP or TCP
+//     checksums catch it, so there it is a loss. netem touches Data only
+//     for this.
 //   - The transmitter takes the queue's next packet the instant it is free
 //     and holds it for TxTime(Size, Rate) = Size·8/Rate, rounded up to the
 //     nanosecond so the link never exceeds its rate. QueueDelay is the time
@@ -43,9 +57,10 @@
 //
 // All randomness comes from math/rand/v2 PCG generators seeded from
 // LinkConfig.Seed, one stream each for Bernoulli loss, the Gilbert–Elliott
-// chain and jitter, so the same seed and the same calls give the same
-// drops and delays, and turning jitter on does not change which packets
-// are lost. The FQ flow hash is seeded from Seed too.
+// chain, jitter, and corruption (its draw and its chain), so the same seed
+// and the same calls give the same drops, delays and bit errors, and
+// turning jitter or corruption on does not change which packets are lost.
+// The FQ flow hash is seeded from Seed too.
 //
 // # Exactness and the call pattern
 //

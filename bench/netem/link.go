@@ -72,6 +72,15 @@ type LinkConfig struct {
 	// GE, if non-nil, adds Gilbert–Elliott burst loss at the ingress; a
 	// packet is lost if either model loses it.
 	GE *GilbertElliott
+	// Corrupt is the Bernoulli probability, 0..1, that a packet that
+	// enters the link (and is not lost) has one bit of its Data flipped,
+	// at a position drawn uniformly over Data: a bit error the path's
+	// checksums did not catch. CorruptGE, if non-nil, adds
+	// Gilbert–Elliott bursts of corruption (LossGood and LossBad are the
+	// corruption probabilities of its states); a packet is corrupted if
+	// either model says so. See the package doc, "Corruption".
+	Corrupt   float64
+	CorruptGE *GilbertElliott
 	// Queue is the bottleneck queue discipline.
 	Queue QueueConfig
 	// Seed seeds every random choice of the link (loss, burst loss,
@@ -109,10 +118,9 @@ func LinkConfigFromPath(p scenario.Path, seed uint64) LinkConfig {
 		},
 		Seed: seed,
 	}
-	if p.GE != nil {
-		ge := *p.GE
-		cfg.GE = &ge
-	}
+	cfg.GE = cloneGE(p.GE)
+	cfg.Corrupt = p.Corrupt
+	cfg.CorruptGE = cloneGE(p.CorruptGE)
 	if p.Trace != "" {
 		cfg.Trace = p.TraceData
 		if cfg.Trace == nil {
@@ -160,17 +168,39 @@ func (c *LinkConfig) validate() error {
 	if err := validProb("loss", c.Loss); err != nil {
 		return err
 	}
-	if ge := c.GE; ge != nil {
+	if err := validProb("corrupt", c.Corrupt); err != nil {
+		return err
+	}
+	for _, g := range []struct {
+		name string
+		ge   *GilbertElliott
+	}{{"gilbert_elliott", c.GE}, {"corrupt_gilbert_elliott", c.CorruptGE}} {
+		if g.ge == nil {
+			continue
+		}
 		for _, v := range []struct {
 			name string
 			v    float64
-		}{{"gilbert_elliott p", ge.P}, {"gilbert_elliott r", ge.R}, {"gilbert_elliott loss_good", ge.LossGood}, {"gilbert_elliott loss_bad", ge.LossBad}} {
-			if err := validProb(v.name, v.v); err != nil {
+		}{{"p", g.ge.P}, {"r", g.ge.R}, {"loss_good", g.ge.LossGood}, {"loss_bad", g.ge.LossBad}} {
+			if err := validProb(g.name+" "+v.name, v.v); err != nil {
 				return err
 			}
 		}
+		if g.ge.Length < 0 {
+			return invalid("%s length %d is negative", g.name, g.ge.Length)
+		}
 	}
 	return nil
+}
+
+// cloneGE is a private copy of ge (nil for nil): a link keeps its own, so
+// a caller may reuse theirs.
+func cloneGE(ge *GilbertElliott) *GilbertElliott {
+	if ge == nil {
+		return nil
+	}
+	c := *ge
+	return &c
 }
 
 func btoi(b bool) int {
@@ -228,6 +258,9 @@ type LinkStats struct {
 	DroppedRandom   uint64
 	DroppedOverflow uint64
 	DroppedAQM      uint64
+	// Corrupted counts packets that had a bit flipped at the ingress
+	// (Corrupt, CorruptGE); they go on, and may still be dropped later.
+	Corrupted uint64
 	// BusyTime is how long the transmitter has been serializing, up to
 	// the latest now the link was given; BusyTime / elapsed time is the
 	// link utilisation. While a trace drives the link a serializing time
@@ -267,6 +300,8 @@ const (
 	streamJitter
 	streamTraceStart // random trace start offsets
 	streamRateWalk
+	streamCorrupt   // Bernoulli corruption, and which bit
+	streamCorruptGE // the corruption's Gilbert–Elliott chain
 )
 
 // capacity is what carries packets: a fixed rate, a rate walk or a trace
@@ -292,9 +327,9 @@ type Link struct {
 	cake *Cake // q, when the discipline is cake (it needs SetRate)
 	drop DropFunc
 
-	lossRNG, geRNG, jitterRNG *rand.Rand
-	startRNG, walkRNG         *rand.Rand
-	geBad                     bool // Gilbert–Elliott chain is in the bad state
+	lossRNG, jitterRNG, corruptRNG *rand.Rand
+	startRNG, walkRNG              *rand.Rand
+	ge, corruptGE                  geChain // burst loss, burst corruption
 
 	now     clock.Mono // latest now seen; the link's events are done up to it
 	started bool       // the capacity process runs (from the first now)
@@ -330,18 +365,17 @@ func NewLink(cfg LinkConfig, onDrop DropFunc) (*Link, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("netem link: %w", err)
 	}
-	if cfg.GE != nil {
-		ge := *cfg.GE
-		cfg.GE = &ge // private copy: the caller may reuse theirs
-	}
+	cfg.GE, cfg.CorruptGE = cloneGE(cfg.GE), cloneGE(cfg.CorruptGE)
 	l := &Link{
-		cfg:       cfg,
-		lossRNG:   rand.New(rand.NewPCG(cfg.Seed, streamLoss)),
-		geRNG:     rand.New(rand.NewPCG(cfg.Seed, streamGE)),
-		jitterRNG: rand.New(rand.NewPCG(cfg.Seed, streamJitter)),
-		startRNG:  rand.New(rand.NewPCG(cfg.Seed, streamTraceStart)),
-		walkRNG:   rand.New(rand.NewPCG(cfg.Seed, streamRateWalk)),
-		now:       math.MinInt64,
+		cfg:        cfg,
+		lossRNG:    rand.New(rand.NewPCG(cfg.Seed, streamLoss)),
+		jitterRNG:  rand.New(rand.NewPCG(cfg.Seed, streamJitter)),
+		corruptRNG: rand.New(rand.NewPCG(cfg.Seed, streamCorrupt)),
+		startRNG:   rand.New(rand.NewPCG(cfg.Seed, streamTraceStart)),
+		walkRNG:    rand.New(rand.NewPCG(cfg.Seed, streamRateWalk)),
+		ge:         geChain{cfg: cfg.GE, rng: rand.New(rand.NewPCG(cfg.Seed, streamGE))},
+		corruptGE:  geChain{cfg: cfg.CorruptGE, rng: rand.New(rand.NewPCG(cfg.Seed, streamCorruptGE))},
+		now:        math.MinInt64,
 	}
 	l.initial = l.capacityOf(cfg)
 	l.rate = cfg.Rate
@@ -372,10 +406,7 @@ func NewLink(cfg LinkConfig, onDrop DropFunc) (*Link, error) {
 // by the setters). It is a copy: changing it does not change the link.
 func (l *Link) Config() LinkConfig {
 	c := l.cfg
-	if c.GE != nil {
-		ge := *c.GE
-		c.GE = &ge
-	}
+	c.GE, c.CorruptGE = cloneGE(c.GE), cloneGE(c.CorruptGE)
 	return c
 }
 
@@ -538,26 +569,77 @@ func (l *Link) startNext(t clock.Mono) {
 	l.txEnd = t.Add(TxTime(p.Size, l.rate))
 }
 
+// geChain is one Gilbert–Elliott chain: its configuration (nil: none),
+// its state and its random stream.
+type geChain struct {
+	cfg *GilbertElliott
+	bad bool // the chain is in the bad state
+	// left is how many packets of a fixed-length bad spell (cfg.Length)
+	// are still to come, this one included.
+	left int
+	rng  *rand.Rand
+}
+
+// hit draws the chain's decision for one packet (true with the current
+// state's probability), then makes one state transition: bad→good with
+// R, or after Length packets of the bad state if Length is set.
+func (g *geChain) hit() bool {
+	ge := g.cfg
+	if ge == nil {
+		return false
+	}
+	if ge.Length > 0 {
+		g.bad = g.left > 0
+	}
+	p := ge.LossGood
+	if g.bad {
+		p = ge.LossBad
+	}
+	hit := g.rng.Float64() < p
+	switch {
+	case ge.Length > 0 && g.bad:
+		g.left--
+	case ge.Length > 0:
+		if g.rng.Float64() < ge.P {
+			g.left = ge.Length
+		}
+	case g.bad:
+		g.bad = g.rng.Float64() >= ge.R
+	default:
+		g.bad = g.rng.Float64() < ge.P
+	}
+	return hit
+}
+
 // lost draws the ingress loss decision for one packet: Bernoulli, then the
 // Gilbert–Elliott chain (loss with the current state's probability, then
 // one state transition per packet).
 func (l *Link) lost() bool {
 	lost := l.cfg.Loss > 0 && l.lossRNG.Float64() < l.cfg.Loss
-	if ge := l.cfg.GE; ge != nil {
-		pl := ge.LossGood
-		if l.geBad {
-			pl = ge.LossBad
-		}
-		if l.geRNG.Float64() < pl {
-			lost = true
-		}
-		if l.geBad {
-			l.geBad = l.geRNG.Float64() >= ge.R
-		} else {
-			l.geBad = l.geRNG.Float64() < ge.P
-		}
+	if l.ge.hit() {
+		lost = true
 	}
 	return lost
+}
+
+// corrupt draws the corruption decision for a packet that entered the
+// link, as lost does the loss decision, and flips one bit of its Data if
+// it is corrupted. Both chains step for every packet that is not lost,
+// whether or not it has Data.
+func (l *Link) corrupt(p *Packet) {
+	hit := l.cfg.Corrupt > 0 && l.corruptRNG.Float64() < l.cfg.Corrupt
+	if l.corruptGE.hit() {
+		hit = true
+	}
+	p.Corrupted = hit
+	if !hit {
+		return
+	}
+	l.st.Corrupted++
+	if n := len(p.Data); n > 0 {
+		bit := l.corruptRNG.IntN(8 * n)
+		p.Data[bit/8] ^= 1 << (bit % 8)
+	}
 }
 
 // Enqueue offers p to the link at now: random loss at the ingress, then
@@ -570,6 +652,7 @@ func (l *Link) Enqueue(now clock.Mono, p *Packet) {
 		l.drop(now, p, DropRandom)
 		return
 	}
+	l.corrupt(p)
 	p.QueueDelay = 0
 	p.EnqueuedAt = now
 	l.q.Enqueue(now, p)

@@ -7,7 +7,8 @@ import (
 )
 
 // Packet is what crosses the link. netem reads FlowKey, Size and DSCP and
-// never touches Handle or Data, which belong to the driver.
+// never touches Handle, which belongs to the driver, nor Data, except to
+// flip one bit of a packet it corrupts (LinkConfig.Corrupt).
 type Packet struct {
 	// FlowKey identifies the packet's flow for flow queueing (a 5-tuple
 	// hash in emu, a flow index in sim).
@@ -19,6 +20,9 @@ type Packet struct {
 	// Handle and Data are the driver's (sim: packet record; emu: buffer).
 	Handle uint64
 	Data   []byte
+	// Corrupted is set by the link when it enters: one bit of Data was
+	// flipped (LinkConfig.Corrupt, CorruptGE).
+	Corrupted bool
 
 	// EnqueuedAt is set by the link when the packet enters the queue, so a
 	// discipline can compute sojourn time (CoDel, RFC 8289 §3). Every

@@ -53,11 +53,15 @@ type Queue struct {
 // GilbertElliott configures bursty loss: a two-state Markov chain. In the
 // good state packets are lost with LossGood, in the bad state with LossBad;
 // P and R are the per-packet probabilities of going good→bad and bad→good.
+// Length, if set, makes every bad spell exactly Length packets long
+// instead (R is then unused): bursts of a fixed length, as the QUIC
+// interop runner's "bursts of 3".
 type GilbertElliott struct {
 	P        float64 `json:"p"`
 	R        float64 `json:"r"`
 	LossGood float64 `json:"loss_good,omitempty"`
 	LossBad  float64 `json:"loss_bad"`
+	Length   int     `json:"length,omitempty"`
 }
 
 // Path is one direction of the bottleneck link. Its capacity is exactly
@@ -78,6 +82,12 @@ type Path struct {
 	Queue    Queue     `json:"queue,omitempty"`
 	// GE, if set, adds Gilbert–Elliott burst loss on top of Loss.
 	GE *GilbertElliott `json:"gilbert_elliott,omitempty"`
+	// Corrupt is the probability, 0..1, that a packet has one bit flipped
+	// on the way (a bit error no checksum caught); CorruptGE adds
+	// Gilbert–Elliott bursts of corruption (loss_good and loss_bad are
+	// then corruption probabilities).
+	Corrupt   float64         `json:"corrupt,omitempty"`
+	CorruptGE *GilbertElliott `json:"corrupt_gilbert_elliott,omitempty"`
 
 	// TraceData is Trace's contents, loaded by Validate (nil without a
 	// trace). Not in the JSON.
@@ -346,11 +356,23 @@ func (p *Path) validate(r resolver) error {
 	if q.Limit == 0 && q.LimitBytes == 0 {
 		q.Limit = 1000
 	}
-	if ge := p.GE; ge != nil {
-		for _, v := range []float64{ge.P, ge.R, ge.LossGood, ge.LossBad} {
-			if v < 0 || v > 1 {
-				return errors.New("gilbert_elliott probabilities must be within 0..1")
+	if !(p.Corrupt >= 0 && p.Corrupt <= 1) {
+		return fmt.Errorf("corrupt %v outside 0..1", p.Corrupt)
+	}
+	for _, g := range []struct {
+		name string
+		ge   *GilbertElliott
+	}{{"gilbert_elliott", p.GE}, {"corrupt_gilbert_elliott", p.CorruptGE}} {
+		if g.ge == nil {
+			continue
+		}
+		for _, v := range []float64{g.ge.P, g.ge.R, g.ge.LossGood, g.ge.LossBad} {
+			if !(v >= 0 && v <= 1) {
+				return fmt.Errorf("%s probabilities must be within 0..1", g.name)
 			}
+		}
+		if g.ge.Length < 0 {
+			return fmt.Errorf("%s length %d is negative", g.name, g.ge.Length)
 		}
 	}
 	return nil

@@ -102,6 +102,16 @@ func build(s *scenario.Scenario, opts Options) (*world, error) {
 	if w.rev, err = netem.NewLink(netem.LinkConfigFromPath(s.Reverse, uint64(s.Seed)*2+2), onDrop); err != nil {
 		return nil, fmt.Errorf("%w: reverse link: %w", ErrScenario, err)
 	}
+	for _, p := range []struct {
+		name string
+		p    scenario.Path
+	}{{"forward", s.Forward}, {"reverse", s.Reverse}} {
+		if p.p.Corrupt > 0 || p.p.CorruptGE != nil {
+			// A flipped bit is a test of packet protection, and the
+			// simulated sessions run in plaintext: nothing would catch it.
+			return nil, fmt.Errorf("%w: %s path: corrupt and corrupt_gilbert_elliott need the emulator (freshbench emu --relay), where the endpoints run TLS; the simulator's sessions are plaintext and would take a flipped bit as data", ErrScenario, p.name)
+		}
+	}
 	mode := map[string]syncMode{"perfect": syncPerfect, "inband": syncInband, "none": syncNone}[s.ClockSync]
 	for i, spec := range s.Flows {
 		if spec.EmuTUNOnly() {

@@ -201,6 +201,20 @@ func TestRefusesTUNOnlyFlows(t *testing.T) {
 	}
 }
 
+// Corruption tests packet protection, which the simulator's plaintext
+// sessions do not have: a scenario that asks for it is refused, not run
+// with the bit errors silently taken as data.
+func TestRefusesCorruption(t *testing.T) {
+	for _, path := range []string{`"corrupt": 0.01`, `"corrupt_gilbert_elliott": {"p": 0.1, "r": 0.5, "loss_bad": 1}`} {
+		s, err := scenario.Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps", ` + path + `}, "flows": [{"kind": "bulk"}]}`))
+		require.NoError(t, err)
+		_, err = Run(s, Options{})
+		require.ErrorIs(t, err, ErrScenario, path)
+		require.ErrorContains(t, err, "reverse path", path)
+		require.ErrorContains(t, err, "emu --relay", path)
+	}
+}
+
 // goodputShare is flow name's share of the bulk flows' goodput in r.
 func goodputShare(t *testing.T, r *report.Run, name string) float64 {
 	t.Helper()

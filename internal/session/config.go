@@ -221,6 +221,8 @@ func (c *Config) validate() error {
 		return field("MaxStreamGaps", "%d is not positive (0: the default)", c.MaxStreamGaps)
 	case c.MaxUpdateFuture < 0:
 		return field("MaxUpdateFuture", "%v is negative (0: the default)", c.MaxUpdateFuture)
+	case c.KeyUpdateInterval < 0:
+		return field("KeyUpdateInterval", "%d is negative (0: the default)", c.KeyUpdateInterval)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/seal"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -369,13 +370,23 @@ func (s *Session) releaseTLS() {
 	}
 }
 
+// handshakeBackoff is the client's handshake retransmission timer after
+// tries expiries of it for the current flight: 250 ms, doubled per
+// expiry up to recovery.MaxBackoffRTO (2 s), the data path's bound and for
+// its reason: a flight every 2 s costs nothing, while doubling on to 8 s
+// left a client through 30 % loss in bursts waiting 4 and 8 s between
+// tries, past HandshakeTimeout.
+func handshakeBackoff(tries int) time.Duration {
+	return min((250*time.Millisecond)<<min(tries, 5), recovery.MaxBackoffRTO)
+}
+
 // pollHandshake builds the next handshake datagram, if one is due.
 func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byte, bool) {
 	sec := s.sec
 	if s.client && s.state == stateHandshake && !now.Before(s.hsNext) {
 		// Retransmission timer: resend the latest flight, with
 		// exponential backoff from 250 ms.
-		s.hsNext = now.Add((250 * time.Millisecond) << min(s.hsTries, 5))
+		s.hsNext = now.Add(handshakeBackoff(s.hsTries))
 		s.hsTries++
 		s.hsSent = now
 		if len(sec.out[levelHandshake].data) > 0 {
@@ -485,7 +496,13 @@ func (s *Session) protect(b []byte) ([]byte, bool) {
 	case sec.appWrite == nil && sec.early.write != nil && t == wire.TypeUpdate:
 		keys, epoch = sec.early.write, wire.EpochEarly
 	case sec.appWrite != nil:
-		if sec.sealed >= sec.updateAt {
+		// Not before the handshake is confirmed, nor before the peer
+		// has followed the last update, its packets under the current
+		// phase's keys showing it (RFC 9001 §6.1: no subsequent update
+		// until the current phase is acknowledged): a second flip would
+		// reuse the phase bit of keys the peer still holds as its
+		// previous ones, and it could open nothing of ours.
+		if sec.sealed >= sec.updateAt && sec.readPhase == sec.writePhase && sec.confirmed {
 			s.updateKeys()
 		}
 		keys, epoch = sec.appWrite, wire.EpochApp0+sec.writePhase
@@ -599,11 +616,14 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	sec.replay[space].Mark(h.PN)
-	if (h.Epoch == wire.EpochApp0 || h.Epoch == wire.EpochApp1) && !sec.confirmed && sec.done {
-		// Application keys in use on both sides: the handshake is
-		// confirmed (RFC 9001 §4.1.2) — for a client by the Accept, for
-		// a server by the client's first 1-RTT packet.
-		// A 0-RTT packet confirms nothing: it can be replayed.
+	if (h.Epoch == wire.EpochApp0 || h.Epoch == wire.EpochApp1) && !sec.confirmed && sec.done && !s.client {
+		// Application keys in use on both sides: a server's handshake is
+		// confirmed by the client's first 1-RTT packet (RFC 9001
+		// §4.1.2). A client's only by the Accept (Handle), not by the
+		// session ticket the server sends beside it: were the Accept
+		// lost, the client would drop its Finished, have nothing left
+		// to resend, and the server would wait for it to resend the
+		// Accept. A 0-RTT packet confirms nothing: it can be replayed.
 		s.confirm()
 	}
 	return pt, true

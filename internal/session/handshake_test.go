@@ -139,6 +139,103 @@ func TestTLSHandshakeSurvivesLoss(t *testing.T) {
 	require.Equal(t, "after a lossy handshake", string(got[:n]))
 }
 
+// The Accept lost while the session ticket that follows it arrives: the
+// ticket, under the application keys, must not end the client's handshake
+// (only the Accept confirms it, RFC 9001 §4.1.2), or the client drops its
+// Finished and has nothing left to resend, while the server waits for it
+// to resend the Accept: stuck until HandshakeTimeout (several in 50
+// handshakes through 30 % loss, in the interop suite's handshakeloss).
+func TestTLSAcceptLostTicketArrives(t *testing.T) {
+	p := NewPair(t, secure(t), secure(t), Link{Delay: 10 * time.Millisecond})
+	dropped, tickets := 0, 0
+	p.Filter = func(from *Session, d []byte) bool {
+		h, _, _ := wire.ParseHeader(d)
+		switch {
+		case from == p.Srv && h.Type == wire.TypeAccept && dropped == 0:
+			dropped++
+			return false
+		case from == p.Srv && h.Type == wire.TypeCrypto && h.Epoch == wire.EpochApp0:
+			tickets++
+		}
+		return true
+	}
+	require.True(t, p.DriveUntil(p.Cli.Opened, 3*time.Second), "the client never opened")
+	require.Equal(t, 1, dropped)
+	require.Positive(t, tickets, "the ticket went")
+	_, err := p.Cli.Write([]byte("after the Accept came again"))
+	require.NoError(t, err)
+	p.Run(time.Second)
+	got := make([]byte, 64)
+	n, _ := p.Srv.Read(got)
+	require.Equal(t, "after the Accept came again", string(got[:n]))
+}
+
+// Part of the server's flight arrives after the client's timer has backed
+// off (its first three flights lost): the client resends its flight 250 ms
+// after that progress, not after the 2 s its timer had reached, so the
+// server resends the part that was lost.
+func TestTLSHandshakeProgressResetsBackoff(t *testing.T) {
+	p := NewPair(t, secure(t), secure(t), Link{Delay: 10 * time.Millisecond})
+	initials, lastPart := 0, 0
+	var partial clock.Mono
+	p.Filter = func(from *Session, d []byte) bool {
+		h, _, _ := wire.ParseHeader(d)
+		switch {
+		case from == p.Cli && h.Type == wire.TypeInitial:
+			initials++
+			return initials > 6 // the ClientHello is two datagrams: three flights lost
+		case from == p.Srv && h.Type == wire.TypeCrypto && h.Epoch == wire.EpochHandshake:
+			lastPart++
+			if lastPart == 1 {
+				partial = p.Now
+				return false // the first copy of the flight's encrypted part
+			}
+		}
+		return true
+	}
+	require.True(t, p.DriveUntil(p.Cli.Opened, 10*time.Second), "the client never opened")
+	require.NotZero(t, partial)
+	took := p.Now.Sub(partial)
+	t.Logf("opened %v after the partial flight (the timer had backed off to %v)", took, handshakeBackoff(3))
+	require.Less(t, took, 500*time.Millisecond)
+}
+
+// A Retry starts the handshake over, its timer's backoff too (RFC 9002
+// §6.3): after three lost flights the client's timer is at 2 s, but once
+// the Retry has come, a lost Initial with its token goes again in 250 ms.
+func TestTLSRetryResetsBackoff(t *testing.T) {
+	p := NewPair(t, secure(t), secure(t), Link{Delay: 10 * time.Millisecond})
+	var sent []clock.Mono // the client's Initials that carry the token
+	p.Filter = func(from *Session, d []byte) bool {
+		h, body, _ := wire.ParseHeader(d)
+		if from != p.Cli || h.Type != wire.TypeInitial {
+			return true
+		}
+		var in wire.Initial
+		require.NoError(t, wire.ParseInitial(body, len(d), &in))
+		if len(in.Token) > 0 {
+			sent = append(sent, p.Now)
+		}
+		return false // every Initial lost: the server never hears one
+	}
+	p.Run(2 * time.Second) // three flights, the timer backed off to 2 s
+	require.Empty(t, sent)
+	retry := wire.AppendRetry(wire.AppendHeader(nil, wire.Header{Type: wire.TypeRetry, ConnID: pairConnID, Timestamp: p.Wall(p.Cli)}),
+		&wire.Retry{Token: []byte("a token")})
+	p.Inject(p.Cli, retry)
+	p.Run(time.Second)
+	require.GreaterOrEqual(t, len(sent), 4, "the Initial with the token, at once and again") // two datagrams each
+	require.Less(t, sent[2].Sub(sent[0]), 500*time.Millisecond, "resent %v after the first", sent[2].Sub(sent[0]))
+}
+
+// The client's handshake timer: 250 ms, doubled per expiry, bounded by
+// the data path's recovery.MaxBackoffRTO.
+func TestHandshakeBackoff(t *testing.T) {
+	for tries, want := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second} {
+		require.Equal(t, want, handshakeBackoff(tries), "after %d expiries", tries)
+	}
+}
+
 // Forged, corrupted, replayed or unprotected packets are dropped and
 // counted; none is delivered and none closes the connection.
 func TestTLSForgedAndReplayedPacketsDropped(t *testing.T) {
@@ -199,7 +296,18 @@ func TestTLSKeyUpdate(t *testing.T) {
 	cli.KeyUpdateInterval, srv.KeyUpdateInterval = 50, 80
 	p := NewPair(t, cli, srv, Link{})
 	p.Run(50 * time.Millisecond)
-	want := make([]byte, 300_000)
+	pairStream(t, p, 300_000)
+	require.Greater(t, p.Cli.Stats(p.Now).KeyUpdates, int64(3))
+	require.Greater(t, p.Srv.Stats(p.Now).KeyUpdates, int64(3))
+	require.Zero(t, p.Srv.Stats(p.Now).Unauthenticated)
+}
+
+// pairStream writes n bytes on p's client, steps a millisecond at a time
+// (at most 20 s of virtual time) and requires the server to read them
+// intact.
+func pairStream(t *testing.T, p *Pair, n int) {
+	t.Helper()
+	want := make([]byte, n)
 	for i := range want {
 		want[i] = byte(i * 7)
 	}
@@ -217,9 +325,24 @@ func TestTLSKeyUpdate(t *testing.T) {
 		got = append(got, buf[:n]...)
 	}
 	require.Equal(t, want, got)
-	require.Greater(t, p.Cli.Stats(p.Now).KeyUpdates, int64(3))
-	require.Greater(t, p.Srv.Stats(p.Now).KeyUpdates, int64(3))
-	require.Zero(t, p.Srv.Stats(p.Now).Unauthenticated)
+}
+
+// A key update waits for the peer to follow the last one (RFC 9001
+// §6.1): with an interval far below the packets in flight on a 100 ms
+// round trip, a sender that updated again before the peer saw the first
+// update would flip back to the phase bit of keys the peer holds as its
+// previous ones, and the peer could open nothing it sent.
+func TestTLSKeyUpdateWaitsForPeer(t *testing.T) {
+	cli := secure(t)
+	cli.KeyUpdateInterval = 20
+	p := NewPair(t, cli, secure(t), Link{Delay: 50 * time.Millisecond})
+	p.Run(500 * time.Millisecond)
+	pairStream(t, p, 1_000_000)
+	cs, ss := p.Cli.Stats(p.Now), p.Srv.Stats(p.Now)
+	require.Greater(t, cs.KeyUpdates, int64(3))
+	require.Equal(t, cs.KeyUpdates, ss.KeyUpdates, "the server followed every update")
+	require.Zero(t, ss.Unauthenticated)
+	require.Zero(t, cs.Unauthenticated)
 }
 
 func TestTLSConfigErrors(t *testing.T) {

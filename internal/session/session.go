@@ -420,8 +420,19 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		case h.Epoch >= wire.EpochApp0:
 			level = levelApp
 		}
-		if s.onCrypto(level, c.Offset, c.Data) && level == levelHandshake && !s.client && s.sec.done {
+		repeat := s.onCrypto(level, c.Offset, c.Data)
+		if repeat && level == levelHandshake && !s.client && s.sec.done {
 			s.acceptPending = true // the client resends its Finished: it did not hear our Accept
+		}
+		if !repeat && s.client && s.state == stateHandshake {
+			// New bytes of the server's flight: it heard our last one,
+			// so the backoff starts over (RFC 9002 §6.2.1 resets it on
+			// an acknowledgment). If the rest of its flight (or the
+			// Accept after a session ticket) was lost, ours goes again
+			// in 250 ms, not after the 1 or 2 s the losses before had
+			// grown the timer to.
+			s.hsTries = 0
+			s.hsNext = min(s.hsNext, now.Add(handshakeBackoff(0)))
 		}
 		if level == levelApp && s.client && s.sec.confirmed && !s.sec.out[levelApp].pending() {
 			s.releaseTLS() // the session ticket is in: TLS has nothing more to do
@@ -435,6 +446,9 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			return
 		}
 		if s.client && s.state == stateHandshake && (s.sec == nil || s.sec.done) {
+			if s.sec != nil {
+				s.confirm() // the Accept is the client's HANDSHAKE_DONE (RFC 9001 §4.1.2)
+			}
 			s.state = stateOpen
 			s.srvID = a.ServerConnID // 0: the server keeps our ID
 			// The handshake's RTT (against the latest Initial: the Accept
@@ -545,7 +559,9 @@ func (s *Session) onRetry(now clock.Mono, body []byte) {
 	}
 	s.token = append([]byte(nil), r.Token...) // r aliases the datagram
 	s.retried = true
-	s.hsNext = now
+	// The Initial with the token goes at once, and the handshake starts
+	// over, its timer's backoff too (RFC 9002 §6.3).
+	s.hsNext, s.hsTries = now, 0
 	s.onRetryEarly()
 }
 
@@ -950,7 +966,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 			return nil, 0, false
 		}
 		// Retransmit the Initial with exponential backoff from 250 ms.
-		s.hsNext = now.Add((250 * time.Millisecond) << min(s.hsTries, 5))
+		s.hsNext = now.Add(handshakeBackoff(s.hsTries))
 		s.hsTries++
 		s.hsSent = now
 		return s.sent(wire.AppendInitial(hdr(wire.TypeInitial, 0, 0), wire.Initial{Token: s.token})), streamDSCP, true

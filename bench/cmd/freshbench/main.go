@@ -5,11 +5,13 @@
 //	freshbench emu --relay|--tun [flags] SCENARIO.json...
 //	freshbench results [--out FILE] [--plots DIR]
 //	freshbench traces [--seeds LIST] [--cc LIST] [--out DIR]
+//	freshbench interop [-cases LIST] [-full] [-strict] [-md]
 //
 // runs each scenario in the virtual-time simulator (bench/sim), or in real
 // time with fresh endpoints through the emulated bottleneck (bench/emudriver),
 // once per controller given with --cc, and prints an iperf3-like summary
-// table. Every
+// table; interop runs the interop-style fault suite (bench/e2e) and prints
+// its matrix, one line per case. Every
 // flag, the scenario file and the result JSON are documented in
 // bench/README.md.
 //
@@ -43,6 +45,8 @@ Commands:
            ACP against the oracle, with plots in bench/results
   traces   the Pantheon-style summary of the cellular-trace scenarios:
            throughput against p95 delay per trace, over ten seeds
+  interop  the interop-style fault suite: fresh under the QUIC interop
+           runner's test cases, one line per case
 
 Run "freshbench <command> -h" for the flags of a command.
 Flags, the scenario file and the result JSON are documented in bench/README.md.
@@ -70,6 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runResultsCommand(args[1:], stdout, stderr)
 	case "traces":
 		return runTracesCommand(args[1:], stdout, stderr)
+	case "interop":
+		return runInteropCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
 	return exitUsage
