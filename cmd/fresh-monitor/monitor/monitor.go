@@ -404,6 +404,13 @@ func (m *Monitor) tryOpenBuckets(ctx context.Context, js jetstream.JetStream) (*
 			Description: "fresh: the freshest status update of each device",
 		})
 		err = m.reservation(err, m.cfg.MaxKVBytes)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			// Another monitor created it between our lookup and our
+			// create, with limits of its own (each derives its defaults
+			// from its own disk): use it as it is, as any bucket that
+			// exists.
+			kv, err = js.KeyValue(ctx, m.cfg.KVBucket)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("monitor: KV bucket %q: %w", m.cfg.KVBucket, err)
@@ -419,6 +426,10 @@ func (m *Monitor) tryOpenBuckets(ctx context.Context, js jetstream.JetStream) (*
 			Description: "fresh: the devices' uploads",
 		})
 		err = m.reservation(err, m.cfg.MaxUploadBytes)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			obs, err = js.ObjectStore(ctx, m.cfg.ObjectBucket) // created meanwhile by another monitor, as the KV bucket above
+			created = false
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("monitor: object store %q: %w", m.cfg.ObjectBucket, err)

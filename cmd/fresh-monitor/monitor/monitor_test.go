@@ -484,3 +484,55 @@ func TestJetStreamBusy(t *testing.T) {
 		require.Equal(t, tc.busy, jetStreamBusy(tc.err), "%v", tc.err)
 	}
 }
+
+// lateBuckets is a JetStream on which the buckets look missing at their
+// first lookup although another monitor has created them: what a monitor
+// sees when several start together and one creates the buckets between
+// another's lookup and create.
+type lateBuckets struct {
+	jetstream.JetStream
+	kvHidden, objHidden bool
+}
+
+func (j *lateBuckets) KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error) {
+	if !j.kvHidden {
+		j.kvHidden = true
+		return nil, jetstream.ErrBucketNotFound
+	}
+	return j.JetStream.KeyValue(ctx, bucket)
+}
+
+func (j *lateBuckets) ObjectStore(ctx context.Context, bucket string) (jetstream.ObjectStore, error) {
+	if !j.objHidden {
+		j.objHidden = true
+		return nil, jetstream.ErrBucketNotFound
+	}
+	return j.JetStream.ObjectStore(ctx, bucket)
+}
+
+// Monitors that start together derive their byte limits from their own
+// disks, so the one that loses the race to create a bucket asks for a
+// different configuration and JetStream refuses it (10058, the name is in
+// use): it must use the bucket the winner made, not fail to start (as
+// TestRunThreeAsACluster once did).
+func TestBucketsCreatedMeanwhileAreUsed(t *testing.T) {
+	_, js := startNATS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: DefaultKVBucket, History: 1, MaxBytes: 1 << 20})
+	require.NoError(t, err)
+	_, err = js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: DefaultObjectBucket, MaxBytes: 4 << 20})
+	require.NoError(t, err)
+	m, err := New(Config{Listener: &transport.Listener{}, JetStream: js, MaxKVBytes: 2 << 20, MaxUploadBytes: 8 << 20})
+	require.NoError(t, err)
+	late := &lateBuckets{JetStream: js}
+	st, err := m.tryOpenBuckets(ctx, late)
+	require.NoError(t, err, "a bucket created by another monitor between lookup and create")
+	require.True(t, late.kvHidden && late.objHidden, "both lookups went through the race")
+	if st.ownerSub != nil {
+		require.NoError(t, st.ownerSub.Unsubscribe())
+	}
+	info, err := js.Stream(ctx, "KV_"+DefaultKVBucket)
+	require.NoError(t, err)
+	require.EqualValues(t, 1<<20, info.CachedInfo().Config.MaxBytes, "the winner's bucket is used as it is")
+}
