@@ -287,7 +287,7 @@ func TestRunNamesPortConflictsAndUnreachableNATS(t *testing.T) {
 			[]string{"-nats nats://fresh:xxxxx@127.0.0.1:1: no NATS server answered: dial tcp 127.0.0.1:1: connect: connection refused", "give -nats the URL(s) of running ones"}},
 	} {
 		start := time.Now()
-		var stdout, stderr lockedBuffer
+		var stdout, stderr fleettest.Buffer
 		err := run(context.Background(), tc.args, &stdout, &stderr)
 		t.Logf("%v: %v after %v", tc.args, err, time.Since(start).Round(time.Millisecond))
 		require.Error(t, err, "%v", tc.args)

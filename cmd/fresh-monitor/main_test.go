@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -17,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,28 +24,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/cmd/fresh-monitor/internal/fleettest"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
-
-// lockedBuffer is an io.Writer several goroutines write and the test
-// reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // scrape reads /metrics into sample → value ("name{labels}" as exposed).
 func scrape(t *testing.T, base string) map[string]float64 {
@@ -83,7 +63,7 @@ func get(t *testing.T, url string) int {
 
 // started is a run of the command in this process, up and listening.
 type started struct {
-	stdout, stderr lockedBuffer
+	stdout, stderr fleettest.Buffer
 	addr           string // the UDP address agents dial
 	metrics        string // the metrics base URL ("" with -metrics off)
 	cancel         context.CancelFunc
@@ -342,7 +322,7 @@ func TestRunThreeAsACluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	type node struct {
 		data           string
-		stdout, stderr lockedBuffer
+		stdout, stderr fleettest.Buffer
 		done           chan error
 	}
 	nodes := make([]*node, 3)

@@ -1,13 +1,11 @@
 package monitor
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,25 +17,6 @@ import (
 	"github.com/fresh-udp/fresh/internal/loglimit"
 	"github.com/fresh-udp/fresh/transport"
 )
-
-// syncBuffer is a log destination the test reads while the monitor
-// writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // fleetHints are fresh-monitor's hints, as the tests expect to find them.
 var fleetHints = StorageHints{Uploads: "raise -max-upload-store", KV: "raise -max-kv-store", JetStream: "raise -max-store"}
@@ -110,7 +89,7 @@ func TestKVFullWarningsNameTheLimitRateLimited(t *testing.T) {
 		names = append(names, fmt.Sprintf("sensor-%02d", i))
 	}
 	p := newPKI(t, names...)
-	logs := &syncBuffer{}
+	logs := &fleettest.Buffer{}
 	m := startMonitor(t, p, js, func(m *Monitor) {
 		m.cfg.MaxKVBytes, m.cfg.StorageHints = 2<<10, fleetHints
 		m.log = slog.New(slog.NewTextHandler(logs, nil))
