@@ -211,13 +211,24 @@ func (s *jsStore) purgeRecord(ctx context.Context, metaSubj string, seq uint64) 
 
 // unstage removes the owner's own record of upload id from metaSubj, if
 // the subject's last message is one: its staging record, or its info
-// whose write was not acknowledged.
+// whose write was not acknowledged. That write may still be on its way
+// when the staging record is read, and land before the purge, which
+// (up to the staging record's sequence) leaves it: so the subject is read
+// again after each purge until it holds none of id's. Once the staging
+// record is gone no info of id can land (its write is conditional on the
+// staging record being the subject's last message), so this ends at the
+// second read at the latest; the bound is for a store that misbehaves.
 func (s *jsStore) unstage(ctx context.Context, metaSubj, id string) error {
-	seq, _, err := s.record(ctx, metaSubj, id)
-	if err != nil || seq == 0 {
-		return err
+	for range 4 {
+		seq, _, err := s.record(ctx, metaSubj, id)
+		if err != nil || seq == 0 {
+			return err
+		}
+		if err := s.purgeRecord(ctx, metaSubj, seq); err != nil {
+			return err
+		}
 	}
-	return s.purgeRecord(ctx, metaSubj, seq)
+	return fmt.Errorf("the record of upload %s on %s is still there after 4 purges", id, metaSubj)
 }
 
 // sweepResult is what one sweep found and did.

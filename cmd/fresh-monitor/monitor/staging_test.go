@@ -1,11 +1,14 @@
 package monitor
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,4 +291,69 @@ func TestStagingNeverReplacesAnObject(t *testing.T) {
 	v := startUpload(t, s, "camera-3/1", 1000, 1000)
 	require.ErrorContains(t, v.finish(t), "exists already")
 	requireObject(t, js, "camera-3/1", u.data)
+}
+
+// lostCommit is a JetStream on which the write of an upload's info (the
+// commit) is held back and reported failed, as when its acknowledgement
+// does not come in time or the monitor is stopped while it waits; and a
+// stream on which the held info is stored just before the upload's own
+// clean-up purges its info subject: it landed between the clean-up's
+// read of the subject and its purge.
+type lostCommit struct {
+	jetstream.JetStream
+	held     *nats.Msg
+	heldOpts []jetstream.PublishOpt
+}
+
+func (j *lostCommit) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	var info jetstream.ObjectInfo
+	if strings.HasPrefix(m.Subject, "$O."+DefaultObjectBucket+".M.") && json.Unmarshal(m.Data, &info) == nil && !info.Deleted {
+		j.held, j.heldOpts = m, opts
+		return nil, context.DeadlineExceeded
+	}
+	return j.JetStream.PublishMsg(ctx, m, opts...)
+}
+
+type landsBeforePurge struct {
+	jetstream.Stream
+	j      *lostCommit
+	landed bool
+}
+
+func (s *landsBeforePurge) Purge(ctx context.Context, opts ...jetstream.StreamPurgeOpt) error {
+	var req jetstream.StreamPurgeRequest
+	for _, o := range opts {
+		if err := o(&req); err != nil {
+			return err
+		}
+	}
+	if held := s.j.held; held != nil && req.Subject == held.Subject {
+		s.j.held = nil
+		_, err := s.j.JetStream.PublishMsg(ctx, held, s.j.heldOpts...)
+		s.landed = err == nil
+	}
+	return s.Stream.Purge(ctx, opts...)
+}
+
+// An upload whose commit was reported failed while the info was still on
+// its way leaves nothing: the info may land between the clean-up's read
+// of the info subject and its purge of the staging record (the purge, up
+// to the staging record's sequence, leaves it), and the clean-up must not
+// then remove the chunks under an info that names them. The crash test
+// found an object listed without its chunks after a clean stop, whose
+// reader waited for chunks until it timed out.
+func TestFailedCommitLeavesNoObjectWithoutChunks(t *testing.T) {
+	_, js := startNATS(t)
+	lc := &lostCommit{JetStream: js}
+	s := openTestStore(t, lc, 2*time.Second)
+	lbp := &landsBeforePurge{Stream: s.objStream, j: lc}
+	s.objStream = lbp
+	data := make([]byte, 3*objectChunkSize+100)
+	_, _ = rand.Read(data)
+	_, err := s.putUpload(context.Background(), "camera-3/2026-12-07T00:00:00.000000Z", "camera-3", bytes.NewReader(data))
+	require.Error(t, err, "the commit was reported failed")
+	require.True(t, lbp.landed, "the held info landed before the clean-up's purge: the race was run")
+	chunks, infos := objState(t, js)
+	require.Zero(t, infos, "an info left by a failed upload")
+	require.Zero(t, chunks, "chunks left by a failed upload")
 }
