@@ -268,7 +268,16 @@ func (f *crashFleet) check(t *testing.T, url string, k *kvSeen, hashes map[strin
 		sum, ok := hashes[info.Name]
 		if !ok {
 			b, err := obs.GetBytes(ctx, info.Name)
-			require.NoError(t, err, "object %s does not read back whole", info.Name)
+			if err != nil {
+				held := "?"
+				if st, serr := js.Stream(ctx, "OBJ_"+monitor.DefaultObjectBucket); serr == nil {
+					subj := "$O." + monitor.DefaultObjectBucket + ".C." + info.NUID
+					if si, ierr := st.Info(ctx, jetstream.WithSubjectFilter(subj)); ierr == nil {
+						held = strconv.FormatUint(si.State.Subjects[subj], 10)
+					}
+				}
+				require.NoError(t, err, "object %s does not read back whole: its info names %d chunks, the store holds %s", info.Name, info.Chunks, held)
+			}
 			sum = sha256.Sum256(b)
 			hashes[info.Name] = sum
 		}
