@@ -127,10 +127,16 @@ func waitChunks(t *testing.T, js jetstream.JetStream, n uint64) {
 // requireObject requires the object store to hold name with exactly data.
 func requireObject(t *testing.T, js jetstream.JetStream, name string, data []byte) {
 	t.Helper()
-	obs, err := js.ObjectStore(context.Background(), DefaultObjectBucket)
+	// A deadline of its own: without one the read gets the JetStream's
+	// default timeout, a second in these tests, which a loaded machine
+	// can spend on a few MiB (the read failed with "nats: timeout" in a
+	// suite run beside another build).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	obs, err := js.ObjectStore(ctx, DefaultObjectBucket)
 	require.NoError(t, err)
-	got, err := obs.GetBytes(context.Background(), name)
-	require.NoError(t, err)
+	got, err := obs.GetBytes(ctx, name)
+	require.NoError(t, err, "reading the object %s back", name)
 	require.Equal(t, sha256.Sum256(data), sha256.Sum256(got))
 }
 
