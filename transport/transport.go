@@ -677,7 +677,7 @@ func (t *Transport) snapshot() []*Conn {
 // doc's "Connection migration"). A StatelessReset for a client connection
 // goes to it, whose session judges the token.
 func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
-	h, body, err := wire.ParseHeader(b)
+	h, _, err := wire.ParseHeader(b)
 	if err == nil && last != nil && (last.id == h.ConnID || last.srvID == h.ConnID) {
 		// A batch of a bulk transfer is mostly one connection's: the
 		// datagram before this one looked it up already.
@@ -720,7 +720,7 @@ func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 		}
 		return nil
 	}
-	return ln.initial(h, body, len(b), from)
+	return ln.initial(h, b, from)
 }
 
 // Close ends the Listener and every connection on the Transport (each

@@ -221,7 +221,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		validated: cfg.AddressValidated,
 	}
 	if cfg.TLS != nil {
-		if s.sec, err = newSecurity(&s.cfg, client); err != nil {
+		if s.sec, err = newSecurity(&s.cfg, connID, client); err != nil {
 			return nil, err
 		}
 		s.drainTLS() // the client's ClientHello
@@ -373,7 +373,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		s.vnAnswered()
 	}
 	s.st.BytesReceived += int64(size)
-	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry && h.Epoch != wire.EpochEarly {
+	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry && h.Epoch != wire.EpochEarly && h.Epoch != wire.EpochInitial {
 		// The client answered us, so it receives at its address. With
 		// TLS only authenticated packets get here, and the client can
 		// only protect one after reading our ServerHello: a proof (RFC
@@ -381,7 +381,9 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		// who forged the Initial chose the connection ID and can forge
 		// this packet too — which is why Retry is on by default. A 0-RTT
 		// packet proves nothing: it goes before our ServerHello, and
-		// anyone can replay it from any address (RFC 9001 §9.2).
+		// anyone can replay it from any address (RFC 9001 §9.2); nor
+		// does one under the Initial keys, which the connection ID
+		// alone gives.
 		s.validated = true
 	}
 	switch h.Type {
@@ -413,11 +415,11 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.st.Malformed++
 			return
 		}
-		level := levelInitial
-		switch {
-		case h.Epoch == wire.EpochHandshake:
+		level := levelInitial // EpochInitial (0-RTT packets carry no Crypto: earlyAcceptable)
+		switch h.Epoch {
+		case wire.EpochHandshake:
 			level = levelHandshake
-		case h.Epoch >= wire.EpochApp0:
+		case wire.EpochApp0, wire.EpochApp1:
 			level = levelApp
 		}
 		repeat := s.onCrypto(level, c.Offset, c.Data)
@@ -526,6 +528,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.err = fmt.Errorf("%w: %w", ErrPeerClosed, ErrStreamAborted)
 		case closeNoTLS:
 			s.err = fmt.Errorf("%w: %w: one end runs with TLS, the other without (Insecure); both must do the same", ErrPeerClosed, ErrHandshake)
+		case closeInvalidToken:
+			s.err = fmt.Errorf("%w: %w: %w (%s): a client takes one Retry per connection, so this handshake is over; dial again", ErrPeerClosed, ErrHandshake, ErrInvalidToken, peerText(string(c.Reason)))
 		default:
 			if c.Code >= closeApplication {
 				s.err, s.peerApp = peerApplicationError(&c), true
@@ -852,6 +856,20 @@ func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 	case kindCommit:
 		s.commitLost(p.Offset)
 	}
+}
+
+// handshakeSilence is why a client's handshake ends at its idle timeout:
+// nothing came from the server for IdleTimeout, and what came before
+// says where to look.
+func (s *Session) handshakeSilence() error {
+	idle := s.cfg.IdleTimeout
+	switch {
+	case s.st.PacketsReceived == 0:
+		return fmt.Errorf("%w: no answer from the server in %v (IdleTimeout): is it running at that address, and does the path carry UDP both ways?", ErrHandshake, idle)
+	case s.retried && s.st.PacketsReceived == 1:
+		return fmt.Errorf("%w: the server answered with a Retry, then nothing for %v (IdleTimeout): every Initial carrying its token was lost, or a server that does not say so (an older one) refused the token (expired, or from another address)", ErrHandshake, idle)
+	}
+	return fmt.Errorf("%w: nothing from the server for %v (IdleTimeout) in the middle of the handshake", ErrHandshake, idle)
 }
 
 // fail closes the session with err and tells the peer why.
@@ -1208,7 +1226,7 @@ func (s *Session) Timeout(now clock.Mono) {
 	}
 	if !now.Before(s.lastHeard.Add(s.cfg.IdleTimeout)) {
 		if s.client && s.state == stateHandshake {
-			s.fail(ErrHandshake, closeIdle)
+			s.fail(s.handshakeSilence(), closeIdle)
 		} else {
 			s.fail(ErrIdleTimeout, closeIdle)
 		}

@@ -168,7 +168,9 @@ func FuzzParseRetry(f *testing.F) {
 		require.Equal(t, body, AppendRetry(nil, &r))
 		require.NotEmpty(t, r.Token)
 		require.LessOrEqual(t, len(r.Token), MaxTokenLen)
-		requireAlias(t, body, 2, r.Token)
+		require.Len(t, r.Tag, RetryTagLen)
+		requireAlias(t, body[:len(body)-RetryTagLen], 2, r.Token)
+		requireAlias(t, body, len(body)-RetryTagLen, r.Tag)
 	})
 }
 
@@ -315,7 +317,8 @@ func FuzzDatagram(f *testing.F) {
 		case *Crypto:
 			requireAlias(t, dg, HeaderLen+CryptoOverhead, fr.Data)
 		case *Retry:
-			requireAlias(t, dg, HeaderLen+2, fr.Token)
+			requireAlias(t, dg[:len(dg)-RetryTagLen], HeaderLen+2, fr.Token)
+			requireAlias(t, dg, len(dg)-RetryTagLen, fr.Tag)
 		}
 		require.Equal(t, dg, enc)
 	})
