@@ -147,10 +147,19 @@ func FuzzParseInitial(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// As an endpoint calls it: the datagram is the header plus body.
 		var in Initial
+		tok, clear, tokErr := ParseInitialToken(body, HeaderLen+len(body))
 		if err := ParseInitial(body, HeaderLen+len(body), &in); err != nil {
 			requireSentinel(t, err)
+			if tokErr != nil {
+				requireSentinel(t, tokErr)
+			}
 			return
 		}
+		// The token a listener reads alone (from a sealed Initial) is the
+		// one the whole decode finds.
+		require.NoError(t, tokErr)
+		require.Equal(t, in.Token, tok)
+		require.Equal(t, InitialClearLen(tok), clear)
 		enc := AppendInitial(make([]byte, HeaderLen), in)[HeaderLen:]
 		requireInitial(t, body, enc)
 		require.LessOrEqual(t, len(in.Token), MaxTokenLen)
