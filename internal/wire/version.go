@@ -22,7 +22,9 @@ import "encoding/binary"
 //     bit in any of them fails the AEAD and the datagram is dropped like a
 //     lost one, where in version 2 a corrupted ServerHello handed the
 //     client wrong keys and the handshake hung until its timeout. The
-//     plaintext mode (no TLS) still sends its Initials unprotected.
+//     plaintext mode (no TLS) stays unprotected: its Initials go unsealed
+//     (only a Retry's tag is checked, in either mode), which is why the
+//     simulator, whose sessions run it, refuses a corrupting path.
 //     No transition: a version 3 end speaks version 3 alone. Speaking
 //     version 2 beside it would keep the unprotected first flights for
 //     every peer still on it and two handshake formats in every end, for
