@@ -696,3 +696,22 @@ func TestExpiredRetryTokenFailsDialAtOnce(t *testing.T) {
 	require.Equal(t, int64(1), st.InitialsBadToken)
 	require.Zero(t, st.HandshakesStarted, "no state for the refused Initial")
 }
+
+// A TLS listener takes an unsealed Initial only from a plaintext client
+// (no ClientHello: it gets its Retry, then the session tells it the
+// listener runs TLS). One carrying a ClientHello in the clear is no TLS
+// client's of this version: dropped and counted, no Retry, no state.
+func TestListenerDropsClientHelloInTheClear(t *testing.T) {
+	l := listen(t, Config{})
+	v := newVictim(t)
+	hello := helloOnce()
+	clear := wire.AppendInitial(wire.AppendHeader(nil, wire.Header{Type: wire.TypeInitial, ConnID: 0x77}), wire.Initial{Crypto: hello[:600]})
+	v.send(t, clear, l.Addr())
+	require.Eventually(t, func() bool { return l.Stats().InitialsUnauthenticated == 1 }, 5*time.Second, 5*time.Millisecond)
+	probe := wire.AppendInitial(wire.AppendHeader(nil, wire.Header{Type: wire.TypeInitial, ConnID: 0x78}), wire.Initial{})
+	v.send(t, probe, l.Addr())
+	require.Eventually(t, func() bool { return l.Stats().RetriesSent == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // what must not come: an answer to the first
+	require.Equal(t, int64(1), v.n.Load(), "only the plaintext probe's Retry")
+	require.Zero(t, l.Stats().Connections)
+}

@@ -171,10 +171,15 @@ func (l *Listener) initial(h wire.Header, b []byte, from netip.AddrPort) *entry 
 
 // intact reports whether Initial b (header h) is whole: a sealed one
 // opens under its Initial keys (counted as InitialsUnauthenticated if
-// not), a plaintext one parses (counted as Malformed if not).
+// not), a plaintext one parses (counted as Malformed if not). A TLS
+// listener takes an unsealed one only without a ClientHello (a plaintext
+// client's, which the session refuses saying why): every TLS client of
+// this version seals its ClientHello, so one in the clear is forged
+// (counted as InitialsUnauthenticated).
 func (l *Listener) intact(h *wire.Header, b []byte) bool {
+	sealed := h.Flags&wire.FlagProtected != 0
 	body := b[wire.HeaderLen:]
-	if h.Flags&wire.FlagProtected != 0 {
+	if sealed {
 		var err error
 		if body, err = session.OpenInitial(l.openBuf, h, b); err != nil {
 			l.t.st.initialsUnauth.Add(1)
@@ -184,6 +189,10 @@ func (l *Listener) intact(h *wire.Header, b []byte) bool {
 	var in wire.Initial
 	if wire.ParseInitial(body, len(b), &in) != nil {
 		l.t.st.malformed.Add(1)
+		return false
+	}
+	if !sealed && l.cfg.TLS != nil && (in.CryptoOffset != 0 || in.Crypto != nil) {
+		l.t.st.initialsUnauth.Add(1)
 		return false
 	}
 	return true

@@ -591,10 +591,11 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		switch {
 		case h.Type == wire.TypeRetry && s.client && handshaking:
 			return body, true // its integrity tag is checked (HandleFrom)
-		case h.Type == wire.TypeInitial && !s.client && handshaking && plaintextProbe(body, len(b)):
+		case h.Type == wire.TypeInitial && !s.client && handshaking && sec.in[levelInitial].next == 0 && plaintextProbe(body, len(b)):
 			// A client without TLS (its Initial carries no ClientHello,
-			// so it is not sealed either): handle fails the handshake
-			// saying so, rather than let it time out.
+			// so it is not sealed either), before any ClientHello came:
+			// handle fails the handshake saying so, rather than let it
+			// time out.
 			return body, true
 		case h.Type == wire.TypeAccept && s.client && handshaking:
 			// A plaintext server answered. Say so rather than time out

@@ -158,6 +158,17 @@ func TestTLSServerTakesUnsealedInitialOnlyToRefuseIt(t *testing.T) {
 	var c wire.Close
 	require.NoError(t, wire.ParseClose(body, &c))
 	require.Equal(t, closeNoTLS, c.Code)
+
+	// Once a sealed ClientHello came, an unsealed Initial is no plaintext
+	// client's: dropped, and the handshake goes on.
+	p := NewPair(t, secure(t), secure(t), Link{})
+	d, ok = p.Take(p.Cli)
+	require.True(t, ok)
+	require.True(t, p.Inject(p.Srv, d))
+	require.False(t, p.Inject(p.Srv, initialDatagram(pairConnID, nil)))
+	require.False(t, p.Srv.Closed())
+	require.Equal(t, int64(1), p.Srv.Stats(p.Now).Unauthenticated)
+	p.Open()
 }
 
 // A client whose token the server refuses (RFC 9000 §8.1.3's
