@@ -34,7 +34,8 @@ type ListenerStats struct {
 	// InitialsUnauthenticated: sealed Initials that failed to open under
 	// the Initial keys of their connection ID (RFC 9001 §5.2): corrupted
 	// on the way (the client resends them), or forged by someone who has
-	// not seen the connection ID.
+	// not seen the connection ID; and, on a TLS listener, unsealed ones
+	// carrying a ClientHello, which no TLS client of this version sends.
 	InitialsUnauthenticated      int64
 	InitialsTotalLimit           int64
 	InitialsSourceLimit          int64
