@@ -664,16 +664,16 @@ func TestExpiredRetryTokenFailsDialAtOnce(t *testing.T) {
 	clk := &offsetClock{System: clock.NewSystem()}
 	l := listen(t, Config{Clock: clk})
 	relay := newCapturingRelay(t, l.Addr().(*net.UDPAddr), 0)
-	lost := 0
+	var lost atomic.Int32 // written by the relay's goroutine
 	relay.setDrop(func(b []byte) bool {
 		h, body, err := wire.ParseHeader(b)
 		if err != nil || h.Type != wire.TypeInitial {
 			return false
 		}
-		if tok, _, err := wire.ParseInitialToken(body, len(b)); err != nil || tok == nil || lost > 0 {
+		if tok, _, err := wire.ParseInitialToken(body, len(b)); err != nil || tok == nil || lost.Load() > 0 {
 			return false
 		}
-		lost++
+		lost.Add(1)
 		clk.offset.Add(int64(retryTokenLifetime + time.Second)) // the token expires while it is lost
 		return true
 	})
@@ -687,7 +687,7 @@ func TestExpiredRetryTokenFailsDialAtOnce(t *testing.T) {
 		c.Close()
 	}
 	t.Logf("Dial failed after %v: %v", took.Round(time.Millisecond), err)
-	require.Equal(t, 1, lost)
+	require.Equal(t, int32(1), lost.Load())
 	require.ErrorIs(t, err, ErrHandshake)
 	require.ErrorIs(t, err, ErrInvalidToken)
 	require.ErrorContains(t, err, "the address-validation token of its Retry (expired: issued 11")
