@@ -34,7 +34,9 @@ var (
 	ErrIdleTimeout = session.ErrIdleTimeout
 	// ErrHandshake: Dial did not complete the handshake. The error wraps
 	// the cause too: context.DeadlineExceeded (HandshakeTimeout), ctx's
-	// error, or syscall.ECONNREFUSED when nothing listens at the address.
+	// error, or syscall.ECONNREFUSED when nothing listens at the address;
+	// one that ends at a deadline or the idle timeout says what came from
+	// the server (nothing; a Retry, then nothing; silence mid-handshake).
 	ErrHandshake = session.ErrHandshake
 	// ErrProtocol: the peer broke the protocol (data beyond the window, a
 	// contradicting FIN).

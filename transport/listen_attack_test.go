@@ -715,3 +715,23 @@ func TestListenerDropsClientHelloInTheClear(t *testing.T) {
 	require.Equal(t, int64(1), v.n.Load(), "only the plaintext probe's Retry")
 	require.Zero(t, l.Stats().Connections)
 }
+
+// A Dial that reaches its HandshakeTimeout says what it heard, not only
+// that the deadline passed: here a Retry, then nothing (every Initial
+// carrying its token lost). TestDialTimeoutError: nothing at all.
+func TestDialTimeoutSaysWhatItHeard(t *testing.T) {
+	l := listen(t, Config{})
+	relay := newCapturingRelay(t, l.Addr().(*net.UDPAddr), 0)
+	relay.setDrop(func(b []byte) bool {
+		h, body, err := wire.ParseHeader(b)
+		if err != nil || h.Type != wire.TypeInitial {
+			return false
+		}
+		tok, _, err := wire.ParseInitialToken(body, len(b))
+		return err == nil && tok != nil // every Initial after the Retry lost
+	})
+	_, err := Dial(t.Context(), relay.addr().String(), testConfig(Config{HandshakeTimeout: 500 * time.Millisecond}))
+	require.ErrorIs(t, err, ErrHandshake)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "the server answered with a Retry, then nothing for")
+}

@@ -455,7 +455,11 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 		// may send its update now, to go with the first flight.
 		c.hsTimer = time.AfterFunc(conf.HandshakeTimeout, func() {
 			if !isClosed(c.opened) {
-				c.abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
+				c.mu.Lock()
+				now, _ := c.now()
+				heard := c.s.HandshakeHeard(now)
+				c.mu.Unlock()
+				c.abort(fmt.Errorf("%w: %w: %s", ErrHandshake, context.DeadlineExceeded, heard))
 			}
 		})
 		c.mu.Unlock()
@@ -477,9 +481,11 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 	case <-hs.Done():
 		c.mu.Lock()
 		c.cfg.Linger = -1
+		now, _ := c.now()
+		heard := c.s.HandshakeHeard(now) // the deadline alone says nothing of why
 		c.mu.Unlock()
 		c.Close()
-		return nil, &dialError{name, fmt.Errorf("%w: %w", ErrHandshake, hs.Err())}
+		return nil, &dialError{name, fmt.Errorf("%w: %w: %s", ErrHandshake, hs.Err(), heard)}
 	}
 }
 

@@ -106,6 +106,7 @@ type Session struct {
 	closeReason   []byte // the CLOSE's reason (CloseWithError)
 	peerClean     bool   // the peer closed with closeNormal
 	peerApp       bool   // the peer's application closed (ApplicationError): its stream is aborted
+	beyondRetry   bool   // client: something other than a Retry came from the server (HandshakeHeard)
 	rst           resetState
 
 	mig    migration   // the peer's addresses (migrate.go)
@@ -369,6 +370,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	}
 	s.lastHeard = now
 	s.st.PacketsReceived++
+	s.beyondRetry = s.beyondRetry || h.Type != wire.TypeRetry
 	if s.vn != nil {
 		s.vnAnswered()
 	}
@@ -858,18 +860,27 @@ func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 	}
 }
 
-// handshakeSilence is why a client's handshake ends at its idle timeout:
-// nothing came from the server for IdleTimeout, and what came before
-// says where to look.
-func (s *Session) handshakeSilence() error {
-	idle := s.cfg.IdleTimeout
+// handshakeSilence is why a client's handshake ends at its idle timeout
+// (now): nothing came from the server for IdleTimeout, and what came
+// before says where to look.
+func (s *Session) handshakeSilence(now clock.Mono) error {
+	return fmt.Errorf("%w: %s (IdleTimeout %v)", ErrHandshake, s.HandshakeHeard(now), s.cfg.IdleTimeout)
+}
+
+// HandshakeHeard says what a client in its handshake has heard from the
+// server by now, for an error that ends the handshake (its idle timeout,
+// or a Dial's deadline, which would otherwise name only the deadline):
+// nothing at all, a Retry and then nothing, or silence since the
+// server's last datagram.
+func (s *Session) HandshakeHeard(now clock.Mono) string {
+	quiet := now.Sub(s.lastHeard).Round(time.Millisecond)
 	switch {
 	case s.st.PacketsReceived == 0:
-		return fmt.Errorf("%w: no answer from the server in %v (IdleTimeout): is it running at that address, and does the path carry UDP both ways?", ErrHandshake, idle)
-	case s.retried && s.st.PacketsReceived == 1:
-		return fmt.Errorf("%w: the server answered with a Retry, then nothing for %v (IdleTimeout): every Initial carrying its token was lost, or a server that does not say so (an older one) refused the token (expired, or from another address)", ErrHandshake, idle)
+		return fmt.Sprintf("no answer from the server in %v: is it running at that address, and does the path carry UDP both ways?", quiet)
+	case s.retried && !s.beyondRetry:
+		return fmt.Sprintf("the server answered with a Retry, then nothing for %v: every Initial carrying its token was lost, or a server that does not say so (an older one) refused the token (expired, or from another address)", quiet)
 	}
-	return fmt.Errorf("%w: nothing from the server for %v (IdleTimeout) in the middle of the handshake", ErrHandshake, idle)
+	return fmt.Sprintf("nothing from the server for %v, in the middle of the handshake (%d datagrams from it before)", quiet, s.st.PacketsReceived)
 }
 
 // fail closes the session with err and tells the peer why.
@@ -1226,7 +1237,7 @@ func (s *Session) Timeout(now clock.Mono) {
 	}
 	if !now.Before(s.lastHeard.Add(s.cfg.IdleTimeout)) {
 		if s.client && s.state == stateHandshake {
-			s.fail(s.handshakeSilence(), closeIdle)
+			s.fail(s.handshakeSilence(now), closeIdle)
 		} else {
 			s.fail(ErrIdleTimeout, closeIdle)
 		}
