@@ -197,7 +197,12 @@ type Config struct {
 	// HandshakeTimeout is how long a connection's handshake may take:
 	// Dial gives up after it (or when its ctx ends, if sooner), and a
 	// Listener drops a connection that has not completed its handshake by
-	// then (Accept never sees it). Default 10 s.
+	// then (Accept never sees it); a Listener's Retry tokens stay valid as
+	// long, at least 10 s. It bounds the whole handshake, not a silence:
+	// through 30 % loss in bursts a few handshakes in a hundred take
+	// longer than the default, almost all of it one silence (the
+	// interop suite, bench/RESULTS.md); raise it on such links. Default
+	// 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that heard nothing for this long.
 	// Default 30 s.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -94,14 +95,14 @@ func TestDialVersionMismatchFailsFast(t *testing.T) {
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer pc.Close()
-	go func() { // a server of version 3
+	go func() { // a server of the next version
 		b := make([]byte, 2048)
 		n, from, err := pc.ReadFrom(b)
 		if err != nil {
 			return
 		}
 		_, id, _ := wire.PeekVersion(b[:n])
-		_, _ = pc.WriteTo(wire.AppendVersionNegotiation(nil, &wire.VersionNegotiation{ConnID: id, Versions: []uint8{3}}), from)
+		_, _ = pc.WriteTo(wire.AppendVersionNegotiation(nil, &wire.VersionNegotiation{ConnID: id, Versions: []uint8{wire.Version + 1}}), from)
 	}()
 	const hsTimeout = 5 * time.Second
 	start := time.Now()
@@ -109,7 +110,7 @@ func TestDialVersionMismatchFailsFast(t *testing.T) {
 	require.Less(t, time.Since(start), hsTimeout/2, "Dial waited for the handshake timeout: %v", err)
 	require.ErrorIs(t, err, ErrHandshake)
 	require.ErrorIs(t, err, ErrVersionMismatch)
-	require.Contains(t, err.Error(), "versions [3], this end speaks 2; upgrade the older end")
+	require.Contains(t, err.Error(), fmt.Sprintf("versions [%d], this end speaks %d; upgrade the older end", wire.Version+1, wire.Version))
 }
 
 // A Listener answers an Initial of another version with the versions it

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/fresh-udp/fresh/internal/seal"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -87,7 +88,7 @@ func malformedCorpus() []corpusEntry {
 		for _, n := range []int{1, 4, 11, 12, 20, 27} {
 			add(dir, fmt.Sprintf("truncated-header-%d", n), slices.Clone(good[:n]))
 		}
-		for _, v := range []byte{0, 2, 0xff} {
+		for _, v := range []byte{0, wire.Version - 1, wire.Version + 1, 0xff} {
 			add(dir, fmt.Sprintf("version-%d", v), withByte(good, 0, v))
 		}
 		for _, ty := range []byte{0x00, 0x09, 0x0b, 0x7f, 0xff} {
@@ -104,7 +105,10 @@ func malformedCorpus() []corpusEntry {
 		add(dir, "protected-epoch-0", withByte(good, 3, wire.EpochNone))
 		add(dir, "clear-with-epoch-app0", withByte(good, 2, 0))
 		add(dir, "clear-with-epoch-handshake", withByte(withByte(good, 2, 0), 3, wire.EpochHandshake))
-		add(dir, "epoch-5", withByte(good, 3, wire.EpochEarly+1))
+		add(dir, "epoch-6", withByte(good, 3, wire.EpochInitial+1))
+		add(dir, "data-under-initial-keys", withByte(good, 3, wire.EpochInitial))
+		add(dir, "protected-initial-under-handshake-keys", sealed(wire.TypeInitial, wire.EpochHandshake, live, 1<<40, wire.MinInitialSize-wire.HeaderLen))
+		add(dir, "retry-under-initial-keys", sealed(wire.TypeRetry, wire.EpochInitial, live, 1<<40, 64))
 		add(dir, "epoch-255", withByte(good, 3, 0xff))
 		pnMax := slices.Clone(good)
 		binary.BigEndian.PutUint64(pnMax[12:], wire.MaxPacketNumber+1)
@@ -128,6 +132,18 @@ func malformedCorpus() []corpusEntry {
 				pn++
 				add(dir, fmt.Sprintf("bad-tag-%s-epoch-%d", ty, ep), sealed(ty, ep, live, pn, wire.ProtectedOverhead+rng.IntN(200)))
 			}
+		}
+		// Under the Initial keys, which anyone who saw the connection ID
+		// derives: sealed correctly (when sent: the file holds the
+		// plaintext, sealInitialKeys), and still taken by no open
+		// connection.
+		for _, ty := range []wire.Type{wire.TypeCrypto, wire.TypeClose} {
+			pn++
+			body := wire.AppendClose(nil, &wire.Close{Code: 1, Reason: []byte("forged")})
+			if ty == wire.TypeCrypto {
+				body = wire.AppendCrypto(nil, &wire.Crypto{Data: rnd(64)})
+			}
+			add(dir, sealOnSend+ty.String(), append(hdr(ty, wire.FlagProtected, wire.EpochInitial, live, pn), body...))
 		}
 		add(dir, "bad-tag-tag-only", sealed(wire.TypeData, wire.EpochApp0, live, 1<<41, wire.ProtectedOverhead))
 		add(dir, "bad-tag-full-size", sealed(wire.TypeData, wire.EpochApp0, live, 1<<41+1, 1200-wire.HeaderLen))
@@ -198,13 +214,13 @@ func malformedCorpus() []corpusEntry {
 	b[len(b)-1] = 1
 	add(dir, "initial-nonzero-padding", b)
 	b = initial(4, wire.Initial{Crypto: rnd(300)})
-	binary.BigEndian.PutUint32(b[wire.HeaderLen:], 1)
+	binary.BigEndian.PutUint32(b[wire.HeaderLen+2:], 1)
 	add(dir, "initial-options-set", b)
 	b = initial(5, wire.Initial{Crypto: rnd(300)})
-	binary.BigEndian.PutUint16(b[wire.HeaderLen+4:], wire.MaxTokenLen+1)
+	binary.BigEndian.PutUint16(b[wire.HeaderLen:], wire.MaxTokenLen+1)
 	add(dir, "initial-oversize-token", b)
 	b = initial(6, wire.Initial{Crypto: rnd(300)})
-	binary.BigEndian.PutUint16(b[wire.HeaderLen+4:], 0xffff)
+	binary.BigEndian.PutUint16(b[wire.HeaderLen:], 0xffff)
 	add(dir, "initial-token-length-past-datagram", b)
 	b = initial(7, wire.Initial{Crypto: rnd(300)})
 	binary.BigEndian.PutUint16(b[wire.HeaderLen+10:], 0xffff)
@@ -218,6 +234,24 @@ func malformedCorpus() []corpusEntry {
 	add(dir, "initial-bad-token-short", initial(13, wire.Initial{Token: rnd(8), Crypto: rnd(300)}))
 	add(dir, "initial-bad-token-max-length", initial(14, wire.Initial{Token: rnd(wire.MaxTokenLen), Crypto: rnd(300)}))
 	add(dir, "initial-zero-token", initial(15, wire.Initial{Token: make([]byte, retryTokenLen), Crypto: rnd(300)}))
+	// Sealed as a TLS client seals them (the Initial keys of their own
+	// connection ID): a token-less one draws a Retry before any key is
+	// derived, damaged or not; one with a token is opened first, and a
+	// damaged one dropped as unauthenticated, not refused.
+	add(dir, "sealed-initial-no-token", sealedInitial(newID(16), 0, nil, 0, rnd(300)))
+	b = sealedInitial(newID(17), 0, nil, 0, rnd(300))
+	b[len(b)-1] ^= 1
+	add(dir, "sealed-initial-no-token-bad-tag", b)
+	add(dir, "sealed-initial-bad-token", sealedInitial(newID(18), 0, rnd(retryTokenLen), 0, rnd(300)))
+	b = sealedInitial(newID(19), 0, rnd(retryTokenLen), 0, rnd(300))
+	b[wire.HeaderLen+5] ^= 1 // in the token: readable, and authenticated
+	add(dir, "sealed-initial-token-bit-flipped", b)
+	b = sealedInitial(newID(20), 0, rnd(retryTokenLen), 0, rnd(300))
+	b[len(b)-100] ^= 1
+	add(dir, "sealed-initial-with-token-bad-tag", b)
+	b = sealedInitial(newID(21), 0, rnd(retryTokenLen), 0, rnd(300))
+	b[7] ^= 1 // the connection ID: another connection's keys
+	add(dir, "sealed-initial-connection-id-bit-flipped", b)
 	add(dir, "random-bytes", rnd(100))
 
 	headerLevel("client")
@@ -239,6 +273,22 @@ func malformedCorpus() []corpusEntry {
 		out[i].name = fmt.Sprintf("%03d-%s.bin", i, out[i].name)
 	}
 	return out
+}
+
+// sealOnSend starts the name of a corpus file that holds a packet to be
+// sealed under the Initial keys of the live connection ID as it is sent
+// (sealInitialKeys): its header (protected, epoch Initial) and plaintext.
+const sealOnSend = "initial-keys-sealed-on-send-"
+
+// sealInitialKeys seals packet b (header and plaintext body) under the
+// Initial keys of its connection ID, the server's when toClient: what
+// anyone who saw the connection ID can make.
+func sealInitialKeys(b []byte, toClient bool) []byte {
+	k, err := seal.NewInitial(binary.BigEndian.Uint64(b[4:]), !toClient)
+	if err != nil {
+		panic(err)
+	}
+	return k.Seal(b, wire.HeaderLen, binary.BigEndian.Uint64(b[12:]), true) // before the tag, ParseHeader would call it short
 }
 
 // TestGenerateMalformedCorpus writes the corpus with -update-corpus, and
@@ -292,7 +342,8 @@ func dropCounters(l *ListenerStats, c Stats) map[string]int64 {
 	if l != nil {
 		for k, v := range map[string]int64{
 			"listener.RetriesSent": l.RetriesSent, "listener.VersionNegotiations": l.VersionNegotiations, "listener.InitialsBadToken": l.InitialsBadToken,
-			"listener.InitialsTotalLimit": l.InitialsTotalLimit, "listener.InitialsSourceLimit": l.InitialsSourceLimit,
+			"listener.InitialsUnauthenticated": l.InitialsUnauthenticated,
+			"listener.InitialsTotalLimit":      l.InitialsTotalLimit, "listener.InitialsSourceLimit": l.InitialsSourceLimit,
 			"listener.InitialsRateLimited": l.InitialsRateLimited, "listener.InitialsBacklogFull": l.InitialsBacklogFull,
 			"listener.InitialsSourceHandshakeLimit": l.InitialsSourceHandshakeLimit,
 			"listener.WrongAddress":                 l.WrongAddress, "listener.NoConnection": l.NoConnection, "listener.Malformed": l.Malformed,
@@ -411,6 +462,9 @@ func TestMalformedCorpusRejectedAndCounted(t *testing.T) {
 		b := slices.Clone(e.b)
 		if len(b) >= 12 && binary.BigEndian.Uint64(b[4:]) == corpusLiveID {
 			binary.BigEndian.PutUint64(b[4:], liveID)
+		}
+		if strings.Contains(e.name, sealOnSend) {
+			b = sealInitialKeys(b, e.dir == "client")
 		}
 		fn, ok := send[e.dir]
 		require.True(t, ok, "unknown corpus directory %s", e.dir)

@@ -63,11 +63,17 @@
 // Dial runs the TLS handshake in Initial and Crypto packets, resending its
 // flight with exponential backoff until the server's Accept arrives, ctx
 // ends or Config.HandshakeTimeout passes; its errors wrap ErrHandshake
-// (with the TLS alert or certificate error). A Listener first answers an Initial with a Retry
+// (with the TLS alert or certificate error). The handshake's first
+// datagrams are sealed under keys derived from the connection ID (wire
+// version 3, as QUIC's Initial packets): a corrupted one is dropped and
+// counted like any unauthenticated packet, and the flight's retransmission
+// repairs it. A Listener first answers an Initial with a Retry
 // carrying an address-validation token and opens the connection only when
 // the Initial comes back with it (one extra round trip; see
 // Transport.DisableRetry), so a forged source address gets one small Retry
-// and no state. It also bounds connections in total, per source and per
+// and no state. A token the Listener refuses (expired, or from another
+// address) draws a Close saying why, and Dial fails at once with
+// ErrInvalidToken: a client takes one Retry per connection. It also bounds connections in total, per source and per
 // second (Transport.MaxConnections and the fields after it), moves a
 // connection to a client's new address only for an authentic packet (see
 // Connection migration), and counts what it drops (Listener.Stats). Accept hands
@@ -360,11 +366,16 @@
 //
 // # Versions
 //
-// The wire format is version 2 (internal/wire): version 1 had no server
-// IDs. Version 2 ends answer an Initial-sized datagram of another
-// version with a VersionNegotiation; a version 1 server answers a version
-// 2 client nothing (Dial fails at HandshakeTimeout), as version 1
-// predates negotiation. A VersionNegotiation is not authenticated, so a
+// The wire format is version 3 (internal/wire): version 1 had no server
+// IDs, version 2 sent the handshake's first datagrams (the Initials, the
+// ServerHello, a Retry) without an integrity check, so a corrupted
+// ServerHello hung the handshake until its timeout. An end speaks one
+// version, with no transition: version 2 and 3 ends answer an
+// Initial-sized datagram of another version with a VersionNegotiation, so
+// each fails the other's Dial within a second with ErrVersionMismatch
+// naming both versions (upgrade the monitor and its devices together); a
+// version 1 server answers a newer client nothing (Dial fails at
+// HandshakeTimeout), as version 1 predates negotiation. A VersionNegotiation is not authenticated, so a
 // client that gets one keeps its handshake going for a second (RFC 9002's
 // first PTO) and fails Dial with ErrVersionMismatch, naming both ends'
 // versions, only if the server sent nothing else meanwhile; one forged on

@@ -34,7 +34,9 @@ var (
 	ErrIdleTimeout = session.ErrIdleTimeout
 	// ErrHandshake: Dial did not complete the handshake. The error wraps
 	// the cause too: context.DeadlineExceeded (HandshakeTimeout), ctx's
-	// error, or syscall.ECONNREFUSED when nothing listens at the address.
+	// error, or syscall.ECONNREFUSED when nothing listens at the address;
+	// one that ends at a deadline or the idle timeout says what came from
+	// the server (nothing; a Retry, then nothing; silence mid-handshake).
 	ErrHandshake = session.ErrHandshake
 	// ErrProtocol: the peer broke the protocol (data beyond the window, a
 	// contradicting FIN).
@@ -63,6 +65,14 @@ var (
 	// negotiation was tampered with on the path. It comes wrapped with
 	// ErrHandshake.
 	ErrVersionDowngrade = session.ErrVersionDowngrade
+	// ErrInvalidToken: the server refused the address-validation token
+	// its Retry gave this Dial (RFC 9000 §8.1.3's INVALID_TOKEN), and said
+	// why: it expired before an Initial carrying it got through (a lossy
+	// path, and a Dial's HandshakeTimeout longer than the server's), or
+	// the client's address changed since the Retry (its NAT rebound). A
+	// client takes one Retry per connection, so Dial fails at once: dial
+	// again. It comes wrapped with ErrHandshake.
+	ErrInvalidToken = session.ErrInvalidToken
 	// ErrStatelessReset: the server lost the connection — it restarted,
 	// or dropped the connection's state — and said so with a stateless
 	// reset (RFC 9000 §10.3) carrying the token it gave this connection

@@ -288,7 +288,7 @@ func median(xs []float64) float64 {
 // listenerDrops is the sum of a listener's counters of datagrams it
 // dropped (a Retry answers an Initial that is then dropped).
 func listenerDrops(s ListenerStats) int64 {
-	return s.RetriesSent + s.VersionNegotiations + s.InitialsBadToken + s.InitialsTotalLimit + s.InitialsSourceLimit +
+	return s.RetriesSent + s.VersionNegotiations + s.InitialsBadToken + s.InitialsUnauthenticated + s.InitialsTotalLimit + s.InitialsSourceLimit +
 		s.InitialsRateLimited + s.InitialsSourceHandshakeLimit + s.InitialsBacklogFull + s.WrongAddress + s.NoConnection + s.Malformed
 }
 
@@ -302,7 +302,8 @@ func diffListener(a, b ListenerStats) ListenerStats {
 	return ListenerStats{
 		Connections: a.Connections, AcceptQueue: a.AcceptQueue,
 		RetriesSent: a.RetriesSent - b.RetriesSent, VersionNegotiations: a.VersionNegotiations - b.VersionNegotiations, InitialsBadToken: a.InitialsBadToken - b.InitialsBadToken,
-		InitialsTotalLimit: a.InitialsTotalLimit - b.InitialsTotalLimit, InitialsSourceLimit: a.InitialsSourceLimit - b.InitialsSourceLimit,
+		InitialsUnauthenticated: a.InitialsUnauthenticated - b.InitialsUnauthenticated,
+		InitialsTotalLimit:      a.InitialsTotalLimit - b.InitialsTotalLimit, InitialsSourceLimit: a.InitialsSourceLimit - b.InitialsSourceLimit,
 		InitialsRateLimited: a.InitialsRateLimited - b.InitialsRateLimited, InitialsBacklogFull: a.InitialsBacklogFull - b.InitialsBacklogFull,
 		InitialsSourceHandshakeLimit: a.InitialsSourceHandshakeLimit - b.InitialsSourceHandshakeLimit,
 		HandshakeTimeouts:            a.HandshakeTimeouts - b.HandshakeTimeouts, WrongAddress: a.WrongAddress - b.WrongAddress,
@@ -354,6 +355,7 @@ type capturingRelay struct {
 	keep   int
 
 	mu       sync.Mutex
+	drop     func(b []byte) bool // if set: the client's datagrams it loses (setDrop)
 	client   *net.UDPAddr
 	captured [][]byte // client → target
 	back     [][]byte // target → client
@@ -395,9 +397,20 @@ func (r *capturingRelay) run() {
 		if len(r.captured) < r.keep {
 			r.captured = append(r.captured, append([]byte(nil), buf[:n]...))
 		}
+		lost := r.drop != nil && r.drop(buf[:n])
 		r.mu.Unlock()
-		_, _ = r.conn.WriteToUDP(buf[:n], r.target)
+		if !lost {
+			_, _ = r.conn.WriteToUDP(buf[:n], r.target)
+		}
 	}
+}
+
+// setDrop makes the relay lose the client's datagrams for which drop
+// reports true (called on the relay's goroutine, one at a time).
+func (r *capturingRelay) setDrop(drop func(b []byte) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drop = drop
 }
 
 // packets are the client's packets captured, answers the target's.
@@ -435,7 +448,7 @@ type floodGen struct {
 	junk     [][]byte // random bytes
 	forged   [][]byte // live connection ID, valid header, random body
 	tokenles [][]byte // Initial, no token, random connection ID
-	badToken [][]byte // Initial, a token not ours
+	badToken [][]byte // tokens not ours, for Initials sealed as they go
 	replays  [][]byte // genuine packets of the idle connection
 	n        int
 }
@@ -464,7 +477,7 @@ func newFloodGen(connID uint64, replays [][]byte, seed uint64) *floodGen {
 	}
 	for i := range 16 {
 		g.tokenles = append(g.tokenles, initialDatagram(uint64(i)+1, nil))
-		g.badToken = append(g.badToken, initialDatagram(uint64(i)+1, rnd(retryTokenLen)))
+		g.badToken = append(g.badToken, rnd(retryTokenLen))
 	}
 	return g
 }
@@ -495,7 +508,7 @@ func (g *floodGen) send(t *testing.T, to floodTargets, n int, rate float64) int 
 		case 5:
 			foreign.add(g.initial(g.tokenles))
 		case 6:
-			foreign.add(g.initial(g.badToken))
+			foreign.add(g.badTokenInitial())
 		case 7:
 			replayer.add(g.replays[g.rng.IntN(len(g.replays))])
 		case 8:
@@ -564,6 +577,14 @@ func (g *floodGen) forgery() []byte {
 }
 
 // initial is an Initial of pool with a fresh random connection ID.
+// badTokenInitial is an Initial for a random connection ID carrying a
+// token not ours, sealed for that ID as an attacker can (the Initial keys
+// are anyone's): the listener opens it, then refuses its token.
+func (g *floodGen) badTokenInitial() []byte {
+	tok := g.badToken[g.rng.IntN(len(g.badToken))]
+	return sealedInitial(g.rng.Uint64(), 0, tok, 0, helloOnce()[:64])
+}
+
 func (g *floodGen) initial(pool [][]byte) []byte {
 	b := pool[g.rng.IntN(len(pool))]
 	binary.BigEndian.PutUint64(b[4:], g.rng.Uint64())

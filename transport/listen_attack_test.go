@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/seal"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -32,25 +33,42 @@ var helloOnce = sync.OnceValue(func() []byte {
 		if !ok {
 			return hello
 		}
-		h, body, err := wire.ParseHeader(d)
+		h, _, err := wire.ParseHeader(d)
+		if err != nil || h.Type != wire.TypeInitial {
+			panic("not an Initial")
+		}
+		body, err := session.OpenInitial(nil, &h, d)
 		var in wire.Initial
-		if err != nil || h.Type != wire.TypeInitial || wire.ParseInitial(body, len(d), &in) != nil {
+		if err != nil || wire.ParseInitial(body, len(d), &in) != nil {
 			panic("not an Initial")
 		}
 		hello = append(hello, in.Crypto...)
 	}
 })
 
+// sealedInitial is an Initial datagram for connID carrying token and
+// crypto from off, sealed as a TLS client seals it (under the Initial
+// keys of connID, its token in the clear, packet number pn): anyone who
+// saw a connection ID can make one.
+func sealedInitial(connID uint64, pn int64, token []byte, off int, crypto []byte) []byte {
+	k, err := seal.NewInitial(connID, true)
+	if err != nil {
+		panic(err)
+	}
+	b := wire.AppendHeader(nil, wire.Header{Type: wire.TypeInitial, Flags: wire.FlagProtected, Epoch: wire.EpochInitial, ConnID: connID, PN: pn})
+	b = wire.AppendSealedInitial(b, wire.Initial{Token: token, CryptoOffset: int64(off), Crypto: crypto})
+	return k.Seal(b, wire.HeaderLen+wire.InitialClearLen(token), uint64(pn), true)
+}
+
 // initialDatagrams is a client's first flight for connID carrying token:
-// a genuine ClientHello in as many Initials as it takes (two with the
-// default post-quantum key share).
+// a genuine ClientHello in as many sealed Initials as it takes (two with
+// the default post-quantum key share).
 func initialDatagrams(connID uint64, token []byte) [][]byte {
 	hello := helloOnce()
 	var dgs [][]byte
 	for off := 0; off < len(hello); {
-		n := min(len(hello)-off, wire.MinInitialSize-wire.HeaderLen-12-len(token))
-		dgs = append(dgs, wire.AppendInitial(wire.AppendHeader(nil, wire.Header{Type: wire.TypeInitial, ConnID: connID}),
-			wire.Initial{Token: token, CryptoOffset: int64(off), Crypto: hello[off : off+n]}))
+		n := min(len(hello)-off, wire.MinInitialSize-wire.HeaderLen-12-len(token)-wire.ProtectedOverhead)
+		dgs = append(dgs, sealedInitial(connID, int64(len(dgs)), token, off, hello[off:off+n]))
 		off += n
 	}
 	return dgs
@@ -180,8 +198,13 @@ func TestSpoofedInitialDrawsOneRetry(t *testing.T) {
 }
 
 // An Initial whose token is not ours, or is ours but issued to another
-// address or connection, is dropped and counted: no state, no answer.
-func TestBadTokenDropped(t *testing.T) {
+// address or connection, is counted and answered with one Close that says
+// why (RFC 9000 §8.1.3's INVALID_TOKEN, so the client fails at once rather
+// than resend the token until it times out), smaller than the Initial and
+// sealed under the server's Initial keys; no state is kept. An Initial
+// damaged on the way fails to open and gets no answer: the client's
+// retransmission repairs it.
+func TestBadTokenRefused(t *testing.T) {
 	l := listen(t, Config{})
 	v, other := newVictim(t), newVictim(t)
 	v.send(t, initialDatagram(1, nil), l.Addr())
@@ -191,16 +214,37 @@ func TestBadTokenDropped(t *testing.T) {
 	var r wire.Retry
 	require.NoError(t, wire.ParseRetry(body, &r))
 
+	damaged := initialDatagram(1, r.Token)
+	damaged[len(damaged)-40] ^= 1
+	v.send(t, damaged, l.Addr())
+	require.Eventually(t, func() bool { return l.Stats().InitialsUnauthenticated == 1 }, 5*time.Second, 5*time.Millisecond)
+
 	other.send(t, initialDatagram(1, r.Token), l.Addr())                 // another address
 	v.send(t, initialDatagram(2, r.Token), l.Addr())                     // another connection
 	v.send(t, initialDatagram(3, make([]byte, retryTokenLen)), l.Addr()) // not ours
 	require.Eventually(t, func() bool { return l.Stats().InitialsBadToken == 3 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return v.n.Load() == 3 && other.n.Load() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"one refusal per bad token: %d and %d datagrams", v.n.Load(), other.n.Load())
 	// The test itself: watch a while for what must not come (a connection,
-	// an answer); an absence cannot be waited for.
+	// another answer); an absence cannot be waited for.
 	time.Sleep(100 * time.Millisecond)
 	require.Zero(t, l.Stats().Connections)
-	require.Equal(t, int64(1), v.n.Load(), "nothing but the one Retry")
-	require.Zero(t, other.n.Load())
+	require.Equal(t, int64(3), v.n.Load(), "the Retry and two refusals, none for the damaged Initial")
+	for _, d := range append(v.datagrams()[1:], other.datagrams()...) {
+		require.Less(t, len(d), wire.MinInitialSize/3, "a refusal never amplifies")
+		h, _, err := wire.ParseHeader(d)
+		require.NoError(t, err)
+		require.Equal(t, wire.TypeClose, h.Type)
+		require.Equal(t, wire.EpochInitial, h.Epoch)
+		k, err := seal.NewInitial(h.ConnID, false)
+		require.NoError(t, err)
+		pt, err := k.Open(d, wire.HeaderLen, uint64(h.PN), true)
+		require.NoError(t, err, "sealed under the server's Initial keys")
+		var c wire.Close
+		require.NoError(t, wire.ParseClose(pt, &c))
+		require.Equal(t, uint32(0x0b), c.Code, "INVALID_TOKEN")
+		require.Contains(t, string(c.Reason), "not issued by this server for this address")
+	}
 }
 
 // With Retry off, a forged Initial opens a connection, but the server
@@ -594,3 +638,100 @@ func TestSourceTableHandshakes(t *testing.T) {
 }
 
 func clockSeconds(s float64) clock.Mono { return clock.Mono(s * float64(time.Second)) }
+
+// offsetClock is the system clock read ahead by an offset a test moves
+// forward (a listener's clock, jumped past a token's lifetime).
+type offsetClock struct {
+	*clock.System
+	offset atomic.Int64 // ns
+}
+
+func (c *offsetClock) Now() clock.Mono {
+	return c.System.Now().Add(time.Duration(c.offset.Load()))
+}
+
+// The interop suite's stranded Dial (a 60 s HandshakeTimeout through 30 %
+// loss in bursts): the Retry arrives, the Initials carrying its token are
+// lost until the token has expired, and the listener dropped the late one
+// without a word, so the client, which takes one Retry per connection,
+// resent it until it gave up — Dial failed with "handshake failed" and no
+// reason, the listener's only trace InitialsBadToken. Here the listener's
+// clock jumps past the token's lifetime as the first such Initial is lost:
+// the next one draws a Close saying the token expired (INVALID_TOKEN, RFC
+// 9000 §8.1.3), and Dial fails at once with ErrInvalidToken and the
+// reason, not at its HandshakeTimeout.
+func TestExpiredRetryTokenFailsDialAtOnce(t *testing.T) {
+	clk := &offsetClock{System: clock.NewSystem()}
+	l := listen(t, Config{Clock: clk})
+	relay := newCapturingRelay(t, l.Addr().(*net.UDPAddr), 0)
+	var lost atomic.Int32 // written by the relay's goroutine
+	relay.setDrop(func(b []byte) bool {
+		h, body, err := wire.ParseHeader(b)
+		if err != nil || h.Type != wire.TypeInitial {
+			return false
+		}
+		if tok, _, err := wire.ParseInitialToken(body, len(b)); err != nil || tok == nil || lost.Load() > 0 {
+			return false
+		}
+		lost.Add(1)
+		clk.offset.Add(int64(retryTokenLifetime + time.Second)) // the token expires while it is lost
+		return true
+	})
+	const hsTimeout = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hsTimeout)
+	defer cancel()
+	start := time.Now()
+	c, err := Dial(ctx, relay.addr().String(), testConfig(Config{HandshakeTimeout: hsTimeout}))
+	took := time.Since(start)
+	if c != nil {
+		c.Close()
+	}
+	t.Logf("Dial failed after %v: %v", took.Round(time.Millisecond), err)
+	require.Equal(t, int32(1), lost.Load())
+	require.ErrorIs(t, err, ErrHandshake)
+	require.ErrorIs(t, err, ErrInvalidToken)
+	require.ErrorContains(t, err, "the address-validation token of its Retry (expired: issued 11")
+	require.Less(t, took, hsTimeout/2, "Dial waited for its HandshakeTimeout")
+	st := l.Stats()
+	require.Equal(t, int64(1), st.InitialsBadToken)
+	require.Zero(t, st.HandshakesStarted, "no state for the refused Initial")
+}
+
+// A TLS listener takes an unsealed Initial only from a plaintext client
+// (no ClientHello: it gets its Retry, then the session tells it the
+// listener runs TLS). One carrying a ClientHello in the clear is no TLS
+// client's of this version: dropped and counted, no Retry, no state.
+func TestListenerDropsClientHelloInTheClear(t *testing.T) {
+	l := listen(t, Config{})
+	v := newVictim(t)
+	hello := helloOnce()
+	clear := wire.AppendInitial(wire.AppendHeader(nil, wire.Header{Type: wire.TypeInitial, ConnID: 0x77}), wire.Initial{Crypto: hello[:600]})
+	v.send(t, clear, l.Addr())
+	require.Eventually(t, func() bool { return l.Stats().InitialsUnauthenticated == 1 }, 5*time.Second, 5*time.Millisecond)
+	probe := wire.AppendInitial(wire.AppendHeader(nil, wire.Header{Type: wire.TypeInitial, ConnID: 0x78}), wire.Initial{})
+	v.send(t, probe, l.Addr())
+	require.Eventually(t, func() bool { return l.Stats().RetriesSent == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // what must not come: an answer to the first
+	require.Equal(t, int64(1), v.n.Load(), "only the plaintext probe's Retry")
+	require.Zero(t, l.Stats().Connections)
+}
+
+// A Dial that reaches its HandshakeTimeout says what it heard, not only
+// that the deadline passed: here a Retry, then nothing (every Initial
+// carrying its token lost). TestDialTimeoutError: nothing at all.
+func TestDialTimeoutSaysWhatItHeard(t *testing.T) {
+	l := listen(t, Config{})
+	relay := newCapturingRelay(t, l.Addr().(*net.UDPAddr), 0)
+	relay.setDrop(func(b []byte) bool {
+		h, body, err := wire.ParseHeader(b)
+		if err != nil || h.Type != wire.TypeInitial {
+			return false
+		}
+		tok, _, err := wire.ParseInitialToken(body, len(b))
+		return err == nil && tok != nil // every Initial after the Retry lost
+	})
+	_, err := Dial(t.Context(), relay.addr().String(), testConfig(Config{HandshakeTimeout: 500 * time.Millisecond}))
+	require.ErrorIs(t, err, ErrHandshake)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "the server answered with a Retry, then nothing for")
+}

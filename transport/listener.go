@@ -15,6 +15,12 @@ import (
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
+// maxInitialOpened is the size of the buffer a Listener opens sealed
+// Initials into: a client pads its Initials to 1200 bytes; a longer one
+// (allowed, as QUIC pads to the path MTU) is opened into a buffer of its
+// own.
+const maxInitialOpened = 1500
+
 // maxPendingAccept bounds the connections whose handshake completed and
 // that wait for Accept. Handshaking connections do not count: a flood of
 // handshakes that never complete cannot fill it.
@@ -45,7 +51,8 @@ type Listener struct {
 	// The Transport's read loop only.
 	tokens   *retryTokens // nil with DisableRetry
 	tokenBuf []byte
-	retryBuf []byte
+	retryBuf []byte // a Retry or a token refusal being built
+	openBuf  []byte // a sealed Initial opened to read its token
 
 	mu      sync.Mutex
 	held    int // connections held: handshaking, waiting for Accept or accepted
@@ -80,10 +87,11 @@ func newListener(t *Transport, conf Config, stopNTP context.CancelFunc) *Listene
 	l.maxHandshakes = t.maxHandshakes()
 	l.hsReserve = l.maxHandshakes / hsReserveShare
 	if !t.DisableRetry {
-		l.tokens = newRetryTokens(now)
+		l.tokens = newRetryTokens(now, conf.HandshakeTimeout)
 		l.tokenBuf = make([]byte, 0, retryTokenLen)
-		l.retryBuf = make([]byte, 0, wire.HeaderLen+2+retryTokenLen)
+		l.retryBuf = make([]byte, 0, wire.HeaderLen+5+255+wire.ProtectedOverhead) // the largest: a refusal's Close
 	}
+	l.openBuf = make([]byte, 0, maxInitialOpened)
 	return l
 }
 
@@ -120,24 +128,40 @@ func (l *Listener) Accept(ctx context.Context) (*Conn, error) {
 	}
 }
 
-// initial handles an Initial for an unknown connection ID: it opens a
-// connection if the Initial passes address validation and the limits.
-func (l *Listener) initial(h wire.Header, body []byte, size int, from netip.AddrPort) *entry {
+// initial handles an Initial (datagram b, header h) for an unknown
+// connection ID: it opens a connection if the Initial passes address
+// validation and the limits. The token is read in the clear (a sealed
+// Initial keeps it readable, wire.Initial), so an Initial without one is
+// answered with a Retry before any key is derived. Before it refuses a
+// token or keeps state, a sealed Initial (a TLS client's) is opened under
+// the Initial keys of its connection ID: one corrupted on the way, or
+// forged off the path, is dropped and counted (InitialsUnauthenticated),
+// and the client's retransmission repairs it; a plaintext one is parsed.
+// The session opens it again for itself.
+func (l *Listener) initial(h wire.Header, b []byte, from netip.AddrPort) *entry {
 	st := &l.t.st
-	var in wire.Initial
-	if wire.ParseInitial(body, size, &in) != nil {
+	token, _, err := wire.ParseInitialToken(b[wire.HeaderLen:], len(b))
+	if err != nil {
 		st.malformed.Add(1)
 		return nil
 	}
+	sealed := h.Flags&wire.FlagProtected != 0
+	if !sealed && !l.intact(&h, b) {
+		return nil // a plaintext one is whole or not before anything (no key to derive)
+	}
 	now := l.cfg.Clock.Now()
+	if l.tokens != nil && token == nil {
+		l.sendRetry(h.ConnID, from, now)
+		return nil
+	}
+	if sealed && !l.intact(&h, b) {
+		return nil
+	}
 	validated := false
 	if l.tokens != nil {
-		if len(in.Token) == 0 {
-			l.sendRetry(h.ConnID, from, now)
-			return nil
-		}
-		if !l.tokens.valid(in.Token, from, h.ConnID, now) {
+		if err := l.tokens.check(token, from, h.ConnID, now); err != nil {
 			st.badToken.Add(1)
+			l.refuseToken(&h, from, err)
 			return nil
 		}
 		validated = true
@@ -145,17 +169,60 @@ func (l *Listener) initial(h wire.Header, body []byte, size int, from netip.Addr
 	return l.open(h.ConnID, from, validated, now)
 }
 
+// intact reports whether Initial b (header h) is whole: a sealed one
+// opens under its Initial keys (counted as InitialsUnauthenticated if
+// not), a plaintext one parses (counted as Malformed if not). A TLS
+// listener takes an unsealed one only without a ClientHello (a plaintext
+// client's, which the session refuses saying why): every TLS client of
+// this version seals its ClientHello, so one in the clear is forged
+// (counted as InitialsUnauthenticated).
+func (l *Listener) intact(h *wire.Header, b []byte) bool {
+	sealed := h.Flags&wire.FlagProtected != 0
+	body := b[wire.HeaderLen:]
+	if sealed {
+		var err error
+		if body, err = session.OpenInitial(l.openBuf, h, b); err != nil {
+			l.t.st.initialsUnauth.Add(1)
+			return false
+		}
+	}
+	var in wire.Initial
+	if wire.ParseInitial(body, len(b), &in) != nil {
+		l.t.st.malformed.Add(1)
+		return false
+	}
+	if !sealed && l.cfg.TLS != nil && (in.CryptoOffset != 0 || in.Crypto != nil) {
+		l.t.st.initialsUnauth.Add(1)
+		return false
+	}
+	return true
+}
+
 // sendRetry answers an Initial without a token with a Retry: one datagram
 // smaller than the Initial, and no state kept.
 func (l *Listener) sendRetry(connID uint64, to netip.AddrPort, now clock.Mono) {
 	l.tokenBuf = l.tokens.mint(l.tokenBuf[:0], to, connID, now)
-	b := wire.AppendHeader(l.retryBuf[:0], wire.Header{Type: wire.TypeRetry, ConnID: connID, Timestamp: l.cfg.Clock.Wall().UnixMicro()})
-	b = wire.AppendRetry(b, &wire.Retry{Token: l.tokenBuf})
+	b := session.AppendRetry(l.retryBuf, connID, l.cfg.Clock.Wall().UnixMicro(), l.tokenBuf)
 	if err := l.t.sock.writeTo(b, to); err != nil {
 		l.cfg.Logger.Debug("fresh: Retry not sent", "to", to, "err", err)
 		return
 	}
 	l.t.st.retries.Add(1)
+}
+
+// refuseToken answers an Initial (header h) whose token failed (why) with
+// a Close saying so, RFC 9000 §8.1.3's INVALID_TOKEN: a client takes one
+// Retry per connection, so a dropped Initial would leave it resending the
+// token until its HandshakeTimeout, and its Dial failing with no reason.
+// Like the Retry it is smaller than the Initial and keeps no state.
+func (l *Listener) refuseToken(h *wire.Header, to netip.AddrPort, why error) {
+	b, err := session.AppendTokenRefusal(l.retryBuf, h, l.cfg.Clock.Wall().UnixMicro(), why.Error())
+	if err == nil {
+		err = l.t.sock.writeTo(b, to)
+	}
+	if err != nil {
+		l.cfg.Logger.Debug("fresh: token refusal not sent", "to", to, "err", err)
+	}
 }
 
 // open creates the connection of an admitted Initial: session, the

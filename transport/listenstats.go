@@ -21,14 +21,22 @@ type ListenerStats struct {
 	// version answered with a VersionNegotiation (no state kept).
 	VersionNegotiations int64
 	// Initials dropped, by cause: a token that is not ours, expired, or
-	// issued to another address or connection ID (InitialsBadToken);
+	// issued to another address or connection ID (InitialsBadToken; each
+	// answered with a Close that says why, RFC 9000 §8.1.3's
+	// INVALID_TOKEN, so its Dial fails at once with ErrInvalidToken);
 	// MaxConnections reached (InitialsTotalLimit); the source's
 	// MaxConnectionsPerSource reached (InitialsSourceLimit), its
 	// handshake rate exceeded (InitialsRateLimited) or its
 	// MaxHandshakesPerSource handshakes in progress
 	// (InitialsSourceHandshakeLimit); the accept queue full
 	// (InitialsBacklogFull: the application is not calling Accept).
-	InitialsBadToken             int64
+	InitialsBadToken int64
+	// InitialsUnauthenticated: sealed Initials that failed to open under
+	// the Initial keys of their connection ID (RFC 9001 §5.2): corrupted
+	// on the way (the client resends them), or forged by someone who has
+	// not seen the connection ID; and, on a TLS listener, unsealed ones
+	// carrying a ClientHello, which no TLS client of this version sends.
+	InitialsUnauthenticated      int64
 	InitialsTotalLimit           int64
 	InitialsSourceLimit          int64
 	InitialsRateLimited          int64
@@ -83,6 +91,7 @@ type ListenerStats struct {
 // from the wrong address or malformed are counted whoever they were for.
 type listenerCounters struct {
 	retries, versionNegotiations, badToken, totalLimit, sourceLimit, rateLimited, backlogFull atomic.Int64
+	initialsUnauth                                                                            atomic.Int64
 	sourceHandshakes                                                                          atomic.Int64
 	wrongAddress, noConnection, malformed                                                     atomic.Int64
 	resetsSent, resetsRateLimited, resetsWithheld                                             atomic.Int64
@@ -110,6 +119,7 @@ func (l *Listener) Stats() ListenerStats {
 	st.RetriesSent = c.retries.Load()
 	st.VersionNegotiations = c.versionNegotiations.Load()
 	st.InitialsBadToken = c.badToken.Load()
+	st.InitialsUnauthenticated = c.initialsUnauth.Load()
 	st.InitialsTotalLimit = c.totalLimit.Load()
 	st.InitialsSourceLimit = c.sourceLimit.Load()
 	st.InitialsRateLimited = c.rateLimited.Load()

@@ -5,6 +5,8 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 
@@ -29,16 +31,23 @@ import (
 // the associated data: authenticated, not sent, so a token opens only for
 // the address and connection it was issued to.
 const (
-	// retryTokenLifetime is how long a token is good for. A client answers
-	// a Retry at once; 10 s leaves room for its Initial's retransmissions
-	// (250 ms doubling: the fifth goes 7.75 s after the first) while
-	// keeping short the window in which an on-path observer could replay
-	// a token from the same address.
+	// retryTokenLifetime is how long a token is good for at least. A
+	// client answers a Retry at once, and resends the Initial carrying
+	// the token until its handshake completes or HandshakeTimeout (10 s
+	// by default) passes: a token of 10 s outlives every default client's
+	// handshake, since the Retry comes after the Dial began, while keeping
+	// short the window in which an on-path observer could replay a token
+	// from the same address. A Listener whose HandshakeTimeout is longer
+	// (a server of clients on lossy links, configured to wait) gives its
+	// tokens that long: its clients may need as long to get one Initial
+	// through, and one whose token expired first could only fail (it takes
+	// one Retry per connection). An Initial whose token is refused is
+	// answered with a Close saying why (INVALID_TOKEN, RFC 9000 §8.1.3).
 	retryTokenLifetime = 10 * time.Second
-	// retryKeyRotation is how often a fresh key replaces the current one;
-	// the previous key is kept for tokens issued just before. It must be
-	// at least the lifetime, so that a live token's key is always one of
-	// the two.
+	// retryKeyRotation is how often a fresh key replaces the current one,
+	// at least; the previous key is kept for tokens issued just before. It
+	// must be at least the lifetime, so that a live token's key is always
+	// one of the two.
 	retryKeyRotation = time.Minute
 
 	retryNonceLen = 12
@@ -58,8 +67,12 @@ type retryTokens struct {
 	stamp     [8]byte // the issue time, sealed or opened (a field: a local would escape to the AEAD)
 }
 
-func newRetryTokens(now clock.Mono) *retryTokens {
-	t := &retryTokens{lifetime: retryTokenLifetime, rotation: retryKeyRotation, rotatedAt: now}
+// newRetryTokens returns the tokens of a Listener whose handshakes may
+// take handshakeTimeout: valid that long, and at least
+// retryTokenLifetime.
+func newRetryTokens(now clock.Mono, handshakeTimeout time.Duration) *retryTokens {
+	lifetime := max(retryTokenLifetime, handshakeTimeout)
+	t := &retryTokens{lifetime: lifetime, rotation: max(retryKeyRotation, lifetime), rotatedAt: now}
 	t.cur = newTokenKey()
 	return t
 }
@@ -111,12 +124,22 @@ func (t *retryTokens) mint(b []byte, from netip.AddrPort, connID uint64, now clo
 	return t.cur.Seal(b, b[nonce:nonce+retryNonceLen], t.stamp[:], t.associated(from, connID))
 }
 
+// errTokenForeign: a token this Listener cannot open for the Initial that
+// carries it. The AEAD cannot tell why, so the reason names every cause.
+var errTokenForeign = errors.New("not issued by this server for this address, port and connection ID (the client's address changed since the Retry, the token is another server's or older than its key, or it was damaged)")
+
 // valid reports whether token was minted by this Listener, under a key
 // still kept, for a client at from opening connID, within its lifetime.
 func (t *retryTokens) valid(token []byte, from netip.AddrPort, connID uint64, now clock.Mono) bool {
+	return t.check(token, from, connID, now) == nil
+}
+
+// check is valid with the reason a token is not: errTokenForeign, or its
+// age past the lifetime. Only an expired token's reason allocates.
+func (t *retryTokens) check(token []byte, from netip.AddrPort, connID uint64, now clock.Mono) error {
 	t.rotate(now)
 	if len(token) != retryTokenLen {
-		return false
+		return errTokenForeign
 	}
 	var key cipher.AEAD
 	switch token[0] {
@@ -126,12 +149,17 @@ func (t *retryTokens) valid(token []byte, from netip.AddrPort, connID uint64, no
 		key = t.prev
 	}
 	if key == nil {
-		return false
+		return errTokenForeign
 	}
 	plain, err := key.Open(t.stamp[:0], token[1:1+retryNonceLen], token[1+retryNonceLen:], t.associated(from, connID))
 	if err != nil {
-		return false
+		return errTokenForeign
 	}
-	age := now.Sub(clock.Mono(binary.BigEndian.Uint64(plain)))
-	return age >= 0 && age <= t.lifetime
+	switch age := now.Sub(clock.Mono(binary.BigEndian.Uint64(plain))); {
+	case age < 0:
+		return errTokenForeign // issued later than now: not by this clock
+	case age > t.lifetime:
+		return fmt.Errorf("expired: issued %v ago, valid %v", age.Round(time.Millisecond), t.lifetime)
+	}
+	return nil
 }

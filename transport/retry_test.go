@@ -19,7 +19,7 @@ func TestRetryTokenBinding(t *testing.T) {
 	from := netip.MustParseAddrPort("192.0.2.7:4433")
 	const id = 0xfeed
 	now := clock.Mono(time.Hour)
-	tk := newRetryTokens(now)
+	tk := newRetryTokens(now, 0)
 	tok := tk.mint(nil, from, id, now)
 	require.Len(t, tok, retryTokenLen)
 	require.LessOrEqual(t, len(tok), wire.MaxTokenLen)
@@ -32,7 +32,7 @@ func TestRetryTokenBinding(t *testing.T) {
 		"other conn ID":     tk.valid(tok, from, id+1, now),
 		"expired":           tk.valid(tok, from, id, now.Add(retryTokenLifetime+time.Millisecond)),
 		"issued later":      tk.valid(tok, from, id, now.Add(-time.Millisecond)),
-		"other listener":    newRetryTokens(now).valid(tok, from, id, now),
+		"other listener":    newRetryTokens(now, 0).valid(tok, from, id, now),
 		"truncated":         tk.valid(tok[:len(tok)-1], from, id, now),
 		"empty":             tk.valid(nil, from, id, now),
 		"generation byte":   tk.valid(append([]byte{tok[0] + 5}, tok[1:]...), from, id, now),
@@ -60,7 +60,7 @@ func flip(b []byte, i int) []byte {
 func TestRetryTokenKeyRotation(t *testing.T) {
 	from := netip.MustParseAddrPort("[2001:db8::1]:9000")
 	start := clock.Mono(0)
-	tk := newRetryTokens(start)
+	tk := newRetryTokens(start, 0)
 	tk.lifetime = 2 * tk.rotation // to see the key, not the lifetime, end it
 	tok := tk.mint(nil, from, 1, start)
 	gen := tk.gen
@@ -76,9 +76,34 @@ func TestRetryTokenKeyRotation(t *testing.T) {
 // a flood of Initials costs the read loop no garbage.
 func TestRetryTokenAllocations(t *testing.T) {
 	from := netip.MustParseAddrPort("192.0.2.7:4433")
-	tk := newRetryTokens(0)
+	tk := newRetryTokens(0, 0)
 	buf := make([]byte, 0, retryTokenLen)
 	tok := tk.mint(nil, from, 1, 0)
 	require.Zero(t, testing.AllocsPerRun(100, func() { buf = tk.mint(buf[:0], from, 1, 0) }))
 	require.Zero(t, testing.AllocsPerRun(100, func() { tk.valid(tok, from, 1, 0) }))
+}
+
+// A token lives as long as the Listener lets a handshake take, at least
+// retryTokenLifetime: a client allowed a longer handshake (on a lossy
+// link) may need as long to get one Initial with its token through, and
+// its key outlives it. An expired token's reason says so.
+func TestRetryTokenLifetimeCoversHandshakeTimeout(t *testing.T) {
+	from := netip.MustParseAddrPort("192.0.2.7:4433")
+	for _, tc := range []struct{ hs, life time.Duration }{
+		{0, retryTokenLifetime},
+		{5 * time.Second, retryTokenLifetime},
+		{time.Minute, time.Minute},
+		{5 * time.Minute, 5 * time.Minute},
+	} {
+		tk := newRetryTokens(0, tc.hs)
+		require.Equal(t, tc.life, tk.lifetime, "HandshakeTimeout %v", tc.hs)
+		require.GreaterOrEqual(t, tk.rotation, tk.lifetime, "a live token's key is kept")
+		tok := tk.mint(nil, from, 1, 0)
+		require.NoError(t, tk.check(tok, from, 1, clock.Mono(tc.life)))
+		err := tk.check(tok, from, 1, clock.Mono(tc.life+time.Millisecond))
+		require.ErrorContains(t, err, "expired: issued")
+		require.ErrorIs(t, tk.check(tok, netip.MustParseAddrPort("192.0.2.7:4434"), 1, 0), errTokenForeign)
+	}
+	l := listen(t, Config{HandshakeTimeout: time.Minute})
+	require.Equal(t, time.Minute, l.tokens.lifetime)
 }

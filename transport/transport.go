@@ -455,7 +455,11 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 		// may send its update now, to go with the first flight.
 		c.hsTimer = time.AfterFunc(conf.HandshakeTimeout, func() {
 			if !isClosed(c.opened) {
-				c.abort(fmt.Errorf("%w: %w", ErrHandshake, context.DeadlineExceeded))
+				c.mu.Lock()
+				now, _ := c.now()
+				heard := c.s.HandshakeHeard(now)
+				c.mu.Unlock()
+				c.abort(fmt.Errorf("%w: %w: %s", ErrHandshake, context.DeadlineExceeded, heard))
 			}
 		})
 		c.mu.Unlock()
@@ -477,9 +481,11 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 	case <-hs.Done():
 		c.mu.Lock()
 		c.cfg.Linger = -1
+		now, _ := c.now()
+		heard := c.s.HandshakeHeard(now) // the deadline alone says nothing of why
 		c.mu.Unlock()
 		c.Close()
-		return nil, &dialError{name, fmt.Errorf("%w: %w", ErrHandshake, hs.Err())}
+		return nil, &dialError{name, fmt.Errorf("%w: %w: %s", ErrHandshake, hs.Err(), heard)}
 	}
 }
 
@@ -677,7 +683,7 @@ func (t *Transport) snapshot() []*Conn {
 // doc's "Connection migration"). A StatelessReset for a client connection
 // goes to it, whose session judges the token.
 func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
-	h, body, err := wire.ParseHeader(b)
+	h, _, err := wire.ParseHeader(b)
 	if err == nil && last != nil && (last.id == h.ConnID || last.srvID == h.ConnID) {
 		// A batch of a bulk transfer is mostly one connection's: the
 		// datagram before this one looked it up already.
@@ -720,7 +726,7 @@ func (t *Transport) route(b []byte, from netip.AddrPort, last *entry) *entry {
 		}
 		return nil
 	}
-	return ln.initial(h, body, len(b), from)
+	return ln.initial(h, b, from)
 }
 
 // Close ends the Listener and every connection on the Transport (each

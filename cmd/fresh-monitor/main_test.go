@@ -170,6 +170,7 @@ func TestRunStoresAndServesMetrics(t *testing.T) {
 	require.Equal(t, 0.0, m["fresh_orphan_chunks_purged_total"], "a new store holds no dead upload")
 	require.Contains(t, m, "fresh_orphan_bytes_purged_total")
 	require.Contains(t, m, `fresh_initials_dropped_total{reason="bad_token"}`)
+	require.Contains(t, m, `fresh_initials_dropped_total{reason="unauthenticated"}`)
 	require.Contains(t, m, `fresh_initials_dropped_total{reason="handshake_limit"}`)
 	require.Contains(t, m, `fresh_datagrams_dropped_total{reason="malformed"}`)
 	require.Contains(t, m, "fresh_retries_sent_total")

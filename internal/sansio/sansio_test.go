@@ -1,6 +1,6 @@
 // Package sansio holds a test that keeps the core sans-I/O: no file of cc,
 // owd, acp, clock, the protocol session (internal/session, wire,
-// recovery, pacer) or the quic-go hook's state machines (coreFiles) may
+// recovery, pacer, seal) or the quic-go hook's state machines (coreFiles) may
 // read the host clock, sleep, start a goroutine or import a networking
 // package, except the few files listed in allowed, which are the
 // documented edges (the system clock itself).
@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var corePackages = []string{"cc", "owd", "acp", "clock", "internal/session", "internal/wire", "internal/recovery", "internal/pacer"}
+var corePackages = []string{"cc", "owd", "acp", "clock", "internal/session", "internal/wire", "internal/recovery", "internal/pacer", "internal/seal"}
 
 // coreFiles are sans-I/O files in packages that also hold I/O: the quic-go
 // hook's per-peer state machines and its wire codec (its socket, goroutine

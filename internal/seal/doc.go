@@ -1,6 +1,9 @@
 // Package seal is fresh's packet protection: the AEAD keys a TLS 1.3
-// handshake hands over, applied to every packet after the handshake, and
-// the replay window that drops a packet seen before.
+// handshake hands over, applied to every packet after the handshake; the
+// Initial keys derived from the connection ID and the Retry's integrity
+// tag, which protect the handshake's first datagrams against corruption
+// and off-path forgery (initial.go); and the replay window that drops a
+// packet seen before.
 //
 // The construction is QUIC's (RFC 9001 §5): from each traffic secret TLS
 // exports, HKDF-Expand-Label (RFC 8446 §7.1) derives a key and an IV; the

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/internal/seal"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -127,9 +128,7 @@ func TestClientRetry(t *testing.T) {
 		require.NoError(t, wire.ParseInitial(body, len(d), &in))
 		return bytes.Clone(in.Token), true
 	}
-	retry := func(connID uint64, token string) []byte {
-		return wire.AppendRetry(wire.AppendHeader(nil, wire.Header{Type: wire.TypeRetry, ConnID: connID}), &wire.Retry{Token: []byte(token)})
-	}
+	retry := func(connID uint64, token string) []byte { return AppendRetry(nil, connID, 0, []byte(token)) }
 
 	tok, ok := initialToken(0)
 	require.True(t, ok)
@@ -159,20 +158,40 @@ func TestClientRetry(t *testing.T) {
 	require.Equal(t, int64(1), cli.Stats(now).Malformed, "only the other connection's Retry")
 }
 
-// A server ignores Retries (only clients take them), and a malformed
-// Retry is counted, not taken.
+// A server ignores Retries (only clients take them); a Retry whose
+// integrity tag fails (corrupted, or forged without it) is dropped and
+// counted as unauthenticated, and a malformed one that carries a valid
+// tag (a broken server's) as malformed; neither is taken, in either mode.
 func TestRetryIgnoredOrMalformed(t *testing.T) {
 	srv, err := New(Config{}, 7, false, 0)
 	require.NoError(t, err)
-	r := wire.AppendRetry(wire.AppendHeader(nil, wire.Header{Type: wire.TypeRetry, ConnID: 7}), &wire.Retry{Token: []byte("t")})
+	r := AppendRetry(nil, 7, 0, []byte("t"))
 	require.True(t, srv.Handle(0, 0, r))
 	require.Nil(t, srv.token)
 	require.False(t, srv.AddressValidated(), "a Retry proves nothing about the client")
 
-	cli, err := New(Config{}, 7, true, 0)
-	require.NoError(t, err)
-	bad := append(bytes.Clone(r), 0) // length disagrees
-	require.True(t, cli.Handle(0, 0, bad))
-	require.Equal(t, int64(1), cli.Stats(0).Malformed)
-	require.False(t, cli.retried, "a malformed Retry does not use up the one a client takes")
+	for _, cfg := range []Config{{}, secure(t)} {
+		cli, err := New(cfg, 7, true, 0)
+		require.NoError(t, err)
+		for bit := range 8 * len(r) {
+			bad := bytes.Clone(r)
+			bad[bit/8] ^= 1 << (bit % 8)
+			cli.Handle(0, 0, bad) // a flip in the type byte may make it another frame
+		}
+		require.False(t, cli.retried, "no flipped bit leaves a Retry that is taken")
+		st := cli.Stats(0)
+		// Every flip past the version, type, flags and connection ID
+		// (which make it no Retry of this connection) fails the tag.
+		require.GreaterOrEqual(t, st.Unauthenticated, int64(8*(len(r)-12)-2), "the packet number's top bits make it malformed instead")
+		untagged := wire.AppendRetry(wire.AppendHeader(nil, wire.Header{Type: wire.TypeRetry, ConnID: 7}), &wire.Retry{Token: []byte("t"), Tag: make([]byte, wire.RetryTagLen)})
+		require.False(t, cli.Handle(0, 0, untagged), "a zero tag")
+		require.Equal(t, st.Unauthenticated+1, cli.Stats(0).Unauthenticated)
+		badBody := append(wire.AppendHeader(nil, wire.Header{Type: wire.TypeRetry, ConnID: 7}), 0, 9, 't')
+		require.True(t, cli.Handle(0, 0, seal.AppendRetryTag(badBody)), "tagged, but its length disagrees")
+		require.Equal(t, st.Malformed+1, cli.Stats(0).Malformed)
+		require.False(t, cli.retried, "no bad Retry uses up the one a client takes")
+		require.True(t, cli.Handle(0, 0, bytes.Clone(r)))
+		require.True(t, cli.retried)
+		cli.Abort(ErrClosed)
+	}
 }

@@ -12,7 +12,7 @@ import (
 // application, split in ranges as QUIC keeps transport and application
 // errors apart (RFC 9000 §20):
 //
-//	0x00000000–0x000000FF  transport (closeNormal, closeProtocol, closeIdle, closeAbort, closeNoTLS)
+//	0x00000000–0x000000FF  transport (closeNormal, closeProtocol, closeIdle, closeAbort, closeNoTLS, closeInvalidToken)
 //	0x00000100–0x000001FF  TLS alerts (closeTLSAlert + alert, RFC 9001 §4.8)
 //	0x00000200–0x0000FFFF  reserved for the transport
 //	0x00010000–0xFFFFFFFF  application: closeApplication + ApplicationError.Code
@@ -46,10 +46,19 @@ func (e *ApplicationError) Error() string {
 	if e.Reason == "" {
 		return s
 	}
-	if strings.IndexFunc(e.Reason, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
-		return s + ": " + strconv.Quote(e.Reason)
+	return s + ": " + peerText(e.Reason)
+}
+
+// peerText is a peer's text as an error prints it: valid UTF-8, and
+// Go-quoted unless every character is printable (strconv.IsPrint), so that
+// a line break or a control character cannot start a forged line wherever
+// the error is printed.
+func peerText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
 	}
-	return s + ": " + e.Reason
+	return s
 }
 
 // Unwrap makes a peer's application close an ErrPeerClosed (the peer

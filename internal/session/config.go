@@ -189,6 +189,9 @@ func (c Config) withDefaults() Config {
 	if c.ReceiveWindow == 0 {
 		c.ReceiveWindow = 4 << 20
 	}
+	if c.KeyUpdateInterval == 0 {
+		c.KeyUpdateInterval = 1 << 22 // half the AES-GCM limit (RFC 9001 §6.6): margin for the update's round trip
+	}
 	if c.MaxStreamGaps == 0 {
 		c.MaxStreamGaps = 1024
 	}

@@ -43,11 +43,12 @@ import (
 
 // earlyState is a session's 0-RTT side.
 type earlyState struct {
-	// write (client) or read (server) protects the 0-RTT packets; nil when
-	// there is no early data or once it is over.
-	write, read *seal.Keys
-	sent        bool // client: an update went out under write
-	resend      bool // client: send the held update again at once (a Retry, a rejection)
+	// keys protect the 0-RTT packets: a client's to seal its own, a
+	// server's to open the client's (each end only ever holds its side's);
+	// nil when there is no early data or once it is over.
+	keys   *seal.Keys
+	sent   bool // client: an update went out under keys
+	resend bool // client: send the held update again at once (a Retry, a rejection)
 }
 
 // onEarlySecret takes TLS's early traffic keys: the client's to send
@@ -58,10 +59,8 @@ func (s *Session) onEarlySecret(read bool, k *seal.Keys) {
 	switch {
 	case !s.cfg.Allow0RTT:
 		// Declined in onResumeSession already; never use them regardless.
-	case read && !s.client:
-		e.read = k
-	case !read && s.client:
-		e.write = k
+	case read != s.client:
+		e.keys = k // the server's to read with, the client's to send with
 	}
 }
 
@@ -89,7 +88,7 @@ func (s *Session) onStoreSession(st *tls.SessionState) {
 // again after the handshake, unless a newer one is waiting anyway.
 func (s *Session) onEarlyRejected() {
 	e := &s.sec.early
-	e.write = nil
+	e.keys = nil
 	s.st.EarlyRejected = true
 	s.resendEarly()
 }
@@ -119,14 +118,14 @@ func (s *Session) resendEarly() {
 // the client's are of no use once it has application keys, and a
 // server's would only open late or replayed early packets.
 func (s *Session) dropEarly() {
-	s.sec.early.write, s.sec.early.read = nil, nil
+	s.sec.early.keys = nil
 }
 
 // EarlyReady reports whether a client can send updates under 0-RTT keys
 // now: it resumed a session whose ticket allows early data, with
 // Allow0RTT, and the handshake has not yet given it application keys.
 func (s *Session) EarlyReady() bool {
-	return s.client && s.sec != nil && s.sec.early.write != nil && s.sec.appWrite == nil && s.state == stateHandshake
+	return s.client && s.sec != nil && s.sec.early.keys != nil && s.sec.appWrite == nil && s.state == stateHandshake
 }
 
 // pollEarly builds a client's 0-RTT update while the handshake runs, if
@@ -155,7 +154,7 @@ func (s *Session) earlyUpdateAt(now clock.Mono) clock.Mono {
 // bytes; control frames, which a client never sends early) is dropped and
 // counted.
 func (s *Session) earlyAcceptable(h *wire.Header) bool {
-	if s.client || s.sec.early.read == nil || h.Type != wire.TypeUpdate {
+	if s.client || s.sec.early.keys == nil || h.Type != wire.TypeUpdate {
 		s.st.EarlyDropped++
 		return false
 	}

@@ -191,8 +191,7 @@ func TestZeroRTTUpdateResentAfterRetry(t *testing.T) {
 		_ = d // the first flight, dropped as a Retrying server does
 	}
 	require.Equal(t, int64(1), p.Cli.Stats(p.Now).EarlyUpdatesSent)
-	retry := wire.AppendHeader(nil, wire.Header{Type: wire.TypeRetry, ConnID: pairConnID, Timestamp: p.Wall(p.Srv)})
-	retry = wire.AppendRetry(retry, &wire.Retry{Token: []byte("token")})
+	retry := AppendRetry(nil, pairConnID, p.Wall(p.Srv), []byte("token"))
 	require.True(t, p.Inject(p.Cli, retry))
 	var early int
 	for {
@@ -220,7 +219,7 @@ func TestZeroRTTNoStreamData(t *testing.T) {
 	_, err := p.Cli.Write([]byte("stream bytes"))
 	require.NoError(t, err)
 	require.True(t, p.Cli.EarlyReady())
-	keys := p.Cli.sec.early.write
+	keys := p.Cli.sec.early.keys
 
 	// A Data packet under epoch 4, as a client that put stream bytes in
 	// 0-RTT would send, arriving right after the first flight.
@@ -238,7 +237,7 @@ func TestZeroRTTNoStreamData(t *testing.T) {
 	for _, d := range first {
 		p.Inject(p.Srv, d)
 	}
-	require.NotNil(t, p.Srv.sec.early.read, "the server accepted early data")
+	require.NotNil(t, p.Srv.sec.early.keys, "the server accepted early data")
 	p.Inject(p.Srv, dg)
 	require.Equal(t, int64(1), p.Srv.Stats(p.Now).EarlyDropped)
 
@@ -308,7 +307,7 @@ func TestZeroRTTReplayDeliversNothingOlder(t *testing.T) {
 	for _, d := range flight {
 		srv.Handle(now, wall, bytes.Clone(d))
 	}
-	require.NotNil(t, srv.sec.early.read, "crypto/tls accepts the replayed early data")
+	require.NotNil(t, srv.sec.early.keys, "crypto/tls accepts the replayed early data")
 	buf := make([]byte, 0, 2048)
 	opened := false
 	for range 50 { // the replayer gets the server's flight 2 and can do nothing with it
@@ -344,7 +343,7 @@ func FuzzEarlyHandshake(f *testing.F) {
 		for _, d := range flight {
 			s.Handle(0, 0, bytes.Clone(d))
 		}
-		require.NotNil(t, s.sec.early.read, "the recorded early data is accepted")
+		require.NotNil(t, s.sec.early.keys, "the recorded early data is accepted")
 		now := clock.Mono(0)
 		buf := make([]byte, 0, 1500)
 		for len(in) >= 2 {

@@ -36,6 +36,13 @@ var (
 	// that the VersionNegotiation this end acted on was forged. It comes
 	// wrapped with ErrHandshake.
 	ErrVersionDowngrade = errors.New("transport: version negotiation tampered with (downgrade)")
+	// ErrInvalidToken: the server refused the address-validation token
+	// its Retry gave this client (RFC 9000 §8.1.3's INVALID_TOKEN): it
+	// expired before an Initial carrying it got through, or the client's
+	// address changed since the Retry (its NAT rebound). A client takes
+	// one Retry per connection, so the handshake is over. It comes
+	// wrapped with ErrHandshake, and with the server's reason.
+	ErrInvalidToken = errors.New("transport: the server refused the address-validation token of its Retry")
 	// ErrStatelessReset: the server lost the connection (it restarted)
 	// and said so with a stateless reset carrying the connection's token
 	// (RFC 9000 §10.3).

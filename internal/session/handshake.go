@@ -28,9 +28,9 @@ import (
 //  1. client: ClientHello, in Initial datagrams (padded to 1200 bytes),
 //     and, when it resumes a session with 0-RTT, its update under the
 //     early keys (early.go);
-//  2. server: ServerHello in unprotected Crypto frames, then its encrypted
-//     extensions, certificate, certificate verify and Finished in Crypto
-//     frames under the handshake keys;
+//  2. server: ServerHello in Crypto frames under the Initial keys, then
+//     its encrypted extensions, certificate, certificate verify and
+//     Finished in Crypto frames under the handshake keys;
 //  3. client: (certificate, certificate verify,) Finished under the
 //     handshake keys;
 //  4. server: Accept under the application keys: the handshake is
@@ -40,6 +40,16 @@ import (
 // The client resends flight 3 until the Accept (or any packet under the
 // application keys) arrives; a server that sees flight 3 again resends the
 // Accept.
+//
+// What goes before the handshake keys — the Initials, the ServerHello's
+// Crypto, a Close of a handshake that failed before them — is sealed under
+// the Initial keys (RFC 9001 §5.2, internal/seal's NewInitial), derived
+// from the client's connection ID: no secret, but a corrupted or
+// off-path-forged datagram fails to open and is dropped as a lost one
+// would be, and the flight's retransmission repairs it. A Retry carries
+// its integrity tag (RFC 9001 §5.8) instead, checked in HandleFrom. Only
+// a Close that tells a plaintext peer this end runs TLS (closeNoTLS) goes
+// in the clear: that peer can open nothing.
 
 // ALPN is the application protocol fresh negotiates (RFC 7301); TLS over
 // QUIC-style transports must negotiate one (RFC 9001 §8.1).
@@ -111,6 +121,10 @@ type security struct {
 	in   [numLevels]cryptoIn
 
 	hsRead, hsWrite *seal.Keys
+	// The Initial keys (RFC 9001 §5.2): this side's to seal its Initial
+	// packets (Initial, Crypto before the handshake keys, an early
+	// Close), the peer's to open them. Dropped with the handshake keys.
+	initWrite, initRead *seal.Keys
 	// The handshake read secret and its suite: after serverDone, hsRead
 	// is derived again from them only if the client repeats its Finished.
 	hsSecret []byte
@@ -129,8 +143,7 @@ type security struct {
 	sendLevel uint8 // the level of the Crypto frame poll just built
 	done      bool  // TLS reports the handshake complete
 	confirmed bool  // the handshake keys are gone
-	sealed    int64 // packets sealed with appWrite
-	updateAt  int64 // packets per key before a key update
+	sealed    int64 // packets sealed with appWrite (a key update after Config.KeyUpdateInterval)
 
 	replay [2]seal.ReplayWindow // data space, control space
 	ctlPN  int64                // next control packet number (ACK, Accept, Crypto, Close)
@@ -158,8 +171,9 @@ func PrepareTLS(c *tls.Config) *tls.Config {
 	return c
 }
 
-// newSecurity starts the TLS side of a session.
-func newSecurity(cfg *Config, client bool) (*security, error) {
+// newSecurity starts the TLS side of a session whose client chose
+// connection ID connID.
+func newSecurity(cfg *Config, connID uint64, client bool) (*security, error) {
 	conf := PrepareTLS(cfg.TLS)
 	// Session events let a session decline 0-RTT (early.go); the client
 	// then stores its tickets itself.
@@ -181,9 +195,14 @@ func newSecurity(cfg *Config, client bool) (*security, error) {
 		// (QUICTransportParametersRequired): what it sends depends on them.
 		conn.SetTransportParameters(clientParams())
 	}
-	sec := &security{conn: conn, updateAt: cfg.KeyUpdateInterval}
-	if sec.updateAt == 0 {
-		sec.updateAt = 1 << 22 // half the AES-GCM limit (RFC 9001 §6.6): margin for the update's round trip
+	sec := &security{conn: conn}
+	var err error
+	if sec.initWrite, err = seal.NewInitial(connID, client); err == nil {
+		sec.initRead, err = seal.NewInitial(connID, !client)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: Initial keys: %w", ErrHandshake, err)
 	}
 	sec.replay[0], sec.replay[1] = seal.NewReplayWindow(), seal.NewReplayWindow()
 	if err := conn.Start(context.Background()); err != nil {
@@ -330,6 +349,7 @@ func (s *Session) confirm() {
 	}
 	sec.confirmed = true
 	sec.hsRead, sec.hsWrite, sec.hsSecret = nil, nil, nil
+	sec.initRead, sec.initWrite = nil, nil
 	s.dropEarly()
 	sec.in[levelInitial], sec.in[levelHandshake] = cryptoIn{}, cryptoIn{}
 	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
@@ -357,6 +377,7 @@ func (s *Session) serverDone() {
 	sec := s.sec
 	s.releaseTLS()
 	sec.hsRead, sec.hsWrite = nil, nil
+	sec.initRead, sec.initWrite = nil, nil // the client's Initials are all in
 	sec.in = [numLevels]cryptoIn{}
 	sec.out[levelInitial], sec.out[levelHandshake] = cryptoOut{}, cryptoOut{}
 }
@@ -399,6 +420,7 @@ func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byt
 	// says: every endpoint accepts that much (as QUIC requires of paths,
 	// RFC 9000 §14), and the peer's own MaxDatagram is not known yet.
 	const room = wire.MinInitialSize
+	// Every one is sealed (protect), at each level: room for the tag.
 	for lvl := range numLevels {
 		o := &sec.out[lvl]
 		if !o.pending() {
@@ -408,16 +430,13 @@ func (s *Session) pollHandshake(now clock.Mono, wallUS int64, buf []byte) ([]byt
 			break // post-handshake messages wait for the handshake
 		}
 		if s.client && lvl == levelInitial {
-			n := min(len(o.data)-o.sent, room-wire.HeaderLen-12-len(s.token))
+			n := min(len(o.data)-o.sent, room-wire.HeaderLen-12-len(s.token)-seal.Overhead)
 			b := s.header(buf, wallUS, wire.TypeInitial, 0, 0)
-			b = wire.AppendInitial(b, wire.Initial{Token: s.token, CryptoOffset: int64(o.sent), Crypto: o.data[o.sent : o.sent+n]})
+			b = wire.AppendSealedInitial(b, wire.Initial{Token: s.token, CryptoOffset: int64(o.sent), Crypto: o.data[o.sent : o.sent+n]})
 			o.sent += n
 			return b, true
 		}
-		limit := room - wire.HeaderLen - wire.CryptoOverhead
-		if lvl != levelInitial {
-			limit -= seal.Overhead
-		}
+		limit := room - wire.HeaderLen - wire.CryptoOverhead - seal.Overhead
 		n := min(len(o.data)-o.sent, limit)
 		sec.sendLevel = uint8(lvl)
 		b := wire.AppendCrypto(s.header(buf, wallUS, wire.TypeCrypto, 0, 0), &wire.Crypto{Offset: int64(o.sent), Data: o.data[o.sent : o.sent+n]})
@@ -468,33 +487,34 @@ func isControl(t wire.Type) bool {
 }
 
 // protect seals an outgoing datagram built by poll, or returns it as is
-// when it travels unprotected (Initial, the server's Initial-level Crypto,
-// a Close before any keys). It reports false for a packet that may not go
-// out without keys.
+// when it travels unprotected (a Close telling a plaintext peer this end
+// runs TLS). It reports false for a packet that may not go out without
+// keys.
 func (s *Session) protect(b []byte) ([]byte, bool) {
 	sec := s.sec
 	t := wire.Type(b[1])
 	var keys *seal.Keys
 	var epoch uint8
 	switch {
-	case t == wire.TypeInitial:
-		return b, true
-	case t == wire.TypeCrypto && sec.sendLevel == levelInitial:
-		return b, true
+	case t == wire.TypeInitial, t == wire.TypeCrypto && sec.sendLevel == levelInitial:
+		keys, epoch = sec.initWrite, wire.EpochInitial
 	case t == wire.TypeCrypto && sec.sendLevel == levelHandshake:
 		keys, epoch = sec.hsWrite, wire.EpochHandshake
+	case t == wire.TypeClose && s.closeCode == closeNoTLS:
+		return b, true // the peer runs without TLS: it could open nothing sealed
 	case t == wire.TypeClose && !s.client && !sec.done && sec.out[levelInitial].sent == 0:
 		// The handshake failed while TLS took the ClientHello, after it
 		// had derived keys and written our flight, none of which left
 		// (the Close goes first): a resumption or a client not asked for
 		// a certificate is verified there (tls.Config.VerifyConnection).
-		// Without our ServerHello the client has no key to open a sealed
-		// Close and would resend its Initial until it timed out; in the
-		// clear it reads the alert, as QUIC's server sends its
-		// CONNECTION_CLOSE in an Initial packet (RFC 9000 §10.2.3).
-		return b, true
-	case sec.appWrite == nil && sec.early.write != nil && t == wire.TypeUpdate:
-		keys, epoch = sec.early.write, wire.EpochEarly
+		// Without our ServerHello the client has no handshake key to
+		// open a Close sealed with ours and would resend its Initial
+		// until it timed out; under the Initial keys it reads the
+		// alert, as QUIC's server sends its CONNECTION_CLOSE in an
+		// Initial packet (RFC 9000 §10.2.3).
+		keys, epoch = sec.initWrite, wire.EpochInitial
+	case sec.appWrite == nil && s.client && sec.early.keys != nil && t == wire.TypeUpdate:
+		keys, epoch = sec.early.keys, wire.EpochEarly
 	case sec.appWrite != nil:
 		// Not before the handshake is confirmed, nor before the peer
 		// has followed the last update, its packets under the current
@@ -502,7 +522,7 @@ func (s *Session) protect(b []byte) ([]byte, bool) {
 		// until the current phase is acknowledged): a second flip would
 		// reuse the phase bit of keys the peer still holds as its
 		// previous ones, and it could open nothing of ours.
-		if sec.sealed >= sec.updateAt && sec.readPhase == sec.writePhase && sec.confirmed {
+		if sec.sealed >= s.cfg.KeyUpdateInterval && sec.readPhase == sec.writePhase && sec.confirmed {
 			s.updateKeys()
 		}
 		keys, epoch = sec.appWrite, wire.EpochApp0+sec.writePhase
@@ -510,7 +530,9 @@ func (s *Session) protect(b []byte) ([]byte, bool) {
 	case t == wire.TypeClose && sec.hsWrite != nil:
 		keys, epoch = sec.hsWrite, wire.EpochHandshake
 	case t == wire.TypeClose:
-		return b, true // the handshake failed before any keys: the alert goes in the clear, as QUIC's Initial CONNECTION_CLOSE
+		// The handshake failed before the handshake keys: the alert
+		// goes under the Initial keys, as QUIC's Initial CONNECTION_CLOSE.
+		keys, epoch = sec.initWrite, wire.EpochInitial
 	}
 	if keys == nil {
 		return nil, false
@@ -526,7 +548,11 @@ func (s *Session) protect(b []byte) ([]byte, bool) {
 	}
 	b[2] |= wire.FlagProtected
 	b[3] = epoch
-	return keys.Seal(b, wire.HeaderLen, pn, control), true
+	ad := wire.HeaderLen
+	if t == wire.TypeInitial {
+		ad += wire.InitialClearLen(s.token) // the token stays readable, authenticated (wire.Initial)
+	}
+	return keys.Seal(b, ad, pn, control), true
 }
 
 // updateKeys moves the send side to the next key phase (RFC 9001 §6.1).
@@ -560,13 +586,16 @@ func (s *Session) handshakeDue(now clock.Mono) bool {
 // be. It returns the plaintext body.
 func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 	sec := s.sec
+	handshaking := s.state == stateHandshake
 	if h.Flags&wire.FlagProtected == 0 {
-		handshaking := s.state == stateHandshake
 		switch {
-		case h.Type == wire.TypeInitial && !s.client && handshaking,
-			h.Type == wire.TypeRetry && s.client && handshaking,
-			h.Type == wire.TypeCrypto && s.client && handshaking,
-			h.Type == wire.TypeClose && handshaking && sec.hsRead == nil:
+		case h.Type == wire.TypeRetry && s.client && handshaking:
+			return body, true // its integrity tag is checked (HandleFrom)
+		case h.Type == wire.TypeInitial && !s.client && handshaking && sec.in[levelInitial].next == 0 && plaintextProbe(body, len(b)):
+			// A client without TLS (its Initial carries no ClientHello,
+			// so it is not sealed either), before any ClientHello came:
+			// handle fails the handshake saying so, rather than let it
+			// time out.
 			return body, true
 		case h.Type == wire.TypeAccept && s.client && handshaking:
 			// A plaintext server answered. Say so rather than time out
@@ -578,6 +607,10 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	if h.Epoch == wire.EpochEarly && !s.earlyAcceptable(h) {
+		return nil, false
+	}
+	if h.Epoch == wire.EpochInitial && !s.initialAcceptable(h, handshaking) {
+		s.st.Unauthenticated++
 		return nil, false
 	}
 	control := isControl(h.Type)
@@ -592,6 +625,8 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 	var pt []byte
 	err := seal.ErrAuth
 	switch p := h.Epoch - wire.EpochApp0; {
+	case h.Epoch == wire.EpochInitial:
+		pt, err = openInitialLevel(sec.initRead, h, b, control)
 	case h.Epoch == wire.EpochHandshake:
 		if sec.hsRead == nil && sec.hsSecret != nil {
 			// A server that completed its handshake let the keys go
@@ -603,7 +638,7 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 			pt, err = sec.hsRead.Open(b, wire.HeaderLen, uint64(h.PN), control)
 		}
 	case h.Epoch == wire.EpochEarly:
-		pt, err = sec.early.read.Open(b, wire.HeaderLen, uint64(h.PN), control)
+		pt, err = sec.early.keys.Open(b, wire.HeaderLen, uint64(h.PN), control)
 	case p == sec.readPhase:
 		if k := sec.appRead[p]; k != nil {
 			pt, err = k.Open(b, wire.HeaderLen, uint64(h.PN), control)
@@ -627,6 +662,53 @@ func (s *Session) unprotect(h *wire.Header, b, body []byte) ([]byte, bool) {
 		s.confirm()
 	}
 	return pt, true
+}
+
+// initialAcceptable screens a packet under the Initial keys before it is
+// opened: only what is sent under them, and only while it can be needed —
+// a client's Initial at a server and a server's Crypto at a client while
+// they handshake, and a Close before this end has the handshake keys (the
+// peer may have failed before it had them; after, it seals its Close with
+// them). Anyone who saw the connection ID can seal with the Initial keys,
+// so nothing else may be taken under them.
+func (s *Session) initialAcceptable(h *wire.Header, handshaking bool) bool {
+	switch {
+	case s.sec.initRead == nil || !handshaking:
+		return false
+	case h.Type == wire.TypeInitial:
+		return !s.client
+	case h.Type == wire.TypeCrypto:
+		return s.client
+	}
+	return h.Type == wire.TypeClose && s.sec.hsRead == nil
+}
+
+// openInitialLevel opens a packet b under the Initial keys k: in place,
+// as Keys.Open does, and for an Initial with its token (in the clear) as
+// associated data too. It returns the whole plaintext body, the token
+// included.
+func openInitialLevel(k *seal.Keys, h *wire.Header, b []byte, control bool) ([]byte, error) {
+	ad := wire.HeaderLen
+	if h.Type == wire.TypeInitial {
+		_, clear, err := wire.ParseInitialToken(b[wire.HeaderLen:], len(b))
+		if err != nil {
+			return nil, seal.ErrAuth // its lengths are authenticated: a bad one is damage
+		}
+		ad += clear
+	}
+	pt, err := k.Open(b, ad, uint64(h.PN), control)
+	if err != nil {
+		return nil, err
+	}
+	return b[wire.HeaderLen : ad+len(pt)], nil
+}
+
+// plaintextProbe reports whether an unprotected Initial body (of a
+// datagram of size bytes) is a plaintext client's: well formed, and with
+// no ClientHello, which every TLS client's first Initial carries (sealed).
+func plaintextProbe(body []byte, size int) bool {
+	var in wire.Initial
+	return wire.ParseInitial(body, size, &in) == nil && in.CryptoOffset == 0 && len(in.Crypto) == 0
 }
 
 // openOtherPhase opens a packet of the key phase that is not current:

@@ -40,19 +40,15 @@ func TestTLSHandshakeAndProtectedStream(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "update marker", string(u.Payload))
 
-	// On the wire: every packet after the handshake is protected, and no
-	// plaintext leaks.
+	// On the wire: every packet is protected (the handshake's first under
+	// the Initial keys, TestTLSFirstFlightsSealed), and no plaintext leaks.
 	for _, sent := range p.Sent {
 		d := sent.B
 		require.NotContains(t, string(d), "plaintext marker")
 		require.NotContains(t, string(d), "update marker")
 		h, _, err := wire.ParseHeader(d)
 		require.NoError(t, err)
-		switch h.Type {
-		case wire.TypeInitial, wire.TypeCrypto:
-		default:
-			require.NotZero(t, h.Flags&wire.FlagProtected, "%v packet in the clear", h.Type)
-		}
+		require.NotZero(t, h.Flags&wire.FlagProtected, "%v packet in the clear", h.Type)
 	}
 	require.Zero(t, p.Cli.Stats(p.Now).Unauthenticated+p.Srv.Stats(p.Now).Unauthenticated)
 }
@@ -207,25 +203,35 @@ func TestTLSRetryResetsBackoff(t *testing.T) {
 	p := NewPair(t, secure(t), secure(t), Link{Delay: 10 * time.Millisecond})
 	var sent []clock.Mono // the client's Initials that carry the token
 	p.Filter = func(from *Session, d []byte) bool {
-		h, body, _ := wire.ParseHeader(d)
+		h, _, _ := wire.ParseHeader(d)
 		if from != p.Cli || h.Type != wire.TypeInitial {
 			return true
 		}
-		var in wire.Initial
-		require.NoError(t, wire.ParseInitial(body, len(d), &in))
-		if len(in.Token) > 0 {
+		if in := openedInitial(t, d); len(in.Token) > 0 {
 			sent = append(sent, p.Now)
 		}
 		return false // every Initial lost: the server never hears one
 	}
 	p.Run(2 * time.Second) // three flights, the timer backed off to 2 s
 	require.Empty(t, sent)
-	retry := wire.AppendRetry(wire.AppendHeader(nil, wire.Header{Type: wire.TypeRetry, ConnID: pairConnID, Timestamp: p.Wall(p.Cli)}),
-		&wire.Retry{Token: []byte("a token")})
+	retry := AppendRetry(nil, pairConnID, p.Wall(p.Cli), []byte("a token"))
 	p.Inject(p.Cli, retry)
 	p.Run(time.Second)
 	require.GreaterOrEqual(t, len(sent), 4, "the Initial with the token, at once and again") // two datagrams each
 	require.Less(t, sent[2].Sub(sent[0]), 500*time.Millisecond, "resent %v after the first", sent[2].Sub(sent[0]))
+}
+
+// openedInitial opens a sealed Initial datagram d, as a listener does
+// (OpenInitial), and decodes it.
+func openedInitial(t testing.TB, d []byte) wire.Initial {
+	t.Helper()
+	h, _, err := wire.ParseHeader(d)
+	require.NoError(t, err)
+	body, err := OpenInitial(nil, &h, d)
+	require.NoError(t, err)
+	var in wire.Initial
+	require.NoError(t, wire.ParseInitial(body, len(d), &in))
+	return in
 }
 
 // The client's handshake timer: 250 ms, doubled per expiry, bounded by

@@ -9,6 +9,7 @@ import (
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/pacer"
 	"github.com/fresh-udp/fresh/internal/recovery"
+	"github.com/fresh-udp/fresh/internal/seal"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -351,6 +352,13 @@ func (s *Session) HandleFrom(now clock.Mono, wallUS int64, b []byte, from Path, 
 	}
 	if from == PathOther && !probing(h.Type) && s.mig.p != nil && s.mig.p.suspect(now, addr) {
 		return s.refuse(now, addr, len(b))
+	}
+	if h.Type == wire.TypeRetry && !seal.RetryTagValid(b) {
+		// Its integrity tag (RFC 9001 §5.8), checked in either mode (a
+		// listener does not know the client's): a corrupted Retry is
+		// dropped as a lost one, and the Initial goes again.
+		s.st.Unauthenticated++
+		return Dropped
 	}
 	highest := false
 	if s.sec != nil && s.state != stateClosed {

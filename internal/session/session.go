@@ -106,6 +106,7 @@ type Session struct {
 	closeReason   []byte // the CLOSE's reason (CloseWithError)
 	peerClean     bool   // the peer closed with closeNormal
 	peerApp       bool   // the peer's application closed (ApplicationError): its stream is aborted
+	beyondRetry   bool   // client: something other than a Retry came from the server (HandshakeHeard)
 	rst           resetState
 
 	mig    migration   // the peer's addresses (migrate.go)
@@ -221,7 +222,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		validated: cfg.AddressValidated,
 	}
 	if cfg.TLS != nil {
-		if s.sec, err = newSecurity(&s.cfg, client); err != nil {
+		if s.sec, err = newSecurity(&s.cfg, connID, client); err != nil {
 			return nil, err
 		}
 		s.drainTLS() // the client's ClientHello
@@ -369,11 +370,12 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	}
 	s.lastHeard = now
 	s.st.PacketsReceived++
+	s.beyondRetry = s.beyondRetry || h.Type != wire.TypeRetry
 	if s.vn != nil {
 		s.vnAnswered()
 	}
 	s.st.BytesReceived += int64(size)
-	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry && h.Epoch != wire.EpochEarly {
+	if !s.client && h.Type != wire.TypeInitial && h.Type != wire.TypeRetry && h.Epoch != wire.EpochEarly && h.Epoch != wire.EpochInitial {
 		// The client answered us, so it receives at its address. With
 		// TLS only authenticated packets get here, and the client can
 		// only protect one after reading our ServerHello: a proof (RFC
@@ -381,7 +383,9 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		// who forged the Initial chose the connection ID and can forge
 		// this packet too — which is why Retry is on by default. A 0-RTT
 		// packet proves nothing: it goes before our ServerHello, and
-		// anyone can replay it from any address (RFC 9001 §9.2).
+		// anyone can replay it from any address (RFC 9001 §9.2); nor
+		// does one under the Initial keys, which the connection ID
+		// alone gives.
 		s.validated = true
 	}
 	switch h.Type {
@@ -413,11 +417,11 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.st.Malformed++
 			return
 		}
-		level := levelInitial
-		switch {
-		case h.Epoch == wire.EpochHandshake:
+		level := levelInitial // EpochInitial (0-RTT packets carry no Crypto: earlyAcceptable)
+		switch h.Epoch {
+		case wire.EpochHandshake:
 			level = levelHandshake
-		case h.Epoch >= wire.EpochApp0:
+		case wire.EpochApp0, wire.EpochApp1:
 			level = levelApp
 		}
 		repeat := s.onCrypto(level, c.Offset, c.Data)
@@ -526,6 +530,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			s.err = fmt.Errorf("%w: %w", ErrPeerClosed, ErrStreamAborted)
 		case closeNoTLS:
 			s.err = fmt.Errorf("%w: %w: one end runs with TLS, the other without (Insecure); both must do the same", ErrPeerClosed, ErrHandshake)
+		case closeInvalidToken:
+			s.err = fmt.Errorf("%w: %w: %w (%s): a client takes one Retry per connection, so this handshake is over; dial again", ErrPeerClosed, ErrHandshake, ErrInvalidToken, peerText(string(c.Reason)))
 		default:
 			if c.Code >= closeApplication {
 				s.err, s.peerApp = peerApplicationError(&c), true
@@ -852,6 +858,29 @@ func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 	case kindCommit:
 		s.commitLost(p.Offset)
 	}
+}
+
+// handshakeSilence is why a client's handshake ends at its idle timeout
+// (now): nothing came from the server for IdleTimeout, and what came
+// before says where to look.
+func (s *Session) handshakeSilence(now clock.Mono) error {
+	return fmt.Errorf("%w: %s (IdleTimeout %v)", ErrHandshake, s.HandshakeHeard(now), s.cfg.IdleTimeout)
+}
+
+// HandshakeHeard says what a client in its handshake has heard from the
+// server by now, for an error that ends the handshake (its idle timeout,
+// or a Dial's deadline, which would otherwise name only the deadline):
+// nothing at all, a Retry and then nothing, or silence since the
+// server's last datagram.
+func (s *Session) HandshakeHeard(now clock.Mono) string {
+	quiet := now.Sub(s.lastHeard).Round(time.Millisecond)
+	switch {
+	case s.st.PacketsReceived == 0:
+		return fmt.Sprintf("no answer from the server in %v: is it running at that address, and does the path carry UDP both ways?", quiet)
+	case s.retried && !s.beyondRetry:
+		return fmt.Sprintf("the server answered with a Retry, then nothing for %v: every Initial carrying its token was lost, or a server that does not say so (an older one) refused the token (expired, or from another address)", quiet)
+	}
+	return fmt.Sprintf("nothing from the server for %v, in the middle of the handshake (%d datagrams from it before)", quiet, s.st.PacketsReceived)
 }
 
 // fail closes the session with err and tells the peer why.
@@ -1208,7 +1237,7 @@ func (s *Session) Timeout(now clock.Mono) {
 	}
 	if !now.Before(s.lastHeard.Add(s.cfg.IdleTimeout)) {
 		if s.client && s.state == stateHandshake {
-			s.fail(ErrHandshake, closeIdle)
+			s.fail(s.handshakeSilence(now), closeIdle)
 		} else {
 			s.fail(ErrIdleTimeout, closeIdle)
 		}

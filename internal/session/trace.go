@@ -108,6 +108,8 @@ func (s *Session) tracePacketType(t wire.Type, epoch uint8) string {
 		return "version_negotiation"
 	}
 	switch epoch {
+	case wire.EpochInitial:
+		return "initial"
 	case wire.EpochHandshake:
 		return "handshake"
 	case wire.EpochEarly:
@@ -118,7 +120,7 @@ func (s *Session) tracePacketType(t wire.Type, epoch uint8) string {
 	if s.sec == nil {
 		return "1RTT"
 	}
-	return "initial" // unprotected with TLS: the handshake's Initial level
+	return "initial" // unprotected with TLS: a Close to a plaintext peer
 }
 
 // traceFrame describes the one frame of a plaintext datagram.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,10 +35,10 @@ func TestVersionNegotiationWaitsForTheServer(t *testing.T) {
 	at := clock.Mono(10 * time.Millisecond)
 
 	s := client()
-	require.True(t, s.Handle(at, 1, vnFor(5, 3, 4)))
+	require.True(t, s.Handle(at, 1, vnFor(5, wire.Version+1, wire.Version+2)))
 	require.False(t, s.Closed(), "not at once: a forged one may have raced the server's answer")
 	require.Equal(t, at.Add(versionGrace), s.vnDeadline())
-	require.True(t, s.Handle(at.Add(time.Millisecond), 1, vnFor(5, 3)), "another, for the Initial resent")
+	require.True(t, s.Handle(at.Add(time.Millisecond), 1, vnFor(5, wire.Version+1)), "another, for the Initial resent")
 	require.Equal(t, at.Add(versionGrace), s.vnDeadline(), "the first one's deadline")
 	for now := at; s.NextTimeout(now) < at.Add(versionGrace); now = s.NextTimeout(now) {
 		s.Timeout(s.NextTimeout(now)) // the Initial resent meanwhile
@@ -53,19 +54,19 @@ func TestVersionNegotiationWaitsForTheServer(t *testing.T) {
 	require.True(t, s.Closed())
 	require.ErrorIs(t, s.Err(), ErrVersion)
 	require.ErrorIs(t, s.Err(), ErrHandshake)
-	require.ErrorContains(t, s.Err(), "it speaks versions [3 4], this end speaks 2; upgrade the older end")
+	require.ErrorContains(t, s.Err(), fmt.Sprintf("it speaks versions [%d %d], this end speaks %d; upgrade the older end", wire.Version+1, wire.Version+2, wire.Version))
 
 	// The server answers within the grace: the VersionNegotiation was
 	// not its own.
 	s = client()
-	require.True(t, s.Handle(at, 1, vnFor(5, 3)))
+	require.True(t, s.Handle(at, 1, vnFor(5, wire.Version+1)))
 	accept := wire.AppendAccept(wire.AppendHeader(nil, wire.Header{Type: wire.TypeAccept, ConnID: 5}), &wire.Accept{ServerConnID: 77})
 	require.True(t, s.Handle(at.Add(20*time.Millisecond), 1, accept))
 	require.Equal(t, int64(1), s.Stats(at).VersionNegotiationsIgnored)
 	s.Timeout(at.Add(versionGrace))
 	require.False(t, s.Closed())
 	// After the server answered, another ends nothing either.
-	require.False(t, s.Handle(at.Add(versionGrace), 2, vnFor(5, 3)))
+	require.False(t, s.Handle(at.Add(versionGrace), 2, vnFor(5, wire.Version+1)))
 	require.False(t, s.Closed())
 	require.Equal(t, int64(2), s.Stats(at).VersionNegotiationsIgnored)
 	require.Zero(t, s.Stats(at).Malformed)
@@ -73,12 +74,12 @@ func TestVersionNegotiationWaitsForTheServer(t *testing.T) {
 	// Not VersionNegotiations for this session: counted as malformed.
 	s = client()
 	require.False(t, s.Handle(at, 1, vnFor(5, wire.Version)), "lists our version")
-	require.False(t, s.Handle(at, 1, vnFor(6, 3)), "another connection's")
+	require.False(t, s.Handle(at, 1, vnFor(6, wire.Version+1)), "another connection's")
 	require.Zero(t, s.vnDeadline(), "no deadline armed")
 	require.Equal(t, int64(2), s.Stats(at).Malformed)
 	srv, err := New(Config{}, 5, false, 0)
 	require.NoError(t, err)
-	require.False(t, srv.Handle(1, 1, vnFor(5, 3)), "a server never takes one")
+	require.False(t, srv.Handle(1, 1, vnFor(5, wire.Version+1)), "a server never takes one")
 	require.False(t, srv.Closed())
 }
 
@@ -170,7 +171,7 @@ func TestPeerVersionInformationChecked(t *testing.T) {
 	require.NoError(t, err)
 	srv, err := New(Config{}, 5, false, 0)
 	require.NoError(t, err)
-	other := peerParams{hasVersions: true, versions: versionInfo{chosen: 3, n: 2, available: [wire.MaxVersions]uint8{3, 2}}}
+	other := peerParams{hasVersions: true, versions: versionInfo{chosen: wire.Version + 1, n: 2, available: [wire.MaxVersions]uint8{wire.Version + 1, wire.Version}}}
 	require.ErrorIs(t, cli.onPeerParams(other.append()), ErrVersionDowngrade)
 	require.ErrorIs(t, srv.onPeerParams(other.append()), ErrVersionDowngrade)
 	require.NoError(t, cli.onPeerParams(bytes.Clone(transportParams)))

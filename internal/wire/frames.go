@@ -222,16 +222,25 @@ func ParseAck(body []byte, a *Ack) error {
 
 // Initial opens a connection (type Initial):
 //
-//	options (32) | token length (16) | token | crypto offset (32)
+//	token length (16) | token | options (32) | crypto offset (32)
 //	| crypto length (16) | crypto bytes | zero padding
 //
 // padded with zeros to at least MinInitialSize bytes in all (more is
-// allowed, as QUIC pads to the path MTU). Options is 0 in versions 1 and 2. Token
-// is the address-validation token of a Retry the client received (empty
-// on its first Initial), echoed so the server can tell the client really
-// receives at its source address (RFC 9000 §8.1.2); it is at most
-// MaxTokenLen bytes. Crypto carries the handshake's CRYPTO data from
-// CryptoOffset in the handshake stream (RFC 9000 §19.6).
+// allowed, as QUIC pads to the path MTU), the AEAD tag of a sealed one
+// included: its plaintext is padded to MinInitialSize − ProtectedOverhead
+// (AppendSealedInitial). Token is the address-validation token of a
+// Retry the client received (empty on its first Initial), echoed so the
+// server can tell the client really receives at its source address (RFC
+// 9000 §8.1.2); it is at most MaxTokenLen bytes. Options is 0 in versions
+// 1 to 3. Crypto carries the handshake's CRYPTO data from CryptoOffset in
+// the handshake stream (RFC 9000 §19.6).
+//
+// The token comes first (version 3; it followed the options before): a
+// sealed Initial keeps it and its length in the clear, after the header
+// and authenticated with it as associated data, and seals the rest, as
+// QUIC's long header carries its token (RFC 9000 §17.2.2). A listener
+// thus reads the token (ParseInitialToken) and answers an Initial without
+// one with a Retry before it derives any key.
 type Initial struct {
 	Options      uint32
 	Token        []byte // aliases the datagram
@@ -244,12 +253,16 @@ type Initial struct {
 // smaller than the Initial it answers.
 const MaxTokenLen = 255
 
-// initialFixedLen is an Initial body's fixed fields: options, token length,
-// crypto offset and crypto length.
-const initialFixedLen = 4 + 2 + 4 + 2
+// initialFixedLen is an Initial body's fixed fields: token length,
+// options, crypto offset and crypto length.
+const initialFixedLen = 2 + 4 + 4 + 2
 
 // MaxCryptoOffset bounds an Initial's crypto offset (a 32-bit field).
 const MaxCryptoOffset = 1<<32 - 1
+
+// InitialClearLen is how many bytes of the body of an Initial carrying
+// token stay in the clear when it is sealed: the token and its length.
+func InitialClearLen(token []byte) int { return 2 + len(token) }
 
 // AppendInitial appends the Initial body, padding the datagram that starts
 // at b[0] (the header must already be in b) to MinInitialSize. The caller
@@ -257,16 +270,44 @@ const MaxCryptoOffset = 1<<32 - 1
 // len(Crypto) ≤ 65535; outside those the encoding is one ParseInitial
 // rejects.
 func AppendInitial(b []byte, in Initial) []byte {
-	b = binary.BigEndian.AppendUint32(b, in.Options)
+	return appendInitial(b, in, MinInitialSize)
+}
+
+// AppendSealedInitial is AppendInitial for an Initial to be sealed:
+// padded to MinInitialSize less the AEAD tag, which sealing appends, so
+// that the datagram is MinInitialSize bytes, not more (a path need carry
+// no larger one).
+func AppendSealedInitial(b []byte, in Initial) []byte {
+	return appendInitial(b, in, MinInitialSize-ProtectedOverhead)
+}
+
+func appendInitial(b []byte, in Initial, size int) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(in.Token)))
 	b = append(b, in.Token...)
+	b = binary.BigEndian.AppendUint32(b, in.Options)
 	b = binary.BigEndian.AppendUint32(b, uint32(in.CryptoOffset))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(in.Crypto)))
 	b = append(b, in.Crypto...)
-	for len(b) < MinInitialSize {
+	for len(b) < size {
 		b = append(b, 0)
 	}
 	return b
+}
+
+// ParseInitialToken reads the token of an Initial body, sealed or not (it
+// is in the clear either way), and returns it with the length of the
+// clear part (InitialClearLen). datagram is the whole datagram's length,
+// which must be at least MinInitialSize (ErrShort); a token longer than
+// MaxTokenLen or past the body is ErrLength. An empty token is nil.
+func ParseInitialToken(body []byte, datagram int) (token []byte, clear int, err error) {
+	if datagram < MinInitialSize || len(body) < 2 {
+		return nil, 0, ErrShort
+	}
+	n := int(binary.BigEndian.Uint16(body))
+	if n > MaxTokenLen || len(body) < 2+n {
+		return nil, 0, ErrLength
+	}
+	return nilIfEmpty(body[2 : 2+n]), 2 + n, nil
 }
 
 // ParseInitial decodes an Initial body; datagram is its whole length, which
@@ -278,23 +319,26 @@ func ParseInitial(body []byte, datagram int, in *Initial) error {
 	if datagram < MinInitialSize || len(body) < initialFixedLen {
 		return ErrShort
 	}
-	in.Options = binary.BigEndian.Uint32(body)
+	tok, n, err := ParseInitialToken(body, datagram)
+	if err != nil {
+		return err
+	}
+	if len(body) < initialFixedLen+n-2 {
+		return ErrLength
+	}
+	in.Token = tok
+	p := body[n:]
+	in.Options = binary.BigEndian.Uint32(p)
 	if in.Options != 0 {
 		return ErrReserved
 	}
-	n := int(binary.BigEndian.Uint16(body[4:]))
-	if n > MaxTokenLen || len(body) < initialFixedLen+n {
+	in.CryptoOffset = int64(binary.BigEndian.Uint32(p[4:]))
+	m := int(binary.BigEndian.Uint16(p[8:]))
+	if len(p) < 10+m {
 		return ErrLength
 	}
-	in.Token = nilIfEmpty(body[6 : 6+n])
-	p := body[6+n:]
-	in.CryptoOffset = int64(binary.BigEndian.Uint32(p))
-	m := int(binary.BigEndian.Uint16(p[4:]))
-	if len(p) < 6+m {
-		return ErrLength
-	}
-	in.Crypto = nilIfEmpty(p[6 : 6+m])
-	for _, c := range p[6+m:] {
+	in.Crypto = nilIfEmpty(p[10 : 10+m])
+	for _, c := range p[10+m:] {
 		if c != 0 {
 			return ErrReserved
 		}
@@ -312,32 +356,44 @@ func nilIfEmpty(b []byte) []byte {
 }
 
 // Retry answers an Initial that carried no valid token (type Retry, server
-// → client): token length (16) | token. The client sends its Initial again
-// at once with the token in it (RFC 9000 §8.1.2, §17.2.5). The token is 1
-// to MaxTokenLen bytes: an empty one could validate nothing, so it is
-// ErrLength. A Retry carries no padding: it is always far smaller than the
-// Initial it answers, so it amplifies nothing.
+// → client): token length (16) | token | integrity tag (128). The client
+// sends its Initial again at once with the token in it (RFC 9000 §8.1.2,
+// §17.2.5). The token is 1 to MaxTokenLen bytes: an empty one could
+// validate nothing, so it is ErrLength. The tag (version 3) is RFC 9001
+// §5.8's Retry integrity tag, over the whole datagram before it
+// (internal/seal: AppendRetryTag, RetryTagValid): a client drops a Retry
+// whose tag fails. A Retry carries no padding: it is always far smaller
+// than the Initial it answers, so it amplifies nothing.
 type Retry struct {
 	Token []byte // aliases the datagram
+	Tag   []byte // aliases the datagram; RetryTagLen bytes once parsed
 }
 
-// AppendRetry appends r's body to b. The caller keeps 1 ≤ len(r.Token) ≤
+// RetryTagLen is the length of a Retry's integrity tag.
+const RetryTagLen = 16
+
+// AppendRetry appends r's body to b: the token, then r.Tag as it is. A
+// sender leaves Tag empty and appends the tag computed over the whole
+// datagram (seal.AppendRetryTag). The caller keeps 1 ≤ len(r.Token) ≤
 // MaxTokenLen.
 func AppendRetry(b []byte, r *Retry) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(r.Token)))
-	return append(b, r.Token...)
+	b = append(b, r.Token...)
+	return append(b, r.Tag...)
 }
 
-// ParseRetry decodes a Retry body into r.
+// ParseRetry decodes a Retry body into r. It checks the lengths, not the
+// tag (the caller checks that against the whole datagram).
 func ParseRetry(body []byte, r *Retry) error {
-	if len(body) < 2 {
+	if len(body) < 2+RetryTagLen {
 		return ErrShort
 	}
 	n := int(binary.BigEndian.Uint16(body))
-	if n == 0 || n > MaxTokenLen || len(body) != 2+n {
+	if n == 0 || n > MaxTokenLen || len(body) != 2+n+RetryTagLen {
 		return ErrLength
 	}
-	r.Token = body[2:]
+	r.Token = body[2 : 2+n]
+	r.Tag = body[2+n:]
 	return nil
 }
 
@@ -427,8 +483,9 @@ func ParsePMTUProbe(body []byte) error {
 
 // Crypto carries TLS handshake bytes (type Crypto), RFC 9000 §19.6's
 // CRYPTO frame: offset (32) | length (16) | data. The TLS encryption level
-// is the packet's epoch: unprotected for the Initial level (the server's
-// ServerHello; the client's goes in its Initial), EpochHandshake for the
+// is the packet's epoch: EpochInitial for the Initial level (the server's
+// ServerHello; the client's goes in its Initial; unprotected in the
+// plaintext mode, which sends none), EpochHandshake for the
 // Handshake level, an application epoch for post-handshake messages
 // (session tickets). Offsets count per level from 0.
 type Crypto struct {

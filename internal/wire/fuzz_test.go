@@ -147,10 +147,19 @@ func FuzzParseInitial(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		// As an endpoint calls it: the datagram is the header plus body.
 		var in Initial
+		tok, clear, tokErr := ParseInitialToken(body, HeaderLen+len(body))
 		if err := ParseInitial(body, HeaderLen+len(body), &in); err != nil {
 			requireSentinel(t, err)
+			if tokErr != nil {
+				requireSentinel(t, tokErr)
+			}
 			return
 		}
+		// The token a listener reads alone (from a sealed Initial) is the
+		// one the whole decode finds.
+		require.NoError(t, tokErr)
+		require.Equal(t, in.Token, tok)
+		require.Equal(t, InitialClearLen(tok), clear)
 		enc := AppendInitial(make([]byte, HeaderLen), in)[HeaderLen:]
 		requireInitial(t, body, enc)
 		require.LessOrEqual(t, len(in.Token), MaxTokenLen)
@@ -168,7 +177,9 @@ func FuzzParseRetry(f *testing.F) {
 		require.Equal(t, body, AppendRetry(nil, &r))
 		require.NotEmpty(t, r.Token)
 		require.LessOrEqual(t, len(r.Token), MaxTokenLen)
-		requireAlias(t, body, 2, r.Token)
+		require.Len(t, r.Tag, RetryTagLen)
+		requireAlias(t, body[:len(body)-RetryTagLen], 2, r.Token)
+		requireAlias(t, body, len(body)-RetryTagLen, r.Tag)
 	})
 }
 
@@ -315,7 +326,8 @@ func FuzzDatagram(f *testing.F) {
 		case *Crypto:
 			requireAlias(t, dg, HeaderLen+CryptoOverhead, fr.Data)
 		case *Retry:
-			requireAlias(t, dg, HeaderLen+2, fr.Token)
+			requireAlias(t, dg[:len(dg)-RetryTagLen], HeaderLen+2, fr.Token)
+			requireAlias(t, dg, len(dg)-RetryTagLen, fr.Tag)
 		}
 		require.Equal(t, dg, enc)
 	})

@@ -12,6 +12,27 @@ import "encoding/binary"
 //   - 1: the first format.
 //   - 2: the server chooses the connection ID it is addressed by (carried in
 //     the Accept, see ParseAccept); version negotiation.
+//   - 3: the handshake's first datagrams are integrity-protected, as QUIC's
+//     Initial packets are (RFC 9001 §5.2, §5.8): the client's Initials, the
+//     server's Crypto frames before its handshake keys (the ServerHello)
+//     and a Close before either end has those are sealed under Initial
+//     keys derived from the client's connection ID and a salt of this
+//     version (epoch EpochInitial, internal/seal's NewInitial), and a
+//     Retry ends with an integrity tag over the whole datagram. A flipped
+//     bit in any of them fails the AEAD and the datagram is dropped like a
+//     lost one, where in version 2 a corrupted ServerHello handed the
+//     client wrong keys and the handshake hung until its timeout. The
+//     plaintext mode (no TLS) stays unprotected: its Initials go unsealed
+//     (only a Retry's tag is checked, in either mode), which is why the
+//     simulator, whose sessions run it, refuses a corrupting path.
+//     No transition: a version 3 end speaks version 3 alone. Speaking
+//     version 2 beside it would keep the unprotected first flights for
+//     every peer still on it and two handshake formats in every end, for
+//     deployments (a monitor and its devices) that upgrade as a fleet
+//     anyway. A version 2 end and a version 3 end refuse each other by
+//     version negotiation within a second, both naming the two versions
+//     ("upgrade the older end"): upgrade the monitor and its devices
+//     together.
 
 // Versions is every version this package speaks, in order of preference
 // (the first is Version, the one it sends): what a VersionNegotiation and

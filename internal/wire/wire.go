@@ -1,4 +1,4 @@
-// Package wire is fresh's on-the-wire format, version 2: one fixed header on
+// Package wire is fresh's on-the-wire format, version 3: one fixed header on
 // every datagram and one frame type per datagram. Encoders append to a
 // caller's buffer; decoders read into caller-owned structs, alias the input
 // for payloads, never panic and never allocate, whatever the input.
@@ -14,7 +14,7 @@
 //		|     packet number (64)      |  sender timestamp µs (64)   |
 //		+-----------------------------+-----------------------------+
 //
-//	  - ver: 2 (see version.go for the history and the invariants every
+//	  - ver: 3 (see version.go for the history and the invariants every
 //	    version keeps). A receiver drops other versions; a server answers
 //	    an Initial-sized datagram of another version with a
 //	    VersionNegotiation (version 0) listing the versions it speaks.
@@ -24,15 +24,22 @@
 //	    below and this 28-byte header as associated data (package
 //	    internal/seal), so the header is authenticated though readable.
 //	    Every bit a frame type does not define (bit 0 off Data and Ack,
-//	    bits 1–6) must be 0; Initial, Retry and StatelessReset are never
-//	    protected.
+//	    bits 1–6) must be 0. Retry and StatelessReset are never
+//	    protected: a Retry ends with its own integrity tag instead (see
+//	    Retry), a StatelessReset's token is its proof.
 //	  - epoch: which keys protect the body: 0 on an unprotected packet;
+//	    EpochInitial (5) for the handshake's first datagrams under the
+//	    Initial keys, derived from the client's connection ID (RFC 9001
+//	    §5.2): the client's Initials, the server's Crypto frames before
+//	    its handshake keys (the ServerHello), and a Close sent before
+//	    either has those — only these three types, and an Initial only
+//	    under them (or unprotected, in the plaintext mode);
 //	    EpochHandshake (1) for the TLS handshake's encrypted messages;
 //	    EpochApp0 and EpochApp1 (2, 3) for everything after it, the two
 //	    key phases of RFC 9001 §6's key update; EpochEarly (4) for a
 //	    client's 0-RTT packets, under the keys of TLS's early traffic
 //	    secret (RFC 9001 §5.1, RFC 8446 §7.1), sent with its first flight
-//	    when it resumes a session. 5–255 are reserved.
+//	    when it resumes a session. 6–255 are reserved.
 //	  - connection ID: the receiver's ID for the connection, by which it
 //	    demultiplexes. The client chooses one in its Initial; the server
 //	    answers to it for the whole connection. The server chooses its
@@ -57,7 +64,7 @@ import (
 )
 
 // Version is the protocol version this package speaks.
-const Version = 2
+const Version = 3
 
 // HeaderLen is the fixed header length in bytes.
 const HeaderLen = 28
@@ -148,6 +155,7 @@ const (
 	EpochApp0      uint8 = 2 // application keys, key phase 0
 	EpochApp1      uint8 = 3 // application keys, key phase 1
 	EpochEarly     uint8 = 4 // 0-RTT keys (a client's early data, RFC 9001 §4.6)
+	EpochInitial   uint8 = 5 // Initial keys, from the client's connection ID (RFC 9001 §5.2)
 )
 
 // Decoding errors. Every malformed datagram maps to one of them, so an
@@ -187,23 +195,39 @@ func AppendHeader(b []byte, h Header) []byte {
 
 // allowedFlags is the set of flag bits this version defines for frame type t.
 // Bit 0 means something only on Data (FIN) and Ack (Synced); every type
-// but Initial, Retry and StatelessReset may be protected.
+// but Retry and StatelessReset may be protected.
 func allowedFlags(t Type) uint8 {
 	switch t {
 	case TypeData:
 		return FlagFIN | FlagProtected
 	case TypeAck:
 		return FlagSynced | FlagProtected
-	case TypeInitial, TypeRetry, TypeStatelessReset:
+	case TypeRetry, TypeStatelessReset:
 		return 0
 	}
 	return FlagProtected
 }
 
+// epochAllowed reports whether a protected packet of type t may be under
+// keys of epoch e: the Initial keys protect only the handshake's first
+// datagrams (Initial, the ServerHello's Crypto, a Close before handshake
+// keys), and an Initial is never under other keys.
+func epochAllowed(t Type, e uint8) bool {
+	switch {
+	case e == EpochNone || e > EpochInitial:
+		return false
+	case e == EpochInitial:
+		return t == TypeInitial || t == TypeCrypto || t == TypeClose
+	}
+	return t != TypeInitial
+}
+
 // ParseHeader decodes the header of datagram b and returns the body (the
 // ciphertext, for a protected packet). It rejects another version with
-// ErrVersion, the type VersionNegotiation with ErrType, and any flag bit the frame type does not
-// define, or an epoch that disagrees with FlagProtected, with ErrReserved.
+// ErrVersion, the type VersionNegotiation with ErrType, and any flag bit
+// the frame type does not define, an epoch that disagrees with
+// FlagProtected, or one the frame type is never protected under, with
+// ErrReserved.
 func ParseHeader(b []byte) (Header, []byte, error) {
 	var h Header
 	if len(b) < HeaderLen {
@@ -222,7 +246,7 @@ func ParseHeader(b []byte) (Header, []byte, error) {
 		return h, nil, ErrReserved
 	}
 	protected := h.Flags&FlagProtected != 0
-	if protected != (h.Epoch != EpochNone) || h.Epoch > EpochEarly {
+	if protected != (h.Epoch != EpochNone) || (protected && !epochAllowed(h.Type, h.Epoch)) {
 		return h, nil, ErrReserved
 	}
 	h.ConnID = binary.BigEndian.Uint64(b[4:])

@@ -221,8 +221,8 @@ func validDatagrams() []datagramCase {
 		{"initial max token, max offset", hdr(TypeInitial, 0), Initial{Token: token, CryptoOffset: MaxCryptoOffset, Crypto: []byte{1}}},
 		{"initial fills the minimum exactly", hdr(TypeInitial, 0), Initial{Token: []byte{9}, Crypto: bytes.Repeat([]byte{3}, MinInitialSize-HeaderLen-initialFixedLen-1)}},
 		{"initial longer than the minimum", hdr(TypeInitial, 0), Initial{Token: token, Crypto: bytes.Repeat([]byte{4}, 2000)}},
-		{"retry", hdr(TypeRetry, 0), &Retry{Token: []byte{1}}},
-		{"retry max token", Header{Type: TypeRetry, ConnID: math.MaxUint64}, &Retry{Token: token}},
+		{"retry", hdr(TypeRetry, 0), &Retry{Token: []byte{1}, Tag: retryTag}},
+		{"retry max token", Header{Type: TypeRetry, ConnID: math.MaxUint64}, &Retry{Token: token, Tag: retryTag}},
 		{"accept", hdr(TypeAccept, 0), &Accept{ServerConnID: 0x07aa000011223344}},
 		{"accept keeps the client's ID", hdr(TypeAccept, 0), &Accept{}},
 		{"stateless reset", Header{Type: TypeStatelessReset, ConnID: 0x0123456789abcdef}, &StatelessReset{Token: [16]byte{1, 2, 3, 14: 0xfe, 15: 0xff}}},
@@ -271,8 +271,15 @@ func validDatagrams() []datagramCase {
 		{"protected ack phase 1", Header{Type: TypeAck, Flags: FlagProtected | FlagSynced, Epoch: EpochApp1, PN: 7}, rawBody("ciphertext and tag")},
 		{"protected crypto handshake", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochHandshake}, rawBody("ciphertext and tag")},
 		{"protected update 0-RTT", Header{Type: TypeUpdate, Flags: FlagProtected, Epoch: EpochEarly, PN: 1}, rawBody("ciphertext and tag")},
+		{"protected initial", Header{Type: TypeInitial, Flags: FlagProtected, Epoch: EpochInitial, ConnID: 9, PN: 1}, rawBody(bytes.Repeat([]byte("ciphertext"), 118))},
+		{"protected crypto initial (a ServerHello)", Header{Type: TypeCrypto, Flags: FlagProtected, Epoch: EpochInitial, PN: 2}, rawBody("ciphertext and tag")},
+		{"protected close initial", Header{Type: TypeClose, Flags: FlagProtected, Epoch: EpochInitial}, rawBody("ciphertext and tag")},
 	}
 }
+
+// retryTag stands for a Retry's integrity tag (the codec does not check
+// it: the session does, internal/seal).
+var retryTag = bytes.Repeat([]byte{0x7e}, RetryTagLen)
 
 func TestRoundTrip(t *testing.T) {
 	for _, tc := range validDatagrams() {
@@ -319,7 +326,7 @@ func bodyMin(t Type) int {
 	case TypeCrypto:
 		return CryptoOverhead
 	case TypeRetry:
-		return 2
+		return 2 + RetryTagLen
 	case TypeAccept:
 		return AcceptLen
 	case TypeStatelessReset:
@@ -424,7 +431,7 @@ func rejectedDatagrams() []rejectCase {
 	closeDG := appendDatagram(nil, h(TypeClose), &Close{Reason: []byte("bye")})
 	initial := appendDatagram(nil, h(TypeInitial), Initial{})
 	initialTok := appendDatagram(nil, h(TypeInitial), Initial{Token: []byte("tok"), CryptoOffset: 1, Crypto: []byte("hello")})
-	retry := appendDatagram(nil, h(TypeRetry), &Retry{Token: []byte("tok")})
+	retry := appendDatagram(nil, h(TypeRetry), &Retry{Token: []byte("tok"), Tag: retryTag})
 	ping := appendDatagram(nil, h(TypePing), nil)
 	reset := appendDatagram(nil, Header{Type: TypeStatelessReset}, &StatelessReset{Token: [16]byte{9}})
 	commit := appendDatagram(nil, h(TypeCommit), &Commit{Offset: 4096})
@@ -444,11 +451,12 @@ func rejectedDatagrams() []rejectCase {
 		{"empty", nil, ErrShort},
 		{"version 0", set(ping, 0, 0), ErrVersion},
 		{"version 1", set(ping, 0, 1), ErrVersion},
-		{"version 3", set(ping, 0, 3), ErrVersion},
+		{"version 2", set(ping, 0, 2), ErrVersion},
+		{"version 4", set(ping, 0, 4), ErrVersion},
 		{"version 255", set(ping, 0, 0xff), ErrVersion},
 		{"version checked before length", set(data[:HeaderLen+1], 0, 1), ErrVersion},
 		{"type 0", set(ping, 1, 0), ErrType},
-		{"type version negotiation under version 2", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
+		{"type version negotiation under version 3", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
 		{"type 0x0f", set(ping, 1, 0x0f), ErrType},
 		{"type 0x11", set(ping, 1, 0x11), ErrType},
 		{"path challenge short", set(ping, 1, byte(TypePathChallenge)), ErrShort},
@@ -464,9 +472,20 @@ func rejectedDatagrams() []rejectCase {
 		{"protected ack without epoch", set(ack, 2, FlagProtected|FlagSynced), ErrReserved},
 		{"epoch without protected", set(data, 3, EpochApp0), ErrReserved},
 		{"epoch 4 (0-RTT) without protected", set(update, 3, EpochEarly), ErrReserved},
-		{"epoch 5", set(data, 2, FlagProtected, 5), ErrReserved},
+		{"epoch 6", set(data, 2, FlagProtected, 6), ErrReserved},
 		{"epoch 255", set(update, 2, FlagProtected, 0xff), ErrReserved},
-		{"protected initial", set(initial, 2, FlagProtected, EpochApp0), ErrReserved},
+		{"epoch 5 (Initial) without protected", set(initial, 3, EpochInitial), ErrReserved},
+		{"protected initial under application keys", set(initial, 2, FlagProtected, EpochApp0), ErrReserved},
+		{"protected initial under handshake keys", set(initial, 2, FlagProtected, EpochHandshake), ErrReserved},
+		{"protected initial under 0-RTT keys", set(initial, 2, FlagProtected, EpochEarly), ErrReserved},
+		{"data under Initial keys", set(data, 2, FlagProtected, EpochInitial), ErrReserved},
+		{"update under Initial keys", set(update, 2, FlagProtected, EpochInitial), ErrReserved},
+		{"ack under Initial keys", set(ack, 2, FlagProtected, EpochInitial), ErrReserved},
+		{"ping under Initial keys", append(set(ping, 2, FlagProtected, EpochInitial), make([]byte, ProtectedOverhead)...), ErrReserved},
+		{"commit under Initial keys", set(commit, 2, FlagProtected, EpochInitial), ErrReserved},
+		{"accept under Initial keys", append(set(ping, 1, byte(TypeAccept), FlagProtected, EpochInitial), make([]byte, AcceptLen+ProtectedOverhead)...), ErrReserved},
+		{"protected retry", append(set(retry, 2, FlagProtected, EpochInitial), make([]byte, ProtectedOverhead)...), ErrReserved},
+		{"protected initial shorter than a tag", append(set(initial[:HeaderLen], 2, FlagProtected, EpochInitial), make([]byte, ProtectedOverhead-1)...), ErrShort},
 		{"FIN on ping", set(ping, 2, FlagFIN), ErrReserved},
 		{"FIN on update", set(update, 2, FlagFIN), ErrReserved},
 		{"FIN on initial", set(initial, 2, FlagFIN), ErrReserved},
@@ -514,19 +533,23 @@ func rejectedDatagrams() []rejectCase {
 
 		{"initial 1199 bytes", initial[:MinInitialSize-1], ErrShort},
 		{"initial header only", initial[:HeaderLen], ErrShort},
-		{"initial options set", set(initial, HeaderLen+3, 1), ErrReserved},
+		{"initial options set", set(initial, HeaderLen+2+3, 1), ErrReserved},
+		{"initial options set after a token", set(initialTok, HeaderLen+2+3, 0x80), ErrReserved},
 		{"initial padding set", set(initial, MinInitialSize-1, 1), ErrReserved},
 		{"initial padding set after 1200", append(bytes.Clone(initial), 0, 1), ErrReserved},
 		{"initial padding set after crypto", set(initialTok, HeaderLen+initialFixedLen+3+5, 1), ErrReserved},
-		{"initial token 256 bytes", set16(initial, HeaderLen+4, MaxTokenLen+1), ErrLength},
-		{"initial token length max", set16(initial, HeaderLen+4, math.MaxUint16), ErrLength},
-		{"initial crypto past the body", set16(initialTok, HeaderLen+6+3+4, math.MaxUint16), ErrLength},
+		{"initial token 256 bytes", set16(initial, HeaderLen, MaxTokenLen+1), ErrLength},
+		{"initial token length max", set16(initial, HeaderLen, math.MaxUint16), ErrLength},
+		{"initial crypto past the body", set16(initialTok, HeaderLen+2+3+8, math.MaxUint16), ErrLength},
 
-		{"retry empty token", set16(retry[:HeaderLen+2], HeaderLen, 0), ErrLength},
-		{"retry token 256 bytes", append(set16(retry[:HeaderLen+2], HeaderLen, MaxTokenLen+1), make([]byte, MaxTokenLen+1)...), ErrLength},
+		{"retry empty token", append(set16(retry[:HeaderLen+2], HeaderLen, 0), retryTag...), ErrLength},
+		{"retry token 256 bytes", append(append(set16(retry[:HeaderLen+2], HeaderLen, MaxTokenLen+1), make([]byte, MaxTokenLen+1)...), retryTag...), ErrLength},
 		{"retry token longer than length", set16(retry, HeaderLen, 2), ErrLength},
 		{"retry token shorter than length", set16(retry, HeaderLen, 4), ErrLength},
 		{"retry cut in its length", retry[:HeaderLen+1], ErrShort},
+		{"retry without its tag (a version 2 Retry)", retry[:len(retry)-RetryTagLen], ErrShort},
+		{"retry with its tag cut", retry[:len(retry)-1], ErrLength},
+		{"retry with a trailing byte", append(bytes.Clone(retry), 0), ErrLength},
 
 		{"close reason longer than length", set(closeDG, HeaderLen+4, 2), ErrLength},
 		{"close reason shorter than length", set(closeDG, HeaderLen+4, 4), ErrLength},
@@ -571,10 +594,22 @@ func TestParseInitialDatagramLength(t *testing.T) {
 	require.NoError(t, ParseInitial(body[:initialFixedLen], MinInitialSize, &in))
 	// A token that runs past a short body (the datagram's length, given
 	// apart, says it was long enough).
-	tok := set16(body[:initialFixedLen+4], 4, 5)
+	tok := set16(body[:initialFixedLen+4], 0, 5)
 	require.Equal(t, ErrLength, ParseInitial(tok, MinInitialSize, &in))
-	require.NoError(t, ParseInitial(set16(tok, 4, 4)[:initialFixedLen+4], MinInitialSize, &in))
+	require.NoError(t, ParseInitial(set16(tok, 0, 4)[:initialFixedLen+4], MinInitialSize, &in))
 	require.Len(t, in.Token, 4)
+	// The token alone, as a listener reads it from a sealed Initial.
+	got, clear, err := ParseInitialToken(set16(tok, 0, 4), MinInitialSize)
+	require.NoError(t, err)
+	require.Equal(t, in.Token, got)
+	require.Equal(t, 2+4, clear)
+	require.Equal(t, InitialClearLen(got), clear)
+	_, _, err = ParseInitialToken(tok[:2+4], MinInitialSize)
+	require.Equal(t, ErrLength, err, "the token runs past the body")
+	_, _, err = ParseInitialToken(tok, MinInitialSize-1)
+	require.Equal(t, ErrShort, err)
+	_, _, err = ParseInitialToken(tok[:1], MinInitialSize)
+	require.Equal(t, ErrShort, err)
 }
 
 // TestInitialAliases: the token and crypto data of a decoded Initial are
@@ -584,8 +619,8 @@ func TestInitialAliases(t *testing.T) {
 	_, f, err := parseDatagram(dg)
 	require.NoError(t, err)
 	in := f.(Initial)
-	require.Same(t, &dg[HeaderLen+6], &in.Token[0])
-	require.Same(t, &dg[HeaderLen+6+3+6], &in.Crypto[0])
+	require.Same(t, &dg[HeaderLen+2], &in.Token[0])
+	require.Same(t, &dg[HeaderLen+2+3+10], &in.Crypto[0])
 }
 
 // TestRetrySmallerThanInitial: a Retry with the largest token is still far
@@ -653,7 +688,7 @@ func TestParseDoesNotAllocate(t *testing.T) {
 	initial := appendDatagram(nil, Header{Type: TypeInitial}, Initial{})
 	closeDG := appendDatagram(nil, Header{Type: TypeClose}, &Close{Reason: []byte("bye")})
 	initialTok := appendDatagram(nil, Header{Type: TypeInitial}, Initial{Token: []byte("tok"), Crypto: []byte("hello")})
-	retry := appendDatagram(nil, Header{Type: TypeRetry}, &Retry{Token: []byte("tok")})
+	retry := appendDatagram(nil, Header{Type: TypeRetry}, &Retry{Token: []byte("tok"), Tag: retryTag})
 	bad := set(ack, HeaderLen+ackFixedLen+ackRangeLen, 0xff) // second range above the first
 	var (
 		d  Data

@@ -147,6 +147,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descRetries, ls.RetriesSent)
 		counter(descVersionNeg, ls.VersionNegotiations)
 		counter(descInitials, ls.InitialsBadToken, "bad_token")
+		counter(descInitials, ls.InitialsUnauthenticated, "unauthenticated")
 		counter(descInitials, ls.InitialsTotalLimit, "connection_limit")
 		counter(descInitials, ls.InitialsSourceLimit, "source_limit")
 		counter(descInitials, ls.InitialsRateLimited, "rate_limited")
