@@ -31,8 +31,10 @@ import (
 // the queue as full as CUBIC (p95 34.7 against 37.0 ms) in another. So
 // the long real-time suite (FRESH_REALTIME=1) requires the queue's p95
 // below 0.6× CUBIC's and 0.5× its goodput; every run requires what load
-// cannot change — the hook bound the sender far longer than quic-go did,
-// and at least 0.2× the goodput, which a hook stuck near its minimum
+// changes least — the hook bound the sender at least twice as long as
+// quic-go did (3.1× in the worst of those loaded runs: turned competitive,
+// owd's window grows and quic-go's own starts to bind; a hook that does
+// not drive quic-go binds it 0 s), and at least 0.2× the goodput, which a hook stuck near its minimum
 // window (two packets per 40 ms round trip: 0.6 Mbit/s, 0.06×) fails —
 // and logs the rest.
 func TestHookKeepsBottleneckQueueShort(t *testing.T) {
@@ -45,7 +47,7 @@ func TestHookKeepsBottleneckQueueShort(t *testing.T) {
 	require.NoError(t, err)
 	t.Log(plain.line())
 	t.Log(hook.line())
-	require.Greater(t, hook.hookBound, 4*hook.quicBound,
+	require.Greater(t, hook.hookBound, 2*hook.quicBound,
 		"the hook's window or pacer held quic-go back far longer than quic-go's own: the controller drives it")
 	require.Greater(t, hook.goodput, 0.2*plain.goodput, "not starved: at least 0.2× plain quic-go's goodput")
 	// The FIFO holds one BDP, 40 ms: CUBIC keeps it mostly full.
