@@ -404,13 +404,14 @@ func TestIdleConnectionMemory(t *testing.T) {
 // here but its last tenth, which is kept for sources with no handshake
 // under way.)
 func TestHalfOpenHandshakesCapped(t *testing.T) {
-	const limit, clients = 40, 100
+	const limit, clients = 120, 200
 	const held = limit - limit/hsReserveShare
 	tr := &Transport{MaxHandshakes: limit, MaxHandshakesPerSource: limit}
 	r := memRun{mode: "halfopen", n: clients, held: held, tr: tr, cfg: Config{HandshakeTimeout: time.Minute}}
 	per, st := r.measure(t)
 	require.LessOrEqual(t, per.goroutines, 1.0+2.0/held, "goroutines per half-open handshake (crypto/tls's one): %v", per)
-	// Heap per handshake held: 22-28 KB measured, 13 of them crypto/tls's
+	// Heap per handshake held: 24-28 KB measured (108 held: with 36 one
+	// stray allocation left after the collections moved it past 31 KB), 13 of them crypto/tls's
 	// (its Conn, transcript, ClientHello and key shares, record ciphers)
 	// and our flight 2 kept for retransmission.
 	require.LessOrEqual(t, per.heap, 30000.0, "heap per half-open handshake: %v", per)
