@@ -57,6 +57,7 @@ var floors = map[string]struct {
 	"owd":      {2, 1, true},
 	"owd-eq2":  {2, 1, true},
 	"bbr":      {4, 1, false},
+	"copa":     {2, 2, false},
 }
 
 const (
