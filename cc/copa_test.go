@@ -75,7 +75,12 @@ func TestCopaRTTStandingWindow(t *testing.T) {
 	require.Equal(t, 40*time.Millisecond, c.dq)
 	require.Equal(t, 60*time.Millisecond, c.Metrics().MinRTT)
 
-	h.advance(copaMinRTTWindow)
+	for range 9 { // 9 s on: RTTmin still holds the 60 ms sample
+		h.advance(time.Second)
+		sample(testRTT)
+	}
+	require.Equal(t, 60*time.Millisecond, c.minRTT.get())
+	h.advance(time.Second)
 	sample(testRTT)
 	require.Equal(t, testRTT, c.minRTT.get(), "RTTmin forgets after 10 s")
 }
@@ -137,6 +142,7 @@ func TestCopaVelocityStaysOneWhileDirectionAlternates(t *testing.T) {
 	for range 4 {
 		for range 3 {
 			h.roundTrip(testRTT)
+			require.Equal(t, 1.0, c.velocity)
 		}
 		h.roundTrip(150 * time.Millisecond)
 		require.Equal(t, 1.0, c.velocity)
@@ -212,9 +218,14 @@ func TestCopaCompetitiveOnStandingQueue(t *testing.T) {
 }
 
 // A standing queue that empties now and then (every fourth round) keeps
-// default mode however long it lasts.
+// default mode however long it lasts, and so does no queue at all (d_q = 0
+// and RTTmax = RTTmin: "nearly empty" includes empty).
 func TestCopaDefaultWhileQueueEmpties(t *testing.T) {
 	c, h := copaInDefault(t)
+	for range 10 {
+		h.roundTrip(testRTT)
+	}
+	require.Equal(t, ModeDefault, c.Metrics().Mode)
 	for range 10 {
 		for range 3 {
 			h.roundTrip(150 * time.Millisecond)
