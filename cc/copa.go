@@ -231,14 +231,7 @@ func init() {
 
 // NewCopa returns a Copa controller in slow start.
 func NewCopa(cfg CopaConfig) *Copa {
-	mss := cfg.MSS
-	if mss <= 0 {
-		mss = DefaultMSS
-	}
-	iw := cfg.InitialWindow
-	if iw <= 0 {
-		iw = InitialWindowPackets * mss
-	}
+	mss, iw := sizeDefaults(cfg.MSS, cfg.InitialWindow)
 	c := &Copa{
 		mss:         mss,
 		cwnd:        float64(max(iw, MinWindowPackets*mss)),
