@@ -386,14 +386,7 @@ func init() {
 
 // NewBBR returns a BBR controller in Startup.
 func NewBBR(cfg BBRConfig) *BBR {
-	mss := cfg.MSS
-	if mss <= 0 {
-		mss = DefaultMSS
-	}
-	iw := cfg.InitialWindow
-	if iw <= 0 {
-		iw = InitialWindowPackets * mss
-	}
+	mss, iw := sizeDefaults(cfg.MSS, cfg.InitialWindow)
 	overhead := cfg.PacketOverhead
 	switch {
 	case overhead == 0:

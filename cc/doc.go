@@ -1,6 +1,6 @@
 // Package cc holds fresh's congestion-control contract and its baseline
-// controllers: NewReno, CUBIC, H-TCP, a Vegas-style RTT-delay controller and
-// BBR (v1, as Linux ships it).
+// controllers: NewReno, CUBIC, H-TCP, a Vegas-style RTT-delay controller,
+// BBR (v1, as Linux ships it) and Copa.
 // The one-way-delay controller (package owd) and the age-of-information
 // regulator (package acp) implement the same contract elsewhere.
 //
@@ -36,8 +36,8 @@
 //
 // Register makes a Factory available under a name and New builds a fresh
 // controller by name with a given MSS; Names lists what is registered. This
-// package registers "reno", "cubic", "htcp", "rttdelay" and "bbr" in init, each
-// with its zero-value Config; owd registers "owd" and "owd-eq2". Every
+// package registers "reno", "cubic", "htcp", "rttdelay", "bbr" and "copa" in
+// init, each with its zero-value Config; owd registers "owd" and "owd-eq2". Every
 // benchmark scenario therefore swaps controllers by name alone. The
 // update-rate policies of package acp are not Controllers (acp.Policy has
 // no window, so it is no congestion control for a stream) and are not
@@ -242,6 +242,24 @@
 //     their samples carry the queue the reduction is draining.
 //   - With the defaults, delay alone never takes the window below about
 //     β/(1 − baseRTT/RTT) packets; the 2-packet floor still applies.
+//
+// # Copa (Copa, "copa")
+//
+// Reference: V. Arun, H. Balakrishnan, "Copa: Practical Delay-Based
+// Congestion Control for the Internet", NSDI 2018, §2. The published
+// delay-based peer of the one-way-delay controller. Per ACK it compares the
+// rate cwnd/RTTstanding with the target 1/(δ·d_q) (d_q = RTTstanding −
+// RTTmin; RTTstanding the minimum RTT over srtt/2, RTTmin over 10 s) and
+// moves the window by v/(δ·cwnd) packets toward it, v a velocity that
+// doubles each round once the window has moved one way for three rounds;
+// it paces at 2·cwnd/RTTstanding. Slow start doubles the window until the
+// rate exceeds the target. Metrics.Mode is "slow_start", "default"
+// (δ = 0.5, losses ignored) or "competitive": when the queue has not been
+// nearly empty (d_q <= 10 % of RTTmax − RTTmin) once in 5 RTTs, a buffer
+// filler is assumed and 1/δ grows by 1 per round and halves on a loss,
+// until the queue is seen nearly empty again. The floor is 2 packets; a
+// retransmission timeout sets 2 packets and restarts slow start. copa.go's
+// header says every choice the paper leaves open.
 //
 // # BBR (BBR, "bbr")
 //

@@ -130,7 +130,7 @@ func (h *harness) roundTrip(rtt time.Duration) {
 	}
 }
 
-var baselineNames = []string{"reno", "cubic", "htcp", "rttdelay", "bbr"}
+var baselineNames = []string{"reno", "cubic", "htcp", "rttdelay", "bbr", "copa"}
 
 func TestMetricsDoNotAllocate(t *testing.T) {
 	for _, name := range baselineNames {

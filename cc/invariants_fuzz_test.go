@@ -39,7 +39,8 @@ import (
 // floors is each controller's documented window floor in packets, and the
 // floor right after a retransmission timeout (package doc "What the
 // baselines share": 2 packets, 1 MSS after an RTO, from which slow start
-// grows; bbr.go "Floors": 4 packets, 1 after an RTO until the next ACK).
+// grows; bbr.go "Floors": 4 packets, 1 after an RTO until the next ACK;
+// copa.go: 2 packets, also after an RTO).
 // The after-RTO floor holds until the window is back at the normal floor.
 // owd's window is composite — its own, or in competitive mode its embedded
 // CUBIC's, and the two can alternate while the way-back probe runs — so for
@@ -57,6 +58,7 @@ var floors = map[string]struct {
 	"owd":      {2, 1, true},
 	"owd-eq2":  {2, 1, true},
 	"bbr":      {4, 1, false},
+	"copa":     {2, 2, false},
 }
 
 const (

@@ -67,12 +67,7 @@ const (
 // initial window iw bytes (InitialWindowPackets·mss if <= 0, never below the
 // MinWindowPackets floor).
 func newLossWindow(mss, iw ByteCount) lossWindow {
-	if mss <= 0 {
-		mss = DefaultMSS
-	}
-	if iw <= 0 {
-		iw = InitialWindowPackets * mss
-	}
+	mss, iw = sizeDefaults(mss, iw)
 	w := lossWindow{
 		mss:         mss,
 		ssthresh:    math.Inf(1),

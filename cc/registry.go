@@ -20,7 +20,7 @@ var (
 
 // Register makes a congestion controller available to New under name.
 // Packages register their controllers in init (cc registers reno, cubic,
-// htcp, rttdelay, bbr; owd registers owd and owd-eq2): import the package (blank
+// htcp, rttdelay, bbr, copa; owd registers owd and owd-eq2): import the package (blank
 // import if need be) to make its names available. Only window or rate
 // controllers for a congestion-controlled stream belong here; update-rate
 // policies (package acp) have their own constructor, acp.NewPolicy.

@@ -14,7 +14,7 @@ import (
 )
 
 func TestRegistryHasControllersOnly(t *testing.T) {
-	for _, name := range []string{"reno", "cubic", "htcp", "rttdelay", "bbr", "owd", "owd-eq2"} {
+	for _, name := range []string{"reno", "cubic", "htcp", "rttdelay", "bbr", "copa", "owd", "owd-eq2"} {
 		c, err := cc.New(name, 0)
 		require.NoError(t, err, name)
 		require.Equal(t, name, c.Name())
@@ -26,5 +26,5 @@ func TestRegistryHasControllersOnly(t *testing.T) {
 		_, err := cc.New(name, 0)
 		require.ErrorIs(t, err, cc.ErrUnknown, name)
 	}
-	require.Equal(t, []string{"bbr", "cubic", "htcp", "owd", "owd-eq2", "reno", "rttdelay"}, cc.Names())
+	require.Equal(t, []string{"bbr", "copa", "cubic", "htcp", "owd", "owd-eq2", "reno", "rttdelay"}, cc.Names())
 }

@@ -13,6 +13,19 @@ const MinWindowPackets = 2
 // quic-go and Linux use 10).
 const InitialWindowPackets = 10
 
+// sizeDefaults resolves a configuration's MSS and initial window, both in
+// bytes: DefaultMSS for mss <= 0, InitialWindowPackets·MSS for iw <= 0.
+// Each controller then applies its own floor.
+func sizeDefaults(mss, iw ByteCount) (ByteCount, ByteCount) {
+	if mss <= 0 {
+		mss = DefaultMSS
+	}
+	if iw <= 0 {
+		iw = InitialWindowPackets * mss
+	}
+	return mss, iw
+}
+
 // WindowLimited reports whether a flow with priorInFlight bytes outstanding
 // was using its window, so growing the window is justified (RFC 7661 §4.1:
 // do not grow cwnd while application-limited). In slow start a flow counts

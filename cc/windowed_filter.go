@@ -1,8 +1,11 @@
 package cc
 
-// maxFilter is a windowed running maximum: the largest value seen within the
-// last `window` units of time, where time is whatever monotone counter the
-// caller uses (BBR times its bandwidth filter in packet-timed round trips).
+import "cmp"
+
+// windowedFilter is a windowed running maximum (or, with isMin, minimum): the
+// best value seen within the last `window` units of time, where time is
+// whatever monotone counter the caller uses (BBR times its bandwidth filter
+// in packet-timed round trips, Copa its RTT filters in nanoseconds).
 //
 // It is Kathleen Nichols' windowed min/max estimator as the BBR paper
 // (Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM Queue
@@ -10,41 +13,56 @@ package cc
 // sample of the window it keeps three, the best, second-best and third-best
 // values of three successive sub-windows, each with the time it was taken.
 // When the best ages out the second-best takes its place, so the estimate
-// falls in steps as the window slides, never by more than the samples
+// moves in steps as the window slides, never by more than the samples
 // justify, and an update costs O(1) without allocating.
 //
-// Invariant: s[0].v >= s[1].v >= s[2].v and s[0].t <= s[1].t <= s[2].t.
-type maxFilter struct {
-	s [3]filterSample
+// Invariant: s[0] is at least as good as s[1], s[1] as s[2], and
+// s[0].t <= s[1].t <= s[2].t. The zero value is a maximum filter holding
+// the zero value; a minimum filter should be reset with its first sample.
+type windowedFilter[V cmp.Ordered] struct {
+	s     [3]filterSample[V]
+	isMin bool // keep the smallest value instead of the largest
 }
 
-type filterSample struct {
-	t uint64    // when the sample was taken (caller's unit)
-	v Bandwidth // the sample
+// maxFilter is BBR's BtlBw filter: a windowed maximum of delivery rates.
+type maxFilter = windowedFilter[Bandwidth]
+
+type filterSample[V cmp.Ordered] struct {
+	t uint64 // when the sample was taken (caller's unit)
+	v V      // the sample
 }
 
-// get returns the windowed maximum (0 before any sample).
-func (f *maxFilter) get() Bandwidth { return f.s[0].v }
+// asGood reports whether a is at least as good as b (>= for a maximum,
+// <= for a minimum filter).
+func (f *windowedFilter[V]) asGood(a, b V) bool {
+	if f.isMin {
+		return a <= b
+	}
+	return a >= b
+}
+
+// get returns the windowed best (the zero value before any sample).
+func (f *windowedFilter[V]) get() V { return f.s[0].v }
 
 // reset forgets every sample and starts over with v at time t.
-func (f *maxFilter) reset(t uint64, v Bandwidth) {
-	f.s = [3]filterSample{{t, v}, {t, v}, {t, v}}
+func (f *windowedFilter[V]) reset(t uint64, v V) {
+	f.s = [3]filterSample[V]{{t, v}, {t, v}, {t, v}}
 }
 
 // update folds in sample v taken at time t (t never decreases) and returns
-// the new maximum over [t−window, t].
-func (f *maxFilter) update(window, t uint64, v Bandwidth) Bandwidth {
-	n := filterSample{t, v}
-	// A new overall maximum, or nothing left inside the window (even the
+// the new best over [t−window, t].
+func (f *windowedFilter[V]) update(window, t uint64, v V) V {
+	n := filterSample[V]{t, v}
+	// A new overall best, or nothing left inside the window (even the
 	// newest kept sample is too old): the new sample is all three.
-	if v >= f.s[0].v || t-f.s[2].t > window {
+	if f.asGood(v, f.s[0].v) || t-f.s[2].t > window {
 		f.reset(t, v)
 		return v
 	}
 	switch {
-	case v >= f.s[1].v:
+	case f.asGood(v, f.s[1].v):
 		f.s[1], f.s[2] = n, n
-	case v >= f.s[2].v:
+	case f.asGood(v, f.s[2].v):
 		f.s[2] = n
 	}
 	return f.subWindowUpdate(window, n)
@@ -55,7 +73,7 @@ func (f *maxFilter) update(window, t uint64, v Bandwidth) Bandwidth {
 // quarter and a half of the window has passed without a better one, so that
 // a sample from each part of the window is always on hand to succeed the
 // best when it expires.
-func (f *maxFilter) subWindowUpdate(window uint64, n filterSample) Bandwidth {
+func (f *windowedFilter[V]) subWindowUpdate(window uint64, n filterSample[V]) V {
 	dt := n.t - f.s[0].t
 	switch {
 	case dt > window:

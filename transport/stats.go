@@ -20,7 +20,7 @@ type Stats struct {
 	InSlowStart bool
 	// Mode is the stream controller's mode (cc.Metrics.Mode: "slow_start",
 	// "avoidance", and owd's "probe" and "competitive", bbr's "startup",
-	// "drain", "probe_bw", "probe_rtt").
+	// "drain", "probe_bw", "probe_rtt", copa's "default" and "competitive").
 	Mode   string
 	SRTT   time.Duration // smoothed RTT (RFC 6298)
 	MinRTT time.Duration

@@ -66,7 +66,8 @@ type Flow struct {
 	// ModeS is the time the controller spent in each of its modes
 	// (cc.Metrics.Mode), seconds: for owd "slow_start", "avoidance",
 	// "probe", "competitive"; for bbr "startup", "drain", "probe_bw",
-	// "probe_rtt"; for the loss-based baselines "slow_start", "avoidance".
+	// "probe_rtt"; for copa "slow_start", "default", "competitive"; for
+	// the loss-based baselines "slow_start", "avoidance".
 	ModeS        map[string]float64 `json:"mode_s,omitempty"`
 	SignalShare  map[string]float64 `json:"signal_share,omitempty"`
 	StartS       float64            `json:"start_s"`

@@ -64,7 +64,7 @@ func TestSingleFlowFillsCleanLink(t *testing.T) {
 		Flows:   []scenario.Flow{{Name: "bulk", Kind: scenario.KindBulk}},
 	}
 	require.NoError(t, s.Validate())
-	for _, name := range []string{"owd", "owd-eq2", "cubic", "reno", "htcp", "rttdelay"} {
+	for _, name := range []string{"owd", "owd-eq2", "cubic", "reno", "htcp", "rttdelay", "copa"} {
 		t.Run(name, func(t *testing.T) {
 			r := run(t, s, name)
 			require.Greater(t, r.Utilization.Forward, 0.85, "a lone flow fills the link")
