@@ -43,7 +43,7 @@ func TestExtraDelayLengthensTheRoundTrip(t *testing.T) {
 		s := &scenario.Scenario{
 			Name: "rtt", Duration: scenario.Duration(20 * time.Second), Seed: 1,
 			Forward: perFlowPath(100), Reverse: perFlowPath(100),
-			Flows:   []scenario.Flow{{Name: "bulk", Kind: scenario.KindBulk, CC: "cubic", MaxWindow: 20_000, ExtraDelay: scenario.Duration(extra)}},
+			Flows: []scenario.Flow{{Name: "bulk", Kind: scenario.KindBulk, CC: "cubic", MaxWindow: 20_000, ExtraDelay: scenario.Duration(extra)}},
 		}
 		require.NoError(t, s.Validate())
 		return s
@@ -91,7 +91,7 @@ func TestMaxWindowKeepsAStandingQueueWithoutLoss(t *testing.T) {
 		s := &scenario.Scenario{
 			Name: "rwnd", Duration: scenario.Duration(30 * time.Second), Seed: 1,
 			Forward: perFlowPath(100), Reverse: perFlowPath(100), // 100 kB: 2 BDP
-			Flows:   []scenario.Flow{{Name: "bulk", Kind: scenario.KindBulk, CC: "cubic", MaxWindow: window}},
+			Flows: []scenario.Flow{{Name: "bulk", Kind: scenario.KindBulk, CC: "cubic", MaxWindow: window}},
 		}
 		require.NoError(t, s.Validate())
 		return s
