@@ -213,13 +213,13 @@ func shareAtLeast(family string, min, need float64) Criterion {
 				return 0, false, false
 			}
 			v := o.Share / o.FairShare
-			return v, v >= min, true
+			return v, atLeast(v, min), true
 		}}
 }
 
 func jainAtLeast(min, need float64) Criterion {
 	return Criterion{Family: OwnKind, Name: "jain_" + ftoa(min), Title: "Jain's index ≥ " + ftoa(min), Need: need, Higher: true,
-		eval: func(o Outcome, _ []Outcome) (float64, bool, bool) { return o.Jain, o.Jain >= min, true }}
+		eval: func(o Outcome, _ []Outcome) (float64, bool, bool) { return o.Jain, atLeast(o.Jain, min), true }}
 }
 
 // reference finds controller name's outcome among all; none if own is it.
@@ -243,7 +243,7 @@ func goodputVsBBR(family string) Criterion {
 				return 0, false, false
 			}
 			v := o.GoodputBps / b.GoodputBps
-			return v, v >= 0.8, true
+			return v, atLeast(v, 0.8), true
 		}}
 }
 
@@ -264,7 +264,7 @@ var Criteria = []Criterion{
 				return 0, false, false
 			}
 			v := o.Power / best
-			return v, v >= 1, true
+			return v, atLeast(v, 1), true
 		}},
 	shareAtLeast(Fillers, 0.7, 0.9),
 	shareAtLeast(Fillers, 0.5, 1),
@@ -280,7 +280,7 @@ var Criteria = []Criterion{
 			if o.TelemetryDelivered == nil {
 				return 0, false, false
 			}
-			return *o.TelemetryDelivered, *o.TelemetryDelivered >= 0.9, true
+			return *o.TelemetryDelivered, atLeast(*o.TelemetryDelivered, 0.9), true
 		}},
 	{Family: NarrowACK, Name: "owd_p95_vs_bbr", Title: "p95 one-way delay ÷ bbr's ≤ 1.0", Need: 0.9,
 		eval: func(o Outcome, all []Outcome) (float64, bool, bool) {
@@ -289,7 +289,7 @@ var Criteria = []Criterion{
 				return 0, false, false
 			}
 			v := o.OWDP95Ms / b.OWDP95Ms
-			return v, v <= 1, true
+			return v, atMost(v, 1), true
 		}},
 	{Family: ACP, Name: "age_vs_lazy", Title: "ACP's mean age ÷ lazy's ≤ 1.0", Need: 1,
 		eval: func(o Outcome, _ []Outcome) (float64, bool, bool) {
@@ -297,7 +297,7 @@ var Criteria = []Criterion{
 				return 0, false, false
 			}
 			v := o.ACP.AgeMs / o.ACP.LazyAgeMs
-			return v, v <= 1, true
+			return v, atMost(v, 1), true
 		}},
 	{Family: ACP, Name: "elastic_cost", Title: "elastic flows' goodput lost beside ACP vs lazy ≤ 10 %", Need: 1,
 		eval: func(o Outcome, _ []Outcome) (float64, bool, bool) {
@@ -305,14 +305,14 @@ var Criteria = []Criterion{
 				return 0, false, false
 			}
 			v := 1 - o.ACP.ElasticBps/o.ACP.LazyElasticBps
-			return v, v <= 0.10, true
+			return v, atMost(v, 0.10), true
 		}},
 	{Family: ACP, Name: "sources_jain", Title: "Jain's index between two sources' update rates ≥ 0.95", Need: 1, Higher: true,
 		eval: func(o Outcome, _ []Outcome) (float64, bool, bool) {
 			if o.ACP == nil || o.ACP.SourcesJain == nil {
 				return 0, false, false
 			}
-			return *o.ACP.SourcesJain, *o.ACP.SourcesJain >= 0.95, true
+			return *o.ACP.SourcesJain, atLeast(*o.ACP.SourcesJain, 0.95), true
 		}},
 }
 
@@ -328,3 +328,11 @@ func CriteriaOf(family string) []Criterion {
 }
 
 func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// tolerance absorbs the rounding of a ratio computed at a threshold
+// (0.16 ÷ 0.2 is 0.7999999999999999): a draw exactly at the target
+// passes.
+const tolerance = 1e-9
+
+func atLeast(v, min float64) bool { return v >= min-tolerance }
+func atMost(v, max float64) bool  { return v <= max+tolerance }

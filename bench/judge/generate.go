@@ -143,7 +143,7 @@ func (g *gen) ms(lo, hi float64) scenario.Duration {
 
 // at is fraction f of duration d, rounded to the millisecond.
 func at(d scenario.Duration, f float64) scenario.Duration {
-	return scenario.Duration(time.Duration(float64(d)*f).Round(time.Millisecond))
+	return scenario.Duration(time.Duration(float64(d) * f).Round(time.Millisecond))
 }
 
 // seconds is the family's duration scaled, rounded to the millisecond.
@@ -268,13 +268,13 @@ func (g *gen) alone(s *scenario.Scenario) {
 		}
 	case "outage":
 		from := at(s.Duration, g.uniform(0.3, 0.6))
-		span := g.ms(500, 3000)
+		span := g.ms(500, 3000) // not scaled: ends with the run at a small Scale
 		g.param("outage", "%v+%v", from.D(), span.D())
 		all, none := 1.0, 0.0
 		// A radio outage takes both directions.
 		s.Changes = append(s.Changes,
 			scenario.Change{At: from, Forward: &scenario.PathChange{Loss: &all}, Reverse: &scenario.PathChange{Loss: &all}},
-			scenario.Change{At: from + span, Forward: &scenario.PathChange{Loss: &none}, Reverse: &scenario.PathChange{Loss: &none}})
+			scenario.Change{At: min(from+span, s.Duration), Forward: &scenario.PathChange{Loss: &none}, Reverse: &scenario.PathChange{Loss: &none}})
 	}
 }
 
@@ -313,7 +313,7 @@ func (g *gen) fillers(s *scenario.Scenario) {
 		}
 		g.param(f.Name, "%s,%s,start=%v", f.CC, limited, start.D())
 		s.Flows = append(s.Flows, f)
-		start += g.ms(0, 2000)
+		start += at(s.Duration, g.uniform(0, 0.05))
 	}
 	g.param("test-start", "%v", test.D())
 	s.Flows = append(s.Flows, testFlow(testPrefix, test))
@@ -360,7 +360,7 @@ func (g *gen) aqm(s *scenario.Scenario) {
 	var start scenario.Duration
 	for i := range n {
 		s.Flows = append(s.Flows, scenario.Flow{Name: fmt.Sprintf("reno-%d", i+1), Kind: scenario.KindBulk, CC: "reno", Pin: true, Start: start})
-		start += g.ms(0, 1000)
+		start += at(s.Duration, g.uniform(0, 0.025))
 	}
 	test := at(s.Duration, g.uniform(0.1, 0.25))
 	g.param("test-start", "%v", test.D())
