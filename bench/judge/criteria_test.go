@@ -42,24 +42,29 @@ func TestCriteria(t *testing.T) {
 		{Alone, "power_vs_best"}: {
 			{"equal to the best", Outcome{CC: "owd", Power: 300}, []Outcome{{CC: "rttdelay", Power: 300}, {CC: "bbr", Power: 100}}, true, true, 1},
 			{"below the best", Outcome{CC: "owd", Power: 150}, []Outcome{{CC: "rttdelay", Power: 300}, {CC: "bbr", Power: 100}}, false, true, 0.5},
+			{"just below the best", Outcome{CC: "owd", Power: 297}, []Outcome{{CC: "rttdelay", Power: 300}, {CC: "bbr", Power: 100}}, false, true, 0.99},
 			{"alone in the run", Outcome{CC: "owd", Power: 150}, nil, false, false, 0},
 		},
 		{Fillers, "share_fair_0.7"}: {
 			{"at 0.7", Outcome{CC: "owd", Share: 0.35, FairShare: 0.5}, nil, true, true, 0.7},
 			{"starved", Outcome{CC: "owd", Share: 0.029, FairShare: 0.5}, nil, false, true, 0.058},
+			{"just below", Outcome{CC: "owd", Share: 0.345, FairShare: 0.5}, nil, false, true, 0.69},
 		},
 		{Fillers, "share_fair_0.5"}: {
 			{"at 0.5", Outcome{CC: "owd", Share: 0.25, FairShare: 0.5}, nil, true, true, 0.5},
 			{"below", Outcome{CC: "owd", Share: 0.2, FairShare: 0.5}, nil, false, true, 0.4},
+			{"just below", Outcome{CC: "owd", Share: 0.245, FairShare: 0.5}, nil, false, true, 0.49},
 			{"no share measured", Outcome{CC: "owd"}, nil, false, false, 0},
 		},
 		{OwnKind, "jain_0.95"}: {
 			{"at 0.95", Outcome{CC: "owd", Jain: 0.95}, nil, true, true, 0.95},
 			{"0.87", Outcome{CC: "owd", Jain: 0.87}, nil, false, true, 0.87},
+			{"0.94", Outcome{CC: "owd", Jain: 0.94}, nil, false, true, 0.94},
 		},
 		{OwnKind, "jain_0.8"}: {
 			{"at 0.8", Outcome{CC: "owd", Jain: 0.8}, nil, true, true, 0.8},
 			{"0.63", Outcome{CC: "owd", Jain: 0.63}, nil, false, true, 0.63},
+			{"0.79", Outcome{CC: "owd", Jain: 0.79}, nil, false, true, 0.79},
 		},
 		{OwnKind, "competitive_s"}: {
 			{"13 s once", Outcome{CC: "owd", CompetitiveS: 13}, nil, false, true, 13},
@@ -71,40 +76,48 @@ func TestCriteria(t *testing.T) {
 		{AQM, "share_fair_0.8"}: {
 			{"at 0.8", Outcome{CC: "owd", Share: 0.16, FairShare: 0.2}, nil, true, true, 0.8},
 			{"0.47", Outcome{CC: "owd", Share: 0.094, FairShare: 0.2}, nil, false, true, 0.47},
+			{"0.79", Outcome{CC: "owd", Share: 0.158, FairShare: 0.2}, nil, false, true, 0.79},
 		},
 		{Jitter, "goodput_vs_bbr"}: {
 			{"at 0.8", Outcome{CC: "owd", GoodputBps: 8e6}, []Outcome{bbr}, true, true, 0.8},
 			{"below", Outcome{CC: "owd", GoodputBps: 7e6}, []Outcome{bbr}, false, true, 0.7},
+			{"just below", Outcome{CC: "owd", GoodputBps: 7.9e6}, []Outcome{bbr}, false, true, 0.79},
 		},
 		{Loss, "goodput_vs_bbr"}: {
 			{"at 0.8", Outcome{CC: "owd", GoodputBps: 8e6}, []Outcome{bbr}, true, true, 0.8},
 			{"0.37", Outcome{CC: "owd", GoodputBps: 3.7e6}, []Outcome{bbr}, false, true, 0.37},
+			{"just below", Outcome{CC: "owd", GoodputBps: 7.9e6}, []Outcome{bbr}, false, true, 0.79},
 			{"no bbr in the run", Outcome{CC: "owd", GoodputBps: 3.7e6}, []Outcome{{CC: "cubic", GoodputBps: 1e6}}, false, false, 0},
 			{"bbr itself", bbr, nil, false, false, 0},
 		},
 		{NarrowACK, "telemetry_delivered"}: {
 			{"at 90 %", Outcome{CC: "owd", TelemetryDelivered: ptr(0.9)}, nil, true, true, 0.9},
 			{"a fifth", Outcome{CC: "owd", TelemetryDelivered: ptr(0.2)}, nil, false, true, 0.2},
+			{"89 %", Outcome{CC: "owd", TelemetryDelivered: ptr(0.89)}, nil, false, true, 0.89},
 			{"no telemetry", Outcome{CC: "owd"}, nil, false, false, 0},
 		},
 		{NarrowACK, "owd_p95_vs_bbr"}: {
 			{"at bbr's", Outcome{CC: "owd", OWDP95Ms: 50}, []Outcome{bbr}, true, true, 1},
 			{"35 ms above", Outcome{CC: "owd", OWDP95Ms: 85}, []Outcome{bbr}, false, true, 1.7},
+			{"1 ms above", Outcome{CC: "owd", OWDP95Ms: 51}, []Outcome{bbr}, false, true, 1.02},
 			{"bbr itself", bbr, nil, false, false, 0},
 		},
 		{ACP, "age_vs_lazy"}: {
 			{"as lazy", Outcome{CC: "owd", ACP: &ACPOutcome{AgeMs: 50, LazyAgeMs: 50}}, nil, true, true, 1},
 			{"older than lazy", Outcome{CC: "owd", ACP: &ACPOutcome{AgeMs: 55, LazyAgeMs: 50}}, nil, false, true, 1.1},
+			{"2 % older", Outcome{CC: "owd", ACP: &ACPOutcome{AgeMs: 51, LazyAgeMs: 50}}, nil, false, true, 1.02},
 			{"no lazy run", Outcome{CC: "owd"}, nil, false, false, 0},
 		},
 		{ACP, "elastic_cost"}: {
 			{"10 %", Outcome{CC: "owd", ACP: &ACPOutcome{ElasticBps: 9e6, LazyElasticBps: 10e6}}, nil, true, true, 0.1},
 			{"26 %", Outcome{CC: "owd", ACP: &ACPOutcome{ElasticBps: 7.4e6, LazyElasticBps: 10e6}}, nil, false, true, 0.26},
+			{"11 %", Outcome{CC: "owd", ACP: &ACPOutcome{ElasticBps: 8.9e6, LazyElasticBps: 10e6}}, nil, false, true, 0.11},
 		},
 		{ACP, "sources_jain"}: {
 			{"at 0.95", Outcome{CC: "owd", ACP: &ACPOutcome{SourcesJain: ptr(0.95)}}, nil, true, true, 0.95},
 			{"16:1", Outcome{CC: "owd", ACP: &ACPOutcome{SourcesJain: ptr(report.Jain([]float64{16, 1}))}}, nil, false, true, report.Jain([]float64{16, 1})},
 			{"one source", Outcome{CC: "owd", ACP: &ACPOutcome{}}, nil, false, false, 0},
+			{"0.94", Outcome{CC: "owd", ACP: &ACPOutcome{SourcesJain: ptr(0.94)}}, nil, false, true, 0.94},
 		},
 	}
 	covered := map[[2]string]bool{}
@@ -171,6 +184,16 @@ func TestMeasure(t *testing.T) {
 	require.InDelta(t, 0.73, *o.TelemetryDelivered, 1e-9)
 	require.Nil(t, o.ACP)
 
+	// Two flows under test: their goodput summed, their delays averaged.
+	two := &report.Run{CC: "owd", Flows: []report.Flow{
+		{Name: "test-1", Kind: "bulk", GoodputBps: 1e6, OWDms: report.Stats{P95: 40}},
+		{Name: "test-2", Kind: "bulk", GoodputBps: 3e6, OWDms: report.Stats{P95: 60}, ModeS: map[string]float64{"competitive": 1}},
+	}}
+	o = Measure(&Draw{Family: OwnKind, Scenario: s}, two, nil)
+	require.Equal(t, 4e6, o.GoodputBps)
+	require.Equal(t, 50.0, o.OWDP95Ms)
+	require.Equal(t, 1.0, o.CompetitiveS)
+
 	// Not judged on share: no series needed, none read.
 	o = Measure(&Draw{Family: Alone, Scenario: s}, r, nil)
 	require.Zero(t, o.Share)
@@ -208,6 +231,9 @@ func TestTally(t *testing.T) {
 	require.False(t, j95.Met(owd), "3 of 5 is below 90 %")
 	require.True(t, j95.Met(bbr))
 	require.InDelta(t, 0.6, owd.Rate(), 1e-9)
+	j80 := rows[1]
+	require.True(t, j80.Met(j80.PerCC[1]), "every draw passed: a target of every draw is met")
+	require.False(t, j80.Met(j80.PerCC[0]), "4 of 5 is not every draw")
 
 	lb := leaderboard([]string{"owd"}, []DrawResult{
 		{Draw: &Draw{Trace: "b.up"}, Outcomes: []Outcome{{GoodputBps: 1, OWDP95Ms: 10, Power: 3}}},
