@@ -67,10 +67,11 @@ func WriteText(w io.Writer, r *Report, cost bool) error {
 	return tw.Flush()
 }
 
-// WriteMarkdown prints the same tables in Markdown, for RESULTS.md.
-func WriteMarkdown(w io.Writer, r *Report) error {
+// WriteMarkdown prints the same tables in Markdown, for RESULTS.md; seeds
+// names the seeds judged ("1001-1100").
+func WriteMarkdown(w io.Writer, r *Report, seeds string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Seeds %s, scale %g; per criterion: pass rate (draws passed/judged, ✓ target met), then median / worst value.\n\n", seedText(r.Seeds), r.Scale)
+	fmt.Fprintf(&b, "Seeds %s, scale %g; per criterion: pass rate (draws passed/judged, ✓ target met), then median / worst value.\n\n", seeds, r.Scale)
 	for _, f := range r.Families {
 		fmt.Fprintf(&b, "#### %s (%d draws)\n\n", f.Family, f.Draws)
 		fmt.Fprintf(&b, "| criterion | target | %s |\n|---|---|%s\n", strings.Join(r.CCs, " | "), strings.Repeat("---|", len(r.CCs)))
@@ -92,22 +93,4 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// seedText writes a seed list compactly: "1001-1100", "1,3,7-9".
-func seedText(seeds []int64) string {
-	var parts []string
-	for i := 0; i < len(seeds); {
-		j := i
-		for j+1 < len(seeds) && seeds[j+1] == seeds[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", seeds[i], seeds[j]))
-		} else {
-			parts = append(parts, fmt.Sprint(seeds[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }

@@ -145,7 +145,7 @@ func (jc *judgeConfig) run(judgeFn func(judge.Config) (*judge.Report, error), st
 		tables = stderr
 	}
 	if jc.Markdown {
-		err = judge.WriteMarkdown(tables, rep)
+		err = judge.WriteMarkdown(tables, rep, seedLabel(jc.cfg.Seeds))
 	} else {
 		err = judge.WriteText(tables, rep, true)
 	}

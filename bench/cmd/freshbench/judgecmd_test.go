@@ -69,6 +69,7 @@ func TestJudgeSmoke(t *testing.T) {
 	stdout.Reset()
 	code = run([]string{"judge", "-families", "loss", "-seeds", "7", "-scale", "0.15", "-cc", "owd,bbr", "-md"}, &stdout, &stderr)
 	require.Equal(t, exitOK, code, "stderr: %s", stderr.String())
+	require.Contains(t, stdout.String(), "Seeds 7, scale 0.15;")
 	require.Contains(t, stdout.String(), "#### loss (1 draws)")
 	require.Contains(t, stdout.String(), "| goodput ÷ bbr's ≥ 0.8 | ≥ 90% of draws |")
 	t.Logf("smoke test took %v", time.Since(start))
