@@ -42,8 +42,8 @@ type Outcome struct {
 }
 
 // ACPOutcome compares a draw's ACP sources with the same draw in which
-// every source is lazy (one update per RTT), the reference the issue's
-// cost budget is stated against.
+// every source is lazy (one update per RTT): the reference ACP's cost
+// budget is stated against.
 type ACPOutcome struct {
 	// AgeMs and LazyAgeMs are the sources' time-average age of
 	// information (the mean over the sources), ms.
@@ -177,7 +177,7 @@ func acpMeasures(r *report.Run) (ageMs, elasticBps float64, jain *float64) {
 	return ageMs, elasticBps, jain
 }
 
-// Criterion is one of the issue's targets, judged per draw.
+// Criterion is one of the targets owd is held to, judged per draw.
 type Criterion struct {
 	Family string `json:"family"`
 	Name   string `json:"name"`
@@ -248,8 +248,8 @@ func goodputVsBBR(family string) Criterion {
 }
 
 // Criteria lists every criterion, by family in Families order. The
-// thresholds and required pass rates are the issue's "done" table; where
-// it gives no rate (aqm, jitter, narrowack) the judge asks 90 % of draws.
+// thresholds and required pass rates are the targets set for owd; where
+// they give no rate (aqm, jitter, narrowack) the judge asks 90 % of draws.
 var Criteria = []Criterion{
 	competitiveZero(Alone),
 	{Family: Alone, Name: "power_vs_best", Title: "power ÷ best other controller's ≥ 1.0", Need: 0.9, Higher: true,

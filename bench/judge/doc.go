@@ -73,7 +73,7 @@
 //
 // # Criteria
 //
-// The targets, judged per draw (Criteria lists them with the share
+// The targets owd is held to, judged per draw (Criteria lists them with the share
 // of draws that must pass). alone: seconds in competitive mode = 0 (every
 // draw), power (goodput ÷ p95 one-way delay) ≥ the best of the other
 // controllers in the run (90 %). fillers: the flow under test's share of
@@ -90,6 +90,6 @@
 //
 // What the judge does not do: the acp family's oracle (the best fixed
 // update rate, found by freshbench sim --acp-sweep over dozens of runs
-// per draw) is replaced by lazy as the reference; the age target
+// per draw) is replaced by lazy as the reference; the age target
 // is ≤ 1.15 × the constrained oracle.
 package judge

@@ -17,8 +17,9 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 )
 
-// DefaultCCs are the controllers judged by default: owd and the peers the
-// issue names (copa joins when it is registered).
+// DefaultCCs are the controllers judged by default: owd and the
+// delay-based and loss-based peers it must beat (copa once it is
+// registered).
 var DefaultCCs = []string{"owd", "rttdelay", "copa", "bbr", "cubic"}
 
 // RunFunc runs one scenario: sim.Run, or a fake in tests.
