@@ -108,6 +108,11 @@ func TestCriteria(t *testing.T) {
 			{"2 % older", Outcome{CC: "owd", ACP: &ACPOutcome{AgeMs: 51, LazyAgeMs: 50}}, nil, false, true, 1.02},
 			{"no lazy run", Outcome{CC: "owd"}, nil, false, false, 0},
 		},
+		{ACP, "age_vs_oracle"}: {
+			{"1.15×", Outcome{CC: "owd", ACP: &ACPOutcome{AgeMs: 57.5, OracleAgeMs: 50}}, nil, true, true, 1.15},
+			{"1.16×", Outcome{CC: "owd", ACP: &ACPOutcome{AgeMs: 58, OracleAgeMs: 50}}, nil, false, true, 1.16},
+			{"no oracle run", Outcome{CC: "owd", ACP: &ACPOutcome{AgeMs: 58}}, nil, false, false, 0},
+		},
 		{ACP, "elastic_cost"}: {
 			{"10 %", Outcome{CC: "owd", ACP: &ACPOutcome{ElasticBps: 9e6, LazyElasticBps: 10e6}}, nil, true, true, 0.1},
 			{"26 %", Outcome{CC: "owd", ACP: &ACPOutcome{ElasticBps: 7.4e6, LazyElasticBps: 10e6}}, nil, false, true, 0.26},
@@ -245,4 +250,47 @@ func TestTally(t *testing.T) {
 		{Group: "a.up", CC: "owd", N: 1, GoodputBps: 2, OWDP95Ms: 30, Power: 1},
 		{Group: "b.up", CC: "owd", N: 1, GoodputBps: 1, OWDP95Ms: 10, Power: 3},
 	}, lb)
+}
+
+// TestConstrainedOracle: the lowest age among the fixed rates that cost
+// the elastic flows at most 10 % against lazy; any rate without elastic
+// flows; none when every rate costs more.
+func TestConstrainedOracle(t *testing.T) {
+	run := func(age, elastic float64) *report.Run {
+		return &report.Run{Flows: []report.Flow{
+			{Name: "test", Kind: "bulk", GoodputBps: elastic},
+			{Name: "acp-1", Kind: "fixed", AgeMs: &report.AgeStats{Mean: age}},
+		}}
+	}
+	grid := []float64{1, 10, 100, 1000}
+	runs := []*report.Run{run(400, 9.9e6), run(100, 9.5e6), run(50, 9e6), run(30, 8e6)}
+	age, rate := ConstrainedOracle(10e6, grid, runs)
+	require.Equal(t, 50.0, age, "10 %% exactly is within the budget, 20 %% is not")
+	require.Equal(t, 100.0, rate)
+	age, rate = ConstrainedOracle(0, grid, runs)
+	require.Equal(t, 30.0, age, "no elastic flows: the best age")
+	require.Equal(t, 1000.0, rate)
+	age, _ = ConstrainedOracle(20e6, grid, runs)
+	require.Zero(t, age, "every rate costs more than 10 %")
+	age, _ = ConstrainedOracle(10e6, grid, []*report.Run{run(70, 10e6), nil, run(0, 10e6), nil})
+	require.Equal(t, 70.0, age, "a run where nothing arrived does not count")
+}
+
+// TestOracleGrid: geometric from 0.5 Hz to the path's capacity in one
+// source's updates.
+func TestOracleGrid(t *testing.T) {
+	s := &scenario.Scenario{
+		Forward: scenario.Path{Rate: scenario.Rate(1e6)},
+		Flows:   []scenario.Flow{{Name: "test", Kind: scenario.KindBulk}, {Name: "acp-1", Kind: scenario.KindACP, Size: 918}},
+	}
+	g := OracleGrid(s, 5)
+	require.Len(t, g, 5)
+	require.InDelta(t, 0.5, g[0], 1e-9)
+	require.InDelta(t, 1e6/8/1000, g[4], 1e-9, "1 Mbit/s of 1000-byte datagrams")
+	for k := 1; k < len(g); k++ {
+		require.InEpsilon(t, g[1]/g[0], g[k]/g[k-1], 1e-3, "geometric")
+	}
+	require.Nil(t, OracleGrid(s, 0))
+	s.Flows = s.Flows[:1]
+	require.Nil(t, OracleGrid(s, 5), "no source, no grid")
 }

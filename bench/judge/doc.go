@@ -88,8 +88,10 @@
 // (every draw). A criterion against bbr does not apply to bbr itself, nor
 // when bbr is not in the run.
 //
-// What the judge does not do: the acp family's oracle (the best fixed
-// update rate, found by freshbench sim --acp-sweep over dozens of runs
-// per draw) is replaced by lazy as the reference; the age target
-// is ≤ 1.15 × the constrained oracle.
+// With Config.OracleRates, acp draws are also run with their sources at
+// fixed rates (OracleGrid) and ACP's mean age must be ≤ 1.15 × the
+// constrained oracle's (ConstrainedOracle: the best age among the rates
+// that cost the elastic flows at most 10 %), on every draw. The oracle is
+// a coarse grid on one draw, not freshbench sim --acp-sweep's refined
+// grid over many seeds.
 package judge

@@ -34,6 +34,12 @@ type Config struct {
 	// Parallel is how many runs go at once (default GOMAXPROCS).
 	Parallel int
 	Run      RunFunc // default sim.Run
+	// OracleRates, if above 0, also runs every acp draw with its sources
+	// at that many fixed update rates (OracleGrid) under every
+	// controller, to find the constrained oracle (ACPOutcome.OracleAgeMs)
+	// the age_vs_oracle criterion needs. 0: no oracle, the criterion does
+	// not apply.
+	OracleRates int
 	// Progress, if set, is called after every run with the runs done and
 	// their total, from one goroutine at a time.
 	Progress func(done, total int)
@@ -145,11 +151,26 @@ type LeaderboardRow struct {
 	Power      float64 `json:"power"`       // median, Mbit/s per s
 }
 
-// job is one run: draw i under controller cc (lazy: with lazy sources).
+// job is one run: draw i under controller cc, its ACP sources as drawn
+// (variant 0), lazy (variantLazy) or at the fixed rate of oracle grid
+// point k (variantFixed + k).
 type job struct {
-	draw int
-	cc   int
-	lazy bool
+	draw    int
+	cc      int
+	variant int
+}
+
+const (
+	variantLazy  = 1
+	variantFixed = 2
+)
+
+// variants is how many runs each draw of fam takes per controller.
+func variants(cfg Config, fam string) int {
+	if fam != ACP {
+		return 1
+	}
+	return 2 + max(cfg.OracleRates, 0)
 }
 
 // Judge draws cfg.Seeds from every family, runs each draw under every
@@ -181,7 +202,7 @@ func Judge(cfg Config) (*Report, error) {
 	rep := &Report{CCs: cfg.CCs, Seeds: cfg.Seeds, Scale: cfg.Scale}
 	total := 0
 	for _, f := range cfg.Families {
-		total += len(cfg.Seeds) * len(cfg.CCs) * map[bool]int{true: 2, false: 1}[f == ACP]
+		total += len(cfg.Seeds) * len(cfg.CCs) * variants(cfg, f)
 	}
 	done := 0
 	for _, fam := range cfg.Families {
@@ -212,9 +233,8 @@ func judgeFamily(cfg Config, fam string, tick func()) (*FamilyReport, error) {
 	var jobs []job
 	for i := range draws {
 		for c := range cfg.CCs {
-			jobs = append(jobs, job{draw: i, cc: c})
-			if fam == ACP {
-				jobs = append(jobs, job{draw: i, cc: c, lazy: true})
+			for v := range variants(cfg, fam) {
+				jobs = append(jobs, job{draw: i, cc: c, variant: v})
 			}
 		}
 	}
@@ -226,7 +246,7 @@ func judgeFamily(cfg Config, fam string, tick func()) (*FamilyReport, error) {
 	for range min(cfg.Parallel, len(jobs)) {
 		wg.Go(func() {
 			for j := range next {
-				r, err := runJob(cfg, draws[j.draw], cfg.CCs[j.cc], j.lazy)
+				r, err := runJob(cfg, draws[j.draw], cfg.CCs[j.cc], j.variant)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -258,7 +278,16 @@ func judgeFamily(cfg Config, fam string, tick func()) (*FamilyReport, error) {
 	for i, d := range draws {
 		dr := DrawResult{Draw: d}
 		for c := range cfg.CCs {
-			dr.Outcomes = append(dr.Outcomes, Measure(d, runs[job{i, c, false}], runs[job{i, c, true}]))
+			o := Measure(d, runs[job{i, c, 0}], runs[job{i, c, variantLazy}])
+			if o.ACP != nil && cfg.OracleRates > 0 {
+				grid := OracleGrid(d.Scenario, cfg.OracleRates)
+				fixed := make([]*report.Run, len(grid))
+				for k := range grid {
+					fixed[k] = runs[job{i, c, variantFixed + k}]
+				}
+				o.ACP.OracleAgeMs, o.ACP.OracleRateHz = ConstrainedOracle(o.ACP.LazyElasticBps, grid, fixed)
+			}
+			dr.Outcomes = append(dr.Outcomes, o)
 		}
 		fr.Results = append(fr.Results, dr)
 	}
@@ -268,16 +297,26 @@ func judgeFamily(cfg Config, fam string, tick func()) (*FamilyReport, error) {
 	return fr, nil
 }
 
-// runJob runs draw d under controller name; lazy replaces its ACP sources
-// with lazy ones (the reference of the acp criteria).
-func runJob(cfg Config, d *Draw, name string, lazy bool) (r *report.Run, err error) {
+// runJob runs draw d under controller name, its ACP sources replaced by
+// lazy ones (variantLazy: the reference of the acp criteria) or by fixed
+// ones at an oracle grid point's rate.
+func runJob(cfg Config, d *Draw, name string, variant int) (r *report.Run, err error) {
 	s := d.Scenario
-	if lazy {
+	if variant != 0 {
+		var rate float64
+		if variant >= variantFixed {
+			rate = OracleGrid(s, cfg.OracleRates)[variant-variantFixed]
+		}
 		c := *s
 		c.Flows = slices.Clone(s.Flows)
 		for i := range c.Flows {
-			if c.Flows[i].Kind == scenario.KindACP {
-				c.Flows[i].Kind, c.Flows[i].CC = scenario.KindLazy, "lazy"
+			f := &c.Flows[i]
+			switch {
+			case f.Kind != scenario.KindACP:
+			case variant == variantLazy:
+				f.Kind, f.CC = scenario.KindLazy, "lazy"
+			default:
+				f.Kind, f.CC, f.UpdateRate = scenario.KindFixed, "", rate
 			}
 		}
 		s = &c

@@ -2,6 +2,8 @@ package judge
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -39,6 +41,10 @@ func TestJudgeRunsTheSameDrawUnderEveryController(t *testing.T) {
 				label += "+lazy"
 				break
 			}
+			if f.Kind == scenario.KindFixed {
+				label += fmt.Sprintf("+fixed@%g", f.UpdateRate)
+				break
+			}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -53,18 +59,27 @@ func TestJudgeRunsTheSameDrawUnderEveryController(t *testing.T) {
 		return r, nil
 	}
 	ccs := []string{"owd", "bbr", "cubic"}
-	rep, err := Judge(Config{Families: []string{Alone, ACP}, Seeds: []int64{1, 2}, CCs: ccs, Run: fake, Parallel: 3})
+	rep, err := Judge(Config{Families: []string{Alone, ACP}, Seeds: []int64{1, 2}, CCs: ccs, Run: fake, Parallel: 3, OracleRates: 2})
 	require.NoError(t, err)
 	require.Len(t, rep.Families, 2)
 	require.Len(t, seen, 4, "two draws per family")
 	for name, byLabel := range seen {
-		acp := len(byLabel) == 2*len(ccs)
-		require.True(t, acp || len(byLabel) == len(ccs), name)
+		acp := strings.Contains(name, "acp")
+		if !acp {
+			require.Len(t, byLabel, len(ccs), name)
+		} else {
+			require.Len(t, byLabel, 4*len(ccs), "%s: as drawn, lazy, two fixed rates", name)
+		}
 		for _, cc := range ccs {
 			require.Equal(t, byLabel[ccs[0]], byLabel[cc], "%s: the same draw for %s", name, cc)
 			if acp {
 				require.Equal(t, byLabel[ccs[0]+"+lazy"], byLabel[cc+"+lazy"])
 				require.NotEqual(t, byLabel[cc], byLabel[cc+"+lazy"])
+				for label, js := range byLabel {
+					if rest, ok := strings.CutPrefix(label, ccs[0]+"+fixed@"); ok {
+						require.Equal(t, js, byLabel[cc+"+fixed@"+rest], "the same grid for every controller")
+					}
+				}
 			}
 		}
 	}
@@ -101,4 +116,27 @@ func TestJudgeRefusesBadConfig(t *testing.T) {
 	require.ErrorContains(t, err, "registered")
 	_, err = Judge(Config{CCs: []string{"owd"}})
 	require.ErrorContains(t, err, "no seed")
+}
+
+// TestOracleRuns: with OracleRates, the acp draws' fixed-rate runs go
+// through the simulator and yield a constrained oracle the age_vs_oracle
+// criterion reads.
+func TestOracleRuns(t *testing.T) {
+	rep, err := Judge(Config{Families: []string{ACP}, Seeds: []int64{1, 2, 3}, CCs: []string{"owd"}, Scale: 0.2, OracleRates: 4})
+	require.NoError(t, err)
+	found := false
+	for _, dr := range rep.Families[0].Results {
+		a := dr.Outcomes[0].ACP
+		require.NotNil(t, a)
+		if a.OracleAgeMs > 0 {
+			found = true
+			require.Contains(t, OracleGrid(dr.Draw.Scenario, 4), a.OracleRateHz)
+		}
+	}
+	require.True(t, found, "no draw found an oracle within the budget")
+	for _, row := range rep.Families[0].Criteria {
+		if row.Name == "age_vs_oracle" {
+			require.Positive(t, row.PerCC[0].N)
+		}
+	}
 }

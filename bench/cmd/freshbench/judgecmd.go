@@ -35,6 +35,11 @@ Flags:
   --scale X        multiply every family's duration (default 1: 30-40 s of
                    virtual time per draw)
   --parallel N     runs at once (default GOMAXPROCS)
+  --acp-oracle N   also run every acp draw with its sources at N fixed
+                   update rates (0.5 Hz to the path's capacity, geometric)
+                   under every controller, for the constrained oracle the
+                   age criterion compares ACP with (default 0: no oracle;
+                   12 is a useful grid, and makes the acp family 7× dearer)
   --json FILE      write the whole report, every draw's scenario and
                    outcomes included, as JSON ("-": stdout, and the
                    tables go to stderr)
@@ -64,6 +69,7 @@ func parseJudgeArgs(args []string) (*judgeConfig, error) {
 	fs.StringVar(&ccList, "cc", strings.Join(judge.DefaultCCs, ","), "")
 	fs.Float64Var(&jc.cfg.Scale, "scale", 1, "")
 	fs.IntVar(&jc.cfg.Parallel, "parallel", runtime.GOMAXPROCS(0), "")
+	fs.IntVar(&jc.cfg.OracleRates, "acp-oracle", 0, "")
 	fs.StringVar(&jc.JSON, "json", "", "")
 	fs.BoolVar(&jc.Markdown, "md", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -89,6 +95,9 @@ func parseJudgeArgs(args []string) (*judgeConfig, error) {
 	}
 	if !(jc.cfg.Scale > 0) {
 		return nil, usagef("%s: --scale must be positive", prefix)
+	}
+	if jc.cfg.OracleRates < 0 || jc.cfg.OracleRates > 100 {
+		return nil, usagef("%s: --acp-oracle %d: want 0 (no oracle) to 100 rates", prefix, jc.cfg.OracleRates)
 	}
 	if jc.cfg.Parallel < 1 {
 		return nil, usagef("%s: --parallel must be at least 1", prefix)

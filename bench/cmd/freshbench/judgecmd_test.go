@@ -27,6 +27,7 @@ func TestJudgeArgs(t *testing.T) {
 		{[]string{"judge", "-seeds", "5-1"}, exitUsage, "runs backwards"},
 		{[]string{"judge", "-scale", "0"}, exitUsage, "--scale must be positive"},
 		{[]string{"judge", "-parallel", "0"}, exitUsage, "--parallel must be at least 1"},
+		{[]string{"judge", "-acp-oracle", "-1"}, exitUsage, "--acp-oracle -1: want 0"},
 		{[]string{"judge", "scenario.json"}, exitUsage, "unexpected argument"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -67,10 +68,11 @@ func TestJudgeSmoke(t *testing.T) {
 	}
 
 	stdout.Reset()
-	code = run([]string{"judge", "-families", "loss", "-seeds", "7", "-scale", "0.15", "-cc", "owd,bbr", "-md"}, &stdout, &stderr)
+	code = run([]string{"judge", "-families", "loss,acp", "-seeds", "7", "-scale", "0.15", "-cc", "owd,bbr", "-acp-oracle", "3", "-md"}, &stdout, &stderr)
 	require.Equal(t, exitOK, code, "stderr: %s", stderr.String())
 	require.Contains(t, stdout.String(), "Seeds 7, scale 0.15;")
 	require.Contains(t, stdout.String(), "#### loss (1 draws)")
 	require.Contains(t, stdout.String(), "| goodput ÷ bbr's ≥ 0.8 | ≥ 90% of draws |")
+	require.Contains(t, stdout.String(), "| ACP's mean age ÷ the constrained oracle's ≤ 1.15 | every draw |")
 	t.Logf("smoke test took %v", time.Since(start))
 }
