@@ -39,7 +39,7 @@ Flags:
                    update rates (0.5 Hz to the path's capacity, geometric)
                    under every controller, for the constrained oracle the
                    age criterion compares ACP with (default 0: no oracle;
-                   12 is a useful grid, and makes the acp family 7× dearer)
+                   8 rates make the acp family about 11× dearer)
   --json FILE      write the whole report, every draw's scenario and
                    outcomes included, as JSON ("-": stdout, and the
                    tables go to stderr)
