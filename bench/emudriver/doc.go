@@ -109,6 +109,8 @@
 //     (ErrUnsupported): the endpoints share the host clock. "perfect" sets
 //     TrustPeerClock; "inband" lets the endpoints estimate the (zero)
 //     offset.
+//   - A flow's extra_delay and max_window are sim-only (ErrUnsupported):
+//     the relay has one delay per path, and no receive window per flow.
 //   - fixed flows run acp.NewFixed through Config.NewUpdatePolicy, as
 //     sim does. iperf3 and telemetry flows need the TUN router:
 //     ErrUnsupported under the relay.

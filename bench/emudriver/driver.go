@@ -152,6 +152,9 @@ func check(s *scenario.Scenario, tun bool) error {
 	}
 	revPolicy := ""
 	for _, f := range s.Flows {
+		if f.ExtraDelay != 0 || f.MaxWindow != 0 {
+			return bad("flow %q: extra_delay and max_window are sim-only (freshbench sim): the emulator has one delay per path and no per-flow receive window", f.Name)
+		}
 		switch f.Kind {
 		case scenario.KindIperf3:
 			if tun {

@@ -204,6 +204,10 @@ func TestUnsupported(t *testing.T) {
 		  "flows": [{"kind": "fixed", "update_rate": 10, "reverse": true}, {"name": "l", "kind": "lazy", "reverse": true}]}`,
 		`{"name": "x", "duration": "1s", "clock_offset": "5ms", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
 		  "flows": [{"kind": "bulk"}]}`,
+		`{"name": "x", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
+		  "flows": [{"kind": "bulk", "extra_delay": "10ms"}]}`,
+		`{"name": "x", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
+		  "flows": [{"kind": "bulk", "max_window": 20000}]}`,
 	} {
 		_, err := Run(context.Background(), parse(t, js), Options{})
 		require.ErrorIs(t, err, ErrUnsupported)

@@ -180,6 +180,20 @@ type Flow struct {
 	// "BE", …) or a number "0".."63", as dscp.Parse reads them.
 	// Default BE (Validate fills it in).
 	DSCP dscp.Codepoint `json:"dscp,omitempty"`
+	// ExtraDelay is added to this flow's one-way propagation delay in
+	// each direction (its data and its ACKs wait that long before they
+	// join the path), so its round trip is the path's plus 2×ExtraDelay:
+	// flows of different RTTs through one bottleneck, for RTT fairness.
+	// Simulator only.
+	ExtraDelay Duration `json:"extra_delay,omitempty"`
+	// MaxWindow caps a bulk flow's receive window, bytes: the receiver
+	// never grants more than MaxWindow bytes beyond the last byte read,
+	// so the sender never has more in flight, whatever its controller's
+	// window (a TCP flow limited by its peer's rwnd). A window above the
+	// path's BDP and below BDP + buffer keeps a standing queue without a
+	// loss. At least two segments (2×mss). 0: the default, 4 MiB.
+	// Simulator only.
+	MaxWindow int `json:"max_window,omitempty"`
 }
 
 // Scenario is one experiment.
@@ -453,6 +467,17 @@ func (f *Flow) validate(s *Scenario) error {
 	}
 	if f.Start >= s.Duration {
 		return errors.New("starts after the scenario ends")
+	}
+	if f.ExtraDelay < 0 {
+		return errors.New("extra_delay must not be negative")
+	}
+	if f.MaxWindow != 0 {
+		if f.Kind != KindBulk {
+			return fmt.Errorf("max_window is for bulk flows (a receive window), not %s flows", f.Kind)
+		}
+		if f.MaxWindow < 2*s.MSS {
+			return fmt.Errorf("max_window %d is below two segments (2×mss = %d bytes)", f.MaxWindow, 2*s.MSS)
+		}
 	}
 	if !f.DSCP.IsSet() {
 		f.DSCP = dscp.BestEffort

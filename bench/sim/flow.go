@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/acp"
+	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
@@ -34,10 +35,23 @@ type flow struct {
 	closed   bool      // CloseWrite called (bulk with a byte limit)
 	stopped  bool      // past end: neither end is driven any more
 
+	// held are the flow's datagrams waiting out its extra_delay before
+	// they join their link, oldest first (the delay is the same for
+	// each, so the order in which they were sent is the order of release).
+	held []heldPacket
+
 	nextSend clock.Mono // cbr: next packet; periodic update source: next reading
 	age      acp.AgeMeter
 	lastAck  clock.Mono
 	st       flowStats
+}
+
+// heldPacket is a datagram delayed by its flow's extra_delay: it joins
+// link at at.
+type heldPacket struct {
+	at   clock.Mono
+	p    *packet
+	link *netem.Link
 }
 
 // flowStats accumulates what report.Flow needs.
@@ -98,6 +112,12 @@ func newFlow(s *scenario.Scenario, i int, spec scenario.Flow, mode syncMode) (*f
 		f.cfg.MaxDatagram = s.MSS + wire.HeaderLen + wire.DataOverhead
 		name := spec.CC
 		f.cfg.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(name, mss) }
+		if spec.MaxWindow > 0 {
+			// Both ends read it: the receiver grants at most this much
+			// beyond what it read, and the sender assumes no more before
+			// the first grant (session.Config.ReceiveWindow).
+			f.cfg.ReceiveWindow = spec.MaxWindow
+		}
 	} else {
 		// One update per datagram: the datagram is sized to the update.
 		f.cfg.MaxDatagram = max(spec.Size+wire.HeaderLen+wire.UpdateOverhead, 256)

@@ -178,7 +178,25 @@ func (w *world) enqueue(now clock.Mono, f *flow, p *packet, size int, dscp uint8
 	}
 	p.net.Size = size
 	p.net.DSCP = dscp
-	w.link(f, p.toSrv).Enqueue(now, &p.net)
+	l := w.link(f, p.toSrv)
+	if d := f.spec.ExtraDelay.D(); d > 0 {
+		// The flow's own stretch of path before the bottleneck: a
+		// constant delay, so the datagram keeps its place in the order.
+		f.held = append(f.held, heldPacket{at: now.Add(d), p: p, link: l})
+		return
+	}
+	l.Enqueue(now, &p.net)
+}
+
+// release puts f's held datagrams that have waited out its extra_delay
+// on their links.
+func (w *world) release(now clock.Mono, f *flow) {
+	for len(f.held) > 0 && !now.Before(f.held[0].at) {
+		h := f.held[0]
+		f.held[0] = heldPacket{}
+		f.held = f.held[1:]
+		h.link.Enqueue(now, &h.p.net)
+	}
 }
 
 // deliver hands a packet that crossed a link to its endpoint.
@@ -214,6 +232,9 @@ func (w *world) loop(opts Options) error {
 				return err
 			}
 			changes = changes[1:]
+		}
+		for _, f := range w.flows {
+			w.release(now, f)
 		}
 		for _, l := range []*netem.Link{w.fwd, w.rev} {
 			for p := l.Poll(now); p != nil; p = l.Poll(now) {
@@ -255,6 +276,9 @@ func (w *world) loop(opts Options) error {
 		}
 		for _, f := range w.flows {
 			consider(f.nextEvent(now))
+			if len(f.held) > 0 {
+				consider(f.held[0].at)
+			}
 		}
 		if len(changes) > 0 {
 			consider(clock.Mono(0).Add(changes[0].At.D()))

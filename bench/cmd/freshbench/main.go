@@ -6,12 +6,14 @@
 //	freshbench results [--out FILE] [--plots DIR]
 //	freshbench traces [--seeds LIST] [--cc LIST] [--out DIR]
 //	freshbench interop [-cases LIST] [-full] [-strict] [-md]
+//	freshbench judge [-families LIST] [-seeds LIST] [-draws N] [-cc LIST] [-json FILE] [-md]
 //
 // runs each scenario in the virtual-time simulator (bench/sim), or in real
 // time with fresh endpoints through the emulated bottleneck (bench/emudriver),
 // once per controller given with --cc, and prints an iperf3-like summary
 // table; interop runs the interop-style fault suite (bench/e2e) and prints
-// its matrix, one line per case. Every
+// its matrix, one line per case; judge draws scenarios at random from
+// named families and judges every controller on them (bench/judge). Every
 // flag, the scenario file and the result JSON are documented in
 // bench/README.md.
 //
@@ -47,6 +49,9 @@ Commands:
            throughput against p95 delay per trace, over ten seeds
   interop  the interop-style fault suite: fresh under the QUIC interop
            runner's test cases, one line per case
+  judge    scenarios drawn at random from named families (alone, fillers,
+           ownkind, aqm, jitter, loss, narrowack, acp), every controller
+           judged on them: pass rates of the criteria and a leaderboard
 
 Run "freshbench <command> -h" for the flags of a command.
 Flags, the scenario file and the result JSON are documented in bench/README.md.
@@ -76,6 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runTracesCommand(args[1:], stdout, stderr)
 	case "interop":
 		return runInteropCommand(args[1:], stdout, stderr)
+	case "judge":
+		return runJudgeCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
 	return exitUsage
