@@ -19,7 +19,11 @@ type Controller struct {
 	rule windowRule
 	mss  float64 // bytes
 
-	mode mode
+	// mode is written by setMode only (mode.go); lastChange is its last
+	// change, onModeChange (tests only) sees every one.
+	mode         mode
+	lastChange   modeChange
+	onModeChange func(modeChange)
 
 	// Window state, in bytes. Floats so that the per-ACK steps of ±MSS²/cwnd
 	// are not lost to integer truncation. In competitive mode the window in
@@ -178,21 +182,50 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 
 // OnAck implements cc.Controller: one call per newly acknowledged packet.
 // The estimators are fed first, whatever the mode; then the mode's own
-// transition function decides what the window does.
+// transition function decides what the window does. The order of the
+// mechanisms on every ACK, in one place (as tcp_bbr.c's bbr_update_model
+// lists its steps):
+//
+//  1. A starved loss (or overflow) noted by the last OnLoss counts, unless
+//     a timeout came first; two starved losses enter competitive mode
+//     (countStarved, compete.go).
+//  2. The loss rate decays, the bytes in flight of the round trip are
+//     noted, the RTT estimator is fed.
+//  3. The delay sample feeds both analyzers (OWDmin, OWDcur, jitter, a
+//     rebase when OWDmin rose), picks the signal (OWD or the RTT/2
+//     fallback), and feeds the packet-pair dispersion and the bunching
+//     test (takeDelaySample, signal.go).
+//  4. The drain test folds the sample into the current slowdown's
+//     experiment; the first ACK of a packet sent after the hold gives its
+//     verdict, which may enter or leave competitive mode (drain.go).
+//  5. A full ACK ends loss recovery (RFC 6582).
+//  6. CUBIC, in competitive mode, takes the ACK.
+//  7. The mode's transition function (onAck):
+//     - slow start: the exit on queueing delay (with the slow-start
+//     drain), growth by the bytes acknowledged, the exit at ssthresh;
+//     - avoidance: Copa's test (which may start a slowdown or enter
+//     competitive mode), then, outside recovery: the rebase to slow start,
+//     the learned noise floor (response.go), the targets, the queue drain,
+//     the delay rule scaled by the reverse path, velocity and the thin-link
+//     growth, OWDv_max, and a slowdown when one is due;
+//     - probe: nothing until the hold is over; then the window is
+//     restored, the interrupted mode resumes and its function runs on this
+//     ACK;
+//     - competitive: a slowdown when one is due.
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
-	c.countStarved(now)
-	c.lossRate -= lossRateGain * c.lossRate
+	c.countStarved(now)                     // 1
+	c.lossRate -= lossRateGain * c.lossRate // 2
 	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
-	c.takeDelaySample(now, ack)
-	c.observeDrainTest(now, ack)
-	if c.inRecovery && ack.PacketNumber > c.recoverPN {
+	c.takeDelaySample(now, ack)                         // 3
+	c.observeDrainTest(now, ack)                        // 4
+	if c.inRecovery && ack.PacketNumber > c.recoverPN { // 5
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
 	}
-	if c.comp.cubic != nil {
+	if c.comp.cubic != nil { // 6
 		c.comp.cubic.OnAck(now, ack)
 	}
-	c.onAck(now, ack)
+	c.onAck(now, ack) // 7
 }
 
 // onAck dispatches to the mode's transition function.
@@ -242,7 +275,7 @@ func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 				c.cwnd = math.Max(c.cwnd*float64(a.floored())/float64(a.Current()), c.targets(now).floor)
 			}
 			c.ssthresh = c.cwnd
-			c.exitSlowStart(now)
+			c.exitSlowStart(now, reasonExitDelay)
 			return
 		}
 	}
@@ -250,7 +283,7 @@ func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 		c.grow(acked*c.mss, c.targets(now).floor)
 	}
 	if c.cwnd >= c.ssthresh {
-		c.exitSlowStart(now)
+		c.exitSlowStart(now, reasonSsthresh)
 	}
 }
 
@@ -265,7 +298,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 		// OWDmin rose: a longer path, whose bandwidth-delay product is
 		// unknown. Slow start finds it in a few round trips (addSample).
 		c.rebase = false
-		c.enterSlowStart()
+		c.enterSlowStart(now)
 		c.onAckSlowStart(now, ack)
 		return
 	}
@@ -302,8 +335,6 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	if d > 0 {
 		d *= t.growth * speed
 	}
-	if ack.PacketNumber%50 == 0 {
-	}
 	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
 		c.grow(d*c.mss, t.floor)
 	}
@@ -326,19 +357,20 @@ func (c *Controller) onAckCompetitive(now clock.Mono) {
 	c.maybeStartProbe(now)
 }
 
-// enterSlowStart restarts slow start toward an unknown ssthresh.
-func (c *Controller) enterSlowStart() {
+// enterSlowStart restarts slow start toward an unknown ssthresh after a
+// rebase.
+func (c *Controller) enterSlowStart(now clock.Mono) {
 	c.vel.reset()
-	c.mode = modeSlowStart
+	c.setMode(now, modeSlowStart, reasonRebase)
 	c.ssthresh = math.Inf(1)
 	c.ssMaxOWDv = 0
 }
 
 // exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis
 // "in slow start") and schedules base-delay probes.
-func (c *Controller) exitSlowStart(now clock.Mono) {
+func (c *Controller) exitSlowStart(now clock.Mono, why reason) {
 	c.vel.reset()
-	c.mode = modeAvoidance
+	c.setMode(now, modeAvoidance, why)
 	c.owdA.ResetMax(now, c.ssMaxOWDv)
 	c.rttA.ResetMax(now, c.ssMaxOWDv)
 	c.ssMaxOWDv = 0
@@ -423,7 +455,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	if c.mode == modeProbe {
 		// The lost packet was sent before the slowdown: judge the loss
 		// against the window the flow had then.
-		c.cwnd = c.finishProbe(now)
+		c.cwnd = c.finishProbe(now, reasonHoldCut)
 	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
@@ -436,7 +468,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	}
 	c.ssthresh = c.cwnd
 	if c.mode == modeSlowStart {
-		c.exitSlowStart(now)
+		c.exitSlowStart(now, reasonLoss)
 	}
 }
 
@@ -493,7 +525,7 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 		c.comp.cubic.OnRetransmissionTimeout(now)
 	}
 	if c.mode == modeProbe {
-		c.finishProbe(now)
+		c.finishProbe(now, reasonHoldCut)
 	}
 	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	c.cwnd = cc.MinWindowPackets * c.mss
@@ -503,9 +535,10 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 	c.recoverPN = c.largestSent
 	if c.mode != modeCompetitive {
 		if c.cwnd < c.ssthresh {
-			c.mode = modeSlowStart
+			c.setMode(now, modeSlowStart, reasonTimeout)
 		} else if c.mode == modeSlowStart {
-			c.exitSlowStart(now)
+			// The window was already at the floor: ssthresh = cwnd.
+			c.exitSlowStart(now, reasonTimeout)
 		}
 	}
 }
