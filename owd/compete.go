@@ -231,7 +231,9 @@ func (c *Controller) onCongestiveLoss(now clock.Mono) {
 		return
 	}
 	c.comp.pendingOverflow = true
-	if c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+	// A loss during the pulse test (elastic.go) is no starved loss: the
+	// pulse, not the window at the floor, overflowed the buffer.
+	if c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss && !c.elastic.active {
 		c.comp.pendingStarved = true
 	}
 }

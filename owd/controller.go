@@ -68,6 +68,10 @@ type Controller struct {
 	vel   velocity   // velocity.go: a faster increase while the queue is empty
 	used  inFlight   // the most in flight in this round trip and the last
 	bunch bunching   // bunching.go: does the link release packets in batches?
+	// elastic is the pulse test (elastic.go); pulse its sending rate at the
+	// last event, bytes/s, 0 outside a pulse.
+	elastic elasticity
+	pulse   float64
 }
 
 // inFlight keeps the most bytes in flight seen in the current round trip
@@ -175,6 +179,7 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 		c.largestSent = pn
 	}
 	c.used.note(inFlight, cc.InvalidPacketNumber, c.largestSent)
+	c.pulse = c.pulseRate(now)
 	if c.comp.cubic != nil {
 		c.comp.cubic.OnPacketSent(now, pn, bytes, inFlight)
 	}
@@ -197,7 +202,9 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //     test (takeDelaySample, signal.go).
 //  4. The drain test folds the sample into the current slowdown's
 //     experiment; the first ACK of a packet sent after the hold gives its
-//     verdict, which may enter or leave competitive mode (drain.go).
+//     verdict, which may enter or leave competitive mode (drain.go). The
+//     pulse test (Tuning.ElasticityTest) does the same with its pulse
+//     (elastic.go).
 //  5. A full ACK ends loss recovery (RFC 6582).
 //  6. CUBIC, in competitive mode, takes the ACK.
 //  7. The mode's transition function (onAck):
@@ -207,25 +214,29 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //     competitive mode), then, outside recovery: the rebase to slow start,
 //     the learned noise floor (response.go), the targets, the queue drain,
 //     the delay rule scaled by the reverse path, velocity and the thin-link
-//     growth, OWDv_max, and a slowdown when one is due;
+//     growth, OWDv_max, a slowdown when one is due, and the pulse test
+//     when it may run;
 //     - probe: nothing until the hold is over; then the window is
 //     restored, the interrupted mode resumes and its function runs on this
 //     ACK;
 //     - competitive: a slowdown when one is due.
+//  8. The pulse test's sending rate for the sends that follow.
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	c.countStarved(now)                     // 1
 	c.lossRate -= lossRateGain * c.lossRate // 2
 	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
-	c.takeDelaySample(now, ack)                         // 3
-	c.observeDrainTest(now, ack)                        // 4
+	c.takeDelaySample(now, ack)  // 3
+	c.observeDrainTest(now, ack) // 4
+	c.observeElasticity(now, ack)
 	if c.inRecovery && ack.PacketNumber > c.recoverPN { // 5
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
 	}
 	if c.comp.cubic != nil { // 6
 		c.comp.cubic.OnAck(now, ack)
 	}
-	c.onAck(now, ack) // 7
+	c.onAck(now, ack)          // 7
+	c.pulse = c.pulseRate(now) // 8
 }
 
 // onAck dispatches to the mode's transition function.
@@ -347,6 +358,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	a.TrackMax(now, v)
 	if c.mode == modeAvoidance {
 		c.maybeStartProbe(now)
+		c.maybeStartElasticity(now)
 	}
 }
 
@@ -550,6 +562,11 @@ func (c *Controller) Window() cc.ByteCount {
 	if c.mode == modeCompetitive {
 		return c.comp.cubic.Window()
 	}
+	if c.pulse > 0 {
+		// The pulse test sets the rate: the window only keeps a round
+		// trip and a half of its highest rate in flight.
+		return cc.ByteCount(max(c.cwnd, 1.5*(c.elastic.s0+c.elastic.amp)*c.elastic.srtt.Seconds()))
+	}
 	return cc.ByteCount(math.Max(c.cwnd, cc.MinWindowPackets*c.mss) * c.reverseScale())
 }
 
@@ -564,6 +581,9 @@ func (c *Controller) PacingRate() cc.Bandwidth {
 		// its first ACK carries one: pace its window over this flow's
 		// SRTT meanwhile, not send it at once.
 		return cc.PacingRate(c.comp.cubic.Window(), c.rtt.Smoothed(), false)
+	}
+	if c.pulse > 0 {
+		return cc.Bandwidth(8 * c.pulse)
 	}
 	return cc.PacingRate(cc.ByteCount(c.cwnd*c.reverseScale()), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
 }

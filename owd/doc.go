@@ -53,7 +53,7 @@
 //	      │               queue stayed, and the buffer overflowed;│
 //	      │               Copa's test after a regular hold found  │
 //	      │               the queue staying; recall; starved      │
-//	      │               losses                                  ▼
+//	      │               losses; the pulse test (if on)          ▼
 //	      │          drain test: queue drained             ┌─────────────┐
 //	      └─────────────────────────────────────────────── │ competitive │
 //	                                                       └─────────────┘
@@ -77,7 +77,8 @@
 // (competitive mode survives it: CUBIC handles its own), maybeStartProbe
 // and observeEmptiness (a slowdown), onAckProbe and finishProbe (its end),
 // drainVerdict (the verdict), countStarved and observeEmptiness (starved
-// losses, recall, Copa's test after a regular hold). The order in which
+// losses, recall, Copa's test after a regular hold), elasticVerdict (the
+// pulse test). The order in which
 // the mechanisms run on every ACK is written out on Controller.OnAck.
 //
 // In congestion avoidance each acknowledged packet applies Eq. 2
@@ -200,6 +201,15 @@
 //     near the CUBIC window it left. Alone on a link whose capacity drops,
 //     the drain test refutes Copa's test: the flow's own queue drains
 //     under the hold.
+//   - The pulse test (elastic.go; off by default, Tuning.ElasticityTest):
+//     a flow that gets under a quarter of the bottleneck's rate beside a
+//     queue that does not empty modulates its rate and, as Nimbus's
+//     elasticity detection, estimates the cross traffic's rate from how
+//     its own packets leave the bottleneck; cross traffic that answers the
+//     pulse a round trip later (ACK-clocked) and holds most of the link
+//     switches the window to CUBIC, with no loss and no base delay needed.
+//     Off because among its own kind on a jittery link it still switched
+//     (bench/RESULTS.md).
 //   - Delay noise that keeps packet order (response.go, bunching.go): a
 //     radio link that holds packets and releases them together adds delay
 //     the RFC 3550 jitter term misses. When the delay of a round does not

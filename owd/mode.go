@@ -78,6 +78,7 @@ const (
 	reasonRecall       // Copa's test within competeRecall of a return (observeEmptiness)
 	reasonStarved      // competeLosses starved losses (countStarved)
 	reasonQueueDrained // a slowdown in competitive mode drained the queue (drainVerdict)
+	reasonElastic      // the pulse test: the cross traffic answered and holds the link (elastic.go)
 )
 
 // Reason names, as ModeChange.Reason reports them.
@@ -97,6 +98,7 @@ var reasonNames = [...]string{
 	reasonRecall:       "recall",
 	reasonStarved:      "starved_losses",
 	reasonQueueDrained: "queue_drained",
+	reasonElastic:      "elastic",
 }
 
 func (r reason) String() string {

@@ -41,6 +41,7 @@ var modeTransitions = []transition{
 	{modeAvoidance, reasonCopaStayed, modeCompetitive},
 	{modeAvoidance, reasonRecall, modeCompetitive},
 	{modeAvoidance, reasonStarved, modeCompetitive},
+	{modeAvoidance, reasonElastic, modeCompetitive}, // Tuning.ElasticityTest
 
 	{modeProbe, reasonHoldOver, modeAvoidance},
 	{modeProbe, reasonHoldOver, modeCompetitive},
@@ -160,6 +161,11 @@ var modeDrives = []struct {
 		h.now = h.c.probe.holdUntil
 		h.ack(50*time.Millisecond, 100*time.Millisecond) // the verdict, then the hold's end
 		require.Equal(h.t, ModeChange{At: h.now, From: ModeProbe, To: ModeSlowStart, Reason: "hold_over"}, h.c.LastModeChange())
+	}},
+	{"pulse test beside ACK-clocked traffic", func() *Controller { return mustNew(New(pulseConfig())) }, func(h *harness) {
+		l := startPulse(h, pulseMu)
+		l.mu, l.z = pulseMu, ackClocked(h)
+		l.drive(h.t, h, 10*time.Second)
 	}},
 	{"alone on changing capacity", nil, func(h *harness) {
 		for _, rate := range []func(clock.Mono) float64{
