@@ -126,9 +126,9 @@ type Tuning struct {
 	// avoidance, a flow that gets under a quarter of the bottleneck's
 	// rate beside a queue that does not empty, once Copa's test has asked,
 	// modulates its rate and enters competitive mode when the cross
-	// traffic answers and holds most of the link. Off by default: among
-	// delay-based flows on a jittery link it still switched, and alone on
-	// a capacity step its pulses cost delay (bench/RESULTS.md).
+	// traffic answers and holds most of the link. Off by default: its gain
+	// beside a buffer filler falls short of a fair share and alone on a
+	// capacity step its pulses cost delay (bench/RESULTS.md).
 	ElasticityTest bool
 	// VelocityMax is the largest increase, packets per round trip, the
 	// velocity may reach, scaled up on paths whose base round trip is

@@ -208,7 +208,9 @@
 //     its own packets leave the bottleneck; cross traffic that answers the
 //     pulse a round trip later (ACK-clocked) and holds most of the link
 //     switches the window to CUBIC, with no loss and no base delay needed.
-//     Off because among its own kind on a jittery link it still switched
+//     Off: beside one CUBIC flow in a deep FIFO it lifts a latecomer from
+//     3 % to 27 % of the link, short of a fair share, and alone on a
+//     capacity step its pulses cost about 30 ms of p95 delay
 //     (bench/RESULTS.md).
 //   - Delay noise that keeps packet order (response.go, bunching.go): a
 //     radio link that holds packets and releases them together adds delay

@@ -18,8 +18,8 @@ import (
 // The flow modulates its sending rate S with an asymmetric pulse of known
 // period T = 4·SRTT — S0 + A for a quarter period, S0 − A/3 for the rest,
 // A a quarter of the bottleneck rate μ (packet-pair dispersion,
-// dispersion.go), so the mean rate stays S0 and the queue the pulse
-// builds it also drains — and estimates the cross traffic's arrival rate
+// dispersion.go) but at most elasticMaxPulse·S0, so the mean rate stays S0
+// and the queue the pulse builds it also drains — and estimates the cross traffic's arrival rate
 // at the bottleneck from how its own packets left it: in a busy FIFO
 // queue the packets the flow sent over a span leave over a span stretched
 // by whatever arrived between them, so z = μ·S/R − S (Nimbus's estimator,
@@ -99,6 +99,11 @@ const (
 	// elasticShare is the share of the bottleneck the cross traffic must
 	// hold for an answer to be a buffer filler's.
 	elasticShare = 0.85
+	// elasticMaxPulse caps the pulse at this many times the flow's own
+	// rate: on a link with delay noise the packet pairs' smallest gap can
+	// be far below the bottleneck's packet time, and a pulse of a quarter
+	// of that μ would be a burst the link cannot carry.
+	elasticMaxPulse = 8
 	// elasticBinPackets is the fewest packets the pulse sends in a bin.
 	elasticBinPackets = 5
 	// elasticInterval is the least time between two tests.
@@ -141,7 +146,7 @@ func (c *Controller) maybeStartElasticity(now clock.Mono) {
 func (c *Controller) startElasticity(now clock.Mono, mu, s0 float64, srtt time.Duration) {
 	period := max(4*srtt, elasticMinPeriod)
 	c.elastic = elasticity{active: true, start: now, end: now.Add(time.Duration(elasticPeriods) * period),
-		period: period, s0: s0, amp: mu / 4, mu: mu, srtt: srtt}
+		period: period, s0: s0, amp: min(mu/4, elasticMaxPulse*s0), mu: mu, srtt: srtt}
 }
 
 // pulseRate is the test's sending rate at now, bytes/s; 0 outside a test

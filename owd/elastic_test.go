@@ -179,3 +179,21 @@ func TestPulseWaitsForCopasTest(t *testing.T) {
 	require.True(t, c.elastic.active)
 	require.InDelta(t, 1.25e6, c.elastic.mu, 1)
 }
+
+// Under delay noise the packet pairs' smallest gap can make μ far above
+// the link's rate; the pulse stays within elasticMaxPulse times the
+// flow's own rate (four owd flows with 10 ms of jitter switched on the
+// bursts of an uncapped pulse: bench/RESULTS.md).
+func TestPulseCappedByTheFlowsRate(t *testing.T) {
+	h := newHarness(mustNew(New(pulseConfig())))
+	h.toAvoidance()
+	h.ackN(200, 50*time.Millisecond, 100*time.Millisecond)
+	c := h.c
+	c.probe.done, c.comp.quiet, c.comp.empty.full = true, true, 1
+	c.disp.old, c.disp.nOld = 8*time.Microsecond, dispersionPairs // a μ of 1 Gbit/s
+	c.cwnd = cc.MinWindowPackets * mss
+	c.maybeStartElasticity(h.now)
+	require.True(t, c.elastic.active)
+	require.InDelta(t, elasticMaxPulse*c.elastic.s0, c.elastic.amp, 1)
+	require.Less(t, c.elastic.amp, c.elastic.mu/100)
+}
