@@ -199,18 +199,19 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 		// the drain test found a buffer filler before, and the return
 		// was most likely wrong (the filler's queue drained under the
 		// hold, as one CUBIC flow's does after its cut).
-		c.enterCompetitive(now)
+		c.enterCompetitive(now, reasonRecall)
 		return
 	}
 	if c.comp.trustCopa || c.comp.stayed && now.Sub(c.comp.stayedAt) < competeEvidenceSpan {
 		// The drain test already found the queue staying under a
 		// slowdown: with Copa's test that is both halves of the evidence.
-		c.enterCompetitive(now)
+		// (trustCopa, tests only, counts as the other half.)
+		c.enterCompetitive(now, reasonCopaStayed)
 		return
 	}
 	if !c.comp.suspect && !c.comp.quiet {
 		c.comp.suspect = true
-		c.startProbe(now)
+		c.startProbe(now, reasonCopaAsks)
 	}
 }
 
@@ -230,7 +231,9 @@ func (c *Controller) onCongestiveLoss(now clock.Mono) {
 		return
 	}
 	c.comp.pendingOverflow = true
-	if c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+	// A loss during the pulse test (elastic.go) is no starved loss: the
+	// pulse, not the window at the floor, overflowed the buffer.
+	if c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss && !c.elastic.active {
 		c.comp.pendingStarved = true
 	}
 }
@@ -255,14 +258,14 @@ func (c *Controller) countStarved(now clock.Mono) {
 	c.comp.nStarved++
 	c.comp.lastStarved = now
 	if c.comp.nStarved >= competeLosses {
-		c.enterCompetitive(now)
+		c.enterCompetitive(now, reasonStarved)
 	}
 }
 
 // enterCompetitive switches to CUBIC, started as a new flow from the
 // current window. During a slowdown the switch takes effect when the hold
-// ends.
-func (c *Controller) enterCompetitive(now clock.Mono) {
+// ends (setMode), and CUBIC starts from the window the hold will restore.
+func (c *Controller) enterCompetitive(now clock.Mono, why reason) {
 	m := &c.comp
 	m.nStarved = 0
 	m.empty.full = 0
@@ -279,10 +282,8 @@ func (c *Controller) enterCompetitive(now clock.Mono) {
 	w := c.cwnd
 	if c.mode == modeProbe {
 		w = c.probe.saved
-		c.probe.resume = modeCompetitive
-	} else {
-		c.mode = modeCompetitive
 	}
+	c.setMode(now, modeCompetitive, why)
 	if c.recentlyLeft(now) {
 		// Back within competeRecall of a return to the delay target: that
 		// return was wrong (the competitor's queue had drained under the
@@ -310,9 +311,7 @@ func (c *Controller) leaveCompetitive(now clock.Mono, cubicWindow float64) {
 	c.ssMaxOWDv = 0
 	c.inRecovery = false
 	if c.mode == modeProbe {
-		c.probe.saved = c.cwnd
-		c.probe.resume = modeSlowStart
-	} else {
-		c.mode = modeSlowStart
+		c.probe.saved = c.cwnd // the hold ends at the floor, in slow start
 	}
+	c.setMode(now, modeSlowStart, reasonQueueDrained)
 }

@@ -122,6 +122,14 @@ type Tuning struct {
 	// trip; by default it doubles each round trip after two round trips in
 	// which the queueing delay stayed under a quarter of μ (velocity.go).
 	DisableVelocity bool
+	// ElasticityTest turns on the pulse test (elastic.go): in congestion
+	// avoidance, a flow that gets under a quarter of the bottleneck's
+	// rate beside a queue that does not empty, once Copa's test has asked,
+	// modulates its rate and enters competitive mode when the cross
+	// traffic answers and holds most of the link. Off by default: its gain
+	// beside a buffer filler falls short of a fair share and alone on a
+	// capacity step its pulses cost delay (bench/RESULTS.md).
+	ElasticityTest bool
 	// VelocityMax is the largest increase, packets per round trip, the
 	// velocity may reach, scaled up on paths whose base round trip is
 	// longer than 50 ms (velocity.go). Default 2.

@@ -19,7 +19,11 @@ type Controller struct {
 	rule windowRule
 	mss  float64 // bytes
 
-	mode mode
+	// mode is written by setMode only (mode.go); lastChange is its last
+	// change, onModeChange (tests only) sees every one.
+	mode         mode
+	lastChange   modeChange
+	onModeChange func(modeChange)
 
 	// Window state, in bytes. Floats so that the per-ACK steps of ±MSS²/cwnd
 	// are not lost to integer truncation. In competitive mode the window in
@@ -64,6 +68,10 @@ type Controller struct {
 	vel   velocity   // velocity.go: a faster increase while the queue is empty
 	used  inFlight   // the most in flight in this round trip and the last
 	bunch bunching   // bunching.go: does the link release packets in batches?
+	// elastic is the pulse test (elastic.go); pulse its sending rate at the
+	// last event, bytes/s, 0 outside a pulse.
+	elastic elasticity
+	pulse   float64
 }
 
 // inFlight keeps the most bytes in flight seen in the current round trip
@@ -171,6 +179,7 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 		c.largestSent = pn
 	}
 	c.used.note(inFlight, cc.InvalidPacketNumber, c.largestSent)
+	c.pulse = c.pulseRate(now)
 	if c.comp.cubic != nil {
 		c.comp.cubic.OnPacketSent(now, pn, bytes, inFlight)
 	}
@@ -178,21 +187,56 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 
 // OnAck implements cc.Controller: one call per newly acknowledged packet.
 // The estimators are fed first, whatever the mode; then the mode's own
-// transition function decides what the window does.
+// transition function decides what the window does. The order of the
+// mechanisms on every ACK, in one place (as tcp_bbr.c's bbr_update_model
+// lists its steps):
+//
+//  1. A starved loss (or overflow) noted by the last OnLoss counts, unless
+//     a timeout came first; two starved losses enter competitive mode
+//     (countStarved, compete.go).
+//  2. The loss rate decays, the bytes in flight of the round trip are
+//     noted, the RTT estimator is fed.
+//  3. The delay sample feeds both analyzers (OWDmin, OWDcur, jitter, a
+//     rebase when OWDmin rose), picks the signal (OWD or the RTT/2
+//     fallback), and feeds the packet-pair dispersion and the bunching
+//     test (takeDelaySample, signal.go).
+//  4. The drain test folds the sample into the current slowdown's
+//     experiment; the first ACK of a packet sent after the hold gives its
+//     verdict, which may enter or leave competitive mode (drain.go). The
+//     pulse test (Tuning.ElasticityTest) does the same with its pulse
+//     (elastic.go).
+//  5. A full ACK ends loss recovery (RFC 6582).
+//  6. CUBIC, in competitive mode, takes the ACK.
+//  7. The mode's transition function (onAck):
+//     - slow start: the exit on queueing delay (with the slow-start
+//     drain), growth by the bytes acknowledged, the exit at ssthresh;
+//     - avoidance: Copa's test (which may start a slowdown or enter
+//     competitive mode), then, outside recovery: the rebase to slow start,
+//     the learned noise floor (response.go), the targets, the queue drain,
+//     the delay rule scaled by the reverse path, velocity and the thin-link
+//     growth, OWDv_max, a slowdown when one is due, and the pulse test
+//     when it may run;
+//     - probe: nothing until the hold is over; then the window is
+//     restored, the interrupted mode resumes and its function runs on this
+//     ACK;
+//     - competitive: a slowdown when one is due.
+//  8. The pulse test's sending rate for the sends that follow.
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
-	c.countStarved(now)
-	c.lossRate -= lossRateGain * c.lossRate
+	c.countStarved(now)                     // 1
+	c.lossRate -= lossRateGain * c.lossRate // 2
 	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
-	c.takeDelaySample(now, ack)
-	c.observeDrainTest(now, ack)
-	if c.inRecovery && ack.PacketNumber > c.recoverPN {
+	c.takeDelaySample(now, ack)  // 3
+	c.observeDrainTest(now, ack) // 4
+	c.observeElasticity(now, ack)
+	if c.inRecovery && ack.PacketNumber > c.recoverPN { // 5
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
 	}
-	if c.comp.cubic != nil {
+	if c.comp.cubic != nil { // 6
 		c.comp.cubic.OnAck(now, ack)
 	}
-	c.onAck(now, ack)
+	c.onAck(now, ack)          // 7
+	c.pulse = c.pulseRate(now) // 8
 }
 
 // onAck dispatches to the mode's transition function.
@@ -242,7 +286,7 @@ func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 				c.cwnd = math.Max(c.cwnd*float64(a.floored())/float64(a.Current()), c.targets(now).floor)
 			}
 			c.ssthresh = c.cwnd
-			c.exitSlowStart(now)
+			c.exitSlowStart(now, reasonExitDelay)
 			return
 		}
 	}
@@ -250,7 +294,7 @@ func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 		c.grow(acked*c.mss, c.targets(now).floor)
 	}
 	if c.cwnd >= c.ssthresh {
-		c.exitSlowStart(now)
+		c.exitSlowStart(now, reasonSsthresh)
 	}
 }
 
@@ -265,7 +309,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 		// OWDmin rose: a longer path, whose bandwidth-delay product is
 		// unknown. Slow start finds it in a few round trips (addSample).
 		c.rebase = false
-		c.enterSlowStart()
+		c.enterSlowStart(now)
 		c.onAckSlowStart(now, ack)
 		return
 	}
@@ -302,8 +346,6 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	if d > 0 {
 		d *= t.growth * speed
 	}
-	if ack.PacketNumber%50 == 0 {
-	}
 	if d < 0 || limited { // never grow an application-limited window (RFC 7661)
 		c.grow(d*c.mss, t.floor)
 	}
@@ -316,6 +358,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	a.TrackMax(now, v)
 	if c.mode == modeAvoidance {
 		c.maybeStartProbe(now)
+		c.maybeStartElasticity(now)
 	}
 }
 
@@ -326,19 +369,20 @@ func (c *Controller) onAckCompetitive(now clock.Mono) {
 	c.maybeStartProbe(now)
 }
 
-// enterSlowStart restarts slow start toward an unknown ssthresh.
-func (c *Controller) enterSlowStart() {
+// enterSlowStart restarts slow start toward an unknown ssthresh after a
+// rebase.
+func (c *Controller) enterSlowStart(now clock.Mono) {
 	c.vel.reset()
-	c.mode = modeSlowStart
+	c.setMode(now, modeSlowStart, reasonRebase)
 	c.ssthresh = math.Inf(1)
 	c.ssMaxOWDv = 0
 }
 
 // exitSlowStart seeds OWDv_max from slow start (the paper measures μ's basis
 // "in slow start") and schedules base-delay probes.
-func (c *Controller) exitSlowStart(now clock.Mono) {
+func (c *Controller) exitSlowStart(now clock.Mono, why reason) {
 	c.vel.reset()
-	c.mode = modeAvoidance
+	c.setMode(now, modeAvoidance, why)
 	c.owdA.ResetMax(now, c.ssMaxOWDv)
 	c.rttA.ResetMax(now, c.ssMaxOWDv)
 	c.ssMaxOWDv = 0
@@ -423,7 +467,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	if c.mode == modeProbe {
 		// The lost packet was sent before the slowdown: judge the loss
 		// against the window the flow had then.
-		c.cwnd = c.finishProbe(now)
+		c.cwnd = c.finishProbe(now, reasonHoldCut)
 	}
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
@@ -436,7 +480,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	}
 	c.ssthresh = c.cwnd
 	if c.mode == modeSlowStart {
-		c.exitSlowStart(now)
+		c.exitSlowStart(now, reasonLoss)
 	}
 }
 
@@ -493,7 +537,7 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 		c.comp.cubic.OnRetransmissionTimeout(now)
 	}
 	if c.mode == modeProbe {
-		c.finishProbe(now)
+		c.finishProbe(now, reasonHoldCut)
 	}
 	c.ssthresh = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
 	c.cwnd = cc.MinWindowPackets * c.mss
@@ -503,9 +547,10 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 	c.recoverPN = c.largestSent
 	if c.mode != modeCompetitive {
 		if c.cwnd < c.ssthresh {
-			c.mode = modeSlowStart
+			c.setMode(now, modeSlowStart, reasonTimeout)
 		} else if c.mode == modeSlowStart {
-			c.exitSlowStart(now)
+			// The window was already at the floor: ssthresh = cwnd.
+			c.exitSlowStart(now, reasonTimeout)
 		}
 	}
 }
@@ -516,6 +561,11 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 func (c *Controller) Window() cc.ByteCount {
 	if c.mode == modeCompetitive {
 		return c.comp.cubic.Window()
+	}
+	if c.pulse > 0 {
+		// The pulse test sets the rate: the window only keeps a round
+		// trip and a half of its highest rate in flight.
+		return cc.ByteCount(max(c.cwnd, 1.5*(c.elastic.s0+c.elastic.amp)*c.elastic.srtt.Seconds()))
 	}
 	return cc.ByteCount(math.Max(c.cwnd, cc.MinWindowPackets*c.mss) * c.reverseScale())
 }
@@ -531,6 +581,9 @@ func (c *Controller) PacingRate() cc.Bandwidth {
 		// its first ACK carries one: pace its window over this flow's
 		// SRTT meanwhile, not send it at once.
 		return cc.PacingRate(c.comp.cubic.Window(), c.rtt.Smoothed(), false)
+	}
+	if c.pulse > 0 {
+		return cc.Bandwidth(8 * c.pulse)
 	}
 	return cc.PacingRate(cc.ByteCount(c.cwnd*c.reverseScale()), c.rtt.Smoothed(), c.cwnd < c.ssthresh)
 }

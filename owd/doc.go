@@ -43,34 +43,43 @@
 // benchmark's result JSON as seconds per mode (mode_s). Loss recovery
 // (RFC 6582) and the RTT/2 fallback are orthogonal to it.
 //
-//	              exit: queueing delay, ssthresh or a loss
-//	┌────────────┐ ──────────────────────────────────────▶ ┌───────────┐
-//	│ slow_start │                                         │ avoidance │───┐
-//	└────────────┘ ◀─────── RTO, or OWDmin rose ────────── └───────────┘   │
-//	      ▲                                                  │       ▲     │
-//	      │                       slowdown due, or Copa's    │       │     │ starved
-//	      │                       test fired                 ▼       │     │ losses;
-//	      │                                                ┌───────────┐   │ recall
-//	      │                                  hold over ─── │   probe   │   │
-//	      │                                                └───────────┘   │
-//	      │                     drain test: queue stayed     │       ▲     │
-//	      │                     (after Copa's test)          ▼       │     │
-//	      │     drain test: queue drained                ┌─────────────┐   │
-//	      └───────────────────────────────────────────── │ competitive │ ◀─┘
-//	                                                     └─────────────┘
-//	                                       slowdown due: to probe, and back
-//	                                       when the hold is over
+//	               exit: queueing delay, ssthresh, a loss,
+//	               or a timeout with the window at the floor
+//	┌────────────┐ ───────────────────────────────────────▶ ┌───────────┐
+//	│ slow_start │                                          │ avoidance │
+//	└────────────┘ ◀─────── timeout, or OWDmin rose ─────── └───────────┘
+//	      ▲                                                       │
+//	      │               the hold Copa's test asked for: the     │
+//	      │               queue stayed, and the buffer overflowed;│
+//	      │               Copa's test after a regular hold found  │
+//	      │               the queue staying; recall; starved      │
+//	      │               losses; the pulse test (if on)          ▼
+//	      │          drain test: queue drained             ┌─────────────┐
+//	      └─────────────────────────────────────────────── │ competitive │
+//	                                                       └─────────────┘
 //
-// Transitions, each in one function: slow start ends in onAckSlowStart
-// (or OnLoss); avoidance starts a slowdown in maybeStartProbe or, when
-// Copa's test fires, in observeEmptiness, and goes back to slow start on a
-// rebase; probe returns to the mode it interrupted in onAckProbe (or
-// OnLoss, which ends the hold); the drain test's verdict, a round trip
-// after the hold (drainVerdict), enters competitive mode from avoidance or
-// leaves it for slow start; starved losses (countStarved) and the recall
-// (observeEmptiness) enter it from avoidance. An RTO sends slow start or
-// avoidance back to slow start; competitive mode survives it (CUBIC
-// handles its own).
+//	avoidance ───── slowdown due, or Copa's test asks ──▶ ┌───────┐
+//	competitive ─── slowdown due ───────────────────────▶ │ probe │
+//	the mode it ◀── hold over, or cut short by a loss ─── └───────┘
+//	interrupted     or a timeout
+//
+// A slowdown (probe) interrupts avoidance or competitive mode and returns
+// to it. The drain test's verdict comes with the first ACK of a packet
+// sent after the hold, which may be the ACK that ends it: a verdict
+// during the hold changes the mode the hold returns to (competitive, or
+// slow start), and is a transition of that mode.
+//
+// Every change goes through one function, setMode (mode.go), with its
+// reason; Controller.LastModeChange reports the last one, and mode_test.go
+// holds this diagram as a table of (mode, reason) → mode and checks the
+// code against it. The transitions come from: onAckSlowStart and OnLoss
+// (the exit), onAckAvoidance (the rebase), OnRetransmissionTimeout
+// (competitive mode survives it: CUBIC handles its own), maybeStartProbe
+// and observeEmptiness (a slowdown), onAckProbe and finishProbe (its end),
+// drainVerdict (the verdict), countStarved and observeEmptiness (starved
+// losses, recall, Copa's test after a regular hold), elasticVerdict (the
+// pulse test). The order in which
+// the mechanisms run on every ACK is written out on Controller.OnAck.
 //
 // In congestion avoidance each acknowledged packet applies Eq. 2
 // ("owd-eq2"):
@@ -192,6 +201,17 @@
 //     near the CUBIC window it left. Alone on a link whose capacity drops,
 //     the drain test refutes Copa's test: the flow's own queue drains
 //     under the hold.
+//   - The pulse test (elastic.go; off by default, Tuning.ElasticityTest):
+//     a flow that gets under a quarter of the bottleneck's rate beside a
+//     queue that does not empty modulates its rate and, as Nimbus's
+//     elasticity detection, estimates the cross traffic's rate from how
+//     its own packets leave the bottleneck; cross traffic that answers the
+//     pulse a round trip later (ACK-clocked) and holds most of the link
+//     switches the window to CUBIC, with no loss and no base delay needed.
+//     Off: beside one CUBIC flow in a deep FIFO it lifts a latecomer from
+//     3 % to 27 % of the link, short of a fair share, and alone on a
+//     capacity step its pulses cost about 30 ms of p95 delay
+//     (bench/RESULTS.md).
 //   - Delay noise that keeps packet order (response.go, bunching.go): a
 //     radio link that holds packets and releases them together adds delay
 //     the RFC 3550 jitter term misses. When the delay of a round does not

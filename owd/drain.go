@@ -169,7 +169,7 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 		}
 		return
 	}
-	competitive := c.mode == modeCompetitive || c.mode == modeProbe && c.probe.resume == modeCompetitive
+	competitive := c.interrupted() == modeCompetitive
 	var stayed, corroborated bool
 	if competitive {
 		// A queue that grows back under the hold keeps the flow
@@ -205,7 +205,7 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 		// The slowdown Copa's test asked for: it decides now, and its
 		// finding is not carried over as half of later evidence.
 		if corroborated {
-			c.enterCompetitive(now)
+			c.enterCompetitive(now, reasonQueueStayed)
 		}
 	case !competitive:
 		// A regular slowdown: a queue that stayed is half the evidence

@@ -1,6 +1,7 @@
 package owd
 
 import (
+	"testing"
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
@@ -19,6 +20,9 @@ type harness struct {
 	step time.Duration
 	// appLimited makes ACKs report a nearly empty pipe.
 	appLimited bool
+	// t and onModeChange are for the drives of mode_test.go.
+	t            *testing.T
+	onModeChange func(modeChange)
 }
 
 func newHarness(c *Controller) *harness {

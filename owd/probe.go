@@ -35,7 +35,7 @@ type slowdown struct {
 	start     clock.Mono // when the current one began
 	holdUntil clock.Mono
 	saved     float64 // window to restore, bytes
-	resume    mode    // the mode to return to
+	resume    mode    // the mode the hold returns to (written by setMode)
 	armed     bool    // the first slowdown has been scheduled
 	done      bool    // the first slowdown has ended
 
@@ -69,26 +69,26 @@ func (c *Controller) maybeStartProbe(now clock.Mono) {
 	if c.cfg.Tuning.DisableBaseDelayProbe || !c.probe.due(now) || !c.rtt.HasSample() {
 		return
 	}
-	c.startProbe(now)
+	c.startProbe(now, reasonSlowdownDue)
 }
 
 // startProbe enters modeProbe from the current mode (avoidance or
-// competitive) and starts the drain test on the hold.
-func (c *Controller) startProbe(now clock.Mono) {
+// competitive), which the hold's end returns to (setMode), and starts the
+// drain test on the hold.
+func (c *Controller) startProbe(now clock.Mono, why reason) {
 	p := &c.probe
 	hold := time.Duration(c.cfg.Tuning.ProbeHoldRTTs * float64(c.rtt.Smoothed()) / c.reverseScale())
 	p.at = 0
 	p.start = now
 	p.holdUntil = now.Add(hold)
 	p.saved = c.cwnd
-	p.resume = c.mode
 	if !c.comp.suspect {
 		c.comp.quiet = false // a regular slowdown: Copa's test may ask again after it
 	}
 	c.startDrainTest(now, hold)
 	c.vel.reset()
 	c.cwnd = c.targets(now).probe
-	c.mode = modeProbe
+	c.setMode(now, modeProbe, why)
 }
 
 // onAckProbe holds the window until the hold is over, then restores it and
@@ -97,13 +97,15 @@ func (c *Controller) onAckProbe(now clock.Mono, ack cc.AckSample) {
 	if c.probe.holding(now) {
 		return
 	}
-	c.cwnd = math.Max(c.cwnd, c.finishProbe(now))
+	c.cwnd = math.Max(c.cwnd, c.finishProbe(now, reasonHoldOver))
 	c.onAck(now, ack)
 }
 
-// finishProbe ends a slowdown at now, returns to the mode it interrupted,
-// schedules the next one and returns the window to restore.
-func (c *Controller) finishProbe(now clock.Mono) float64 {
+// finishProbe ends a slowdown at now (why: reasonHoldOver, or
+// reasonHoldCut for a loss or timeout), returns to the mode it interrupted
+// or the one a verdict during the hold chose (probe.resume), schedules the
+// next one and returns the window to restore.
+func (c *Controller) finishProbe(now clock.Mono, why reason) float64 {
 	p := &c.probe
 	if d := &p.test; d.active && now.Before(d.to) {
 		// Cut short (a loss or a timeout ended the hold): the packets
@@ -112,7 +114,7 @@ func (c *Controller) finishProbe(now clock.Mono) float64 {
 		d.to, d.short = now, true
 	}
 	p.done = true
-	c.mode = p.resume
+	c.setMode(now, p.resume, why)
 	gap := max(time.Duration(c.cfg.Tuning.ProbeSpacing*float64(now.Sub(p.start))), c.cfg.Tuning.ProbeMinInterval)
 	p.at = now.Add(gap)
 	return p.saved
