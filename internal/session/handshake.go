@@ -193,7 +193,7 @@ func newSecurity(cfg *Config, connID uint64, client bool) (*security, error) {
 	if client {
 		// A server sets its own once it has read the client's
 		// (QUICTransportParametersRequired): what it sends depends on them.
-		conn.SetTransportParameters(clientParams())
+		conn.SetTransportParameters(clientParams(cfg.MinAckDelay, cfg.MinAckDelay >= 0))
 	}
 	sec := &security{conn: conn}
 	var err error
