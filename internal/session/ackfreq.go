@@ -97,7 +97,7 @@ const (
 	minStanding   = 2 * time.Millisecond  // standing reverse queue that thins, at least
 	quietRounds   = 16                    // evaluations with an empty return path before a step back
 	revMinWindow  = 5 * time.Second       // half the reverse-delay minimum's window
-	minEvalPeriod = 10 * time.Millisecond  // evaluations at most this often
+	minEvalPeriod = 10 * time.Millisecond // evaluations at most this often
 )
 
 // ackFreqSender is the data sender's side, allocated when the peer
@@ -105,12 +105,12 @@ const (
 // and the policy's state. Apart from the Session, which it would take past
 // 2 KiB.
 type ackFreqSender struct {
-	peerMin   time.Duration // the peer's min_ack_delay
-	ratio     int           // packets per ACK the policy wants (0 until the first evaluation: Config.AckEvery)
-	seq       int64         // the latest frame's sequence number (0: none sent yet; the first is 1)
-	acked     int64         // the largest sequence number acknowledged
-	pending   bool          // a frame asking for ratio is due
-	sent      int64         // frames sent (Stats.AckFrequencySent)
+	peerMin time.Duration // the peer's min_ack_delay
+	ratio   int           // packets per ACK the policy wants (0 until the first evaluation: Config.AckEvery)
+	seq     int64         // the latest frame's sequence number (0: none sent yet; the first is 1)
+	acked   int64         // the largest sequence number acknowledged
+	pending bool          // a frame asking for ratio is due
+	sent    int64         // frames sent (Stats.AckFrequencySent)
 
 	revMin      [2]int64   // minimum of T4 − T3, µs: this window's and the last one's
 	revAt       clock.Mono // when this window started
@@ -118,7 +118,7 @@ type ackFreqSender struct {
 	standing    time.Duration // smallest reverse queueing delay since the last evaluation …
 	hasStanding bool          // … if an ACK came since
 	evalAt      clock.Mono    // next evaluation
-	quiet    int           // evaluations in a row with the return path empty
+	quiet       int           // evaluations in a row with the return path empty
 }
 
 // ackFreqReceiver is the ACK sender's side: what the peer asked, allocated

@@ -63,8 +63,8 @@ type Session struct {
 	updGen    int64       // … its generation time, local wall µs …
 	updMono   clock.Mono  // … and on the monotonic clock
 	updFresh  bool
-	probe     bool       // send a PING (RTO, or flow-control probe); beside updFresh: no padding of its own
-	updSentAt clock.Mono // when the last update went out
+	probe     bool           // send a PING (RTO, or flow-control probe); beside updFresh: no padding of its own
+	updSentAt clock.Mono     // when the last update went out
 	afs       *ackFreqSender // the ACK frequency we ask of the peer; nil unless it consented (ackfreq.go)
 
 	// Receiver side.
@@ -77,7 +77,7 @@ type Session struct {
 	oldest     clock.Mono // arrival of the oldest of them
 	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
 	ackNow     bool
-	answered   bool // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
+	answered   bool             // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
 	afr        *ackFreqReceiver // the ACK frequency the peer asked of us; nil until it asks (ackfreq.go)
 	in         recvStream
 	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting), smoothed …
