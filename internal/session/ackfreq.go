@@ -67,10 +67,12 @@ import (
 //     a shrinking window at once;
 //   - never more than wire.MaxAckSamples packets per ACK (the receiver's
 //     cap above);
-//   - the max ACK delay stays Config.MaxAckDelay, the one the
-//     retransmission timer already assumes (RFC 9002 §6.2.1), so a thinned
-//     tail is acknowledged as late as ever and no sooner: a peer whose
-//     min_ack_delay is above it is never asked;
+//   - the max ACK delay is a quarter of the minimum RTT, at least
+//     Config.MaxAckDelay: long enough for the packets of one ACK to
+//     arrive (else the timer sends the ACK first and thins nothing), short
+//     enough that the timer alone gives 4 ACKs per round trip; the
+//     retransmission timer allows for it (RFC 9002 §6.2.1, draft §7). A
+//     peer whose min_ack_delay is above Config.MaxAckDelay is never asked;
 //   - the reordering threshold is thinReorder (RFC 9002 §6.1.1's packet
 //     threshold): a gap is reported no later than the sender's loss
 //     detection could use it.
@@ -105,12 +107,13 @@ const (
 // and the policy's state. Apart from the Session, which it would take past
 // 2 KiB.
 type ackFreqSender struct {
-	peerMin time.Duration // the peer's min_ack_delay
-	ratio   int           // packets per ACK the policy wants (0 until the first evaluation: Config.AckEvery)
-	seq     int64         // the latest frame's sequence number (0: none sent yet; the first is 1)
-	acked   int64         // the largest sequence number acknowledged
-	pending bool          // a frame asking for ratio is due
-	sent    int64         // frames sent (Stats.AckFrequencySent)
+	peerMin   time.Duration // the peer's min_ack_delay
+	ratio     int           // packets per ACK the policy wants (0 until the first evaluation: Config.AckEvery) …
+	delay     time.Duration // … and the max ACK delay that goes with it
+	seq       int64         // the latest frame's sequence number (0: none sent yet; the first is 1)
+	acked     int64         // the largest sequence number acknowledged
+	pending   bool          // a frame asking for ratio is due
+	sentDelay time.Duration // the max ACK delay the latest frame asked for
 
 	revMin      [2]int64   // minimum of T4 − T3, µs: this window's and the last one's
 	revAt       clock.Mono // when this window started
@@ -251,6 +254,30 @@ func (s *Session) ackAtOnce(pn, largest cc.PacketNumber, outOfOrder bool) bool {
 	return r.gapAt != cc.InvalidPacketNumber && pn-r.gapAt >= cc.PacketNumber(r.reorder)
 }
 
+// thinSamples is the most one-way delay samples an ACK carries once the
+// peer asked for fewer ACKs than every second packet. A sample is 12 bytes
+// per packet, the one cost of an ACK that thinning does not divide: at 32
+// packets per ACK they would be 87 % of it (384 of 442 bytes), and a
+// 4.7 Mbit/s download's samples alone (590 a second) would need 57 kbit/s
+// of a 41 kbit/s uplink. Eight per ACK, one every (packets per ACK ÷ 8)
+// packets, still give the delay filters (the owd analyzer takes the
+// minimum of its latest 4) several per round trip; a missing sample is no
+// evidence either way to the controllers (cc.AckSample.OWDValid).
+const thinSamples = 8
+
+// sampleDue reports whether the ack-eliciting packet being received
+// should carry its one-way delay sample in the next ACK: every one by
+// RFC 9000's default, every m-th once thinned so that the ACK carries at
+// most thinSamples.
+func (s *Session) sampleDue() bool {
+	r := s.afr
+	if r == nil || r.threshold+1 <= thinSamples {
+		return true
+	}
+	m := (r.threshold + thinSamples) / thinSamples // ⌈(threshold+1) ÷ thinSamples⌉
+	return (s.elicited+1)%m == 0
+}
+
 // ackDelay is the delayed-ACK timer in force.
 func (s *Session) ackDelay() time.Duration {
 	if s.afr != nil {
@@ -288,7 +315,7 @@ func (a *ackFreqSender) evaluate(now clock.Mono, srtt, minRTT time.Duration, win
 	}
 	a.evalAt = now.Add(max(srtt, minEvalPeriod))
 	if a.ratio == 0 {
-		a.ratio = ackEvery
+		a.ratio, a.delay = ackEvery, maxDelay
 	}
 	standing, learnt := a.standing, a.hasStanding
 	a.hasStanding = false
@@ -310,8 +337,16 @@ func (a *ackFreqSender) evaluate(now clock.Mono, srtt, minRTT time.Duration, win
 		a.quiet = 0
 	}
 	want = max(min(want, limit), ackEvery)
+	// The delayed-ACK timer must let ratio packets arrive, or it sends
+	// the ACK first and thins nothing: a quarter of the minimum RTT, so
+	// that the timer alone still gives 4 ACKs per round trip, never
+	// below our default (what the retransmission timer assumed so far).
+	delay := maxDelay
+	if want > ackEvery {
+		delay = min(max(maxDelay, minRTT/minAcksPerRTT), wire.MaxAckDelayLimit*time.Microsecond-time.Millisecond)
+	}
 	if want != a.ratio {
-		a.ratio, a.pending = want, true
+		a.ratio, a.delay, a.pending = want, delay, true
 	}
 }
 
@@ -323,11 +358,15 @@ func (s *Session) pollAckFrequency(now clock.Mono, wallUS int64, buf []byte) ([]
 	}
 	a.pending = false
 	a.seq++
-	a.sent++
-	f := wire.AckFrequency{Seq: a.seq, Threshold: uint32(a.ratio - 1), MaxAckDelayMicros: uint32(s.cfg.MaxAckDelay.Microseconds()), ReorderThreshold: 1}
+	f := wire.AckFrequency{Seq: a.seq, Threshold: uint32(a.ratio - 1), MaxAckDelayMicros: uint32(a.delay.Microseconds()), ReorderThreshold: 1}
 	if a.ratio > s.cfg.AckEvery {
 		f.ReorderThreshold = thinReorder
 	}
+	// Until the peer acknowledges it, its ACKs may come under the old
+	// delay or the new: the retransmission timer allows for the larger
+	// (draft §7), then for the new one (ackFreqAcked).
+	a.sentDelay = a.delay
+	s.tr.SetMaxAckDelay(max(s.tr.MaxAckDelay(), a.delay))
 	s.lastSent = now
 	// In flight as its size, as a Commit is, so that the retransmission
 	// timer stays armed until it is acknowledged.
@@ -338,6 +377,9 @@ func (s *Session) pollAckFrequency(now clock.Mono, wallUS int64, buf []byte) ([]
 // ackFreqAcked notes the acknowledgement of the frame with sequence seq.
 func (s *Session) ackFreqAcked(seq int64) {
 	if s.afs != nil {
+		if seq == s.afs.seq {
+			s.tr.SetMaxAckDelay(s.afs.sentDelay)
+		}
 		s.afs.acked = max(s.afs.acked, seq)
 	}
 }

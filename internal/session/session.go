@@ -655,7 +655,7 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 		s.ackNow = true // the peer may not have our ACK
 		return
 	}
-	if h.Type != wire.TypePing && s.nSamples < wire.MaxAckSamples {
+	if h.Type != wire.TypePing && s.nSamples < wire.MaxAckSamples && s.sampleDue() {
 		owd, _ := s.OWDEstimate(h.Timestamp, wallUS)
 		s.ackSamples()[s.nSamples] = wire.OWDSample{PN: h.PN, OWDMicros: int32(max(min(owd.Microseconds(), 1<<31-1), -1<<31))}
 		s.nSamples++
