@@ -275,7 +275,7 @@ func (s *Session) sampleDue() bool {
 		return true
 	}
 	m := (r.threshold + thinSamples) / thinSamples // ⌈(threshold+1) ÷ thinSamples⌉
-	return (s.elicited+1)%m == 0
+	return (s.elicited+1)%m == 0 && s.nSamples < thinSamples
 }
 
 // ackDelay is the delayed-ACK timer in force.

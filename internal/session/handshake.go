@@ -480,7 +480,7 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 // own beside the recovery tracker's (and a replay window of their own).
 func isControl(t wire.Type) bool {
 	switch t {
-	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe:
+	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe, wire.TypeAckFrequency:
 		return false
 	}
 	return true
