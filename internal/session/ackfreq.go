@@ -52,9 +52,14 @@ import (
 // return path (every symmetric path) empties between ACKs and reads ~0.
 // Once per smoothed RTT:
 //
-//   - standing queue above max(2 ms, min RTT / 16): double the packets per
-//     ACK (a multiplicative cut of the ACK rate, as a congestion
-//     controller cuts its own);
+//   - standing queue above max(5 ms, min RTT / 4) in two evaluations in a
+//     row: double the packets per ACK (a multiplicative cut of the ACK
+//     rate, as a congestion controller cuts its own). A quarter round
+//     trip of ACK delay that lasts is what disturbs the controller's
+//     clock; below it, and below 5 ms, a trace link's delivery
+//     opportunities (a few ms apart on a slow cellular uplink) would pass
+//     for a queue, and one round (an outage of the return path that
+//     holds its ACKs) is not yet the ACKs' doing;
 //   - below half that for 16 evaluations in a row: a quarter fewer
 //     packets per ACK, down to Config.AckEvery (then the frame restores
 //     RFC 9000's defaults). The slow step back keeps the policy from
@@ -96,7 +101,8 @@ const (
 	minAcksPerRTT = 4                     // ACKs per window, at least
 	maxAckRatio   = wire.MaxAckSamples    // packets per ACK, at most
 	thinReorder   = 3                     // reordering threshold once thinned (kPacketThreshold)
-	minStanding   = 2 * time.Millisecond  // standing reverse queue that thins, at least
+	minStanding   = 5 * time.Millisecond  // standing reverse queue that thins, at least
+	overRounds    = 2                     // evaluations in a row with a standing queue before a cut
 	quietRounds   = 16                    // evaluations with an empty return path before a step back
 	revMinWindow  = 5 * time.Second       // half the reverse-delay minimum's window
 	minEvalPeriod = 10 * time.Millisecond // evaluations at most this often
@@ -122,6 +128,7 @@ type ackFreqSender struct {
 	hasStanding bool          // … if an ACK came since
 	evalAt      clock.Mono    // next evaluation
 	quiet       int           // evaluations in a row with the return path empty
+	over        int           // evaluations in a row with a standing queue
 }
 
 // ackFreqReceiver is the ACK sender's side: what the peer asked, allocated
@@ -321,12 +328,17 @@ func (a *ackFreqSender) evaluate(now clock.Mono, srtt, minRTT time.Duration, win
 	a.hasStanding = false
 	limit := min(max(window/minAcksPerRTT, ackEvery), maxAckRatio)
 	want := a.ratio
-	high := max(minStanding, minRTT/16)
+	high := max(minStanding, minRTT/4)
+	if !learnt || standing <= high {
+		a.over = 0
+	}
 	switch {
 	case !learnt: // no ACK this round
 	case standing > high:
 		a.quiet = 0
-		want = 2 * a.ratio
+		if a.over++; a.over >= overRounds {
+			want = 2 * a.ratio
+		}
 	case standing < high/2:
 		a.quiet++
 		if a.quiet >= quietRounds {

@@ -330,7 +330,7 @@ func TestAckFrequencyPolicy(t *testing.T) {
 			policyRound(a, &now, rtt, 200, standing)
 			ratios = append(ratios, a.ratio)
 		}
-		require.Equal(t, []int{4, 8, 16, 32, 32, 32}, ratios, "doubles, at most maxAckRatio")
+		require.Equal(t, []int{2, 4, 8, 16, 32, 32}, ratios, "from the second round in a row, doubles, at most maxAckRatio")
 		require.True(t, a.pending)
 		require.Equal(t, 25*time.Millisecond, a.delay, "max(MaxAckDelay, min RTT / 4)")
 
@@ -349,13 +349,15 @@ func TestAckFrequencyPolicy(t *testing.T) {
 		// A long path: the delay is a quarter of the minimum RTT.
 		a, now = &ackFreqSender{}, clock.Mono(0)
 		policyRound(a, &now, 400*time.Millisecond, 200, empty)
-		policyRound(a, &now, 400*time.Millisecond, 200, standing)
+		for range 2 {
+			policyRound(a, &now, 400*time.Millisecond, 200, func(int) time.Duration { return 150 * time.Millisecond })
+		}
 		require.Equal(t, 100*time.Millisecond, a.delay)
 	})
 	t.Run("quiet: a quarter back after quietRounds", func(t *testing.T) {
 		a, now := &ackFreqSender{}, clock.Mono(0)
 		policyRound(a, &now, rtt, 200, empty)
-		for range 4 {
+		for range 5 {
 			policyRound(a, &now, rtt, 200, standing)
 		}
 		require.Equal(t, 32, a.ratio)
@@ -369,11 +371,22 @@ func TestAckFrequencyPolicy(t *testing.T) {
 		for range quietRounds - 1 {
 			policyRound(a, &now, rtt, 200, empty)
 		}
-		policyRound(a, &now, rtt, 200, func(int) time.Duration { return 4 * time.Millisecond }) // between high/2 and high
+		policyRound(a, &now, rtt, 200, func(int) time.Duration { return 20 * time.Millisecond }) // between high/2 and high
 		for range quietRounds - 1 {
 			policyRound(a, &now, rtt, 200, empty)
 		}
 		require.Equal(t, 24, a.ratio)
+	})
+	t.Run("one round of queue, or a queue under a quarter RTT: never", func(t *testing.T) {
+		a, now := &ackFreqSender{}, clock.Mono(0)
+		policyRound(a, &now, rtt, 200, empty)
+		for range 50 {
+			policyRound(a, &now, rtt, 200, standing) // an outage's worth
+			policyRound(a, &now, rtt, 200, empty)
+			policyRound(a, &now, rtt, 200, func(int) time.Duration { return rtt/4 - time.Millisecond })
+		}
+		require.Equal(t, 2, a.ratio)
+		require.False(t, a.pending)
 	})
 	t.Run("a peer whose min_ack_delay is above ours: never asked", func(t *testing.T) {
 		a, now := &ackFreqSender{peerMin: 26 * time.Millisecond}, clock.Mono(0)
