@@ -248,7 +248,7 @@ func TestAckFrequencyConsent(t *testing.T) {
 // a standing queue asks its peer for fewer ACKs, and the peer's ACKs come
 // thinned; a lost request is sent again with a new sequence number.
 func TestAckFrequencyEndToEnd(t *testing.T) {
-	p := OpenPair(t, Config{TrustPeerClock: true}, Link{Delay: 20 * time.Millisecond, Rate: 20e6})
+	p := OpenPair(t, Config{TrustPeerClock: true, MaxAckDelay: 20 * time.Millisecond}, Link{Delay: 20 * time.Millisecond, Rate: 20e6})
 	// Stand in for the policy: it wants 8 packets per ACK (and is not
 	// evaluated again within the test).
 	p.Cli.afs.ratio, p.Cli.afs.delay, p.Cli.afs.pending = 8, 30*time.Millisecond, true
@@ -262,6 +262,9 @@ func TestAckFrequencyEndToEnd(t *testing.T) {
 			var f wire.AckFrequency
 			require.NoError(t, wire.ParseAckFrequency(body, &f))
 			freqs = append(freqs, f)
+			// Sent, not yet acknowledged: the timer allows for the
+			// larger of the old delay and the new.
+			require.Equal(t, 30*time.Millisecond, p.Cli.tr.MaxAckDelay())
 			if drop {
 				drop = false
 				return false // lost: sent again
@@ -314,9 +317,8 @@ func TestAckFrequencyPolicy(t *testing.T) {
 
 	t.Run("symmetric path: never", func(t *testing.T) {
 		a, now := &ackFreqSender{}, clock.Mono(0)
-		for range 300 {
+		for range 600 {
 			policyRound(a, &now, rtt, 200, bursty)
-			policyRound(a, &now, rtt, 200, empty)
 		}
 		require.Equal(t, 2, a.ratio)
 		require.False(t, a.pending)
