@@ -32,13 +32,15 @@ import (
 //     sequence number is above every one it applied (draft §4: frames can
 //     arrive out of order); a lost one is sent again, the newest only.
 //   - the receiver (ackFreqReceiver) honours the request within its own
-//     bounds: a threshold of at most wire.MaxAckSamples−1, so that every
-//     packet's one-way delay sample still fits the ACK (an ACK sent sooner
-//     than asked is always allowed, draft §6); updates, PINGs, commits and
-//     PMTU probes are still acknowledged at once; a packet that arrives
-//     below the largest received, or a gap reordering-threshold packets
-//     deep, is acknowledged at once (draft §6.2), so loss detection keeps
-//     its speed.
+//     bounds: a threshold of at most wire.MaxAckSamples−1 (an ACK sent
+//     sooner than asked is always allowed, draft §6); updates, PINGs,
+//     commits and PMTU probes are still acknowledged at once; a packet
+//     that arrives below the largest received, or a gap
+//     reordering-threshold packets deep, is acknowledged at once (draft
+//     §6.2), so loss detection keeps its speed. Thinned beyond
+//     thinSamples packets per ACK, it carries the one-way delay sample of
+//     every m-th packet only (sampleDue): the samples are the one part of
+//     an ACK that thinning does not divide.
 //
 // The sender's policy (ackFreqSender.evaluate) thins only when the return
 // path is the bottleneck, read from the ACKs themselves: each ACK carries
@@ -67,9 +69,10 @@ import (
 //   - never fewer than minAcksPerRTT ACKs per window (the controller's
 //     window in packets ÷ 4): window-based controllers clock their sending
 //     by the ACKs, and BBR's and Copa's rate samples need several per
-//     round (the draft's §8 recommends at least once per RTT; four keeps
-//     ACK compression bounded to a quarter window), and the bound follows
-//     a shrinking window at once;
+//     round (the draft's §8 leaves the choice to the sender's congestion
+//     controller; four bounds the burst an ACK releases to a quarter
+//     window, the draft's burst concern in §8), and the bound follows a
+//     shrinking window at once;
 //   - never more than wire.MaxAckSamples packets per ACK (the receiver's
 //     cap above);
 //   - the max ACK delay is a quarter of the minimum RTT, at least
@@ -81,6 +84,16 @@ import (
 //   - the reordering threshold is thinReorder (RFC 9002 §6.1.1's packet
 //     threshold): a gap is reported no later than the sender's loss
 //     detection could use it.
+
+// Limits, measured and known. The reverse delay's minimum is kept over
+// 5–10 s, so a standing queue that thinning cannot drain (samples and
+// ranges alone overfill the uplink: a 5 Mbit/s download over a 32 kbit/s
+// uplink) becomes the base after 10 s, reads as quiet, and the ratio steps
+// back until the queue shows again. A connection whose return path is
+// narrow from its first packet learns the base only once a queue drains.
+// In the plaintext mode the server's Accept is 14 bytes longer for the
+// parameter, which shifts the first packets' timing: runs on paths where
+// nothing is ever thinned differ from before by that perturbation only.
 
 // paramMinAckDelay (both ways, 4 bytes, µs): the min_ack_delay transport
 // parameter (draft §3). The draft's id, 0xff04de1b, does not fit fresh's
