@@ -85,15 +85,15 @@ import (
 //     threshold): a gap is reported no later than the sender's loss
 //     detection could use it.
 
-// Limits, measured and known. The reverse delay's minimum is kept over
-// 5–10 s, so a standing queue that thinning cannot drain (samples and
-// ranges alone overfill the uplink: a 5 Mbit/s download over a 32 kbit/s
-// uplink) becomes the base after 10 s, reads as quiet, and the ratio steps
-// back until the queue shows again. A connection whose return path is
-// narrow from its first packet learns the base only once a queue drains.
-// In the plaintext mode the server's Accept is 14 bytes longer for the
-// parameter, which shifts the first packets' timing: runs on paths where
-// nothing is ever thinned differ from before by that perturbation only.
+// Known limits. The reverse delay's minimum is kept over 5–10 s, so a
+// standing queue that even 32 packets per ACK cannot drain (the samples,
+// ranges and the device's own traffic still overfill the uplink) becomes
+// the base after 10 s, reads as quiet, and the ratio steps back until the
+// queue shows again. A connection whose return path is narrow from its
+// first packet learns the base only once a queue drains. In the plaintext
+// mode the server's Accept is 14 bytes longer for the parameter, which
+// shifts the first packets' timing: runs on paths where nothing is ever
+// thinned differ from before by that perturbation only.
 
 // paramMinAckDelay (both ways, 4 bytes, µs): the min_ack_delay transport
 // parameter (draft §3). The draft's id, 0xff04de1b, does not fit fresh's
