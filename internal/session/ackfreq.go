@@ -152,6 +152,7 @@ type ackFreqReceiver struct {
 	maxDelay  time.Duration
 	reorder   int
 	gapAt     cc.PacketNumber // smallest missing number not yet reported (InvalidPacketNumber: none)
+	largestAt clock.Mono      // when the largest packet number received arrived
 }
 
 // errAckFrequency wraps every AckFrequency frame the receiver refuses.
@@ -296,6 +297,20 @@ func (s *Session) sampleDue() bool {
 	}
 	m := (r.threshold + thinSamples) / thinSamples // ⌈(threshold+1) ÷ thinSamples⌉
 	return (s.elicited+1)%m == 0 && s.nSamples < thinSamples
+}
+
+// ackDelayFrom is the arrival the ACK's delay field counts from. RFC 9000
+// §13.2.5 counts it from the largest packet's arrival, which the sender's
+// RTT sample is taken on; this end has always counted from the oldest
+// packet not yet acknowledged, which at every second packet differs by one
+// packet's spacing. Once thinned that difference is up to a quarter round
+// trip, subtracted from every RTT sample (RFC 9002 §5.3), so a thinned
+// receiver counts as the RFC does.
+func (s *Session) ackDelayFrom() clock.Mono {
+	if s.afr != nil && s.afr.largestAt != 0 {
+		return s.afr.largestAt
+	}
+	return s.oldest
 }
 
 // ackDelay is the delayed-ACK timer in force.

@@ -102,6 +102,10 @@ func TestAckFrequencyReceiver(t *testing.T) {
 	r.acks = nil
 	// The frame is ack-eliciting itself: the first of the ten.
 	require.Equal(t, []int64{15, 25}, r.acksAt(seq(7, 25)...), "every 10th packet")
+	// The ACK delay counts from the largest packet's arrival (RFC 9000
+	// §13.2.5), here the one that triggered the ACK, not from the first
+	// of the ten, 9 ms before: the sender's RTT sample is taken on it.
+	require.Zero(t, r.acks[len(r.acks)-1].DelayMicros)
 
 	// The delayed-ACK timer is the requested 40 ms, from the first
 	// packet not acknowledged.
@@ -118,6 +122,7 @@ func TestAckFrequencyReceiver(t *testing.T) {
 	r.s.Timeout(r.now)
 	r.poll()
 	require.Len(t, r.acks, 1)
+	require.Equal(t, uint32(40_000), r.acks[0].DelayMicros)
 
 	// Old and repeated sequence numbers are ignored (draft §4).
 	r.freq(27, wire.AckFrequency{Seq: 1, Threshold: 1, MaxAckDelayMicros: 25_000, ReorderThreshold: 1})

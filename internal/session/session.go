@@ -663,6 +663,9 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 	if s.elicited == 0 {
 		s.oldest = now
 	}
+	if s.afr != nil && cc.PacketNumber(h.PN) > largest {
+		s.afr.largestAt = now
+	}
 	s.elicited++
 	switch {
 	case urgent || s.ackAtOnce(cc.PacketNumber(h.PN), largest, outOfOrder):
@@ -1141,7 +1144,7 @@ func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 		a.NSamples = copy(a.Samples[:], s.samples[:s.nSamples])
 	}
 	if s.elicited > 0 {
-		a.DelayMicros = uint32(min(now.Sub(s.oldest).Microseconds(), 1<<32-1))
+		a.DelayMicros = uint32(min(now.Sub(s.ackDelayFrom()).Microseconds(), 1<<32-1))
 	}
 	rtt := s.echoRTT
 	if rtt == 0 {
