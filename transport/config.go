@@ -157,6 +157,13 @@ type Config struct {
 	AckEvery int
 	// MaxAckDelay is the delayed-ACK timer. Default 25 ms (RFC 9000 §18.2).
 	MaxAckDelay time.Duration
+	// MinAckDelay is the smallest ACK delay this end can honour, sent to
+	// the peer as its consent to ACK frequency requests (the IETF draft
+	// "QUIC Acknowledgment Frequency", min_ack_delay): a sending peer
+	// whose ACKs queue on a narrow return path then asks this end to
+	// acknowledge less often. Default 1 ms; negative: never asked (every
+	// second packet acknowledged, as AckEvery says). At most MaxAckDelay.
+	MinAckDelay time.Duration
 
 	// SendBuffer is the most bytes Write buffers before it blocks (written,
 	// not yet acknowledged). The buffer starts at 64 KiB and doubles,
@@ -384,6 +391,7 @@ func (c *Config) sessionConfig() session.Config {
 		UpdateDSCP:       c.UpdateDSCP.Code(),
 		AckEvery:         c.AckEvery,
 		MaxAckDelay:      c.MaxAckDelay,
+		MinAckDelay:      c.MinAckDelay,
 		IdleTimeout:      c.IdleTimeout,
 		KeepAlive:        c.KeepAlive,
 		SendBuffer:       c.SendBuffer,

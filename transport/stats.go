@@ -126,6 +126,14 @@ type Stats struct {
 	// the smallest so far, each beyond the clocks' uncertainty) and were
 	// not given to the controller.
 	OWDDiscarded int64
+	// AckRatio is how many ack-eliciting packets per ACK this end last
+	// asked the peer for (an ACK frequency request, sent only when the
+	// return path holds a standing queue and only to a peer whose
+	// Config.MinAckDelay consents): 0 if it never asked, 2 (AckEvery's
+	// default) once it asked and stepped back. AckFrequencySent counts
+	// the requests.
+	AckRatio         int
+	AckFrequencySent int64
 
 	// Updates sent (source side).
 	UpdatesSent       int64
@@ -188,6 +196,7 @@ func statsFrom(s session.Stats) Stats {
 		MigrationsRefused: s.MigrationsRefused,
 		StreamBytesAcked:  s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
+		AckRatio: s.AckRatio, AckFrequencySent: s.AckFrequencySent,
 		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
 		Age:              AgeStats(s.Age),

@@ -68,11 +68,16 @@ type Flow struct {
 	// "probe", "competitive"; for bbr "startup", "drain", "probe_bw",
 	// "probe_rtt"; for copa "slow_start", "default", "competitive"; for
 	// the loss-based baselines "slow_start", "avoidance".
-	ModeS        map[string]float64 `json:"mode_s,omitempty"`
-	SignalShare  map[string]float64 `json:"signal_share,omitempty"`
-	StartS       float64            `json:"start_s"`
-	EndS         float64            `json:"end_s"`
-	ClockErrorMs *float64           `json:"clock_error_ms,omitempty"`
+	ModeS       map[string]float64 `json:"mode_s,omitempty"`
+	SignalShare map[string]float64 `json:"signal_share,omitempty"`
+	// AckFrequencySent counts the ACK frequency requests the bulk sender
+	// sent its receiver (the return path held a standing queue), and
+	// AckRatio is the packets per ACK the last one asked for.
+	AckFrequencySent int64    `json:"ack_frequency_sent,omitempty"`
+	AckRatio         int      `json:"ack_ratio,omitempty"`
+	StartS           float64  `json:"start_s"`
+	EndS             float64  `json:"end_s"`
+	ClockErrorMs     *float64 `json:"clock_error_ms,omitempty"`
 
 	// Series holds per-interval samples for plots; not in the JSON.
 	Series *Series `json:"-"`

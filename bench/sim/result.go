@@ -42,6 +42,7 @@ func (w *world) result(opts Options) *report.Run {
 		if f.cli != nil {
 			st := f.cli.Stats(end)
 			fr.Lost, fr.Retransmitted = st.PacketsLost, st.Retransmitted
+			fr.AckFrequencySent, fr.AckRatio = st.AckFrequencySent, st.AckRatio
 		}
 		if active > 0 {
 			fr.GoodputBps = report.Round3(float64(f.st.bytes*8) / active)

@@ -46,6 +46,11 @@ type Options struct {
 	// Progress, if set, is called now and then with the simulated time done
 	// and the total.
 	Progress func(done, total time.Duration)
+
+	// noAckFrequency (tests): no session consents to ACK frequency
+	// requests (session.Config.MinAckDelay −1), so every receiver ACKs
+	// every second packet, as before ACK frequency existed.
+	noAckFrequency bool
 }
 
 // ErrScenario wraps errors in building a run from a scenario.
@@ -120,6 +125,9 @@ func build(s *scenario.Scenario, opts Options) (*world, error) {
 		f, err := newFlow(s, i, spec, mode)
 		if err != nil {
 			return nil, fmt.Errorf("%w: flow %q: %w", ErrScenario, spec.Name, err)
+		}
+		if opts.noAckFrequency {
+			f.cfg.MinAckDelay = -1
 		}
 		w.flows = append(w.flows, f)
 	}

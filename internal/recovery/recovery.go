@@ -116,6 +116,16 @@ func NewWithAckDelay(maxAckDelay time.Duration) *Tracker {
 	return &Tracker{largestAcked: cc.InvalidPacketNumber, maxAckDelay: max(maxAckDelay, 0)}
 }
 
+// MaxAckDelay is the peer's maximum ACK delay the retransmission timeout
+// allows for.
+func (t *Tracker) MaxAckDelay() time.Duration { return t.maxAckDelay }
+
+// SetMaxAckDelay changes it: a sender that asked its peer for another
+// delay (an ACK_FREQUENCY frame, draft-ietf-quic-ack-frequency §7) allows
+// for the larger of the old and the new until the peer acknowledged the
+// request, then for the new one.
+func (t *Tracker) SetMaxAckDelay(d time.Duration) { t.maxAckDelay = max(d, 0) }
+
 // OnSent registers a new packet and returns its number. kind must be below
 // MaxKinds.
 func (t *Tracker) OnSent(now clock.Mono, bytes cc.ByteCount, kind uint8, offset int64, n int) cc.PacketNumber {

@@ -82,6 +82,13 @@ type Config struct {
 	AckEvery int
 	// MaxAckDelay is the delayed-ACK timer. Default 25 ms.
 	MaxAckDelay time.Duration
+	// MinAckDelay is the smallest ACK delay this end can honour, sent as
+	// the min_ack_delay transport parameter: its consent to the peer's
+	// AckFrequency requests (draft-ietf-quic-ack-frequency §3; see
+	// ackfreq.go). Default 1 ms (RFC 9002 §6.1.2's timer granularity);
+	// negative: no consent, the peer never asks this end to ACK less
+	// often. At most MaxAckDelay.
+	MinAckDelay time.Duration
 	// IdleTimeout closes a session that heard nothing for this long.
 	// Default 30 s.
 	IdleTimeout time.Duration
@@ -177,6 +184,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxAckDelay == 0 {
 		c.MaxAckDelay = 25 * time.Millisecond
 	}
+	if c.MinAckDelay == 0 {
+		c.MinAckDelay = time.Millisecond
+	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 30 * time.Second
 	}
@@ -214,6 +224,8 @@ func (c *Config) validate() error {
 		return field("AckEvery", "%d outside 1..64", c.AckEvery)
 	case c.MaxAckDelay < 0:
 		return field("MaxAckDelay", "%v is negative (0: the default)", c.MaxAckDelay)
+	case c.MinAckDelay > c.MaxAckDelay:
+		return field("MinAckDelay", "%v above MaxAckDelay %v (negative: no ACK frequency requests)", c.MinAckDelay, c.MaxAckDelay)
 	case c.IdleTimeout < 0:
 		return field("IdleTimeout", "%v is negative (0: the default)", c.IdleTimeout)
 	case c.SendBuffer < c.MaxDatagram:

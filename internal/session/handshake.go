@@ -193,7 +193,7 @@ func newSecurity(cfg *Config, connID uint64, client bool) (*security, error) {
 	if client {
 		// A server sets its own once it has read the client's
 		// (QUICTransportParametersRequired): what it sends depends on them.
-		conn.SetTransportParameters(clientParams())
+		conn.SetTransportParameters(clientParams(cfg.MinAckDelay, cfg.MinAckDelay >= 0))
 	}
 	sec := &security{conn: conn}
 	var err error
@@ -480,7 +480,7 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 // own beside the recovery tracker's (and a replay window of their own).
 func isControl(t wire.Type) bool {
 	switch t {
-	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe:
+	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe, wire.TypeAckFrequency:
 		return false
 	}
 	return true

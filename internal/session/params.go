@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -42,6 +43,10 @@ type peerParams struct {
 	resetToken  [wire.StatelessResetTokenLen]byte // … its token
 	hasVersions bool                              // the peer sent …
 	versions    versionInfo                       // … its version_information
+	// hasMinAckDelay: the peer consents to AckFrequency frames and can
+	// honour ACK delays down to minAckDelay (ackfreq.go).
+	hasMinAckDelay bool
+	minAckDelay    time.Duration
 }
 
 // versionInfo is a version_information value (RFC 9368 §3):
@@ -106,16 +111,17 @@ func appendParam(b []byte, id uint16, value []byte) []byte {
 	return append(b, value...)
 }
 
-// clientParams is what a client sends: the version, and its
-// version_information.
-func clientParams() []byte {
-	return peerParams{hasVersions: true, versions: ourVersions()}.append()
+// clientParams is what a client sends: the version, its
+// version_information, and min_ack_delay if it consents (ok).
+func clientParams(minAckDelay time.Duration, ok bool) []byte {
+	return peerParams{hasVersions: true, versions: ourVersions(), hasMinAckDelay: ok, minAckDelay: minAckDelay}.append()
 }
 
 // serverParams is what a server sends: the version, its
-// version_information, and the reset token if the server has one.
-func serverParams(token *[wire.StatelessResetTokenLen]byte) []byte {
-	p := peerParams{hasVersions: true, versions: ourVersions()}
+// version_information, the reset token if the server has one, and
+// min_ack_delay if it consents (ok).
+func serverParams(token *[wire.StatelessResetTokenLen]byte, minAckDelay time.Duration, ok bool) []byte {
+	p := peerParams{hasVersions: true, versions: ourVersions(), hasMinAckDelay: ok, minAckDelay: minAckDelay}
 	if token != nil {
 		p.hasToken, p.resetToken = true, *token
 	}
@@ -130,6 +136,9 @@ func (p peerParams) append() []byte {
 	}
 	if p.hasToken {
 		b = appendParam(b, paramResetToken, p.resetToken[:])
+	}
+	if p.hasMinAckDelay {
+		b = appendMinAckDelay(b, p.minAckDelay)
 	}
 	return b
 }
@@ -173,6 +182,12 @@ func parseParams(b []byte, fromClient bool) (peerParams, error) {
 				return p, err
 			}
 			p.versions, p.hasVersions = v, true
+		case paramMinAckDelay:
+			d, err := parseMinAckDelay(value)
+			if err != nil {
+				return p, err
+			}
+			p.minAckDelay, p.hasMinAckDelay = d, true
 		}
 	}
 	return p, nil

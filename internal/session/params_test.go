@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,24 +23,36 @@ func TestTransportParamsRoundTrip(t *testing.T) {
 	require.Equal(t, uint8(wire.Version), ours.chosen)
 	require.Equal(t, wire.Versions(), ours.list())
 
-	got, err := parseParams(clientParams(), true)
+	got, err := parseParams(clientParams(time.Millisecond, true), true)
 	require.NoError(t, err)
 	require.True(t, got.hasVersions)
 	require.Equal(t, ours, got.versions)
-	srv := serverParams(&tok)
+	srv := serverParams(&tok, time.Millisecond, true)
 	require.True(t, bytes.HasPrefix(srv, transportParams))
 	got, err = parseParams(srv, false)
 	require.NoError(t, err)
 	require.True(t, got.hasToken)
 	require.Equal(t, tok, got.resetToken)
 	require.Equal(t, ours, got.versions)
-	got, err = parseParams(serverParams(nil), false)
+	got, err = parseParams(serverParams(nil, time.Millisecond, true), false)
 	require.NoError(t, err)
 	require.False(t, got.hasToken, "no token")
 	require.True(t, got.hasVersions)
 	got, err = parseParams(transportParams, false)
 	require.NoError(t, err)
-	require.False(t, got.hasToken || got.hasVersions)
+	require.False(t, got.hasToken || got.hasVersions || got.hasMinAckDelay)
+
+	// min_ack_delay: the consent to AckFrequency, sent only with it.
+	got, err = parseParams(clientParams(1500*time.Microsecond, true), true)
+	require.NoError(t, err)
+	require.True(t, got.hasMinAckDelay)
+	require.Equal(t, 1500*time.Microsecond, got.minAckDelay)
+	got, err = parseParams(serverParams(&tok, time.Millisecond, false), false)
+	require.NoError(t, err)
+	require.False(t, got.hasMinAckDelay, "no consent, no parameter")
+	got, err = parseParams(clientParams(time.Millisecond, false), true)
+	require.NoError(t, err)
+	require.False(t, got.hasMinAckDelay, "no consent, no parameter")
 
 	// Parameters this version does not know are skipped (RFC 9000 §7.4.2).
 	unknown := appendParam(appendParam(bytes.Clone(srv), 0x7f00, []byte("later")), 0x0003, nil)
@@ -66,11 +79,14 @@ func TestTransportParamsMalformed(t *testing.T) {
 		{"token twice", appendParam(bytes.Clone(withToken), paramResetToken, tok), false, "twice"},
 		{"token of 15 bytes", appendParam(bytes.Clone(transportParams), paramResetToken, tok[:15]), false, "of 15 bytes"},
 		{"token from a client", withToken, true, "from a client"},
-		{"version_information twice", appendParam(clientParams(), paramVersionInfo, []byte{2, 2}), true, "twice"},
+		{"version_information twice", appendParam(clientParams(time.Millisecond, true), paramVersionInfo, []byte{2, 2}), true, "twice"},
 		{"version_information empty", appendParam(bytes.Clone(transportParams), paramVersionInfo, nil), true, "names no version"},
 		{"version_information without a list", appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{2}), false, "names no version"},
 		{"version_information choosing what it does not list", appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{2, 1, 3}), false, "does not list"},
 		{"version_information with version 0", appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{2, 2, 0}), false, "version 0"},
+		{"min_ack_delay twice", appendMinAckDelay(clientParams(time.Millisecond, true), time.Millisecond), true, "twice"},
+		{"min_ack_delay of 3 bytes", appendParam(bytes.Clone(transportParams), paramMinAckDelay, []byte{0, 0, 1}), false, "of 3 bytes"},
+		{"min_ack_delay of 2^24 µs", appendMinAckDelay(bytes.Clone(transportParams), 1<<24*time.Microsecond), false, "2^24"},
 		{"version_information of 33 versions", appendParam(bytes.Clone(transportParams), paramVersionInfo, bytes.Repeat([]byte{2}, 34)), false, "at most 32"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,8 +102,8 @@ func TestTransportParamsMalformed(t *testing.T) {
 func FuzzTransportParams(f *testing.F) {
 	tok := ResetToken(&resetKey, 1)
 	f.Add(transportParams, false)
-	f.Add(clientParams(), true)
-	f.Add(serverParams(&tok), false)
+	f.Add(clientParams(time.Millisecond, true), true)
+	f.Add(serverParams(&tok, time.Millisecond, true), false)
 	f.Add(appendParam(bytes.Clone(transportParams), 0x7f00, []byte("x")), false)
 	f.Add(binary.BigEndian.AppendUint16(bytes.Clone(transportParams), 2), false)
 	f.Add(appendParam(bytes.Clone(transportParams), paramVersionInfo, []byte{3, 2, 3}), true)

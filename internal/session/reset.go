@@ -201,15 +201,17 @@ func (s *Session) onPeerParams(b []byte) error {
 	if s.client {
 		s.rst.hasToken, s.rst.token = p.hasToken, p.resetToken
 	}
+	s.takeMinAckDelay(&p)
 	return nil
 }
 
 // localParams is the transport parameters this end sends.
 func (s *Session) localParams() []byte {
+	d, ok := s.minAckDelay()
 	if s.client {
-		return clientParams()
+		return clientParams(d, ok)
 	}
-	return serverParams(s.cfg.StatelessResetToken)
+	return serverParams(s.cfg.StatelessResetToken, d, ok)
 }
 
 // onStatelessReset takes a StatelessReset for this connection. Only a

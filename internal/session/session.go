@@ -63,8 +63,9 @@ type Session struct {
 	updGen    int64       // … its generation time, local wall µs …
 	updMono   clock.Mono  // … and on the monotonic clock
 	updFresh  bool
-	probe     bool       // send a PING (RTO, or flow-control probe); beside updFresh: no padding of its own
-	updSentAt clock.Mono // when the last update went out
+	probe     bool           // send a PING (RTO, or flow-control probe); beside updFresh: no padding of its own
+	updSentAt clock.Mono     // when the last update went out
+	afs       *ackFreqSender // the ACK frequency we ask of the peer; nil unless it consented (ackfreq.go)
 
 	// Receiver side.
 	ranges     recovery.AckRanges
@@ -76,7 +77,8 @@ type Session struct {
 	oldest     clock.Mono // arrival of the oldest of them
 	ackAt      clock.Mono // delayed-ACK deadline; 0 = none
 	ackNow     bool
-	answered   bool // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
+	answered   bool             // an ACK frame raised the largest acknowledged since the last timeout (PathDead)
+	afr        *ackFreqReceiver // the ACK frequency the peer asked of us; nil until it asks (ackfreq.go)
 	in         recvStream
 	echoRTT    time.Duration // RTT measured from the echoes on Data (see onAckEliciting), smoothed …
 	echoMinRTT time.Duration // … and its minimum
@@ -453,6 +455,10 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 			if s.sec != nil {
 				s.confirm() // the Accept is the client's HANDSHAKE_DONE (RFC 9001 §4.1.2)
 			}
+			if err := s.onPlaintextParams(a.Params); err != nil {
+				s.fail(fmt.Errorf("%w: the server's Accept: %w", ErrProtocol, err), closeProtocol)
+				return
+			}
 			s.state = stateOpen
 			s.srvID = a.ServerConnID // 0: the server keeps our ID
 			// The handshake's RTT (against the latest Initial: the Accept
@@ -495,6 +501,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		s.onAckEliciting(now, wallUS, h, wire.Echo{}, true)
 	case wire.TypeCommit:
 		s.onCommit(now, wallUS, h, body)
+	case wire.TypeAckFrequency:
+		s.onAckFrequency(now, wallUS, h, body)
 	case wire.TypePMTUProbe:
 		if wire.ParsePMTUProbe(body) != nil {
 			s.st.Malformed++
@@ -640,13 +648,14 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 			}
 		}
 	}
+	largest := s.ranges.Largest()
 	dup, outOfOrder := s.ranges.Insert(cc.PacketNumber(h.PN))
 	if dup {
 		s.st.Duplicates++
 		s.ackNow = true // the peer may not have our ACK
 		return
 	}
-	if h.Type != wire.TypePing && s.nSamples < wire.MaxAckSamples {
+	if h.Type != wire.TypePing && s.nSamples < wire.MaxAckSamples && s.sampleDue() {
 		owd, _ := s.OWDEstimate(h.Timestamp, wallUS)
 		s.ackSamples()[s.nSamples] = wire.OWDSample{PN: h.PN, OWDMicros: int32(max(min(owd.Microseconds(), 1<<31-1), -1<<31))}
 		s.nSamples++
@@ -654,12 +663,15 @@ func (s *Session) onAckEliciting(now clock.Mono, wallUS int64, h wire.Header, ec
 	if s.elicited == 0 {
 		s.oldest = now
 	}
+	if s.afr != nil && cc.PacketNumber(h.PN) > largest {
+		s.afr.largestAt = now
+	}
 	s.elicited++
 	switch {
-	case urgent || outOfOrder || s.elicited >= s.cfg.AckEvery:
+	case urgent || s.ackAtOnce(cc.PacketNumber(h.PN), largest, outOfOrder):
 		s.ackNow = true
 	case s.ackAt == 0:
-		s.ackAt = now.Add(s.cfg.MaxAckDelay)
+		s.ackAt = now.Add(s.ackDelay())
 	}
 }
 
@@ -739,6 +751,9 @@ func subSat(a, b int64) int64 {
 func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack) {
 	s.echo = wire.Echo{T3: h.Timestamp, T4: wallUS}
 	s.peerMax = max(s.peerMax, a.MaxData)
+	if s.afs != nil {
+		s.afs.onSample(now, h.Timestamp, wallUS)
+	}
 	if a.NRanges == 0 {
 		return
 	}
@@ -786,6 +801,10 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	if res.NewLargest {
 		s.answered = true
 	}
+	if s.afs != nil && s.ctl != nil { // no stream controller: no stream, nothing to thin
+		rtt := s.tr.RTT()
+		s.afs.evaluate(now, rtt.Smoothed(), rtt.Min(), int(s.ctl.Window()/cc.ByteCount(s.cfg.MSS())), s.cfg.AckEvery, s.cfg.MaxAckDelay)
+	}
 }
 
 // ackRTT takes the RTT sample an ACK frame gave, before its packets: the
@@ -826,6 +845,8 @@ func (s *Session) acked(now clock.Mono, p *recovery.Packet, sample cc.AckSample)
 		}
 	case kindCommit:
 		s.commitAcked(p.Offset)
+	case kindAckFreq:
+		s.ackFreqAcked(p.Offset)
 	case kindPMTU:
 		s.pmtu.onProbeAcked(now, pn)
 	case kindProbe:
@@ -857,6 +878,8 @@ func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 		s.policy.OnLoss(now, ev)
 	case kindCommit:
 		s.commitLost(p.Offset)
+	case kindAckFreq:
+		s.ackFreqLost(p.Offset)
 	}
 }
 
@@ -1001,13 +1024,16 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		return s.sent(wire.AppendInitial(hdr(wire.TypeInitial, 0, 0), wire.Initial{Token: s.token})), streamDSCP, true
 	case s.acceptPending:
 		s.acceptPending = false
-		return s.sent(wire.AppendAccept(hdr(wire.TypeAccept, 0, 0), &wire.Accept{ServerConnID: s.srvID})), streamDSCP, true
+		return s.sent(wire.AppendAccept(hdr(wire.TypeAccept, 0, 0), &wire.Accept{ServerConnID: s.srvID, Params: s.plaintextParams()})), streamDSCP, true
 	}
 	if b, ok := s.pollPath(now, wallUS, buf); ok {
 		return s.sent(b), streamDSCP, true
 	}
 	if s.ackDue(now) {
 		return s.sent(s.appendAck(now, wallUS, buf)), streamDSCP, true
+	}
+	if b, ok := s.pollAckFrequency(now, wallUS, buf); ok {
+		return s.sent(b), streamDSCP, true
 	}
 	if s.probe {
 		s.probe = false
@@ -1118,7 +1144,7 @@ func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 		a.NSamples = copy(a.Samples[:], s.samples[:s.nSamples])
 	}
 	if s.elicited > 0 {
-		a.DelayMicros = uint32(min(now.Sub(s.oldest).Microseconds(), 1<<32-1))
+		a.DelayMicros = uint32(min(now.Sub(s.ackDelayFrom()).Microseconds(), 1<<32-1))
 	}
 	rtt := s.echoRTT
 	if rtt == 0 {
@@ -1132,6 +1158,9 @@ func (s *Session) appendAck(now clock.Mono, wallUS int64, buf []byte) []byte {
 		flags = wire.FlagSynced
 	}
 	s.nSamples, s.elicited, s.ackAt, s.ackNow = 0, 0, 0, false
+	if s.afr != nil {
+		s.afr.gapAt = cc.InvalidPacketNumber // reported
+	}
 	ring := s.ackRing()
 	ring[s.ackSentAt] = ackSent{stamp: wallUS, largest: s.ranges.Largest()}
 	s.ackSentAt = (s.ackSentAt + 1) % len(ring)

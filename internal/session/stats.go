@@ -48,6 +48,10 @@ type Stats struct {
 	StreamFramesDropped                   int64 // beyond Config.MaxStreamGaps holes
 	OWDDiscarded                          int64
 
+	// ACK frequency (ackfreq.go).
+	AckRatio         int // packets per ACK asked of the peer (0: none asked)
+	AckFrequencySent int64
+
 	// Updates sent (source side) and received (monitor side).
 	UpdatesSent, UpdatesSuperseded, UpdatesLost int64
 	UpdateRate                                  float64
@@ -92,6 +96,9 @@ func (s *Session) Stats(now clock.Mono) Stats {
 	st.UpdateRate = s.updateRate()
 	st.PathDead = s.PathDead()
 	st.DatagramSize = s.pmtu.size
+	if s.afs != nil && s.afs.seq > 0 {
+		st.AckRatio, st.AckFrequencySent = s.afs.ratio, s.afs.seq
+	}
 	st.PMTUProbesSent, st.PMTUProbesLost, st.PMTUBlackHoles = s.pmtu.sent, s.pmtu.lost, s.pmtu.blackHole
 	if s.age.Started() {
 		sum := s.age.Summary(now)

@@ -178,6 +178,8 @@ func (s *Session) traceFrame(h wire.Header, body []byte, size int, f *qlog.Frame
 		f.Type = "retry"
 	case wire.TypeCommit:
 		f.Type = "commit"
+	case wire.TypeAckFrequency:
+		f.Type = "ack_frequency" // the draft's qlog name
 	case wire.TypePMTUProbe:
 		f.Type, f.Length = "pmtu_probe", size
 	default:

@@ -176,6 +176,6 @@ func TestPeerVersionInformationChecked(t *testing.T) {
 	require.ErrorIs(t, srv.onPeerParams(other.append()), ErrVersionDowngrade)
 	require.NoError(t, cli.onPeerParams(bytes.Clone(transportParams)))
 	require.NoError(t, srv.onPeerParams(bytes.Clone(transportParams)))
-	require.NoError(t, cli.onPeerParams(serverParams(nil)))
-	require.NoError(t, srv.onPeerParams(clientParams()))
+	require.NoError(t, cli.onPeerParams(serverParams(nil, time.Millisecond, true)))
+	require.NoError(t, srv.onPeerParams(clientParams(time.Millisecond, true)))
 }

@@ -290,8 +290,21 @@ func FuzzParseCommit(f *testing.F) {
 	})
 }
 
-// FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
-// body by type) and re-encodes them.
+func FuzzParseAckFrequency(f *testing.F) {
+	seedDatagrams(f, TypeAckFrequency, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var a AckFrequency
+		if err := ParseAckFrequency(body, &a); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendAckFrequency(nil, &a))
+		require.GreaterOrEqual(t, a.Seq, int64(0))
+		require.LessOrEqual(t, a.Seq, int64(MaxPacketNumber))
+		require.Less(t, a.MaxAckDelayMicros, uint32(MaxAckDelayLimit))
+	})
+}
+
 func FuzzParsePMTUProbe(f *testing.F) {
 	seedDatagrams(f, TypePMTUProbe, true)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -304,6 +317,8 @@ func FuzzParsePMTUProbe(f *testing.F) {
 	})
 }
 
+// FuzzDatagram decodes whole datagrams as an endpoint does (header, then the
+// body by type) and re-encodes them.
 func FuzzDatagram(f *testing.F) {
 	seedDatagrams(f, 0, false)
 	f.Fuzz(func(t *testing.T, dg []byte) {
@@ -323,6 +338,10 @@ func FuzzDatagram(f *testing.F) {
 			requireAlias(t, dg, HeaderLen+UpdateOverhead, fr.Payload)
 		case *Close:
 			requireAlias(t, dg, HeaderLen+5, fr.Reason)
+		case *Accept:
+			if fr.Params != nil {
+				requireAlias(t, dg, HeaderLen+AcceptLen, fr.Params)
+			}
 		case *Crypto:
 			requireAlias(t, dg, HeaderLen+CryptoOverhead, fr.Data)
 		case *Retry:
@@ -395,6 +414,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParsePathResponse(b, &e.pr) }
 			case "FuzzParseCommit":
 				fn = func() { sinkErr = ParseCommit(b, &e.cm) }
+			case "FuzzParseAckFrequency":
+				fn = func() { sinkErr = ParseAckFrequency(b, &e.af) }
 			case "FuzzParsePMTUProbe":
 				fn = func() { sinkErr = ParsePMTUProbe(b) }
 			case "FuzzDatagram":

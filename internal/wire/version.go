@@ -33,6 +33,16 @@ import "encoding/binary"
 //     version negotiation within a second, both naming the two versions
 //     ("upgrade the older end"): upgrade the monitor and its devices
 //     together.
+//     Later in version 3, without a new version byte (the format is not
+//     yet 1.0 and old and new ends still understand each other where it
+//     matters): the AckFrequency frame, sent only to a peer that
+//     consented with the min_ack_delay transport parameter, which an
+//     older end never sends, so it never gets the frame; and a plaintext
+//     Accept may carry the server's transport parameters after its ID.
+//     With TLS old and new ends work together; in the plaintext mode an
+//     older client drops the longer Accept as malformed (it opens only
+//     once the server sends it data): upgrade the plaintext ends
+//     together, as the version's rule above asks anyway.
 
 // Versions is every version this package speaks, in order of preference
 // (the first is Version, the one it sends): what a VersionNegotiation and
@@ -113,11 +123,20 @@ func ParseVersionNegotiation(b []byte, v *VersionNegotiation) error {
 
 // Accept is the body of an Accept (version 2): the connection ID the server
 // chose to be addressed by (RFC 9000 §7.2's server-chosen ID, as a QUIC
-// server's Source Connection ID). From the Accept on, the client puts it in
-// every packet it sends; the server keeps answering to the client's own ID.
-// 0 means the server keeps the client's ID.
+// server's Source Connection ID), then, in the plaintext mode only, the
+// server's transport parameters:
+//
+//	server connection ID (64) | transport parameters (the rest)
+//
+// From the Accept on, the client puts the ID in every packet it sends;
+// the server keeps answering to the client's own ID. 0 means the server
+// keeps the client's ID. Params is what TLS's transport parameters
+// extension carries when there is TLS (package internal/session parses
+// both); without TLS nothing else would carry them. It is empty with TLS,
+// and from a server that has none to give.
 type Accept struct {
 	ServerConnID uint64
+	Params       []byte // aliases the datagram; nil if none
 }
 
 // AcceptLen is the length of an Accept body.
@@ -125,17 +144,17 @@ const AcceptLen = 8
 
 // AppendAccept appends a's body to b.
 func AppendAccept(b []byte, a *Accept) []byte {
-	return binary.BigEndian.AppendUint64(b, a.ServerConnID)
+	b = binary.BigEndian.AppendUint64(b, a.ServerConnID)
+	return append(b, a.Params...)
 }
 
-// ParseAccept decodes an Accept body into a.
+// ParseAccept decodes an Accept body into a: at least AcceptLen bytes
+// (ErrShort); what follows the ID is Params, read by the session.
 func ParseAccept(body []byte, a *Accept) error {
 	if len(body) < AcceptLen {
 		return ErrShort
 	}
-	if len(body) != AcceptLen {
-		return ErrLength
-	}
 	a.ServerConnID = binary.BigEndian.Uint64(body)
+	a.Params = nilIfEmpty(body[AcceptLen:])
 	return nil
 }

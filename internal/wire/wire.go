@@ -99,6 +99,10 @@ const (
 	// PMTUProbe is a padding-only, ack-eliciting packet of the size a
 	// sender probes the path for (RFC 8899 §4.1, DPLPMTUD's probe packet).
 	TypePMTUProbe Type = 0x10
+	// AckFrequency: the data sender asks the receiver to acknowledge
+	// less (or more) often, the ACK_FREQUENCY frame of
+	// draft-ietf-quic-ack-frequency §4 (see AckFrequency).
+	TypeAckFrequency Type = 0x11
 	// Version negotiation travels with version byte 0 and has its own
 	// decoder (ParseVersionNegotiation); ParseHeader returns ErrVersion
 	// for it, as for every datagram not of this version.
@@ -137,6 +141,8 @@ func (t Type) String() string {
 		return "commit"
 	case TypePMTUProbe:
 		return "pmtu-probe"
+	case TypeAckFrequency:
+		return "ack-frequency"
 	}
 	return "unknown"
 }
@@ -169,6 +175,7 @@ var (
 	ErrTooMany   = errors.New("wire: too many ranges or samples")
 	ErrRanges    = errors.New("wire: ACK ranges not descending and disjoint")
 	ErrPacketNum = errors.New("wire: packet number out of range")
+	ErrValue     = errors.New("wire: field value out of range")
 )
 
 // MaxPacketNumber bounds packet numbers (2^62 − 1, as QUIC's varint range),
@@ -270,7 +277,7 @@ const ProtectedOverhead = 16
 // version byte (VersionNegotiation has version 0).
 func (t Type) valid() bool {
 	switch t {
-	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset, TypeCommit, TypePMTUProbe:
+	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset, TypeCommit, TypePMTUProbe, TypeAckFrequency:
 		return true
 	}
 	return t >= TypeInitial && t <= TypeRetry

@@ -36,6 +36,7 @@ type endpoint struct {
 	pc PathChallenge
 	pr PathResponse
 	cm Commit
+	af AckFrequency
 }
 
 // decode parses the header, then the body by type.
@@ -73,6 +74,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParsePathResponse(body, &e.pr)
 	case TypeCommit:
 		err = ParseCommit(body, &e.cm)
+	case TypeAckFrequency:
+		err = ParseAckFrequency(body, &e.af)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -119,6 +122,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.pr, nil
 	case TypeCommit:
 		return h, &e.cm, nil
+	case TypeAckFrequency:
+		return h, &e.af, nil
 	case TypePMTUProbe:
 		return h, probePadding(len(dg) - HeaderLen), nil
 	}
@@ -158,6 +163,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendPathResponse(b, f)
 	case *Commit:
 		return AppendCommit(b, f)
+	case *AckFrequency:
+		return AppendAckFrequency(b, f)
 	case probePadding:
 		return AppendPMTUProbe(b, int(f))
 	case nil:
@@ -167,7 +174,7 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 }
 
 // sentinels are the only errors a decoder may return.
-var sentinels = []error{ErrShort, ErrVersion, ErrType, ErrReserved, ErrLength, ErrTooMany, ErrRanges, ErrPacketNum}
+var sentinels = []error{ErrShort, ErrVersion, ErrType, ErrReserved, ErrLength, ErrTooMany, ErrRanges, ErrPacketNum, ErrValue}
 
 func isSentinel(err error) bool {
 	for _, s := range sentinels {
@@ -225,6 +232,7 @@ func validDatagrams() []datagramCase {
 		{"retry max token", Header{Type: TypeRetry, ConnID: math.MaxUint64}, &Retry{Token: token, Tag: retryTag}},
 		{"accept", hdr(TypeAccept, 0), &Accept{ServerConnID: 0x07aa000011223344}},
 		{"accept keeps the client's ID", hdr(TypeAccept, 0), &Accept{}},
+		{"accept with transport parameters", hdr(TypeAccept, 0), &Accept{ServerConnID: 5, Params: []byte("params")}},
 		{"stateless reset", Header{Type: TypeStatelessReset, ConnID: 0x0123456789abcdef}, &StatelessReset{Token: [16]byte{1, 2, 3, 14: 0xfe, 15: 0xff}}},
 		{"stateless reset zero", Header{Type: TypeStatelessReset}, &StatelessReset{}},
 		{"ping", hdr(TypePing, 0), nil},
@@ -265,6 +273,10 @@ func validDatagrams() []datagramCase {
 		{"protected path response phase 1", Header{Type: TypePathResponse, Flags: FlagProtected, Epoch: EpochApp1, PN: 9}, rawBody("ciphertext and tag")},
 		{"commit", hdr(TypeCommit, 0), &Commit{Offset: 1 << 20}},
 		{"commit zero", hdr(TypeCommit, 0), &Commit{}},
+		{"ack frequency", hdr(TypeAckFrequency, 0), &AckFrequency{Seq: 3, Threshold: 9, MaxAckDelayMicros: 40_000, ReorderThreshold: 3}},
+		{"ack frequency zeros", hdr(TypeAckFrequency, 0), &AckFrequency{}},
+		{"ack frequency limits", hdr(TypeAckFrequency, 0), &AckFrequency{Seq: MaxPacketNumber, Threshold: math.MaxUint32, MaxAckDelayMicros: MaxAckDelayLimit - 1, ReorderThreshold: math.MaxUint32}},
+		{"protected ack frequency", Header{Type: TypeAckFrequency, Flags: FlagProtected, Epoch: EpochApp0, PN: 4}, rawBody("ciphertext and tag")},
 		{"commit MaxStreamOffset", hdr(TypeCommit, 0), &Commit{Offset: MaxStreamOffset}},
 		{"protected commit", Header{Type: TypeCommit, Flags: FlagProtected, Epoch: EpochApp1, PN: 9}, rawBody("ciphertext and tag")},
 		{"protected data", Header{Type: TypeData, Flags: FlagProtected | FlagFIN, Epoch: EpochApp0, PN: 7}, rawBody("ciphertext and tag")},
@@ -335,6 +347,8 @@ func bodyMin(t Type) int {
 		return PathDataLen
 	case TypeCommit:
 		return CommitLen
+	case TypeAckFrequency:
+		return AckFrequencyLen
 	}
 	return 0
 }
@@ -351,8 +365,11 @@ func TestTruncated(t *testing.T) {
 			for n := range len(dg) {
 				want := ErrLength
 				switch {
-				case tc.h.Type == TypePMTUProbe && n >= HeaderLen:
-					want = nil // padding of any length is a probe (of a smaller size)
+				case tc.h.Type == TypePMTUProbe && n >= HeaderLen,
+					tc.h.Type == TypeAccept && n >= HeaderLen+AcceptLen:
+					// padding of any length is a probe (of a smaller
+					// size); an Accept's parameters are the session's
+					want = nil
 				case tc.h.Flags&FlagProtected != 0:
 					// Ciphertext: only shorter than a tag is known bad.
 					want = nil
@@ -386,7 +403,7 @@ func TestTrailingByte(t *testing.T) {
 			dg := append(appendDatagram(nil, tc.h, tc.f), 0)
 			_, _, err := parseDatagram(dg)
 			switch {
-			case tc.h.Type == TypeInitial, tc.h.Type == TypePing, tc.h.Type == TypePMTUProbe, tc.h.Flags&FlagProtected != 0:
+			case tc.h.Type == TypeInitial, tc.h.Type == TypePing, tc.h.Type == TypePMTUProbe, tc.h.Type == TypeAccept, tc.h.Flags&FlagProtected != 0:
 				require.NoError(t, err)
 			default:
 				require.Equal(t, ErrLength, err)
@@ -435,6 +452,7 @@ func rejectedDatagrams() []rejectCase {
 	ping := appendDatagram(nil, h(TypePing), nil)
 	reset := appendDatagram(nil, Header{Type: TypeStatelessReset}, &StatelessReset{Token: [16]byte{9}})
 	commit := appendDatagram(nil, h(TypeCommit), &Commit{Offset: 4096})
+	ackFreq := appendDatagram(nil, h(TypeAckFrequency), &AckFrequency{Seq: 1, Threshold: 4, MaxAckDelayMicros: 25_000, ReorderThreshold: 1})
 	const (
 		dataOff   = HeaderLen + echoLen     // Data offset field
 		dataLen   = dataOff + 8             // Data length field
@@ -458,7 +476,7 @@ func rejectedDatagrams() []rejectCase {
 		{"type 0", set(ping, 1, 0), ErrType},
 		{"type version negotiation under version 3", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
 		{"type 0x0f", set(ping, 1, 0x0f), ErrType},
-		{"type 0x11", set(ping, 1, 0x11), ErrType},
+		{"type 0x12", set(ping, 1, 0x12), ErrType},
 		{"path challenge short", set(ping, 1, byte(TypePathChallenge)), ErrShort},
 		{"path response long", append(set(ping, 1, byte(TypePathResponse)), make([]byte, PathDataLen+1)...), ErrLength},
 		{"FIN on path challenge", append(set(ping, 1, byte(TypePathChallenge), FlagFIN), make([]byte, PathDataLen)...), ErrReserved},
@@ -568,6 +586,14 @@ func rejectedDatagrams() []rejectCase {
 		{"commit above MaxStreamOffset", set64(commit, HeaderLen, MaxStreamOffset+1), ErrLength},
 		{"commit offset 2^64-1", set64(commit, HeaderLen, math.MaxUint64), ErrLength},
 		{"FIN on commit", set(commit, 2, FlagFIN), ErrReserved},
+		{"ack frequency cut short", ackFreq[:HeaderLen+AckFrequencyLen-1], ErrShort},
+		{"ack frequency empty", ackFreq[:HeaderLen], ErrShort},
+		{"ack frequency with a trailing byte", append(bytes.Clone(ackFreq), 0), ErrLength},
+		{"ack frequency sequence above MaxPacketNumber", set64(ackFreq, HeaderLen, MaxPacketNumber+1), ErrValue},
+		{"ack frequency sequence 2^64-1", set64(ackFreq, HeaderLen, math.MaxUint64), ErrValue},
+		{"ack frequency delay 2^14 ms", set(ackFreq, HeaderLen+12, binary.BigEndian.AppendUint32(nil, MaxAckDelayLimit)...), ErrValue},
+		{"ack frequency delay 2^32-1 µs", set(ackFreq, HeaderLen+12, 0xff, 0xff, 0xff, 0xff), ErrValue},
+		{"FIN on ack frequency", set(ackFreq, 2, FlagFIN), ErrReserved},
 		{"pmtu probe nonzero padding", append(appendDatagram(nil, h(TypePMTUProbe), probePadding(100)), 1), ErrReserved},
 		{"pmtu probe nonzero first byte", set(appendDatagram(nil, h(TypePMTUProbe), probePadding(100)), HeaderLen, 0x80), ErrReserved},
 		{"pmtu probe FIN flag", set(appendDatagram(nil, h(TypePMTUProbe), probePadding(10)), 2, FlagFIN), ErrReserved},
@@ -668,7 +694,7 @@ func TestTypeString(t *testing.T) {
 		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
 		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset",
 		TypeCrypto: "crypto", TypePathChallenge: "path-challenge", TypePathResponse: "path-response",
-		TypeCommit: "commit", TypePMTUProbe: "pmtu-probe", 0: "unknown", 0x0f: "unknown", 0x11: "unknown", 0xff: "unknown",
+		TypeCommit: "commit", TypePMTUProbe: "pmtu-probe", TypeAckFrequency: "ack-frequency", 0: "unknown", 0x0f: "unknown", 0x12: "unknown", 0xff: "unknown",
 	} {
 		require.Equal(t, want, ty.String())
 	}
