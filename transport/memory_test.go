@@ -63,6 +63,29 @@ func sampleMemory() memSample {
 	return memSample{heap: s[0].Value.Uint64(), stacks: s[1].Value.Uint64(), inuse: ms.HeapInuse, goroutines: runtime.NumGoroutine()}
 }
 
+// settledMemory samples until the heap stops shrinking: on a loaded
+// machine some connections are still releasing their handshake state (the
+// last flight, TLS once the ticket is out) when the fixed wait ends, and
+// a sample then counts it as theirs for good (8.06 KB against 7.1-7.5 KB
+// per idle connection, once, in the full suite). It samples every 250 ms
+// until a sample is no more than 0.5 % below the one before, for at most
+// 10 s, and returns the smallest.
+func settledMemory() memSample {
+	m := sampleMemory()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		next := sampleMemory()
+		if float64(next.heap) >= 0.995*float64(m.heap) {
+			if next.heap < m.heap {
+				m = next
+			}
+			break
+		}
+		m = next
+	}
+	return m
+}
+
 // memPer is the growth from base to m per connection.
 type memPer struct {
 	heap, stacks, inuse, goroutines float64
@@ -195,7 +218,7 @@ func (r memRun) measure(t *testing.T) (memPer, ListenerStats) {
 	waitReady()
 	require.Eventually(t, func() bool { return accepted() == r.warm }, time.Minute, 10*time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
-	base := sampleMemory()
+	base := settledMemory()
 	_, err = io.WriteString(stdin, "next\n")
 	require.NoError(t, err)
 	waitReady()
@@ -215,7 +238,7 @@ func (r memRun) measure(t *testing.T) (memPer, ListenerStats) {
 		time.Sleep(200 * time.Millisecond)
 		require.Equal(t, held, l.Stats().Connections)
 	}
-	m := sampleMemory()
+	m := settledMemory()
 	if r.profile != "" {
 		f, err := os.Create(r.profile)
 		require.NoError(t, err)
