@@ -79,22 +79,27 @@ func TestOverflowLossFollowsTheWindow(t *testing.T) {
 
 // A queue of one packet on a slow, long path stands above μ's floor; with
 // the test on it is no queue a buffer overflows at, and a loss then is
-// random (free while losses are rare), not a halving.
+// random (free while losses are rare), not a halving. While the packet
+// time is unknown, μ alone decides.
 func TestOnePacketOfQueueIsShort(t *testing.T) {
 	for _, tc := range []struct {
-		on     bool
-		factor float64
-	}{{true, 1}, {false, 0.5}} {
+		on, known bool
+		factor    float64
+	}{{true, true, 1}, {false, true, 0.5}, {true, false, 0.5}} {
 		h := newHarness(mustNew(New(lossLevelCfg(tc.on))))
-		h.step = 20 * time.Millisecond // 20 packets per 400 ms round trip: 20 ms apart
+		h.step = 20 * time.Millisecond
 		// Base 200 ms; slow start ends at 220 ms (μ = 0.05, 10 ms).
 		h.ackN(8, 200*time.Millisecond, 400*time.Millisecond)
 		h.ackN(4, 220*time.Millisecond, 440*time.Millisecond)
 		h.ackN(40, 200*time.Millisecond, 400*time.Millisecond)
-		// 12 ms of queue: above μ, under two of the flow's packet gaps.
+		if tc.known {
+			// The packet pairs measured a 7 ms packet time (1.1 Mbit/s).
+			h.c.disp.cur, h.c.disp.nCur = 7*time.Millisecond, dispersionPairs
+		}
+		// 12 ms of queue: above μ, under two packet times.
 		h.ackN(4, 212*time.Millisecond, 412*time.Millisecond)
 		before := h.cwndPackets()
 		h.lose()
-		require.InDelta(t, before*tc.factor, h.cwndPackets(), 1e-6, "loss level test %v", tc.on)
+		require.InDelta(t, before*tc.factor, h.cwndPackets(), 1e-6, "loss level test %v, packet time known %v", tc.on, tc.known)
 	}
 }
