@@ -51,8 +51,11 @@ type Controller struct {
 	// drainPN is the largest packet sent when drainQueue last cut: until
 	// a later one is acknowledged, the cut has not shown.
 	drainPN cc.PacketNumber
-	// lossRate is the EWMA of the share of packets lost (freeLoss).
+	// lossRate is the EWMA of the share of packets lost (freeLoss);
+	// levels the same above and below the window losses last cut
+	// (losslevel.go).
 	lossRate float64
+	levels   lossLevels
 
 	// Recovery (RFC 6582 style, by packet number since numbers are never
 	// reused): losses of packets sent before the episode began do not reduce
@@ -179,6 +182,7 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 		c.largestSent = pn
 	}
 	c.used.note(inFlight, cc.InvalidPacketNumber, c.largestSent)
+	c.levels.sent(pn, c.cwnd)
 	c.pulse = c.pulseRate(now)
 	if c.comp.cubic != nil {
 		c.comp.cubic.OnPacketSent(now, pn, bytes, inFlight)
@@ -194,7 +198,8 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //  1. A starved loss (or overflow) noted by the last OnLoss counts, unless
 //     a timeout came first; two starved losses enter competitive mode
 //     (countStarved, compete.go).
-//  2. The loss rate decays, the bytes in flight of the round trip are
+//  2. The loss rate decays (and, above or below the loss level, the
+//     share lost: losslevel.go), the bytes in flight of the round trip are
 //     noted, the RTT estimator is fed.
 //  3. The delay sample feeds both analyzers (OWDmin, OWDcur, jitter, a
 //     rebase when OWDmin rose), picks the signal (OWD or the RTT/2
@@ -224,6 +229,7 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	c.countStarved(now)                     // 1
 	c.lossRate -= lossRateGain * c.lossRate // 2
+	c.levels.note(ack.PacketNumber, false)
 	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
 	c.takeDelaySample(now, ack)  // 3
@@ -458,6 +464,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 		c.comp.cubic.OnLoss(now, loss)
 	}
 	c.lossRate += lossRateGain * (1 - c.lossRate)
+	c.levels.note(loss.PacketNumber, true)
 	if loss.PacketNumber <= c.recoverPN {
 		return // sent before the current episode began
 	}
@@ -472,6 +479,9 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
 	c.vel.reset()
+	if c.cfg.Tuning.LossLevelTest {
+		c.levels.cut(c.cwnd, c.lossRate)
+	}
 	if c.congestiveLoss(now) {
 		c.onCongestiveLoss(now)
 		c.cwnd = math.Max(c.cwnd/2, cc.MinWindowPackets*c.mss)
@@ -500,11 +510,12 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 // window must then stop growing.
 func (c *Controller) freeLoss() bool {
 	if c.cfg.Tuning.DisableFreeRandomLoss || c.cfg.Tuning.DisableLossDifferentiation ||
-		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery || c.lossRate > freeLossRate {
+		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery ||
+		c.lossRate > freeLossRate && !(c.cfg.Tuning.LossLevelTest && c.levels.random()) {
 		return false
 	}
 	a := c.active()
-	return a.Ready() && a.Variation() <= freeLossQueue*a.Mu(a.maxUpdate)
+	return a.Ready() && !c.queueAbove(a, freeLossQueue, a.Mu(a.maxUpdate))
 }
 
 // Loss rate of the flow: an EWMA over packets (ACKs and losses) with gain
@@ -525,7 +536,7 @@ func (c *Controller) congestiveLoss(now clock.Mono) bool {
 	if c.cfg.Tuning.DisableLossDifferentiation || !a.Ready() {
 		return true
 	}
-	return a.Variation() > a.Mu(now)
+	return c.queueAbove(a, 1, a.Mu(now))
 }
 
 // OnRetransmissionTimeout implements cc.Controller: the whole window was lost,

@@ -7,13 +7,22 @@ import (
 
 // Controller variants the benchmark runs beside the registered ones, to
 // measure a mechanism that is off by default against the default in the
-// same run: "owd-elastic" is owd with Tuning.ElasticityTest.
+// same run: "owd-elastic" is owd with Tuning.ElasticityTest, "owd-loss"
+// owd with Tuning.LossLevelTest.
 func init() {
-	cc.Register("owd-elastic", func(mss cc.ByteCount) cc.Controller {
-		c, err := owd.New(owd.Config{MSS: mss, Tuning: owd.Tuning{ElasticityTest: true}})
-		if err != nil {
-			panic(err) // a constant Config: a broken invariant
-		}
-		return c
-	})
+	for _, v := range []struct {
+		name   string
+		tuning owd.Tuning
+	}{
+		{"owd-elastic", owd.Tuning{ElasticityTest: true}},
+		{"owd-loss", owd.Tuning{LossLevelTest: true}},
+	} {
+		cc.Register(v.name, func(mss cc.ByteCount) cc.Controller {
+			c, err := owd.New(owd.Config{MSS: mss, Tuning: v.tuning})
+			if err != nil {
+				panic(err) // a constant Config: a broken invariant
+			}
+			return c
+		})
+	}
 }
