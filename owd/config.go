@@ -130,13 +130,14 @@ type Tuning struct {
 	// beside a buffer filler falls short of a fair share and alone on a
 	// capacity step its pulses cost delay (bench/RESULTS.md).
 	ElasticityTest bool
-	// LossLevelTest lets a loss with a short queue stay free above the
-	// loss rate cap when the losses are seen not to follow the window
-	// (losslevel.go): the share of packets lost above the window at which
-	// losses last cut it is at most 1.5 × the share lost below it, as
-	// random loss gives and a shallow buffer's overflow does not; and a
-	// queue under two of the bottleneck's packet times counts as short.
-	LossLevelTest bool
+	// DisableLossLevelTest turns off the loss level test (losslevel.go):
+	// by default a loss with a short queue stays free above the loss rate
+	// cap when the losses are seen not to follow the window — the share of
+	// packets lost above the window at which losses last cut it is at
+	// most 1.5 × the share lost below it, as random loss gives and a
+	// shallow buffer's overflow does not — and a queue under two of the
+	// bottleneck's packet times counts as short.
+	DisableLossLevelTest bool
 	// VelocityMax is the largest increase, packets per round trip, the
 	// velocity may reach, scaled up on paths whose base round trip is
 	// longer than 50 ms (velocity.go). Default 2.

@@ -479,7 +479,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	c.inRecovery = true
 	c.recoverPN = c.largestSent
 	c.vel.reset()
-	if c.cfg.Tuning.LossLevelTest {
+	if !c.cfg.Tuning.DisableLossLevelTest {
 		c.levels.cut(c.cwnd, c.lossRate)
 	}
 	if c.congestiveLoss(now) {
@@ -511,7 +511,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 func (c *Controller) freeLoss() bool {
 	if c.cfg.Tuning.DisableFreeRandomLoss || c.cfg.Tuning.DisableLossDifferentiation ||
 		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery ||
-		c.lossRate > freeLossRate && !(c.cfg.Tuning.LossLevelTest && c.levels.random()) {
+		c.lossRate > freeLossRate && !(!c.cfg.Tuning.DisableLossLevelTest && c.levels.random()) {
 		return false
 	}
 	a := c.active()

@@ -240,15 +240,13 @@
 //     path last filled.
 //   - Free random losses (controller.go, freeLoss): a loss with the queue
 //     under half of μ, while under 2 % of packets are lost, costs nothing.
-//   - The loss level test (losslevel.go; off by default,
-//     Tuning.LossLevelTest): the share of packets lost is measured above
-//     and below the window at which losses last cut it (BBRv2's
-//     inflight_hi); when it does not follow the window (above at most
-//     1.5 × below), the losses are random and a loss with a short queue
-//     stays free above the 2 % cap, and a queue under two packet times
-//     counts as short. Off: on long lossy paths it lifts the share of
-//     draws at ≥ 0.8 of BBR's goodput from 17 % to 70 %, short of 90 %
-//     (bench/RESULTS.md).
+//   - The loss level test (losslevel.go; Tuning.DisableLossLevelTest):
+//     the share of packets lost is measured above and below the window
+//     at which losses last cut it (BBRv2's inflight_hi); when it does not
+//     follow the window (above at most 1.5 × below), the losses are
+//     random and a loss with a short queue stays free above the 2 % cap,
+//     and a queue under two packet times counts as short. bench/RESULTS.md
+//     has what it changed on long lossy paths and elsewhere.
 //   - Window use over the round trip (controller.go, inFlight): growth
 //     needs the window filled at some moment of the round trip, not at
 //     every ACK, so ACKs that come in bursts do not stop it.

@@ -4,7 +4,7 @@ import "github.com/fresh-udp/fresh/cc"
 
 // lossLevels asks whether the losses follow the window, which tells random
 // loss from a buffer's overflow when the queueing delay cannot (our
-// addition; Tuning.LossLevelTest).
+// addition; Tuning.DisableLossLevelTest).
 //
 // freeLoss lets a loss with a short queue cost nothing while under
 // freeLossRate of the packets are lost, because a buffer too shallow to
@@ -124,7 +124,7 @@ func (c *Controller) queueAbove(a *Analyzer, frac, mu float64) bool {
 	if a.Variation() <= frac*mu {
 		return false
 	}
-	if !c.cfg.Tuning.LossLevelTest {
+	if c.cfg.Tuning.DisableLossLevelTest {
 		return true
 	}
 	return a.QueueingDelay() > lossQueuePackets*c.disp.packetTime()

@@ -9,7 +9,7 @@ import (
 
 func lossLevelCfg(on bool) Config {
 	cfg := noProbe()
-	cfg.Tuning.LossLevelTest = on
+	cfg.Tuning.DisableLossLevelTest = !on
 	cfg.Tuning.DisableCompetitiveMode = true
 	return cfg
 }

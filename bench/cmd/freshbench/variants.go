@@ -6,16 +6,17 @@ import (
 )
 
 // Controller variants the benchmark runs beside the registered ones, to
-// measure a mechanism that is off by default against the default in the
-// same run: "owd-elastic" is owd with Tuning.ElasticityTest, "owd-loss"
-// owd with Tuning.LossLevelTest.
+// measure a mechanism against the default in the same run: "owd-elastic"
+// is owd with Tuning.ElasticityTest (off by default), "owd-nolosslevel"
+// owd with Tuning.DisableLossLevelTest (owd as it was before the loss
+// level test).
 func init() {
 	for _, v := range []struct {
 		name   string
 		tuning owd.Tuning
 	}{
 		{"owd-elastic", owd.Tuning{ElasticityTest: true}},
-		{"owd-loss", owd.Tuning{LossLevelTest: true}},
+		{"owd-nolosslevel", owd.Tuning{DisableLossLevelTest: true}},
 	} {
 		cc.Register(v.name, func(mss cc.ByteCount) cc.Controller {
 			c, err := owd.New(owd.Config{MSS: mss, Tuning: v.tuning})
