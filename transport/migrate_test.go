@@ -46,7 +46,12 @@ func TestMigrateClientToNewPort(t *testing.T) {
 	require.NotEqual(t, oldRemote, srv.RemoteAddr().String())
 	st := srv.Stats()
 	require.Equal(t, int64(1), st.Migrations)
-	require.Zero(t, st.MigrationsReverted)
+	// A datagram that leaves the old socket as the first leaves the new
+	// one can reach the server after it: the server then starts to
+	// validate the old address again and abandons that when the new
+	// address's next datagram comes. One such abandoned validation, no
+	// more (1 run in 40 under -race, before and after ACK frequency).
+	require.LessOrEqual(t, st.MigrationsReverted, int64(1))
 	require.NoError(t, cli.Close())
 }
 
