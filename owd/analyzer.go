@@ -314,3 +314,20 @@ func (a *Analyzer) ResetMax(now clock.Mono, v float64) {
 	a.owdvMax = v
 	a.maxUpdate = now
 }
+
+// restartBase forgets the base-delay history and starts it again from the
+// lowest of the recent samples: the path changed (a push test found the
+// link idle under a delay that stays, push.go), and the old minimum no
+// longer says anything about it.
+func (a *Analyzer) restartBase() {
+	if a.nRecent == 0 {
+		return
+	}
+	low := a.recent[0]
+	for _, d := range a.recent[:a.nRecent] {
+		low = min(low, d)
+	}
+	clear(a.buckets[:])
+	a.buckets[a.head] = low
+	a.base = low
+}

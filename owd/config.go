@@ -138,6 +138,14 @@ type Tuning struct {
 	// shallow buffer's overflow does not — and a queue under two of the
 	// bottleneck's packet times counts as short.
 	DisableLossLevelTest bool
+	// DisablePushTest turns off the push test (push.go): by default a
+	// flow at its window floor whose queue has not nearly emptied for two
+	// of Copa's windows raises its window by a few packets for two round
+	// trips; a queue that rises by their serialisation time while the
+	// flow's own window cannot explain it enters competitive mode, and a
+	// queue that does not rise (an idle link: a longer path) restarts the
+	// base-delay history.
+	DisablePushTest bool
 	// VelocityMax is the largest increase, packets per round trip, the
 	// velocity may reach, scaled up on paths whose base round trip is
 	// longer than 50 ms (velocity.go). Default 2.

@@ -74,7 +74,9 @@ type Controller struct {
 	// elastic is the pulse test (elastic.go); pulse its sending rate at the
 	// last event, bytes/s, 0 outside a pulse.
 	elastic elasticity
-	pulse   float64
+	// push is the push test (push.go).
+	push  pushTest
+	pulse float64
 }
 
 // inFlight keeps the most bytes in flight seen in the current round trip
@@ -209,14 +211,16 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //     experiment; the first ACK of a packet sent after the hold gives its
 //     verdict, which may enter or leave competitive mode (drain.go). The
 //     pulse test (Tuning.ElasticityTest) does the same with its pulse
-//     (elastic.go).
+//     (elastic.go), and the push test with its raised window (push.go),
+//     whose verdict may enter competitive mode or rebase.
 //  5. A full ACK ends loss recovery (RFC 6582).
 //  6. CUBIC, in competitive mode, takes the ACK.
 //  7. The mode's transition function (onAck):
 //     - slow start: the exit on queueing delay (with the slow-start
 //     drain), growth by the bytes acknowledged, the exit at ssthresh;
-//     - avoidance: Copa's test (which may start a slowdown or enter
-//     competitive mode), then, outside recovery: the rebase to slow start,
+//     - avoidance: nothing while a push test holds its raised window;
+//     Copa's test (which may start a push test at the floor, a slowdown,
+//     or enter competitive mode), then, outside recovery: the rebase to slow start,
 //     the learned noise floor (response.go), the targets, the queue drain,
 //     the delay rule scaled by the reverse path, velocity and the thin-link
 //     growth, OWDv_max, a slowdown when one is due, and the pulse test
@@ -235,6 +239,7 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	c.takeDelaySample(now, ack)  // 3
 	c.observeDrainTest(now, ack) // 4
 	c.observeElasticity(now, ack)
+	c.observePush(now, ack)
 	if c.inRecovery && ack.PacketNumber > c.recoverPN { // 5
 		c.inRecovery = false // full ACK: RFC 6582 §3.2 step 3
 	}
@@ -307,6 +312,9 @@ func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 // onAckAvoidance applies the delay rule (Eq. 7 or Eq. 2) and starts the
 // slowdowns, and competitive mode when a buffer filler is found.
 func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
+	if c.push.active {
+		return // the push test holds its raised window (push.go)
+	}
 	c.observeEmptiness(now, ack)
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
@@ -465,6 +473,7 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	}
 	c.lossRate += lossRateGain * (1 - c.lossRate)
 	c.levels.note(loss.PacketNumber, true)
+	c.onPushLoss()
 	if loss.PacketNumber <= c.recoverPN {
 		return // sent before the current episode began
 	}

@@ -53,8 +53,9 @@
 //	      │               queue stayed, and the buffer overflowed;│
 //	      │               Copa's test after a regular hold found  │
 //	      │               the queue staying; recall; starved      │
-//	      │               losses; the pulse test (if on)          ▼
-//	      │          drain test: queue drained             ┌─────────────┐
+//	      │               losses; the push test at the floor      │
+//	      │               found the link busy; the pulse test     ▼
+//	      │          drain test: queue drained    (if on)  ┌─────────────┐
 //	      └─────────────────────────────────────────────── │ competitive │
 //	                                                       └─────────────┘
 //
@@ -77,8 +78,9 @@
 // (competitive mode survives it: CUBIC handles its own), maybeStartProbe
 // and observeEmptiness (a slowdown), onAckProbe and finishProbe (its end),
 // drainVerdict (the verdict), countStarved and observeEmptiness (starved
-// losses, recall, Copa's test after a regular hold), elasticVerdict (the
-// pulse test). The order in which
+// losses, recall, Copa's test after a regular hold), finishPush (the push
+// test, push.go: busy enters competitive mode, idle rebases), elasticVerdict
+// (the pulse test). The order in which
 // the mechanisms run on every ACK is written out on Controller.OnAck.
 //
 // In congestion avoidance each acknowledged packet applies Eq. 2
@@ -179,7 +181,10 @@
 //     transport's route-change fault test shows it). The
 //     default history is 30 s: longer than the slowdown interval, so each
 //     history holds a drained-queue sample and the base does not creep
-//     up with the flow's own queue, as BBR's windowed min-RTT. When OWDmin
+//     up with the flow's own queue, as BBR's windowed min-RTT. Sooner
+//     than that, the push test (push.go) finds the link idle under the
+//     extra delay once the window has sat at its floor for two of Copa's
+//     windows, and restarts the history from the current samples. When OWDmin
 //     rises past the noise (by more than max(NoiseFloor, OWDmin/8)) the
 //     controller re-enters slow start to find the new path's
 //     bandwidth-delay product in a few round trips, not hundreds.

@@ -28,6 +28,13 @@ type testLink struct {
 	// departed as of the last send (FIFO: non-decreasing).
 	deps []clock.Mono
 
+	// cross is a window-limited cross flow (addCross): the arrival times
+	// at the queue of its packets not yet injected, in order, and its
+	// round trip outside the queue.
+	cross    []clock.Mono
+	crossRTT time.Duration
+	acked    int // this flow's packets acknowledged
+
 	// Per-mode time, the largest queueing delay, and the mode changes.
 	modeTime map[string]time.Duration
 	maxQ     time.Duration
@@ -69,6 +76,7 @@ func (l *testLink) run(c cc.Controller, d time.Duration) time.Duration {
 			c.OnLoss(l.now, cc.LossEvent{PacketNumber: p.pn, Bytes: mss, SentTime: p.sent, PriorInFlight: prior})
 		} else {
 			l.now = max(l.now, p.arr.Add(l.prop))
+			l.acked++
 			c.OnAck(l.now, cc.AckSample{PacketNumber: p.pn, Bytes: mss, SentTime: p.sent, OWD: p.arr.Sub(p.sent),
 				OWDValid: true, ClockSynced: true, RTT: l.now.Sub(p.sent), PriorInFlight: prior})
 		}
@@ -96,6 +104,7 @@ func (l *testLink) send(c cc.Controller, inFlight cc.ByteCount, record bool) {
 	l.pn++
 	c.OnPacketSent(l.now, l.pn, mss, inFlight+mss)
 	atQueue := l.now.Add(l.prop)
+	l.injectCross(atQueue)
 	start := max(atQueue, l.free)
 	for len(l.deps) > 0 && !l.deps[0].After(atQueue) {
 		l.deps = l.deps[1:] // departed before this packet reaches the queue
@@ -152,4 +161,38 @@ func lteLike(lo, hi float64, seed uint64) func(clock.Mono) float64 {
 		rates = append(rates, lo*math.Pow(hi/lo, next()))
 	}
 	return steps(at, rates)
+}
+
+// addCross starts a cross flow at at that keeps window packets in flight
+// whatever the queue (a receive-window-limited TCP flow): each of its
+// packets comes back to the queue rtt after it left it. It never loses:
+// window must stay under the buffer plus the pipe.
+func (l *testLink) addCross(at clock.Mono, window int, rtt time.Duration) {
+	l.crossRTT = rtt
+	for i := range window {
+		l.cross = append(l.cross, at.Add(time.Duration(i)*rtt/time.Duration(window)))
+	}
+}
+
+// injectCross puts the cross flow's packets that reach the queue before t
+// into it, in arrival order, each scheduling its successor.
+func (l *testLink) injectCross(t clock.Mono) {
+	for len(l.cross) > 0 && !l.cross[0].After(t) {
+		at := l.cross[0]
+		l.cross = l.cross[1:]
+		start := max(at, l.free)
+		for len(l.deps) > 0 && !l.deps[0].After(at) {
+			l.deps = l.deps[1:]
+		}
+		l.free = start.Add(time.Duration(float64(mss*8) / l.rate(start) * float64(time.Second)))
+		l.deps = append(l.deps, l.free)
+		next := l.free.Add(l.crossRTT)
+		i := len(l.cross)
+		for i > 0 && l.cross[i-1].After(next) {
+			i--
+		}
+		l.cross = append(l.cross, 0)
+		copy(l.cross[i+1:], l.cross[i:])
+		l.cross[i] = next
+	}
 }

@@ -79,6 +79,7 @@ const (
 	reasonStarved      // competeLosses starved losses (countStarved)
 	reasonQueueDrained // a slowdown in competitive mode drained the queue (drainVerdict)
 	reasonElastic      // the pulse test: the cross traffic answered and holds the link (elastic.go)
+	reasonPushBusy     // the push test: the link is busy and other flows hold the queue (push.go)
 )
 
 // Reason names, as ModeChange.Reason reports them.
@@ -99,6 +100,7 @@ var reasonNames = [...]string{
 	reasonStarved:      "starved_losses",
 	reasonQueueDrained: "queue_drained",
 	reasonElastic:      "elastic",
+	reasonPushBusy:     "push_busy",
 }
 
 func (r reason) String() string {

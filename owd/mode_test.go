@@ -42,6 +42,7 @@ var modeTransitions = []transition{
 	{modeAvoidance, reasonRecall, modeCompetitive},
 	{modeAvoidance, reasonStarved, modeCompetitive},
 	{modeAvoidance, reasonElastic, modeCompetitive}, // Tuning.ElasticityTest
+	{modeAvoidance, reasonPushBusy, modeCompetitive},
 
 	{modeProbe, reasonHoldOver, modeAvoidance},
 	{modeProbe, reasonHoldOver, modeCompetitive},
@@ -166,6 +167,18 @@ var modeDrives = []struct {
 		l := startPulse(h, pulseMu)
 		l.mu, l.z = pulseMu, ackClocked(h)
 		l.drive(h.t, h, 10*time.Second)
+	}},
+	{"push test beside a flat filler, and on a longer path", nil, func(h *harness) {
+		l := newTestLink(10*time.Millisecond, 2000, func(clock.Mono) float64 { return 20e6 })
+		l.run(h.c, 5*time.Second)
+		l.addCross(l.now, 825, 20*time.Millisecond)
+		l.run(h.c, 25*time.Second)
+		h.c = mustNew(New(Config{MSS: mss}))
+		h.c.onModeChange = h.onModeChange
+		l = newTestLink(10*time.Millisecond, 2000, func(clock.Mono) float64 { return 20e6 })
+		l.run(h.c, 5*time.Second)
+		l.prop += 40 * time.Millisecond
+		l.run(h.c, 8*time.Second)
 	}},
 	{"alone on changing capacity", nil, func(h *harness) {
 		for _, rate := range []func(clock.Mono) float64{

@@ -9,7 +9,8 @@ import (
 // measure a mechanism against the default in the same run: "owd-elastic"
 // is owd with Tuning.ElasticityTest (off by default), "owd-nolosslevel"
 // owd with Tuning.DisableLossLevelTest (owd as it was before the loss
-// level test).
+// level test), "owd-nopush" owd with Tuning.DisablePushTest (owd as it
+// was before the push test).
 func init() {
 	for _, v := range []struct {
 		name   string
@@ -17,6 +18,7 @@ func init() {
 	}{
 		{"owd-elastic", owd.Tuning{ElasticityTest: true}},
 		{"owd-nolosslevel", owd.Tuning{DisableLossLevelTest: true}},
+		{"owd-nopush", owd.Tuning{DisablePushTest: true}},
 	} {
 		cc.Register(v.name, func(mss cc.ByteCount) cc.Controller {
 			c, err := owd.New(owd.Config{MSS: mss, Tuning: v.tuning})
