@@ -191,15 +191,15 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 	if c.recentlyLeft(now) {
 		need = 1
 	}
-	if e.full < need || c.mode != modeAvoidance {
+	if c.mode != modeAvoidance {
 		return
 	}
-	if !c.cfg.Tuning.DisablePushTest && !c.comp.quiet && !c.push.active && c.atFloor(now) && c.startPush(now, e.lo) {
+	if e.full >= pushWindows && c.pushAllowed(now) && c.atFloor(now) && c.startPush(now, e.lo) {
 		// At the floor the flow already holds its window: whether the
 		// link is busy decides, moving queue or flat (push.go).
 		return
 	}
-	if e.hi-e.lo <= 2*a.cfg.MuFloorDelay {
+	if e.full < need || e.hi-e.lo <= 2*a.cfg.MuFloorDelay {
 		return
 	}
 	if c.recentlyLeft(now) {

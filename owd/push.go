@@ -67,6 +67,8 @@ type pushTest struct {
 	minQ            time.Duration // lowest queueing delay of the measured packets; -1 none
 	samples         int
 	lost            bool
+	// next is the earliest start of the next push.
+	next clock.Mono
 }
 
 // pushVerdict is what a push test found.
@@ -110,6 +112,22 @@ const (
 	pushMeasuredRTTs = 1
 )
 
+// pushWindows is how many of Copa's windows in a row without a nearly
+// empty queue start a push test, and pushSpacing how many smoothed round
+// trips after one ends the next may start: a push costs k packets of queue
+// for two round trips, less than a slowdown's hold, and a busy link that
+// gave no verdict (a loss, a queue that fell) is asked again soon, not at
+// the next regular slowdown.
+const (
+	pushWindows = 1
+	pushSpacing = 10
+)
+
+// pushAllowed reports whether a push test may start at now.
+func (c *Controller) pushAllowed(now clock.Mono) bool {
+	return !c.cfg.Tuning.DisablePushTest && !c.push.active && !now.Before(c.push.next)
+}
+
 // atFloor reports whether the window is within competeFloorSlack packets
 // of the floor the delay rule may reach.
 func (c *Controller) atFloor(now clock.Mono) bool {
@@ -144,6 +162,7 @@ func (c *Controller) startPush(now clock.Mono, lowest time.Duration) bool {
 	}
 	t := &c.push
 	*t = pushTest{
+		next:   now.Add((pushMeasureRTTs + pushMeasuredRTTs + pushSpacing) * srtt),
 		active: true, start: now,
 		from: now.Add(pushMeasureRTTs * srtt),
 		to:   now.Add((pushMeasureRTTs + pushMeasuredRTTs) * srtt),
@@ -182,7 +201,6 @@ func (c *Controller) observePush(now clock.Mono, ack cc.AckSample) {
 func (c *Controller) finishPush(now clock.Mono) {
 	t := &c.push
 	t.active = false
-	c.comp.quiet = true
 	v, _ := t.verdict()
 	if v == pushBusy && c.mode == modeAvoidance {
 		// CUBIC starts from the pushed window, which the link carried.

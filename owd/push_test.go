@@ -109,3 +109,31 @@ func TestPushTestLeavesNeighboursQueue(t *testing.T) {
 	l.run(c, 25*time.Second)
 	require.Zero(t, l.modeTime[ModeCompetitive].Seconds())
 }
+
+// A push that gives no verdict (here the filler's queue fell during it, as
+// a loss-based filler's does at its cut) is asked again pushSpacing round
+// trips later, not at the next regular slowdown 20 s on.
+func TestPushRetriedSoon(t *testing.T) {
+	l := newTestLink(10*time.Millisecond, 2000, func(clock.Mono) float64 { return 20e6 })
+	c := mustNew(New(Config{MSS: mss}))
+	l.run(c, 5*time.Second)
+	l.addCross(l.now, 825, 20*time.Millisecond)
+	for !c.push.active {
+		l.run(c, time.Millisecond)
+	}
+	first := l.now
+	// The filler cuts: 600 of its packets leave for good.
+	l.cross = l.cross[:len(l.cross)-600]
+	for c.push.active {
+		l.run(c, time.Millisecond)
+	}
+	t.Logf("first push: before %v, lowest %v, k %.0f, p %v, %d samples", c.push.before, c.push.minQ, c.push.k, c.push.p, c.push.samples)
+	require.NotEqual(t, modeCompetitive, c.mode, "a queue that fell gives no verdict")
+	l.addCross(l.now, 600, 20*time.Millisecond) // and grows back
+	for c.mode != modeCompetitive && l.now.Sub(first) < 10*time.Second {
+		l.run(c, time.Millisecond)
+	}
+	require.Equal(t, modeCompetitive, c.mode)
+	require.Equal(t, "push_busy", c.LastModeChange().Reason)
+	t.Logf("second push switched %v after the first began", l.now.Sub(first))
+}
