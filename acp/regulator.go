@@ -130,6 +130,10 @@ type EpochStats struct {
 	// by Little's law.
 	QueueDelay time.Duration
 	Queued     float64
+	// ReturnQueueDelay is R̄, the mean queueing delay of the updates'
+	// ACKs on the return path (RTT − OWD above its base; 0 = unknown),
+	// which Tuning.BacklogBound keeps at most one ACK deep.
+	ReturnQueueDelay time.Duration
 	// SourceRate is σ̂ when at least half the epoch's sends waited for the
 	// source (Tuning.SourceHeadroom), else 0.
 	SourceRate Rate
@@ -392,6 +396,7 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 	if r.queue.valid {
 		st.QueueDelay = r.queue.delay
 	}
+	st.ReturnQueueDelay = r.queue.revDelay
 	sigma := r.source.close()
 	st.SourceRate = sigma
 	r.grad.measure(&st)

@@ -201,12 +201,16 @@ func TestBacklogBound(t *testing.T) {
 // the rate falls to one ACK per return queueing delay, 4 Hz; without the
 // backlog bound it is not limited.
 func TestReturnQueueBound(t *testing.T) {
-	run := func(b float64) Rate {
+	run := func(b float64) (Rate, EpochStats) {
 		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.BacklogBound = b }), 20*time.Millisecond, 20*time.Millisecond, 2000)
 		tp.revQueue = after(sec(2), func(clock.Mono) time.Duration { return 250 * time.Millisecond })
 		tp.run(sec(30))
-		return tp.meanRate(sec(10), sec(30))
+		return tp.meanRate(sec(10), sec(30)), tp.p.(*Regulator).LastEpoch()
 	}
-	require.InDelta(t, 4, float64(run(DefaultBacklogBound)), 0.5)
-	require.Greater(t, float64(run(0)), 20.0)
+	rate, st := run(DefaultBacklogBound)
+	require.InDelta(t, 4, float64(rate), 0.5)
+	require.InDelta(t, 0.25, st.ReturnQueueDelay.Seconds(), 0.01, "R̄")
+	require.Equal(t, BoundBacklog, st.Bound)
+	rate, _ = run(0)
+	require.Greater(t, float64(rate), 20.0)
 }
