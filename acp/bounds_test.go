@@ -97,17 +97,17 @@ func TestDeliverySaturation(t *testing.T) {
 	jit.observe(at(0.2), 100, 98.9, band)
 	require.False(t, jit.satNow, "never sent faster than the path delivered")
 	// Deliveries that jitter by ±4 % around a steady 100 Hz make ε about
-	// 4 %; ten seconds later (the maximum forgotten) a 3 % step above what
-	// the path last delivered is within that noise, no saturation.
+	// 4 %; ten seconds later (the maximum forgotten) a 7 % step above
+	// what the path last delivered is within 3ε, no saturation.
 	for i := range 16 {
 		jit.observe(at(0.4+0.2*float64(i)), 100, 100+4*float64(1-2*(i%2)), band)
 	}
 	require.False(t, jit.satValid)
 	require.InDelta(t, 0.04, jit.noise, 0.005)
 	jit.observe(at(14), 100, 100, band)
-	jit.observe(at(14.2), 103, 100, band)
+	jit.observe(at(14.2), 107, 100, band)
 	require.False(t, jit.satNow, "a step within the delivery noise")
-	jit.observe(at(14.4), 108, 100, band)
+	jit.observe(at(14.4), 115, 100, band)
 	require.True(t, jit.satNow, "a step beyond it")
 
 	r := regulatorWith(t, nil)
