@@ -150,6 +150,11 @@ func (ds *deliveryState) observe(now clock.Mono, rho, d, band float64) {
 	ds.satNow, ds.satAt, ds.satValid = true, now, true
 }
 
+// recent reports whether a saturation was seen within satHold of now.
+func (ds *deliveryState) recent(now clock.Mono) bool {
+	return ds.satValid && now.Sub(ds.satAt) < satHold
+}
+
 // ceiling is the bound while a saturation is recent: the rate cap
 // C/(1 + StepMin) and, in a saturated epoch, the floor btlBw − n_q/T for the
 // queue bound (0 otherwise); ok is false when no saturation is recent.

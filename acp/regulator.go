@@ -134,6 +134,9 @@ type EpochStats struct {
 	// ACKs on the return path (RTT − OWD above its base; 0 = unknown),
 	// which Tuning.BacklogBound keeps at most one ACK deep.
 	ReturnQueueDelay time.Duration
+	// Shared says a neighbour's queue was seen in the last 10 s, which
+	// lowers Tuning.BacklogBound to 6 updates (see backlogbound.go).
+	Shared bool
 	// SourceRate is σ̂ when at least half the epoch's sends waited for the
 	// source (Tuning.SourceHeadroom), else 0.
 	SourceRate Rate
@@ -215,6 +218,7 @@ type Regulator struct {
 	grad        gradientState
 	queue       queueState
 	deliv       deliveryState
+	foreign     foreignState
 	source      sourceState
 	offered     offeredState
 	outstanding bool // updates were in the backlog at some time in the epoch
@@ -401,6 +405,8 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 	st.SourceRate = sigma
 	r.grad.measure(&st)
 	r.deliv.observe(now, r.grad.rho, r.grad.dlv, r.tun.RateBand)
+	r.foreign.observe(now, r.queue.delay, r.queue.fresh && !r.deliv.recent(now), r.queue.queued(r.grad.rho))
+	st.Shared = r.foreign.seen(now)
 
 	var bstar float64
 	if r.tun.Gradient {

@@ -214,3 +214,20 @@ func TestReturnQueueBound(t *testing.T) {
 	rate, _ = run(0)
 	require.Greater(t, float64(rate), 20.0)
 }
+
+// TestBacklogBoundShared: on the idle path of TestBacklogBound, a
+// neighbour that keeps a 5 ms queue from 2 s on (under one update deep at
+// these rates) lowers B to 6: 6/0.105 s ≈ 57 Hz; without the switch to
+// the shared bound, B stays 10 (95 Hz). The idle path never reads as
+// shared, although the rule's climb queues updates behind their own.
+func TestBacklogBoundShared(t *testing.T) {
+	tp := newTestPath(t, regulatorWith(t, nil), 50*time.Millisecond, 50*time.Millisecond, 500)
+	tp.foreign = after(sec(2), func(clock.Mono) time.Duration { return 5 * time.Millisecond })
+	tp.run(sec(30))
+	require.InDelta(t, 6/0.105, float64(tp.meanRate(sec(10), sec(30))), 3)
+	require.True(t, tp.p.(*Regulator).LastEpoch().Shared)
+
+	idle := newTestPath(t, regulatorWith(t, nil), 50*time.Millisecond, 50*time.Millisecond, 80)
+	idle.run(sec(60))
+	require.False(t, idle.p.(*Regulator).foreign.valid, "only the updates' own queue")
+}
