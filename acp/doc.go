@@ -242,7 +242,8 @@
 //   - BacklogBound (backlogbound.go): at most B = 10 updates in flight,
 //     λ ≤ B/SRTT (past B each 1 % of rate buys under 1/(B + 1) % of age,
 //     while the updates' bytes come out of the elastic flows' share; sources
-//     on one path see one SRTT, so the bound holds them at one rate), and
+//     on one path see one SRTT, so the bound holds them at one rate), 6 for
+//     10 s after the path showed a neighbour's queue, and
 //     at most one of their ACKs in the return path's queue, λ ≤ 1/R̄
 //     (R̄: RTT − OWD above its base), so that on a narrow uplink the
 //     updates' ACKs do not crowd out a download's.
