@@ -10,6 +10,7 @@ const (
 	BoundQueue                 // Tuning.QueueBound: K/Q̄
 	BoundDelivery              // Tuning.DeliveryBound: the capacity the path showed
 	BoundSource                // Tuning.SourceHeadroom: (1 + h)·σ̂
+	BoundBacklog               // Tuning.BacklogBound: B/SRTT
 )
 
 func (b Bound) String() string {
@@ -20,6 +21,8 @@ func (b Bound) String() string {
 		return "delivery"
 	case BoundSource:
 		return "source"
+	case BoundBacklog:
+		return "backlog"
 	}
 	return "none"
 }
@@ -53,6 +56,9 @@ func (r *Regulator) applyBounds(sigma Rate) Bound {
 			r.deliv.queueCut(r, lambda)
 		}
 		lambda, bound = queueCap, BoundQueue
+	}
+	if c := r.backlogCap(); c < lambda {
+		lambda, bound = c, BoundBacklog
 	}
 	if h := r.tun.SourceHeadroom; h > 0 && sigma > 0 {
 		if c := sigma * Rate(1+h); c < lambda {

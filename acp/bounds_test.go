@@ -63,7 +63,8 @@ func TestRateMax(t *testing.T) {
 
 // TestDeliverySaturation: an epoch is saturated when sent faster than
 // delivered at the path's largest delivery rate; the capacity estimate
-// follows saturated epochs, restarts on a jump, and the ceiling lapses 10 s
+// follows saturated epochs, restarts on a jump; a send rate the path
+// delivered faster in the last 10 s is not a saturation, and the ceiling lapses 10 s
 // after the last saturation.
 func TestDeliverySaturation(t *testing.T) {
 	const band = 0.01
@@ -87,6 +88,27 @@ func TestDeliverySaturation(t *testing.T) {
 	require.Equal(t, 138.0, ds.capacity)
 	ds.observe(at(1.2), 0, 0, band) // nothing measured
 	require.False(t, ds.satNow)
+	// A steady send rate whose deliveries jitter: 100 Hz delivered at
+	// 100.5, then at 98.9 (within 2 % of the maximum, and sent 1.1 %
+	// faster) is no saturation: the path delivered faster than 100 Hz
+	// within the last 10 s.
+	var jit deliveryState
+	jit.observe(at(0), 100, 100.5, band)
+	jit.observe(at(0.2), 100, 98.9, band)
+	require.False(t, jit.satNow, "never sent faster than the path delivered")
+	// Deliveries that jitter by ±4 % around a steady 100 Hz make ε about
+	// 4 %; ten seconds later (the maximum forgotten) a 7 % step above
+	// what the path last delivered is within 3ε, no saturation.
+	for i := range 16 {
+		jit.observe(at(0.4+0.2*float64(i)), 100, 100+4*float64(1-2*(i%2)), band)
+	}
+	require.False(t, jit.satValid)
+	require.InDelta(t, 0.04, jit.noise, 0.005)
+	jit.observe(at(14), 100, 100, band)
+	jit.observe(at(14.2), 107, 100, band)
+	require.False(t, jit.satNow, "a step within the delivery noise")
+	jit.observe(at(14.4), 115, 100, band)
+	require.True(t, jit.satNow, "a step beyond it")
 
 	r := regulatorWith(t, nil)
 	r.last = at(5)

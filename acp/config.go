@@ -200,6 +200,9 @@ type Tuning struct {
 	// λ ≤ K/Q̄ (see queuebound.go). Recommended DefaultQueueBound (4).
 	// 0 = off.
 	QueueBound float64
+	// BacklogBound is B: at most B updates in flight, λ ≤ B/SRTT (see
+	// backlogbound.go). Recommended DefaultBacklogBound. 0 = off.
+	BacklogBound float64
 	// DeliveryBound holds the rate just under the capacity the path showed
 	// when the updates' own queue formed, drains such a queue at the
 	// path's delivery rate and resumes there after a cut (see
@@ -240,6 +243,7 @@ func RecommendedTuning() Tuning {
 		NoiseBand:        DefaultNoiseBand,
 		EpochUpdates:     DefaultEpochUpdates,
 		QueueBound:       DefaultQueueBound,
+		BacklogBound:     DefaultBacklogBound,
 		DeliveryBound:    true,
 		SourceHeadroom:   DefaultSourceHeadroom,
 		StartBurst:       DefaultStartBurst,
@@ -342,6 +346,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !(t.QueueBound >= 0) || math.IsInf(t.QueueBound, 1) {
 		return badT("QueueBound %v: want ≥ 0 updates, finite", t.QueueBound)
+	}
+	if !(t.BacklogBound >= 0) || math.IsInf(t.BacklogBound, 1) {
+		return badT("BacklogBound %v: want ≥ 0 updates, finite", t.BacklogBound)
 	}
 	if !(t.SourceHeadroom >= 0) || math.IsInf(t.SourceHeadroom, 1) {
 		return badT("SourceHeadroom %v: want ≥ 0, finite", t.SourceHeadroom)

@@ -239,9 +239,18 @@
 //     (OWD above its 10-minute base, as LEDBAT measures it; RTT above its
 //     base without a trusted OWD). Beside a neighbour's standing queue,
 //     more rate buys less than 1/(2K + 1) of its size in age.
+//   - BacklogBound (backlogbound.go): at most B = 10 updates in flight,
+//     λ ≤ B/SRTT (past B each 1 % of rate buys under 1/(B + 1) % of age,
+//     while the updates' bytes come out of the elastic flows' share; sources
+//     on one path see one SRTT, so the bound holds them at one rate), 6 for
+//     10 s after the path showed a neighbour's queue, and
+//     at most one of their ACKs in the return path's queue, λ ≤ 1/R̄
+//     (R̄: RTT − OWD above its base), so that on a narrow uplink the
+//     updates' ACKs do not crowd out a download's.
 //   - DeliveryBound (delivery.go): once the path has shown its capacity C
 //     (updates sent faster than delivered, at the largest delivery rate of
-//     the last 10 s), the rate is held at C/(1 + StepMin) for 10 s; the
+//     the last 10 s, and faster than any delivery rate of those 10 s by
+//     more than the delivery rate's noise), the rate is held at C/(1 + StepMin) for 10 s; the
 //     updates' own queue is drained at the delivery rate (ACP's 1/Z + b*/T
 //     with b* = −n_q) rather than cut to K/Q̄; after a path change (more
 //     than 2K queued) the delivery maximum is measured afresh, and after a
@@ -258,12 +267,14 @@
 //
 // The rate then never goes below the MinUpdatesPerRTT floor nor above
 // MaxRate. EpochStats reports every measurement (SendRate, DeliveryRate,
-// QueueDelay, Queued, SourceRate, Capacity) and which bound set the rate.
-// Limits: a queue the first updates already find (a neighbour that filled
-// it before the connection) is part of the base delay, as for LEDBAT, and
-// the queue bound cannot see it; through an AQM that keeps the queue short
-// (CoDel) the regulator has no signal that it takes a neighbour's
-// bandwidth.
+// QueueDelay, Queued, ReturnQueueDelay, SourceRate, Capacity) and which
+// bound set the rate. Limits: a queue the first updates already find (a
+// neighbour that filled it before the connection) is part of the base
+// delay, as for LEDBAT, and the queue bound cannot see it; through an AQM
+// that keeps the queue short (CoDel), or gives the updates a queue of their
+// own (FQ-CoDel), the regulator has no signal that it takes a neighbour's
+// bandwidth, and only the backlog bound limits what it takes: on a short
+// path of small BDP, B updates per RTT can be more than 10 % of it.
 //
 // The judge is the time-average age against the best fixed rate for the
 // same path (found by sweeping NewFixed), and where bulk flows share the path

@@ -219,7 +219,9 @@ func TestEpochUpdates(t *testing.T) {
 // TestRTOForgetsThePath: after a retransmission timeout the rule's step and
 // history and the delivery bound's capacity are forgotten.
 func TestRTOForgetsThePath(t *testing.T) {
-	tp := newTestPath(t, regulatorWith(t, nil), 20*time.Millisecond, 20*time.Millisecond, 500)
+	// Without the backlog bound (10/40 ms = 250 Hz), so that the rate
+	// reaches the 500 Hz capacity.
+	tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.BacklogBound = 0 }), 20*time.Millisecond, 20*time.Millisecond, 500)
 	tp.run(sec(10))
 	r := tp.p.(*Regulator)
 	require.True(t, r.deliv.satValid, "the capacity was found")

@@ -28,6 +28,7 @@ type testPath struct {
 	fwd, rev time.Duration
 	service  func(clock.Mono) time.Duration
 	foreign  func(clock.Mono) time.Duration
+	revQueue func(clock.Mono) time.Duration // the ACK's queueing on the return path (nil: none)
 	limit    int
 	period   time.Duration
 
@@ -93,6 +94,9 @@ func (tp *testPath) send(gen clock.Mono) {
 	owd := tp.busy.Sub(now) + foreign + tp.fwd
 	recv := now.Add(owd)
 	at := recv.Add(tp.rev)
+	if tp.revQueue != nil {
+		at = at.Add(tp.revQueue(recv))
+	}
 	tp.push(pathAck{at: at, gen: gen, recv: recv, ack: cc.AckSample{
 		PacketNumber: pn, Bytes: 1024, SentTime: now, RTT: at.Sub(now),
 		OWD: owd, OWDValid: true, ClockSynced: true,

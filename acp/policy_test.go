@@ -145,7 +145,7 @@ func TestZeroConfigIsRecommended(t *testing.T) {
 		MinEpoch: 200 * time.Millisecond, MinUpdatesPerRTT: 1, ExploreOnHold: true,
 		Gradient: true, StepMin: 0.02, StepMax: 0.5, RateBand: 0.01,
 		ExcessAge: true, NoiseBand: 1, EpochUpdates: 20,
-		QueueBound: 4, DeliveryBound: true, SourceHeadroom: 1, StartBurst: 10,
+		QueueBound: 4, BacklogBound: 10, DeliveryBound: true, SourceHeadroom: 1, StartBurst: 10,
 	}, *r.Config().Tuning)
 	require.Equal(t, "acp", r.Name())
 

@@ -46,9 +46,15 @@ type queueState struct {
 	baseOWD, baseRTT baseDelay
 	sum              float64 // Σ queueing delay samples of the epoch, s
 	n                int
-	delay            time.Duration // Q̄ of the latest epoch with samples
-	valid            bool
-	fresh            bool // the latest epoch had samples
+	// The return path's queue (see backlogbound.go): RTT − OWD above its
+	// base, from the samples with a trusted OWD.
+	baseRev  baseDelay
+	sumRev   float64
+	nRev     int
+	revDelay time.Duration // its mean over the latest epoch with samples
+	delay    time.Duration // Q̄ of the latest epoch with samples
+	valid    bool
+	fresh    bool // the latest epoch had samples
 }
 
 // sample folds in the queueing delay of one acknowledged update: its OWD
@@ -60,6 +66,11 @@ func (q *queueState) sample(now clock.Mono, ack cc.AckSample, owd bool) {
 	case owd:
 		q.baseOWD.update(now, ack.OWD)
 		d = ack.OWD - q.baseOWD.min()
+		if rev := ack.RTT - ack.OWD; ack.RTT > 0 && rev > 0 {
+			q.baseRev.update(now, rev)
+			q.sumRev += max(rev-q.baseRev.min(), 0).Seconds()
+			q.nRev++
+		}
 	case ack.RTT > 0:
 		q.baseRTT.update(now, ack.RTT)
 		d = ack.RTT - q.baseRTT.min()
@@ -78,6 +89,10 @@ func (q *queueState) close() {
 		q.delay, q.valid = secondsToDuration(q.sum/float64(q.n)), true
 	}
 	q.sum, q.n = 0, 0
+	if q.nRev > 0 {
+		q.revDelay = secondsToDuration(q.sumRev / float64(q.nRev))
+	}
+	q.sumRev, q.nRev = 0, 0
 }
 
 // cap is K/Q̄ (inf if the bound is off or there is no queue).

@@ -130,6 +130,13 @@ type EpochStats struct {
 	// by Little's law.
 	QueueDelay time.Duration
 	Queued     float64
+	// ReturnQueueDelay is R̄, the mean queueing delay of the updates'
+	// ACKs on the return path (RTT − OWD above its base; 0 = unknown),
+	// which Tuning.BacklogBound keeps at most one ACK deep.
+	ReturnQueueDelay time.Duration
+	// Shared says a neighbour's queue was seen in the last 10 s, which
+	// lowers Tuning.BacklogBound to 6 updates (see backlogbound.go).
+	Shared bool
 	// SourceRate is σ̂ when at least half the epoch's sends waited for the
 	// source (Tuning.SourceHeadroom), else 0.
 	SourceRate Rate
@@ -211,6 +218,7 @@ type Regulator struct {
 	grad        gradientState
 	queue       queueState
 	deliv       deliveryState
+	foreign     foreignState
 	source      sourceState
 	offered     offeredState
 	outstanding bool // updates were in the backlog at some time in the epoch
@@ -392,10 +400,13 @@ func (r *Regulator) closeEpoch(now clock.Mono) {
 	if r.queue.valid {
 		st.QueueDelay = r.queue.delay
 	}
+	st.ReturnQueueDelay = r.queue.revDelay
 	sigma := r.source.close()
 	st.SourceRate = sigma
 	r.grad.measure(&st)
 	r.deliv.observe(now, r.grad.rho, r.grad.dlv, r.tun.RateBand)
+	r.foreign.observe(now, r.queue.delay, r.queue.fresh && !r.deliv.recent(now), r.queue.queued(r.grad.rho))
+	st.Shared = r.foreign.seen(now)
 
 	var bstar float64
 	if r.tun.Gradient {

@@ -12,7 +12,8 @@ import (
 
 // Behaviour of fresh's rule and its bounds on testPath, each against the
 // regulator with that rule switched off: every test fails if its rule is
-// broken.
+// broken. Where the backlog bound (B/SRTT) would hold the rate below what
+// a test is about, the test switches it off.
 
 // TestDeliveryBoundHoldsUnderCapacity: on an idle deterministic path the
 // regulator finds the capacity and stays just under it, so updates do not
@@ -20,7 +21,7 @@ import (
 // capacity and only the queue bound stops it, K updates deep.
 func TestDeliveryBoundHoldsUnderCapacity(t *testing.T) {
 	run := func(on bool) (Rate, time.Duration) {
-		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.DeliveryBound = on }), 20*time.Millisecond, 20*time.Millisecond, 500)
+		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.DeliveryBound, tu.BacklogBound = on, 0 }), 20*time.Millisecond, 20*time.Millisecond, 500)
 		tp.run(sec(10))
 		from := tp.sent
 		tp.run(sec(30))
@@ -39,7 +40,7 @@ func TestDeliveryBoundHoldsUnderCapacity(t *testing.T) {
 // climbs (the age keeps falling a little with every update, 1/(2λ)).
 func TestQueueBoundBesideStandingQueue(t *testing.T) {
 	run := func(k float64) Rate {
-		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.QueueBound = k }), 20*time.Millisecond, 20*time.Millisecond, 2000)
+		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.QueueBound, tu.BacklogBound = k, 0 }), 20*time.Millisecond, 20*time.Millisecond, 2000)
 		tp.foreign = after(sec(2), func(clock.Mono) time.Duration { return 200 * time.Millisecond })
 		tp.run(sec(30))
 		return tp.meanRate(sec(10), sec(30))
@@ -152,7 +153,7 @@ func TestStartBurst(t *testing.T) {
 // (the concern of RFC 7661 for an application-limited TCP window).
 func TestSourceBoundValidatesRate(t *testing.T) {
 	run := func(h float64) Rate {
-		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.SourceHeadroom = h }), 50*time.Millisecond, 50*time.Millisecond, 5000)
+		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.SourceHeadroom, tu.BacklogBound = h, 0 }), 50*time.Millisecond, 50*time.Millisecond, 5000)
 		tp.period = 20 * time.Millisecond
 		tp.run(sec(20))
 		require.GreaterOrEqual(t, tp.sent, tp.readings-1)
@@ -175,4 +176,58 @@ func TestPeriodicSourceThinPath(t *testing.T) {
 	require.InDelta(t, 19, float64(tp.meanRate(sec(15), sec(60))), 1.5)
 	require.Less(t, tp.ownQueueP95(from), 10*time.Millisecond, "a fifth of a service time")
 	require.Less(t, tp.delivered, tp.readings/2, "the rest superseded")
+}
+
+// TestBacklogBound: on an idle 500 Hz path of 100 ms RTT the rate stops at
+// B/SRTT = 10/0.1 s = 100 Hz, B updates in flight, where the age is within
+// 1/(B + 1) of the path delay; without the bound it climbs to the
+// capacity. Two regulators with different histories (one starts 5 s
+// later) end at the same rate: the bound is the path's, not the source's.
+func TestBacklogBound(t *testing.T) {
+	run := func(b float64, start clock.Mono) Rate {
+		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.BacklogBound = b }), 50*time.Millisecond, 50*time.Millisecond, 500)
+		tp.now = start
+		tp.run(start + sec(20))
+		return tp.meanRate(start+sec(10), start+sec(20))
+	}
+	on := run(DefaultBacklogBound, 0)
+	require.InDelta(t, 100, float64(on), 5)
+	require.InDelta(t, float64(on), float64(run(DefaultBacklogBound, sec(5))), 1)
+	require.Greater(t, float64(run(0, 0)), 400.0, "no bound: up to the capacity")
+}
+
+// TestReturnQueueBound: when the ACKs' path holds a queue of 250 ms (a
+// narrow uplink that other ACKs fill; the updates' OWD stays at its base)
+// the rate falls to one ACK per return queueing delay, 4 Hz; without the
+// backlog bound it is not limited.
+func TestReturnQueueBound(t *testing.T) {
+	run := func(b float64) (Rate, EpochStats) {
+		tp := newTestPath(t, regulatorWith(t, func(tu *Tuning) { tu.BacklogBound = b }), 20*time.Millisecond, 20*time.Millisecond, 2000)
+		tp.revQueue = after(sec(2), func(clock.Mono) time.Duration { return 250 * time.Millisecond })
+		tp.run(sec(30))
+		return tp.meanRate(sec(10), sec(30)), tp.p.(*Regulator).LastEpoch()
+	}
+	rate, st := run(DefaultBacklogBound)
+	require.InDelta(t, 4, float64(rate), 0.5)
+	require.InDelta(t, 0.25, st.ReturnQueueDelay.Seconds(), 0.01, "R̄")
+	require.Equal(t, BoundBacklog, st.Bound)
+	rate, _ = run(0)
+	require.Greater(t, float64(rate), 20.0)
+}
+
+// TestBacklogBoundShared: on the idle path of TestBacklogBound, a
+// neighbour that keeps a 5 ms queue from 2 s on (under one update deep at
+// these rates) lowers B to 6: 6/0.105 s ≈ 57 Hz; without the switch to
+// the shared bound, B stays 10 (95 Hz). The idle path never reads as
+// shared, although the rule's climb queues updates behind their own.
+func TestBacklogBoundShared(t *testing.T) {
+	tp := newTestPath(t, regulatorWith(t, nil), 50*time.Millisecond, 50*time.Millisecond, 500)
+	tp.foreign = after(sec(2), func(clock.Mono) time.Duration { return 5 * time.Millisecond })
+	tp.run(sec(30))
+	require.InDelta(t, 6/0.105, float64(tp.meanRate(sec(10), sec(30))), 3)
+	require.True(t, tp.p.(*Regulator).LastEpoch().Shared)
+
+	idle := newTestPath(t, regulatorWith(t, nil), 50*time.Millisecond, 50*time.Millisecond, 80)
+	idle.run(sec(60))
+	require.False(t, idle.p.(*Regulator).foreign.valid, "only the updates' own queue")
 }

@@ -244,7 +244,9 @@ queue the backlog follows the neighbour's sawtooth, and both of its phases
 read as DEC), judged net of the change in the updates' queueing delay and
 outside the epoch-to-epoch noise. Steps are multiplicative and adapt as in
 Rprop (grow on agreement, halve on reversal), so noise yields small steps
-and no mode. Three bounds act on the rate it sets: K = 4 updates waiting at
+and no mode. Four bounds act on the rate it sets: B = 10 updates in flight
+(λ ≤ B/SRTT, 6 for 10 s after the path showed a neighbour's queue) and one of
+their ACKs in the return path's queue; K = 4 updates waiting at
 the bottleneck (λ ≤ K/Q̄, the point where a rate increase beside a standing
 queue buys less than 1/9 of its size in age); just under the delivery rate
 the path showed when the updates' own queue formed, with a drain at that
@@ -255,9 +257,9 @@ collapses to λ_min on every path, as before. The package documentation
 
 Where it falls short: through CoDel beside CUBIC the queue stays short, so
 neither the queue bound nor the age (which falls up to about 56 Hz) says
-that the updates take the CUBIC flow's bandwidth, and the regulator, which
-cannot see the other flow's goodput, costs it more than the 10 % budget. On
-the capacity drop the 100-packet FIFO fills at the old rate before any ACK
-can tell (885 ms of queue at 1 Mbit/s), a transient no reactive regulator
-avoids and the fixed oracle, slow enough for the low phase throughout, never
-meets.`
+that the updates take the CUBIC flow's bandwidth; only the backlog bound
+limits them, at six updates per RTT, and that costs the CUBIC flow more
+than the 10 % budget. The backlog bound costs the idle 10 Mbit/s, 100 ms
+path its last few milliseconds of age (the oracle fills the path; B/SRTT
+is 100 Hz), and keeps the capacity drop's FIFO from filling at the old rate
+before any ACK can tell.`
