@@ -54,10 +54,14 @@ type Analyzer struct {
 	jitter float64 // RFC 3550 interarrival jitter J, ns
 	// learned is a noise floor the controller learned from how the delay
 	// responds to its window (response.go); 0 = none.
-	learned   time.Duration
-	last      time.Duration // previous raw sample
-	owdvMax   float64       // OWDv_max, decayed
-	maxUpdate clock.Mono    // when owdvMax was last decayed
+	learned time.Duration
+	last    time.Duration // previous raw sample
+	// fell is how far the last sample lowered OWDmin (0 if it did not):
+	// the base this flow held contained a queue that has now drained
+	// (probe.go's slowdown synchronisation).
+	fell      time.Duration
+	owdvMax   float64    // OWDv_max, decayed
+	maxUpdate clock.Mono // when owdvMax was last decayed
 	samples   uint64
 }
 
@@ -166,6 +170,10 @@ func (a *Analyzer) Add(now clock.Mono, d time.Duration) {
 	}
 	if d < a.buckets[a.head] || a.buckets[a.head] == 0 {
 		a.buckets[a.head] = d
+	}
+	a.fell = 0
+	if a.base != 0 && d < a.base {
+		a.fell = a.base - d
 	}
 	if a.base == 0 || d < a.base {
 		a.base = d

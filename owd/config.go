@@ -88,6 +88,13 @@ type Tuning struct {
 	// ProbeMinInterval) (defaults 9, as LEDBAT++, and 20 s), so queues drain
 	// and every flow, latecomers included, re-measures OWDmin.
 	DisableBaseDelayProbe bool
+	// DisableSlowdownSync turns off the synchronisation of slowdowns
+	// between flows that share a queue (probe.go, syncSlowdown): by
+	// default a sample that lowers OWDmin past half the noise floor makes
+	// the slowdown due at once, to join another flow's, and a sample at
+	// the base delay moves the next slowdown to one interval after it,
+	// as BBR's min-RTT expiry.
+	DisableSlowdownSync bool
 	// DisableCompetitiveMode turns off the switch to CUBIC beside buffer-
 	// filling flows (compete.go): the queue does not nearly empty once in
 	// two windows of 5·SRTT (Copa's test), or two congestive losses come

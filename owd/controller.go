@@ -363,6 +363,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	}
 	a.TrackMax(now, v)
 	if c.mode == modeAvoidance {
+		c.syncSlowdown(now)
 		c.maybeStartProbe(now)
 		c.maybeStartElasticity(now)
 	}
