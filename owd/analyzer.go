@@ -21,7 +21,8 @@ import (
 //     guarded against a near-zero base (loopback, LAN);
 //   - OWDv_max: the largest OWDv seen, decayed exponentially with time
 //     constant MaxDecay so old peaks fade ("continuously updated", §3 of the
-//     paper); the controller reseeds it at slow-start exit;
+//     paper); the controller reseeds it at slow-start exit (and, for
+//     Eq. 2 only, folds in the samples of congestion avoidance: TrackMax);
 //   - μ = max(μ_floor, β·OWDv_max) with μ_floor = max(MuFloorDelay,
 //     JitterGain·J)/OWDmin, so μ never stands for less than MuFloorDelay of
 //     queueing, nor for less than the path's own delay noise: J is RFC 3550

@@ -115,10 +115,14 @@
 //     far below the link). The slow-start exit threshold is raised to the
 //     same noise floor. OWDv_max is seeded at every slow-start exit with
 //     the largest OWDv seen during that slow start ("measured in slow
-//     start"), then "continuously updated": every sample in congestion
-//     avoidance may raise it, and it decays exponentially with a 10 s time
-//     constant so old peaks fade. A sample is judged against μ *before* it
-//     updates OWDv_max; otherwise a new maximum could never be "> 2μ".
+//     start"), then "continuously updated": it decays exponentially with
+//     a 10 s time constant so old peaks fade. In "owd-eq2" every sample in
+//     congestion avoidance may also raise it (Tuning.AvoidanceRaisesMax);
+//     a sample is judged against μ *before* it updates OWDv_max, otherwise
+//     a new maximum could never be "> 2μ". "owd" does not let avoidance
+//     raise it: flows that share a queue see each other's slow starts
+//     there, and a maximum raised by them gives each flow a μ of its own,
+//     the highest of which takes the link (targets.go, trackMax).
 //   - Slow start: cwnd += acked bytes (RFC 5681). The early exit (on by
 //     default) uses HyStart++'s threshold clamp(base/8, 4 ms, 16 ms)
 //     (RFC 9406 §4.2) on one-way queueing delay, once OWDcur is a filtered

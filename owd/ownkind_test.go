@@ -63,3 +63,23 @@ func TestSlowdownNotRearmedAboveBase(t *testing.T) {
 	h.ack(56*time.Millisecond, 106*time.Millisecond)
 	require.Equal(t, at, h.c.probe.at)
 }
+
+// Another flow's slow start passes through the queue this flow shares:
+// with OWDv_max raised by samples in congestion avoidance, μ would stand
+// at half that spike for seconds and this flow would take the queue from
+// flows that did not see it. By default only slow start seeds OWDv_max.
+func TestAvoidanceSpikeLeavesMuAlone(t *testing.T) {
+	run := func(raise bool) float64 {
+		cfg := Config{MSS: mss}
+		cfg.Tuning.AvoidanceRaisesMax = raise
+		cfg.Tuning.DisableBaseDelayProbe = true
+		h := newHarness(mustNew(New(cfg)))
+		h.toAvoidance()
+		h.ackN(2000, 52*time.Millisecond, 102*time.Millisecond)
+		h.ackN(20, 90*time.Millisecond, 140*time.Millisecond) // a latecomer's slow start
+		h.ackN(200, 52*time.Millisecond, 102*time.Millisecond)
+		return h.c.Delays().Mu * 50 // in ms of queueing at the 50 ms base
+	}
+	require.InDelta(t, 5, run(false), 0.01, "μ is the 5 ms floor")
+	require.Greater(t, run(true), 15.0)
+}
