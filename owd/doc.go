@@ -182,8 +182,7 @@
 //     Tuning.DisableSlowdownSync), as BBR's ProbeRTT phases do through
 //     the min-RTT expiry: a sample that lowers OWDmin past half the noise
 //     floor (another flow's hold is draining a queue this flow's base
-//     held) starts a slowdown at once, and a sample at the base delay
-//     moves the next slowdown to one interval after it.
+//     held) starts a slowdown at once, to join that hold.
 //   - Route changes: a path that gets longer raises every sample, which
 //     the controller cannot tell from a queue until the old minimum leaves
 //     the history; meanwhile it holds the window at the floor. With
