@@ -90,9 +90,10 @@ type Tuning struct {
 	DisableBaseDelayProbe bool
 	// DisableSlowdownSync turns off the synchronisation of slowdowns
 	// between flows that share a queue (probe.go, syncSlowdown): by
-	// default a sample that lowers OWDmin past half the noise floor (the
-	// base held another flow's queue, which its hold is draining) makes
-	// the slowdown due at once, to join that hold.
+	// default a sample that lowers OWDmin past half the noise floor makes
+	// the slowdown due at once, to join another flow's, and a sample at
+	// the base delay moves the next slowdown to one interval after it,
+	// as BBR's min-RTT expiry.
 	DisableSlowdownSync bool
 	// AvoidanceRaisesMax lets every OWDv sample in congestion avoidance
 	// raise OWDv_max (the paper's "continuously updated" maximum, which

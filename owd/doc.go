@@ -182,7 +182,8 @@
 //     Tuning.DisableSlowdownSync), as BBR's ProbeRTT phases do through
 //     the min-RTT expiry: a sample that lowers OWDmin past half the noise
 //     floor (another flow's hold is draining a queue this flow's base
-//     held) starts a slowdown at once, to join that hold.
+//     held) starts a slowdown at once, and a sample at the base delay
+//     moves the next slowdown to one interval after it.
 //   - Route changes: a path that gets longer raises every sample, which
 //     the controller cannot tell from a queue until the old minimum leaves
 //     the history; meanwhile it holds the window at the floor. With
@@ -229,8 +230,8 @@
 //     follow the window of the round before (lag-1 correlation under 0.2),
 //     and the link is seen to release packets in batches (bunching.go),
 //     the controller learns a noise floor under μ, capped at twice the
-//     samples' spread within a round, which fades unless later rounds
-//     confirm it. On a link that does not batch, that delay is most often
+//     samples' spread within a round, which later verdicts of noise may
+//     lower. On a link that does not batch, that delay is most often
 //     other delay-based flows' share of the queue: learned, it gave each
 //     flow a μ of its own, and among flows that all shrink above their
 //     μ the one with the highest takes the link.

@@ -35,6 +35,35 @@ func TestSlowdownJoinsAnotherFlowsDrain(t *testing.T) {
 	require.Equal(t, modeAvoidance, run(true))
 }
 
+// A sample at the base delay re-arms the next slowdown one interval after
+// it, as BBR's min-RTT expiry: flows that saw the queue empty at the same
+// moment fall due together.
+func TestSlowdownRearmedBySampleAtBase(t *testing.T) {
+	run := func(disable bool) (before, after time.Duration) {
+		cfg := Config{MSS: mss}
+		cfg.Tuning.DisableSlowdownSync = disable
+		h := newHarness(mustNew(New(cfg)))
+		pastFirstSlowdown(t, h, 50*time.Millisecond, 6*time.Millisecond)
+		before = h.c.probe.at.Sub(h.now)
+		h.ack(51*time.Millisecond, 101*time.Millisecond) // the queue emptied
+		return before, h.c.probe.at.Sub(h.now)
+	}
+	before, after := run(false)
+	require.Less(t, before, 20*time.Second)
+	require.Equal(t, 20*time.Second, after, "one interval after the sample at the base")
+	before, after = run(true)
+	require.Equal(t, before-time.Millisecond, after)
+}
+
+// A sample within the queue the flow keeps moves nothing.
+func TestSlowdownNotRearmedAboveBase(t *testing.T) {
+	h := newHarness(mustNew(New(Config{MSS: mss})))
+	pastFirstSlowdown(t, h, 50*time.Millisecond, 6*time.Millisecond)
+	at := h.c.probe.at
+	h.ack(56*time.Millisecond, 106*time.Millisecond)
+	require.Equal(t, at, h.c.probe.at)
+}
+
 // Another flow's slow start passes through the queue this flow shares:
 // with OWDv_max raised by samples in congestion avoidance, μ would stand
 // at half that spike for seconds and this flow would take the queue from

@@ -29,9 +29,11 @@ import (
 // mean range of the raw samples within a round: noise is jagged — the
 // samples of one round spread over most of its amplitude (12 ms within a
 // round at 20 ms of jitter) — while a queue is smooth at the scale of a
-// round trip. Each verdict that does not confirm the floor lets it decay
-// with time constant responseDecay, so a floor learned in a transient
-// (other flows starting) does not stay.
+// round trip. A later verdict of noise may lower the floor to what it
+// finds (the old floor decays with time constant responseDecay meanwhile):
+// a floor learned in a transient does not stay for good. While the
+// correlation is above responseHigh the floor decays; in between, and
+// when the link does not batch, it holds.
 //
 // On a link that does not batch, delay that does not follow the window is
 // most often other flows' queue — delay-based flows sharing a bottleneck,
@@ -68,6 +70,7 @@ type response struct {
 const (
 	responseRounds = 16
 	responseLow    = 0.2
+	responseHigh   = 0.8
 	responseGain   = 2.0
 	responseDecay  = 10 * time.Second
 )
@@ -110,10 +113,7 @@ func (r *response) observe(now clock.Mono, cwnd float64, q, raw, srtt time.Durat
 		}
 		lim := min(time.Duration(responseGain*top), time.Duration(responseGain*r.spread))
 		r.floor = max(lim, r.decayed(srtt))
-	default:
-		// Not confirmed: the floor fades. Delay that ignores the window
-		// on a link that does not batch is other flows' queue, not noise
-		// (see the type's doc).
+	case c > responseHigh:
 		r.floor = r.decayed(srtt)
 	}
 }
