@@ -21,7 +21,8 @@ import (
 //     guarded against a near-zero base (loopback, LAN);
 //   - OWDv_max: the largest OWDv seen, decayed exponentially with time
 //     constant MaxDecay so old peaks fade ("continuously updated", §3 of the
-//     paper); the controller reseeds it at slow-start exit;
+//     paper); the controller reseeds it at slow-start exit (and, for
+//     Eq. 2 only, folds in the samples of congestion avoidance: TrackMax);
 //   - μ = max(μ_floor, β·OWDv_max) with μ_floor = max(MuFloorDelay,
 //     JitterGain·J)/OWDmin, so μ never stands for less than MuFloorDelay of
 //     queueing, nor for less than the path's own delay noise: J is RFC 3550
@@ -54,10 +55,14 @@ type Analyzer struct {
 	jitter float64 // RFC 3550 interarrival jitter J, ns
 	// learned is a noise floor the controller learned from how the delay
 	// responds to its window (response.go); 0 = none.
-	learned   time.Duration
-	last      time.Duration // previous raw sample
-	owdvMax   float64       // OWDv_max, decayed
-	maxUpdate clock.Mono    // when owdvMax was last decayed
+	learned time.Duration
+	last    time.Duration // previous raw sample
+	// fell is how far the last sample lowered OWDmin (0 if it did not):
+	// the base this flow held contained a queue that has now drained
+	// (probe.go's slowdown synchronisation).
+	fell      time.Duration
+	owdvMax   float64    // OWDv_max, decayed
+	maxUpdate clock.Mono // when owdvMax was last decayed
 	samples   uint64
 }
 
@@ -166,6 +171,10 @@ func (a *Analyzer) Add(now clock.Mono, d time.Duration) {
 	}
 	if d < a.buckets[a.head] || a.buckets[a.head] == 0 {
 		a.buckets[a.head] = d
+	}
+	a.fell = 0
+	if a.base != 0 && d < a.base {
+		a.fell = a.base - d
 	}
 	if a.base == 0 || d < a.base {
 		a.base = d

@@ -14,14 +14,14 @@ import (
 // holds packets back and lets them go in a batch (Wi-Fi aggregation and
 // retries, cellular scheduling), a path that keeps order while adding
 // random delay. Delay from such a link is noise to a delay-based
-// controller, and on such a link the learned noise floor (response.go) may
-// rise past its usual cap.
+// controller, and only on such a link does the controller learn a noise
+// floor (response.go).
 //
 // On a wired bottleneck, however many delay-based flows share it, no two
-// packets ever arrive together, so the cap stays: there, delay that does
-// not follow this flow's window is most often the other flows' share of
-// the queue, and learning it as noise would let every flow raise its
-// floor in turn.
+// packets ever arrive together, so nothing is learned: there, delay that
+// does not follow this flow's window is most often the other flows' share
+// of the queue, and learning it as noise would give each flow a threshold
+// of its own, the highest of which takes the link.
 type bunching struct {
 	prevPN   cc.PacketNumber
 	prevSent clock.Mono

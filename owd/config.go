@@ -88,6 +88,20 @@ type Tuning struct {
 	// ProbeMinInterval) (defaults 9, as LEDBAT++, and 20 s), so queues drain
 	// and every flow, latecomers included, re-measures OWDmin.
 	DisableBaseDelayProbe bool
+	// DisableSlowdownSync turns off the synchronisation of slowdowns
+	// between flows that share a queue (probe.go, syncSlowdown): by
+	// default a sample that lowers OWDmin past half the noise floor makes
+	// the slowdown due at once, to join another flow's, and a sample at
+	// the base delay moves the next slowdown to one interval after it,
+	// as BBR's min-RTT expiry.
+	DisableSlowdownSync bool
+	// AvoidanceRaisesMax lets every OWDv sample in congestion avoidance
+	// raise OWDv_max (the paper's "continuously updated" maximum, which
+	// NewEq2 keeps). By default OWDv_max is seeded at each slow-start
+	// exit and only decays: in avoidance a flow sees other flows' slow
+	// starts, and a maximum raised by them gives each flow its own μ
+	// (trackMax in targets.go).
+	AvoidanceRaisesMax bool
 	// DisableCompetitiveMode turns off the switch to CUBIC beside buffer-
 	// filling flows (compete.go): the queue does not nearly empty once in
 	// two windows of 5·SRTT (Copa's test), or two congestive losses come

@@ -145,6 +145,7 @@ func NewEq2(cfg Config) (*Controller, error) {
 	cfg.Tuning.DisableQueueDrain = true
 	cfg.Tuning.DisableVelocity = true
 	cfg.Tuning.DisableFreeRandomLoss = true
+	cfg.Tuning.AvoidanceRaisesMax = true
 	return newController(NameEq2, cfg, eq2{})
 }
 
@@ -346,7 +347,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	t := c.targets(now)
 	v := a.Variation()
 	if c.drainQueue(now, ack, a, v, t) {
-		a.TrackMax(now, v)
+		c.trackMax(now, a, v)
 		return
 	}
 	// Per-ACK steps divided by the reverse scale keep the loop gain of the
@@ -369,8 +370,9 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 		// ssthresh together with cwnd).
 		c.ssthresh = math.Min(c.ssthresh, c.cwnd)
 	}
-	a.TrackMax(now, v)
+	c.trackMax(now, a, v)
 	if c.mode == modeAvoidance {
+		c.syncSlowdown(now)
 		c.maybeStartProbe(now)
 		c.maybeStartElasticity(now)
 	}

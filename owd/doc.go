@@ -16,7 +16,9 @@
 //     slowdown window.
 //  4. Every 20 s or so the window is held at the floor for two round trips
 //     (the slowdown): the queue drains, every flow re-measures its base, and
-//     the drain test asks whose queue it was.
+//     the drain test asks whose queue it was. Flows that share a queue
+//     fall into step, as BBR's ProbeRTT phases do, so their holds drain
+//     it together.
 //  5. Only a queue that stays under the hold, beside other signs of a
 //     buffer filler, switches the window to CUBIC (competitive mode); a
 //     queue that drains under a later hold switches it back.
@@ -115,10 +117,14 @@
 //     far below the link). The slow-start exit threshold is raised to the
 //     same noise floor. OWDv_max is seeded at every slow-start exit with
 //     the largest OWDv seen during that slow start ("measured in slow
-//     start"), then "continuously updated": every sample in congestion
-//     avoidance may raise it, and it decays exponentially with a 10 s time
-//     constant so old peaks fade. A sample is judged against μ *before* it
-//     updates OWDv_max; otherwise a new maximum could never be "> 2μ".
+//     start"), then "continuously updated": it decays exponentially with
+//     a 10 s time constant so old peaks fade. In "owd-eq2" every sample in
+//     congestion avoidance may also raise it (Tuning.AvoidanceRaisesMax);
+//     a sample is judged against μ *before* it updates OWDv_max, otherwise
+//     a new maximum could never be "> 2μ". "owd" does not let avoidance
+//     raise it: flows that share a queue see each other's slow starts
+//     there, and a maximum raised by them gives each flow a μ of its own,
+//     the highest of which takes the link (targets.go, trackMax).
 //   - Slow start: cwnd += acked bytes (RFC 5681). The early exit (on by
 //     default) uses HyStart++'s threshold clamp(base/8, 4 ms, 16 ms)
 //     (RFC 9406 §4.2) on one-way queueing delay, once OWDcur is a filtered
@@ -173,7 +179,13 @@
 //     trips of the forward loop, 2·SRTT·(RTT − revQ)/RTT: the hold waits
 //     for the forward queue to drain, and a queued ACK path would
 //     otherwise stretch every hold. Tuning.DisableBaseDelayProbe turns it
-//     off.
+//     off. One flow's hold drains only its part of a shared queue, so
+//     the slowdowns synchronise (probe.go, syncSlowdown;
+//     Tuning.DisableSlowdownSync), as BBR's ProbeRTT phases do through
+//     the min-RTT expiry: a sample that lowers OWDmin past half the noise
+//     floor (another flow's hold is draining a queue this flow's base
+//     held) starts a slowdown at once, and a sample at the base delay
+//     moves the next slowdown to one interval after it.
 //   - Route changes: a path that gets longer raises every sample, which
 //     the controller cannot tell from a queue until the old minimum leaves
 //     the history; meanwhile it holds the window at the floor. With
@@ -221,11 +233,13 @@
 //     radio link that holds packets and releases them together adds delay
 //     the RFC 3550 jitter term misses. When the delay of a round does not
 //     follow the window of the round before (lag-1 correlation under 0.2),
+//     and the link is seen to release packets in batches (bunching.go),
 //     the controller learns a noise floor under μ, capped at twice the
-//     samples' spread within a round and, unless the link is seen to
-//     release packets in batches (bunching.go), at 20 ms: on a wired
-//     bottleneck that delay is most often other delay-based flows' share
-//     of the queue.
+//     samples' spread within a round, which later verdicts of noise may
+//     lower. On a link that does not batch, that delay is most often
+//     other delay-based flows' share of the queue: learned, it gave each
+//     flow a μ of its own, and among flows that all shrink above their
+//     μ the one with the highest takes the link.
 //   - Thin links (thin.go, dispersion.go): on links slower than about
 //     430 kbit/s, measured by the packet-pair dispersion of the flow's own
 //     packets, the target is a quarter packet of queue, the increase a

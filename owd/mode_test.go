@@ -126,9 +126,11 @@ var modeDrives = []struct {
 			h.ack(50*time.Millisecond, 100*time.Millisecond)
 		}
 		h.lose()
-		h.ackN(100, 50*time.Millisecond, 100*time.Millisecond)
+		// A queue of 6 ms: samples at the base would re-arm the next
+		// slowdown for ever (syncSlowdown).
+		h.ackN(100, 56*time.Millisecond, 106*time.Millisecond)
 		for h.c.mode != modeProbe {
-			h.ack(50*time.Millisecond, 100*time.Millisecond)
+			h.ack(56*time.Millisecond, 106*time.Millisecond)
 		}
 		h.c.OnRetransmissionTimeout(h.now)
 	}},

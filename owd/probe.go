@@ -34,10 +34,11 @@ type slowdown struct {
 	at        clock.Mono // next slowdown; 0 = none scheduled
 	start     clock.Mono // when the current one began
 	holdUntil clock.Mono
-	saved     float64 // window to restore, bytes
-	resume    mode    // the mode the hold returns to (written by setMode)
-	armed     bool    // the first slowdown has been scheduled
-	done      bool    // the first slowdown has ended
+	saved     float64       // window to restore, bytes
+	resume    mode          // the mode the hold returns to (written by setMode)
+	gap       time.Duration // the interval to the next slowdown set when the last one ended
+	armed     bool          // the first slowdown has been scheduled
+	done      bool          // the first slowdown has ended
 
 	test drainTest
 }
@@ -116,6 +117,41 @@ func (c *Controller) finishProbe(now clock.Mono, why reason) float64 {
 	p.done = true
 	c.setMode(now, p.resume, why)
 	gap := max(time.Duration(c.cfg.Tuning.ProbeSpacing*float64(now.Sub(p.start))), c.cfg.Tuning.ProbeMinInterval)
-	p.at = now.Add(gap)
+	p.at, p.gap = now.Add(gap), gap
 	return p.saved
+}
+
+// syncSlowdown makes the slowdowns of flows that share a queue fall
+// together, so that their holds drain it and every flow re-measures its
+// base (our addition; Tuning.DisableSlowdownSync). A hold drains only this
+// flow's part of a shared queue: with the other flows' windows unchanged
+// the queue stays, a latecomer's base keeps the queue it found, and the
+// drain test sees a queue that did not drain. BBR's ProbeRTT phases
+// synchronise because the min-RTT filter's expiry is re-armed whenever a
+// round trip at the minimum is seen (Cardwell et al., "BBR:
+// Congestion-Based Congestion Control", ACM Queue 2016; the BBR draft's
+// ProbeRTT section): a flow that sees the queue empty while another
+// drains it re-arms its own timer at that moment, so the next expiries
+// coincide. The same two rules here, in congestion avoidance after the
+// first slowdown, with a tolerance of half the noise floor:
+//
+//   - a sample that lowers OWDmin by more than the tolerance shows that
+//     the base this flow held contained a queue, which another flow's
+//     hold is draining now: the slowdown is due at once, to join it;
+//   - a sample within the tolerance of OWDmin is a base-delay measurement
+//     as good as a hold's: the next slowdown moves to one interval after
+//     it.
+func (c *Controller) syncSlowdown(now clock.Mono) {
+	p := &c.probe
+	if c.cfg.Tuning.DisableSlowdownSync || c.cfg.Tuning.DisableBaseDelayProbe || !p.done || p.at == 0 {
+		return
+	}
+	a := c.active()
+	tol := a.NoiseFloor() / 2
+	switch {
+	case a.fell > tol:
+		p.at = now
+	case a.last > 0 && a.last-a.Min() <= tol:
+		p.at = max(p.at, now.Add(p.gap))
+	}
 }

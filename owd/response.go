@@ -21,22 +21,32 @@ import (
 // saturates at the holding time, and the RFC 3550 jitter, which sees only
 // the small steps between consecutive packets, misses it.
 //
-// When the correlation is below responseLow, the delay is noise to this
+// When the correlation is below responseLow and the link is seen to
+// release packets in batches (bunching.go), the delay is noise to this
 // flow, and responseGain × the largest round delay of the history becomes
 // a floor under μ (the analyzer's NoiseFloor): the delay rule stops
-// shrinking the window against it. Two caps keep that from licensing a
-// queue: responseCap, and responseGain × the mean range of the raw samples
-// within a round. Noise is jagged — the samples of one round spread over
-// most of its amplitude (12 ms within a round at 20 ms of jitter) — while
-// a queue is smooth at the scale of a round trip, whoever holds it: a queue
-// that other delay-based flows share, or that an AQM holds at its target
-// beside a loss-based flow, follows this flow's window only loosely, but
-// its rounds span a few milliseconds (3 ms at 10 Mbit/s), so it cannot
-// lift the floor past the delay rule's own μ.
-// While the correlation is above responseHigh the floor decays with time
-// constant responseDecay; in between it holds. The queue of a buffer
-// filler does not follow the window either; the cap bounds what it can
-// do here, and competitive mode (compete.go) answers it.
+// shrinking the window against it. It is capped at responseGain × the
+// mean range of the raw samples within a round: noise is jagged — the
+// samples of one round spread over most of its amplitude (12 ms within a
+// round at 20 ms of jitter) — while a queue is smooth at the scale of a
+// round trip. A later verdict of noise may lower the floor to what it
+// finds (the old floor decays with time constant responseDecay meanwhile):
+// a floor learned in a transient does not stay for good. While the
+// correlation is above responseHigh the floor decays; in between, and
+// when the link does not batch, it holds.
+//
+// On a link that does not batch, delay that does not follow the window is
+// most often other flows' queue — delay-based flows sharing a bottleneck,
+// or an AQM holding its target beside a loss-based flow — and learning it
+// gives each flow a μ of its own: among flows of this kind, which all
+// shrink above their μ and grow below it, the one with the highest μ
+// holds the queue above everyone else's and takes the link. Capped at
+// 20 ms (the earlier rule), such floors, learned while latecomers started,
+// left three owd flows on a fixed-rate FIFO at 11.6, 0.69 and 0.58 Mbit/s
+// (Jain 0.41; bench/RESULTS.md). Random per-packet delay that keeps order
+// without batching is what the RFC 3550 jitter term (the analyzer's
+// JitterGain) sees. The queue of a buffer filler does not follow the
+// window either; competitive mode (compete.go) answers it.
 type response struct {
 	w, q    [responseRounds]float64
 	n, head int
@@ -62,7 +72,6 @@ const (
 	responseLow    = 0.2
 	responseHigh   = 0.8
 	responseGain   = 2.0
-	responseCap    = 20 * time.Millisecond
 	responseDecay  = 10 * time.Second
 )
 
@@ -97,19 +106,22 @@ func (r *response) observe(now clock.Mono, cwnd float64, q, raw, srtt time.Durat
 	}
 	switch {
 	case !ok:
-	case c < responseLow:
+	case c < responseLow && r.batched:
 		top := 0.0
 		for _, v := range r.q {
 			top = math.Max(top, v)
 		}
 		lim := min(time.Duration(responseGain*top), time.Duration(responseGain*r.spread))
-		if !r.batched {
-			lim = min(lim, responseCap)
-		}
-		r.floor = max(r.floor, lim)
+		r.floor = max(lim, r.decayed(srtt))
 	case c > responseHigh:
-		r.floor = time.Duration(float64(r.floor) * math.Exp(-srtt.Seconds()/responseDecay.Seconds()))
+		r.floor = r.decayed(srtt)
 	}
+}
+
+// decayed is the floor decayed by one round of srtt (time constant
+// responseDecay).
+func (r *response) decayed(srtt time.Duration) time.Duration {
+	return time.Duration(float64(r.floor) * math.Exp(-srtt.Seconds()/responseDecay.Seconds()))
 }
 
 // lagCorrelation is Pearson's correlation between each round's delay and
