@@ -94,18 +94,34 @@ func (c *Controller) observeDrainTest(now clock.Mono, ack cc.AckSample) {
 		c.drainVerdict(now)
 		return
 	}
-	q := c.delaySample(ack)
-	if ack.SentTime.Before(d.from) || q <= 0 {
+	q, ok := c.experimentSample(ack, d.from, d.base)
+	if !ok {
 		return
 	}
-	q = max(q-d.base, 0)
-	if d.minQ < 0 || q < d.minQ {
-		d.minQ = q
-	}
+	d.minQ = lowest(d.minQ, q)
 	d.fit.add(ack.SentTime.Sub(d.from).Seconds(), q.Seconds())
 	d.lastQ = q
 	d.maxQ = max(d.maxQ, q)
 	d.samples++
+}
+
+// experimentSample is the queueing delay, against base, of ack's packet
+// if it was sent at or after from (an experiment's packets: a hold's, a
+// push's) and ack carries a delay sample in the signal in use.
+func (c *Controller) experimentSample(ack cc.AckSample, from clock.Mono, base time.Duration) (time.Duration, bool) {
+	q := c.delaySample(ack)
+	if ack.SentTime.Before(from) || q <= 0 {
+		return 0, false
+	}
+	return max(q-base, 0), true
+}
+
+// lowest is the smaller of m and q, m < 0 meaning none yet.
+func lowest(m, q time.Duration) time.Duration {
+	if m < 0 || q < m {
+		return q
+	}
+	return m
 }
 
 // stayed reports whether the queue stayed under the hold: its lowest

@@ -185,14 +185,11 @@ func (c *Controller) observePush(now clock.Mono, ack cc.AckSample) {
 		c.finishPush(now)
 		return
 	}
-	q := c.delaySample(ack)
-	if ack.SentTime.Before(t.from) || q <= 0 {
+	q, ok := c.experimentSample(ack, t.from, t.base)
+	if !ok {
 		return
 	}
-	q = max(q-t.base, 0)
-	if t.minQ < 0 || q < t.minQ {
-		t.minQ = q
-	}
+	t.minQ = lowest(t.minQ, q)
 	t.samples++
 }
 
