@@ -152,6 +152,11 @@ type Tuning struct {
 	// shallow buffer's overflow does not — and a queue under two of the
 	// bottleneck's packet times counts as short.
 	DisableLossLevelTest bool
+	// DisableSizeFilter feeds the delay of every acknowledged packet to
+	// the analyzers (size.go): by default a packet under 7/8 of the
+	// largest of the last 16 acknowledged gives no delay sample, since
+	// its shorter serialisation at the bottleneck reads as a lower delay.
+	DisableSizeFilter bool
 	// DisablePushTest turns off the push test (push.go): by default a
 	// flow at its window floor whose queue has not nearly emptied for two
 	// of Copa's windows raises its window by a few packets for two round

@@ -64,13 +64,14 @@ type Controller struct {
 	recoverPN   cc.PacketNumber
 	inRecovery  bool
 
-	probe slowdown   // probe.go: the base-delay slowdowns and the drain test
-	comp  compete    // compete.go: the buffer-filler detector and CUBIC
-	disp  dispersion // dispersion.go: the bottleneck's packet time
-	resp  response   // response.go: does the delay follow the window?
-	vel   velocity   // velocity.go: a faster increase while the queue is empty
-	used  inFlight   // the most in flight in this round trip and the last
-	bunch bunching   // bunching.go: does the link release packets in batches?
+	probe slowdown    // probe.go: the base-delay slowdowns and the drain test
+	comp  compete     // compete.go: the buffer-filler detector and CUBIC
+	disp  dispersion  // dispersion.go: the bottleneck's packet time
+	resp  response    // response.go: does the delay follow the window?
+	vel   velocity    // velocity.go: a faster increase while the queue is empty
+	used  inFlight    // the most in flight in this round trip and the last
+	bunch bunching    // bunching.go: does the link release packets in batches?
+	sizes packetSizes // size.go: is a packet's delay comparable with the others?
 	// elastic is the pulse test (elastic.go); pulse its sending rate at the
 	// last event, bytes/s, 0 outside a pulse.
 	elastic elasticity
@@ -203,7 +204,9 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //     (countStarved, compete.go).
 //  2. The loss rate decays (and, above or below the loss level, the
 //     share lost: losslevel.go), the bytes in flight of the round trip are
-//     noted, the RTT estimator is fed.
+//     noted, the RTT estimator is fed. A packet much smaller than the
+//     flow's others gives no delay sample to the steps that follow
+//     (size.go).
 //  3. The delay sample feeds both analyzers (OWDmin, OWDcur, jitter, a
 //     rebase when OWDmin rose), picks the signal (OWD or the RTT/2
 //     fallback), and feeds the packet-pair dispersion and the bunching
@@ -237,6 +240,9 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	c.levels.note(ack.PacketNumber, false)
 	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
+	if !c.sizes.comparable(ack.Bytes) && !c.cfg.Tuning.DisableSizeFilter {
+		ack.OWDValid, ack.RTT = false, 0 // a small packet's delay reads low (size.go)
+	}
 	c.takeDelaySample(now, ack)  // 3
 	c.observeDrainTest(now, ack) // 4
 	c.observeElasticity(now, ack)
