@@ -145,12 +145,13 @@ type Tuning struct {
 	// capacity step its pulses cost delay (bench/RESULTS.md).
 	ElasticityTest bool
 	// DisableLossLevelTest turns off the loss level test (losslevel.go):
-	// by default a loss with a short queue stays free above the loss rate
-	// cap when the losses are seen not to follow the window — the share of
-	// packets lost above the window at which losses last cut it is at
-	// most 1.5 × the share lost below it, as random loss gives and a
-	// shallow buffer's overflow does not — and a queue under two of the
-	// bottleneck's packet times counts as short.
+	// by default a loss costs the window nothing, whatever the loss rate
+	// and the queue, when the losses are seen not to follow the window —
+	// the share of packets lost above the window at which losses last cut
+	// it is at most 1.5 × the share lost below it, as random loss gives
+	// and a shallow buffer's overflow does not — and the window is above
+	// its floor; and a queue under two of the bottleneck's packet times
+	// counts as short.
 	DisableLossLevelTest bool
 	// DisableSizeFilter feeds the delay of every acknowledged packet to
 	// the analyzers (size.go): by default a packet under 7/8 of the

@@ -514,21 +514,39 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 // freeLoss reports whether a loss costs the window nothing (our addition;
 // Tuning.DisableFreeRandomLoss): in slow start or congestion avoidance
 // (slow start goes on: its exit on queueing delay finds the bottleneck),
-// outside recovery, with the queue short (OWDv under freeLossQueue·μ)
-// and losses rare (the loss rate under freeLossRate), the loss cannot
-// have been the buffer
-// overflowing, and the delay rule keeps the queue short on its own. Loss
-// differentiation's ×0.9 per random loss costs a long path its window:
-// at 600 ms and 5 Mbit/s a window of 350 packets sees a loss every round
-// trip at 0.5 % loss, and ×0.9 per round trip against one packet of
-// increase holds the window near 45 packets (17 % of the link). Above
-// freeLossRate a loss costs ×0.9 again: a buffer too small to show as
-// queueing delay overflows at a rate that grows with the window, and the
-// window must then stop growing.
+// outside recovery, and either
+//
+//   - the losses were seen not to follow the window (the loss level test,
+//     losslevel.go) and the window is above its floor, whatever the
+//     queue: such a loss says nothing about the window, and the delay
+//     rule alone keeps the queue near μ. With the queue as the judge, a
+//     random loss that met the flow's own queue at μ halved the window:
+//     on a 2.6 Mbit/s, 530 ms path with 2 % loss the window regrew one
+//     packet per 530 ms round trip from half the path, and the flow had
+//     0.55× BBR's goodput. At the floor the queue still judges, since
+//     beside a buffer filler the losses do not follow this flow's window
+//     either, and its starved losses are what competitive mode needs
+//     (compete.go); or
+//   - the queue is short (OWDv under freeLossQueue·μ) and losses rare (the
+//     loss rate under freeLossRate): the loss cannot have been the buffer
+//     overflowing, and the delay rule keeps the queue short on its own.
+//     Loss differentiation's ×0.9 per random loss costs a long path its
+//     window: at 600 ms and 5 Mbit/s a window of 350 packets sees a loss
+//     every round trip at 0.5 % loss, and ×0.9 per round trip against one
+//     packet of increase holds the window near 45 packets (17 % of the
+//     link). Above freeLossRate a loss costs ×0.9 again: a buffer too
+//     small to show as queueing delay overflows at a rate that grows with
+//     the window, and the window must then stop growing.
 func (c *Controller) freeLoss() bool {
 	if c.cfg.Tuning.DisableFreeRandomLoss || c.cfg.Tuning.DisableLossDifferentiation ||
-		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery ||
-		c.lossRate > freeLossRate && !(!c.cfg.Tuning.DisableLossLevelTest && c.levels.random()) {
+		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery {
+		return false
+	}
+	random := !c.cfg.Tuning.DisableLossLevelTest && c.levels.random()
+	if random && c.cwnd > (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+		return true
+	}
+	if c.lossRate > freeLossRate && !random {
 		return false
 	}
 	a := c.active()
