@@ -109,8 +109,10 @@ type Tuning struct {
 	// queue switches back.
 	DisableCompetitiveMode bool
 	// DisableNoiseResponse turns off the noise floor learned from whether
-	// the delay follows the window (response.go), which keeps the window
-	// open on links that add order-preserving delay noise.
+	// the delay follows the window and, on a link that releases packets in
+	// batches, from the spread of the delay within a round (response.go),
+	// which keeps the window open on links that add order-preserving delay
+	// noise.
 	DisableNoiseResponse bool
 	// DisableThinLink turns off the thin-link rules (thin.go): on a link
 	// slower than a quarter packet per MuFloorDelay (430 kbit/s at fresh's
@@ -133,8 +135,9 @@ type Tuning struct {
 	// costs nothing (freeLoss in controller.go).
 	DisableFreeRandomLoss bool
 	// DisableVelocity keeps the additive increase at one packet per round
-	// trip; by default it doubles each round trip after two round trips in
-	// which the queueing delay stayed under a quarter of μ (velocity.go).
+	// trip; by default it doubles each round trip after four round trips
+	// in which the queueing delay stayed under a quarter of μ (on a link
+	// that batches: never above μ) (velocity.go).
 	DisableVelocity bool
 	// ElasticityTest turns on the pulse test (elastic.go): in congestion
 	// avoidance, a flow that gets under a quarter of the bottleneck's
