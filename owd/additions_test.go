@@ -37,21 +37,21 @@ func TestVelocity(t *testing.T) {
 	for r := range 8 {
 		for range 10 {
 			now = now.Add(10 * time.Millisecond)
-			speed = v.observe(now, 0, 0.1, srtt, 100, 16, false)
+			speed = v.observe(now, 0, 0.1, srtt, 100, 16)
 		}
 		if r < velocityRounds {
 			require.Equal(t, 1.0, speed, "round %d", r)
 		}
 	}
 	require.Equal(t, 16.0, speed, "doubled to the cap")
-	require.Equal(t, 1.0, v.observe(now.Add(time.Millisecond), 0.11, 0.1, srtt, 100, 16, false), "above μ: back to one")
+	require.Equal(t, 1.0, v.observe(now.Add(time.Millisecond), 0.11, 0.1, srtt, 100, 16), "above μ: back to one")
 	require.Equal(t, 100.0, v.full, "the window at which the path filled")
 	for range 60 { // quiet again, but the window is past where it filled
 		now = now.Add(10 * time.Millisecond)
-		speed = v.observe(now, 0, 0.1, srtt, 110, 16, false)
+		speed = v.observe(now, 0, 0.1, srtt, 110, 16)
 	}
 	require.Equal(t, 1.0, speed, "past the last fill: the rule's own pace")
-	speed = v.observe(now.Add(time.Millisecond), 0, 0.1, srtt, 130, 16, false)
+	speed = v.observe(now.Add(time.Millisecond), 0, 0.1, srtt, 130, 16)
 	require.Zero(t, v.full, "a quarter past it with no queue: the path has more room")
 	require.Greater(t, speed, 1.0)
 }
@@ -187,26 +187,4 @@ func TestDispersionNeedsPacketsSentClose(t *testing.T) {
 		d.onSample(sent, pn, sent, 300*time.Millisecond+time.Duration(pn)*20*time.Millisecond, true)
 	}
 	require.Zero(t, d.packetTime(), "a 120 ms gap of packets sent 100 ms apart is no packet time")
-}
-
-// On a link that batches, noise keeps OWDv near half of μ: a round with no
-// ACK above μ counts as quiet there, whatever its mean; elsewhere the mean
-// must stay under velocityQuiet·μ.
-func TestVelocityNoisyRoundsCountWithoutTheMean(t *testing.T) {
-	for _, noisy := range []bool{true, false} {
-		var v velocity
-		now := clock.Mono(0)
-		speed := 0.0
-		for range 8 {
-			for i := range 10 {
-				now = now.Add(10 * time.Millisecond)
-				speed = v.observe(now, 0.01*float64(i), 0.1, 100*time.Millisecond, 100, 16, noisy) // OWDv 0 to 0.9 μ, mean 0.45 μ
-			}
-		}
-		if noisy {
-			require.Greater(t, speed, 1.0)
-		} else {
-			require.Equal(t, 1.0, speed)
-		}
-	}
 }

@@ -136,8 +136,8 @@ type Tuning struct {
 	DisableFreeRandomLoss bool
 	// DisableVelocity keeps the additive increase at one packet per round
 	// trip; by default it doubles each round trip after four round trips
-	// in which the queueing delay stayed under a quarter of μ (on a link
-	// that batches: never above μ) (velocity.go).
+	// in which the queueing delay stayed under a quarter of μ
+	// (velocity.go).
 	DisableVelocity bool
 	// ElasticityTest turns on the pulse test (elastic.go): in congestion
 	// avoidance, a flow that gets under a quarter of the bottleneck's

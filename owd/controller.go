@@ -362,7 +362,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	speed := 1.0
 	if !c.cfg.Tuning.DisableVelocity {
 		maxSpeed := c.cfg.Tuning.VelocityMax * max(1, float64(c.rtt.Min())/float64(velocityRefRTT))
-		speed = c.vel.observe(now, v, t.mu, c.rtt.Smoothed(), c.cwnd/c.mss, maxSpeed, c.bunch.batched())
+		speed = c.vel.observe(now, v, t.mu, c.rtt.Smoothed(), c.cwnd/c.mss, maxSpeed)
 	}
 	if d > 0 {
 		d *= t.growth * speed

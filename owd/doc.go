@@ -255,8 +255,7 @@
 //     delays, where Eq. 7's decrease has faded, is cut once per round trip
 //     to what would leave μ of it.
 //   - Velocity (velocity.go): after four round trips with the queue under
-//     a quarter of μ (on a link that batches: with no sample above μ) the
-//     increase doubles each round trip (Copa's velocity)
+//     a quarter of μ the increase doubles each round trip (Copa's velocity)
 //     up to 2 packets per round trip (more on paths longer than 50 ms), and
 //     falls back to one packet per round trip past the window at which the
 //     path last filled.

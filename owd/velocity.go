@@ -74,14 +74,8 @@ const velocityRefRTT = 50 * time.Millisecond
 
 // observe folds one ACK in congestion avoidance: v is OWDv, mu the
 // threshold, srtt the round length; it returns the multiplier for this
-// ACK's increase, given the window cwnd in packets. noisy says the link
-// releases packets in batches (bunching.go): there a round is quiet when
-// no ACK saw the queue above μ, whatever its mean, since the link's own
-// noise keeps OWDv near half of μ (μ stands on the noise floor there) and
-// the mean test never passed: on a 22 Mbit/s path with 0–18 ms of random
-// delay the window grew one packet per 150 ms round trip toward a
-// 400-packet path.
-func (vel *velocity) observe(now clock.Mono, v, mu float64, srtt time.Duration, cwnd, maxSpeed float64, noisy bool) float64 {
+// ACK's increase, given the window cwnd in packets.
+func (vel *velocity) observe(now clock.Mono, v, mu float64, srtt time.Duration, cwnd, maxSpeed float64) float64 {
 	if vel.v < 1 {
 		vel.v = 1
 	}
@@ -103,7 +97,7 @@ func (vel *velocity) observe(now clock.Mono, v, mu float64, srtt time.Duration, 
 	vel.sum += v
 	vel.n++
 	if now.Sub(vel.start) >= srtt {
-		if vel.quiet && (noisy || vel.sum <= velocityQuiet*mu*float64(vel.n)) {
+		if vel.quiet && vel.sum <= velocityQuiet*mu*float64(vel.n) {
 			vel.runs++
 			if vel.runs >= velocityRounds {
 				vel.v *= 2
