@@ -323,6 +323,12 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 		return // the push test holds its raised window (push.go)
 	}
 	c.observeEmptiness(now, ack)
+	if c.push.active {
+		// A push test began on this ACK: the queue drain and the delay
+		// rule would take back its raised window at once (a queue of
+		// three base delays is what a buffer filler leaves it).
+		return
+	}
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
 	}
