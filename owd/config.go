@@ -109,8 +109,10 @@ type Tuning struct {
 	// queue switches back.
 	DisableCompetitiveMode bool
 	// DisableNoiseResponse turns off the noise floor learned from whether
-	// the delay follows the window (response.go), which keeps the window
-	// open on links that add order-preserving delay noise.
+	// the delay follows the window and, on a link that releases packets in
+	// batches, from the spread of the delay within a round (response.go),
+	// which keeps the window open on links that add order-preserving delay
+	// noise.
 	DisableNoiseResponse bool
 	// DisableThinLink turns off the thin-link rules (thin.go): on a link
 	// slower than a quarter packet per MuFloorDelay (430 kbit/s at fresh's
@@ -133,8 +135,9 @@ type Tuning struct {
 	// costs nothing (freeLoss in controller.go).
 	DisableFreeRandomLoss bool
 	// DisableVelocity keeps the additive increase at one packet per round
-	// trip; by default it doubles each round trip after two round trips in
-	// which the queueing delay stayed under a quarter of μ (velocity.go).
+	// trip; by default it doubles each round trip after four round trips
+	// in which the queueing delay stayed under a quarter of μ
+	// (velocity.go).
 	DisableVelocity bool
 	// ElasticityTest turns on the pulse test (elastic.go): in congestion
 	// avoidance, a flow that gets under a quarter of the bottleneck's
@@ -145,13 +148,19 @@ type Tuning struct {
 	// capacity step its pulses cost delay (bench/RESULTS.md).
 	ElasticityTest bool
 	// DisableLossLevelTest turns off the loss level test (losslevel.go):
-	// by default a loss with a short queue stays free above the loss rate
-	// cap when the losses are seen not to follow the window — the share of
-	// packets lost above the window at which losses last cut it is at
-	// most 1.5 × the share lost below it, as random loss gives and a
-	// shallow buffer's overflow does not — and a queue under two of the
-	// bottleneck's packet times counts as short.
+	// by default a loss costs the window nothing, whatever the loss rate
+	// and the queue, when the losses are seen not to follow the window —
+	// the share of packets lost above the window at which losses last cut
+	// it is at most 1.5 × the share lost below it, as random loss gives
+	// and a shallow buffer's overflow does not — and the window is above
+	// its floor; and a queue under two of the bottleneck's packet times
+	// counts as short.
 	DisableLossLevelTest bool
+	// DisableSizeFilter feeds the delay of every acknowledged packet to
+	// the analyzers (size.go): by default a packet under 7/8 of the
+	// largest of the last 16 acknowledged gives no delay sample, since
+	// its shorter serialisation at the bottleneck reads as a lower delay.
+	DisableSizeFilter bool
 	// DisablePushTest turns off the push test (push.go): by default a
 	// flow at its window floor whose queue has not nearly emptied for two
 	// of Copa's windows raises its window by a few packets for two round

@@ -64,13 +64,14 @@ type Controller struct {
 	recoverPN   cc.PacketNumber
 	inRecovery  bool
 
-	probe slowdown   // probe.go: the base-delay slowdowns and the drain test
-	comp  compete    // compete.go: the buffer-filler detector and CUBIC
-	disp  dispersion // dispersion.go: the bottleneck's packet time
-	resp  response   // response.go: does the delay follow the window?
-	vel   velocity   // velocity.go: a faster increase while the queue is empty
-	used  inFlight   // the most in flight in this round trip and the last
-	bunch bunching   // bunching.go: does the link release packets in batches?
+	probe slowdown    // probe.go: the base-delay slowdowns and the drain test
+	comp  compete     // compete.go: the buffer-filler detector and CUBIC
+	disp  dispersion  // dispersion.go: the bottleneck's packet time
+	resp  response    // response.go: does the delay follow the window?
+	vel   velocity    // velocity.go: a faster increase while the queue is empty
+	used  inFlight    // the most in flight in this round trip and the last
+	bunch bunching    // bunching.go: does the link release packets in batches?
+	sizes packetSizes // size.go: is a packet's delay comparable with the others?
 	// elastic is the pulse test (elastic.go); pulse its sending rate at the
 	// last event, bytes/s, 0 outside a pulse.
 	elastic elasticity
@@ -203,7 +204,9 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //     (countStarved, compete.go).
 //  2. The loss rate decays (and, above or below the loss level, the
 //     share lost: losslevel.go), the bytes in flight of the round trip are
-//     noted, the RTT estimator is fed.
+//     noted, the RTT estimator is fed. A packet much smaller than the
+//     flow's others gives no delay sample to the steps that follow
+//     (size.go).
 //  3. The delay sample feeds both analyzers (OWDmin, OWDcur, jitter, a
 //     rebase when OWDmin rose), picks the signal (OWD or the RTT/2
 //     fallback), and feeds the packet-pair dispersion and the bunching
@@ -237,6 +240,9 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	c.levels.note(ack.PacketNumber, false)
 	c.used.note(ack.PriorInFlight, ack.PacketNumber, c.largestSent)
 	c.rtt.Update(ack.RTT)
+	if !c.sizes.comparable(ack.Bytes) && !c.cfg.Tuning.DisableSizeFilter {
+		ack.OWDValid, ack.RTT = false, 0 // a small packet's delay reads low (size.go)
+	}
 	c.takeDelaySample(now, ack)  // 3
 	c.observeDrainTest(now, ack) // 4
 	c.observeElasticity(now, ack)
@@ -317,6 +323,12 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 		return // the push test holds its raised window (push.go)
 	}
 	c.observeEmptiness(now, ack)
+	if c.push.active {
+		// A push test began on this ACK: the queue drain and the delay
+		// rule would take back its raised window at once (a queue of
+		// three base delays is what a buffer filler leaves it).
+		return
+	}
 	if c.inRecovery {
 		return // partial ACK: no growth until the episode ends (RFC 6582)
 	}
@@ -508,21 +520,39 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 // freeLoss reports whether a loss costs the window nothing (our addition;
 // Tuning.DisableFreeRandomLoss): in slow start or congestion avoidance
 // (slow start goes on: its exit on queueing delay finds the bottleneck),
-// outside recovery, with the queue short (OWDv under freeLossQueue·μ)
-// and losses rare (the loss rate under freeLossRate), the loss cannot
-// have been the buffer
-// overflowing, and the delay rule keeps the queue short on its own. Loss
-// differentiation's ×0.9 per random loss costs a long path its window:
-// at 600 ms and 5 Mbit/s a window of 350 packets sees a loss every round
-// trip at 0.5 % loss, and ×0.9 per round trip against one packet of
-// increase holds the window near 45 packets (17 % of the link). Above
-// freeLossRate a loss costs ×0.9 again: a buffer too small to show as
-// queueing delay overflows at a rate that grows with the window, and the
-// window must then stop growing.
+// outside recovery, and either
+//
+//   - the losses were seen not to follow the window (the loss level test,
+//     losslevel.go) and the window is above its floor, whatever the
+//     queue: such a loss says nothing about the window, and the delay
+//     rule alone keeps the queue near μ. With the queue as the judge, a
+//     random loss that met the flow's own queue at μ halved the window:
+//     on a 2.6 Mbit/s, 530 ms path with 2 % loss the window regrew one
+//     packet per 530 ms round trip from half the path, and the flow had
+//     0.55× BBR's goodput. At the floor the queue still judges, since
+//     beside a buffer filler the losses do not follow this flow's window
+//     either, and its starved losses are what competitive mode needs
+//     (compete.go); or
+//   - the queue is short (OWDv under freeLossQueue·μ) and losses rare (the
+//     loss rate under freeLossRate): the loss cannot have been the buffer
+//     overflowing, and the delay rule keeps the queue short on its own.
+//     Loss differentiation's ×0.9 per random loss costs a long path its
+//     window: at 600 ms and 5 Mbit/s a window of 350 packets sees a loss
+//     every round trip at 0.5 % loss, and ×0.9 per round trip against one
+//     packet of increase holds the window near 45 packets (17 % of the
+//     link). Above freeLossRate a loss costs ×0.9 again: a buffer too
+//     small to show as queueing delay overflows at a rate that grows with
+//     the window, and the window must then stop growing.
 func (c *Controller) freeLoss() bool {
 	if c.cfg.Tuning.DisableFreeRandomLoss || c.cfg.Tuning.DisableLossDifferentiation ||
-		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery ||
-		c.lossRate > freeLossRate && !(!c.cfg.Tuning.DisableLossLevelTest && c.levels.random()) {
+		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery {
+		return false
+	}
+	random := !c.cfg.Tuning.DisableLossLevelTest && c.levels.random()
+	if random && c.cwnd > (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+		return true
+	}
+	if c.lossRate > freeLossRate && !random {
 		return false
 	}
 	a := c.active()

@@ -236,7 +236,9 @@
 //     and the link is seen to release packets in batches (bunching.go),
 //     the controller learns a noise floor under μ, capped at twice the
 //     samples' spread within a round, which later verdicts of noise may
-//     lower. On a link that does not batch, that delay is most often
+//     lower; on such a link the floor is never under 1.5 × that spread,
+//     since noise that pins the window leaves the correlation no
+//     experiment to judge. On a link that does not batch, that delay is most often
 //     other delay-based flows' share of the queue: learned, it gave each
 //     flow a μ of its own, and among flows that all shrink above their
 //     μ the one with the highest takes the link.
@@ -258,13 +260,19 @@
 //     falls back to one packet per round trip past the window at which the
 //     path last filled.
 //   - Free random losses (controller.go, freeLoss): a loss with the queue
-//     under half of μ, while under 2 % of packets are lost, costs nothing.
+//     under half of μ, while under 2 % of packets are lost, costs nothing;
+//     once the loss level test found the losses random, any loss above the
+//     window's floor does.
+//   - Packet size (size.go): a packet under 7/8 of the flow's usual size
+//     gives no delay sample, since its shorter serialisation at the
+//     bottleneck reads as a lower delay.
 //   - The loss level test (losslevel.go; Tuning.DisableLossLevelTest):
 //     the share of packets lost is measured above and below the window
 //     at which losses last cut it (BBRv2's inflight_hi); when it does not
 //     follow the window (above at most 1.5 × below), the losses are
-//     random and a loss with a short queue stays free above the 2 % cap,
-//     and a queue under two packet times counts as short. bench/RESULTS.md
+//     random and a loss above the window's floor is free whatever the
+//     loss rate and the queue, and a queue under two packet times counts
+//     as short. bench/RESULTS.md
 //     has what it changed on long lossy paths and elsewhere.
 //   - Window use over the round trip (controller.go, inFlight): growth
 //     needs the window filled at some moment of the round trip, not at

@@ -41,9 +41,11 @@ func (h *harness) ackSample(s cc.AckSample) {
 	if h.appLimited {
 		inFlight = mss
 	}
-	h.c.OnPacketSent(h.now, h.pn, mss, inFlight)
+	h.c.OnPacketSent(h.now, h.pn, max(s.Bytes, mss), inFlight)
 	s.PacketNumber = h.pn
-	s.Bytes = mss
+	if s.Bytes == 0 {
+		s.Bytes = mss
+	}
 	s.SentTime = h.now
 	s.PriorInFlight = inFlight
 	h.c.OnAck(h.now, s)

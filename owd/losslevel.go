@@ -28,9 +28,10 @@ import "github.com/fresh-udp/fresh/cc"
 // apart above hi and below it: after a cut the window regrows from below
 // hi, and that is the experiment. When the loss rate above hi is at most
 // lossFollowRatio × the rate below it, the losses do not follow the
-// window: they are random, and a loss with a short queue stays free
-// whatever the loss rate. An overflow leaves the rate below hi near zero,
-// and the freeLossRate cap applies as before.
+// window: they are random, and a loss costs the window nothing whatever
+// the loss rate and the queue, as long as the window is above its floor
+// (freeLoss). An overflow leaves the rate below hi near zero, and the
+// queue and the freeLossRate cap judge as before.
 type lossLevels struct {
 	hi        float64 // window, bytes, at the last loss cut; 0: none yet
 	high, low float64 // EWMAs (gain lossRateGain) of the share lost above and below hi

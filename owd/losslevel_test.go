@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/cc"
 )
 
 func lossLevelCfg(on bool) Config {
@@ -102,4 +104,39 @@ func TestOnePacketOfQueueIsShort(t *testing.T) {
 		h.lose()
 		require.InDelta(t, before*tc.factor, h.cwndPackets(), 1e-6, "loss level test %v, packet time known %v", tc.on, tc.known)
 	}
+}
+
+// Once the losses are seen to be random, a loss costs nothing even with
+// the queue above μ (the delay rule holds the queue), except at the
+// window's floor, where the queue judges it as before (starved losses).
+func TestRandomLossWithAQueueIsFreeAboveTheFloor(t *testing.T) {
+	always := func(float64) bool { return true }
+	for _, on := range []bool{true, false} {
+		h := newHarness(mustNew(New(lossLevelCfg(on))))
+		h.toAvoidance()
+		h.ackN(200, 50*time.Millisecond, 100*time.Millisecond)
+		driveLosses(h, 6000, always)
+		require.Equal(t, on, h.c.levels.random())
+		// 10 ms of queue: OWDv 0.2, above 2μ.
+		h.ackN(4, 60*time.Millisecond, 110*time.Millisecond)
+		before := h.cwndPackets()
+		require.Greater(t, before, float64(cc.MinWindowPackets+competeFloorSlack))
+		h.lose()
+		if on {
+			require.Equal(t, before, h.cwndPackets(), "a random loss is free whatever the queue")
+			require.False(t, h.c.Metrics().InRecovery)
+		} else {
+			require.InDelta(t, before/2, h.cwndPackets(), 1e-6, "the queue judges: a halving")
+		}
+	}
+
+	h := newHarness(mustNew(New(lossLevelCfg(true))))
+	h.toAvoidance()
+	h.ackN(200, 50*time.Millisecond, 100*time.Millisecond)
+	driveLosses(h, 6000, always)
+	require.True(t, h.c.levels.random())
+	h.ackN(4, 60*time.Millisecond, 110*time.Millisecond)
+	h.c.cwnd = (cc.MinWindowPackets + competeFloorSlack) * mss
+	h.lose()
+	require.True(t, h.c.Metrics().InRecovery, "at the floor the queue judges the loss")
 }

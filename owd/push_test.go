@@ -137,3 +137,20 @@ func TestPushRetriedSoon(t *testing.T) {
 	require.Equal(t, "push_busy", c.LastModeChange().Reason)
 	t.Logf("second push switched %v after the first began", l.now.Sub(first))
 }
+
+// The push test starts from Copa's test inside onAckAvoidance; on that
+// same ACK, with a filler's queue of several base delays, the queue drain
+// cut the raised window back to the floor, so the push measured nothing
+// but its floor and called a busy link idle (dev fillers draw 38: a CUBIC
+// filler's 386 ms queue on a 33 ms path became the base delay).
+func TestPushWindowStandsOnTheACKThatStartsIt(t *testing.T) {
+	h := newHarness(mustNew(New(noProbe())))
+	h.toAvoidance()
+	h.c.disp.cur, h.c.disp.nCur = 400*time.Microsecond, dispersionPairs
+	for i := 0; i < 20000 && !h.c.push.active; i++ {
+		// A filler's flat queue of 200 ms on a 50 ms base.
+		h.ack(250*time.Millisecond, 300*time.Millisecond)
+	}
+	require.True(t, h.c.push.active, "Copa's test started a push at the floor")
+	require.InDelta(t, h.c.push.w0+h.c.push.k, h.cwndPackets(), 1e-9, "the raised window stands")
+}

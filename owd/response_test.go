@@ -49,7 +49,8 @@ func TestResponseNoiseRaisesFloor(t *testing.T) {
 		return time.Duration(rng.Float64() * float64(8*time.Millisecond))
 	})
 	require.Greater(t, r.floor, 8*time.Millisecond, "responseGain × the largest round delay")
-	require.LessOrEqual(t, r.floor, 16*time.Millisecond)
+	require.LessOrEqual(t, r.floor, max(16*time.Millisecond, time.Duration(spreadGain*r.spread)+time.Millisecond),
+		"2 × the largest round delay, or 1.5 × the rounds' spread")
 }
 
 // Among flows of its own kind on a FIFO that does not batch, the delay a
@@ -146,4 +147,23 @@ func TestNoiseResponseKeepsWindowOpen(t *testing.T) {
 	with, without := run(false), run(true)
 	t.Logf("window: %.1f packets with the learned floor, %.1f without", with, without)
 	require.Greater(t, with, 2*without)
+}
+
+// On a batching link noise that pins the window (so the correlation has
+// no experiment to judge) still sets a floor: the rounds' own spread.
+// On a link that does not batch it sets none.
+func TestResponseSpreadFloorOnBatchingLink(t *testing.T) {
+	for _, batched := range []bool{true, false} {
+		r := response{batched: batched}
+		rng := rand.New(rand.NewPCG(5, 6))
+		feedRounds(&r, 64, 10*time.Millisecond, func(int) float64 { return 20 }, func(int) time.Duration {
+			return time.Duration(rng.Float64() * float64(8*time.Millisecond))
+		})
+		if !batched {
+			require.Zero(t, r.floor)
+			continue
+		}
+		require.GreaterOrEqual(t, float64(r.floor), spreadGain*r.spread)
+		require.Greater(t, r.floor, 12*time.Millisecond, "1.5 × a spread near the 10 ms jag")
+	}
 }
