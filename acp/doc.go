@@ -250,7 +250,8 @@
 //   - DeliveryBound (delivery.go): once the path has shown its capacity C
 //     (updates sent faster than delivered, at the largest delivery rate of
 //     the last 10 s, and faster than any delivery rate of those 10 s by
-//     more than the delivery rate's noise), the rate is held at C/(1 + StepMin) for 10 s; the
+//     more than the delivery rate's noise, taken as 3 % until measured),
+//     the rate is held at C/(1 + StepMin) for 10 s; the
 //     updates' own queue is drained at the delivery rate (ACP's 1/Z + b*/T
 //     with b* = −n_q) rather than cut to K/Q̄; after a path change (more
 //     than 2K queued) the delivery maximum is measured afresh, and after a

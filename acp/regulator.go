@@ -250,7 +250,7 @@ func newRegulator(name string, cfg Config) (*Regulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Regulator{name: name, cfg: cfg, tun: *cfg.Tuning, ring: newUpdateRing(cfg.Capacity)}
+	r := &Regulator{name: name, cfg: cfg, tun: *cfg.Tuning, ring: newUpdateRing(cfg.Capacity), deliv: newDeliveryState()}
 	r.grad.reset()
 	r.cfg.Tuning = nil // r.tun is the one in use; Config hands out copies
 	r.setRate(r.startRate())
@@ -626,7 +626,7 @@ func (r *Regulator) OnRetransmissionTimeout(now clock.Mono) {
 	r.prevValid, r.prevWasUpUp, r.gamma, r.ruled = false, false, 0, false
 	r.ceiling = 0
 	r.grad.reset()
-	r.deliv = deliveryState{}
+	r.deliv = newDeliveryState()
 	r.setRate(r.startRate())
 }
 

@@ -231,3 +231,42 @@ func TestBacklogBoundShared(t *testing.T) {
 	idle.run(sec(60))
 	require.False(t, idle.p.(*Regulator).foreign.valid, "only the updates' own queue")
 }
+
+// TestDeliveryNoisePrior: beside a neighbour whose queue grows by 20 ms a
+// second from the start (a 100 ms sawtooth every 5 s) on a 3000 Hz path,
+// the updates' deliveries lag their sends by 2 % while the rate climbs
+// from one update per RTT. With the delivery noise ε at its prior that is
+// no saturation and the rate climbs to the shared backlog bound; read
+// with ε = 0 (the noise not yet measured taken as none) the first epoch is
+// a saturation at 10 Hz, and the rate is held there for 10 s.
+func TestDeliveryNoisePrior(t *testing.T) {
+	run := func(prior bool) (Rate, EpochStats) {
+		r := regulatorWith(t, nil)
+		if !prior {
+			r.deliv.noise = 0
+		}
+		tp := newTestPath(t, r, 50*time.Millisecond, 50*time.Millisecond, 3000)
+		tp.foreign = sawQueue(0, 100*time.Millisecond, 5*time.Second, 0)
+		tp.run(sec(5))
+		st := r.LastEpoch()
+		tp.run(sec(10))
+		return tp.meanRate(sec(1), sec(10)), st
+	}
+	rate, st := run(true)
+	require.Greater(t, float64(rate), 30.0, "climbs to the bounds: %v Hz", rate)
+	require.NotEqual(t, BoundDelivery, st.Bound)
+	require.Zero(t, st.Capacity, "no saturation seen")
+	rate, st = run(false)
+	require.Less(t, float64(rate), 12.0, "held at the first epoch's delivery rate: %v Hz", rate)
+	require.Equal(t, BoundDelivery, st.Bound)
+}
+
+// TestDeliveryNoisePriorAfterRTO: a retransmission timeout forgets the
+// path, the delivery noise included: ε restarts at its prior.
+func TestDeliveryNoisePriorAfterRTO(t *testing.T) {
+	r := regulatorWith(t, nil)
+	require.Equal(t, satNoisePrior, r.deliv.noise)
+	r.deliv.noise = 0
+	r.OnRetransmissionTimeout(sec(1))
+	require.Equal(t, satNoisePrior, r.deliv.noise)
+}
