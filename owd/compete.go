@@ -241,9 +241,17 @@ func (c *Controller) onCongestiveLoss(now clock.Mono) {
 	c.comp.pendingOverflow = true
 	// A loss during the pulse test (elastic.go) is no starved loss: the
 	// pulse, not the window at the floor, overflowed the buffer.
-	if c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss && !c.elastic.active {
+	if c.starvedWindow() && !c.elastic.active {
 		c.comp.pendingStarved = true
 	}
+}
+
+// starvedWindow reports whether the window is within competeFloorSlack
+// packets of the 2-packet minimum, where a loss is a starved one: a window
+// that small cannot overflow a buffer (freeLoss keeps the queue as the
+// judge of losses there for the same reason).
+func (c *Controller) starvedWindow() bool {
+	return c.cwnd <= (cc.MinWindowPackets+competeFloorSlack)*c.mss
 }
 
 // countStarved counts a starved loss (and an overflow) noted before this

@@ -549,7 +549,7 @@ func (c *Controller) freeLoss() bool {
 		return false
 	}
 	random := !c.cfg.Tuning.DisableLossLevelTest && c.levels.random()
-	if random && c.cwnd > (cc.MinWindowPackets+competeFloorSlack)*c.mss {
+	if random && !c.starvedWindow() {
 		return true
 	}
 	if c.lossRate > freeLossRate && !random {
