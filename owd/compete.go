@@ -180,7 +180,9 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 	// bottleneck (a queue that exists in whole packets — 5.8 ms each at
 	// 1.5 Mbit/s — with another flow's packets interleaved rarely falls
 	// below one or two).
-	floor := max(c.targets(now).noise, 2*c.disp.packetTime())
+	// The fair-share term's extra is queue the flow keeps on purpose too.
+	t := c.targets(now)
+	floor := max(t.noise+t.fair, 2*c.disp.packetTime())
 	if !c.comp.empty.observe(now, max(ack.OWD-a.Min(), 0), floor, c.rtt.Smoothed()) {
 		return
 	}

@@ -1,6 +1,7 @@
 package owd
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -191,25 +192,30 @@ func TestNoCompetitiveModeAloneOnCapacityChanges(t *testing.T) {
 		{"LTE-like 1 to 20 Mbit/s, walk 13", lteLike(1e6, 20e6, lteFoolingSeeds[0]), 400},
 		{"LTE-like 1 to 20 Mbit/s, walk 75", lteLike(1e6, 20e6, lteFoolingSeeds[1]), 400},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := mustNew(New(Config{MSS: mss}))
-			l := newTestLink(20*time.Millisecond, tc.limit, tc.rate)
-			p95 := l.run(c, 60*time.Second)
-			require.Zero(t, l.modeTime[ModeCompetitive], "alone: never competitive")
-			require.Positive(t, l.modeTime[ModeProbe], "the slowdowns ran")
-			// A CUBIC flow on the same link fills the buffer.
-			cubic := newTestLink(20*time.Millisecond, tc.limit, tc.rate)
-			p95Cubic := cubic.run(cc.NewCubic(cc.CubicConfig{MSS: mss}), 60*time.Second)
-			require.Less(t, p95, p95Cubic/2, "p95 queueing %v against CUBIC's %v", p95, p95Cubic)
-		})
+		// Without the fair-share term too: there Copa's test fires on
+		// the two walks, and the drain test must refute it.
+		for _, tuning := range []Tuning{{}, {DisableFairShare: true}} {
+			t.Run(fmt.Sprintf("%s, DisableFairShare=%v", tc.name, tuning.DisableFairShare), func(t *testing.T) {
+				c := mustNew(New(Config{MSS: mss, Tuning: tuning}))
+				l := newTestLink(20*time.Millisecond, tc.limit, tc.rate)
+				p95 := l.run(c, 60*time.Second)
+				require.Zero(t, l.modeTime[ModeCompetitive], "alone: never competitive")
+				require.Positive(t, l.modeTime[ModeProbe], "the slowdowns ran")
+				// A CUBIC flow on the same link fills the buffer.
+				cubic := newTestLink(20*time.Millisecond, tc.limit, tc.rate)
+				p95Cubic := cubic.run(cc.NewCubic(cc.CubicConfig{MSS: mss}), 60*time.Second)
+				require.Less(t, p95, p95Cubic/2, "p95 queueing %v against CUBIC's %v", p95, p95Cubic)
+			})
+		}
 	}
 }
 
 // The same paths with the drain test's verdict ignored (Copa's test
-// switching on its own) do switch: the test above can fail.
+// switching on its own) do switch, without the fair-share term: the test
+// above can fail.
 func TestCapacityChangesFoolCopaAlone(t *testing.T) {
 	for _, seed := range lteFoolingSeeds {
-		c := mustNew(New(Config{MSS: mss}))
+		c := mustNew(New(Config{MSS: mss, Tuning: Tuning{DisableFairShare: true}}))
 		c.comp.trustCopa = true
 		l := newTestLink(20*time.Millisecond, 400, lteLike(1e6, 20e6, seed))
 		l.run(c, 60*time.Second)
@@ -217,10 +223,26 @@ func TestCapacityChangesFoolCopaAlone(t *testing.T) {
 	}
 }
 
-// lteFoolingSeeds are rate walks on which Copa's test alone switches to
-// competitive mode for more than 5 s of 60: 2 of the first 200 do. (15 of
-// the first 30 did while samples in congestion avoidance raised OWDv_max,
-// Tuning.AvoidanceRaisesMax: μ, and the queue the flow kept, were higher.)
+// With the fair-share term Copa's test does not even fire alone on those
+// walks: the term's extra is queue the flow keeps on purpose, and counts
+// as nearly empty (observeEmptiness); it is zero while Copa's test counts
+// (fairshare.go). None of the first 300 walks switches on Copa's test
+// alone, against 2 of 200 without the term.
+func TestFairShareKeepsCopaQuietAlone(t *testing.T) {
+	for _, seed := range lteFoolingSeeds {
+		c := mustNew(New(Config{MSS: mss}))
+		c.comp.trustCopa = true
+		l := newTestLink(20*time.Millisecond, 400, lteLike(1e6, 20e6, seed))
+		l.run(c, 60*time.Second)
+		require.Zero(t, l.modeTime[ModeCompetitive], "rate walk %d", seed)
+	}
+}
+
+// lteFoolingSeeds are rate walks on which Copa's test alone, without the
+// fair-share term, switches to competitive mode for more than 5 s of 60: 2
+// of the first 200 do. (15 of the first 30 did while samples in congestion
+// avoidance raised OWDv_max, Tuning.AvoidanceRaisesMax: μ, and the queue
+// the flow kept, were higher.)
 var lteFoolingSeeds = []uint64{13, 75}
 
 func TestStarvedLossesSwitch(t *testing.T) {

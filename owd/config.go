@@ -169,6 +169,13 @@ type Tuning struct {
 	// queue that does not rise (an idle link: a longer path) restarts the
 	// base-delay history.
 	DisablePushTest bool
+	// DisableFairShare turns off the fair-share term (fairshare.go): by
+	// default the queueing delay the flow aims at is raised by one packet
+	// time of its own rate less the bottleneck's packet time (at most half
+	// MuFloorDelay; nothing while Copa's test sees a standing queue), so
+	// that owd flows sharing a queue settle at equal rates, as Vegas and
+	// Copa flows do, whatever their round trips.
+	DisableFairShare bool
 	// VelocityMax is the largest increase, packets per round trip, the
 	// velocity may reach, scaled up on paths whose base round trip is
 	// longer than 50 ms (velocity.go). Default 2.

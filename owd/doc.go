@@ -196,7 +196,8 @@
 //     up with the flow's own queue, as BBR's windowed min-RTT. Sooner
 //     than that, the push test (push.go) finds the link idle under the
 //     extra delay once the window has sat at its floor for two of Copa's
-//     windows, and restarts the history from the current samples. When OWDmin
+//     windows, after a queue that did not move, and restarts the history
+//     from the current samples. When OWDmin
 //     rises past the noise (by more than max(NoiseFloor, OWDmin/8)) the
 //     controller re-enters slow start to find the new path's
 //     bandwidth-delay product in a few round trips, not hundreds.
@@ -274,6 +275,15 @@
 //     loss rate and the queue, and a queue under two packet times counts
 //     as short. bench/RESULTS.md
 //     has what it changed on long lossy paths and elsewhere.
+//   - Among its own kind (fairshare.go; Tuning.DisableFairShare): a
+//     shared delay target leaves the split of the link to history (the
+//     first flow, the shorter round trip). As Vegas and Copa flows keep a
+//     packet or two of their own in the queue, the target is raised by one
+//     packet time of the flow's own rate (SRTT/cwnd) less the bottleneck's
+//     packet time, at most half MuFloorDelay, and not while Copa's test
+//     counts a standing queue: zero alone at the link's rate, more for a
+//     flow that gets less than the others, so the rates even out whatever
+//     the round trips. Copa's test counts it as the flow's own queue.
 //   - Window use over the round trip (controller.go, inFlight): growth
 //     needs the window filled at some moment of the round trip, not at
 //     every ACK, so ACKs that come in bursts do not stop it.

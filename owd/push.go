@@ -40,11 +40,16 @@ import (
 //     saw there (above twice w0+1 packet times), other flows' packets
 //     hold it: competitive mode (reasonPushBusy). Alone on a slowed link
 //     the own window explains the queue, and nothing changes;
-//   - a change within a quarter of k·p either way: the link is idle and
-//     the queue that stays is path delay, a route change. The base-delay history is
+//   - a change within a quarter of k·p either way, after a queue that
+//     did not move over Copa's windows (the same test compete.go uses to
+//     tell a longer path from a filler): the link is idle and the queue
+//     that stays is path delay, a route change. The base-delay history is
 //     restarted from the current samples and the flow slow-starts
 //     (reasonRebase) instead of waiting up to the history's length at its
-//     floor (signal.go);
+//     floor (signal.go). A queue that moved is a competitor's, and a flat
+//     push on it is that queue falling (a cut, BBR's drain) while the
+//     push raised it: restarting the history there would make the
+//     competitor's standing queue the base delay;
 //   - in between, a queue that fell (someone else's queue moved), or a
 //     loss during the push: no verdict.
 //
@@ -65,8 +70,12 @@ type pushTest struct {
 	before          time.Duration // lowest queueing delay at the floor (Copa's windows)
 	base            time.Duration // the base the queueing delays are measured against
 	minQ            time.Duration // lowest queueing delay of the measured packets; -1 none
-	samples         int
-	lost            bool
+	// flat: the queue did not move over Copa's windows before the push
+	// (compete.go's test for a longer path); an idle verdict on a queue
+	// that moved is a competitor's queue falling as the push raised it.
+	flat    bool
+	samples int
+	lost    bool
 	// next is the earliest start of the next push.
 	next clock.Mono
 }
@@ -168,6 +177,7 @@ func (c *Controller) startPush(now clock.Mono, lowest time.Duration) bool {
 		to:   now.Add((pushMeasureRTTs + pushMeasuredRTTs) * srtt),
 		w0:   c.cwnd / c.mss, k: k, p: p,
 		before: lowest, base: c.active().Min(), minQ: -1,
+		flat: c.comp.empty.hi-c.comp.empty.lo <= 2*c.owdA.cfg.MuFloorDelay,
 	}
 	c.cwnd += k * c.mss
 	c.vel.reset()
@@ -205,7 +215,7 @@ func (c *Controller) finishPush(now clock.Mono) {
 		return
 	}
 	c.cwnd = math.Min(c.cwnd, t.w0*c.mss)
-	if v == pushIdle && c.mode == modeAvoidance {
+	if v == pushIdle && t.flat && c.mode == modeAvoidance {
 		c.owdA.restartBase()
 		c.rttA.restartBase()
 		c.rebase = true

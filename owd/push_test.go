@@ -154,3 +154,21 @@ func TestPushWindowStandsOnTheACKThatStartsIt(t *testing.T) {
 	require.True(t, h.c.push.active, "Copa's test started a push at the floor")
 	require.InDelta(t, h.c.push.w0+h.c.push.k, h.cwndPackets(), 1e-9, "the raised window stands")
 }
+
+// An idle verdict restarts the base-delay history only after a queue that
+// did not move (a longer path). Beside a filler whose queue moved, a flat
+// push is that queue falling while the push raised it; a restart there
+// made the filler's standing queue the base delay (dev fillers draw 51: a
+// BBR filler's, 25.9 → 89.2 ms).
+func TestPushIdleRebasesOnlyAFlatQueue(t *testing.T) {
+	for _, flat := range []bool{true, false} {
+		c := mustNew(New(Config{MSS: mss}))
+		c.mode = modeAvoidance
+		c.push = pushTest{active: true, k: 40, p: 500 * time.Microsecond, w0: 2,
+			before: 100 * time.Millisecond, minQ: 101 * time.Millisecond, samples: 10, flat: flat}
+		v, _ := c.push.verdict()
+		require.Equal(t, pushIdle, v)
+		c.finishPush(clock.Mono(time.Second))
+		require.Equal(t, flat, c.rebase, "flat queue before the push: %v", flat)
+	}
+}

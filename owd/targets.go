@@ -9,7 +9,8 @@ import (
 
 // targets are what the window rules read, fed by every mechanism: the
 // analyzer's μ and its one noise floor (the static floor, the path's
-// jitter, and what response.go learned), and the thin-link rules (thin.go),
+// jitter, and what response.go learned), the fair-share term
+// (fairshare.go), and the thin-link rules (thin.go),
 // which count the target in packets on a slow link. They are computed from
 // the analyzer of the signal in use, where a rule needs them.
 type targets struct {
@@ -26,6 +27,9 @@ type targets struct {
 	floor float64
 	// probe is the window of a base-delay slowdown, bytes.
 	probe float64
+	// fair is the queueing delay the fair-share term adds to μ
+	// (fairshare.go).
+	fair time.Duration
 }
 
 // targets computes the targets at now.
@@ -33,6 +37,10 @@ func (c *Controller) targets(now clock.Mono) targets {
 	a := c.active()
 	f := cc.MinWindowPackets * c.mss
 	t := targets{noise: a.NoiseFloor(), mu: a.Mu(now), growth: 1, floor: f, probe: f}
+	// The fair-share term raises the target the rule holds (fairshare.go);
+	// μ is in OWDv units, relative to the floored base.
+	t.fair = c.fairShareExtra()
+	t.mu += float64(t.fair) / float64(a.floored())
 	if pt := c.thinPacketTime(a); pt > 0 {
 		c.thinTargets(&t, a, pt)
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/owd"
 )
 
 // load reads a committed scenario and shortens it to d (CI-sized).
@@ -309,4 +311,34 @@ func TestOWDAloneOnVariableLinksNeverCompetitive(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Two owd flows on a 10 Mbit/s FIFO whose round trips differ by 76 ms, the
+// long one 3 s late: with the fair-share term each keeps a packet of its
+// own rate in the queue, as Vegas and Copa flows do, and the split evens
+// out; without it any split holds the shared delay target, and the short
+// flow keeps the head start it took.
+func TestFairShareEvensOutRoundTrips(t *testing.T) {
+	s, err := scenario.Parse([]byte(`{"name": "fair-2rtt", "duration": "40s", "mss": 1000, "clock_sync": "perfect",
+		"forward": {"rate": "10Mbps", "delay": "20ms", "queue": {"discipline": "fifo", "limit": 100}},
+		"reverse": {"rate": "10Mbps", "delay": "20ms", "queue": {"discipline": "fifo", "limit": 100}},
+		"flows": [{"name": "short", "kind": "bulk", "extra_delay": "2ms"},
+			{"name": "long", "kind": "bulk", "start": "3s", "extra_delay": "40ms"}]}`))
+	require.NoError(t, err)
+	for seed := int64(1); seed <= 3; seed++ {
+		s.Seed = seed
+		on, off := run(t, s, "owd"), run(t, s, "owd-nofair")
+		t.Logf("seed %d: Jain %.3f with the term, %.3f without", seed, on.Jain, off.Jain)
+		require.Greater(t, on.Jain, off.Jain+0.01, "seed %d", seed)
+	}
+}
+
+func init() {
+	cc.Register("owd-nofair", func(mss cc.ByteCount) cc.Controller {
+		c, err := owd.New(owd.Config{MSS: mss, Tuning: owd.Tuning{DisableFairShare: true}})
+		if err != nil {
+			panic(err)
+		}
+		return c
+	})
 }

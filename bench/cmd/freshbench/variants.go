@@ -10,7 +10,8 @@ import (
 // is owd with Tuning.ElasticityTest (off by default), "owd-nolosslevel"
 // owd with Tuning.DisableLossLevelTest (owd as it was before the loss
 // level test), "owd-nopush" owd with Tuning.DisablePushTest (owd as it
-// was before the push test).
+// was before the push test), "owd-nofair" owd with Tuning.DisableFairShare
+// (owd as it was before the fair-share term).
 func init() {
 	for _, v := range []struct {
 		name   string
@@ -19,6 +20,7 @@ func init() {
 		{"owd-elastic", owd.Tuning{ElasticityTest: true}},
 		{"owd-nolosslevel", owd.Tuning{DisableLossLevelTest: true}},
 		{"owd-nopush", owd.Tuning{DisablePushTest: true}},
+		{"owd-nofair", owd.Tuning{DisableFairShare: true}},
 	} {
 		cc.Register(v.name, func(mss cc.ByteCount) cc.Controller {
 			c, err := owd.New(owd.Config{MSS: mss, Tuning: v.tuning})
