@@ -164,6 +164,15 @@ func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration) bool {
 	return true
 }
 
+// queueMoved reports whether the queueing delay moved over the windows in
+// which Copa's test found it standing: a buffer filler's queue does (it
+// grows and cuts), a longer path's does not. Copa's test needs it to ask
+// for a drain test, and the push test to call a flat queue a longer path.
+func (c *Controller) queueMoved() bool {
+	e := &c.comp.empty
+	return e.hi-e.lo > 2*c.owdA.cfg.MuFloorDelay
+}
+
 // observeEmptiness runs Copa's test on the OWD sample of ack in
 // congestion avoidance, from the end of the first slowdown on (slow
 // start's own overshoot is gone by then; see probe.go). When the queue
@@ -201,7 +210,7 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 		// link is busy decides, moving queue or flat (push.go).
 		return
 	}
-	if e.full < need || e.hi-e.lo <= 2*a.cfg.MuFloorDelay {
+	if e.full < need || !c.queueMoved() {
 		return
 	}
 	if c.recentlyLeft(now) {

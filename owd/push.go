@@ -177,7 +177,7 @@ func (c *Controller) startPush(now clock.Mono, lowest time.Duration) bool {
 		to:   now.Add((pushMeasureRTTs + pushMeasuredRTTs) * srtt),
 		w0:   c.cwnd / c.mss, k: k, p: p,
 		before: lowest, base: c.active().Min(), minQ: -1,
-		flat: c.comp.empty.hi-c.comp.empty.lo <= 2*c.owdA.cfg.MuFloorDelay,
+		flat: !c.queueMoved(),
 	}
 	c.cwnd += k * c.mss
 	c.vel.reset()
