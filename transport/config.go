@@ -167,12 +167,13 @@ type Config struct {
 
 	// SendBuffer is the most bytes Write buffers before it blocks (written,
 	// not yet acknowledged). The buffer starts at 64 KiB and doubles,
-	// up to SendBuffer, only while it is what holds the sender back: when a
-	// buffer's worth is acknowledged in less than four minimum RTTs. It so
-	// settles near four bandwidth-delay products (128 to 512 KiB measured
-	// on loopback; 500 KB on a 10 Mbit/s, 100 ms path) and SendBuffer
-	// matters only on faster or longer paths. Its memory is up to twice the buffer's
-	// current size (compaction stays cheap that way). Default 4 MiB.
+	// up to SendBuffer, only while it is what holds the sender back: when
+	// the congestion window would let more through than the buffer holds,
+	// or when a buffer's worth is acknowledged in less than four minimum
+	// RTTs. It so follows the congestion window, and SendBuffer matters
+	// only where the window grows past it (faster or longer paths, or deep
+	// queues). Its memory is up to twice the buffer's current size
+	// (compaction stays cheap that way). Default 4 MiB.
 	SendBuffer int
 	// ReceiveWindow is the most the stream's flow-control window and
 	// receive buffer grow to, bytes: all the memory a slow reader can make

@@ -31,9 +31,9 @@
 // MaxData limit (RFC 9000 §4.1) advertised on every ACK: the receiver's
 // ring holds exactly the window, so a slow reader closes the window and
 // neither end's memory grows beyond Config.ReceiveWindow and
-// Config.SendBuffer. Both start at 64 KiB and grow with the measured
-// bandwidth-delay product (see Config), so a connection holds the memory
-// its path needs, not the maximum.
+// Config.SendBuffer. Both start at 64 KiB and grow only as far as the path
+// needs (the send buffer with the congestion window, the receive window
+// with the reader's pace; see Config), not to the maximum.
 //
 // A Conn is a net.Conn: SetDeadline, SetReadDeadline and SetWriteDeadline
 // bound Read and Write as the net package's connections do (an error

@@ -105,7 +105,7 @@ func TestSendStreamAutoTune(t *testing.T) {
 			require.True(t, s.limit == s.maxLimit || s.limitedByBuffer(true, 1<<62))
 			require.False(t, s.limitedByBuffer(false, 1<<62), "the congestion window limits")
 			require.False(t, s.limitedByBuffer(true, s.next), "flow control limits")
-			s.autoTune(now, minRTT, minRTT)
+			s.autoTune(now, minRTT, minRTT, 0)
 			// One minRTT later, rate bytes are acknowledged.
 			now = now.Add(minRTT)
 			n := min(int64(rate), s.next-s.base)
@@ -124,6 +124,59 @@ func TestSendStreamAutoTune(t *testing.T) {
 	fixed.write(make([]byte, 8<<10))
 	fixed.chunk(8<<10, 1<<62)
 	require.False(t, fixed.limitedByBuffer(true, 1<<62))
+}
+
+// The window rule: a buffer that stops the sender while the congestion
+// window would let more through grows until the window limits (and not
+// much further), even where another flow's queue stretched the round trip so
+// far past the minimum that the rate rule never fires (10 minimum RTTs
+// per buffer's worth here, against bufferRTTs).
+func TestSendStreamFollowsWindow(t *testing.T) {
+	const minRTT = 2 * time.Millisecond
+	const rtt = 10 * minRTT // the standing queue of someone else
+	run := func(cwnd int64) *sendStream {
+		s := sendStream{limit: 4 << 10, maxLimit: 1 << 20}
+		now := clock.Mono(0)
+		p := make([]byte, 1000)
+		for range 500 {
+			for s.write(p) > 0 {
+			}
+			for s.next-s.base < cwnd { // the congestion window
+				if _, _, _, _, ok := s.chunk(1000, 1<<62); !ok {
+					break
+				}
+			}
+			if s.limitedByBuffer(s.next-s.base < cwnd, 1<<62) {
+				s.autoTune(now, minRTT, rtt, cwnd)
+			}
+			// One RTT later everything in flight is acknowledged.
+			now = now.Add(rtt)
+			s.onAcked(s.base, int(s.next-s.base), false)
+		}
+		return &s
+	}
+	s := run(100 << 10)
+	require.GreaterOrEqual(t, int64(s.limit), int64(100<<10), "the buffer holds the window")
+	require.Less(t, int64(s.limit), int64(4*100<<10), "and not much more")
+	require.Equal(t, 4<<10, run(1<<10).limit, "a window the buffer holds: no growth (the rate rule cannot fire at 10 minimum RTTs)")
+	require.Equal(t, 1<<20, run(1<<30).limit, "up to maxLimit, no further")
+}
+
+// Under windowRuleRTT the window rule stays out: a loopback sender's own
+// queue stretches its round trip, and the window that accepts it asks for
+// megabytes the path does not need. The rate rule alone decides there.
+func TestSendStreamWindowRuleNotOnShortPaths(t *testing.T) {
+	s := sendStream{limit: 64 << 10, maxLimit: 4 << 20, arr: make([]byte, 0, 128<<10)}
+	s.buf = s.arr[:0]
+	s.write(make([]byte, 64<<10))
+	s.chunk(64<<10, 1<<62)
+	require.True(t, s.limitedByBuffer(true, 1<<62))
+	// 2 ms smoothed, 20 µs minimum: the rate rule sees 100 minimum RTTs
+	// per buffer, the window asks for 4 MiB.
+	s.autoTune(clock.Mono(time.Millisecond), 20*time.Microsecond, 2*time.Millisecond, 4<<20)
+	require.Equal(t, 64<<10, s.limit)
+	s.autoTune(clock.Mono(time.Millisecond), 20*time.Microsecond, windowRuleRTT, 4<<20)
+	require.Equal(t, 128<<10, s.limit, "at windowRuleRTT it applies")
 }
 
 // MaxData on the wire never shrinks and never exceeds the receiver's ring,

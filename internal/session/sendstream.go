@@ -151,17 +151,41 @@ func (s *sendStream) limitedByBuffer(canSend bool, peerMax int64) bool {
 }
 
 // autoTune runs at now when the buffer limits the sender, minRTT and srtt
-// being the path's smallest and smoothed round trips. Once a buffer's
-// worth was acknowledged since the epoch began, and at least one smoothed
-// RTT passed (a shorter epoch measures the burstiness of ACKs, not the
-// path), it closes the epoch, and doubles limit (up to maxLimit)
-// if that took less than bufferRTTs minimum RTTs per buffer: the buffer
-// then holds less than bufferRTTs bandwidth-delay products, measured
-// against the path's propagation delay rather than the smoothed RTT, which
-// grows with whatever the sender queues (on a loopback or CPU-bound path
-// every byte in flight is queued somewhere, so a smoothed-RTT criterion
-// would grow the buffer to its maximum without sending any faster).
-func (s *sendStream) autoTune(now clock.Mono, minRTT, srtt time.Duration) {
+// being the path's smallest and smoothed round trips and cwnd the
+// congestion window. Two rules grow the limit (up to maxLimit); either is
+// enough.
+//
+// The window rule: on a path whose smoothed RTT is at least
+// windowRuleRTT, a buffer that stops the sender while the congestion
+// window would let more through, and holds less than that window,
+// doubles. The controller owns the question of what the path takes; the
+// buffer must not answer it instead (Linux's send buffer follows the
+// congestion window likewise: tcp_sndbuf_expand keeps it at twice the
+// window). The rate rule below cannot see two common paths: one whose
+// round trip another flow's standing queue stretched past bufferRTTs
+// minimum RTTs (a latecomer beside a buffer filler, a flow that turned
+// competitive, any flow behind a bloated cellular buffer), where no
+// buffer's worth can be acknowledged that fast; and a lossy one, where
+// every hole holds the acknowledged base still for a round trip. Without
+// this rule such a flow stays at the window its first buffers allow,
+// whatever its controller says.
+//
+// The rate rule: once a buffer's worth was acknowledged since the epoch
+// began, and at least one smoothed RTT passed (a shorter epoch measures
+// the burstiness of ACKs, not the path), it closes the epoch, and doubles
+// limit if that took less than bufferRTTs minimum RTTs per buffer: the
+// buffer then holds less than bufferRTTs bandwidth-delay products,
+// measured against the path's propagation delay rather than the smoothed
+// RTT, which grows with whatever the sender queues (on a loopback or
+// CPU-bound path every byte in flight is queued somewhere, so a
+// smoothed-RTT criterion would grow the buffer to its maximum without
+// sending any faster).
+func (s *sendStream) autoTune(now clock.Mono, minRTT, srtt time.Duration, cwnd int64) {
+	if cwnd > 0 && int64(s.limit) < cwnd && srtt >= windowRuleRTT {
+		s.limit = min(2*s.limit, s.maxLimit)
+		s.epochAt, s.epochBase = now, s.base
+		return
+	}
 	acked := s.base - s.epochBase
 	if minRTT <= 0 || acked < int64(s.limit) || now.Sub(s.epochAt) < srtt {
 		return
@@ -172,6 +196,16 @@ func (s *sendStream) autoTune(now clock.Mono, minRTT, srtt time.Duration) {
 	}
 	s.epochAt, s.epochBase = now, s.base
 }
+
+// windowRuleRTT is the smoothed RTT below which the window rule does not
+// apply. Under it the round trip is mostly the host's own queueing (on
+// loopback, or a LAN, a sender's bytes wait in socket buffers and for the
+// scheduler, and a delay-based window that accepts a few milliseconds of
+// queue asks for megabytes there, which buy a loopback upload nothing),
+// and the rate rule's minimum RTT measures the path well enough. Above
+// it, a stretched or lossy round trip is the network's, and the window
+// rule is needed.
+const windowRuleRTT = 10 * time.Millisecond
 
 // bufferRTTs is how many minimum-RTT bandwidth-delay products the send
 // buffer grows to hold: one is in flight; the rest covers ACK delay and a

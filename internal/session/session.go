@@ -318,6 +318,15 @@ func (s *Session) canSend() bool {
 	return s.ctl.CanSend(s.tr.InFlight(kindData))
 }
 
+// window is the controller's congestion window in bytes (0 before the
+// controller is built), for the send buffer's window rule (autoTune).
+func (s *Session) window() int64 {
+	if s.ctl == nil {
+		return 0
+	}
+	return int64(s.ctl.Window())
+}
+
 // inbandConfig is the in-band clock estimator's: 60 s of history in
 // 500 ms windows, trusted once 4 windows (2 s) have samples. Half as many
 // windows as the 250 ms the estimator was first run with, for 1.9 KiB a
@@ -1077,7 +1086,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		}
 	}
 	if s.out.limitedByBuffer(s.canSend(), s.peerMax) {
-		s.out.autoTune(now, s.tr.RTT().Min(), s.tr.RTT().Smoothed())
+		s.out.autoTune(now, s.tr.RTT().Min(), s.tr.RTT().Smoothed(), s.window())
 	}
 	return nil, 0, false
 }
