@@ -38,7 +38,7 @@ import (
 //     floor. Copa's test starts that slowdown at once; or a regular
 //     slowdown's finding within competeEvidenceSpan before Copa's test
 //     fires counts too. A refuted test keeps Copa's test quiet until the
-//     next regular slowdown.
+//     next regular slowdown, or one slowdown interval (quietCopa).
 //   - two congestive losses (OWDv > μ when they happen) within
 //     competeLossSpan while the window sat within a packet of the floor
 //     ("starved losses"). Physics alone is evidence here: a delay-based
@@ -67,8 +67,10 @@ type compete struct {
 	// suspect: Copa's test fired; the slowdown it started decides.
 	suspect bool
 	// quiet: a slowdown Copa's test started has given its verdict; the
-	// test waits for the next regular slowdown.
-	quiet bool
+	// test waits for the next regular slowdown, or until quietUntil
+	// (quietCopa).
+	quiet      bool
+	quietUntil clock.Mono
 	// stayedAt is when a regular slowdown last found the queue staying
 	// (drain.go); stayed says there was one.
 	stayedAt clock.Mono
@@ -228,10 +230,28 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 		c.enterCompetitive(now, reasonCopaStayed)
 		return
 	}
-	if !c.comp.suspect && !c.comp.quiet {
+	if !c.comp.suspect && !c.copaQuiet(now) {
 		c.comp.suspect = true
 		c.startProbe(now, reasonCopaAsks)
 	}
+}
+
+// quietCopa keeps Copa's test from asking for another slowdown until the
+// next regular one: on a path where it fires on the flow's own queue
+// (short, slow paths) it would otherwise ask every few round trips. But
+// for at most one slowdown interval: a regular slowdown is postponed by
+// every sample at the base (syncSlowdown), and when the base holds a
+// buffer filler's trough (a latecomer's) that is every sawtooth, so the
+// regular slowdown never comes, and a flow whose test was refuted or
+// unconfirmed once would stay at its floor beside the filler for good.
+func (c *Controller) quietCopa(now clock.Mono) {
+	c.comp.suspect, c.comp.quiet = false, true
+	c.comp.quietUntil = now.Add(max(c.probe.gap, c.cfg.Tuning.ProbeMinInterval))
+}
+
+// copaQuiet reports whether Copa's test may not ask now (quietCopa).
+func (c *Controller) copaQuiet(now clock.Mono) bool {
+	return c.comp.quiet && now.Before(c.comp.quietUntil)
 }
 
 // onCongestiveLoss notes a loss that may be a starved one (see the type

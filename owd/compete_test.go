@@ -300,7 +300,12 @@ func TestRandomLossesDoNotSwitch(t *testing.T) {
 // A slowdown cut short by a loss gives no verdict: the hold did not last
 // long enough to drain anything, and the packets sent after it are not
 // the hold's.
-func TestShortHoldGivesNoVerdict(t *testing.T) {
+func TestShortHoldGivesNoVerdict(t *testing.T) { shortCopaHold(t) }
+
+// shortCopaHold runs a slowdown Copa's test asked for into a loss that
+// cuts it short, checks that it gave no verdict, and returns the harness
+// with Copa's test quiet.
+func shortCopaHold(t *testing.T) *harness {
 	h := newHarness(mustNew(New(Config{MSS: mss})))
 	h.toAvoidance()
 	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
@@ -315,7 +320,30 @@ func TestShortHoldGivesNoVerdict(t *testing.T) {
 	require.True(t, h.c.probe.test.short)
 	h.standingQueue(500*time.Millisecond, 60*time.Millisecond, 61*time.Millisecond, time.Second)
 	require.NotEqual(t, modeCompetitive, h.c.mode, "a queue that stays after the hold is no verdict")
-	require.True(t, h.c.comp.quiet, "and Copa's test waits for the next regular slowdown")
+	require.True(t, h.c.copaQuiet(h.now), "and Copa's test waits for the next regular slowdown")
+	return h
+}
+
+// Copa's test stays quiet after a verdict until the next regular slowdown,
+// but no longer than one slowdown interval: beside a buffer filler whose
+// troughs touch the base a latecomer measured, every trough postpones the
+// regular slowdown (syncSlowdown), and a flow waiting for it would stay at
+// its floor for good.
+func TestCopaQuietEndsAfterOneInterval(t *testing.T) {
+	h := shortCopaHold(t)
+	until := h.c.comp.quietUntil
+	require.GreaterOrEqual(t, until.Sub(h.now), h.c.cfg.Tuning.ProbeMinInterval-time.Second)
+	// The regular slowdown keeps being postponed (as syncSlowdown does on
+	// every sample at the base): only the quiet's own end lets Copa's test
+	// ask again.
+	asked := false
+	for !asked && h.now.Before(until.Add(10*time.Second)) {
+		h.c.probe.at = h.now.Add(time.Hour)
+		h.sawtooth(100*time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second, false)
+		asked = h.c.mode == modeProbe && h.c.probe.test.suspect
+		require.False(t, asked && h.now.Before(until), "Copa's test asked while quiet")
+	}
+	require.True(t, asked, "Copa's test asks again once the quiet is over")
 }
 
 // A queue that falls under the hold is someone draining it — slow

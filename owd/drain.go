@@ -181,7 +181,7 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 		// hold was cut short. A slowdown Copa's test asked for still
 		// counts as asked: the test waits for the next regular one.
 		if d.suspect {
-			c.comp.suspect, c.comp.quiet = false, true
+			c.quietCopa(now)
 		}
 		return
 	}
@@ -231,10 +231,7 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 	}
 	if d.suspect {
 		// Refuted or not, Copa's test may not start another slowdown
-		// before the next regular one: on a path where it fires on the
-		// flow's own queue (short, slow paths) that would be a slowdown
-		// every few round trips.
-		c.comp.suspect = false
-		c.comp.quiet = true
+		// before the next regular one (quietCopa).
+		c.quietCopa(now)
 	}
 }

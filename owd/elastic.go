@@ -132,7 +132,7 @@ func (c *Controller) maybeStartElasticity(now clock.Mono) {
 	srtt := c.rtt.Smoothed()
 	mu := c.mss / pt.Seconds()
 	s0 := c.cwnd / srtt.Seconds()
-	if s0 >= mu/4 || c.comp.empty.full == 0 || !c.comp.quiet {
+	if s0 >= mu/4 || c.comp.empty.full == 0 || !c.copaQuiet(now) {
 		return
 	}
 	if !c.cfg.Tuning.DisableBaseDelayProbe && c.probe.at != 0 && c.probe.at.Sub(now) < time.Duration(elasticPeriods+1)*max(4*srtt, elasticMinPeriod) {

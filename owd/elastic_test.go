@@ -71,7 +71,7 @@ func pulseConfig() Config {
 func startPulse(h *harness, mu float64) *pulseLink {
 	h.toAvoidance()
 	h.ackN(200, 50*time.Millisecond, 100*time.Millisecond)
-	h.c.comp.quiet = true // Copa's test has asked already: it may not start a slowdown mid-test
+	h.c.quietCopa(h.now) // Copa's test has asked already: it may not start a slowdown mid-test
 	h.c.startElasticity(h.now, mu, mu/20, 100*time.Millisecond)
 	return &pulseLink{prop: 50 * time.Millisecond, last: h.now, dep: h.now.Add(50 * time.Millisecond)}
 }
@@ -174,7 +174,7 @@ func TestPulseWaitsForCopasTest(t *testing.T) {
 	c.cwnd = cc.MinWindowPackets * mss
 	c.maybeStartElasticity(h.now)
 	require.False(t, c.elastic.active, "Copa's test has not asked")
-	c.comp.quiet = true
+	c.quietCopa(h.now)
 	c.maybeStartElasticity(h.now)
 	require.True(t, c.elastic.active)
 	require.InDelta(t, 1.25e6, c.elastic.mu, 1)
@@ -189,7 +189,8 @@ func TestPulseCappedByTheFlowsRate(t *testing.T) {
 	h.toAvoidance()
 	h.ackN(200, 50*time.Millisecond, 100*time.Millisecond)
 	c := h.c
-	c.probe.done, c.comp.quiet, c.comp.empty.full = true, true, 1
+	c.probe.done, c.comp.empty.full = true, 1
+	c.quietCopa(h.now)
 	c.disp.old, c.disp.nOld = 8*time.Microsecond, dispersionPairs // a μ of 1 Gbit/s
 	c.cwnd = cc.MinWindowPackets * mss
 	c.maybeStartElasticity(h.now)

@@ -69,8 +69,12 @@ func TestAckFrequencyNarrowUplink(t *testing.T) {
 // TestAckFrequencySymmetricUnchanged: on a symmetric path the return path
 // never holds a standing queue, so the sender never asks for fewer ACKs,
 // beside a buffer filler too, and the outcome is that of a run where no
-// session consents (the Accept's parameters change the first packets'
-// timing by a few µs, so not bit for bit).
+// session consents: the link carries the same bulk goodput, and the
+// telemetry the same. (Not bit for bit, and not flow by flow: the
+// Accept's parameters change the first packets' timing by a few µs, and
+// which of two flows sharing a full FIFO loses which packet then follows
+// from that, so the split between them moves by percents either way from
+// seed to seed.)
 func TestAckFrequencySymmetricUnchanged(t *testing.T) {
 	s, err := scenario.Parse([]byte(`{"name": "symmetric", "duration": "20s", "seed": 5, "mss": 1000,
 		"forward": {"rate": "10Mbps", "delay": "20ms", "queue": {"discipline": "fifo", "limit": 100}},
@@ -87,10 +91,17 @@ func TestAckFrequencySymmetricUnchanged(t *testing.T) {
 			require.NoError(t, err)
 			without, err := Run(s, Options{CC: name, noAckFrequency: true})
 			require.NoError(t, err)
+			var bulkWith, bulkWithout float64
 			for i, f := range with.Flows {
 				require.Zero(t, f.AckFrequencySent, f.Name)
-				require.InDelta(t, without.Flows[i].GoodputBps, f.GoodputBps, 0.02*without.Flows[i].GoodputBps+1, f.Name)
+				if f.Kind == "bulk" {
+					bulkWith += f.GoodputBps
+					bulkWithout += without.Flows[i].GoodputBps
+				} else {
+					require.InDelta(t, without.Flows[i].GoodputBps, f.GoodputBps, 0.02*without.Flows[i].GoodputBps+1, f.Name)
+				}
 			}
+			require.InDelta(t, bulkWithout, bulkWith, 0.02*bulkWithout, "the bulk flows together")
 		})
 	}
 }
