@@ -43,7 +43,7 @@ func besideOneCubic(t *testing.T, d time.Duration) *scenario.Scenario {
 // the time, and takes a share well above what Vegas (rttdelay), which
 // has no such mode, gets in the same slot on the same seeds. Not a fair
 // share: in competitive mode 1/δ grows by one per round trip, and the
-// round trip of a ten-BDP FIFO kept full is eight times the path's, so
+// round trip of a ten-BDP FIFO kept full is ten times the path's, so
 // Copa's window converges on CUBIC's over minutes, not in this run.
 func TestCopaCompetitiveBesideOneCubic(t *testing.T) {
 	for seed := int64(1); seed <= 2; seed++ {
