@@ -118,6 +118,11 @@ const (
 	competeLossSpan = 30 * time.Second
 	// competeFloorSlack: "at the floor" is within this many packets of it.
 	competeFloorSlack = 1
+	// copaMinSamples is the fewest samples a Copa window closes on: two
+	// round trips of a window at its floor. A flow at its floor still
+	// gets about ten in 5·SRTT; a window that spans a delivery gap may
+	// get one or two, all from the backlog (see emptiness).
+	copaMinSamples = 2 * cc.MinWindowPackets
 )
 
 // recentlyLeft reports whether competitive mode ended within competeRecall.
@@ -127,8 +132,18 @@ func (c *Controller) recentlyLeft(now clock.Mono) bool {
 
 // emptiness is Copa's "does the queue nearly empty once every 5 RTTs"
 // test on one-way queueing delay.
+//
+// A window closes after 5·SRTT and at least copaMinSamples samples. The
+// count matters after a delivery gap (a cellular outage): the first ACKs
+// after it close a window that began before it, and alone they carry the
+// backlog the outage built — a queue that did not empty, of the flow's own
+// packets. On ATT-LTE-driving up under CoDel such a window of two samples
+// started a push test of 144 packets sized from the link's peak rate, and
+// the queue reached 900 ms. The samples that follow, sent after the link
+// came back, show whether the queue empties.
 type emptiness struct {
 	start  clock.Mono
+	n      int // samples in the current window
 	minQ   time.Duration
 	winMax time.Duration // largest queueing delay of the window
 	maxQ   time.Duration // largest queueing delay, decayed by 10 % a window
@@ -149,7 +164,8 @@ func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration) bool {
 	e.minQ = min(e.minQ, q)
 	e.winMax = max(e.winMax, q)
 	e.maxQ = max(e.maxQ, q)
-	if now.Sub(e.start) < 5*srtt {
+	e.n++
+	if now.Sub(e.start) < 5*srtt || e.n < copaMinSamples {
 		return false
 	}
 	if e.minQ <= max(floor, e.maxQ/10) {
@@ -161,7 +177,7 @@ func (e *emptiness) observe(now clock.Mono, q, floor, srtt time.Duration) bool {
 		e.lo, e.hi = min(e.lo, e.minQ), max(e.hi, e.winMax)
 		e.full++
 	}
-	e.start, e.minQ, e.winMax = now, q, q
+	e.start, e.minQ, e.winMax, e.n = now, q, q, 1
 	e.maxQ = e.maxQ * 9 / 10
 	return true
 }

@@ -346,6 +346,39 @@ func TestCopaQuietEndsAfterOneInterval(t *testing.T) {
 	require.True(t, asked, "Copa's test asks again once the quiet is over")
 }
 
+// A Copa window that spans a delivery gap (an outage) closes only on
+// copaMinSamples samples: the first ACKs after the gap carry the backlog
+// the outage built, and alone they would make a window whose queue did
+// not empty. The samples sent after the link came back decide.
+func TestCopaWindowSpanningGapNeedsSamples(t *testing.T) {
+	ms := time.Millisecond
+	srtt, floor := 40*ms, 10*ms
+	var e emptiness
+	now := clock.Mono(0)
+	sample := func(q time.Duration) bool {
+		closed := e.observe(now, q, floor, srtt)
+		now = now.Add(10 * ms)
+		return closed
+	}
+	for range 25 { // windows that empty: 5 ms of queue
+		sample(5 * ms)
+	}
+	for now.Sub(e.start) < 5*srtt {
+		sample(5 * ms)
+	}
+	// The link slows before the outage: the sample that closes this
+	// window starts the next on 60 ms.
+	require.True(t, sample(60*ms))
+	require.Zero(t, e.full)
+	now = now.Add(5 * time.Second) // the outage: no ACK
+	require.False(t, sample(400*ms), "one backlog sample closed the window")
+	require.False(t, sample(380*ms), "two backlog samples closed the window")
+	require.Zero(t, e.full)
+	for !sample(5 * ms) { // sent after the link came back: the queue empties
+	}
+	require.Zero(t, e.full, "the window that spans the outage saw the queue empty")
+}
+
 // A queue that falls under the hold is someone draining it — slow
 // start's own queue behind the first slowdown, or delay-based flows after
 // a capacity drop — and no evidence of a buffer filler, however high it
