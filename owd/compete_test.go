@@ -69,7 +69,9 @@ func TestCompetitiveModeOnStandingQueue(t *testing.T) {
 	h.standingQueue(5*time.Second, 40*time.Millisecond, 80*time.Millisecond, time.Second)
 	require.Equal(t, modeCompetitive, h.c.mode, "a queue that never nearly empties, moves and stays under a slowdown is a buffer filler's")
 	require.Equal(t, ModeCompetitive, h.c.Metrics().Mode)
-	require.Equal(t, h.c.comp.cubic.Window(), h.c.Window(), "the window is CUBIC's, not the delay rule's")
+	require.Equal(t, h.c.competitiveWindow(), h.c.Window(), "the window is competitive mode's, not the delay rule's")
+	require.GreaterOrEqual(t, h.c.Window(), h.c.comp.cubic.Window())
+	require.GreaterOrEqual(t, h.c.Window(), h.c.comp.bbr.Window())
 	require.Greater(t, h.c.Window(), cc.ByteCount(h.c.cwnd))
 
 	// The same without competitive mode: the delay rule holds the floor.

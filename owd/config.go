@@ -102,12 +102,19 @@ type Tuning struct {
 	// starts, and a maximum raised by them gives each flow its own μ
 	// (trackMax in targets.go).
 	AvoidanceRaisesMax bool
-	// DisableCompetitiveMode turns off the switch to CUBIC beside buffer-
-	// filling flows (compete.go): the queue does not nearly empty once in
-	// two windows of 5·SRTT (Copa's test), or two congestive losses come
+	// DisableCompetitiveMode turns off the switch to competitive mode
+	// (CUBIC and BBR, see DisableCompetitiveBBR) beside buffer-filling
+	// flows (compete.go): the queue does not nearly empty once in two
+	// windows of 5·SRTT (Copa's test), or two congestive losses come
 	// within 30 s with the window at its floor; a slowdown that drains the
 	// queue switches back.
 	DisableCompetitiveMode bool
+	// DisableCompetitiveBBR makes competitive mode CUBIC alone. By
+	// default the window there is the larger of CUBIC's and BBR's
+	// (competitiveWindow in compete.go): CUBIC alone loses most of a
+	// shallow buffer's link to a BBR flow, and BBR alone most of a deep
+	// buffer's to CUBIC flows.
+	DisableCompetitiveBBR bool
 	// DisableNoiseResponse turns off the noise floor learned from whether
 	// the delay follows the window and, on a link that releases packets in
 	// batches, from the spread of the delay within a round (response.go),

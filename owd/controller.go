@@ -27,8 +27,8 @@ type Controller struct {
 
 	// Window state, in bytes. Floats so that the per-ACK steps of ±MSS²/cwnd
 	// are not lost to integer truncation. In competitive mode the window in
-	// force is CUBIC's (comp.cubic); cwnd is then the delay window the flow
-	// returns with.
+	// force is competitiveWindow's (CUBIC's or BBR's); cwnd is then the
+	// delay window the flow returns with.
 	cwnd     float64
 	ssthresh float64 // +Inf until the first slow-start exit
 
@@ -65,7 +65,7 @@ type Controller struct {
 	inRecovery  bool
 
 	probe slowdown    // probe.go: the base-delay slowdowns and the drain test
-	comp  compete     // compete.go: the buffer-filler detector and CUBIC
+	comp  compete     // compete.go: the buffer-filler detector, CUBIC and BBR
 	disp  dispersion  // dispersion.go: the bottleneck's packet time
 	resp  response    // response.go: does the delay follow the window?
 	vel   velocity    // velocity.go: a faster increase while the queue is empty
@@ -190,6 +190,9 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 	c.pulse = c.pulseRate(now)
 	if c.comp.cubic != nil {
 		c.comp.cubic.OnPacketSent(now, pn, bytes, inFlight)
+		if c.comp.bbr != nil {
+			c.comp.bbr.OnPacketSent(now, pn, bytes, inFlight)
+		}
 	}
 }
 
@@ -218,7 +221,7 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //     (elastic.go), and the push test with its raised window (push.go),
 //     whose verdict may enter competitive mode or rebase.
 //  5. A full ACK ends loss recovery (RFC 6582).
-//  6. CUBIC, in competitive mode, takes the ACK.
+//  6. CUBIC and BBR, in competitive mode, take the ACK.
 //  7. The mode's transition function (onAck):
 //     - slow start: the exit on queueing delay (with the slow-start
 //     drain), growth by the bytes acknowledged, the exit at ssthresh;
@@ -252,6 +255,9 @@ func (c *Controller) OnAck(now clock.Mono, ack cc.AckSample) {
 	}
 	if c.comp.cubic != nil { // 6
 		c.comp.cubic.OnAck(now, ack)
+		if c.comp.bbr != nil {
+			c.comp.bbr.OnAck(now, ack)
+		}
 	}
 	c.onAck(now, ack)          // 7
 	c.pulse = c.pulseRate(now) // 8
@@ -390,7 +396,7 @@ func (c *Controller) onAckAvoidance(now clock.Mono, ack cc.AckSample) {
 	}
 }
 
-// onAckCompetitive: CUBIC (fed in OnAck) owns the window; the periodic
+// onAckCompetitive: CUBIC and BBR (fed in OnAck) own the window; the periodic
 // slowdowns ask whether the buffer filler is still there.
 func (c *Controller) onAckCompetitive(now clock.Mono) {
 	c.rebase = false // the base delay a buffer filler's queue inflates says nothing about the path
@@ -484,6 +490,9 @@ func (c *Controller) grow(d, floor float64) {
 func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 	if c.comp.cubic != nil {
 		c.comp.cubic.OnLoss(now, loss)
+		if c.comp.bbr != nil {
+			c.comp.bbr.OnLoss(now, loss)
+		}
 	}
 	c.lossRate += lossRateGain * (1 - c.lossRate)
 	c.levels.note(loss.PacketNumber, true)
@@ -587,6 +596,9 @@ func (c *Controller) congestiveLoss(now clock.Mono) bool {
 func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 	if c.comp.cubic != nil {
 		c.comp.cubic.OnRetransmissionTimeout(now)
+		if c.comp.bbr != nil {
+			c.comp.bbr.OnRetransmissionTimeout(now)
+		}
 	}
 	if c.mode == modeProbe {
 		c.finishProbe(now, reasonHoldCut)
@@ -612,7 +624,7 @@ func (c *Controller) OnRetransmissionTimeout(now clock.Mono) {
 // scaled by RTTcur/(RTTcur − reverse queueing).
 func (c *Controller) Window() cc.ByteCount {
 	if c.mode == modeCompetitive {
-		return c.comp.cubic.Window()
+		return c.competitiveWindow()
 	}
 	if c.pulse > 0 {
 		// The pulse test sets the rate: the window only keeps a round
@@ -626,13 +638,13 @@ func (c *Controller) Window() cc.ByteCount {
 // slowdown's hold) the pacing gain is slow start's (cc.PacingRate).
 func (c *Controller) PacingRate() cc.Bandwidth {
 	if c.mode == modeCompetitive {
-		if r := c.comp.cubic.PacingRate(); r > 0 {
+		if r := c.competitivePacingRate(); r > 0 {
 			return r
 		}
-		// The CUBIC flow is new and has no RTT sample of its own until
-		// its first ACK carries one: pace its window over this flow's
-		// SRTT meanwhile, not send it at once.
-		return cc.PacingRate(c.comp.cubic.Window(), c.rtt.Smoothed(), false)
+		// The CUBIC and BBR flows are new and have no RTT sample of
+		// their own until their first ACK carries one: pace the window
+		// over this flow's SRTT meanwhile, not send it at once.
+		return cc.PacingRate(c.competitiveWindow(), c.rtt.Smoothed(), false)
 	}
 	if c.pulse > 0 {
 		return cc.Bandwidth(8 * c.pulse)

@@ -49,9 +49,9 @@ type drainTest struct {
 	suspect, first, short bool
 	// lastQ is the queueing delay of the hold's last sample.
 	lastQ time.Duration
-	// cubicWindow is CUBIC's window at the start of the hold (competitive
-	// mode), the window a wrong return resumes near.
-	cubicWindow float64
+	// compWindow is the competitive window at the start of the hold
+	// (competitiveWindow), the window a wrong return resumes near.
+	compWindow float64
 }
 
 // drainStayedNoise is how many noise floors of queueing must remain under
@@ -77,7 +77,7 @@ func (c *Controller) startDrainTest(now clock.Mono, hold time.Duration) {
 	*d = drainTest{active: true, from: now, to: now.Add(hold), base: a.Min(), minQ: -1, suspect: c.comp.suspect, first: !c.probe.done}
 	if c.mode == modeCompetitive {
 		d.base = min(d.base, c.comp.base)
-		d.cubicWindow = float64(c.comp.cubic.Window())
+		d.compWindow = float64(c.competitiveWindow())
 	}
 }
 
@@ -216,7 +216,7 @@ func (c *Controller) drainVerdict(now clock.Mono) {
 	}
 	switch {
 	case competitive && !stayed:
-		c.leaveCompetitive(now, d.cubicWindow)
+		c.leaveCompetitive(now, d.compWindow)
 	case !competitive && d.suspect:
 		// The slowdown Copa's test asked for: it decides now, and its
 		// finding is not carried over as half of later evidence.

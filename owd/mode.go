@@ -25,8 +25,9 @@ const (
 	// window for a few round trips so the queue drains, every flow
 	// re-measures OWDmin, and the drain test tells whose queue it was.
 	modeProbe
-	// modeCompetitive: beside a buffer-filling flow the window is CUBIC's
-	// (RFC 9438), until a slowdown shows the queue drains.
+	// modeCompetitive: beside a buffer-filling flow the window is the
+	// larger of CUBIC's (RFC 9438) and BBR's (competitiveWindow), until a
+	// slowdown shows the queue drains.
 	modeCompetitive
 )
 

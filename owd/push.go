@@ -210,7 +210,7 @@ func (c *Controller) finishPush(now clock.Mono) {
 	t.active = false
 	v, _ := t.verdict()
 	if v == pushBusy && c.mode == modeAvoidance {
-		// CUBIC starts from the pushed window, which the link carried.
+		// CUBIC and BBR start from the pushed window, which the link carried.
 		c.enterCompetitive(now, reasonPushBusy)
 		return
 	}
