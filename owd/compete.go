@@ -250,7 +250,11 @@ func (c *Controller) observeEmptiness(now clock.Mono, ack cc.AckSample) {
 		c.enterCompetitive(now, reasonCopaStayed)
 		return
 	}
-	if !c.comp.suspect && !c.copaQuiet(now) {
+	if !c.comp.suspect && !c.copaQuiet(now) && !c.probe.test.active {
+		// (Not while the last slowdown's verdict is pending: a new
+		// slowdown would restart the drain test and drop its finding.
+		// The verdict comes a round trip after the hold; the next window
+		// asks again.)
 		c.comp.suspect = true
 		c.startProbe(now, reasonCopaAsks)
 	}

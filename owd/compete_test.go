@@ -478,3 +478,25 @@ func TestWrongReturnResumesCubicWindow(t *testing.T) {
 	require.InDelta(t, 0.7*left, float64(h.c.comp.cubic.Window()), 0.1*left,
 		"resumes at CUBIC's β of the window it had, not from the floor")
 }
+
+// A slowdown's verdict comes with the first ACK of a packet sent after
+// its hold, a round trip after the hold ends. Copa's test, whose quiet
+// ends one slowdown interval after its last verdict, may close a window
+// on the very ACK that ends a regular hold (fillers draw 2052: 32.93 s);
+// it must not start its own slowdown while a verdict is pending, which
+// would restart the drain test and drop the regular one's finding (that
+// the queue stayed: half the evidence).
+func TestPendingVerdictNotOverwritten(t *testing.T) {
+	h := newHarness(mustNew(New(Config{MSS: mss})))
+	h.toAvoidance()
+	h.ackN(1000, 50*time.Millisecond, 100*time.Millisecond)
+	h.c.probe.at = h.now.Add(time.Hour) // no regular slowdown in this test
+	// A drain test whose verdict is still to come.
+	h.c.probe.test = drainTest{active: true, from: h.now, to: h.now.Add(time.Hour), base: h.c.owdA.Min(), minQ: -1}
+	for range 100 { // 10 s of a standing queue that moves: Copa's test would ask
+		h.sawtooth(100*time.Millisecond, 40*time.Millisecond, 80*time.Millisecond, time.Second, false)
+		require.NotEqual(t, modeProbe, h.c.mode, "Copa's test started a slowdown over a pending verdict")
+	}
+	require.True(t, h.c.probe.test.active)
+	require.Positive(t, h.c.comp.empty.full, "Copa's windows did not empty")
+}
