@@ -53,6 +53,8 @@ type Conn struct {
 	readReady  chan struct{} // stream data, EOF or close: a reader may proceed
 	writeReady chan struct{} // send buffer space freed
 	updReady   chan struct{} // a fresher update arrived
+	pathCh     chan struct{} // PathChanged: Stats().PathDead flipped
+	pathDead   bool          // the PathDead notifyLocked last saw; under mu
 	commitCh   chan struct{} // closed and dropped when the peer's commit grows; made by a waiter (commit.go)
 	commitSeen int64         // the peer's commit when commitCh was last closed
 	opened     chan struct{} // closed when the handshake completes
@@ -69,6 +71,9 @@ type Conn struct {
 	// unreachable counts ICMP port unreachables after the handshake
 	// (Stats.PortUnreachable).
 	unreachable atomic.Int64
+	// unreachableHeard is unreachable when the peer was last heard
+	// (Stats.PortUnreachableSinceHeard).
+	unreachableHeard atomic.Int64
 
 	ownsTransport bool // package Dial's: Close closes the Transport and socket
 	stopNTP       context.CancelFunc
@@ -108,6 +113,7 @@ func newConn(cfg *Config, tr *Transport, peer *net.UDPAddr, s *session.Session) 
 		readReady:  make(chan struct{}, 1),
 		writeReady: make(chan struct{}, 1),
 		updReady:   make(chan struct{}, 1),
+		pathCh:     make(chan struct{}, 1),
 		opened:     make(chan struct{}),
 		done:       make(chan struct{}),
 		timerIdx:   -1,
@@ -153,6 +159,10 @@ func (c *Conn) notifyLocked() {
 	if c.s.UpdateReady() {
 		signal(c.updReady)
 	}
+	if d := c.s.PathDead(); d != c.pathDead {
+		c.pathDead = d
+		signal(c.pathCh)
+	}
 	c.notifyCommitLocked()
 }
 
@@ -170,6 +180,9 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort) (ok, elsewhere bool
 	}
 	if c.ln == nil {
 		c.srvID.Store(c.s.ServerConnID())
+	}
+	if v != session.Dropped {
+		c.unreachableHeard.Store(c.unreachable.Load())
 	}
 	c.notifyLocked()
 	return v != session.Dropped, path != session.PathCurrent
@@ -382,6 +395,7 @@ func (c *Conn) Stats() Stats {
 	now, _ := c.now()
 	st := statsFrom(c.s.Stats(now))
 	st.PortUnreachable = c.unreachable.Load()
+	st.PortUnreachableSinceHeard = st.PortUnreachable - c.unreachableHeard.Load()
 	if nc, ok := c.clk.(*ntpclock.Clock); ok {
 		n := nc.Status()
 		st.NTP = NTPStats{Enabled: true, Synced: n.Synchronized, Offset: n.Offset, Stratum: n.Stratum, Server: n.Server, Err: n.Err}
@@ -446,6 +460,15 @@ func (c *Conn) timeoutError(op string) error {
 // Done is closed when the connection has ended (Close, peer close, idle
 // timeout or error); Err then says why.
 func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// PathChanged returns a channel that receives when Stats().PathDead
+// changes, the path going dead or coming back; read Stats for the new
+// state. Signals coalesce (the channel holds one), so a flip and its
+// flip back may arrive as one signal with Stats showing the latest. An
+// application that watches the path with this instead of polling Stats
+// does not wake up while nothing changes, which on a battery-powered
+// device is the budget.
+func (c *Conn) PathChanged() <-chan struct{} { return c.pathCh }
 
 // Err is why the connection ended (nil while it is open).
 func (c *Conn) Err() error {

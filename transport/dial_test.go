@@ -103,3 +103,44 @@ func TestRefusedAfterHandshakeIsIgnored(t *testing.T) {
 	default:
 	}
 }
+
+// PathChanged signals when the path goes dead (and nothing while it is
+// healthy), so an application watches it without polling Stats; the
+// ICMP errors counted since the peer was last heard say nothing listens
+// there any more.
+func TestPathChangedSignalsDeadPath(t *testing.T) {
+	l, cli, _ := pair(t, Config{}, Config{})
+	defer l.Close()
+	defer cli.Close()
+	for range 5 { // healthy traffic: no signal
+		require.NoError(t, cli.SendUpdate([]byte("reading")))
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-cli.PathChanged():
+		t.Fatal("PathChanged signalled on a healthy path")
+	default:
+	}
+	require.False(t, cli.Stats().PathDead)
+
+	require.NoError(t, l.t.Conn.Close()) // the server vanishes, no CLOSE sent
+	gone := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond) // a sensor's readings go on
+	defer tick.Stop()
+	deadline := time.After(15 * time.Second)
+	for changed := false; !changed; {
+		select {
+		case <-cli.PathChanged():
+			changed = true
+			t.Logf("PathChanged %v after the server vanished", time.Since(gone).Round(time.Millisecond))
+		case <-tick.C:
+			require.NoError(t, cli.SendUpdate([]byte("anyone there?")))
+		case <-deadline:
+			t.Fatal("no PathChanged signal for a dead path")
+		}
+	}
+	s := cli.Stats()
+	require.True(t, s.PathDead)
+	require.Positive(t, s.PortUnreachableSinceHeard, "the probes drew ICMP port unreachables")
+	require.Equal(t, s.PortUnreachable, s.PortUnreachableSinceHeard, "nothing was heard since the server vanished")
+}

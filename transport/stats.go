@@ -45,8 +45,9 @@ type Stats struct {
 	// RTT) brought no acknowledgement. The connection stays open, the
 	// update policy's updates go at most one per timeout (probes, not a
 	// sensor's rate into nothing), and the first acknowledgement clears
-	// it; only IdleTimeout ends the connection. Poll it to tell a user at
-	// once that the monitor is unreachable.
+	// it; only IdleTimeout ends the connection. Watch it to tell a user
+	// at once that the monitor is unreachable: Conn.PathChanged signals
+	// each change, so an application need not poll.
 	PathDead bool
 	// PortUnreachable counts the ICMP port-unreachable errors the kernel
 	// reported for this connection's peer after the handshake (a Dial'd
@@ -57,6 +58,11 @@ type Stats struct {
 	// transient); an application may name them when it says why the
 	// path is dead.
 	PortUnreachable int64
+	// PortUnreachableSinceHeard is the part of PortUnreachable counted
+	// since the peer was last heard (a datagram of this connection
+	// arrived): with PathDead, a sign that nothing listens at the peer's
+	// address now, not an error from before it answered last.
+	PortUnreachableSinceHeard int64
 	// NTP is the state of this host's NTP-corrected clock, when the
 	// endpoint has one (Config.NTPServer, or an ntpclock.Clock as
 	// Config.Clock); the zero value otherwise.

@@ -51,7 +51,7 @@ func TestStatsFromCopiesEveryField(t *testing.T) {
 		require.Equal(t, v.Field(i).Interface(), got.Convert(v.Field(i).Type()).Interface(), name)
 	}
 	// Everything else transport.Stats has is the transport's own.
-	require.Equal(t, v.NumField()+2, out.NumField(), "only NTP and PortUnreachable are added by the transport")
+	require.Equal(t, v.NumField()+3, out.NumField(), "only NTP, PortUnreachable and PortUnreachableSinceHeard are added by the transport")
 }
 
 func TestStatsStrings(t *testing.T) {

@@ -609,43 +609,50 @@ func watch(ctx context.Context, conn *transport.Conn, o *options,
 		fmt.Fprintf(stdout, "agent: %v\n", err)
 		return up, err
 	}
-	// The path's state is checked more often than the status line, so a
-	// monitor that went away is said at once, not at the next line.
-	pathTick := time.NewTicker(200 * time.Millisecond)
-	defer pathTick.Stop()
+	// The path's state comes from the transport when it changes
+	// (PathChanged), so a monitor that went away is said at once, and a
+	// healthy path costs no wake-ups: on a battery-powered device a timer
+	// that fires with nothing to do is what keeps the CPU awake. While the
+	// path is dead a 200 ms ticker checks for the monitor's host saying
+	// nothing listens (ICMP) and for -give-up running out.
 	var (
 		dead      bool
 		deadSince time.Time
-		// received is the packets received from the monitor at the last
-		// check, icmpBase the ICMP port unreachables counted when that
-		// count last grew: more than that came since the monitor's last
-		// packet.
-		received, icmpBase int64
+		deadTick  *time.Ticker
+		deadC     <-chan time.Time // deadTick's, while the path is dead
 	)
+	defer func() {
+		if deadTick != nil {
+			deadTick.Stop()
+		}
+	}()
+	// checkPath acts on the path's state at now; a non-nil error ends watch.
+	checkPath := func(now time.Time) error {
+		s := conn.Stats()
+		switch {
+		case s.PathDead && !dead:
+			deadSince = now
+			deadTick = time.NewTicker(200 * time.Millisecond)
+			deadC = deadTick.C
+			fmt.Fprintf(stdout, "agent: path dead: the last retransmission timeouts in a row brought no answer; the monitor is unreachable "+
+				"(updates slowed to one probe per timeout; the agent gives up if it does not answer within -give-up %v)\n", o.giveUp)
+		case !s.PathDead && dead:
+			deadTick.Stop()
+			deadTick, deadC = nil, nil
+			fmt.Fprintln(stdout, "agent: path back: the monitor answers again")
+		}
+		dead = s.PathDead
+		if !dead {
+			return nil
+		}
+		return deadPath(o, now.Sub(deadSince), s.PortUnreachableSinceHeard > 0)
+	}
 	for {
+		var pathAt time.Time // set when the path's state is to be checked
 		select {
-		case now := <-pathTick.C:
-			s := conn.Stats()
-			if s.PacketsReceived != received {
-				received, icmpBase = s.PacketsReceived, s.PortUnreachable
-			}
-			switch {
-			case s.PathDead && !dead:
-				deadSince = now
-				fmt.Fprintf(stdout, "agent: path dead: the last retransmission timeouts in a row brought no answer; the monitor is unreachable "+
-					"(updates slowed to one probe per timeout; the agent gives up if it does not answer within -give-up %v)\n", o.giveUp)
-			case !s.PathDead && dead:
-				fmt.Fprintln(stdout, "agent: path back: the monitor answers again")
-			}
-			dead = s.PathDead
-			if !dead {
-				continue
-			}
-			if err := deadPath(o, now.Sub(deadSince), s.PortUnreachable > icmpBase); err != nil {
-				fmt.Fprintf(stdout, "agent: %v\n", err)
-				up.gone = true
-				return up, err
-			}
+		case <-conn.PathChanged():
+			pathAt = time.Now()
+		case pathAt = <-deadC:
 		case <-ctx.Done():
 			return up, nil
 		case <-conn.Done():
@@ -688,6 +695,14 @@ func watch(ctx context.Context, conn *transport.Conn, o *options,
 			}
 			printLine(stdout, now.Sub(start), now.Sub(prevT), s, prev)
 			prev, prevT = s, now
+		}
+		if pathAt.IsZero() {
+			continue
+		}
+		if err := checkPath(pathAt); err != nil {
+			fmt.Fprintf(stdout, "agent: %v\n", err)
+			up.gone = true
+			return up, err
 		}
 	}
 }
