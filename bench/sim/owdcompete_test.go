@@ -44,14 +44,8 @@ func besideOneBBR(t *testing.T, limit int, d time.Duration) *scenario.Scenario {
 // window, so it holds about what BBR in its place holds; with CUBIC alone
 // it gets a fraction of that. The same seeds for all three.
 func TestOWDCompetitiveBesideBBRInAShallowBuffer(t *testing.T) {
-	var o, cubicOnly, bbr float64
-	for seed := int64(1); seed <= 3; seed++ {
-		s := besideOneBBR(t, 36, 30*time.Second)
-		s.Seed = seed
-		o += goodputShare(t, run(t, s, "owd"), "under-test") / 3
-		cubicOnly += goodputShare(t, run(t, s, owdCubicOnly), "under-test") / 3
-		bbr += goodputShare(t, run(t, s, "bbr"), "under-test") / 3
-	}
+	shares := meanShares(t, func() *scenario.Scenario { return besideOneBBR(t, 36, 30*time.Second) }, "owd", owdCubicOnly, "bbr")
+	o, cubicOnly, bbr := shares[0], shares[1], shares[2]
 	t.Logf("share beside BBR, 1-BDP FIFO: owd %.3f, owd with CUBIC alone %.3f, BBR in its place %.3f", o, cubicOnly, bbr)
 	require.Greater(t, o, 1.5*cubicOnly)
 	require.Greater(t, o, 0.6*bbr)
@@ -64,15 +58,25 @@ func TestOWDCompetitiveBesideBBRInAShallowBuffer(t *testing.T) {
 // round trips of the switch, where a new CUBIC flow's growth after its
 // first loss takes many of this buffer's long round trips.)
 func TestOWDCompetitiveBesideCubicInADeepBuffer(t *testing.T) {
-	var o, cubicOnly, cubic float64
-	for seed := int64(1); seed <= 3; seed++ {
-		s := besideOneCubic(t, 30*time.Second)
-		s.Seed = seed
-		o += goodputShare(t, run(t, s, "owd"), "under-test") / 3
-		cubicOnly += goodputShare(t, run(t, s, owdCubicOnly), "under-test") / 3
-		cubic += goodputShare(t, run(t, s, "cubic"), "under-test") / 3
-	}
+	shares := meanShares(t, func() *scenario.Scenario { return besideOneCubic(t, 30*time.Second) }, "owd", owdCubicOnly, "cubic")
+	o, cubicOnly, cubic := shares[0], shares[1], shares[2]
 	t.Logf("share beside CUBIC, 10-BDP FIFO: owd %.3f, owd with CUBIC alone %.3f, CUBIC in its place %.3f", o, cubicOnly, cubic)
 	require.GreaterOrEqual(t, o, 0.9*cubicOnly)
 	require.Less(t, o, 0.55, "no more than a fair share and a margin")
+}
+
+// meanShares runs the scenario mk makes under each controller of ccs on
+// seeds 1–3 and returns, per controller, the mean goodput share of the
+// flow "under-test".
+func meanShares(t *testing.T, mk func() *scenario.Scenario, ccs ...string) []float64 {
+	const seeds = 3
+	shares := make([]float64, len(ccs))
+	for seed := int64(1); seed <= seeds; seed++ {
+		s := mk()
+		s.Seed = seed
+		for i, name := range ccs {
+			shares[i] += goodputShare(t, run(t, s, name), "under-test") / seeds
+		}
+	}
+	return shares
 }

@@ -21,14 +21,7 @@ DUR=${DUR:-10}
 HZ=${HZ:-200}
 PORT=${PORT:-44330}
 SIZES=${SIZES:-1}
-cd "$(dirname "$0")/../.."
-tmp=$(mktemp -d)
-mon=
-cleanup() {
-	if [ -n "$mon" ]; then kill "$mon" 2>/dev/null || true; wait "$mon" 2>/dev/null || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/lib.sh"
 
 if [ "$SIZES" != 0 ]; then
 echo "agent binary size, bytes (CGO_ENABLED=0 GOOS=linux, $(go version | cut -d' ' -f3)):"
@@ -42,15 +35,7 @@ done
 echo
 fi
 
-if [ -n "${AGENT:-}" ]; then cp "$AGENT" "$tmp/agent"; else go build -o "$tmp/agent" ./examples/agent; fi
-if [ -n "${MONITOR:-}" ]; then cp "$MONITOR" "$tmp/monitor"; else go build -o "$tmp/monitor" ./examples/monitor; fi
-# Throwaway credentials: the agent runs as deployed, over TLS with its
-# own certificate (mutual TLS).
-go run ./examples/certgen -dir "$tmp/certs" >/dev/null
-c=$tmp/certs
-"$tmp/monitor" -listen "127.0.0.1:$PORT" -stats 0 -cert "$c/monitor.pem" -key "$c/monitor-key.pem" -ca "$c/ca.pem" >"$tmp/monitor.out" 2>&1 &
-mon=$!
-sleep 0.5
+start_monitor
 "$tmp/agent" -server "127.0.0.1:$PORT" -ca "$c/ca.pem" -cert "$c/agent.pem" -key "$c/agent-key.pem" \
 	-rate-hz "$HZ" -upload-bytes 1000000000000 -duration "${DUR}s" -stats 0 "$@" >"$tmp/agent.out" 2>&1 &
 agent=$!

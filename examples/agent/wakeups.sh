@@ -26,23 +26,9 @@ DUR=${DUR:-20}
 WARM=${WARM:-3}
 PORT=${PORT:-44331}
 RUNS=${RUNS:-2}
-cd "$(dirname "$0")/../.."
-tmp=$(mktemp -d)
-mon=
-cleanup() {
-	if [ -n "$mon" ]; then kill "$mon" 2>/dev/null || true; wait "$mon" 2>/dev/null || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-if [ -n "${AGENT:-}" ]; then cp "$AGENT" "$tmp/agent"; else go build -o "$tmp/agent" ./examples/agent; fi
-if [ -n "${MONITOR:-}" ]; then cp "$MONITOR" "$tmp/monitor"; else go build -o "$tmp/monitor" ./examples/monitor; fi
+. "$(dirname "$0")/lib.sh"
 go build -o "$tmp/baseline" ./examples/internal/udpbaseline
-go run ./examples/certgen -dir "$tmp/certs" >/dev/null
-c=$tmp/certs
-"$tmp/monitor" -listen "127.0.0.1:$PORT" -stats 0 -cert "$c/monitor.pem" -key "$c/monitor-key.pem" -ca "$c/ca.pem" >"$tmp/monitor.out" 2>&1 &
-mon=$!
-sleep 0.5
+start_monitor
 
 # switches PID: context switches of all of PID's threads so far.
 switches() {
@@ -50,13 +36,15 @@ switches() {
 		awk '/^(non)?voluntary_ctxt_switches:/ {n += $2} END {print n + 0}'
 }
 
-# measure PID NAME: switches per second over DUR s after WARM s.
+# measure PID NAME OUT: switches per second over DUR s after WARM s; OUT
+# is the process's output, shown if it ends first.
 measure() {
 	sleep "$WARM"
+	kill -0 "$1" 2>/dev/null || { echo "$2 exited during the warm-up:"; cat "$3"; exit 1; }
 	a=$(switches "$1")
 	sleep "$DUR"
 	b=$(switches "$1")
-	kill -0 "$1" 2>/dev/null || { echo "$2 exited before the measurement ended"; exit 1; }
+	kill -0 "$1" 2>/dev/null || { echo "$2 exited before the measurement ended:"; cat "$3"; exit 1; }
 	awk -v a="$a" -v b="$b" -v d="$DUR" -v n="$2" -v t="$(ls /proc/"$1"/task | wc -l)" \
 		'BEGIN {printf "  %-9s %6.1f wake-ups/s (%d context switches in %d s, %d threads)\n", n, (b - a) / d, b - a, d, t}'
 }
@@ -68,11 +56,11 @@ while [ "$i" -le "$RUNS" ]; do
 	"$tmp/agent" -server "127.0.0.1:$PORT" -ca "$c/ca.pem" -cert "$c/agent.pem" -key "$c/agent-key.pem" \
 		-rate-hz "$HZ" -duration "${total}s" -stats 0 "$@" >"$tmp/agent.out" 2>&1 &
 	agent=$!
-	measure "$agent" agent
+	measure "$agent" agent "$tmp/agent.out"
 	wait "$agent" || { echo "agent failed:"; cat "$tmp/agent.out"; exit 1; }
 	"$tmp/baseline" -rate-hz "$HZ" -duration "${total}s" >"$tmp/baseline.out" 2>&1 &
 	base=$!
-	measure "$base" baseline
+	measure "$base" baseline "$tmp/baseline.out"
 	wait "$base" || { echo "baseline failed:"; cat "$tmp/baseline.out"; exit 1; }
 	i=$((i + 1))
 done
