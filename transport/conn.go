@@ -181,8 +181,8 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort) (ok, elsewhere bool
 	if c.ln == nil {
 		c.srvID.Store(c.s.ServerConnID())
 	}
-	if v != session.Dropped {
-		c.unreachableHeard.Store(c.unreachable.Load())
+	if u := c.unreachable.Load(); v != session.Dropped && u != c.unreachableHeard.Load() {
+		c.unreachableHeard.Store(u) // stored only when an ICMP error came in between
 	}
 	c.notifyLocked()
 	return v != session.Dropped, path != session.PathCurrent
