@@ -67,8 +67,11 @@ type measures struct {
 	// Telemetry: messages written and read; per message, the latency
 	// from its write to the router and to its read (ms).
 	msgSent, msgRecv int64
-	w2rMs, e2eMs     []float64
-	rttMs            []float64 // request/response: write → response read
+	// link counts the flow's packets and bytes at the TUN router, [0]
+	// in the data direction, [1] in the return direction.
+	linkPkts, linkBytes [2]int64
+	w2rMs, e2eMs        []float64
+	rttMs               []float64 // request/response: write → response read
 	// Cbr counters (the fresh flows' come from transport.Stats).
 	cbrSent, cbrSentBytes, cbrDelivered int64
 	age                                 acp.AgeMeter

@@ -56,6 +56,12 @@ func (f *flowRun) report(d *driver) report.Flow {
 		StartS: f.start.Seconds(),
 		EndS:   f.end.Seconds(),
 	}
+	if f.tunf != nil {
+		fr.Link = &report.LinkCount{
+			DataPackets: m.linkPkts[0], DataBytes: m.linkBytes[0],
+			ReturnPackets: m.linkPkts[1], ReturnBytes: m.linkBytes[1],
+		}
+	}
 	// Queueing delay: the OWD less the path's propagation delay at send
 	// time less the flow's smallest such excess (serialisation and the
 	// fixed cost of the loopback hops), per packet.
@@ -132,17 +138,15 @@ func (f *flowRun) report(d *driver) report.Flow {
 			rtt := report.Summarize(m.rttMs)
 			fr.RTTMs = &rtt
 		}
+		if m.age.Started() {
+			fr.AgeMs = f.ageStats(d)
+		}
 	case f.spec.IsUpdates():
 		ss, rs := f.fin.sender, f.fin.receiver
 		fr.Sent, fr.Delivered = ss.UpdatesSent, rs.UpdatesReceived
 		fr.Lost = max(ss.UpdatesSent-rs.UpdatesReceived, 0)
 		sentBytes = ss.BytesSent + ipUDPHeader*ss.PacketsSent
-		sum := m.age.Summary(monoOf(min(f.end, d.s.Duration.D())))
-		fr.AgeMs = &report.AgeStats{
-			Mean: report.Round3(float64(sum.Mean) / 1e6),
-			P95:  report.Round3(float64(sum.P95) / 1e6),
-			Peak: report.Round3(float64(sum.Max) / 1e6),
-		}
+		fr.AgeMs = f.ageStats(d)
 		rate := 0.0
 		if active > 0 {
 			rate = report.Round3(float64(ss.UpdatesSent) / active)
@@ -154,6 +158,17 @@ func (f *flowRun) report(d *driver) report.Flow {
 		fr.SendRateBps = report.Round3(float64(sentBytes*8) / active)
 	}
 	return fr
+}
+
+// ageStats summarises the age of information at the monitor up to the
+// flow's end; f.mu held.
+func (f *flowRun) ageStats(d *driver) *report.AgeStats {
+	sum := f.m.age.Summary(monoOf(min(f.end, d.s.Duration.D())))
+	return &report.AgeStats{
+		Mean: report.Round3(float64(sum.Mean) / 1e6),
+		P95:  report.Round3(float64(sum.P95) / 1e6),
+		Peak: report.Round3(float64(sum.Max) / 1e6),
+	}
 }
 
 // defaultLabel names a run without Options.CC: the controllers of its

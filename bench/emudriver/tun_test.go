@@ -105,3 +105,38 @@ func TestTUNFlowKinds(t *testing.T) {
 	}
 	require.Nil(t, tcp.RTTMs, "no responses asked")
 }
+
+// MQTT (mosquitto, paho, QoS 0 and 1) and CoAP (go-coap, non-confirmable
+// with No-Response and confirmable) carry readings through the router:
+// each delivers its readings, the monitor's age of information is
+// measured, and the router counts what each put on the link in both
+// directions (a non-confirmable CoAP reading with No-Response gets nothing
+// back; a confirmable one gets its ACK).
+func TestTUNPeers(t *testing.T) {
+	if _, err := exec.LookPath(mosquittoBinary); err != nil {
+		t.Skipf("%v", ErrNoMosquitto)
+	}
+	s, err := scenario.Parse([]byte(`{"name": "tun-peers", "duration": "4s", "seed": 1,
+	  "forward": {"rate": "10Mbps", "delay": "20ms", "queue": {"limit": 100}},
+	  "reverse": {"rate": "10Mbps", "delay": "20ms", "queue": {"limit": 100}},
+	  "flows": [
+	    {"name": "mqtt0", "kind": "telemetry", "protocol": "mqtt", "size": 100, "interval": "50ms"},
+	    {"name": "mqtt1", "kind": "telemetry", "protocol": "mqtt", "reliable": true, "size": 100, "interval": "50ms"},
+	    {"name": "coap-non", "kind": "telemetry", "protocol": "coap", "size": 100, "interval": "50ms"},
+	    {"name": "coap-con", "kind": "telemetry", "protocol": "coap", "reliable": true, "size": 100, "interval": "50ms"}]}`))
+	require.NoError(t, err)
+	r := runTUN(t, s)
+	for _, f := range r.Flows {
+		t.Logf("%s: %d of %d delivered, e2e p50 %.1f ms, age mean %v, link %+v", f.Name, f.Delivered, f.Sent, f.EndToEndMs.P50, f.AgeMs, *f.Link)
+		require.Positive(t, f.Sent, f.Name)
+		require.GreaterOrEqual(t, float64(f.Delivered), 0.9*float64(f.Sent), "%s: readings delivered", f.Name)
+		require.Greater(t, f.EndToEndMs.P50, 20.0, "%s: at least the path's one-way delay", f.Name)
+		require.NotNil(t, f.AgeMs, f.Name)
+		require.Greater(t, f.AgeMs.Mean, 20.0, f.Name)
+		require.GreaterOrEqual(t, f.Link.DataPackets, f.Delivered, "%s: a packet per reading at least", f.Name)
+	}
+	con, non := flowOf(t, r, "coap-con"), flowOf(t, r, "coap-non")
+	require.Zero(t, non.Link.ReturnPackets, "No-Response: nothing comes back")
+	require.GreaterOrEqual(t, con.Link.ReturnPackets, con.Delivered, "a piggybacked ACK per confirmable reading")
+	require.Positive(t, flowOf(t, r, "mqtt0").Link.ReturnPackets, "TCP's ACKs and the CONNACK")
+}

@@ -80,7 +80,9 @@ type tunFlow struct {
 	send, recv   net.Conn
 	fsend, frecv *transport.Conn
 	udpPeer      *net.UDPAddr // reverse UDP: where the server side sends
-	ln           net.Listener
+	// publish sends one message of an mqtt or coap flow (peers.go).
+	publish func([]byte) error
+	ln      net.Listener
 	// The sender's ISN (TCP), seen in its SYN at the router, and the next
 	// message whose write time is still to be read there.
 	isn     uint32
@@ -198,7 +200,9 @@ func (n *tunNet) startFlow(f *flowRun) {
 			n.runIperf3(f)
 		})
 	case scenario.KindTelemetry:
-		n.d.goFunc(func() { n.telemetryReader(f) })
+		if f.tunf.publish == nil { // mqtt and coap deliver in their own handlers
+			n.d.goFunc(func() { n.telemetryReader(f) })
+		}
 		n.d.goFunc(func() { n.telemetryWriter(f) })
 		if f.spec.Respond {
 			n.d.goFunc(func() { n.responseReader(f) })
@@ -301,18 +305,7 @@ func (n *tunNet) setupIperf3(f *flowRun) error {
 		return fmt.Errorf("iperf3 server: %w", err)
 	}
 	n.d.goFunc(func() { _ = cmd.Wait() })
-	deadline := time.Now().Add(listenWait)
-	for !emu.TCPListening(cmd.Process.Pid, sport) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("iperf3 server: not listening on port %d after %v", sport, listenWait)
-		}
-		select {
-		case <-n.d.ctx.Done():
-			return n.d.ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return nil
+	return n.waitListening(cmd, sport, "iperf3 server")
 }
 
 // iperf3Seconds is the -t of an iperf3 flow: its active time in whole
@@ -395,8 +388,13 @@ func parseIperf3(b []byte) (*iperf3Report, error) {
 func (n *tunNet) setupTelemetry(f *flowRun) error {
 	tf := f.tunf
 	caddr := netip.AddrPortFrom(n.tun.ClientAddr(), uint16(fixedClientPort+f.idx))
-	if f.spec.Protocol == "fresh" {
+	switch f.spec.Protocol {
+	case "fresh":
 		return n.setupFreshTelemetry(f, caddr)
+	case "mqtt":
+		return n.setupMQTT(f, caddr)
+	case "coap":
+		return n.setupCoAP(f, caddr)
 	}
 	if f.spec.Protocol == "udp" {
 		var srv, cli *net.UDPConn
@@ -529,6 +527,8 @@ func (n *tunNet) telemetryWriter(f *flowRun) {
 		binary.BigEndian.PutUint64(msg, uint64(time.Now().UnixNano()))
 		var err error
 		switch {
+		case tf.publish != nil:
+			err = tf.publish(msg)
 		case tf.fsend != nil:
 			err = tf.fsend.SendUpdate(msg)
 		case tf.udpPeer != nil:
@@ -585,20 +585,30 @@ func (n *tunNet) telemetryReader(f *flowRun) {
 		if f.spec.Respond {
 			n.respond(f, buf[:8], from)
 		}
-		if !d.started.Load() {
-			continue
-		}
-		now := time.Now()
-		e2e := now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(buf))))
-		t := now.Sub(d.origin)
-		f.mu.Lock()
-		f.m.msgRecv++
-		f.m.e2eMs = append(f.m.e2eMs, float64(e2e)/1e6)
-		if t >= f.start && t <= f.end {
-			f.m.bytes += int64(got)
-			f.m.ivBytes += int64(got)
-		}
-		f.mu.Unlock()
+		n.delivered(f, buf[:got])
+	}
+}
+
+// delivered records a telemetry message read by the receiving
+// application: its latency from its write (the first 8 bytes, the writer's
+// wall clock; both ends share the machine's clock) and the age of
+// information at the monitor.
+func (n *tunNet) delivered(f *flowRun, msg []byte) {
+	d := n.d
+	if len(msg) < 8 || !d.started.Load() {
+		return
+	}
+	now := time.Now()
+	written := time.Unix(0, int64(binary.BigEndian.Uint64(msg)))
+	t := now.Sub(d.origin)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m.msgRecv++
+	f.m.e2eMs = append(f.m.e2eMs, float64(now.Sub(written))/1e6)
+	if t >= f.start && t <= f.end {
+		f.m.bytes += int64(len(msg))
+		f.m.ivBytes += int64(len(msg))
+		f.m.age.Deliver(monoOf(written.Sub(d.origin)), monoOf(t))
 	}
 }
 
@@ -672,7 +682,18 @@ func (n *tunNet) observe(p emu.TUNPacket) {
 	n.mu.Lock()
 	f := n.byKey[k]
 	n.mu.Unlock()
-	if f == nil || p.Forward == f.spec.Reverse { // not ours, or the flow's ACKs
+	if f == nil {
+		return
+	}
+	dir := 0
+	if p.Forward == f.spec.Reverse {
+		dir = 1
+	}
+	f.mu.Lock()
+	f.m.linkPkts[dir]++
+	f.m.linkBytes[dir] += int64(len(b))
+	f.mu.Unlock()
+	if dir == 1 { // the flow's ACKs
 		return
 	}
 	var payload []byte
@@ -737,6 +758,8 @@ func (n *tunNet) telemetryStamps(f *flowRun, in time.Time, payload []byte, seq u
 		f.m.w2rMs = append(f.m.w2rMs, float64(in.Sub(w))/1e6)
 	}
 	switch f.spec.Protocol {
+	case "mqtt", "coap":
+		return // the stamp is inside the protocol's framing: end to end only
 	case "udp":
 		if len(payload) >= 8 {
 			stamp(payload)

@@ -51,7 +51,9 @@ type Flow struct {
 	// RTTMs is set for request/response telemetry flows: per message, the
 	// time from its write to the read of the receiver's response.
 	RTTMs *Stats `json:"rtt_ms,omitempty"`
-	// AgeMs and RateHz are set for update flows (acp, fixed, lazy).
+	// AgeMs is set for update flows (acp, fixed, lazy) and telemetry
+	// flows: the age of information at the monitor, from each message's
+	// generation time. RateHz is set for update flows.
 	AgeMs  *AgeStats `json:"age_ms,omitempty"`
 	RateHz *float64  `json:"rate_hz,omitempty"`
 
@@ -73,11 +75,15 @@ type Flow struct {
 	// AckFrequencySent counts the ACK frequency requests the bulk sender
 	// sent its receiver (the return path held a standing queue), and
 	// AckRatio is the packets per ACK the last one asked for.
-	AckFrequencySent int64    `json:"ack_frequency_sent,omitempty"`
-	AckRatio         int      `json:"ack_ratio,omitempty"`
-	StartS           float64  `json:"start_s"`
-	EndS             float64  `json:"end_s"`
-	ClockErrorMs     *float64 `json:"clock_error_ms,omitempty"`
+	AckFrequencySent int64 `json:"ack_frequency_sent,omitempty"`
+	AckRatio         int   `json:"ack_ratio,omitempty"`
+	// Link counts every IP packet of the flow the TUN router forwarded,
+	// both directions, handshakes, ACKs and keep-alives included (emu
+	// --tun only).
+	Link         *LinkCount `json:"link,omitempty"`
+	StartS       float64    `json:"start_s"`
+	EndS         float64    `json:"end_s"`
+	ClockErrorMs *float64   `json:"clock_error_ms,omitempty"`
 
 	// Series holds per-interval samples for plots; not in the JSON.
 	Series *Series `json:"-"`
@@ -87,6 +93,16 @@ type Flow struct {
 	// WriteToRouterSamples are a telemetry flow's per-message latencies
 	// from write to router (ms), for CDF plots; not in the JSON.
 	WriteToRouterSamples []float64 `json:"-"`
+}
+
+// LinkCount is what a flow put on the emulated link: IP packets and bytes
+// (IP headers included) in its data direction and in the return
+// direction.
+type LinkCount struct {
+	DataPackets   int64 `json:"data_packets"`
+	DataBytes     int64 `json:"data_bytes"`
+	ReturnPackets int64 `json:"return_packets"`
+	ReturnBytes   int64 `json:"return_bytes"`
 }
 
 // Series are time series sampled every Step seconds from T[0].

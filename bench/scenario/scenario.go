@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/traces"
@@ -164,9 +165,18 @@ type Flow struct {
 	// 100ms).
 	Interval Duration `json:"interval,omitempty"`
 	// Protocol carries a telemetry flow: "tcp" (default, kernel TCP),
-	// "udp" (one datagram per message) or "fresh" (each message a status
-	// update on a fresh connection: SendUpdate, regulated by ACP).
+	// "udp" (one datagram per message), "fresh" (each message a status
+	// update on a fresh connection: SendUpdate, regulated by ACP), "mqtt"
+	// (each message a PUBLISH, MQTT 3.1.1, to a mosquitto broker the run
+	// starts on the receiving side, read back by a subscriber beside it)
+	// or "coap" (each message a CoAP POST, RFC 7252, to a CoAP server on
+	// the receiving side). mqtt and coap need emu --tun and forward flows.
 	Protocol string `json:"protocol,omitempty"`
+	// Reliable asks mqtt for QoS 1 (PUBACK, redelivery) instead of QoS 0,
+	// and coap for confirmable requests (a piggybacked 2.04, retransmitted
+	// with RFC 7252 §4.2's backoff) instead of non-confirmable ones with
+	// RFC 7967's No-Response option (nothing comes back).
+	Reliable bool `json:"reliable,omitempty"`
 	// Nagle leaves Nagle's algorithm on for a telemetry flow over TCP
 	// (TCP_NODELAY off); by default every message is sent at once.
 	// Respond makes a telemetry flow request/response (tcp or udp): the
@@ -426,8 +436,14 @@ func (f *Flow) validate(s *Scenario) error {
 		if f.Protocol == "" {
 			f.Protocol = "tcp"
 		}
-		if f.Protocol != "tcp" && f.Protocol != "udp" && f.Protocol != "fresh" {
-			return fmt.Errorf("protocol %q: want tcp, udp or fresh", f.Protocol)
+		if !slices.Contains([]string{"tcp", "udp", "fresh", "mqtt", "coap"}, f.Protocol) {
+			return fmt.Errorf("protocol %q: want tcp, udp, fresh, mqtt or coap", f.Protocol)
+		}
+		if f.Reliable && f.Protocol != "mqtt" && f.Protocol != "coap" {
+			return errors.New("reliable applies to mqtt (QoS 1) and coap (confirmable) only")
+		}
+		if (f.Protocol == "mqtt" || f.Protocol == "coap") && (f.Respond || f.Reverse) {
+			return fmt.Errorf("protocol %s: respond and reverse are for tcp and udp (the device publishes to the monitor's side)", f.Protocol)
 		}
 		if f.Nagle && f.Protocol != "tcp" {
 			return errors.New("nagle applies to tcp only")
@@ -444,8 +460,8 @@ func (f *Flow) validate(s *Scenario) error {
 	if f.UpdateRate != 0 && !f.IsUpdates() {
 		return fmt.Errorf("update_rate is for fixed flows (their rate) and acp and lazy flows (the source's reading rate), not %s flows", f.Kind)
 	}
-	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle || f.Respond) {
-		return errors.New("interval, protocol, nagle and respond are for telemetry flows only")
+	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle || f.Respond || f.Reliable) {
+		return errors.New("interval, protocol, nagle, respond and reliable are for telemetry flows only")
 	}
 	if f.Size == 0 {
 		switch f.Kind {

@@ -136,8 +136,11 @@ func TestQueueWMM(t *testing.T) {
 // Telemetry flows: defaults, and their fields refused elsewhere.
 func TestTelemetry(t *testing.T) {
 	s, err := Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
-		"flows": [{"kind": "telemetry"}, {"kind": "telemetry", "protocol": "udp", "interval": "10ms", "size": 200}, {"kind": "telemetry", "nagle": true}]}`))
+		"flows": [{"kind": "telemetry"}, {"kind": "telemetry", "protocol": "udp", "interval": "10ms", "size": 200}, {"kind": "telemetry", "nagle": true},
+		{"kind": "telemetry", "protocol": "mqtt", "reliable": true}, {"kind": "telemetry", "protocol": "coap"}]}`))
 	require.NoError(t, err)
+	require.True(t, s.Flows[3].Reliable)
+	require.Equal(t, "coap", s.Flows[4].Protocol)
 	require.Equal(t, 100*time.Millisecond, s.Flows[0].Interval.D())
 	require.Equal(t, "tcp", s.Flows[0].Protocol)
 	require.Equal(t, 64, s.Flows[0].Size)
@@ -150,6 +153,10 @@ func TestTelemetry(t *testing.T) {
 		`{"kind": "telemetry", "interval": "-1s"}`,
 		`{"kind": "bulk", "interval": "1s"}`,
 		`{"kind": "cbr", "rate": "1Mbps", "protocol": "udp"}`,
+		`{"kind": "telemetry", "protocol": "tcp", "reliable": true}`,
+		`{"kind": "telemetry", "protocol": "mqtt", "reverse": true}`,
+		`{"kind": "telemetry", "protocol": "coap", "respond": true}`,
+		`{"kind": "bulk", "reliable": true}`,
 	} {
 		_, err := Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [` + f + `]}`))
 		require.ErrorIs(t, err, ErrInvalid, f)
