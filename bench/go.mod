@@ -8,6 +8,7 @@ require (
 	github.com/fresh-udp/fresh v0.0.0-00010101000000-000000000000
 	github.com/fresh-udp/fresh/transport/quichook v0.0.0-00010101000000-000000000000
 	github.com/nats-io/nats.go v1.55.0
+	github.com/pion/dtls/v3 v3.1.15
 	github.com/plgd-dev/go-coap/v3 v3.8.1
 	github.com/quic-go/quic-go v0.65.0
 	github.com/stretchr/testify v1.12.1
@@ -32,7 +33,6 @@ require (
 	github.com/klauspost/compress v1.20.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
-	github.com/pion/dtls/v3 v3.1.15 // indirect
 	github.com/pion/logging v0.2.4 // indirect
 	github.com/pion/transport/v5 v5.1.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -106,8 +106,10 @@ func TestTUNFlowKinds(t *testing.T) {
 	require.Nil(t, tcp.RTTMs, "no responses asked")
 }
 
-// MQTT (mosquitto, paho, QoS 0 and 1) and CoAP (go-coap, non-confirmable
-// with No-Response and confirmable) carry readings through the router:
+// MQTT (mosquitto, paho, QoS 0 and 1, and over TLS 1.3), CoAP (go-coap,
+// non-confirmable with No-Response and confirmable, and over DTLS 1.2) and
+// fresh over its TLS handshake, and quic-go's DATAGRAMs (plain, and over
+// transport/quichook with owd) carry readings through the router:
 // each delivers its readings, the monitor's age of information is
 // measured, and the router counts what each put on the link in both
 // directions (a non-confirmable CoAP reading with No-Response gets nothing
@@ -123,7 +125,12 @@ func TestTUNPeers(t *testing.T) {
 	    {"name": "mqtt0", "kind": "telemetry", "protocol": "mqtt", "size": 100, "interval": "50ms"},
 	    {"name": "mqtt1", "kind": "telemetry", "protocol": "mqtt", "reliable": true, "size": 100, "interval": "50ms"},
 	    {"name": "coap-non", "kind": "telemetry", "protocol": "coap", "size": 100, "interval": "50ms"},
-	    {"name": "coap-con", "kind": "telemetry", "protocol": "coap", "reliable": true, "size": 100, "interval": "50ms"}]}`))
+	    {"name": "coap-con", "kind": "telemetry", "protocol": "coap", "reliable": true, "size": 100, "interval": "50ms"},
+	    {"name": "mqtt-tls", "kind": "telemetry", "protocol": "mqtt", "reliable": true, "secure": true, "size": 100, "interval": "50ms"},
+	    {"name": "coap-dtls", "kind": "telemetry", "protocol": "coap", "secure": true, "size": 100, "interval": "50ms"},
+	    {"name": "fresh-tls", "kind": "telemetry", "protocol": "fresh", "secure": true, "size": 100, "interval": "50ms"},
+	    {"name": "quic", "kind": "telemetry", "protocol": "quic", "size": 100, "interval": "50ms"},
+	    {"name": "quic-owd", "kind": "telemetry", "protocol": "quic", "cc": "owd", "size": 100, "interval": "50ms"}]}`))
 	require.NoError(t, err)
 	r := runTUN(t, s)
 	for _, f := range r.Flows {
@@ -139,4 +146,8 @@ func TestTUNPeers(t *testing.T) {
 	require.Zero(t, non.Link.ReturnPackets, "No-Response: nothing comes back")
 	require.GreaterOrEqual(t, con.Link.ReturnPackets, con.Delivered, "a piggybacked ACK per confirmable reading")
 	require.Positive(t, flowOf(t, r, "mqtt0").Link.ReturnPackets, "TCP's ACKs and the CONNACK")
+	// Encryption costs bytes on the link: the handshake, records and tags.
+	require.Greater(t, flowOf(t, r, "mqtt-tls").Link.DataBytes, flowOf(t, r, "mqtt1").Link.DataBytes)
+	require.Greater(t, flowOf(t, r, "coap-dtls").Link.DataBytes, non.Link.DataBytes)
+	require.Positive(t, flowOf(t, r, "coap-dtls").Link.ReturnPackets, "the DTLS handshake's flights")
 }

@@ -3,6 +3,7 @@ package emudriver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
+	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
@@ -46,10 +48,14 @@ type tunNet struct {
 	d   *driver
 	tun *emu.TUN
 
-	mu     sync.Mutex // guards byKey, procs, closed
+	mu     sync.Mutex // guards byKey, procs, closed, ca, cert
 	byKey  map[flowKey]*flowRun
 	procs  []*exec.Cmd
 	closed bool // close has killed procs: later ones are killed at once
+	// ca and cert are the run's TLS credentials for secure telemetry,
+	// made on first use (peers.go, credentials).
+	ca   *devcert.CA
+	cert *tls.Certificate
 }
 
 // flowKey identifies a flow's packets in both directions: protocol,
@@ -395,6 +401,8 @@ func (n *tunNet) setupTelemetry(f *flowRun) error {
 		return n.setupMQTT(f, caddr)
 	case "coap":
 		return n.setupCoAP(f, caddr)
+	case "quic":
+		return n.setupQUIC(f, caddr)
 	}
 	if f.spec.Protocol == "udp" {
 		var srv, cli *net.UDPConn
@@ -470,41 +478,64 @@ func (n *tunNet) setupFreshTelemetry(f *flowRun, caddr netip.AddrPort) error {
 	if err != nil {
 		return err
 	}
-	// Plaintext: the router reads each update's write stamp from its
-	// payload to measure write-to-router latency, which encryption would
-	// hide. The only other difference is the 16-byte tag per packet.
+	// Plaintext unless the flow is secure: the router reads each update's
+	// write stamp from its payload to measure write-to-router latency,
+	// which encryption hides. The other differences are the handshake and
+	// the 16-byte tag per packet.
 	cfg := transport.Config{Insecure: true, StreamDSCP: dscp, UpdateDSCP: dscp, MaxUpdateRate: 1000}
+	lcfg := cfg
+	if f.spec.Secure {
+		client, server, _, _, err := n.credentials()
+		if err != nil {
+			return err
+		}
+		cfg.Insecure, cfg.TLS = false, client
+		lcfg.Insecure, lcfg.TLS = false, server
+	}
 	var ln *transport.Listener
 	if err := n.tun.InServer(func() (err error) {
-		ln, err = transport.Listen(netip.AddrPortFrom(n.tun.ServerAddr(), 0).String(), cfg)
+		ln, err = transport.Listen(netip.AddrPortFrom(n.tun.ServerAddr(), 0).String(), lcfg)
 		return err
 	}); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(n.d.ctx, setupTimeout)
-	defer cancel()
-	var cli *transport.Conn
+	// The client's socket is bound to the flow's fixed port first, so the
+	// router counts the handshake too.
+	var uc *net.UDPConn
 	if err := n.tun.InClient(func() (err error) {
-		cli, err = transport.Dial(ctx, ln.Addr().String(), cfg)
+		uc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(caddr))
 		return err
 	}); err != nil {
 		ln.Close()
+		return err
+	}
+	tr := &transport.Transport{Conn: uc}
+	closeAll := func() {
+		_ = tr.Close()
+		_ = uc.Close()
+		_ = ln.Close()
+	}
+	n.register(f, flowKey{protoUDP, caddr.Port(), port(ln.Addr())})
+	ctx, cancel := context.WithTimeout(n.d.ctx, setupTimeout)
+	defer cancel()
+	cli, err := tr.Dial(ctx, ln.Addr(), cfg)
+	if err != nil {
+		closeAll()
 		return err
 	}
 	srv, err := ln.Accept(ctx)
 	if err != nil {
 		cli.Close()
-		ln.Close()
+		closeAll()
 		return err
 	}
-	n.register(f, flowKey{protoUDP, port(cli.LocalAddr()), port(ln.Addr())})
 	tf.fsend, tf.frecv = cli, srv
 	if f.spec.Reverse {
 		tf.fsend, tf.frecv = srv, cli
 	}
 	f.onStop = func() {
 		_ = cli.Close()
-		_ = ln.Close()
+		closeAll()
 	}
 	return nil
 }
@@ -757,8 +788,11 @@ func (n *tunNet) telemetryStamps(f *flowRun, in time.Time, payload []byte, seq u
 		w := time.Unix(0, int64(binary.BigEndian.Uint64(b)))
 		f.m.w2rMs = append(f.m.w2rMs, float64(in.Sub(w))/1e6)
 	}
+	if f.spec.Secure {
+		return // encrypted: end to end only
+	}
 	switch f.spec.Protocol {
-	case "mqtt", "coap":
+	case "mqtt", "coap", "quic":
 		return // the stamp is inside the protocol's framing: end to end only
 	case "udp":
 		if len(payload) >= 8 {

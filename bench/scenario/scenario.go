@@ -169,14 +169,24 @@ type Flow struct {
 	// update on a fresh connection: SendUpdate, regulated by ACP), "mqtt"
 	// (each message a PUBLISH, MQTT 3.1.1, to a mosquitto broker the run
 	// starts on the receiving side, read back by a subscriber beside it)
-	// or "coap" (each message a CoAP POST, RFC 7252, to a CoAP server on
-	// the receiving side). mqtt and coap need emu --tun and forward flows.
+	// "coap" (each message a CoAP POST, RFC 7252, to a CoAP server on the
+	// receiving side) or "quic" (each message an RFC 9221 DATAGRAM on a
+	// quic-go connection; with CC, quic-go runs over transport/quichook
+	// with that controller). mqtt, coap and quic need emu --tun and
+	// forward flows.
 	Protocol string `json:"protocol,omitempty"`
 	// Reliable asks mqtt for QoS 1 (PUBACK, redelivery) instead of QoS 0,
 	// and coap for confirmable requests (a piggybacked 2.04, retransmitted
 	// with RFC 7252 §4.2's backoff) instead of non-confirmable ones with
 	// RFC 7967's No-Response option (nothing comes back).
 	Reliable bool `json:"reliable,omitempty"`
+	// Secure encrypts a telemetry flow as each protocol is deployed:
+	// fresh with its TLS 1.3 handshake and AEAD (by default the harness
+	// runs fresh in plaintext, to read write stamps at the router), mqtt
+	// over TLS 1.3 (port 8883 + flow index), coap over DTLS 1.2 with a
+	// pre-shared key and TLS_PSK_WITH_AES_128_CCM_8 (RFC 7252 §9.1.3.1's
+	// mandatory suite). No write_to_router_ms then.
+	Secure bool `json:"secure,omitempty"`
 	// Nagle leaves Nagle's algorithm on for a telemetry flow over TCP
 	// (TCP_NODELAY off); by default every message is sent at once.
 	// Respond makes a telemetry flow request/response (tcp or udp): the
@@ -436,13 +446,19 @@ func (f *Flow) validate(s *Scenario) error {
 		if f.Protocol == "" {
 			f.Protocol = "tcp"
 		}
-		if !slices.Contains([]string{"tcp", "udp", "fresh", "mqtt", "coap"}, f.Protocol) {
-			return fmt.Errorf("protocol %q: want tcp, udp, fresh, mqtt or coap", f.Protocol)
+		if !slices.Contains([]string{"tcp", "udp", "fresh", "mqtt", "coap", "quic"}, f.Protocol) {
+			return fmt.Errorf("protocol %q: want tcp, udp, fresh, mqtt, coap or quic", f.Protocol)
+		}
+		if f.Secure && f.Protocol != "fresh" && f.Protocol != "mqtt" && f.Protocol != "coap" && f.Protocol != "quic" {
+			return errors.New("secure applies to fresh, mqtt (TLS 1.3) and coap (DTLS 1.2) only (quic is always encrypted)")
+		}
+		if f.CC != "" && f.Protocol != "quic" {
+			return errors.New("cc on a telemetry flow applies to quic only (the controller under quic-go, through transport/quichook)")
 		}
 		if f.Reliable && f.Protocol != "mqtt" && f.Protocol != "coap" {
 			return errors.New("reliable applies to mqtt (QoS 1) and coap (confirmable) only")
 		}
-		if (f.Protocol == "mqtt" || f.Protocol == "coap") && (f.Respond || f.Reverse) {
+		if (f.Protocol == "mqtt" || f.Protocol == "coap" || f.Protocol == "quic") && (f.Respond || f.Reverse) {
 			return fmt.Errorf("protocol %s: respond and reverse are for tcp and udp (the device publishes to the monitor's side)", f.Protocol)
 		}
 		if f.Nagle && f.Protocol != "tcp" {
@@ -460,8 +476,8 @@ func (f *Flow) validate(s *Scenario) error {
 	if f.UpdateRate != 0 && !f.IsUpdates() {
 		return fmt.Errorf("update_rate is for fixed flows (their rate) and acp and lazy flows (the source's reading rate), not %s flows", f.Kind)
 	}
-	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle || f.Respond || f.Reliable) {
-		return errors.New("interval, protocol, nagle, respond and reliable are for telemetry flows only")
+	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle || f.Respond || f.Reliable || f.Secure) {
+		return errors.New("interval, protocol, nagle, respond, reliable and secure are for telemetry flows only")
 	}
 	if f.Size == 0 {
 		switch f.Kind {

@@ -157,6 +157,10 @@ func TestTelemetry(t *testing.T) {
 		`{"kind": "telemetry", "protocol": "mqtt", "reverse": true}`,
 		`{"kind": "telemetry", "protocol": "coap", "respond": true}`,
 		`{"kind": "bulk", "reliable": true}`,
+		`{"kind": "telemetry", "protocol": "udp", "secure": true}`,
+		`{"kind": "bulk", "secure": true}`,
+		`{"kind": "telemetry", "protocol": "udp", "cc": "owd"}`,
+		`{"kind": "telemetry", "protocol": "quic", "reverse": true}`,
 	} {
 		_, err := Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [` + f + `]}`))
 		require.ErrorIs(t, err, ErrInvalid, f)
