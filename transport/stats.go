@@ -143,9 +143,13 @@ type Stats struct {
 
 	// Updates sent (source side).
 	UpdatesSent       int64
-	UpdatesSuperseded int64   // replaced by a fresher one before they could go
-	UpdatesLost       int64   // never retransmitted
-	UpdateRate        float64 // the update policy's current rate, updates/s
+	UpdatesSuperseded int64 // replaced by a fresher one before they could go
+	UpdatesLost       int64 // never retransmitted
+	// UpdatesAcked counts updates the monitor acknowledged (it received
+	// them; it may still have dropped one as stale): a device that wakes
+	// to send one reading can close once this counts it.
+	UpdatesAcked int64
+	UpdateRate   float64 // the update policy's current rate, updates/s
 
 	// Updates received (monitor side).
 	UpdatesReceived int64
@@ -203,7 +207,7 @@ func statsFrom(s session.Stats) Stats {
 		StreamBytesAcked:  s.StreamBytesAcked, StreamBytesReceived: s.StreamBytesReceived,
 		StreamFramesDropped: s.StreamFramesDropped, OWDDiscarded: s.OWDDiscarded,
 		AckRatio: s.AckRatio, AckFrequencySent: s.AckFrequencySent,
-		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdateRate: s.UpdateRate,
+		UpdatesSent: s.UpdatesSent, UpdatesSuperseded: s.UpdatesSuperseded, UpdatesLost: s.UpdatesLost, UpdatesAcked: s.UpdatesAcked, UpdateRate: s.UpdateRate,
 		UpdatesReceived: s.UpdatesReceived, UpdatesStale: s.UpdatesStale, UpdatesRejected: s.UpdatesRejected,
 		Age:              AgeStats(s.Age),
 		EarlyUpdatesSent: s.EarlyUpdatesSent, EarlyUpdatesReceived: s.EarlyUpdatesReceived,
@@ -237,7 +241,7 @@ func (s Stats) String() string {
 		fmt.Fprintf(&b, "; migrations %d (reverted %d, refused %d, path resets %d)", s.Migrations, s.MigrationsReverted, s.MigrationsRefused, s.PathResets)
 	}
 	if s.UpdatesSent > 0 {
-		fmt.Fprintf(&b, "; updates sent %d (superseded %d, lost %d) at %.1f/s", s.UpdatesSent, s.UpdatesSuperseded, s.UpdatesLost, s.UpdateRate)
+		fmt.Fprintf(&b, "; updates sent %d (acked %d, superseded %d, lost %d) at %.1f/s", s.UpdatesSent, s.UpdatesAcked, s.UpdatesSuperseded, s.UpdatesLost, s.UpdateRate)
 	}
 	if s.UpdatesReceived > 0 {
 		fmt.Fprintf(&b, "; updates received %d (stale %d, rejected %d), age %v", s.UpdatesReceived, s.UpdatesStale, s.UpdatesRejected, s.Age)

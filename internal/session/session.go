@@ -848,6 +848,7 @@ func (s *Session) acked(now clock.Mono, p *recovery.Packet, sample cc.AckSample)
 		if sample.RTT == 0 {
 			sample.RTT = now.Sub(p.Sent)
 		}
+		s.st.UpdatesAcked++
 		s.policy.OnAck(now, sample)
 		if sample.OWDValid && s.trace != nil {
 			s.traceOWD(now, pn, sample.OWD, sample.ClockSynced)

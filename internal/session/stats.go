@@ -54,6 +54,7 @@ type Stats struct {
 
 	// Updates sent (source side) and received (monitor side).
 	UpdatesSent, UpdatesSuperseded, UpdatesLost int64
+	UpdatesAcked                                int64
 	UpdateRate                                  float64
 	UpdatesReceived, UpdatesStale               int64
 	UpdatesRejected                             int64 // beyond Config.MaxUpdateFuture
