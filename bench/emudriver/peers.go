@@ -61,22 +61,37 @@ const (
 // ErrNoMosquitto says the mqtt protocol needs the broker installed.
 var ErrNoMosquitto = errors.New("mqtt telemetry needs mosquitto (Debian: apt-get install mosquitto)")
 
-// setupMQTT starts the flow's broker in the server namespace, subscribes
-// beside it, and connects the device's publisher through the router from
-// the fixed client port caddr. QoS 1 when the flow is reliable, else 0;
-// a clean session; paho's default 30-s keep-alive.
-func (n *tunNet) setupMQTT(f *flowRun, caddr netip.AddrPort) error {
+// mqttBroker is a flow's broker and the monitor's subscriber beside it.
+type mqttBroker struct {
+	uri   string
+	port  uint16
+	tls   *tls.Config // the clients' (nil: plain TCP), with a session cache
+	qos   byte
+	topic string
+}
+
+// startBroker starts the flow's mosquitto in the server namespace and
+// subscribes to the flow's topic beside it; each message the subscriber
+// gets is a reading delivered. QoS 1 when the flow is reliable, else 0.
+func (n *tunNet) startBroker(f *flowRun) (*mqttBroker, error) {
 	if _, err := exec.LookPath(mosquittoBinary); err != nil {
-		return ErrNoMosquitto
+		return nil, ErrNoMosquitto
 	}
-	sport := uint16(mqttPort + f.idx)
+	b := &mqttBroker{port: uint16(mqttPort + f.idx), topic: "fresh/" + f.spec.Name}
 	if f.spec.Secure {
-		sport = uint16(mqttTLSPort + f.idx)
+		b.port = uint16(mqttTLSPort + f.idx)
 	}
-	broker := netip.AddrPortFrom(n.tun.ServerAddr(), sport)
+	if f.spec.Reliable {
+		b.qos = 1
+	}
+	b.uri = "tcp://" + netip.AddrPortFrom(n.tun.ServerAddr(), b.port).String()
 	dir, err := os.MkdirTemp("", "fresh-mqtt-")
 	if err != nil {
-		return err
+		return nil, err
+	}
+	fail := func(err error) (*mqttBroker, error) {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
 	conf := filepath.Join(dir, "mosquitto.conf")
 	// set_tcp_nodelay: the broker forwards each PUBLISH at once, as a
@@ -84,103 +99,103 @@ func (n *tunNet) setupMQTT(f *flowRun, caddr netip.AddrPort) error {
 	// the PUBACKs to the device cross the router).
 	// user root: the TUN router runs as root, and a broker that drops to
 	// its own user could not read the run's certificate files (0600).
+	// persistence false: sessions stay in memory for the run (a sleeping
+	// device's persistent session included), none on disk.
 	text := fmt.Sprintf("listener %d %s\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\nuser root\nlog_dest stderr\nlog_type error\n",
-		sport, n.tun.ServerAddr())
-	var clientTLS *tls.Config
+		b.port, n.tun.ServerAddr())
 	if f.spec.Secure {
 		var certPEM, keyPEM []byte
-		var err error
-		clientTLS, _, certPEM, keyPEM, err = n.credentials()
+		b.tls, _, certPEM, keyPEM, err = n.credentials()
 		if err == nil {
 			err = errors.Join(os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o600),
 				os.WriteFile(filepath.Join(dir, "key.pem"), keyPEM, 0o600))
 		}
 		if err != nil {
-			_ = os.RemoveAll(dir)
-			return err
+			return fail(err)
 		}
+		// A device that reconnects resumes its TLS session (a ticket
+		// instead of the certificate exchange).
+		b.tls.ClientSessionCache = tls.NewLRUClientSessionCache(1)
 		text += fmt.Sprintf("certfile %s\nkeyfile %s\ntls_version tlsv1.3\n", filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"))
 	}
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		_ = os.RemoveAll(dir)
-		return err
+		return fail(err)
 	}
 	logPath := filepath.Join(dir, "mosquitto.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		_ = os.RemoveAll(dir)
-		return err
+		return fail(err)
 	}
 	defer logFile.Close()
 	cmd := exec.Command(mosquittoBinary, "-c", conf)
 	cmd.Stderr = logFile
 	if err := n.start(n.tun.InServer, cmd); err != nil {
-		_ = os.RemoveAll(dir)
-		return fmt.Errorf("mosquitto: %w", err)
+		return fail(fmt.Errorf("mosquitto: %w", err))
 	}
 	exited := make(chan struct{})
 	n.d.goFunc(func() {
 		_ = cmd.Wait()
 		close(exited)
 	})
-	if err := n.waitListening(cmd, sport, "mosquitto"); err != nil {
-		b, _ := os.ReadFile(logPath)
-		if len(b) > 0 {
-			err = fmt.Errorf("%w; its log: %s", err, bytes.TrimSpace(b))
+	if err := n.waitListening(cmd, b.port, "mosquitto"); err != nil {
+		if log, _ := os.ReadFile(logPath); len(log) > 0 {
+			err = fmt.Errorf("%w; its log: %s", err, bytes.TrimSpace(log))
 		}
-		return err
+		return nil, err
 	}
 	n.d.goFunc(func() {
 		<-exited
 		_ = os.RemoveAll(dir)
 	})
-	n.register(f, flowKey{protoTCP, caddr.Port(), sport})
-
-	qos := byte(0)
-	if f.spec.Reliable {
-		qos = 1
-	}
-	topic := "fresh/" + f.spec.Name
-	uri := "tcp://" + broker.String()
-	sub, err := n.mqttConnect(f.spec.Name+"-monitor", uri, n.tun.InServer, nil, clientTLS)
+	sub, err := n.mqttConnect(f.spec.Name+"-monitor", b, n.tun.InServer, nil, true)
 	if err != nil {
-		return fmt.Errorf("mqtt subscriber: %w", err)
+		return nil, fmt.Errorf("mqtt subscriber: %w", err)
 	}
-	tok := sub.Subscribe(topic, qos, func(_ mqtt.Client, m mqtt.Message) { n.delivered(f, m.Payload()) })
+	tok := sub.Subscribe(b.topic, b.qos, func(_ mqtt.Client, m mqtt.Message) { n.delivered(f, m.Payload()) })
 	if err := waitToken(tok); err != nil {
 		sub.Disconnect(0)
-		return fmt.Errorf("mqtt subscribe: %w", err)
+		return nil, fmt.Errorf("mqtt subscribe: %w", err)
 	}
-	pub, err := n.mqttConnect(f.spec.Name, uri, n.tun.InClient, net.TCPAddrFromAddrPort(caddr), clientTLS)
+	f.tunf.stops = append(f.tunf.stops, func() { sub.Disconnect(100) })
+	return b, nil
+}
+
+// setupMQTT starts the flow's broker and connects the device's publisher
+// through the router from the fixed client port caddr: a clean session,
+// paho's default 30-s keep-alive.
+func (n *tunNet) setupMQTT(f *flowRun, caddr netip.AddrPort) error {
+	b, err := n.startBroker(f)
 	if err != nil {
-		sub.Disconnect(0)
+		return err
+	}
+	n.register(f, flowKey{protoTCP, caddr.Port(), b.port})
+	pub, err := n.mqttConnect(f.spec.Name, b, n.tun.InClient, net.TCPAddrFromAddrPort(caddr), true)
+	if err != nil {
 		return fmt.Errorf("mqtt publisher: %w", err)
 	}
 	f.tunf.publish = func(msg []byte) error {
 		// Asynchronous, as a device's publisher is: a QoS 1 message waits
 		// for its PUBACK in paho, not in the reading loop.
-		tok := pub.Publish(topic, qos, false, bytes.Clone(msg))
-		if qos == 0 {
+		tok := pub.Publish(b.topic, b.qos, false, bytes.Clone(msg))
+		if b.qos == 0 {
 			return nil
 		}
 		n.d.goFunc(func() { _ = waitToken(tok) })
 		return nil
 	}
-	f.onStop = func() {
-		pub.Disconnect(100)
-		sub.Disconnect(100)
-	}
+	f.onStop = func() { pub.Disconnect(100) }
 	return nil
 }
 
-// mqttConnect connects a paho client to the broker at uri, its TCP
-// connection opened by in (the namespace it belongs to) from laddr (nil:
-// any), over TLS with tc unless it is nil. No reconnect: a dropped
-// connection ends the flow's deliveries, which the result shows as lost
-// messages.
-func (n *tunNet) mqttConnect(id, uri string, in func(func() error) error, laddr *net.TCPAddr, tc *tls.Config) (mqtt.Client, error) {
-	o := mqtt.NewClientOptions().AddBroker(uri).SetClientID(id).
-		SetCleanSession(true).SetAutoReconnect(false).SetConnectRetry(false).
+// mqttConnect connects a paho client to broker b, its TCP connection
+// opened by in (the namespace it belongs to) from laddr (nil: any), over
+// TLS if the broker is secure; clean asks for a clean session (else the
+// broker keeps the client's session between connections). No reconnect:
+// a dropped connection ends the flow's deliveries, which the result shows
+// as lost messages.
+func (n *tunNet) mqttConnect(id string, b *mqttBroker, in func(func() error) error, laddr *net.TCPAddr, clean bool) (mqtt.Client, error) {
+	o := mqtt.NewClientOptions().AddBroker(b.uri).SetClientID(id).
+		SetCleanSession(clean).SetAutoReconnect(false).SetConnectRetry(false).
 		SetConnectTimeout(setupTimeout).SetWriteTimeout(peerTimeout).
 		SetCustomOpenConnectionFn(func(u *url.URL, _ mqtt.ClientOptions) (c net.Conn, err error) {
 			err = in(func() error {
@@ -188,11 +203,11 @@ func (n *tunNet) mqttConnect(id, uri string, in func(func() error) error, laddr 
 				c, err = dl.DialContext(n.d.ctx, "tcp4", u.Host)
 				return err
 			})
-			if err != nil || tc == nil {
+			if err != nil || b.tls == nil {
 				return c, err
 			}
 			// paho leaves TLS to a custom connection: the handshake here.
-			tlsConn := tls.Client(c, tc)
+			tlsConn := tls.Client(c, b.tls)
 			ctx, cancel := context.WithTimeout(n.d.ctx, setupTimeout)
 			defer cancel()
 			if err := tlsConn.HandshakeContext(ctx); err != nil {
@@ -240,13 +255,16 @@ func waitToken(t mqtt.Token) error {
 	return t.Error()
 }
 
-// setupCoAP starts the flow's CoAP server (go-coap) in the server
-// namespace and connects the device's client to it from the fixed client
-// port caddr, over DTLS when the flow is secure. Reliable flows POST
-// confirmable requests, answered by a piggybacked 2.04 Changed; the others
-// POST non-confirmable ones with No-Response (RFC 7967), the way a device
-// reports readings it does not need acknowledged.
-func (n *tunNet) setupCoAP(f *flowRun, caddr netip.AddrPort) error {
+// coapServer is a flow's CoAP server, in the server namespace.
+type coapServer struct {
+	addr *net.UDPAddr
+	dtls *dtls.Config // the clients' (nil: plain UDP)
+}
+
+// startCoAPServer starts the flow's CoAP server (go-coap): POSTs to
+// coapPath are readings delivered, a confirmable one answered with a
+// piggybacked 2.04 Changed. Over DTLS when the flow is secure.
+func (n *tunNet) startCoAPServer(f *flowRun) (*coapServer, error) {
 	router := coapmux.NewRouter()
 	if err := router.Handle(coapPath, coapmux.HandlerFunc(func(w coapmux.ResponseWriter, r *coapmux.Message) {
 		body, err := r.ReadBody()
@@ -258,101 +276,127 @@ func (n *tunNet) setupCoAP(f *flowRun, caddr netip.AddrPort) error {
 			_ = w.SetResponse(codes.Changed, message.TextPlain, nil)
 		}
 	})); err != nil {
-		return err
+		return nil, err
 	}
 	listen := netip.AddrPortFrom(n.tun.ServerAddr(), 0).String()
-	var cc *coapclient.Conn
-	var stop func()
-	var saddr *net.UDPAddr
+	cs := &coapServer{}
 	if f.spec.Secure {
 		cfg, err := coapDTLSConfig()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var l *coapnet.DTLSListener
 		if err := n.tun.InServer(func() (err error) {
 			l, err = coapnet.NewDTLSListener("udp4", listen, cfg)
 			return err
 		}); err != nil {
-			return fmt.Errorf("coap server: %w", err)
+			return nil, fmt.Errorf("coap server: %w", err)
 		}
-		saddr = l.Addr().(*net.UDPAddr)
+		cs.addr, cs.dtls = l.Addr().(*net.UDPAddr), cfg
 		srv := coapdtls.NewServer(options.WithMux(router), options.WithPeriodicRunner(n.coapPeriodic), options.WithErrors(ignoreError))
 		n.d.goFunc(func() { _ = srv.Serve(l) })
-		stop = srv.Stop
-		var pc *net.UDPConn
-		if err := n.tun.InClient(func() (err error) {
-			pc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(caddr))
-			return err
-		}); err != nil {
-			stop()
-			return fmt.Errorf("coap client: %w", err)
-		}
-		n.register(f, flowKey{protoUDP, caddr.Port(), uint16(saddr.Port)})
-		dc, err := dtls.Client(pc, saddr, cfg)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(n.d.ctx, setupTimeout)
-			err = dc.HandshakeContext(ctx)
-			cancel()
-		}
-		if err != nil {
-			_ = pc.Close()
-			stop()
-			return fmt.Errorf("coap client: DTLS: %w", err)
-		}
-		cc = coapdtls.Client(dc, options.WithPeriodicRunner(n.coapPeriodic), options.WithErrors(ignoreError))
-		stop = func() { _ = dc.Close(); srv.Stop() }
-	} else {
-		var l *coapnet.UDPConn
-		if err := n.tun.InServer(func() (err error) {
-			l, err = coapnet.NewListenUDP("udp4", listen)
-			return err
-		}); err != nil {
-			return fmt.Errorf("coap server: %w", err)
-		}
-		saddr = l.LocalAddr().(*net.UDPAddr)
-		srv := udp.NewServer(options.WithMux(router), options.WithPeriodicRunner(n.coapPeriodic), options.WithErrors(ignoreError))
-		n.d.goFunc(func() { _ = srv.Serve(l) })
+		f.tunf.stops = append(f.tunf.stops, srv.Stop)
+		return cs, nil
+	}
+	var l *coapnet.UDPConn
+	if err := n.tun.InServer(func() (err error) {
+		l, err = coapnet.NewListenUDP("udp4", listen)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("coap server: %w", err)
+	}
+	cs.addr = l.LocalAddr().(*net.UDPAddr)
+	srv := udp.NewServer(options.WithMux(router), options.WithPeriodicRunner(n.coapPeriodic), options.WithErrors(ignoreError))
+	n.d.goFunc(func() { _ = srv.Serve(l) })
+	f.tunf.stops = append(f.tunf.stops, srv.Stop)
+	return cs, nil
+}
+
+// coapClient connects a CoAP client in the client namespace from laddr
+// to the server (a DTLS handshake first if it is secure); close closes
+// the client and its socket.
+func (n *tunNet) coapClient(cs *coapServer, laddr netip.AddrPort) (cc *coapclient.Conn, close func(), err error) {
+	if cs.dtls == nil {
 		var uc *net.UDPConn
 		if err := n.tun.InClient(func() (err error) {
-			uc, err = net.DialUDP("udp4", net.UDPAddrFromAddrPort(caddr), saddr)
+			uc, err = net.DialUDP("udp4", net.UDPAddrFromAddrPort(laddr), cs.addr)
 			return err
 		}); err != nil {
-			srv.Stop()
-			return fmt.Errorf("coap client: %w", err)
+			return nil, nil, fmt.Errorf("coap client: %w", err)
 		}
-		n.register(f, flowKey{protoUDP, caddr.Port(), uint16(saddr.Port)})
 		cc = udp.Client(uc, options.WithPeriodicRunner(n.coapPeriodic), options.WithErrors(ignoreError))
-		stop = func() { _ = uc.Close(); srv.Stop() }
+		return cc, func() { _ = cc.Close(); _ = uc.Close() }, nil
 	}
+	var pc *net.UDPConn
+	if err := n.tun.InClient(func() (err error) {
+		pc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(laddr))
+		return err
+	}); err != nil {
+		return nil, nil, fmt.Errorf("coap client: %w", err)
+	}
+	dc, err := dtls.Client(pc, cs.addr, cs.dtls)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(n.d.ctx, setupTimeout)
+		err = dc.HandshakeContext(ctx)
+		cancel()
+	}
+	if err != nil {
+		_ = pc.Close()
+		return nil, nil, fmt.Errorf("coap client: DTLS: %w", err)
+	}
+	cc = coapdtls.Client(dc, options.WithPeriodicRunner(n.coapPeriodic), options.WithErrors(ignoreError))
+	return cc, func() { _ = cc.Close(); _ = dc.Close(); _ = pc.Close() }, nil
+}
+
+// coapSend sends one reading: a non-confirmable POST with No-Response, or
+// a confirmable one, whose acknowledgement it waits for.
+func (n *tunNet) coapSend(f *flowRun, cc *coapclient.Conn, msg []byte) error {
 	ctx := n.d.ctx
+	if f.spec.Reliable {
+		rctx, cancel := context.WithTimeout(ctx, peerTimeout)
+		defer cancel()
+		resp, err := cc.Post(rctx, coapPath, message.AppOctets, bytes.NewReader(msg))
+		if err == nil {
+			cc.ReleaseMessage(resp)
+		}
+		return err
+	}
+	req, err := cc.NewPostRequest(ctx, coapPath, message.AppOctets, bytes.NewReader(msg),
+		message.Option{ID: message.NoResponse, Value: []byte{coapNoResponseAll}})
+	if err != nil {
+		return err
+	}
+	defer cc.ReleaseMessage(req)
+	req.SetType(message.NonConfirmable)
+	return cc.WriteMessage(req)
+}
+
+// setupCoAP starts the flow's CoAP server and connects the device's
+// client to it from the fixed client port caddr. Reliable flows POST
+// confirmable requests; the others POST non-confirmable ones with
+// No-Response (RFC 7967), the way a device reports readings it does not
+// need acknowledged.
+func (n *tunNet) setupCoAP(f *flowRun, caddr netip.AddrPort) error {
+	cs, err := n.startCoAPServer(f)
+	if err != nil {
+		return err
+	}
+	n.register(f, flowKey{protoUDP, caddr.Port(), uint16(cs.addr.Port)})
+	cc, closeClient, err := n.coapClient(cs, caddr)
+	if err != nil {
+		return err
+	}
 	f.tunf.publish = func(msg []byte) error {
-		if f.spec.Reliable {
-			// Each confirmable POST waits for its ACK (and retransmits)
-			// in a goroutine of its own: the reading loop goes on.
-			body := bytes.Clone(msg)
-			n.d.goFunc(func() {
-				rctx, cancel := context.WithTimeout(ctx, peerTimeout)
-				defer cancel()
-				if resp, err := cc.Post(rctx, coapPath, message.AppOctets, bytes.NewReader(body)); err == nil {
-					cc.ReleaseMessage(resp)
-				}
-			})
-			return nil
+		if !f.spec.Reliable {
+			return n.coapSend(f, cc, msg)
 		}
-		req, err := cc.NewPostRequest(ctx, coapPath, message.AppOctets, bytes.NewReader(msg),
-			message.Option{ID: message.NoResponse, Value: []byte{coapNoResponseAll}})
-		if err != nil {
-			return err
-		}
-		defer cc.ReleaseMessage(req)
-		req.SetType(message.NonConfirmable)
-		return cc.WriteMessage(req)
+		// Each confirmable POST waits for its ACK (and retransmits) in a
+		// goroutine of its own: the reading loop goes on.
+		body := bytes.Clone(msg)
+		n.d.goFunc(func() { _ = n.coapSend(f, cc, body) })
+		return nil
 	}
-	f.onStop = func() {
-		_ = cc.Close()
-		stop()
-	}
+	f.onStop = closeClient
 	return nil
 }
 

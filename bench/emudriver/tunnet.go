@@ -86,9 +86,12 @@ type tunFlow struct {
 	send, recv   net.Conn
 	fsend, frecv *transport.Conn
 	udpPeer      *net.UDPAddr // reverse UDP: where the server side sends
-	// publish sends one message of an mqtt or coap flow (peers.go).
+	// publish sends one message of an mqtt, coap or quic flow (peers.go).
 	publish func([]byte) error
-	ln      net.Listener
+	// stops end the monitor side of a flow (a broker's subscriber, a CoAP
+	// server), after the device side's onStop, in reverse order.
+	stops []func()
+	ln    net.Listener
 	// The sender's ISN (TCP), seen in its SYN at the router, and the next
 	// message whose write time is still to be read there.
 	isn     uint32
@@ -130,6 +133,30 @@ func (n *tunNet) register(f *flowRun, k flowKey) {
 
 func (n *tunNet) setupFlow(f *flowRun) error {
 	f.tunf = &tunFlow{}
+	err := n.setupFlowKind(f)
+	if stops := f.tunf.stops; len(stops) > 0 {
+		all := func() {
+			for i := len(stops) - 1; i >= 0; i-- {
+				stops[i]()
+			}
+		}
+		if err != nil {
+			all()
+			return err
+		}
+		device := f.onStop
+		f.onStop = func() {
+			if device != nil {
+				device()
+			}
+			all()
+		}
+	}
+	return err
+}
+
+// setupFlowKind sets up the flow by its kind and protocol.
+func (n *tunNet) setupFlowKind(f *flowRun) error {
 	switch {
 	case f.spec.Kind == scenario.KindBulk || f.spec.IsUpdates():
 		server := netip.AddrPortFrom(n.tun.ServerAddr(), port(n.d.listener.Addr()))
