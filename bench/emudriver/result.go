@@ -141,6 +141,9 @@ func (f *flowRun) report(d *driver) report.Flow {
 		if m.age.Started() {
 			fr.AgeMs = f.ageStats(d)
 		}
+		if sl := f.tunf.sleep; sl != nil {
+			sl.report(&fr)
+		}
 	case f.spec.IsUpdates():
 		ss, rs := f.fin.sender, f.fin.receiver
 		fr.Sent, fr.Delivered = ss.UpdatesSent, rs.UpdatesReceived

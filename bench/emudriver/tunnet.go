@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"os/exec"
@@ -88,6 +89,9 @@ type tunFlow struct {
 	udpPeer      *net.UDPAddr // reverse UDP: where the server side sends
 	// publish sends one message of an mqtt, coap or quic flow (peers.go).
 	publish func([]byte) error
+	// sleep is a sleeping telemetry flow's state (sleep.go), nil if the
+	// flow streams.
+	sleep *sleeper
 	// stops end the monitor side of a flow (a broker's subscriber, a CoAP
 	// server), after the device side's onStop, in reverse order.
 	stops []func()
@@ -233,7 +237,7 @@ func (n *tunNet) startFlow(f *flowRun) {
 			n.runIperf3(f)
 		})
 	case scenario.KindTelemetry:
-		if f.tunf.publish == nil { // mqtt and coap deliver in their own handlers
+		if f.tunf.recv != nil || f.tunf.frecv != nil { // mqtt, coap, quic and sleeping fresh deliver in their own handlers
 			n.d.goFunc(func() { n.telemetryReader(f) })
 		}
 		n.d.goFunc(func() { n.telemetryWriter(f) })
@@ -421,6 +425,9 @@ func parseIperf3(b []byte) (*iperf3Report, error) {
 func (n *tunNet) setupTelemetry(f *flowRun) error {
 	tf := f.tunf
 	caddr := netip.AddrPortFrom(n.tun.ClientAddr(), uint16(fixedClientPort+f.idx))
+	if f.spec.Sleep {
+		return n.setupSleeping(f)
+	}
 	switch f.spec.Protocol {
 	case "fresh":
 		return n.setupFreshTelemetry(f, caddr)
@@ -578,13 +585,22 @@ func (n *tunNet) telemetryWriter(f *flowRun) {
 	tf := f.tunf
 	msg := make([]byte, f.spec.Size)
 	next := f.start
-	for next < f.end {
+	rng := rand.New(rand.NewPCG(uint64(d.s.Seed), uint64(f.idx)))
+	for k := 0; next < f.end; k++ {
 		if !d.sleepUntil(next) {
 			return
 		}
-		binary.BigEndian.PutUint64(msg, uint64(time.Now().UnixNano()))
+		now := time.Now()
+		binary.BigEndian.PutUint64(msg, uint64(now.UnixNano()))
 		var err error
 		switch {
+		case tf.sleep != nil:
+			// A wake that fails (no answer within peerTimeout, a refused
+			// handshake) loses its reading; the device sleeps on.
+			_ = tf.sleep.wake(n.sleepPort(f, k), now, msg)
+			if d.ctx.Err() != nil {
+				return
+			}
 		case tf.publish != nil:
 			err = tf.publish(msg)
 		case tf.fsend != nil:
@@ -603,7 +619,11 @@ func (n *tunNet) telemetryWriter(f *flowRun) {
 		f.mu.Lock()
 		f.m.msgSent++
 		f.mu.Unlock()
-		next += f.spec.Interval.D()
+		gap := f.spec.Interval.D()
+		if m := f.spec.IntervalMax.D(); m > gap {
+			gap += time.Duration(rng.Int64N(int64(m-gap) + 1)) // drawn from [Interval, IntervalMax]
+		}
+		next += gap
 	}
 	if f.spec.Protocol == "tcp" {
 		_ = tf.send.(*net.TCPConn).CloseWrite()
@@ -657,10 +677,13 @@ func (n *tunNet) delivered(f *flowRun, msg []byte) {
 		return
 	}
 	now := time.Now()
-	written := time.Unix(0, int64(binary.BigEndian.Uint64(msg)))
+	written := time.Unix(0, stampOf(msg))
 	t := now.Sub(d.origin)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if sl := f.tunf.sleep; sl != nil {
+		sl.stored(stampOf(msg), now)
+	}
 	f.m.msgRecv++
 	f.m.e2eMs = append(f.m.e2eMs, float64(now.Sub(written))/1e6)
 	if t >= f.start && t <= f.end {
@@ -750,6 +773,15 @@ func (n *tunNet) observe(p emu.TUNPacket) {
 	f.mu.Lock()
 	f.m.linkPkts[dir]++
 	f.m.linkBytes[dir] += int64(len(b))
+	if sl := f.tunf.sleep; sl != nil {
+		// The device sent a data packet when it reached the router, and
+		// received a return packet when the router let it go.
+		t := p.In
+		if dir == 1 {
+			t = p.Out
+		}
+		sl.sawPacket(k, t)
+	}
 	f.mu.Unlock()
 	if dir == 1 { // the flow's ACKs
 		return

@@ -48,6 +48,13 @@ type Flow struct {
 	// receiving application.
 	WriteToRouterMs *Stats `json:"write_to_router_ms,omitempty"`
 	EndToEndMs      *Stats `json:"end_to_end_ms,omitempty"`
+	// WakeToStoredMs and RadioOnMs are set for sleeping telemetry flows
+	// (emu --tun): per wake, the time from the device waking (and taking
+	// its reading) to the monitor reading it, over the readings
+	// delivered; and to the last packet of that wake's connection at the
+	// router, either direction.
+	WakeToStoredMs *Stats `json:"wake_to_stored_ms,omitempty"`
+	RadioOnMs      *Stats `json:"radio_on_ms,omitempty"`
 	// RTTMs is set for request/response telemetry flows: per message, the
 	// time from its write to the read of the receiver's response.
 	RTTMs *Stats `json:"rtt_ms,omitempty"`

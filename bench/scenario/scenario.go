@@ -162,8 +162,20 @@ type Flow struct {
 	// Bytes limits a bulk transfer (0 = unlimited).
 	Bytes int64 `json:"bytes,omitempty"`
 	// Interval is the period of a telemetry flow's messages (default
-	// 100ms).
-	Interval Duration `json:"interval,omitempty"`
+	// 100ms). With IntervalMax, each gap is drawn uniformly from
+	// [Interval, IntervalMax] (the scenario's seed and the flow's index
+	// seed the draws).
+	Interval    Duration `json:"interval,omitempty"`
+	IntervalMax Duration `json:"interval_max,omitempty"`
+	// Sleep makes a telemetry flow a device that sleeps between readings:
+	// at each reading it wakes, connects from a new client port (fresh:
+	// resuming with 0-RTT when secure; mqtt: its persistent session,
+	// resuming TLS when secure; coap: a new socket, a full DTLS handshake
+	// when secure; udp: a new socket), sends the one reading, waits for
+	// its acknowledgement where the protocol has one (fresh's ACK, MQTT
+	// QoS 1's PUBACK, a confirmable CoAP request's ACK), closes, and
+	// sleeps. Results per wake: wake_to_stored_ms and radio_on_ms.
+	Sleep bool `json:"sleep,omitempty"`
 	// Protocol carries a telemetry flow: "tcp" (default, kernel TCP),
 	// "udp" (one datagram per message), "fresh" (each message a status
 	// update on a fresh connection: SendUpdate, regulated by ACP), "mqtt"
@@ -443,6 +455,9 @@ func (f *Flow) validate(s *Scenario) error {
 		if f.Interval < 0 {
 			return errors.New("interval must be positive")
 		}
+		if f.IntervalMax != 0 && f.IntervalMax < f.Interval {
+			return fmt.Errorf("interval_max %v is below interval %v", f.IntervalMax.D(), f.Interval.D())
+		}
 		if f.Protocol == "" {
 			f.Protocol = "tcp"
 		}
@@ -457,6 +472,9 @@ func (f *Flow) validate(s *Scenario) error {
 		}
 		if f.Reliable && f.Protocol != "mqtt" && f.Protocol != "coap" {
 			return errors.New("reliable applies to mqtt (QoS 1) and coap (confirmable) only")
+		}
+		if f.Sleep && (f.Protocol == "tcp" || f.Protocol == "quic" || f.Respond || f.Reverse || f.Nagle) {
+			return errors.New("sleep applies to forward fresh, mqtt, coap and udp flows (tcp and quic: not built)")
 		}
 		if (f.Protocol == "mqtt" || f.Protocol == "coap" || f.Protocol == "quic") && (f.Respond || f.Reverse) {
 			return fmt.Errorf("protocol %s: respond and reverse are for tcp and udp (the device publishes to the monitor's side)", f.Protocol)
@@ -476,8 +494,8 @@ func (f *Flow) validate(s *Scenario) error {
 	if f.UpdateRate != 0 && !f.IsUpdates() {
 		return fmt.Errorf("update_rate is for fixed flows (their rate) and acp and lazy flows (the source's reading rate), not %s flows", f.Kind)
 	}
-	if f.Kind != KindTelemetry && (f.Interval != 0 || f.Protocol != "" || f.Nagle || f.Respond || f.Reliable || f.Secure) {
-		return errors.New("interval, protocol, nagle, respond, reliable and secure are for telemetry flows only")
+	if f.Kind != KindTelemetry && (f.Interval != 0 || f.IntervalMax != 0 || f.Protocol != "" || f.Nagle || f.Respond || f.Reliable || f.Secure || f.Sleep) {
+		return errors.New("interval, interval_max, protocol, nagle, respond, reliable, secure and sleep are for telemetry flows only")
 	}
 	if f.Size == 0 {
 		switch f.Kind {

@@ -137,10 +137,13 @@ func TestQueueWMM(t *testing.T) {
 func TestTelemetry(t *testing.T) {
 	s, err := Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
 		"flows": [{"kind": "telemetry"}, {"kind": "telemetry", "protocol": "udp", "interval": "10ms", "size": 200}, {"kind": "telemetry", "nagle": true},
-		{"kind": "telemetry", "protocol": "mqtt", "reliable": true}, {"kind": "telemetry", "protocol": "coap"}]}`))
+		{"kind": "telemetry", "protocol": "mqtt", "reliable": true}, {"kind": "telemetry", "protocol": "coap"},
+		{"kind": "telemetry", "protocol": "fresh", "secure": true, "sleep": true, "interval": "30s", "interval_max": "300s"}]}`))
 	require.NoError(t, err)
 	require.True(t, s.Flows[3].Reliable)
 	require.Equal(t, "coap", s.Flows[4].Protocol)
+	require.True(t, s.Flows[5].Sleep)
+	require.Equal(t, 300*time.Second, s.Flows[5].IntervalMax.D())
 	require.Equal(t, 100*time.Millisecond, s.Flows[0].Interval.D())
 	require.Equal(t, "tcp", s.Flows[0].Protocol)
 	require.Equal(t, 64, s.Flows[0].Size)
@@ -161,6 +164,10 @@ func TestTelemetry(t *testing.T) {
 		`{"kind": "bulk", "secure": true}`,
 		`{"kind": "telemetry", "protocol": "udp", "cc": "owd"}`,
 		`{"kind": "telemetry", "protocol": "quic", "reverse": true}`,
+		`{"kind": "telemetry", "protocol": "tcp", "sleep": true}`,
+		`{"kind": "telemetry", "protocol": "udp", "sleep": true, "reverse": true}`,
+		`{"kind": "telemetry", "interval": "2s", "interval_max": "1s"}`,
+		`{"kind": "bulk", "sleep": true}`,
 	} {
 		_, err := Parse([]byte(`{"name": "t", "duration": "1s", "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [` + f + `]}`))
 		require.ErrorIs(t, err, ErrInvalid, f)
