@@ -73,7 +73,13 @@
 // Transport.DisableRetry), so a forged source address gets one small Retry
 // and no state. A token the Listener refuses (expired, or from another
 // address) draws a Close saying why, and Dial fails at once with
-// ErrInvalidToken: a client takes one Retry per connection. It also bounds connections in total, per source and per
+// ErrInvalidToken: a client takes one Retry per connection. A TLS
+// Listener also gives each client, once its handshake completes, a token
+// for its next connection (RFC 9000 §8.1.3's NEW_TOKEN); a dialer with a
+// Config.TokenStore sends it in that connection's first Initial and, if
+// the Listener can still open it (this process, under 24 h, the same IP
+// address), skips the Retry; otherwise the Retry comes as without one.
+// It also bounds connections in total, per source and per
 // second (Transport.MaxConnections and the fields after it), moves a
 // connection to a client's new address only for an authentic packet (see
 // Connection migration), and counts what it drops (Listener.Stats). Accept hands

@@ -49,10 +49,13 @@ type Listener struct {
 	loopbackFree bool // loopback sources are exempt from the per-source connection and rate limits
 
 	// The Transport's read loop only.
-	tokens   *retryTokens // nil with DisableRetry
-	tokenBuf []byte
-	retryBuf []byte // a Retry or a token refusal being built
-	openBuf  []byte // a sealed Initial opened to read its token
+	tokens *retryTokens // nil with DisableRetry
+	// newTokens mints and checks the tokens given for the next connection
+	// (NewToken frames, retry.go); nil with DisableRetry or without TLS.
+	newTokens *retryTokens
+	tokenBuf  []byte
+	retryBuf  []byte // a Retry or a token refusal being built
+	openBuf   []byte // a sealed Initial opened to read its token
 
 	mu      sync.Mutex
 	held    int // connections held: handshaking, waiting for Accept or accepted
@@ -88,7 +91,10 @@ func newListener(t *Transport, conf Config, stopNTP context.CancelFunc) *Listene
 	l.hsReserve = l.maxHandshakes / hsReserveShare
 	if !t.DisableRetry {
 		l.tokens = newRetryTokens(now, conf.HandshakeTimeout)
-		l.tokenBuf = make([]byte, 0, retryTokenLen)
+		l.tokenBuf = make([]byte, 0, newTokenLen)
+		if conf.TLS != nil {
+			l.newTokens = newNewTokens(now)
+		}
 		l.retryBuf = make([]byte, 0, wire.HeaderLen+5+255+wire.ProtectedOverhead) // the largest: a refusal's Close
 	}
 	l.openBuf = make([]byte, 0, maxInitialOpened)
@@ -158,6 +164,19 @@ func (l *Listener) initial(h wire.Header, b []byte, from netip.AddrPort) *entry 
 		return nil
 	}
 	validated := false
+	if l.newTokens != nil && isNewToken(token) {
+		// A token from an earlier connection's NewToken frame: valid, it
+		// validates the address; not (expired, another address, a
+		// restarted listener's), the client gets the Retry it would have
+		// got without one (RFC 9000 §8.1.3), not a refusal.
+		if !l.newTokens.valid(token[1:], from, 0, now) {
+			l.t.st.newTokensRefused.Add(1)
+			l.sendRetry(h.ConnID, from, now)
+			return nil
+		}
+		l.t.st.newTokensAccepted.Add(1)
+		return l.open(h.ConnID, from, true, now)
+	}
 	if l.tokens != nil {
 		if err := l.tokens.check(token, from, h.ConnID, now); err != nil {
 			st.badToken.Add(1)
@@ -266,6 +285,11 @@ func (l *Listener) open(id uint64, from netip.AddrPort, validated bool, now cloc
 	}
 	cfg := l.cfg.sessionConfig()
 	cfg.AddressValidated = validated
+	if l.newTokens != nil {
+		// For the client's next connection (the read loop, newTokens'
+		// only user, is where open runs).
+		cfg.NewToken = l.newTokens.mintNew(nil, from, now)
+	}
 	for range 4 { // a taken server ID is drawn again: 2^-32 odds at a million connections
 		cfg.ServerConnID = l.t.newServerID()
 		// The token of the ID the client's packets carry after the

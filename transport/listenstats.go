@@ -15,8 +15,16 @@ type ListenerStats struct {
 	AcceptQueue int
 
 	// RetriesSent: Initials without a token answered with a Retry (no
-	// state kept for them).
+	// state kept for them), or with a NewToken token this listener could
+	// not open.
 	RetriesSent int64
+	// NewTokensAccepted: Initials whose token, from a NewToken frame of
+	// an earlier connection (RFC 9000 §8.1.3), validated the client's
+	// address and spared it the Retry. NewTokensRefused: such tokens this
+	// listener could not open (not its own, expired, or from another
+	// address: the client moved, or the listener restarted and lost its
+	// key), answered with a Retry instead.
+	NewTokensAccepted, NewTokensRefused int64
 	// VersionNegotiations: Initial-sized datagrams of another protocol
 	// version answered with a VersionNegotiation (no state kept).
 	VersionNegotiations int64
@@ -99,6 +107,8 @@ type listenerCounters struct {
 	// opens (started), when its handshake completes (Conn.notifyLocked)
 	// and when it ends without having completed it (Listener.forget).
 	hsStarted, hsCompleted atomic.Int64
+	newTokensAccepted      atomic.Int64
+	newTokensRefused       atomic.Int64
 	hsFailed               [numHSReasons]atomic.Int64
 	handshakeLimit         atomic.Int64
 }
@@ -117,6 +127,8 @@ func (l *Listener) Stats() ListenerStats {
 	l.mu.Unlock()
 	c := &l.t.st
 	st.RetriesSent = c.retries.Load()
+	st.NewTokensAccepted = c.newTokensAccepted.Load()
+	st.NewTokensRefused = c.newTokensRefused.Load()
 	st.VersionNegotiations = c.versionNegotiations.Load()
 	st.InitialsBadToken = c.badToken.Load()
 	st.InitialsUnauthenticated = c.initialsUnauth.Load()

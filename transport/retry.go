@@ -58,6 +58,10 @@ const (
 // a Listener's read loop is its only user.
 type retryTokens struct {
 	lifetime, rotation time.Duration
+	// ipOnly binds tokens to the client's IP address alone (NewToken
+	// tokens: a client's next connection comes from another port, and
+	// under another connection ID).
+	ipOnly bool
 
 	cur, prev cipher.AEAD
 	gen       uint8 // cur's generation; prev is gen−1
@@ -75,6 +79,39 @@ func newRetryTokens(now clock.Mono, handshakeTimeout time.Duration) *retryTokens
 	t := &retryTokens{lifetime: lifetime, rotation: max(retryKeyRotation, lifetime), rotatedAt: now}
 	t.cur = newTokenKey()
 	return t
+}
+
+// Tokens for the next connection (RFC 9000 §8.1.3), given in a NewToken
+// frame once a handshake completes (internal/session/newtoken.go): the
+// Retry token's box, bound to the client's IP address only, prefixed with
+// newTokenMarker (so a Retry token, one byte shorter, is never taken for
+// one), and valid for newTokenLifetime: a device that wakes every few
+// minutes, or hours, to report, connects without the Retry's round trip.
+// The keys live in this process only: after a restart every such token is
+// refused and its client pays the Retry, as without a token. A token
+// observed on the path lets its observer skip the Retry from that IP
+// address (spoofing it) until the token expires, which is why it is
+// bound to the address and expires at all (RFC 9000 §8.1.3, §21.3).
+const (
+	newTokenLifetime = 24 * time.Hour
+	newTokenMarker   = 0xfe
+	newTokenLen      = 1 + retryTokenLen
+)
+
+// newNewTokens returns the minter of a Listener's NewToken tokens.
+func newNewTokens(now clock.Mono) *retryTokens {
+	t := &retryTokens{lifetime: newTokenLifetime, rotation: newTokenLifetime, ipOnly: true, rotatedAt: now}
+	t.cur = newTokenKey()
+	return t
+}
+
+// isNewToken reports whether an Initial's token is shaped as a NewToken
+// token (which it may still fail to be).
+func isNewToken(token []byte) bool { return len(token) == newTokenLen && token[0] == newTokenMarker }
+
+// mintNew appends a NewToken token for a client at from, issued now.
+func (t *retryTokens) mintNew(b []byte, from netip.AddrPort, now clock.Mono) []byte {
+	return t.mint(append(b, newTokenMarker), from, 0, now)
 }
 
 // newTokenKey returns an AES-128-GCM key drawn from crypto/rand.
@@ -105,6 +142,9 @@ func (t *retryTokens) rotate(now clock.Mono) {
 
 // associated fills the associated data: who the token is for.
 func (t *retryTokens) associated(from netip.AddrPort, connID uint64) []byte {
+	if t.ipOnly {
+		from, connID = netip.AddrPortFrom(from.Addr(), 0), 0
+	}
 	ip := from.Addr().Unmap().As16()
 	copy(t.ad[:16], ip[:])
 	binary.BigEndian.PutUint16(t.ad[16:], from.Port())

@@ -427,9 +427,18 @@ func (t *Transport) dial(ctx context.Context, raddr *net.UDPAddr, name string, c
 		stopNTP()
 		return nil, &dialError{name, err}
 	}
+	scfg := conf.sessionConfig()
+	if st := conf.TokenStore; st != nil && conf.TLS != nil {
+		// The token of the server's last connection, if one is kept, for
+		// this one's first Initial; the token this one brings, for the
+		// next (config.go, TokenStore).
+		server := raddr.String()
+		scfg.Token = st.Take(server)
+		scfg.OnNewToken = func(token []byte) { st.Put(server, token) }
+	}
 	var c *Conn
 	for c == nil {
-		s, err := session.New(conf.sessionConfig(), randomID(), true, conf.Clock.Now())
+		s, err := session.New(scfg, randomID(), true, conf.Clock.Now())
 		if err != nil {
 			stopNTP()
 			return nil, err

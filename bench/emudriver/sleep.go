@@ -170,9 +170,9 @@ func (n *tunNet) setupSleeping(f *flowRun) error {
 
 // sleepingFresh: the monitor a fresh Listener (0-RTT allowed when
 // secure), the device a fresh Dial per wake from its own socket, with a
-// TLS session cache kept across wakes, so that every wake after the first
-// resumes and sends its reading in 0-RTT. The device closes once the
-// reading is acknowledged.
+// TLS session cache and a token store kept across wakes, so that every
+// wake after the first resumes without a Retry and sends its reading in
+// 0-RTT. The device closes once the reading is acknowledged.
 func (n *tunNet) sleepingFresh(f *flowRun, sl *sleeper) error {
 	ctx := n.d.ctx
 	cfg := transport.Config{Insecure: true, MaxUpdateRate: 1000}
@@ -184,6 +184,9 @@ func (n *tunNet) sleepingFresh(f *flowRun, sl *sleeper) error {
 		}
 		client.ClientSessionCache = tls.NewLRUClientSessionCache(1)
 		cfg.Insecure, cfg.TLS, cfg.Allow0RTT = false, client, true
+		// The listener's token for the next connection, kept across
+		// wakes: no Retry on a wake after the first.
+		cfg.TokenStore = transport.NewTokenStore(1)
 		lcfg.Insecure, lcfg.TLS, lcfg.Allow0RTT = false, server, true
 	}
 	var ln *transport.Listener

@@ -127,6 +127,22 @@ type Config struct {
 	// it) ignore it.
 	StatelessResetToken *[wire.StatelessResetTokenLen]byte
 
+	// NewToken (server only, with TLS) is an address-validation token for
+	// the client's next connection, minted by the server's listener: sent
+	// once the handshake completes, in a NewToken frame (RFC 9000
+	// §19.7), and again if that is lost. nil: none.
+	NewToken []byte
+	// Token (client only) is the token a NewToken frame of an earlier
+	// connection to this server gave: the first Initial carries it, and a
+	// server that can still open it skips the Retry's round trip (RFC 9000
+	// §8.1.3). A Retry replaces it.
+	Token []byte
+	// OnNewToken (client only, with TLS) is called with each token a
+	// NewToken frame brings (a copy), for the next connection's Token.
+	// It runs inside the session's packet handling: it must not block or
+	// call back into the connection.
+	OnNewToken func(token []byte)
+
 	// MaxStreamGaps is the most holes the receive stream holds: received
 	// byte ranges with bytes missing below them. A Data frame
 	// that would open one more is dropped unacknowledged (Stats.

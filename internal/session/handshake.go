@@ -276,6 +276,7 @@ func (s *Session) drainTLS() {
 				if !s.cfg.TLS.SessionTicketsDisabled {
 					_ = sec.conn.SendSessionTicket(tls.QUICSessionTicketOptions{EarlyData: s.cfg.Allow0RTT})
 				}
+				s.queueNewToken()
 			}
 		case tls.QUICErrorEvent:
 			s.failHandshake(e.Err)
@@ -480,7 +481,7 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 // own beside the recovery tracker's (and a replay window of their own).
 func isControl(t wire.Type) bool {
 	switch t {
-	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe, wire.TypeAckFrequency:
+	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe, wire.TypeAckFrequency, wire.TypeNewToken:
 		return false
 	}
 	return true

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -99,9 +100,10 @@ type Session struct {
 	hsNext        clock.Mono
 	hsSent        clock.Mono // when the latest Initial went out
 	hsTries       int
-	token         []byte // client: the Retry's address-validation token, echoed in every later Initial
-	retried       bool   // client: a Retry was taken (only one is, RFC 9000 §17.2.5.2)
-	validated     bool   // server: the peer's address is validated (see amplificationLimited)
+	token         []byte        // client: the address-validation token (Config.Token, or the Retry's), echoed in every Initial
+	nt            newTokenState // server: the token for the client's next connection (newtoken.go)
+	retried       bool          // client: a Retry was taken (only one is, RFC 9000 §17.2.5.2)
+	validated     bool          // server: the peer's address is validated (see amplificationLimited)
 	acceptPending bool
 	closePending  bool
 	closeCode     uint32
@@ -222,6 +224,9 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		newestPN:  -1,
 		hsNext:    now,
 		validated: cfg.AddressValidated,
+	}
+	if client && len(cfg.Token) > 0 {
+		s.token = bytes.Clone(cfg.Token)
 	}
 	if cfg.TLS != nil {
 		if s.sec, err = newSecurity(&s.cfg, connID, client); err != nil {
@@ -512,6 +517,8 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 		s.onCommit(now, wallUS, h, body)
 	case wire.TypeAckFrequency:
 		s.onAckFrequency(now, wallUS, h, body)
+	case wire.TypeNewToken:
+		s.onNewToken(now, wallUS, h, body)
 	case wire.TypePMTUProbe:
 		if wire.ParsePMTUProbe(body) != nil {
 			s.st.Malformed++
@@ -857,6 +864,9 @@ func (s *Session) acked(now clock.Mono, p *recovery.Packet, sample cc.AckSample)
 		s.commitAcked(p.Offset)
 	case kindAckFreq:
 		s.ackFreqAcked(p.Offset)
+	case kindNewToken:
+		s.nt.acked = true
+		s.cfg.NewToken = nil // given: a monitor holds many idle connections
 	case kindPMTU:
 		s.pmtu.onProbeAcked(now, pn)
 	case kindProbe:
@@ -890,6 +900,8 @@ func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 		s.commitLost(p.Offset)
 	case kindAckFreq:
 		s.ackFreqLost(p.Offset)
+	case kindNewToken:
+		s.newTokenLost()
 	}
 }
 
@@ -1043,6 +1055,9 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 		return s.sent(s.appendAck(now, wallUS, buf)), streamDSCP, true
 	}
 	if b, ok := s.pollAckFrequency(now, wallUS, buf); ok {
+		return s.sent(b), streamDSCP, true
+	}
+	if b, ok := s.pollNewToken(now, wallUS, buf); ok {
 		return s.sent(b), streamDSCP, true
 	}
 	if s.probe {

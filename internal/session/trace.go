@@ -180,6 +180,8 @@ func (s *Session) traceFrame(h wire.Header, body []byte, size int, f *qlog.Frame
 		f.Type = "commit"
 	case wire.TypeAckFrequency:
 		f.Type = "ack_frequency" // the draft's qlog name
+	case wire.TypeNewToken:
+		f.Type = "new_token" // RFC 9000's frame, qlog's name
 	case wire.TypePMTUProbe:
 		f.Type, f.Length = "pmtu_probe", size
 	default:

@@ -397,6 +397,35 @@ func ParseRetry(body []byte, r *Retry) error {
 	return nil
 }
 
+// NewToken gives the client a token for its next connection to this
+// server (type NewToken, RFC 9000 §19.7's NEW_TOKEN): token length (16) |
+// token. The client puts it in the Initial of that connection, and a
+// server that can open it skips the Retry's round trip (RFC 9000 §8.1.3).
+// Sent by the server only, protected under the application keys.
+type NewToken struct {
+	Token []byte // aliases the datagram
+}
+
+// AppendNewToken appends t's body to b. The caller keeps 1 ≤ len(t.Token)
+// ≤ MaxTokenLen.
+func AppendNewToken(b []byte, t *NewToken) []byte {
+	b = binary.BigEndian.AppendUint16(b, uint16(len(t.Token)))
+	return append(b, t.Token...)
+}
+
+// ParseNewToken decodes a NewToken body into t.
+func ParseNewToken(body []byte, t *NewToken) error {
+	if len(body) < 2 {
+		return ErrShort
+	}
+	n := int(binary.BigEndian.Uint16(body))
+	if n == 0 || n > MaxTokenLen || len(body) != 2+n {
+		return ErrLength
+	}
+	t.Token = body[2:]
+	return nil
+}
+
 // Close ends a connection (type Close): error code (32) | reason length (8)
 // | reason (UTF-8, at most 255 bytes).
 type Close struct {

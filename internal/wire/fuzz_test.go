@@ -305,6 +305,21 @@ func FuzzParseAckFrequency(f *testing.F) {
 	})
 }
 
+func FuzzParseNewToken(f *testing.F) {
+	seedDatagrams(f, TypeNewToken, true)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var nt NewToken
+		if err := ParseNewToken(body, &nt); err != nil {
+			requireSentinel(t, err)
+			return
+		}
+		require.Equal(t, body, AppendNewToken(nil, &nt))
+		require.NotEmpty(t, nt.Token)
+		require.LessOrEqual(t, len(nt.Token), MaxTokenLen)
+		requireAlias(t, body, 2, nt.Token)
+	})
+}
+
 func FuzzParsePMTUProbe(f *testing.F) {
 	seedDatagrams(f, TypePMTUProbe, true)
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -347,6 +362,8 @@ func FuzzDatagram(f *testing.F) {
 		case *Retry:
 			requireAlias(t, dg[:len(dg)-RetryTagLen], HeaderLen+2, fr.Token)
 			requireAlias(t, dg, len(dg)-RetryTagLen, fr.Tag)
+		case *NewToken:
+			requireAlias(t, dg, HeaderLen+2, fr.Token)
 		}
 		require.Equal(t, dg, enc)
 	})
@@ -418,6 +435,8 @@ func TestCorpusDoesNotAllocate(t *testing.T) {
 				fn = func() { sinkErr = ParseAckFrequency(b, &e.af) }
 			case "FuzzParsePMTUProbe":
 				fn = func() { sinkErr = ParsePMTUProbe(b) }
+			case "FuzzParseNewToken":
+				fn = func() { sinkErr = ParseNewToken(b, &e.nt) }
 			case "FuzzDatagram":
 				fn = func() { sinkHeader, sinkErr = e.decode(b) }
 			default:

@@ -103,6 +103,9 @@ const (
 	// less (or more) often, the ACK_FREQUENCY frame of
 	// draft-ietf-quic-ack-frequency §4 (see AckFrequency).
 	TypeAckFrequency Type = 0x11
+	// NewToken: the server gives the client an address-validation token
+	// for its next connection, RFC 9000 §19.7's NEW_TOKEN (see NewToken).
+	TypeNewToken Type = 0x12
 	// Version negotiation travels with version byte 0 and has its own
 	// decoder (ParseVersionNegotiation); ParseHeader returns ErrVersion
 	// for it, as for every datagram not of this version.
@@ -143,6 +146,8 @@ func (t Type) String() string {
 		return "pmtu-probe"
 	case TypeAckFrequency:
 		return "ack-frequency"
+	case TypeNewToken:
+		return "new-token"
 	}
 	return "unknown"
 }
@@ -277,7 +282,7 @@ const ProtectedOverhead = 16
 // version byte (VersionNegotiation has version 0).
 func (t Type) valid() bool {
 	switch t {
-	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset, TypeCommit, TypePMTUProbe, TypeAckFrequency:
+	case TypeCrypto, TypePathChallenge, TypePathResponse, TypeStatelessReset, TypeCommit, TypePMTUProbe, TypeAckFrequency, TypeNewToken:
 		return true
 	}
 	return t >= TypeInitial && t <= TypeRetry

@@ -37,6 +37,7 @@ type endpoint struct {
 	pr PathResponse
 	cm Commit
 	af AckFrequency
+	nt NewToken
 }
 
 // decode parses the header, then the body by type.
@@ -76,6 +77,8 @@ func (e *endpoint) decode(dg []byte) (Header, error) {
 		err = ParseCommit(body, &e.cm)
 	case TypeAckFrequency:
 		err = ParseAckFrequency(body, &e.af)
+	case TypeNewToken:
+		err = ParseNewToken(body, &e.nt)
 	default:
 		panic(fmt.Sprintf("ParseHeader accepted type %#x", uint8(h.Type)))
 	}
@@ -124,6 +127,8 @@ func parseDatagram(dg []byte) (Header, any, error) {
 		return h, &e.cm, nil
 	case TypeAckFrequency:
 		return h, &e.af, nil
+	case TypeNewToken:
+		return h, &e.nt, nil
 	case TypePMTUProbe:
 		return h, probePadding(len(dg) - HeaderLen), nil
 	}
@@ -165,6 +170,8 @@ func appendDatagram(b []byte, h Header, f any) []byte {
 		return AppendCommit(b, f)
 	case *AckFrequency:
 		return AppendAckFrequency(b, f)
+	case *NewToken:
+		return AppendNewToken(b, f)
 	case probePadding:
 		return AppendPMTUProbe(b, int(f))
 	case nil:
@@ -273,6 +280,10 @@ func validDatagrams() []datagramCase {
 		{"protected path response phase 1", Header{Type: TypePathResponse, Flags: FlagProtected, Epoch: EpochApp1, PN: 9}, rawBody("ciphertext and tag")},
 		{"commit", hdr(TypeCommit, 0), &Commit{Offset: 1 << 20}},
 		{"commit zero", hdr(TypeCommit, 0), &Commit{}},
+		{"new token", hdr(TypeNewToken, 0), &NewToken{Token: []byte("a token for the next connection")}},
+		{"new token of one byte", hdr(TypeNewToken, 0), &NewToken{Token: []byte{7}}},
+		{"new token MaxTokenLen", hdr(TypeNewToken, 0), &NewToken{Token: bytes.Repeat([]byte{0xab}, MaxTokenLen)}},
+		{"protected new token", Header{Type: TypeNewToken, Flags: FlagProtected, Epoch: EpochApp0, PN: 4}, rawBody("ciphertext and tag")},
 		{"ack frequency", hdr(TypeAckFrequency, 0), &AckFrequency{Seq: 3, Threshold: 9, MaxAckDelayMicros: 40_000, ReorderThreshold: 3}},
 		{"ack frequency zeros", hdr(TypeAckFrequency, 0), &AckFrequency{}},
 		{"ack frequency limits", hdr(TypeAckFrequency, 0), &AckFrequency{Seq: MaxPacketNumber, Threshold: math.MaxUint32, MaxAckDelayMicros: MaxAckDelayLimit - 1, ReorderThreshold: math.MaxUint32}},
@@ -349,6 +360,8 @@ func bodyMin(t Type) int {
 		return CommitLen
 	case TypeAckFrequency:
 		return AckFrequencyLen
+	case TypeNewToken:
+		return 2
 	}
 	return 0
 }
@@ -453,6 +466,7 @@ func rejectedDatagrams() []rejectCase {
 	reset := appendDatagram(nil, Header{Type: TypeStatelessReset}, &StatelessReset{Token: [16]byte{9}})
 	commit := appendDatagram(nil, h(TypeCommit), &Commit{Offset: 4096})
 	ackFreq := appendDatagram(nil, h(TypeAckFrequency), &AckFrequency{Seq: 1, Threshold: 4, MaxAckDelayMicros: 25_000, ReorderThreshold: 1})
+	newToken := appendDatagram(nil, h(TypeNewToken), &NewToken{Token: []byte("tok")})
 	const (
 		dataOff   = HeaderLen + echoLen     // Data offset field
 		dataLen   = dataOff + 8             // Data length field
@@ -476,7 +490,7 @@ func rejectedDatagrams() []rejectCase {
 		{"type 0", set(ping, 1, 0), ErrType},
 		{"type version negotiation under version 3", set(ping, 1, byte(TypeVersionNegotiation)), ErrType},
 		{"type 0x0f", set(ping, 1, 0x0f), ErrType},
-		{"type 0x12", set(ping, 1, 0x12), ErrType},
+		{"type 0x13", set(ping, 1, 0x13), ErrType},
 		{"path challenge short", set(ping, 1, byte(TypePathChallenge)), ErrShort},
 		{"path response long", append(set(ping, 1, byte(TypePathResponse)), make([]byte, PathDataLen+1)...), ErrLength},
 		{"FIN on path challenge", append(set(ping, 1, byte(TypePathChallenge), FlagFIN), make([]byte, PathDataLen)...), ErrReserved},
@@ -501,6 +515,13 @@ func rejectedDatagrams() []rejectCase {
 		{"ack under Initial keys", set(ack, 2, FlagProtected, EpochInitial), ErrReserved},
 		{"ping under Initial keys", append(set(ping, 2, FlagProtected, EpochInitial), make([]byte, ProtectedOverhead)...), ErrReserved},
 		{"commit under Initial keys", set(commit, 2, FlagProtected, EpochInitial), ErrReserved},
+		{"new token under Initial keys", set(newToken, 2, FlagProtected, EpochInitial), ErrReserved},
+		{"new token short", newToken[:HeaderLen+1], ErrShort},
+		{"new token empty", set16(newToken[:HeaderLen+2], HeaderLen, 0), ErrLength},
+		{"new token longer than its length", append(append([]byte(nil), newToken...), 'x'), ErrLength},
+		{"new token shorter than its length", newToken[:len(newToken)-1], ErrLength},
+		{"new token above MaxTokenLen", append(set16(newToken[:HeaderLen+2], HeaderLen, MaxTokenLen+1), make([]byte, MaxTokenLen+1)...), ErrLength},
+		{"FIN on new token", set(newToken, 2, FlagFIN), ErrReserved},
 		{"accept under Initial keys", append(set(ping, 1, byte(TypeAccept), FlagProtected, EpochInitial), make([]byte, AcceptLen+ProtectedOverhead)...), ErrReserved},
 		{"protected retry", append(set(retry, 2, FlagProtected, EpochInitial), make([]byte, ProtectedOverhead)...), ErrReserved},
 		{"protected initial shorter than a tag", append(set(initial[:HeaderLen], 2, FlagProtected, EpochInitial), make([]byte, ProtectedOverhead-1)...), ErrShort},
@@ -694,7 +715,7 @@ func TestTypeString(t *testing.T) {
 		TypeAck: "ack", TypeClose: "close", TypePing: "ping", TypeRetry: "retry",
 		TypeVersionNegotiation: "version-negotiation", TypeStatelessReset: "stateless-reset",
 		TypeCrypto: "crypto", TypePathChallenge: "path-challenge", TypePathResponse: "path-response",
-		TypeCommit: "commit", TypePMTUProbe: "pmtu-probe", TypeAckFrequency: "ack-frequency", 0: "unknown", 0x0f: "unknown", 0x12: "unknown", 0xff: "unknown",
+		TypeCommit: "commit", TypePMTUProbe: "pmtu-probe", TypeAckFrequency: "ack-frequency", TypeNewToken: "new-token", 0: "unknown", 0x0f: "unknown", 0x13: "unknown", 0xff: "unknown",
 	} {
 		require.Equal(t, want, ty.String())
 	}
