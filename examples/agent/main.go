@@ -121,8 +121,9 @@
 //	-stats 1s           interval of the status line (0: only at the end)
 //	-give-up 10s        once the path is dead, wait this long for the monitor to answer
 //	                    again, then exit 1: the monitor went away (0: at once)
-//	-0rtt FILE          keep the TLS session ticket in FILE (mode 0600) and resume from it:
-//	                    the next run skips the certificate exchange and, with a monitor
+//	-0rtt FILE          keep the TLS session ticket and the monitor's token for the next
+//	                    connection in FILE (mode 0600) and resume from them: the next run
+//	                    skips the certificate exchange and the Retry and, with a monitor
 //	                    running -0rtt, sends its first reading in its first flight (0-RTT)
 //	-qlog DIR           write a qlog trace of the connection into DIR for qvis
 //	                    (default $QLOGDIR; empty: off)
@@ -197,7 +198,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until Ctrl-C)")
 	fs.DurationVar(&o.stats, "stats", time.Second, "interval of the status line (0: only at the end)")
 	fs.DurationVar(&o.giveUp, "give-up", 10*time.Second, "once the path is dead (no answer to four retransmission timeouts in a row), wait this long for the monitor to answer again, then exit 1: the monitor went away (0: at once)")
-	fs.StringVar(&o.tickets, "0rtt", "", "keep the TLS session ticket in `FILE` (mode 0600): the next run resumes and sends its first reading in 0-RTT (the monitor needs -0rtt)")
+	fs.StringVar(&o.tickets, "0rtt", "", "keep the TLS session ticket and the monitor's token in `FILE` (mode 0600): the next run resumes without a Retry and sends its first reading in 0-RTT (the monitor needs -0rtt)")
 	fs.StringVar(&o.qlog, "qlog", os.Getenv(qlog.EnvDir), "write a qlog trace of the connection (for qvis) into `dir` (default $QLOGDIR; empty: off)")
 	o.creds.Register(fs, "client", "-")
 	verbose := fs.Bool("v", false, "debug logs on stderr")
@@ -326,6 +327,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		cfg.TLS.ClientSessionCache = tickets
+		cfg.TokenStore = tickets.Tokens() // and the monitor's token: no Retry next time
 		cfg.Allow0RTT = true
 		dial = transport.DialEarly // returns before the handshake when the ticket allows 0-RTT
 	}

@@ -15,10 +15,11 @@ import (
 	"github.com/fresh-udp/fresh/transport"
 )
 
-// With -0rtt FILE the agent keeps its session ticket in FILE (mode 0600):
-// the first run does a full handshake, the second, a new process as a
-// device waking up would start, resumes and sends its first reading in
-// 0-RTT to a monitor that allows it.
+// With -0rtt FILE the agent keeps its session ticket and the monitor's
+// token in FILE (mode 0600): the first run does a full handshake, the
+// second, a new process as a device waking up would start, resumes
+// without a Retry and sends its first reading in 0-RTT to a monitor that
+// allows it.
 func TestAgentResumesWith0RTT(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -58,6 +59,8 @@ func TestAgentResumesWith0RTT(t *testing.T) {
 	require.False(t, <-early, "no ticket yet: a full handshake")
 	require.Contains(t, outs[1], "session resumed, first reading sent in 0-RTT", outs[1])
 	require.True(t, <-early, "the second run's first reading came in 0-RTT")
+	st := ln.Stats()
+	require.Equal(t, int64(1), st.NewTokensAccepted, "the second run kept the monitor's token: no Retry")
 	fi, err := os.Stat(tickets)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the ticket holds a resumption secret")
