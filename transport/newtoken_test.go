@@ -48,15 +48,21 @@ func dialAndClose(t *testing.T, l *Listener, tr *Transport, cfg Config, store *c
 	sc.Close()
 }
 
-// A client that keeps the token its last connection was given skips the
-// Retry on its next: the listener counts one Retry (the first
-// connection's), one accepted token, and sent a new token each time.
-func TestNewTokenSkipsRetry(t *testing.T) {
+// tokenListener is a TLS listener on loopback and a dialer config whose
+// token store counts the tokens it is given.
+func tokenListener(t *testing.T) (*Listener, Config, *countingTokens) {
 	l, err := Listen("127.0.0.1:0", testConfig(Config{}))
 	require.NoError(t, err)
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	store := &countingTokens{TokenStore: NewTokenStore(4)}
-	cli := testConfig(Config{TokenStore: store})
+	return l, testConfig(Config{TokenStore: store}), store
+}
+
+// A client that keeps the token its last connection was given skips the
+// Retry on its next: the listener's Retries are the first connection's,
+// it accepted one token, and it gave a new token each time.
+func TestNewTokenSkipsRetry(t *testing.T) {
+	l, cli, store := tokenListener(t)
 
 	// A Retry answers each Initial without a token: the ClientHello
 	// (with a post-quantum key share) may take two.
@@ -83,11 +89,7 @@ func TestNewTokenSkipsRetry(t *testing.T) {
 // one (not a failed Dial). A token the store does not hold is not sent:
 // Take forgets it.
 func TestNewTokenFromAnotherAddressGetsRetry(t *testing.T) {
-	l, err := Listen("127.0.0.1:0", testConfig(Config{}))
-	require.NoError(t, err)
-	defer l.Close()
-	store := &countingTokens{TokenStore: NewTokenStore(4)}
-	cli := testConfig(Config{TokenStore: store})
+	l, cli, store := tokenListener(t)
 	dialAndClose(t, l, nil, cli, store)
 	retries := l.Stats().RetriesSent
 

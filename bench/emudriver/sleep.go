@@ -189,11 +189,8 @@ func (n *tunNet) sleepingFresh(f *flowRun, sl *sleeper) error {
 		cfg.TokenStore = transport.NewTokenStore(1)
 		lcfg.Insecure, lcfg.TLS, lcfg.Allow0RTT = false, server, true
 	}
-	var ln *transport.Listener
-	if err := n.tun.InServer(func() (err error) {
-		ln, err = transport.Listen(netip.AddrPortFrom(n.tun.ServerAddr(), 0).String(), lcfg)
-		return err
-	}); err != nil {
+	ln, err := n.listenFresh(lcfg)
+	if err != nil {
 		return err
 	}
 	f.tunf.stops = append(f.tunf.stops, func() { _ = ln.Close() })

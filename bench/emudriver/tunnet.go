@@ -526,11 +526,8 @@ func (n *tunNet) setupFreshTelemetry(f *flowRun, caddr netip.AddrPort) error {
 		cfg.Insecure, cfg.TLS = false, client
 		lcfg.Insecure, lcfg.TLS = false, server
 	}
-	var ln *transport.Listener
-	if err := n.tun.InServer(func() (err error) {
-		ln, err = transport.Listen(netip.AddrPortFrom(n.tun.ServerAddr(), 0).String(), lcfg)
-		return err
-	}); err != nil {
+	ln, err := n.listenFresh(lcfg)
+	if err != nil {
 		return err
 	}
 	// The client's socket is bound to the flow's fixed port first, so the
@@ -572,6 +569,15 @@ func (n *tunNet) setupFreshTelemetry(f *flowRun, caddr netip.AddrPort) error {
 		closeAll()
 	}
 	return nil
+}
+
+// listenFresh opens a fresh Listener in the server namespace.
+func (n *tunNet) listenFresh(cfg transport.Config) (ln *transport.Listener, err error) {
+	err = n.tun.InServer(func() error {
+		ln, err = transport.Listen(netip.AddrPortFrom(n.tun.ServerAddr(), 0).String(), cfg)
+		return err
+	})
+	return ln, err
 }
 
 // telemetryWriter writes one message of size bytes every interval from

@@ -129,8 +129,8 @@ type Config struct {
 
 	// NewToken (server only, with TLS) is an address-validation token for
 	// the client's next connection, minted by the server's listener: sent
-	// once the handshake completes, in a NewToken frame (RFC 9000
-	// §19.7), and again if that is lost. nil: none.
+	// once the handshake completes, in a NewToken frame (RFC 9000 §19.7),
+	// once and unacknowledged (newtoken.go says why). nil: none.
 	NewToken []byte
 	// Token (client only) is the token a NewToken frame of an earlier
 	// connection to this server gave: the first Initial carries it, and a

@@ -481,7 +481,7 @@ func (s *Session) TLSState() (tls.ConnectionState, bool) {
 // own beside the recovery tracker's (and a replay window of their own).
 func isControl(t wire.Type) bool {
 	switch t {
-	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe, wire.TypeAckFrequency, wire.TypeNewToken:
+	case wire.TypeData, wire.TypeUpdate, wire.TypePing, wire.TypeCommit, wire.TypePMTUProbe, wire.TypeAckFrequency:
 		return false
 	}
 	return true

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
 
@@ -21,15 +19,18 @@ import (
 // restarted, the token expired, the client's address changed) answers
 // with a Retry, as it would without a token.
 
-// kindNewToken is the recovery tracker's kind of a NewToken packet:
-// resent while unacknowledged.
-const kindNewToken uint8 = 6
-
-// newTokenState is a server's NewToken to send: pending until it goes,
-// again when it is lost, done once acknowledged.
+// newTokenState is a server's NewToken: due once the handshake
+// completes, sent once.
+//
+// The frame goes once, as a control packet (like an ACK: its own packet
+// number space, not acknowledged, not in flight), not as an ack-eliciting
+// packet resent until acknowledged. Tracked, it would be the only thing a
+// receiving server has in flight: in a fade its retransmission timer
+// backs off over it and calls the path dead (PathDead) while the
+// client's data and the server's ACKs still cross. A lost token costs the
+// client's next connection the Retry it would have paid without one.
 type newTokenState struct {
 	pending bool
-	acked   bool
 }
 
 // queueNewToken marks the server's token due, at the end of its
@@ -40,30 +41,22 @@ func (s *Session) queueNewToken() {
 	}
 }
 
-// pollNewToken builds the pending NewToken frame in buf.
-func (s *Session) pollNewToken(now clock.Mono, wallUS int64, buf []byte) ([]byte, bool) {
-	if !s.nt.pending || s.nt.acked || s.state != stateOpen {
+// pollNewToken builds the pending NewToken frame in buf, once.
+func (s *Session) pollNewToken(wallUS int64, buf []byte) ([]byte, bool) {
+	if !s.nt.pending || s.state != stateOpen {
 		return nil, false
 	}
 	s.nt.pending = false
-	s.lastSent = now
 	f := wire.NewToken{Token: s.cfg.NewToken}
-	pn := s.tr.OnSent(now, cc.ByteCount(wire.HeaderLen+2+len(f.Token)), kindNewToken, 0, 0)
-	return wire.AppendNewToken(s.header(buf, wallUS, wire.TypeNewToken, 0, pn), &f), true
+	s.cfg.NewToken = nil // given: a monitor holds many idle connections
+	return wire.AppendNewToken(s.header(buf, wallUS, wire.TypeNewToken, 0, 0), &f), true
 }
 
-// newTokenLost sends the token again unless it was acknowledged since.
-func (s *Session) newTokenLost() {
-	if !s.nt.acked && s.state == stateOpen && len(s.cfg.NewToken) > 0 {
-		s.nt.pending = true
-	}
-}
-
-// onNewToken takes a NewToken frame: a client with TLS hands the token
-// to Config.OnNewToken. A server never receives one (RFC 9000 §19.7: a
+// onNewToken takes a NewToken frame (not acknowledged: a control packet):
+// a client with TLS hands the token to Config.OnNewToken. A server never receives one (RFC 9000 §19.7: a
 // PROTOCOL_VIOLATION); one that is not under the application keys is
 // dropped, as it could only be forged.
-func (s *Session) onNewToken(now clock.Mono, wallUS int64, h wire.Header, body []byte) {
+func (s *Session) onNewToken(h wire.Header, body []byte) {
 	if !s.client {
 		s.fail(fmt.Errorf("%w: a NewToken frame from the client (RFC 9000 §19.7)", ErrProtocol), closeProtocol)
 		return
@@ -77,7 +70,6 @@ func (s *Session) onNewToken(now clock.Mono, wallUS int64, h wire.Header, body [
 		s.st.Malformed++
 		return
 	}
-	s.onAckEliciting(now, wallUS, h, wire.Echo{}, false)
 	if s.cfg.OnNewToken != nil {
 		s.cfg.OnNewToken(bytes.Clone(f.Token)) // f aliases the datagram
 	}

@@ -518,7 +518,7 @@ func (s *Session) handle(now clock.Mono, wallUS int64, h wire.Header, body []byt
 	case wire.TypeAckFrequency:
 		s.onAckFrequency(now, wallUS, h, body)
 	case wire.TypeNewToken:
-		s.onNewToken(now, wallUS, h, body)
+		s.onNewToken(h, body)
 	case wire.TypePMTUProbe:
 		if wire.ParsePMTUProbe(body) != nil {
 			s.st.Malformed++
@@ -864,9 +864,6 @@ func (s *Session) acked(now clock.Mono, p *recovery.Packet, sample cc.AckSample)
 		s.commitAcked(p.Offset)
 	case kindAckFreq:
 		s.ackFreqAcked(p.Offset)
-	case kindNewToken:
-		s.nt.acked = true
-		s.cfg.NewToken = nil // given: a monitor holds many idle connections
 	case kindPMTU:
 		s.pmtu.onProbeAcked(now, pn)
 	case kindProbe:
@@ -900,8 +897,6 @@ func (s *Session) lost(now clock.Mono, pn cc.PacketNumber, p *recovery.Packet) {
 		s.commitLost(p.Offset)
 	case kindAckFreq:
 		s.ackFreqLost(p.Offset)
-	case kindNewToken:
-		s.newTokenLost()
 	}
 }
 
@@ -1057,7 +1052,7 @@ func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 	if b, ok := s.pollAckFrequency(now, wallUS, buf); ok {
 		return s.sent(b), streamDSCP, true
 	}
-	if b, ok := s.pollNewToken(now, wallUS, buf); ok {
+	if b, ok := s.pollNewToken(wallUS, buf); ok {
 		return s.sent(b), streamDSCP, true
 	}
 	if s.probe {
