@@ -53,9 +53,9 @@ func (s *Session) pollNewToken(wallUS int64, buf []byte) ([]byte, bool) {
 }
 
 // onNewToken takes a NewToken frame (not acknowledged: a control packet):
-// a client with TLS hands the token to Config.OnNewToken. A server never receives one (RFC 9000 §19.7: a
-// PROTOCOL_VIOLATION); one that is not under the application keys is
-// dropped, as it could only be forged.
+// a client with TLS hands the token to Config.OnNewToken. A server never
+// receives one (RFC 9000 §19.7: a PROTOCOL_VIOLATION); one that is not
+// under the application keys is dropped, as it could only be forged.
 func (s *Session) onNewToken(h wire.Header, body []byte) {
 	if !s.client {
 		s.fail(fmt.Errorf("%w: a NewToken frame from the client (RFC 9000 §19.7)", ErrProtocol), closeProtocol)
