@@ -6,9 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/quic-go/quic-go"
 
 	"github.com/fresh-udp/fresh/bench/report"
 	"github.com/fresh-udp/fresh/transport"
@@ -138,6 +141,8 @@ func (n *tunNet) setupSleeping(f *flowRun) error {
 			defer closeClient()
 			return n.coapSend(f, cc, msg)
 		}
+	case "quic":
+		return n.sleepingQUIC(f, sl)
 	case "udp":
 		var srv *net.UDPConn
 		if err := n.tun.InServer(func() (err error) {
@@ -250,6 +255,103 @@ func (n *tunNet) sleepingFresh(f *flowRun, sl *sleeper) error {
 				return c.Err()
 			case <-t.C:
 			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// sleepingQUIC: the monitor a quic-go listener that takes 0-RTT
+// (ListenEarly, Allow0RTT), the device a quic-go DialEarly per wake from
+// its own socket, with a TLS session cache and a token store kept across
+// wakes, as quic-go documents for resumption. The reading goes on a
+// stream the device opens at once (in 0-RTT once it resumes) and closes;
+// the monitor reads it to the FIN, stores it and answers one byte, the
+// device's acknowledgement (a DATAGRAM has none); the device then closes
+// the connection. quic-go hands 0-RTT stream data to the application as
+// it arrives, before the handshake completes (ListenEarly's documented
+// behaviour, replays the application's to handle), where fresh holds an
+// early update until the handshake completes.
+func (n *tunNet) sleepingQUIC(f *flowRun, sl *sleeper) error {
+	ctx := n.d.ctx
+	client, server, _, _, err := n.credentials()
+	if err != nil {
+		return err
+	}
+	client.NextProtos, server.NextProtos = []string{quicALPN}, []string{quicALPN}
+	client.ClientSessionCache = tls.NewLRUClientSessionCache(1)
+	ccfg := &quic.Config{TokenStore: quic.NewLRUTokenStore(1, 1)}
+	var su *net.UDPConn
+	if err := n.tun.InServer(func() (err error) {
+		su, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(n.tun.ServerAddr(), 0)))
+		return err
+	}); err != nil {
+		return err
+	}
+	str := &quic.Transport{Conn: su}
+	ln, err := str.ListenEarly(server, &quic.Config{Allow0RTT: true})
+	if err != nil {
+		_ = su.Close()
+		return fmt.Errorf("quic server: %w", err)
+	}
+	f.tunf.stops = append(f.tunf.stops, func() { _ = ln.Close(); _ = str.Close(); _ = su.Close() })
+	n.d.goFunc(func() {
+		for {
+			sc, err := ln.Accept(ctx)
+			if err != nil {
+				return
+			}
+			n.d.goFunc(func() {
+				defer sc.CloseWithError(0, "")
+				s, err := sc.AcceptStream(ctx)
+				if err != nil {
+					return
+				}
+				b, err := io.ReadAll(io.LimitReader(s, 1<<16))
+				if err != nil {
+					return
+				}
+				n.delivered(f, b)
+				_, _ = s.Write([]byte{1})
+				_ = s.Close()
+				// Until the device closes (or the idle timeout).
+				<-sc.Context().Done()
+			})
+		}
+	})
+	sl.wake = func(from netip.AddrPort, at time.Time, msg []byte) error {
+		var uc *net.UDPConn
+		if err := n.tun.InClient(func() (err error) {
+			uc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(from))
+			return err
+		}); err != nil {
+			return err
+		}
+		defer uc.Close()
+		tr := &quic.Transport{Conn: uc}
+		defer tr.Close()
+		n.beginWake(f, flowKey{protoUDP, from.Port(), port(su.LocalAddr())}, at)
+		wctx, cancel := context.WithTimeout(ctx, peerTimeout)
+		defer cancel()
+		c, err := tr.DialEarly(wctx, su.LocalAddr(), client, ccfg)
+		if err != nil {
+			return err
+		}
+		defer c.CloseWithError(0, "")
+		s, err := c.OpenStream()
+		if err != nil {
+			return err
+		}
+		if _, err := s.Write(msg); err != nil {
+			return err
+		}
+		if err := s.Close(); err != nil {
+			return err
+		}
+		_ = s.SetReadDeadline(time.Now().Add(peerTimeout))
+		var ack [1]byte
+		if _, err := io.ReadFull(s, ack[:]); err != nil {
+			return fmt.Errorf("reading not acknowledged: %w", err)
 		}
 		return nil
 	}

@@ -169,6 +169,7 @@ func TestTUNSleeping(t *testing.T) {
 	    {"name": "mqtt", "kind": "telemetry", "protocol": "mqtt", "secure": true, "reliable": true, "sleep": true, "size": 100, "interval": "1s"},
 	    {"name": "coap-non", "kind": "telemetry", "protocol": "coap", "sleep": true, "size": 100, "interval": "1s"},
 	    {"name": "coap-con-dtls", "kind": "telemetry", "protocol": "coap", "reliable": true, "secure": true, "sleep": true, "size": 100, "interval": "1s"},
+	    {"name": "quic", "kind": "telemetry", "protocol": "quic", "sleep": true, "size": 100, "interval": "1s"},
 	    {"name": "udp", "kind": "telemetry", "protocol": "udp", "sleep": true, "size": 100, "interval": "1s"}]}`))
 	require.NoError(t, err)
 	r := runTUN(t, s)

@@ -171,7 +171,8 @@ type Flow struct {
 	// at each reading it wakes, connects from a new client port (fresh:
 	// resuming with 0-RTT when secure; mqtt: its persistent session,
 	// resuming TLS when secure; coap: a new socket, a full DTLS handshake
-	// when secure; udp: a new socket), sends the one reading, waits for
+	// when secure; quic: quic-go resuming with 0-RTT and its token, the
+	// reading on a stream the monitor answers; udp: a new socket), sends the one reading, waits for
 	// its acknowledgement where the protocol has one (fresh's ACK, MQTT
 	// QoS 1's PUBACK, a confirmable CoAP request's ACK), closes, and
 	// sleeps. Results per wake: wake_to_stored_ms and radio_on_ms.
@@ -473,8 +474,8 @@ func (f *Flow) validate(s *Scenario) error {
 		if f.Reliable && f.Protocol != "mqtt" && f.Protocol != "coap" {
 			return errors.New("reliable applies to mqtt (QoS 1) and coap (confirmable) only")
 		}
-		if f.Sleep && (f.Protocol == "tcp" || f.Protocol == "quic" || f.Respond || f.Reverse || f.Nagle) {
-			return errors.New("sleep applies to forward fresh, mqtt, coap and udp flows (tcp and quic: not built)")
+		if f.Sleep && (f.Protocol == "tcp" || f.CC != "" || f.Respond || f.Reverse || f.Nagle) {
+			return errors.New("sleep applies to forward fresh, mqtt, coap, quic (without cc) and udp flows (tcp: not built)")
 		}
 		if (f.Protocol == "mqtt" || f.Protocol == "coap" || f.Protocol == "quic") && (f.Respond || f.Reverse) {
 			return fmt.Errorf("protocol %s: respond and reverse are for tcp and udp (the device publishes to the monitor's side)", f.Protocol)

@@ -165,6 +165,7 @@ func TestTelemetry(t *testing.T) {
 		`{"kind": "telemetry", "protocol": "udp", "cc": "owd"}`,
 		`{"kind": "telemetry", "protocol": "quic", "reverse": true}`,
 		`{"kind": "telemetry", "protocol": "tcp", "sleep": true}`,
+		`{"kind": "telemetry", "protocol": "quic", "cc": "owd", "sleep": true}`,
 		`{"kind": "telemetry", "protocol": "udp", "sleep": true, "reverse": true}`,
 		`{"kind": "telemetry", "interval": "2s", "interval_max": "1s"}`,
 		`{"kind": "bulk", "sleep": true}`,
