@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/fresh-udp/fresh/clock"
 )
@@ -114,8 +113,8 @@ func (d *driver) close() {
 // run is the driver's goroutine.
 func (d *driver) run() {
 	defer close(d.done)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	var timer wakeTimer
+	defer timer.close()
 	var batch []*Conn
 	for {
 		d.mu.Lock()
@@ -145,17 +144,20 @@ func (d *driver) run() {
 		if more {
 			continue
 		}
+		var due clock.Mono
 		if len(d.timers) > 0 {
-			timer.Reset(max(d.timers[0].due.Sub(d.clk.Now()), 0))
+			due = d.timers[0].due
 		}
+		timer.set(due, d.clk.Now())
 		select {
 		case <-d.wake:
-		case <-timer.C:
+		case <-timer.nearC():
+			timer.fired(true)
+		case <-timer.farC():
+			timer.fired(false)
 		case <-d.stop:
-			timer.Stop()
 			return
 		}
-		timer.Stop()
 	}
 }
 

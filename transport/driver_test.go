@@ -10,9 +10,11 @@ import (
 )
 
 // A Listener's connections have no goroutine of their own: the Listener's
-// reader and driver serve them all, while each client Conn runs two. With
-// a goroutine per server connection (as before the driver) the count
-// grows by three per connection, and this fails.
+// reader and driver serve them all, while each client Conn runs up to
+// three (its Transport's reader and driver, and on Linux the driver's
+// timerfd reader, waketimer.go). With a goroutine per server connection
+// (as before the driver) the count grows by three more per connection,
+// and this fails.
 func TestListenerRunsNoGoroutinePerConnection(t *testing.T) {
 	l, err := Listen("127.0.0.1:0", testConfig(Config{}))
 	require.NoError(t, err)
@@ -31,7 +33,7 @@ func TestListenerRunsNoGoroutinePerConnection(t *testing.T) {
 		servers = append(servers, s)
 	}
 	grew := runtime.NumGoroutine() - before
-	require.LessOrEqual(t, grew, 2*n+2, "two per client Conn, none per server Conn")
+	require.LessOrEqual(t, grew, 3*n+3, "up to three per client Conn, none per server Conn")
 
 	// And every server connection is served: updates go through both ways.
 	for i, c := range clients {
