@@ -467,4 +467,3 @@ func connectDevice(ctx context.Context, p, addr string, clientTLS *tls.Config, p
 	}
 	return nil, fmt.Errorf("unknown peer %q", p)
 }
-
