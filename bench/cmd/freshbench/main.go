@@ -7,6 +7,7 @@
 //	freshbench traces [--seeds LIST] [--cc LIST] [--out DIR]
 //	freshbench interop [-cases LIST] [-full] [-strict] [-md]
 //	freshbench judge [-families LIST] [-seeds LIST] [-draws N] [-cc LIST] [-json FILE] [-md]
+//	freshbench peers --out FILE.png RESULT.json...
 //
 // runs each scenario in the virtual-time simulator (bench/sim), or in real
 // time with fresh endpoints through the emulated bottleneck (bench/emudriver),
@@ -52,6 +53,8 @@ Commands:
   judge    scenarios drawn at random from named families (alone, fillers,
            ownkind, aqm, jitter, loss, narrowack, acp), every controller
            judged on them: pass rates of the criteria and a leaderboard
+  peers    the Pantheon-style figure of a peers comparison (MQTT, CoAP,
+           QUIC against fresh) from emu --tun's JSON
 
 Run "freshbench <command> -h" for the flags of a command.
 Flags, the scenario file and the result JSON are documented in bench/README.md.
@@ -83,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runInteropCommand(args[1:], stdout, stderr)
 	case "judge":
 		return runJudgeCommand(args[1:], stdout, stderr)
+	case "peers":
+		return runPeersCommand(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
 	return exitUsage
