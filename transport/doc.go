@@ -245,6 +245,10 @@
 // A Listener's Transport runs two goroutines whatever its number of
 // connections: one reads its socket, one (the driver) sends for and keeps the timers of
 // every connection, an idle connection being an entry in a timer heap.
+// On Linux a third reads the driver's timerfd, which holds the deadlines
+// more than 50 ms away: a Go timer moved later wakes the process at its
+// old time for nothing, after every status update of an idle device
+// (waketimer.go).
 // What an accepted connection holds: the session's state, the packet
 // protection keys and TLS state, the age histogram (acp.AgeMeter: 9
 // bytes per bin between the lowest and highest age seen), the in-band
@@ -261,7 +265,7 @@
 // MaxHandshakesPerSource how many of them one source may hold. bench/cmd/loadtest
 // measures the heap per source of a monitor with thousands of ACP sources
 // over TLS (bench/results has the numbers).
-// A Conn of package Dial has a Transport, and so these two goroutines, of
+// A Conn of package Dial has a Transport, and so these goroutines, of
 // its own; Transport.Dial puts many on one.
 //
 // examples/agent/measure.sh gives the agent's peak resident memory with

@@ -218,11 +218,8 @@ func (n *tunNet) sleepingFresh(f *flowRun, sl *sleeper) error {
 		}
 	})
 	sl.wake = func(from netip.AddrPort, at time.Time, msg []byte) error {
-		var uc *net.UDPConn
-		if err := n.tun.InClient(func() (err error) {
-			uc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(from))
-			return err
-		}); err != nil {
+		uc, err := n.wakeSocket(from)
+		if err != nil {
 			return err
 		}
 		defer uc.Close()
@@ -232,7 +229,6 @@ func (n *tunNet) sleepingFresh(f *flowRun, sl *sleeper) error {
 		wctx, cancel := context.WithTimeout(ctx, peerTimeout)
 		defer cancel()
 		var c *transport.Conn
-		var err error
 		if cfg.Allow0RTT {
 			c, err = tr.DialEarly(wctx, ln.Addr(), cfg)
 		} else {
@@ -320,11 +316,8 @@ func (n *tunNet) sleepingQUIC(f *flowRun, sl *sleeper) error {
 		}
 	})
 	sl.wake = func(from netip.AddrPort, at time.Time, msg []byte) error {
-		var uc *net.UDPConn
-		if err := n.tun.InClient(func() (err error) {
-			uc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(from))
-			return err
-		}); err != nil {
+		uc, err := n.wakeSocket(from)
+		if err != nil {
 			return err
 		}
 		defer uc.Close()
@@ -356,6 +349,15 @@ func (n *tunNet) sleepingQUIC(f *flowRun, sl *sleeper) error {
 		return nil
 	}
 	return nil
+}
+
+// wakeSocket is a wake's own UDP socket at from, in the client namespace.
+func (n *tunNet) wakeSocket(from netip.AddrPort) (uc *net.UDPConn, err error) {
+	err = n.tun.InClient(func() (err error) {
+		uc, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(from))
+		return err
+	})
+	return uc, err
 }
 
 // stampOf is a reading's write stamp (its first 8 bytes).
