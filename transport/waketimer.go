@@ -20,12 +20,13 @@ import (
 // update sent once a second arms the retransmission timeout 200 ms ahead,
 // and its ACK, a millisecond later, moves the deadline seconds away: with
 // a Go timer, a wake-up for nothing after every update (strace: an
-// epoll_wait returning empty 200 ms after each send), about 40 % of an
-// agent's wake-ups at one reading a second. A timerfd moved is moved in
+// epoll_wait returning empty 200 ms after each send), much of an idle
+// agent's wake-ups (measured in bench/results/peers.md, "The device's own
+// cost"). A timerfd moved is moved in
 // the kernel, and nothing wakes. Nearer deadlines (the pacer's, a delayed
 // ACK's) stay on a Go timer: a bulk transfer re-arms them at every step,
 // where a system call each, and a goroutine handing each expiry over,
-// cost it a tenth of its goodput on loopback, and a stale wake-up a few
+// cost it goodput on loopback (peers.md), and a stale wake-up a few
 // milliseconds early costs a busy connection nothing.
 type wakeTimer struct {
 	due clock.Mono // the deadline set; 0: none
