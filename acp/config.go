@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // Rate is an update rate in updates per second (Hz).
@@ -89,7 +89,7 @@ const (
 // cannot run with; the message names the field. It is the same value in
 // every fresh package (clock, owd, transport, …): errors.Is(err,
 // transport.ErrInvalidConfig) holds for all of them.
-var ErrInvalidConfig = cfgerr.ErrInvalid
+var ErrInvalidConfig = fresh.ErrInvalidConfig
 
 // Config configures the update-rate policies. The zero Config is the
 // recommended regulator: every zero field takes the default written beside
@@ -262,11 +262,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	bad := func(format string, args ...any) (Config, error) {
 		f, rest := field("acp.Config.", format)
-		return Config{}, cfgerr.Field(f, rest, args...)
+		return Config{}, fresh.InvalidField(f, rest, args...)
 	}
 	badT := func(format string, args ...any) (Config, error) {
 		f, rest := field("acp.Tuning.", format)
-		return Config{}, cfgerr.Field(f, rest, args...)
+		return Config{}, fresh.InvalidField(f, rest, args...)
 	}
 	if c.UpdateSize < 0 {
 		return bad("UpdateSize %d < 0", c.UpdateSize)

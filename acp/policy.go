@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // Policy is an update-rate policy: what an update sender calls to pace
@@ -184,7 +184,7 @@ var _ Policy = (*Fixed)(nil)
 // neither. Errors wrap ErrInvalidConfig.
 func NewFixed(hz Rate, cfg Config) (*Fixed, error) {
 	if !(hz > 0) || math.IsInf(float64(hz), 1) {
-		return nil, cfgerr.Field("acp.NewFixed hz", "%v: want a finite rate > 0", hz)
+		return nil, fresh.InvalidField("acp.NewFixed hz", "%v: want a finite rate > 0", hz)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {

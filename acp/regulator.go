@@ -5,9 +5,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // Action is the regulator's decision at the end of a control epoch (ACP's
@@ -239,7 +239,7 @@ func NewRegulator(cfg Config) (*Regulator, error) {
 // error wraps ErrInvalidConfig.
 func NewLiteral(cfg Config) (*Regulator, error) {
 	if cfg.Tuning != nil {
-		return nil, cfgerr.Field("acp.Config.Tuning", "set for NewLiteral (the literal rule is the zero Tuning; use NewRegulator)")
+		return nil, fresh.InvalidField("acp.Config.Tuning", "set for NewLiteral (the literal rule is the zero Tuning; use NewRegulator)")
 	}
 	cfg.Tuning = &Tuning{}
 	return newRegulator(PolicyLiteral, cfg)

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh"
 )
 
 // Stamp is a wall-clock timestamp in microseconds since the Unix epoch, read
@@ -35,7 +35,7 @@ var ErrBadExchange = errors.New("clock: impossible four-timestamp exchange")
 // returns for a Config field out of range; the message names the field. It
 // is the same value in every fresh package (clock, owd, acp, transport,
 // …): errors.Is(err, transport.ErrInvalidConfig) holds for all of them.
-var ErrInvalidConfig = cfgerr.ErrInvalid
+var ErrInvalidConfig = fresh.ErrInvalidConfig
 
 // InbandConfig configures an Inband estimator. The zero value is valid: every
 // zero field takes the default written beside it.
@@ -115,17 +115,17 @@ func (c InbandConfig) withDefaults() (InbandConfig, error) {
 	}
 	switch {
 	case c.Window < time.Millisecond:
-		return c, cfgerr.Field("clock.InbandConfig.Window", "%v < 1ms", c.Window)
+		return c, fresh.InvalidField("clock.InbandConfig.Window", "%v < 1ms", c.Window)
 	case c.Window > MaxInbandWindow:
-		return c, cfgerr.Field("clock.InbandConfig.Window", "%v > %v", c.Window, MaxInbandWindow)
+		return c, fresh.InvalidField("clock.InbandConfig.Window", "%v > %v", c.Window, MaxInbandWindow)
 	case c.Windows < 4:
-		return c, cfgerr.Field("clock.InbandConfig.Windows", "%d < 4", c.Windows)
+		return c, fresh.InvalidField("clock.InbandConfig.Windows", "%d < 4", c.Windows)
 	case c.MinWindows < 2 || c.MinWindows > c.Windows:
-		return c, cfgerr.Field("clock.InbandConfig.MinWindows", "%d not in [2, Windows=%d]", c.MinWindows, c.Windows)
+		return c, fresh.InvalidField("clock.InbandConfig.MinWindows", "%d not in [2, Windows=%d]", c.MinWindows, c.Windows)
 	case c.StepSamples < 1:
-		return c, cfgerr.Field("clock.InbandConfig.StepSamples", "%d < 1", c.StepSamples)
+		return c, fresh.InvalidField("clock.InbandConfig.StepSamples", "%d < 1", c.StepSamples)
 	case !(c.MaxSkewPPM > 0) || math.IsInf(c.MaxSkewPPM, 0):
-		return c, cfgerr.Field("clock.InbandConfig.MaxSkewPPM", "%v must be positive and finite", c.MaxSkewPPM)
+		return c, fresh.InvalidField("clock.InbandConfig.MaxSkewPPM", "%v must be positive and finite", c.MaxSkewPPM)
 	}
 	return c, nil
 }

@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // ErrInvalidConfig is wrapped by every error New and NewEq2 return for a
@@ -14,7 +14,7 @@ import (
 // every fresh package (clock, acp, transport, …): errors.Is(err,
 // transport.ErrInvalidConfig) holds for an owd.Config refused inside a
 // transport.Config too.
-var ErrInvalidConfig = cfgerr.ErrInvalid
+var ErrInvalidConfig = fresh.ErrInvalidConfig
 
 // Config holds the OWD controller's options. The zero Config is the
 // recommended controller: every zero field takes the default written beside
@@ -196,7 +196,7 @@ type Tuning struct {
 // times, fractions out of range, NaN and infinities.
 func (c Config) validate() error {
 	bad := func(field string, v any, want string) error {
-		return cfgerr.Field("owd.Config."+field, "%v: want %s", v, want)
+		return fresh.InvalidField("owd.Config."+field, "%v: want %s", v, want)
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
-	"github.com/fresh-udp/fresh/transport/dscp"
-	"github.com/fresh-udp/fresh/transport/qlog"
+	"github.com/fresh-udp/fresh/qlog"
 )
 
 // Config configures connections: every connection a Listener accepts, or
@@ -273,7 +273,7 @@ type Config struct {
 // and checked by session.Config.Resolve, so each default is written once.
 func (c Config) withDefaults() (Config, error) {
 	field := func(name, format string, a ...any) (Config, error) {
-		return Config{}, cfgerr.Field("transport.Config."+name, format, a...)
+		return Config{}, fresh.InvalidField("transport.Config."+name, format, a...)
 	}
 	// Unknown names fail here, at Listen or Dial, not when the first
 	// connection builds its controller.
@@ -282,7 +282,7 @@ func (c Config) withDefaults() (Config, error) {
 			if slices.Contains(acp.PolicyNames(), c.CC) {
 				return field("CC", "%q is an update policy, not a congestion controller: set UpdatePolicy to it, and CC to one of %v", c.CC, cc.Names())
 			}
-			return Config{}, cfgerr.Wrap("transport.Config.CC", err)
+			return Config{}, fresh.WrapInvalid("transport.Config.CC", err)
 		}
 	}
 	if c.UpdatePolicy == "" {

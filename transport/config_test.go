@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/transport/dscp"
+	"github.com/fresh-udp/fresh/dscp"
 )
 
 // Every bad setting fails at Listen/Dial time with ErrInvalidConfig and a message

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // tosTap is a UDP forwarder that records the TOS byte of every datagram

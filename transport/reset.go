@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -105,7 +105,7 @@ func (t *Transport) checkResetKey() error {
 	if t.StatelessResetKey == nil || len(t.ServerID) > 0 || !reusesPort(t.Conn) {
 		return nil
 	}
-	return cfgerr.Field("transport.Transport.StatelessResetKey",
+	return fresh.InvalidField("transport.Transport.StatelessResetKey",
 		"set on a socket that shares its port (SO_REUSEPORT) without a ServerID: every Transport on the port would answer "+
 			"the others' connection IDs with their stateless reset tokens, so anyone who sees a client's connection ID could "+
 			"draw its token from another process and end the connection (RFC 9000 §21.11); give each Transport of the port "+

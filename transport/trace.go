@@ -1,7 +1,7 @@
 package transport
 
 import (
-	"github.com/fresh-udp/fresh/transport/qlog"
+	"github.com/fresh-udp/fresh/qlog"
 )
 
 // startTrace opens the connection's trace (Config.Tracer) as the driver

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/transport/qlog"
+	"github.com/fresh-udp/fresh/qlog"
 )
 
 // qlogEvents are the event names a fresh trace may hold.

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/internal/session"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -247,27 +247,27 @@ var ErrTransportClosed = errors.New("transport: Transport closed")
 func (t *Transport) validate() error {
 	switch {
 	case t.Conn == nil:
-		return cfgerr.Field("transport.Transport.Conn", "nil: open a socket with ListenUDP or net.ListenUDP")
+		return fresh.InvalidField("transport.Transport.Conn", "nil: open a socket with ListenUDP or net.ListenUDP")
 	case t.MaxConnections < 0:
-		return cfgerr.Field("transport.Transport.MaxConnections", "%d is negative (0: the default)", t.MaxConnections)
+		return fresh.InvalidField("transport.Transport.MaxConnections", "%d is negative (0: the default)", t.MaxConnections)
 	case t.MaxHandshakes < 0:
-		return cfgerr.Field("transport.Transport.MaxHandshakes", "%d is negative (0: the default)", t.MaxHandshakes)
+		return fresh.InvalidField("transport.Transport.MaxHandshakes", "%d is negative (0: the default)", t.MaxHandshakes)
 	case t.MaxHandshakesPerSource < 0:
-		return cfgerr.Field("transport.Transport.MaxHandshakesPerSource", "%d is negative (0: the default)", t.MaxHandshakesPerSource)
+		return fresh.InvalidField("transport.Transport.MaxHandshakesPerSource", "%d is negative (0: the default)", t.MaxHandshakesPerSource)
 	case t.MaxHandshakesPerSource > t.maxHandshakes():
-		return cfgerr.Field("transport.Transport.MaxHandshakesPerSource", "%d is more than MaxHandshakes (%d): a source cannot run more than every place", t.MaxHandshakesPerSource, t.maxHandshakes())
+		return fresh.InvalidField("transport.Transport.MaxHandshakesPerSource", "%d is more than MaxHandshakes (%d): a source cannot run more than every place", t.MaxHandshakesPerSource, t.maxHandshakes())
 	case t.MaxConnectionsPerSource < 0:
-		return cfgerr.Field("transport.Transport.MaxConnectionsPerSource", "%d is negative (0: the default)", t.MaxConnectionsPerSource)
+		return fresh.InvalidField("transport.Transport.MaxConnectionsPerSource", "%d is negative (0: the default)", t.MaxConnectionsPerSource)
 	case t.HandshakeRate < 0:
-		return cfgerr.Field("transport.Transport.HandshakeRate", "%v is negative (0: the default)", t.HandshakeRate)
+		return fresh.InvalidField("transport.Transport.HandshakeRate", "%v is negative (0: the default)", t.HandshakeRate)
 	case t.HandshakeBurst < 0:
-		return cfgerr.Field("transport.Transport.HandshakeBurst", "%d is negative (0: the default)", t.HandshakeBurst)
+		return fresh.InvalidField("transport.Transport.HandshakeBurst", "%d is negative (0: the default)", t.HandshakeBurst)
 	case len(t.ServerID) > maxServerIDLen:
-		return cfgerr.Field("transport.Transport.ServerID", "%d bytes: at most %d fit an 8-byte connection ID with a 4-byte nonce", len(t.ServerID), maxServerIDLen)
+		return fresh.InvalidField("transport.Transport.ServerID", "%d bytes: at most %d fit an 8-byte connection ID with a 4-byte nonce", len(t.ServerID), maxServerIDLen)
 	case t.ConfigRotation > maxConfigRotation:
-		return cfgerr.Field("transport.Transport.ConfigRotation", "%d outside 0..%d (7 marks unroutable IDs)", t.ConfigRotation, maxConfigRotation)
+		return fresh.InvalidField("transport.Transport.ConfigRotation", "%d outside 0..%d (7 marks unroutable IDs)", t.ConfigRotation, maxConfigRotation)
 	case t.StatelessResetBurst < 0:
-		return cfgerr.Field("transport.Transport.StatelessResetBurst", "%d is negative (0: the default)", t.StatelessResetBurst)
+		return fresh.InvalidField("transport.Transport.StatelessResetBurst", "%d is negative (0: the default)", t.StatelessResetBurst)
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func (t *Transport) start(cfg *Config) error {
 		return t.initErr
 	}
 	if m := maxAccepted(cfg.MaxDatagram); m > t.maxRecv {
-		return cfgerr.Field("transport.Config.MaxDatagram", "%d is larger than the %d bytes the Transport's first connection set its reader to", cfg.MaxDatagram, t.maxRecv)
+		return fresh.InvalidField("transport.Config.MaxDatagram", "%d is larger than the %d bytes the Transport's first connection set its reader to", cfg.MaxDatagram, t.maxRecv)
 	}
 	return nil
 }

@@ -22,10 +22,10 @@ import (
 	"github.com/fresh-udp/fresh/bench/emu"
 	"github.com/fresh-udp/fresh/bench/netem"
 	"github.com/fresh-udp/fresh/bench/scenario"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
-	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // Ports of the flows that are not fresh (fresh flows use the Listener's

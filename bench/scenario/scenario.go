@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/traces"
-	"github.com/fresh-udp/fresh/transport/dscp"
+	"github.com/fresh-udp/fresh/dscp"
 )
 
 // ErrInvalid wraps every validation error.

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 )
 
 // ErrNotSynchronized is returned where a caller needs synchronized wall time
@@ -33,7 +33,7 @@ var ErrOffsetTooLarge = errors.New("ntpclock: offset beyond the panic threshold"
 // returns for a Config field out of range; the message names the field. It
 // is the same value in every fresh package (clock, owd, acp, transport,
 // …): errors.Is(err, transport.ErrInvalidConfig) holds for all of them.
-var ErrInvalidConfig = cfgerr.ErrInvalid
+var ErrInvalidConfig = fresh.ErrInvalidConfig
 
 // Config configures an NTP-corrected clock. The zero value is valid: each
 // zero field takes the default written beside it. Negative durations are
@@ -96,14 +96,14 @@ const (
 func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.Port < 0 || c.Port > 65535:
-		return c, cfgerr.Field("ntpclock.Config.Port", "%d not in 0..65535", c.Port)
+		return c, fresh.InvalidField("ntpclock.Config.Port", "%d not in 0..65535", c.Port)
 	case c.Timeout < 0, c.Interval < 0, c.RetryInterval < 0, c.MaxAge < 0:
-		return c, cfgerr.Field("ntpclock.Config", "durations must not be negative (Timeout %v, Interval %v, RetryInterval %v, MaxAge %v)",
+		return c, fresh.InvalidField("ntpclock.Config", "durations must not be negative (Timeout %v, Interval %v, RetryInterval %v, MaxAge %v)",
 			c.Timeout, c.Interval, c.RetryInterval, c.MaxAge)
 	case c.MaxSlewPPM < 0 || math.IsNaN(c.MaxSlewPPM) || c.MaxSlewPPM >= 1e6:
 		// A slew of 1e6 ppm or more would let a slewed clock stand still
 		// or run backwards.
-		return c, cfgerr.Field("ntpclock.Config.MaxSlewPPM", "%v not in [0, 1e6)", c.MaxSlewPPM)
+		return c, fresh.InvalidField("ntpclock.Config.MaxSlewPPM", "%v not in [0, 1e6)", c.MaxSlewPPM)
 	}
 	if c.Server == "" {
 		c.Server = DefaultServer

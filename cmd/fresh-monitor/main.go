@@ -196,9 +196,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fresh-udp/fresh/cmd/fresh-monitor/monitor"
+	"github.com/fresh-udp/fresh/qlog"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
-	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
 func main() {

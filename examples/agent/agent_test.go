@@ -16,11 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 	"github.com/fresh-udp/fresh/internal/ntptest"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // listen is a monitor's listener on loopback with the certificates of

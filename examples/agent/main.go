@@ -156,11 +156,11 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/internal/units"
+	"github.com/fresh-udp/fresh/qlog"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/dscp"
-	"github.com/fresh-udp/fresh/transport/qlog"
 )
 
 func main() { cli.Main("agent", run) }

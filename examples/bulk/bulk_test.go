@@ -19,9 +19,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // loopback runs a one-off server with serverArgs and a client with

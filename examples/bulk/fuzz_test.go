@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/transport/dscp"
+	"github.com/fresh-udp/fresh/dscp"
 )
 
 // -t and -i: for any input no panic; bare seconds read as iperf3's, within

@@ -150,10 +150,10 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 func main() { cli.Main("bulk", run) }

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // serve accepts tests until ctx ends (or, with -1, after one). As

@@ -4,9 +4,9 @@ import (
 	"crypto/tls"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/owd"
 )
@@ -231,7 +231,7 @@ func (c Config) withDefaults() Config {
 // named as the transport's Config has them, which the session's mirrors.
 func (c *Config) validate() error {
 	field := func(name, format string, a ...any) error {
-		return cfgerr.Field("transport.Config."+name, format, a...)
+		return fresh.InvalidField("transport.Config."+name, format, a...)
 	}
 	switch {
 	case c.MaxDatagram < 256 || c.MaxDatagram > 65000:

@@ -3,14 +3,14 @@ package session
 import (
 	"errors"
 
-	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh"
 )
 
 // Errors a connection can end with or a call can return. The transport
 // package re-exports them (transport.ErrClosed is ErrClosed), so callers
 // match them with errors.Is whichever package they import.
 var (
-	ErrInvalidConfig = cfgerr.ErrInvalid
+	ErrInvalidConfig = fresh.ErrInvalidConfig
 	ErrClosed        = errors.New("transport: connection closed")
 	ErrPeerClosed    = errors.New("transport: closed by peer")
 	// ErrStreamAborted: the peer ended the stream before its end (it

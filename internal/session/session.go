@@ -9,10 +9,10 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/internal/pacer"
 	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/wire"
@@ -253,7 +253,7 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 		err = errors.New("NewPolicy returned no policy")
 	}
 	if err != nil {
-		return nil, cfgerr.Wrap("transport.Config.NewUpdatePolicy", err)
+		return nil, fresh.WrapInvalid("transport.Config.NewUpdatePolicy", err)
 	}
 	return pol, nil
 }
@@ -294,7 +294,7 @@ func newController(cfg *Config) (cc.Controller, error) {
 		err = errors.New("NewController returned no controller")
 	}
 	if err != nil {
-		return nil, cfgerr.Wrap("transport.Config.NewController", err)
+		return nil, fresh.WrapInvalid("transport.Config.NewController", err)
 	}
 	return ctl, nil
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/wire"
-	"github.com/fresh-udp/fresh/transport/qlog"
+	"github.com/fresh-udp/fresh/qlog"
 )
 
 // tracing is a session's connection trace (qlog.Tracer): nil when off,

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/internal/wire"
-	"github.com/fresh-udp/fresh/transport/qlog"
+	"github.com/fresh-udp/fresh/qlog"
 )
 
 // traceEvent is one event a recorder saw.

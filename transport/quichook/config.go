@@ -4,11 +4,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/owd" // registers "owd" and "owd-eq2"
-	"github.com/fresh-udp/fresh/transport/dscp"
 )
 
 // Config configures a Conn. The zero value is valid: every zero field takes
@@ -92,7 +92,7 @@ const (
 // ErrInvalidConfig is what every Config validation error wraps: the one
 // value package transport and the controllers' packages export under the
 // same name, so errors.Is matches whichever layer refused.
-var ErrInvalidConfig = cfgerr.ErrInvalid
+var ErrInvalidConfig = fresh.ErrInvalidConfig
 
 func (c Config) withDefaults() (Config, error) {
 	if c.CC == "" {
@@ -131,28 +131,28 @@ func (c Config) withDefaults() (Config, error) {
 	const f = "quichook.Config."
 	switch {
 	case c.MaxDatagram < 512 || c.MaxDatagram > 65535:
-		return c, cfgerr.Field(f+"MaxDatagram", "%d outside 512..65535", c.MaxDatagram)
+		return c, fresh.InvalidField(f+"MaxDatagram", "%d outside 512..65535", c.MaxDatagram)
 	case c.QueuePackets < 1:
-		return c, cfgerr.Field(f+"QueuePackets", "%d < 1", c.QueuePackets)
+		return c, fresh.InvalidField(f+"QueuePackets", "%d < 1", c.QueuePackets)
 	case c.QueueWait < 0:
-		return c, cfgerr.Field(f+"QueueWait", "%v negative", c.QueueWait)
+		return c, fresh.InvalidField(f+"QueueWait", "%v negative", c.QueueWait)
 	case c.FeedbackEvery < 1 || c.FeedbackEvery > maxSamples:
-		return c, cfgerr.Field(f+"FeedbackEvery", "%d outside 1..%d", c.FeedbackEvery, maxSamples)
+		return c, fresh.InvalidField(f+"FeedbackEvery", "%d outside 1..%d", c.FeedbackEvery, maxSamples)
 	case c.FeedbackGap < 0:
-		return c, cfgerr.Field(f+"FeedbackGap", "%v negative", c.FeedbackGap)
+		return c, fresh.InvalidField(f+"FeedbackGap", "%v negative", c.FeedbackGap)
 	case c.FeedbackDelay < 0:
-		return c, cfgerr.Field(f+"FeedbackDelay", "%v negative", c.FeedbackDelay)
+		return c, fresh.InvalidField(f+"FeedbackDelay", "%v negative", c.FeedbackDelay)
 	case c.MaxPeers < 1:
-		return c, cfgerr.Field(f+"MaxPeers", "%d < 1", c.MaxPeers)
+		return c, fresh.InvalidField(f+"MaxPeers", "%d < 1", c.MaxPeers)
 	case c.DSCP != 0 && !c.DSCP.IsSet():
-		return c, cfgerr.Field(f+"DSCP", "must be built with dscp.Parse or the constants")
+		return c, fresh.InvalidField(f+"DSCP", "must be built with dscp.Parse or the constants")
 	case c.FeedbackDSCP != 0 && !c.FeedbackDSCP.IsSet():
-		return c, cfgerr.Field(f+"FeedbackDSCP", "must be built with dscp.Parse or the constants")
+		return c, fresh.InvalidField(f+"FeedbackDSCP", "must be built with dscp.Parse or the constants")
 	}
 	if c.NewController == nil {
 		name := c.CC
 		if _, err := cc.New(name, cc.ByteCount(c.MaxDatagram)); err != nil {
-			return c, cfgerr.Wrap(f+"CC", err)
+			return c, fresh.WrapInvalid(f+"CC", err)
 		}
 		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return cc.New(name, mss) }
 	}

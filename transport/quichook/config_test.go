@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/cc"
-	"github.com/fresh-udp/fresh/internal/cfgerr"
 	"github.com/fresh-udp/fresh/owd"
 )
 
@@ -27,7 +27,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		_, err := tc.cfg.withDefaults()
 		require.Error(t, err, tc.field)
 		require.True(t, errors.Is(err, ErrInvalidConfig), "%v", err)
-		require.True(t, errors.Is(err, cfgerr.ErrInvalid))
+		require.True(t, errors.Is(err, fresh.ErrInvalidConfig))
 		require.Contains(t, err.Error(), tc.field)
 	}
 }

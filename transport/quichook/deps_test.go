@@ -55,9 +55,10 @@ func TestTransportDoesNotDependOnQUICGo(t *testing.T) {
 func TestHookDependsOnCoreOnly(t *testing.T) {
 	list := func(args ...string) []string { return goListDeps(t, args...) }
 	deps := list("./transport/quichook")
-	for _, want := range []string{"internal/recovery", "internal/pacer", "internal/cmsg", "internal/cfgerr"} {
+	for _, want := range []string{"internal/recovery", "internal/pacer", "internal/cmsg"} {
 		require.Contains(t, deps, "github.com/fresh-udp/fresh/"+want, "one protocol core")
 	}
+	require.Contains(t, deps, "github.com/fresh-udp/fresh", "one configuration error")
 	for _, d := range deps {
 		require.NotContains(t, d, "internal/session")
 		require.NotContains(t, d, "beevik/ntp")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/fresh-udp/fresh/transport/dscp"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/transport/quichook"
 )
 
