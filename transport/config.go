@@ -154,6 +154,12 @@ type Config struct {
 	// trusts it once it has a few seconds of samples; until then the
 	// controller runs on RTT/2.
 	TrustPeerClock bool
+	// NoInband turns the in-band estimator off: without TrustPeerClock
+	// every one-way delay then goes to the controller unsynchronised, and
+	// delay-based controllers run on RTT/2 for the whole connection (with
+	// NTPServer on both ends, set TrustPeerClock instead). As
+	// quichook.Config's field of the same name.
+	NoInband bool
 
 	// StreamDSCP and UpdateDSCP mark the stream's and the updates' packets
 	// (IPv4 TOS / IPv6 traffic class, DSCP in the upper 6 bits). Left
@@ -391,26 +397,27 @@ func (c *Config) sessionConfig() session.Config {
 		}
 	}
 	return session.Config{
-		TLS:              c.TLS,
-		Allow0RTT:        c.Allow0RTT,
-		MaxDatagram:      c.MaxDatagram,
-		PathMTUDiscovery: !c.DisablePathMTUDiscovery,
-		NewController:    newController,
-		ControllerName:   controllerName,
-		NewPolicy:        newPolicy,
-		PolicyName:       policyName,
-		TrustPeerClock:   c.TrustPeerClock,
-		StreamDSCP:       c.StreamDSCP.Code(),
-		UpdateDSCP:       c.UpdateDSCP.Code(),
-		AckEvery:         c.AckEvery,
-		MaxAckDelay:      c.MaxAckDelay,
-		MinAckDelay:      c.MinAckDelay,
-		IdleTimeout:      c.IdleTimeout,
-		KeepAlive:        c.KeepAlive,
-		SendBuffer:       c.SendBuffer,
-		ReceiveWindow:    c.ReceiveWindow,
-		MaxStreamGaps:    c.MaxStreamGaps,
-		MaxUpdateFuture:  c.MaxUpdateFuture,
+		TLS:                     c.TLS,
+		Allow0RTT:               c.Allow0RTT,
+		MaxDatagram:             c.MaxDatagram,
+		DisablePathMTUDiscovery: c.DisablePathMTUDiscovery,
+		NewController:           newController,
+		CC:                      controllerName,
+		NewUpdatePolicy:         newPolicy,
+		UpdatePolicy:            policyName,
+		TrustPeerClock:          c.TrustPeerClock,
+		NoInband:                c.NoInband,
+		StreamDSCP:              c.StreamDSCP,
+		UpdateDSCP:              c.UpdateDSCP,
+		AckEvery:                c.AckEvery,
+		MaxAckDelay:             c.MaxAckDelay,
+		MinAckDelay:             c.MinAckDelay,
+		IdleTimeout:             c.IdleTimeout,
+		KeepAlive:               c.KeepAlive,
+		SendBuffer:              c.SendBuffer,
+		ReceiveWindow:           c.ReceiveWindow,
+		MaxStreamGaps:           c.MaxStreamGaps,
+		MaxUpdateFuture:         c.MaxUpdateFuture,
 		// Packets per key: RFC 9001 §6's key update.
 		KeyUpdateInterval: c.KeyUpdateInterval,
 		// Built once per connection: each gets its own secret seed for

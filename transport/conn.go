@@ -219,7 +219,7 @@ func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
 		}
 	}
 	for !tx.full() {
-		d, dscp, ok := c.s.Poll(now, wall, tx.scratch)
+		d, mark, ok := c.s.Poll(now, wall, tx.scratch)
 		if !ok {
 			break
 		}
@@ -228,10 +228,10 @@ func (c *Conn) poll(tx *txBatch) (next clock.Mono, full, closed bool) {
 			// A path MTU probe: on its own, never a segment of a GSO
 			// run, whose segment size must fit the route's MTU (the
 			// kernel refuses the run with EINVAL otherwise).
-			tx.addAlone(d, dscp, to)
+			tx.addAlone(d, mark.Code(), to)
 			continue
 		}
-		tx.add(d, dscp, to)
+		tx.add(d, mark.Code(), to)
 	}
 	c.notifyLocked()
 	return c.s.NextTimeout(now), tx.full(), c.s.Closed()

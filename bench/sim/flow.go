@@ -98,9 +98,10 @@ func newFlow(s *scenario.Scenario, i int, spec scenario.Flow, mode syncMode) (*f
 		return f, nil
 	}
 	// The session as transport.Config's defaults build it, but for what
-	// the scenario sets: the segment size, the controller or update
-	// policy, the DSCP and the clock model.
-	f.cfg = session.Config{StreamDSCP: f.dscp, UpdateDSCP: f.dscp, Seed: flowSeed(s.Seed, i)}
+	// the scenario sets: the segment size (fixed: no path MTU discovery
+	// in virtual time), the controller or update policy, the DSCP and the
+	// clock model.
+	f.cfg = session.Config{DisablePathMTUDiscovery: true, StreamDSCP: spec.DSCP, UpdateDSCP: spec.DSCP, Seed: flowSeed(s.Seed, i)}
 	switch mode {
 	case syncPerfect:
 		f.cfg.TrustPeerClock = true
@@ -121,7 +122,7 @@ func newFlow(s *scenario.Scenario, i int, spec scenario.Flow, mode syncMode) (*f
 	} else {
 		// One update per datagram: the datagram is sized to the update.
 		f.cfg.MaxDatagram = max(spec.Size+wire.HeaderLen+wire.UpdateOverhead, 256)
-		f.cfg.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return updatePolicy(spec, size) }
+		f.cfg.NewUpdatePolicy = func(size cc.ByteCount) (acp.Policy, error) { return updatePolicy(spec, size) }
 	}
 	// Build one session now so a bad controller or policy name fails the
 	// run before it starts.

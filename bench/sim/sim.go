@@ -152,7 +152,7 @@ func (w *world) pollAll(now clock.Mono, f *flow, fromSrv bool) {
 		s, wall = f.srv, f.srvClock.micros(now)
 	}
 	for {
-		d, dscp, ok := s.Poll(now, wall, w.buf)
+		d, mark, ok := s.Poll(now, wall, w.buf)
 		if !ok {
 			return
 		}
@@ -162,7 +162,7 @@ func (w *world) pollAll(now clock.Mono, f *flow, fromSrv bool) {
 		if typ, ok := frameType(d); ok && (typ == wire.TypeData || typ == wire.TypeUpdate) {
 			p.data = true
 		}
-		w.enqueue(now, f, p, len(d)+ipUDPOverhead, dscp)
+		w.enqueue(now, f, p, len(d)+ipUDPOverhead, mark.Code())
 	}
 }
 

@@ -176,7 +176,7 @@ func stack(o options) string {
 // endpoint is a quic-go Transport and the hook under it (nil: plain).
 type endpoint struct {
 	tr   *quic.Transport
-	hook *quichook.Conn
+	hook *quichook.PacketConn
 	pc   net.PacketConn
 }
 
@@ -188,7 +188,7 @@ func (e *endpoint) close() {
 // transportOn opens a quic-go Transport on addr, over the hook unless plain.
 func transportOn(addr, cc string, plain bool) (*endpoint, error) {
 	var pc net.PacketConn
-	var h *quichook.Conn
+	var h *quichook.PacketConn
 	var err error
 	if plain {
 		var ua *net.UDPAddr
@@ -196,7 +196,7 @@ func transportOn(addr, cc string, plain bool) (*endpoint, error) {
 			pc, err = net.ListenUDP("udp", ua)
 		}
 	} else {
-		h, err = quichook.Listen(addr, quichook.Config{CC: cc})
+		h, err = quichook.ListenPacket(addr, quichook.Config{CC: cc})
 		pc = h
 	}
 	if err != nil {
@@ -235,7 +235,7 @@ func serve(ctx context.Context, e *endpoint, tc *tls.Config, out io.Writer, once
 	}
 }
 
-func handle(ctx context.Context, conn *quic.Conn, hook *quichook.Conn, out io.Writer) error {
+func handle(ctx context.Context, conn *quic.Conn, hook *quichook.PacketConn, out io.Writer) error {
 	defer conn.CloseWithError(0, "")
 	var updates atomic.Int64
 	var last atomic.Value
@@ -352,7 +352,7 @@ func upload(ctx context.Context, e *endpoint, to net.Addr, tc *tls.Config, o opt
 	return nil
 }
 
-func printHook(out io.Writer, who string, h *quichook.Conn) {
+func printHook(out io.Writer, who string, h *quichook.PacketConn) {
 	st := h.Stats()
 	for _, p := range st.Peers {
 		fmt.Fprintf(out, "%s hook: peer %v hooked=%v cc=%s window %d B, srtt %v, signal %v, lost %d, hook-bound %v, quic-go-bound %v\n",

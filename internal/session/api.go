@@ -184,9 +184,9 @@ func (s *Session) Policy() acp.Policy {
 	return p
 }
 
-// BuildPolicy builds the update-rate policy if Config.PolicyName deferred
+// BuildPolicy builds the update-rate policy if Config.UpdatePolicy deferred
 // it (the first SendUpdate otherwise does) and returns it, or the error of
-// Config.NewPolicy.
+// Config.NewUpdatePolicy.
 func (s *Session) BuildPolicy() (acp.Policy, error) {
 	if err := s.buildPolicy(); err != nil {
 		return nil, err

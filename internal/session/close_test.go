@@ -75,7 +75,7 @@ func TestCloseAbortIsNotEOFEvenWhenAcked(t *testing.T) {
 // gets no FIN, so its Read ends with an error rather than a silent EOF on
 // a truncated stream.
 func TestCloseWithUnackedBytesAborts(t *testing.T) {
-	p := OpenPair(t, Config{}, Link{})
+	p := OpenPair(t, Config{DisablePathMTUDiscovery: true}, Link{})
 	p.Cli.out.write(make([]byte, 5000))
 	p.Cli.out.finSet = true
 	for {

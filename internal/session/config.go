@@ -7,6 +7,7 @@ import (
 	"github.com/fresh-udp/fresh"
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/internal/wire"
 	"github.com/fresh-udp/fresh/owd"
 )
@@ -17,38 +18,40 @@ import (
 // defaults below, so both drivers run the same protocol unless they say
 // otherwise.
 type Config struct {
-	// MaxDatagram is the largest datagram sent, bytes: the fixed size of
-	// full-size datagrams, or with PathMTUDiscovery the ceiling of the
-	// search. Default 1200, or DefaultMaxDatagramPMTUD (1452) with
-	// PathMTUDiscovery.
+	// MaxDatagram is the largest datagram sent, bytes: the ceiling of the
+	// path MTU search, or with DisablePathMTUDiscovery the fixed size of
+	// full-size datagrams. Default DefaultMaxDatagramPMTUD (1452), or
+	// 1200 with DisablePathMTUDiscovery.
 	MaxDatagram int
-	// PathMTUDiscovery turns on DPLPMTUD (RFC 8899, pmtu.go): datagrams
-	// start at min(1200, MaxDatagram) bytes and grow to the largest size
-	// the path is found to carry, up to MaxDatagram. Off (the simulator's
-	// and fixed-size drivers'), every full-size datagram is MaxDatagram.
-	PathMTUDiscovery bool
+	// DisablePathMTUDiscovery turns DPLPMTUD (RFC 8899, pmtu.go) off, as
+	// transport.Config's field of the same name (quic-go's name): every
+	// full-size datagram is then MaxDatagram (the simulator's and the
+	// fixed-size drivers' choice). On, datagrams start at min(1200,
+	// MaxDatagram) bytes and grow to the largest size the path is found
+	// to carry, up to MaxDatagram.
+	DisablePathMTUDiscovery bool
 	// NewController builds the stream's window controller for the stream
 	// payload size mss. Default: owd.New.
 	NewController func(mss cc.ByteCount) (cc.Controller, error)
-	// ControllerName, if set, is the Name of the controllers NewController
+	// CC, if set, is the Name of the controllers NewController
 	// builds, and promises that NewController does not fail (a registry
 	// name already checked): the session then builds its controller when
 	// the stream first needs it rather than in New. A connection that
 	// never sends stream data (a monitor's, which only receives updates)
 	// never holds one: 2 KiB per connection for the default controller.
 	// Set by default with the default NewController.
-	ControllerName string
-	// NewPolicy builds the update-rate regulator; size is the update size
+	CC string
+	// NewUpdatePolicy builds the update-rate regulator; size is the update size
 	// (MaxDatagram), its acp.Config.UpdateSize. Default: the ACP regulator.
-	NewPolicy func(size cc.ByteCount) (acp.Policy, error)
-	// PolicyName, if set, is the name of the policies NewPolicy builds
+	NewUpdatePolicy func(size cc.ByteCount) (acp.Policy, error)
+	// UpdatePolicy, if set, is the name of the policies NewUpdatePolicy builds
 	// (an acp.PolicyNames entry the transport checked), and lets the
 	// session build its regulator when it first sends an update rather
-	// than in New, as ControllerName does for the controller: a monitor's
+	// than in New, as CC does for the controller: a monitor's
 	// connection, which only receives updates, then holds none (1.5 KiB
-	// for the ACP regulator). A NewPolicy that fails all the same fails
+	// for the ACP regulator). A NewUpdatePolicy that fails all the same fails
 	// that first SendUpdate.
-	PolicyName string
+	UpdatePolicy string
 
 	// TLS, if set, secures the session: a TLS 1.3 handshake (crypto/tls's
 	// QUIC API) authenticates the peer and every packet after it is
@@ -71,12 +74,13 @@ type Config struct {
 	TrustPeerClock bool
 	// NoInband disables the in-band offset estimator: OWD samples then
 	// carry the raw clock offset and are never trusted (the simulator's
-	// "no clock correction" model; the transport always estimates).
+	// "no clock correction" model; transport.Config.NoInband).
 	NoInband bool
 
-	// StreamDSCP and UpdateDSCP are the 6-bit code points Poll returns
-	// with stream and update datagrams (0: best effort).
-	StreamDSCP, UpdateDSCP uint8
+	// StreamDSCP and UpdateDSCP are the code points Poll returns with
+	// stream and update datagrams (unset: best effort), as in
+	// transport.Config, which fills them with its defaults.
+	StreamDSCP, UpdateDSCP dscp.Codepoint
 
 	// AckEvery: ack-eliciting packets per ACK. Default 2.
 	AckEvery int
@@ -183,16 +187,16 @@ func (c Config) Resolve() (Config, error) {
 func (c Config) withDefaults() Config {
 	if c.MaxDatagram == 0 {
 		c.MaxDatagram = 1200
-		if c.PathMTUDiscovery {
+		if !c.DisablePathMTUDiscovery {
 			c.MaxDatagram = DefaultMaxDatagramPMTUD
 		}
 	}
 	if c.NewController == nil {
 		c.NewController = func(mss cc.ByteCount) (cc.Controller, error) { return owd.New(owd.Config{MSS: mss}) }
-		c.ControllerName = owd.Name
+		c.CC = owd.Name
 	}
-	if c.NewPolicy == nil {
-		c.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Config{UpdateSize: size}) }
+	if c.NewUpdatePolicy == nil {
+		c.NewUpdatePolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Config{UpdateSize: size}) }
 	}
 	if c.AckEvery == 0 {
 		c.AckEvery = 2
@@ -265,9 +269,10 @@ func (c *Config) validate() error {
 func (c *Config) MSS() int { return c.dataPayload(c.baseDatagram()) }
 
 // baseDatagram is the datagram size a session starts with: MaxDatagram,
-// or with PathMTUDiscovery BASE_PLPMTU (pmtuBase) if that is smaller.
+// or, unless DisablePathMTUDiscovery, BASE_PLPMTU (pmtuBase) if that is
+// smaller.
 func (c *Config) baseDatagram() int {
-	if c.PathMTUDiscovery {
+	if !c.DisablePathMTUDiscovery {
 		return min(pmtuBase, c.MaxDatagram)
 	}
 	return c.MaxDatagram

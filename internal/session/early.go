@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/internal/seal"
 	"github.com/fresh-udp/fresh/internal/wire"
 )
@@ -130,7 +131,7 @@ func (s *Session) EarlyReady() bool {
 
 // pollEarly builds a client's 0-RTT update while the handshake runs, if
 // one is held and the update policy allows it.
-func (s *Session) pollEarly(now clock.Mono, wallUS int64, buf []byte) ([]byte, uint8, bool) {
+func (s *Session) pollEarly(now clock.Mono, wallUS int64, buf []byte) ([]byte, dscp.Codepoint, bool) {
 	if !s.EarlyReady() || !s.updFresh || now.Before(s.nextUpdateAt()) {
 		return nil, 0, false
 	}

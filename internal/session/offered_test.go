@@ -23,7 +23,7 @@ func (o *offerCounter) OnUpdateOffered(now clock.Mono) { o.offered = append(o.of
 // regulator learns the application's reading rate.
 func TestSendUpdateTellsTheSource(t *testing.T) {
 	var oc *offerCounter
-	s, err := New(Config{NewPolicy: func(size cc.ByteCount) (acp.Policy, error) {
+	s, err := New(Config{NewUpdatePolicy: func(size cc.ByteCount) (acp.Policy, error) {
 		p, err := acp.NewLazy(acp.Config{UpdateSize: size})
 		oc = &offerCounter{Policy: p}
 		return oc, err

@@ -38,7 +38,7 @@ type owdSender struct {
 
 func newOWDSender(t *testing.T) *owdSender {
 	o := &owdSender{t: t, ctl: &recordingController{}, buf: make([]byte, 0, 2048)}
-	cfg := Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) {
+	cfg := Config{DisablePathMTUDiscovery: true, NewController: func(mss cc.ByteCount) (cc.Controller, error) {
 		ctl, err := owd.New(owd.Config{MSS: mss})
 		o.ctl.Controller = ctl
 		return o.ctl, err

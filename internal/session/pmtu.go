@@ -170,7 +170,7 @@ var pmtuCandidates = []int{1280, 1400, 1452, 1464, 1472, 9000 - 48, 9000 - 28}
 
 // newPMTU returns the discovery state for datagrams of at most ceiling
 // bytes; disabled, the size stays at the ceiling (the fixed-size
-// behaviour: Config.PathMTUDiscovery unset).
+// behaviour: Config.DisablePathMTUDiscovery).
 func newPMTU(enabled bool, ceiling int) pmtu {
 	p := pmtu{enabled: enabled, base: min(pmtuBase, ceiling), size: ceiling, bigAcked: cc.InvalidPacketNumber}
 	if !enabled {

@@ -70,7 +70,7 @@ func TestPMTUConvergesToPathMTU(t *testing.T) {
 		{"TLS, tunnel 1420", 1420, 0, 1400, true, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{PathMTUDiscovery: true, MaxDatagram: tc.ceiling}
+			cfg := Config{MaxDatagram: tc.ceiling}
 			if tc.tls {
 				cfg.TLS = loopbackTLS(t)
 			}
@@ -114,12 +114,12 @@ func (l *lossCounter) OnRetransmissionTimeout(now clock.Mono) {
 // MTU are lost.
 func TestPMTULostProbeDoesNotShrinkWindow(t *testing.T) {
 	ctl := &lossCounter{}
-	cfg := Config{PathMTUDiscovery: true, NewController: func(mss cc.ByteCount) (cc.Controller, error) {
+	cfg := Config{NewController: func(mss cc.ByteCount) (cc.Controller, error) {
 		c, err := owd.New(owd.Config{MSS: mss})
 		ctl.Controller = c
 		return ctl, err
 	}}
-	p := NewPair(t, cfg, Config{PathMTUDiscovery: true}, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
+	p := NewPair(t, cfg, Config{}, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
 	mtu := 1300
 	pmtuPath(p, &mtu)
 	p.Open()
@@ -154,14 +154,14 @@ func cfgMSS(t *testing.T, cfg Config) int {
 // initial window is that of 1200-byte datagrams whatever size discovery
 // reaches (RFC 8899 §4.4).
 func TestPMTUInitialWindowFromBase(t *testing.T) {
-	c, err := Config{PathMTUDiscovery: true}.Resolve()
+	c, err := Config{}.Resolve()
 	require.NoError(t, err)
 	require.Equal(t, DefaultMaxDatagramPMTUD, c.MaxDatagram, "the ceiling")
 	require.Equal(t, pmtuBase-wire.HeaderLen-wire.DataOverhead, c.MSS())
-	fixed, err := Config{MaxDatagram: 1400}.Resolve()
+	fixed, err := Config{DisablePathMTUDiscovery: true, MaxDatagram: 1400}.Resolve()
 	require.NoError(t, err)
 	require.Equal(t, 1400-wire.HeaderLen-wire.DataOverhead, fixed.MSS(), "without discovery every datagram is MaxDatagram")
-	d, err := Config{}.Resolve()
+	d, err := Config{DisablePathMTUDiscovery: true}.Resolve()
 	require.NoError(t, err)
 	require.Equal(t, 1200, d.MaxDatagram)
 	require.Nil(t, newPMTU(false, 1400).candidates())
@@ -175,7 +175,7 @@ func TestPMTUInitialWindowFromBase(t *testing.T) {
 // vanish, small ones cross) is detected: the size falls back to BASE,
 // stream data keeps flowing, and a new search finds the new size.
 func TestPMTUBlackHoleFallsBack(t *testing.T) {
-	cfg := Config{PathMTUDiscovery: true}
+	cfg := Config{}
 	p := NewPair(t, cfg, cfg, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
 	mtu := 1500
 	pmtuPath(p, &mtu)
@@ -214,7 +214,7 @@ func TestPMTUBlackHoleFallsBack(t *testing.T) {
 func TestPMTUFadeIsNotABlackHole(t *testing.T) {
 	for _, fade := range []time.Duration{1500 * time.Millisecond, 2200 * time.Millisecond, 4 * time.Second} {
 		t.Run(fade.String(), func(t *testing.T) {
-			cfg := Config{PathMTUDiscovery: true}
+			cfg := Config{}
 			p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 5e6})
 			fading := false
 			p.Filter = func(*Session, []byte) bool { return !fading }
@@ -241,7 +241,7 @@ func TestPMTUFadeIsNotABlackHole(t *testing.T) {
 // Three fades, each catching the search with a probe out, leave it free
 // to reach the ceiling; counted as losses they ended it below.
 func TestPMTUProbeLostInFadeNotCounted(t *testing.T) {
-	cfg := Config{PathMTUDiscovery: true}
+	cfg := Config{}
 	p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 5e6})
 	fading := false
 	var fadeUntil clock.Mono
@@ -274,7 +274,7 @@ func TestPMTUProbeLostInFadeNotCounted(t *testing.T) {
 // below the size that vanished until RAISE_TIMER has passed, then finds
 // it again.
 func TestPMTUBlackHoleDoesNotFlap(t *testing.T) {
-	cfg := Config{PathMTUDiscovery: true}
+	cfg := Config{}
 	p := NewPair(t, cfg, cfg, Link{Delay: 10 * time.Millisecond, Rate: 20e6})
 	mtu := 1500
 	pmtuPath(p, &mtu)
@@ -306,7 +306,7 @@ func TestPMTUBlackHoleDoesNotFlap(t *testing.T) {
 // a black hole.
 func TestPMTUDoesNotFlap(t *testing.T) {
 	t.Run("raise timer, 3 h", func(t *testing.T) {
-		cfg := Config{PathMTUDiscovery: true}
+		cfg := Config{}
 		p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 10e6})
 		mtu := 1420
 		pmtuPath(p, &mtu)
@@ -330,7 +330,7 @@ func TestPMTUDoesNotFlap(t *testing.T) {
 		t.Logf("3 h: %d size changes, %d probes sent, %d lost", p.Cli.pmtu.changes, st.PMTUProbesSent, st.PMTUProbesLost)
 	})
 	t.Run("1% random loss, bulk", func(t *testing.T) {
-		cfg := Config{PathMTUDiscovery: true}
+		cfg := Config{}
 		p := NewPair(t, cfg, cfg, Link{Delay: 20 * time.Millisecond, Rate: 10e6, Loss: 0.01, Seed: 3})
 		p.Open()
 		bulkFor(p, 60*time.Second)
@@ -344,7 +344,7 @@ func TestPMTUDoesNotFlap(t *testing.T) {
 
 // Without discovery nothing is probed and every datagram is MaxDatagram.
 func TestPMTUDisabled(t *testing.T) {
-	p := OpenPair(t, Config{MaxDatagram: 1300}, Link{Delay: 5 * time.Millisecond, Rate: 20e6})
+	p := OpenPair(t, Config{DisablePathMTUDiscovery: true, MaxDatagram: 1300}, Link{Delay: 5 * time.Millisecond, Rate: 20e6})
 	p.Record = true
 	bulkFor(p, time.Second)
 	st := p.Cli.Stats(p.Now)

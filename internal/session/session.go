@@ -13,6 +13,7 @@ import (
 	"github.com/fresh-udp/fresh/acp"
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/clock"
+	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/internal/pacer"
 	"github.com/fresh-udp/fresh/internal/recovery"
 	"github.com/fresh-udp/fresh/internal/wire"
@@ -199,13 +200,13 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		return nil, err
 	}
 	var ctl cc.Controller // built on first need (controller) when named
-	if cfg.ControllerName == "" {
+	if cfg.CC == "" {
 		if ctl, err = newController(&cfg); err != nil {
 			return nil, err
 		}
 	}
 	var pol acp.Policy // built on first need (buildPolicy) when named
-	if cfg.PolicyName == "" {
+	if cfg.UpdatePolicy == "" {
 		if pol, err = newPolicy(&cfg); err != nil {
 			return nil, err
 		}
@@ -218,7 +219,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		// grants (its ring's first size), unless ours is smaller.
 		peerMax:   int64(min(cfg.ReceiveWindow, initialRecvWindow)),
 		ranges:    recovery.NewAckRanges(wire.MaxAckRanges),
-		pmtu:      newPMTU(cfg.PathMTUDiscovery, cfg.MaxDatagram),
+		pmtu:      newPMTU(!cfg.DisablePathMTUDiscovery, cfg.MaxDatagram),
 		in:        newRecvStream(initialRecvWindow, cfg.ReceiveWindow, now),
 		lastHeard: now,
 		newestPN:  -1,
@@ -237,7 +238,7 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 		s.state = stateOpen
 		s.acceptPending = true
 	}
-	s.st.CC = cfg.ControllerName
+	s.st.CC = cfg.CC
 	if ctl != nil {
 		s.st.CC = ctl.Name()
 	}
@@ -248,9 +249,9 @@ func New(cfg Config, connID uint64, client bool, now clock.Mono) (*Session, erro
 }
 
 func newPolicy(cfg *Config) (acp.Policy, error) {
-	pol, err := cfg.NewPolicy(cc.ByteCount(cfg.MaxDatagram))
+	pol, err := cfg.NewUpdatePolicy(cc.ByteCount(cfg.MaxDatagram))
 	if err == nil && pol == nil {
-		err = errors.New("NewPolicy returned no policy")
+		err = errors.New("NewUpdatePolicy returned no policy")
 	}
 	if err != nil {
 		return nil, fresh.WrapInvalid("transport.Config.NewUpdatePolicy", err)
@@ -259,7 +260,7 @@ func newPolicy(cfg *Config) (acp.Policy, error) {
 }
 
 // buildPolicy builds the update-rate policy on first need, when
-// Config.PolicyName allowed New to defer it, seeded with the RTT seen so
+// Config.UpdatePolicy allowed New to defer it, seeded with the RTT seen so
 // far (seedRTT).
 func (s *Session) buildPolicy() error {
 	if s.policy != nil {
@@ -300,12 +301,12 @@ func newController(cfg *Config) (cc.Controller, error) {
 }
 
 // controller returns the stream's window controller, building it on first
-// need when Config.ControllerName allowed New to defer it.
+// need when Config.CC allowed New to defer it.
 func (s *Session) controller() cc.Controller {
 	if s.ctl == nil {
 		ctl, err := newController(&s.cfg)
 		if err != nil {
-			panic(err) // ControllerName promises NewController does not fail
+			panic(err) // CC promises NewController does not fail
 		}
 		s.ctl = ctl
 	}
@@ -970,10 +971,10 @@ func (s *Session) sendUpdate(now clock.Mono, wallUS int64, payload []byte) error
 
 // Poll writes the next datagram to send at now into buf and returns it with
 // its DSCP code point; ok is false when there is nothing to send now.
-func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
+func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, mark dscp.Codepoint, ok bool) {
 	for {
 		s.mig.sendPath = PathCurrent
-		dgram, dscp, ok = s.poll(now, wallUS, buf)
+		dgram, mark, ok = s.poll(now, wallUS, buf)
 		if ok && s.trace != nil {
 			s.traceDescribe(dgram) // before protect encrypts the body
 		}
@@ -992,11 +993,11 @@ func (s *Session) Poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, 
 			}
 		}
 		s.armProbe(now)
-		return dgram, dscp, ok
+		return dgram, mark, ok
 	}
 }
 
-func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, dscp uint8, ok bool) {
+func (s *Session) poll(now clock.Mono, wallUS int64, buf []byte) (dgram []byte, mark dscp.Codepoint, ok bool) {
 	if s.amplificationLimited(now) {
 		if s.closePending {
 			// No room left for the CLOSE: end without it, or the session

@@ -28,15 +28,15 @@ func TestSecurityFitsSizeClass(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(security{})+8, uintptr(896), "security is %d bytes", unsafe.Sizeof(security{}))
 }
 
-// With Config.PolicyName the update regulator is built by the first
+// With Config.UpdatePolicy the update regulator is built by the first
 // SendUpdate: a monitor's session, which only receives updates, never
 // holds one (1.5 KiB of ACP state), yet its Stats report the rate a fresh
-// one would start at. A NewPolicy that fails all the same fails that
+// one would start at. A NewUpdatePolicy that fails all the same fails that
 // SendUpdate with a configuration error.
 func TestPolicyBuiltWithFirstUpdate(t *testing.T) {
 	named := func(c Config) Config {
-		c.PolicyName = acp.PolicyACP
-		c.NewPolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Config{UpdateSize: size}) }
+		c.UpdatePolicy = acp.PolicyACP
+		c.NewUpdatePolicy = func(size cc.ByteCount) (acp.Policy, error) { return acp.NewRegulator(acp.Config{UpdateSize: size}) }
 		return c
 	}
 	p := NewPair(t, named(secure(t)), named(secure(t)), Link{})
@@ -51,7 +51,7 @@ func TestPolicyBuiltWithFirstUpdate(t *testing.T) {
 	require.Positive(t, p.Srv.Stats(p.Now).UpdateRate)
 	require.Nil(t, p.Srv.policy, "nor did its Stats")
 
-	bad := Config{PolicyName: "broken", NewPolicy: func(cc.ByteCount) (acp.Policy, error) { return nil, errors.New("no") }}
+	bad := Config{UpdatePolicy: "broken", NewUpdatePolicy: func(cc.ByteCount) (acp.Policy, error) { return nil, errors.New("no") }}
 	s, err := New(bad, 1, true, 0)
 	require.NoError(t, err)
 	require.ErrorIs(t, s.SendUpdate(0, 0, []byte("x")), ErrInvalidConfig)

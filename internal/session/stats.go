@@ -109,20 +109,20 @@ func (s *Session) Stats(now clock.Mono) Stats {
 }
 
 // controllerMetrics is the controller's Metrics; for one not built yet
-// (see Config.ControllerName), those of a fresh controller of that name,
+// (see Config.CC), those of a fresh controller of that name,
 // built once per name and payload size for every session: Stats is
 // polled, and must not build a controller the session does not need.
 func (s *Session) controllerMetrics() cc.Metrics {
 	if s.ctl != nil {
 		return s.ctl.Metrics()
 	}
-	key := freshMetricsKey{s.cfg.ControllerName, cc.ByteCount(s.cfg.MSS())}
+	key := freshMetricsKey{s.cfg.CC, cc.ByteCount(s.cfg.MSS())}
 	if m, ok := freshMetrics.Load(key); ok {
 		return m.(cc.Metrics)
 	}
 	ctl, err := newController(&s.cfg)
 	if err != nil {
-		panic(err) // ControllerName promises NewController does not fail
+		panic(err) // CC promises NewController does not fail
 	}
 	m, _ := freshMetrics.LoadOrStore(key, ctl.Metrics())
 	return m.(cc.Metrics)
@@ -136,7 +136,7 @@ type freshMetricsKey struct {
 var freshMetrics sync.Map // freshMetricsKey → cc.Metrics
 
 // updateRate is the policy's rate; for one not built yet (see
-// Config.PolicyName), the rate a fresh one would start at with the RTT
+// Config.UpdatePolicy), the rate a fresh one would start at with the RTT
 // seen so far. Building one to ask costs a Stats call what it costs New;
 // keeping it would cost every monitor's connection its regulator.
 func (s *Session) updateRate() float64 {

@@ -76,7 +76,7 @@ func (r *recorder) named(name string) []traceEvent {
 // same packet numbers arrive and the update's age.
 func TestTracerSeesSessionEvents(t *testing.T) {
 	const delay = 10 * time.Millisecond
-	cfg := Config{TrustPeerClock: true}
+	cfg := Config{TrustPeerClock: true, DisablePathMTUDiscovery: true}
 	p := NewPair(t, cfg, cfg, Link{Delay: delay})
 	cli, srv := &recorder{}, &recorder{}
 	p.Cli.SetTracer(p.Now, cli)

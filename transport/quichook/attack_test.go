@@ -85,12 +85,12 @@ func (r *spoofRelay) spoof(b []byte) error {
 // hookEndpoint is a quic-go Transport over a hook.
 type hookEndpoint struct {
 	tr   *quic.Transport
-	hook *quichook.Conn
+	hook *quichook.PacketConn
 }
 
 func newHookEndpoint(t *testing.T, cfg quichook.Config) *hookEndpoint {
 	t.Helper()
-	h, err := quichook.Listen("127.0.0.1:0", cfg)
+	h, err := quichook.ListenPacket("127.0.0.1:0", cfg)
 	require.NoError(t, err)
 	e := &hookEndpoint{tr: &quic.Transport{Conn: h}, hook: h}
 	t.Cleanup(func() {
@@ -298,7 +298,7 @@ func TestAttackSpoofedHellosCannotEvictOrLockOut(t *testing.T) {
 	require.Greater(t, srv.hook.Stats().ShimReceived, shimmed, "and still hooked")
 }
 
-func peerOf(t *testing.T, h *quichook.Conn, a net.Addr) quichook.PeerStats {
+func peerOf(t *testing.T, h *quichook.PacketConn, a net.Addr) quichook.PeerStats {
 	t.Helper()
 	want := a.(*net.UDPAddr).AddrPort()
 	for _, p := range h.Stats().Peers {
@@ -317,7 +317,7 @@ func peerOf(t *testing.T, h *quichook.Conn, a net.Addr) quichook.PeerStats {
 // was answered with feedback carrying up to 16 ranges: over 10 times the
 // bytes.
 func TestAttackNoReflectionToSpoofedAddress(t *testing.T) {
-	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{})
+	h, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{})
 	require.NoError(t, err)
 	drained := readLoop(h) // quic-go's reader, which drops what it cannot decrypt
 	defer func() { h.Close(); <-drained }()

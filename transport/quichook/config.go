@@ -11,7 +11,7 @@ import (
 	"github.com/fresh-udp/fresh/owd" // registers "owd" and "owd-eq2"
 )
 
-// Config configures a Conn. The zero value is valid: every zero field takes
+// Config configures a PacketConn. The zero value is valid: every zero field takes
 // the default written beside it. The fields that package transport's
 // Config also has carry the same names and meanings.
 type Config struct {
@@ -48,22 +48,24 @@ type Config struct {
 	// send queue fills and it pauses), the drop the bound on it.
 	QueuePackets int
 	QueueWait    time.Duration
-	// FeedbackEvery is how many data datagrams one feedback datagram
-	// covers normally (default 2, like a TCP or QUIC receiver's ACK every
-	// other packet; at most 32, what one feedback datagram carries);
-	// FeedbackGap spaces feedback datagrams at least that far apart
-	// unless 32 samples are waiting (default 1 ms: at 10 Mbit/s datagrams
-	// come a millisecond apart and every other one is acknowledged; at
-	// loopback rates the gap cuts the feedback datagrams, each a syscall
-	// at both ends, by up to sixteen); FeedbackDelay is how long the first
-	// waiting datagram may wait (default 2 ms).
-	FeedbackEvery int
-	FeedbackGap   time.Duration
-	FeedbackDelay time.Duration
-	// DSCP marks quic-go's datagrams, FeedbackDSCP the feedback datagrams
-	// (defaults: DSCP best effort, FeedbackDSCP the same as DSCP). Per
+	// The hook's receiver acknowledges shimmed datagrams with feedback
+	// datagrams (the hook's ACKs, carrying the one-way delays), named as
+	// transport.Config's ACK settings are. AckEvery is how many data
+	// datagrams one feedback datagram covers normally (default 2, like a
+	// TCP or QUIC receiver's ACK every other packet; at most 32, what one
+	// feedback datagram carries); MinAckInterval spaces feedback
+	// datagrams at least that far apart unless 32 samples are waiting
+	// (default 1 ms: at loopback rates, where datagrams come microseconds
+	// apart, it bounds the feedback datagrams, each a syscall at both
+	// ends); MaxAckDelay is how long the first waiting datagram may wait
+	// (default 2 ms).
+	AckEvery       int
+	MinAckInterval time.Duration
+	MaxAckDelay    time.Duration
+	// DSCP marks quic-go's datagrams, AckDSCP the feedback datagrams
+	// (defaults: DSCP best effort, AckDSCP the same as DSCP). Per
 	// datagram on Linux, the socket's class elsewhere (as in transport).
-	DSCP, FeedbackDSCP dscp.Codepoint
+	DSCP, AckDSCP dscp.Codepoint
 	// MaxPeers bounds the validated peers (addresses that showed this
 	// end's cookie, each with its own controller and clock state), and
 	// separately the unvalidated entries (default 256 each). At the bound
@@ -79,14 +81,14 @@ type Config struct {
 
 // Defaults of Config (see the fields).
 const (
-	DefaultCC            = owd.Name
-	DefaultMaxDatagram   = 1452
-	DefaultQueuePackets  = 64
-	DefaultQueueWait     = 100 * time.Millisecond
-	DefaultFeedbackEvery = 2
-	DefaultFeedbackGap   = time.Millisecond
-	DefaultFeedbackDelay = 2 * time.Millisecond
-	DefaultMaxPeers      = 256
+	DefaultCC             = owd.Name
+	DefaultMaxDatagram    = 1452
+	DefaultQueuePackets   = 64
+	DefaultQueueWait      = 100 * time.Millisecond
+	DefaultAckEvery       = 2
+	DefaultMinAckInterval = time.Millisecond
+	DefaultMaxAckDelay    = 2 * time.Millisecond
+	DefaultMaxPeers       = 256
 )
 
 // ErrInvalidConfig is what every Config validation error wraps: the one
@@ -110,17 +112,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.QueueWait == 0 {
 		c.QueueWait = DefaultQueueWait
 	}
-	if c.FeedbackEvery == 0 {
-		c.FeedbackEvery = DefaultFeedbackEvery
+	if c.AckEvery == 0 {
+		c.AckEvery = DefaultAckEvery
 	}
-	if c.FeedbackGap == 0 {
-		c.FeedbackGap = DefaultFeedbackGap
+	if c.MinAckInterval == 0 {
+		c.MinAckInterval = DefaultMinAckInterval
 	}
-	if c.FeedbackDelay == 0 {
-		c.FeedbackDelay = DefaultFeedbackDelay
+	if c.MaxAckDelay == 0 {
+		c.MaxAckDelay = DefaultMaxAckDelay
 	}
-	if c.FeedbackDSCP == 0 {
-		c.FeedbackDSCP = c.DSCP
+	if c.AckDSCP == 0 {
+		c.AckDSCP = c.DSCP
 	}
 	if c.MaxPeers == 0 {
 		c.MaxPeers = DefaultMaxPeers
@@ -136,18 +138,18 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fresh.InvalidField(f+"QueuePackets", "%d < 1", c.QueuePackets)
 	case c.QueueWait < 0:
 		return c, fresh.InvalidField(f+"QueueWait", "%v negative", c.QueueWait)
-	case c.FeedbackEvery < 1 || c.FeedbackEvery > maxSamples:
-		return c, fresh.InvalidField(f+"FeedbackEvery", "%d outside 1..%d", c.FeedbackEvery, maxSamples)
-	case c.FeedbackGap < 0:
-		return c, fresh.InvalidField(f+"FeedbackGap", "%v negative", c.FeedbackGap)
-	case c.FeedbackDelay < 0:
-		return c, fresh.InvalidField(f+"FeedbackDelay", "%v negative", c.FeedbackDelay)
+	case c.AckEvery < 1 || c.AckEvery > maxSamples:
+		return c, fresh.InvalidField(f+"AckEvery", "%d outside 1..%d", c.AckEvery, maxSamples)
+	case c.MinAckInterval < 0:
+		return c, fresh.InvalidField(f+"MinAckInterval", "%v negative", c.MinAckInterval)
+	case c.MaxAckDelay < 0:
+		return c, fresh.InvalidField(f+"MaxAckDelay", "%v negative", c.MaxAckDelay)
 	case c.MaxPeers < 1:
 		return c, fresh.InvalidField(f+"MaxPeers", "%d < 1", c.MaxPeers)
 	case c.DSCP != 0 && !c.DSCP.IsSet():
 		return c, fresh.InvalidField(f+"DSCP", "must be built with dscp.Parse or the constants")
-	case c.FeedbackDSCP != 0 && !c.FeedbackDSCP.IsSet():
-		return c, fresh.InvalidField(f+"FeedbackDSCP", "must be built with dscp.Parse or the constants")
+	case c.AckDSCP != 0 && !c.AckDSCP.IsSet():
+		return c, fresh.InvalidField(f+"AckDSCP", "must be built with dscp.Parse or the constants")
 	}
 	if c.NewController == nil {
 		name := c.CC

@@ -20,7 +20,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}{
 		{Config{MaxDatagram: 100}, "quichook.Config.MaxDatagram"},
 		{Config{QueuePackets: -1}, "quichook.Config.QueuePackets"},
-		{Config{FeedbackEvery: maxSamples + 1}, "quichook.Config.FeedbackEvery"},
+		{Config{AckEvery: maxSamples + 1}, "quichook.Config.AckEvery"},
 		{Config{MaxPeers: -1}, "quichook.Config.MaxPeers"},
 		{Config{CC: "no-such-controller"}, "quichook.Config.CC"},
 	} {

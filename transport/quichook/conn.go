@@ -20,9 +20,9 @@ import (
 	"github.com/fresh-udp/fresh/internal/cmsg"
 )
 
-// Conn is the hook: a net.PacketConn to hand to quic.Transport{Conn: …}.
+// PacketConn is the hook: a net.PacketConn to hand to quic.Transport{Conn: …}.
 // See the package doc. Its methods are safe for concurrent use.
-type Conn struct {
+type PacketConn struct {
 	cfg  Config
 	conn *net.UDPConn
 	clk  clock.Clock
@@ -84,9 +84,9 @@ type Conn struct {
 	bufs     sync.Pool
 }
 
-// New wraps conn, which the Conn owns from then on (Close closes it), and
+// New wraps conn, which the PacketConn owns from then on (Close closes it), and
 // starts its sender goroutine.
-func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
+func New(conn *net.UDPConn, cfg Config) (*PacketConn, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 	if _, err := rand.Read(secret[:]); err != nil {
 		return nil, fmt.Errorf("quichook: cookie secret: %w", err)
 	}
-	c := &Conn{
+	c := &PacketConn{
 		cfg: cfg, conn: conn, clk: cfg.Clock,
 		mac:        hmac.New(sha256.New, secret[:]),
 		peers:      map[netip.AddrPort]*peer{},
@@ -116,7 +116,7 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("quichook: set IPv4 TOS: %w", err)
 	}
 	if cmsg.PerPacketTOS {
-		for class, d := range [2]uint8{cfg.DSCP.Code(), cfg.FeedbackDSCP.Code()} {
+		for class, d := range [2]uint8{cfg.DSCP.Code(), cfg.AckDSCP.Code()} {
 			c.oob[class][0] = cmsg.TOS(false, int(d)<<2)
 			c.oob[class][1] = cmsg.TOS(true, int(d)<<2)
 		}
@@ -141,8 +141,8 @@ func New(conn *net.UDPConn, cfg Config) (*Conn, error) {
 	return c, nil
 }
 
-// Listen opens a UDP socket on addr ("127.0.0.1:0", ":4433", …) and wraps it.
-func Listen(addr string, cfg Config) (*Conn, error) {
+// ListenPacket opens a UDP socket on addr ("127.0.0.1:0", ":4433", …) and wraps it.
+func ListenPacket(addr string, cfg Config) (*PacketConn, error) {
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
@@ -160,9 +160,9 @@ func Listen(addr string, cfg Config) (*Conn, error) {
 }
 
 // Close stops the sender goroutine, wakes writers waiting for queue room,
-// and closes the socket. Close quic-go's Transport first: the Conn does
+// and closes the socket. Close quic-go's Transport first: the PacketConn does
 // not know it. Queued datagrams are discarded.
-func (c *Conn) Close() error {
+func (c *PacketConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
@@ -176,27 +176,27 @@ func (c *Conn) Close() error {
 }
 
 // LocalAddr is the socket's address.
-func (c *Conn) LocalAddr() net.Addr { return c.conn.LocalAddr() }
+func (c *PacketConn) LocalAddr() net.Addr { return c.conn.LocalAddr() }
 
 // SetDeadline, SetReadDeadline and SetWriteDeadline set the socket's
 // deadlines (quic-go sets the read deadline to unblock its reader on Close).
-func (c *Conn) SetDeadline(t time.Time) error { return c.conn.SetDeadline(t) }
+func (c *PacketConn) SetDeadline(t time.Time) error { return c.conn.SetDeadline(t) }
 
-func (c *Conn) SetReadDeadline(t time.Time) error { return c.conn.SetReadDeadline(t) }
+func (c *PacketConn) SetReadDeadline(t time.Time) error { return c.conn.SetReadDeadline(t) }
 
-func (c *Conn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
+func (c *PacketConn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
 
 // SetReadBuffer and SetWriteBuffer size the socket's buffers; SyscallConn
 // exposes the socket so that quic-go can check them and set the don't-
 // fragment bit (path MTU discovery then finds the MTU with the shim's
 // header included: a probe too big for it is lost like any other).
-func (c *Conn) SetReadBuffer(n int) error { return c.conn.SetReadBuffer(n) }
+func (c *PacketConn) SetReadBuffer(n int) error { return c.conn.SetReadBuffer(n) }
 
-func (c *Conn) SetWriteBuffer(n int) error { return c.conn.SetWriteBuffer(n) }
+func (c *PacketConn) SetWriteBuffer(n int) error { return c.conn.SetWriteBuffer(n) }
 
-func (c *Conn) SyscallConn() (syscall.RawConn, error) { return c.conn.SyscallConn() }
+func (c *PacketConn) SyscallConn() (syscall.RawConn, error) { return c.conn.SyscallConn() }
 
-func (c *Conn) now() (clock.Mono, int64) {
+func (c *PacketConn) now() (clock.Mono, int64) {
 	return c.clk.Now(), c.clk.Wall().UnixMicro()
 }
 
@@ -217,13 +217,13 @@ func btoi(b bool) int {
 	return 0
 }
 
-func (c *Conn) count(f func(*counters)) {
+func (c *PacketConn) count(f func(*counters)) {
 	c.mu.Lock()
 	f(&c.st)
 	c.mu.Unlock()
 }
 
-// The Conn is what quic-go's Transport looks for to keep its batched reads
+// The PacketConn is what quic-go's Transport looks for to keep its batched reads
 // and segmented writes (on Linux): an OOBCapablePacketConn with ReadBatch.
 var _ interface {
 	net.PacketConn
@@ -232,4 +232,4 @@ var _ interface {
 	SetReadBuffer(int) error
 	SyscallConn() (syscall.RawConn, error)
 	ReadBatch(ms []ipv4.Message, flags int) (int, error)
-} = (*Conn)(nil)
+} = (*PacketConn)(nil)

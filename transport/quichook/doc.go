@@ -5,10 +5,10 @@
 //
 // quic-go (v0.65) has no public congestion-control interface: its
 // SendAlgorithm is internal and wired to CUBIC. What it does take from the
-// outside is the socket, quic.Transport{Conn: …}. A Conn is that socket: a
+// outside is the socket, quic.Transport{Conn: …}. A PacketConn is that socket: a
 // shim under quic-go on both ends.
 //
-//	hook, err := quichook.Listen("0.0.0.0:4433", quichook.Config{CC: "owd"})
+//	hook, err := quichook.ListenPacket("0.0.0.0:4433", quichook.Config{CC: "owd"})
 //	tr := &quic.Transport{Conn: hook}
 //	ln, err := tr.Listen(tlsConf, quicConf) // or tr.Dial(ctx, addr, tlsConf, quicConf)
 //	…
@@ -140,7 +140,7 @@
 //
 // # DSCP
 //
-// Config.DSCP marks quic-go's datagrams, Config.FeedbackDSCP the feedback
+// Config.DSCP marks quic-go's datagrams, Config.AckDSCP the feedback
 // (per datagram on Linux, as package transport does). quic-go encrypts and
 // coalesces frames, so the hook cannot tell a datagram carrying a DATAGRAM
 // frame (a status update) from one carrying stream data: to give updates

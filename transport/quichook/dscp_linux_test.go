@@ -42,10 +42,10 @@ func readWithTOS(t *testing.T, c *net.UDPConn) ([]byte, int) {
 }
 
 // Each datagram carries its class: quic-go's datagrams Config.DSCP, the
-// hook's own answers Config.FeedbackDSCP.
+// hook's own answers Config.AckDSCP.
 func TestDSCPPerDatagram(t *testing.T) {
 	leakCheck(t)
-	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{DSCP: dscp.AF41, FeedbackDSCP: dscp.CS7})
+	h, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{DSCP: dscp.AF41, AckDSCP: dscp.CS7})
 	require.NoError(t, err)
 	defer h.Close()
 	go func() {

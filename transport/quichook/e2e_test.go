@@ -32,7 +32,7 @@ func tlsConfigs(t *testing.T) (srv, cli *tls.Config) {
 // when hook is nil.
 type endpoint struct {
 	tr   *quic.Transport
-	hook *quichook.Conn
+	hook *quichook.PacketConn
 	pc   net.PacketConn
 }
 
@@ -40,7 +40,7 @@ func newEndpoint(t *testing.T, hooked bool, cfg quichook.Config) *endpoint {
 	t.Helper()
 	e := &endpoint{}
 	if hooked {
-		h, err := quichook.Listen("127.0.0.1:0", cfg)
+		h, err := quichook.ListenPacket("127.0.0.1:0", cfg)
 		require.NoError(t, err)
 		e.hook, e.pc = h, h
 	} else {
@@ -143,7 +143,7 @@ func TestUpload20MB(t *testing.T) {
 // readLoop reads from h in a goroutine, as quic-go's read loop would (the
 // hook handles shim datagrams in its reads and drops the rest here),
 // until h is closed; done closes when the goroutine has returned.
-func readLoop(h *quichook.Conn) (done <-chan struct{}) {
+func readLoop(h *quichook.PacketConn) (done <-chan struct{}) {
 	d := make(chan struct{})
 	go func() {
 		defer close(d)

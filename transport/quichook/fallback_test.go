@@ -83,9 +83,9 @@ func TestMalformedShimDatagramsDroppedAndCounted(t *testing.T) {
 // blocked on a full queue.
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	leakCheck(t)
-	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{QueuePackets: 1, QueueWait: time.Hour})
+	h, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{QueuePackets: 1, QueueWait: time.Hour})
 	require.NoError(t, err)
-	peer, err := quichook.Listen("127.0.0.1:0", quichook.Config{})
+	peer, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{})
 	require.NoError(t, err)
 	defer peer.Close()
 	// Make the peer hooked: a hello from it.
@@ -124,7 +124,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 func TestPeersBoundedAndIdleOnesEvicted(t *testing.T) {
 	leakCheck(t)
 	clk := clock.NewManual(time.Now())
-	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{MaxPeers: 1, Clock: clk})
+	h, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{MaxPeers: 1, Clock: clk})
 	require.NoError(t, err)
 	hDone := readLoop(h)
 	defer func() { h.Close(); <-hDone }()
@@ -188,7 +188,7 @@ func TestPeersBoundedAndIdleOnesEvicted(t *testing.T) {
 // validated again at once, and asked for its own cookie.
 func TestUnattributedShimDataReachesQUIC(t *testing.T) {
 	leakCheck(t)
-	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{MaxPeers: 1})
+	h, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{MaxPeers: 1})
 	require.NoError(t, err)
 	got := make(chan []byte, 16)
 	hDone := make(chan struct{})

@@ -53,7 +53,7 @@ func TestHookScreensImpossibleOWD(t *testing.T) {
 	leakCheck(t)
 	clk := clock.NewManual(time.Unix(1_700_000_000, 0))
 	rec := &ackRecorder{}
-	h, err := quichook.Listen("127.0.0.1:0", quichook.Config{
+	h, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{
 		Clock:         clk,
 		NewController: func(cc.ByteCount) (cc.Controller, error) { return rec, nil },
 	})

@@ -33,7 +33,7 @@ type peer struct {
 	udp  *net.UDPAddr
 	v6   bool // reached through the IPv6 control messages
 	// validated: the address showed myCookie (see above). myCookie is
-	// this end's cookie for it (Conn.cookieFor), peerCookie its cookie for
+	// this end's cookie for it (PacketConn.cookieFor), peerCookie its cookie for
 	// this end, which every shim datagram to it carries: haveCookie once
 	// a hello told it, confirmed once the hello proved it came from the
 	// address (it echoed myCookie). An unconfirmed cookie may be a spoofed
@@ -82,10 +82,10 @@ const peerIdle = 30 * time.Second
 const helloInterval = 200 * time.Millisecond
 
 // cookieFor is this end's cookie for addr: the first 8 bytes of
-// HMAC-SHA256 (RFC 2104) under the Conn's secret of the address and port.
+// HMAC-SHA256 (RFC 2104) under the PacketConn's secret of the address and port.
 // It needs no state: a peer forgotten and back still shows the right one.
 // Under c.mu (c.mac is shared).
-func (c *Conn) cookieFor(addr netip.AddrPort) uint64 {
+func (c *PacketConn) cookieFor(addr netip.AddrPort) uint64 {
 	var b [18]byte
 	a := addr.Addr().As16()
 	copy(b[:], a[:])
@@ -97,7 +97,7 @@ func (c *Conn) cookieFor(addr netip.AddrPort) uint64 {
 }
 
 // cookieOf is this end's cookie for from, p its entry if it has one.
-func (c *Conn) cookieOf(p *peer, from netip.AddrPort) uint64 {
+func (c *PacketConn) cookieOf(p *peer, from netip.AddrPort) uint64 {
 	if p != nil {
 		return p.myCookie
 	}
@@ -107,7 +107,7 @@ func (c *Conn) cookieOf(p *peer, from netip.AddrPort) uint64 {
 // peerFor returns addr's entry, creating an unvalidated one if there is
 // none (making room, at the bound, by forgetting the unvalidated entry
 // heard from longest ago). Under c.mu.
-func (c *Conn) peerFor(addr netip.AddrPort) *peer {
+func (c *PacketConn) peerFor(addr netip.AddrPort) *peer {
 	now := c.clk.Now()
 	if p := c.peers[addr]; p != nil {
 		p.lastActive = now
@@ -124,7 +124,7 @@ func (c *Conn) peerFor(addr netip.AddrPort) *peer {
 // silent for peerIdle (evictIdle); if none is, it is refused (nil), and
 // its datagrams pass as plain QUIC, counted in Stats.PeersRefused.
 // Under c.mu.
-func (c *Conn) validate(addr netip.AddrPort) *peer {
+func (c *PacketConn) validate(addr netip.AddrPort) *peer {
 	now := c.clk.Now()
 	p := c.peers[addr]
 	if p != nil {
@@ -157,7 +157,7 @@ func (c *Conn) validate(addr netip.AddrPort) *peer {
 		c.st.peersRefused++
 		return nil
 	}
-	p.tx, p.rx = newSender(ctl, c.cfg.FeedbackDelay), rx
+	p.tx, p.rx = newSender(ctl, c.cfg.MaxAckDelay), rx
 	p.slots, p.queue = make(chan struct{}, c.cfg.QueuePackets), ring{b: make([]*outBuf, c.cfg.QueuePackets)}
 	p.lastAccounted = now
 	p.validated = true
@@ -167,7 +167,7 @@ func (c *Conn) validate(addr netip.AddrPort) *peer {
 }
 
 // newPeer adds an unvalidated entry for addr. Under c.mu.
-func (c *Conn) newPeer(addr netip.AddrPort, now clock.Mono) *peer {
+func (c *PacketConn) newPeer(addr netip.AddrPort, now clock.Mono) *peer {
 	ua := net.UDPAddrFromAddrPort(addr)
 	if c.v6 && addr.Addr().Is4() {
 		// A dual-stack socket reaches IPv4 peers through mapped addresses
@@ -184,7 +184,7 @@ func (c *Conn) newPeer(addr netip.AddrPort, now clock.Mono) *peer {
 // did. A forgotten peer that comes back is validated again by the cookie
 // its datagrams carry (it needs no state here), with a fresh controller.
 // Under c.mu.
-func (c *Conn) evictIdle(now clock.Mono) bool {
+func (c *PacketConn) evictIdle(now clock.Mono) bool {
 	var oldest *peer
 	for _, p := range c.peers {
 		if p.validated && p.queue.n == 0 && p.tx.inFlight() == 0 && now.Sub(p.lastActive) >= peerIdle &&
@@ -204,7 +204,7 @@ func (c *Conn) evictIdle(now clock.Mono) bool {
 // evictUnvalidated forgets the unvalidated entry heard from longest ago.
 // An unvalidated entry is never hooked, so it has nothing queued or in
 // flight. Under c.mu.
-func (c *Conn) evictUnvalidated() {
+func (c *PacketConn) evictUnvalidated() {
 	var oldest *peer
 	for _, p := range c.peers {
 		if !p.validated && (oldest == nil || p.lastActive.Before(oldest.lastActive)) {
@@ -220,7 +220,7 @@ func (c *Conn) evictUnvalidated() {
 // replyAllowed reports whether a reply of n bytes (a hello, its answer,
 // feedback) may go to p now, and counts it: to an unvalidated address at
 // most three times what it sent (RFC 9000 §8.1). Under c.mu.
-func (c *Conn) replyAllowed(p *peer, n int) bool {
+func (c *PacketConn) replyAllowed(p *peer, n int) bool {
 	if p.validated {
 		return true
 	}
@@ -232,7 +232,7 @@ func (c *Conn) replyAllowed(p *peer, n int) bool {
 	return true
 }
 
-func (c *Conn) oobFor(class int, p *peer) []byte {
+func (c *PacketConn) oobFor(class int, p *peer) []byte {
 	if p.v6 {
 		return c.oob[class][1]
 	}
@@ -241,7 +241,7 @@ func (c *Conn) oobFor(class int, p *peer) []byte {
 
 // account adds the time since the last call to the peer's busy or idle
 // total. Under c.mu.
-func (c *Conn) account(p *peer, now clock.Mono) {
+func (c *PacketConn) account(p *peer, now clock.Mono) {
 	d := now.Sub(p.lastAccounted)
 	if d <= 0 || !p.validated {
 		return

@@ -21,7 +21,7 @@ const readBatch = 16
 
 // ReadMsgUDP is ReadFrom for quic-go's OOBCapablePacketConn (no control
 // messages are passed on).
-func (c *Conn) ReadMsgUDP(b, _ []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+func (c *PacketConn) ReadMsgUDP(b, _ []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
 	n, a, err := c.ReadFrom(b)
 	addr, _ = a.(*net.UDPAddr)
 	return n, 0, 0, addr, err
@@ -30,7 +30,7 @@ func (c *Conn) ReadMsgUDP(b, _ []byte) (n, oobn, flags int, addr *net.UDPAddr, e
 // ReadBatch is quic-go's batched read: it fills ms with the QUIC
 // datagrams of one recvmmsg (shim headers taken off, shim datagrams
 // handled on the way), blocking only while it has none.
-func (c *Conn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
+func (c *PacketConn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	k := 0
@@ -63,7 +63,7 @@ func (c *Conn) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 // shim header taken off, and handles shim datagrams (feedback, hellos) on
 // the way. A malformed shim datagram is dropped and counted, never handed
 // to quic-go.
-func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
+func (c *PacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
 	for {
@@ -93,7 +93,7 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 // (and its ACK delay) runs on these stamps, and one stamp per batch, tried,
 // cost the hook a fifth of its goodput through the emulated bottleneck in
 // the first seconds while the race detector slowed quic-go's reads.
-func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, bool) {
+func (c *PacketConn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, bool) {
 	now, wallUS := c.now()
 	c.mu.Lock()
 	if len(d) == 0 || !isShim(d[0]) {
@@ -137,7 +137,7 @@ func (c *Conn) handle(d []byte, from netip.AddrPort, b []byte) (int, net.Addr, b
 // hook); a hello creates an unvalidated entry and is answered with at
 // most three times its bytes, and it never makes this end shim to the
 // address (that takes the cookie back).
-func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mono, wallUS int64) (int, net.Addr, bool) {
+func (c *PacketConn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mono, wallUS int64) (int, net.Addr, bool) {
 	switch d[0] {
 	case typeData, typeDataEcho:
 		h, payload, err := parseData(d)
@@ -173,7 +173,7 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 			c.askCookie(p, now)
 		case p.rx.feedbackDue(now, &c.cfg):
 			c.sendFeedback(p, now, wallUS)
-		case p.rx.pending == 1 || p.rx.pending == c.cfg.FeedbackEvery:
+		case p.rx.pending == 1 || p.rx.pending == c.cfg.AckEvery:
 			c.wakeBy(p.rx.nextDue(&c.cfg)) // a new feedback deadline for the sender goroutine's timer
 		}
 		return copy(b, payload), p.udp, true
@@ -219,7 +219,7 @@ func (c *Conn) handleShim(d []byte, from netip.AddrPort, b []byte, now clock.Mon
 // cookie for good; a hello without that only creates or refreshes an
 // unvalidated entry and replaces a cookie not yet confirmed. A hello is
 // answered, within the anti-amplification limit; an answer is not.
-func (c *Conn) handleHello(d []byte, from netip.AddrPort, now clock.Mono) {
+func (c *PacketConn) handleHello(d []byte, from netip.AddrPort, now clock.Mono) {
 	h, err := parseHello(d)
 	switch {
 	case errors.Is(err, errOldVersion):
@@ -264,7 +264,7 @@ func (c *Conn) handleHello(d []byte, from netip.AddrPort, now clock.Mono) {
 // askCookie sends p a hello that echoes its cookie, if it has one, and
 // asks for an answer (which carries the cookie again): at most one per
 // helloInterval. Under c.mu.
-func (c *Conn) askCookie(p *peer, now clock.Mono) {
+func (c *PacketConn) askCookie(p *peer, now clock.Mono) {
 	if p.lastHello != 0 && now.Sub(p.lastHello) < helloInterval {
 		return
 	}
@@ -282,7 +282,7 @@ func (p *peer) hello() hello {
 
 // replyHello leaves h for the reader to send to p, if the
 // anti-amplification limit allows it. Under c.mu.
-func (c *Conn) replyHello(p *peer, h hello) bool {
+func (c *PacketConn) replyHello(p *peer, h hello) bool {
 	n := helloLen
 	if h.hasEcho {
 		n = helloEchoLen
@@ -296,7 +296,7 @@ func (c *Conn) replyHello(p *peer, h hello) bool {
 }
 
 // udpOf is the address quic-go is told a datagram from came from.
-func (c *Conn) udpOf(p *peer, from netip.AddrPort) *net.UDPAddr {
+func (c *PacketConn) udpOf(p *peer, from netip.AddrPort) *net.UDPAddr {
 	if p != nil {
 		return p.udp
 	}
@@ -304,7 +304,7 @@ func (c *Conn) udpOf(p *peer, from netip.AddrPort) *net.UDPAddr {
 }
 
 // sendFeedback builds p's feedback for the reader to send. Under c.mu.
-func (c *Conn) sendFeedback(p *peer, now clock.Mono, wallUS int64) {
+func (c *PacketConn) sendFeedback(p *peer, now clock.Mono, wallUS int64) {
 	c.fbuf = p.rx.build(now, wallUS, p.peerCookie, c.fbuf[:0])
 	c.replyOOB, c.replyTo = c.oobFor(1, p), p.udp
 	c.st.feedbackSent++

@@ -10,7 +10,7 @@ import (
 // receiver is one peer's receiving half: it stamps each shimmed datagram's
 // arrival, turns the stamps into a one-way delay with the clock-offset
 // estimate, and keeps what the next feedback datagram reports. Not safe for
-// concurrent use (the Conn's mutex guards it).
+// concurrent use (the PacketConn's mutex guards it).
 type receiver struct {
 	inband *clock.Inband
 	ranges []seqRange // received sequence numbers, descending, at most maxRanges
@@ -85,21 +85,21 @@ func (r *receiver) onData(now clock.Mono, wallUS int64, h *dataHeader, cfg *Conf
 	}
 	if r.fb.nSamples < maxSamples {
 		// Saturating: the send stamp is the peer's and may be anything.
-		us := satSub(satSub(wallUS, h.sent), theta.Microseconds())
+		us := subSat(subSat(wallUS, h.sent), theta.Microseconds())
 		r.fb.samples[r.fb.nSamples] = owdSample{seq: h.seq, owd: int32(max(min(us, math.MaxInt32), math.MinInt32))}
 		r.fb.nSamples++
 	}
 	if r.pending == 0 {
-		r.due = now.Add(cfg.FeedbackDelay)
+		r.due = now.Add(cfg.MaxAckDelay)
 	}
 	r.pending++
 	return false
 }
 
-// feedbackDue reports whether feedback should go now: FeedbackEvery
-// datagrams are waiting and FeedbackGap has passed since the last one, or
+// feedbackDue reports whether feedback should go now: AckEvery
+// datagrams are waiting and MinAckInterval has passed since the last one, or
 // the samples fill a feedback datagram, or the first has waited
-// FeedbackDelay.
+// MaxAckDelay.
 func (r *receiver) feedbackDue(now clock.Mono, cfg *Config) bool {
 	return r.pending > 0 && (r.fb.nSamples == maxSamples || !now.Before(r.nextDue(cfg)))
 }
@@ -110,7 +110,7 @@ func (r *receiver) nextDue(cfg *Config) clock.Mono {
 		return 0
 	}
 	t := r.due
-	if g := r.last.Add(cfg.FeedbackGap); r.pending >= cfg.FeedbackEvery && g.Before(t) {
+	if g := r.last.Add(cfg.MinAckInterval); r.pending >= cfg.AckEvery && g.Before(t) {
 		t = g
 	}
 	return t
@@ -168,8 +168,8 @@ func (r *receiver) insert(seq uint64) (dup bool) {
 	return false
 }
 
-// satSub is a − b saturated at the int64 limits.
-func satSub(a, b int64) int64 {
+// subSat is a − b saturated at the int64 limits.
+func subSat(a, b int64) int64 {
 	d := a - b
 	if (a >= 0) != (b >= 0) && (d >= 0) != (a >= 0) {
 		if a >= 0 {

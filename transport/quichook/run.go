@@ -19,7 +19,7 @@ type feedbackOut struct {
 // run is the sender goroutine: it sends queued datagrams as each peer's
 // controller allows (window and pacing), sends feedback that is due, and
 // runs the loss and retransmission timers.
-func (c *Conn) run() {
+func (c *PacketConn) run() {
 	defer close(c.senderDone)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -132,7 +132,7 @@ func (c *Conn) run() {
 
 // wakeBy makes the sender goroutine run by t (0: no deadline): it kicks
 // it unless its timer fires by then anyway. Under c.mu.
-func (c *Conn) wakeBy(t clock.Mono) {
+func (c *PacketConn) wakeBy(t clock.Mono) {
 	if t != 0 && (c.armed == 0 || t.Before(c.armed)) {
 		c.armed = t
 		c.kick()
@@ -140,7 +140,7 @@ func (c *Conn) wakeBy(t clock.Mono) {
 }
 
 // kick wakes the sender goroutine.
-func (c *Conn) kick() {
+func (c *PacketConn) kick() {
 	select {
 	case c.wake <- struct{}{}:
 	default:

@@ -31,7 +31,7 @@ type sender struct {
 }
 
 // newSender returns a sender for a peer that delays its feedback by at
-// most maxAckDelay (the peer's Config.FeedbackDelay: the shim does not
+// most maxAckDelay (the peer's Config.MaxAckDelay: the shim does not
 // announce it, so both ends are taken to run the same one).
 func newSender(ctl cc.Controller, maxAckDelay time.Duration) sender {
 	s := sender{ctl: ctl, tr: recovery.NewWithAckDelay(maxAckDelay)}

@@ -25,7 +25,7 @@ func TestReceiverSequenceWindow(t *testing.T) {
 // Replies to an address that has not shown the cookie stay within three
 // times the bytes it sent; a validated one has no limit.
 func TestRepliesToUnvalidatedAddressesWithinThreeTimes(t *testing.T) {
-	c := &Conn{}
+	c := &PacketConn{}
 	p := &peer{rxBytes: helloLen}
 	require.True(t, c.replyAllowed(p, helloEchoLen))
 	require.False(t, c.replyAllowed(p, helloEchoLen), "22 + 22 > 3 × 14")

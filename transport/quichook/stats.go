@@ -8,7 +8,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 )
 
-// counters are the Conn's totals, under Conn.mu.
+// counters are the PacketConn's totals, under PacketConn.mu.
 type counters struct {
 	shimSent, shimReceived     int64
 	plainSent, plainReceived   int64
@@ -28,7 +28,7 @@ type counters struct {
 	owdDiscarded               int64
 }
 
-// Stats is a snapshot of the hook (Conn.Stats): datagram counters since
+// Stats is a snapshot of the hook (PacketConn.Stats): datagram counters since
 // New and one PeerStats per peer address.
 type Stats struct {
 	// ShimSent and ShimReceived count QUIC datagrams that went with the
@@ -126,7 +126,7 @@ type PeerStats struct {
 }
 
 // Stats returns a snapshot.
-func (c *Conn) Stats() Stats {
+func (c *PacketConn) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.st

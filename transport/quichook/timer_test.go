@@ -18,10 +18,10 @@ import (
 // and the controller's window, stuck.
 func TestRTOFiresForDirectWritesAfterPeerFallsSilent(t *testing.T) {
 	leakCheck(t)
-	a, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: "reno"})
+	a, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{CC: "reno"})
 	require.NoError(t, err)
 	defer a.Close()
-	b, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: "reno"})
+	b, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{CC: "reno"})
 	require.NoError(t, err)
 	defer b.Close()
 	aDone, bDone := readLoop(a), readLoop(b)

@@ -28,7 +28,7 @@ func isShim(first byte) bool { return first&0xC0 == 0 }
 // Only someone who receives at that address learns it, so a datagram with
 // the right cookie comes from the address it claims or from someone on
 // the path between (RFC 9000 §8.1 validates addresses with a token the
-// same way). See Conn.cookieFor.
+// same way). See PacketConn.cookieFor.
 const cookieLen = 8
 
 const (

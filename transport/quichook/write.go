@@ -32,7 +32,7 @@ type outBuf struct {
 
 // write sends one datagram, counting errors. A datagram too big for the
 // path (EMSGSIZE with don't-fragment set) is a loss like any other.
-func (c *Conn) write(b, oob []byte, to *net.UDPAddr) {
+func (c *PacketConn) write(b, oob []byte, to *net.UDPAddr) {
 	if _, _, err := c.conn.WriteMsgUDP(b, oob, to); err != nil {
 		c.mu.Lock()
 		c.st.sendErrors++
@@ -46,7 +46,7 @@ func (c *Conn) write(b, oob []byte, to *net.UDPAddr) {
 // it) it goes straight out as plain QUIC, after a hello while the peer is
 // new. It never fails for a drop: quic-go recovers from it as from any
 // loss.
-func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
+func (c *PacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	ap, ok := addrPort(addr)
 	if !ok {
 		return 0, fmt.Errorf("quichook: not a UDP address: %v", addr)
@@ -136,14 +136,14 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 }
 
 // WriteMsgUDP is quic-go's write when it sees an OOBCapablePacketConn
-// (as the Conn is, so that quic-go packs runs of packets with its
+// (as the PacketConn is, so that quic-go packs runs of packets with its
 // segmentation-offload path instead of one send per packet). b may hold a
 // run of datagrams of one size (UDP_SEGMENT in oob), which the hook takes
 // apart: each is a datagram of its own to the controller. The rest of oob
 // (quic-go's ECN marks, its source address) is not carried: the hook marks
 // datagrams with its own DSCP, so quic-go's ECN validation (RFC 9000
 // §13.4.2) finds no marks and turns ECN off.
-func (c *Conn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+func (c *PacketConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
 	seg := cmsg.SegmentSize(oob)
 	if seg <= 0 || seg >= len(b) {
 		_, err = c.WriteTo(b, addr)
@@ -171,7 +171,7 @@ func (c *Conn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err e
 // enqueueRun queues as many datagrams of a segmented write to a hooked
 // peer as there is room for without waiting, under one lock, and returns
 // how many bytes of b it took (WriteTo does the rest, waiting as it does).
-func (c *Conn) enqueueRun(p *peer, b []byte, seg int) int {
+func (c *PacketConn) enqueueRun(p *peer, b []byte, seg int) int {
 	if seg > pooledPayload || len(b) == 0 {
 		return 0
 	}
@@ -220,7 +220,7 @@ push:
 // as the controller's window and pacer allow now. Most datagrams of an
 // unhurried flow, and every ACK-only one, so skip the queue and the hop
 // to the sender goroutine.
-func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
+func (c *PacketConn) sendDirect(p *peer, b []byte, seg int) int {
 	seg = min(seg, len(b))
 	if seg == 0 || seg > pooledPayload {
 		return 0
@@ -254,7 +254,7 @@ func (c *Conn) sendDirect(p *peer, b []byte, seg int) int {
 // stamp numbers one datagram for p, records it in flight and writes its
 // header; echo says whether it carries the echo of the latest feedback.
 // Under c.mu (and c.writeMu, until the datagram is written).
-func (c *Conn) stamp(p *peer, ob *outBuf, now clock.Mono, wallUS int64, echo bool) pending {
+func (c *PacketConn) stamp(p *peer, ob *outBuf, now clock.Mono, wallUS int64, echo bool) pending {
 	h := dataHeader{cookie: p.peerCookie, sent: wallUS, echo: echo, t3: p.tx.t3, t4: p.tx.t4}
 	off := maxHeaderLen - h.len()
 	h.seq = p.tx.onSent(now, h.len()+ob.n)
@@ -273,7 +273,7 @@ type batchConn interface {
 // say) is counted and skipped, the rest still go. A segmented message the
 // kernel refuses turns segmentation off and goes again one datagram at a
 // time.
-func (c *Conn) writeBatch(ms []ipv4.Message) {
+func (c *PacketConn) writeBatch(ms []ipv4.Message) {
 	for len(ms) > 0 {
 		n, err := c.batch.WriteBatch(ms, 0)
 		if err != nil {
@@ -295,14 +295,14 @@ func (c *Conn) writeBatch(ms []ipv4.Message) {
 
 // oobWithoutGSO returns a segmented message's control messages without
 // the segment size (the TOS message, if any, comes first).
-func (c *Conn) oobWithoutGSO(oob []byte) []byte {
+func (c *PacketConn) oobWithoutGSO(oob []byte) []byte {
 	if cmsg.PerPacketTOS && len(oob) > 0 {
 		return oob[:len(c.oob[0][0])]
 	}
 	return nil
 }
 
-func (c *Conn) writeOne(b, oob []byte, to net.Addr) {
+func (c *PacketConn) writeOne(b, oob []byte, to net.Addr) {
 	ua, _ := to.(*net.UDPAddr)
 	if _, _, err := c.conn.WriteMsgUDP(b, oob, ua); err != nil {
 		c.count(func(s *counters) { s.sendErrors++ })
@@ -316,7 +316,7 @@ const maxSegments = 64
 // sendBatch writes a batch (under c.writeMu): runs of datagrams to one
 // peer of one size (the last may be shorter) as one segmented message
 // where the kernel can, the rest one message each, all in one sendmmsg.
-func (c *Conn) sendBatch(batch []pending) {
+func (c *PacketConn) sendBatch(batch []pending) {
 	c.wms, c.woob = c.wms[:0], c.woob[:0]
 	gso := c.gso.Load()
 	// The control messages of every message go into one buffer, which must

@@ -41,9 +41,9 @@ func tlsConfigs() (srv, cli *tls.Config, err error) {
 }
 
 // socket opens a plain UDP socket or the hook on loopback.
-func socket(hooked bool, ccName string) (net.PacketConn, *quichook.Conn, error) {
+func socket(hooked bool, ccName string) (net.PacketConn, *quichook.PacketConn, error) {
 	if hooked {
-		h, err := quichook.Listen("127.0.0.1:0", quichook.Config{CC: ccName})
+		h, err := quichook.ListenPacket("127.0.0.1:0", quichook.Config{CC: ccName})
 		return h, h, err
 	}
 	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -65,7 +65,7 @@ func (t *cwndTrace) Close() error { return nil }
 // pair is a quic-go server and client, each on its own Transport.
 type pair struct {
 	srvPC, cliPC     net.PacketConn
-	srvHook, cliHook *quichook.Conn
+	srvHook, cliHook *quichook.PacketConn
 	srvTr, cliTr     *quic.Transport
 	ln               *quic.Listener
 	trace            cwndTrace

@@ -20,7 +20,7 @@
 //     the hook did not take (see the quichook package doc).
 //
 // The plain quic-go runs use quic-go's default Config on a plain UDP
-// socket; the hooked runs the same Config over quichook.Listen with -cc.
+// socket; the hooked runs the same Config over quichook.ListenPacket with -cc.
 // For the hooked runs it also reports which window bound: the share of
 // samples in which quic-go's own congestion window (from its qlog
 // MetricsUpdated events) was smaller than the hook's, and the hook's
