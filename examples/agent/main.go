@@ -248,7 +248,9 @@ Status line (every -stats):
   owd min/cur               one-way delay the congestion controller acts on: its minimum (the
                             path's propagation and serialisation) and current value (plus queueing)
   delay min/cur (from rtt)  the same, derived from the round-trip time: shown until the in-band
-                            estimator has learned the clock offset (a few seconds)
+                            estimator has learned the clock offset (a few seconds) and the
+                            controller has had a sample since; once the upload is over the
+                            controller gets none, so its last values and source stay
   cwnd                      congestion window
   updates sent (acp /s)     readings sent in the interval; the update rate ACP allows now
   PATH DEAD                 the monitor does not answer (see -give-up)
