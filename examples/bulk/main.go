@@ -69,14 +69,18 @@
 // packets by its own Config.StreamDSCP, the server's by its test
 // listener's. The control connection is left best effort.
 //
-// Senders count bytes the receiver acknowledged (Stats.StreamBytesAcked),
-// not bytes handed to Write: the send buffer (-w) can hold seconds of data on
-// a slow path, and counting it would overstate the rate. The bytes still
-// buffered when -t ends are delivered afterwards and counted by the receiver
-// only, whose time runs until it read EOF. Intervals cover -t. Retr counts
-// stream packets that carried retransmitted bytes (Stats.Retransmitted); Cwnd
-// is the controller's window (Stats.Window). Units: Bytes binary (KByte =
-// 1024), bits decimal (Mbit = 10⁶), as in iperf3.
+// As iperf3's, a sender counts the bytes the application wrote (what each
+// Write accepted) over -t, and a receiver the bytes it read, until EOF: the
+// application's bytes both ways, never headers or retransmissions. The
+// bytes still in the send buffer when -t ends are delivered afterwards, and
+// the receiver's time runs until it read the last of them, so on a slow
+// path its rate is the lower and the truer one (iperf3's sender, too,
+// counts what its socket buffer holds). The stream is reliable, so a test
+// that ran to its end reports as many bytes received as sent; never more.
+// Intervals cover -t. Retr counts stream packets that carried retransmitted
+// bytes (Stats.Retransmitted); Cwnd is the controller's window
+// (Stats.Window). Units: Bytes binary (KByte = 1024), bits decimal (Mbit =
+// 10⁶), as in iperf3.
 //
 // -b paces the application's writes to the target rate (bits/s per
 // connection, as iperf3's -b per stream): a sender writes a block only when
@@ -106,7 +110,7 @@
 //	                             a sending stream also retransmits, snd_cwnd (bytes), rtt (µs, SRTT)
 //	intervals[].sum              the test's direction summed (sender: whether this host sends it);
 //	                             --bidir adds sum_bidir_reverse for the other direction
-//	end.streams[].sender         start, end, seconds, bytes (acknowledged in -t), bits_per_second,
+//	end.streams[].sender         start, end, seconds, bytes (written in -t), bits_per_second,
 //	                             retransmits, max_snd_cwnd, max_rtt, min_rtt, mean_rtt (µs)
 //	end.streams[].receiver       start, end, seconds, bytes (read), bits_per_second
 //	end.sum_sent, sum_received   the test's direction; --bidir adds sum_sent_bidir_reverse and

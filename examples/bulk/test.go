@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,12 @@ type stream struct {
 	send    bool
 	forward bool // client to server
 
+	// written counts the bytes Write accepted (sending): what the
+	// application handed the transport, as iperf3's sender counts what
+	// write() accepted. fresh's stream is reliable and the receiver reads
+	// to EOF, so every one of them is read: the receiver's count ends equal
+	// to it, never above.
+	written atomic.Int64
 	read    atomic.Int64 // bytes read (receiving)
 	readEnd time.Time    // when EOF was read
 	readErr error
@@ -97,7 +104,6 @@ type stream struct {
 	maxCwnd             int64
 	maxRTT, minRTT      int64
 	sumRTT, nRTT        int64
-	atEnd               transport.Stats // at -t (sending)
 }
 
 // test runs the data phase on one side.
@@ -171,11 +177,31 @@ func (t *test) run(ctx context.Context) error {
 			}
 		})
 	}
-	stopped := false
-	abort := func(err error) error {
-		if !stopped {
-			close(stop)
+	// halt ends the writing. A Write blocked on a full send buffer returns
+	// at once with the part it buffered (the deadline), so that once the
+	// writers are done the senders' counts are final: what they report is
+	// what the receivers will read.
+	halted := false
+	halt := func() {
+		if halted {
+			return
 		}
+		halted = true
+		close(stop)
+		for _, s := range t.streams {
+			if s.send {
+				_ = s.conn.SetWriteDeadline(time.Now())
+			}
+		}
+		writers.Wait()
+		for _, s := range t.streams {
+			if s.send {
+				_ = s.conn.SetWriteDeadline(time.Time{})
+			}
+		}
+	}
+	abort := func(err error) error {
+		halt()
 		// At once, not one linger after another (Close is idempotent,
 		// so --bidir's two streams on one connection are fine).
 		var closing sync.WaitGroup
@@ -183,7 +209,6 @@ func (t *test) run(ctx context.Context) error {
 			closing.Go(func() { s.conn.Close() })
 		}
 		closing.Wait()
-		writers.Wait()
 		readers.Wait()
 		return err
 	}
@@ -200,21 +225,27 @@ loop:
 	for {
 		select {
 		case <-ctx.Done():
+			halt()
 			t.stopAt(time.Now(), prevT, ivl)
 			return abort(context.Cause(ctx))
 		case err := <-errc:
 			return abort(err)
 		case now := <-tick:
+			if t.begin.Add(dur).Sub(now) < ivl/10 {
+				// The last tick, at or just before the deadline: the
+				// deadline ends this interval instead, so that no sliver
+				// of an interval is left over (iperf3 does not report one
+				// either) and the intervals still add up to the total.
+				continue
+			}
 			t.report(prevT, now)
 			prevT = now
 		case now := <-deadline.C:
+			halt()
 			t.stopAt(now, prevT, ivl)
 			break loop
 		}
 	}
-	close(stop)
-	stopped = true
-	writers.Wait()
 	select {
 	case err := <-errc:
 		return abort(err)
@@ -249,16 +280,11 @@ loop:
 	return nil
 }
 
-// stopAt ends the sending part of the test at now: the senders' figures
-// are taken and the last interval reported, ending where the test does.
+// stopAt ends the sending part of the test at now, once the writers are
+// done: the last interval is reported, ending where the test does.
 func (t *test) stopAt(now, prevT time.Time, ivl time.Duration) {
 	t.end = now
-	for _, s := range t.streams {
-		if s.send {
-			s.atEnd = s.conn.Stats()
-		}
-	}
-	if ivl > 0 && t.end.Sub(prevT) > ivl/10 {
+	if ivl > 0 {
 		t.report(prevT, t.end)
 	}
 }
@@ -267,11 +293,11 @@ func (t *test) stopAt(now, prevT time.Time, ivl time.Duration) {
 // full -w buffer on a slow path takes a while to deliver).
 func drainTimeout(dur time.Duration) time.Duration { return 30*time.Second + 2*dur }
 
-// write sends block on s until stop, paced to the target rate if any.
+// write sends block on s until stop, paced to the target rate if any, and
+// counts in s.written what each Write accepted.
 func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
 	rate := t.o.TargetBitrate
 	start := time.Now()
-	var written int64
 	for {
 		select {
 		case <-stop:
@@ -279,7 +305,7 @@ func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
 		default:
 		}
 		if rate > 0 {
-			due := start.Add(time.Duration(float64(written) * 8 / rate * float64(time.Second)))
+			due := start.Add(time.Duration(float64(s.written.Load()) * 8 / rate * float64(time.Second)))
 			if wait := time.Until(due); wait > 0 {
 				tm := time.NewTimer(wait)
 				select {
@@ -291,8 +317,15 @@ func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
 			}
 		}
 		n, err := s.conn.Write(block)
-		written += int64(n)
+		s.written.Add(int64(n))
 		if err != nil {
+			select {
+			case <-stop:
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					return nil // halted mid-Write: n bytes went, counted
+				}
+			default:
+			}
 			return err
 		}
 	}
@@ -311,10 +344,10 @@ func (t *test) report(from, to time.Time) {
 		su := sum{Start: st, End: en, Seconds: dt, Omitted: ptr(false), Sender: s.send}
 		si := streamInterval{Socket: s.id}
 		if s.send {
-			x := s.conn.Stats()
-			su.Bytes = x.StreamBytesAcked - s.prevBytes
+			x, w := s.conn.Stats(), s.written.Load()
+			su.Bytes = w - s.prevBytes
 			su.Retransmits = ptr(x.Retransmitted - s.prevRetr)
-			s.prevBytes, s.prevRetr = x.StreamBytesAcked, x.Retransmitted
+			s.prevBytes, s.prevRetr = w, x.Retransmitted
 			rtt := x.SRTT.Microseconds()
 			si.SndCwnd, si.RTT = ptr(int64(x.Window)), ptr(rtt)
 			s.maxCwnd = max(s.maxCwnd, int64(x.Window))
@@ -408,7 +441,7 @@ func (t *test) local(cpu [3]float64) results {
 				mean = s.sumRTT / s.nRTT
 			}
 			final := s.conn.Stats()
-			b := s.atEnd.StreamBytesAcked
+			b := s.written.Load() // final: the writers are done (halt)
 			sr.Sender = &senderEnd{Socket: s.id,
 				sum: sum{End: secs, Seconds: secs, Bytes: b, BitsPerSecond: float64(b) * 8 / secs,
 					Retransmits: ptr(final.Retransmitted)},
