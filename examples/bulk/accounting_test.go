@@ -1,9 +1,12 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fresh-udp/fresh/examples/internal/testcerts"
 )
 
 // TestReceivedNotAboveSent: as in iperf3, the receiver cannot report more
@@ -22,4 +25,35 @@ func TestReceivedNotAboveSent(t *testing.T) {
 			require.Equal(t, sent.Bytes, recv.Bytes, "%s %q", who, args)
 		}
 	}
+}
+
+// TestReverseSummaryRTT: with -R the server sends, so the RTTs are its
+// (a receiver measures none); the client's summary and end.fresh carry
+// them instead of zeros, and the server's -J reports the same sender.
+func TestReverseSummaryRTT(t *testing.T) {
+	files := testcerts.Write(t, "bulk-client")
+	_, text := loopbackWith(t, append(files.ServerArgs("--"), "-J"), append(files.ClientArgs("--"), "-t", "1", "-R", "-b", "20M"))
+	line := summaryLine(t, string(text))
+	require.NotContains(t, line, "srtt 0µs", line)
+	require.NotContains(t, line, "min rtt 0µs", line)
+
+	srvOut, cliOut := loopback(t, []string{"-J"}, []string{"-t", "1", "-R", "-b", "20M", "-J"})
+	cli, srv := decode(t, cliOut), decode(t, srvOut)
+	for who, f := range map[string]freshEnd{"client": cli.End.Fresh, "server": srv.End.Fresh} {
+		require.Positive(t, f.SRTT, "%s: the sender's SRTT", who)
+		require.Positive(t, f.MinRTT, "%s: the sender's min RTT", who)
+		require.Positive(t, f.PacketsSent, who)
+	}
+}
+
+// summaryLine is the client's "cc NAME: srtt …" line.
+func summaryLine(t *testing.T, text string) string {
+	t.Helper()
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.HasPrefix(l, "cc ") {
+			return l
+		}
+	}
+	require.Fail(t, "no summary line", text)
+	return ""
 }

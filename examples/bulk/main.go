@@ -120,7 +120,9 @@
 //	end.sender_tcp_congestion    the controller (-C), iperf3's name for it; receiver_tcp_congestion too
 //	end.fresh                    what iperf3 has no field for: cc, dscp, srtt_us, min_rtt_us,
 //	                             min_owd_us, cur_owd_us, delay_signal, packets_sent, packets_lost,
-//	                             retransmitted (summed over the data connections; delays the worst)
+//	                             retransmitted (summed over the data connections; delays the worst),
+//	                             from the side that sent the data, since only a sender measures
+//	                             RTTs: with -R the server's, on both ends; with --bidir each its own
 //	error                        set if the test failed
 //
 // --json-stream prints the same objects as iperf3 3.17's line-delimited

@@ -37,7 +37,11 @@ type paramsReply struct {
 type results struct {
 	Streams []streamResult `json:"streams"`
 	CPU     [3]float64     `json:"cpu"` // total, user, system %
-	Error   string         `json:"error,omitempty"`
+	// Fresh is the side's transport figures over its data connections:
+	// the RTTs, one-way delays and losses are a sender's (its ACKs measure
+	// them), so a side that only received reports its peer's (senderFresh).
+	Fresh *freshEnd `json:"fresh,omitempty"`
+	Error string    `json:"error,omitempty"`
 }
 
 type streamResult struct {
@@ -110,6 +114,8 @@ type stream struct {
 type test struct {
 	o       testStart
 	streams []*stream
+	conns   []*transport.Conn // the data connections, each once
+	fresh   freshSettings     // for end.fresh
 	rep     *reporter
 	text    io.Writer
 	who     string // "client" or "server", for errors
@@ -258,9 +264,23 @@ loop:
 			}
 		}
 	}
-	// Wait for the peer's data still in flight.
-	done := make(chan struct{})
-	go func() { readers.Wait(); close(done) }()
+	// Wait for the peer's data still in flight, and for the peer to
+	// acknowledge ours: the senders' figures (retransmissions, losses,
+	// RTTs) are final only once the send buffer has drained, and this
+	// side's results go to the peer after this.
+	done, quit := make(chan struct{}), make(chan struct{})
+	defer close(quit)
+	go func() {
+		readers.Wait()
+		if err := t.awaitAcked(quit); err != nil {
+			select {
+			case errc <- err:
+			case <-quit:
+			}
+			return
+		}
+		close(done)
+	}()
 	timeout := time.NewTimer(drainTimeout(dur))
 	defer timeout.Stop()
 	select {
@@ -287,6 +307,27 @@ func (t *test) stopAt(now, prevT time.Time, ivl time.Duration) {
 	if ivl > 0 {
 		t.report(prevT, t.end)
 	}
+}
+
+// awaitAcked returns once the peer has acknowledged every byte written on
+// the sending streams, or quit is closed. The transport offers no signal
+// for it, so it polls Stats.
+func (t *test) awaitAcked(quit <-chan struct{}) error {
+	for _, s := range t.streams {
+		if !s.send {
+			continue
+		}
+		for s.conn.Stats().StreamBytesAcked < s.written.Load() {
+			select {
+			case <-quit:
+				return nil
+			case <-s.conn.Done():
+				return fmt.Errorf("stream %d: the connection ended before the peer acknowledged the data: %w", s.id, s.conn.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // drainTimeout bounds the wait for data still buffered when -t ends (a
@@ -431,7 +472,7 @@ func (t *test) line(id int, su sum, cwnd *int64, role string) {
 
 // local returns this side's half of the results.
 func (t *test) local(cpu [3]float64) results {
-	r := results{CPU: cpu}
+	r := results{CPU: cpu, Fresh: ptr(freshStats(t.conns, t.fresh))}
 	secs := t.end.Sub(t.begin).Seconds()
 	for _, s := range t.streams {
 		sr := streamResult{Socket: s.id}
@@ -551,6 +592,28 @@ func (t *test) finish(res *result, mine, peer results) {
 			}
 		}
 	}
+}
+
+// senderFresh returns the transport figures end.fresh and the summary
+// report: this side's if it sent data (the client, or both sides with
+// --bidir), else the peer's, which sent it (-R's server, the client in the
+// normal direction). A receiver has no RTT of its own: only a sender
+// samples it, from the ACKs of its packets (RFC 6298, RFC 9002 §5). ok is
+// false if the figures are the peer's and it did not send them (a test
+// cut short, or a peer that predates them).
+func (t *test) senderFresh(mine, peer results) (f freshEnd, ok bool) {
+	sends := false
+	for _, s := range t.streams {
+		sends = sends || s.send
+	}
+	src := peer.Fresh
+	if sends {
+		src = mine.Fresh
+	}
+	if src == nil {
+		return freshEnd{}, false
+	}
+	return *src, true
 }
 
 // freshStats sums the data connections' transport statistics.
