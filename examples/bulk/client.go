@@ -105,6 +105,12 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	// The data connections, to the test's own port.
 	cfg := base
 	cfg.CC, cfg.StreamDSCP, cfg.SendBuffer, cfg.ReceiveWindow = o.cc, o.dscp, o.window, o.window
+	var rv *rttVars
+	if !o.reverse && o.json {
+		// This side sends, and its JSON reports rttvar (see rttVars).
+		rv = &rttVars{}
+		cfg.Tracer = rv.tracer
+	}
 	dataAddr := net.JoinHostPort(c.RemoteAddr().(*net.UDPAddr).IP.String(), strconv.Itoa(reply.DataPort))
 	var conns []*transport.Conn
 	defer func() { closeAll(conns) }()
@@ -116,6 +122,7 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 		conns = append(conns, dc)
 	}
 	res.Start.Connected = connectedOf(conns)
+	res.Start.TCPMSSDefault = conns[0].Stats().DatagramSize
 	for _, cn := range res.Start.Connected {
 		fmt.Fprintf(text, "[%3d] local %s port %d connected to %s port %d\n", cn.Socket, cn.LocalHost, cn.LocalPort, cn.RemoteHost, cn.RemotePort)
 	}
@@ -126,7 +133,7 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	rep.started()
 	fmt.Fprintln(text, "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd")
 
-	t := &test{o: ts, streams: newStreams(conns, ts, true), conns: conns, fresh: fs, rep: rep, text: text, who: "client"}
+	t := &test{o: ts, streams: newStreams(conns, ts, true, o.window, rv), conns: conns, fresh: fs, rep: rep, text: text, who: "client"}
 	cpu := cpuNow()
 	// Ctrl-C during the test or the wait for the server's results prints
 	// this side's summary so far, as iperf3's client does, and tells the

@@ -103,16 +103,23 @@
 //	start.connecting_to          client: host, port; the server has accepted_connection
 //	start.timestamp              time (RFC 1123), timesecs (Unix seconds)
 //	start.cookie                 the test's random id, the same on both sides
+//	start.tcp_mss_default        the datagram size the stream starts with (UDP payload bytes; fresh
+//	                             has no MSS)
+//	start.sock_bufsize           -w (0: not given); sndbuf_actual and rcvbuf_actual the stream's send
+//	                             buffer and receive window ceilings (-w, or the transport's default)
 //	start.test_start             every parameter: protocol "fresh", num_streams (-P), blksize (-l),
 //	                             omit 0, duration (-t, s), bytes 0, blocks 0, reverse, tos (-S, or the
 //	                             DSCP·4), target_bitrate (-b), bidir, fqrate 0, interval (-i, s)
 //	intervals[].streams[]        socket, start, end, seconds, bytes, bits_per_second, omitted, sender;
-//	                             a sending stream also retransmits, snd_cwnd (bytes), rtt (µs, SRTT)
+//	                             a sending stream also retransmits, snd_cwnd (bytes, the controller's
+//	                             window), snd_wnd (bytes, the peer's receive window ceiling), rtt
+//	                             (µs, SRTT), rttvar (µs, RTTVAR), pmtu (bytes of IP packet: path MTU
+//	                             discovery's datagram size and the UDP and IP headers)
 //	intervals[].sum              the test's direction summed (sender: whether this host sends it);
 //	                             --bidir adds sum_bidir_reverse for the other direction
 //	end.streams[].sender         start, end, seconds, bytes (written in -t), bits_per_second,
-//	                             retransmits, max_snd_cwnd, max_rtt, min_rtt, mean_rtt (µs)
-//	end.streams[].receiver       start, end, seconds, bytes (read), bits_per_second
+//	                             retransmits, max_snd_cwnd, max_snd_wnd, max_rtt, min_rtt, mean_rtt (µs)
+//	end.streams[].receiver       socket, start, end, seconds, bytes (read), bits_per_second
 //	end.sum_sent, sum_received   the test's direction; --bidir adds sum_sent_bidir_reverse and
 //	                             sum_received_bidir_reverse
 //	end.cpu_utilization_percent  host_total, host_user, host_system and remote_… (this process's

@@ -199,6 +199,12 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	}
 	res.End.Fresh = freshEnd{CC: cfg.CC, DSCP: cfg.StreamDSCP.String()}
 
+	var rv *rttVars
+	if (ts.Reverse == 1 || ts.Bidir == 1) && o.json {
+		// This side sends, and its JSON reports rttvar (see rttVars).
+		rv = &rttVars{}
+		cfg.Tracer = rv.tracer
+	}
 	// This test's data listener: the client's settings, an ephemeral port.
 	host, _, _ := net.SplitHostPort(ln.Addr().String())
 	dl, err := transport.Listen(net.JoinHostPort(host, "0"), cfg)
@@ -242,6 +248,7 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	}
 	cancel()
 	res.Start.Connected = connectedOf(conns)
+	res.Start.TCPMSSDefault = conns[0].Stats().DatagramSize
 	for _, cn := range res.Start.Connected {
 		fmt.Fprintf(text, "[%3d] local %s port %d connected to %s port %d\n", cn.Socket, cn.LocalHost, cn.LocalPort, cn.RemoteHost, cn.RemotePort)
 	}
@@ -252,7 +259,7 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	rep.started()
 	fmt.Fprintln(text, "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd")
 	settings := freshSettings{CC: cfg.CC, DSCP: cfg.StreamDSCP.String()}
-	t := &test{o: ts, streams: newStreams(conns, ts, false), conns: conns, fresh: settings, rep: rep, text: text, who: "server"}
+	t := &test{o: ts, streams: newStreams(conns, ts, false, p.Fresh.Window, rv), conns: conns, fresh: settings, rep: rep, text: text, who: "server"}
 	// The client writes its results first, once its part is done; the
 	// control connection is read meanwhile, so that a client that went
 	// away (closed the connection, was interrupted, or fell silent for the

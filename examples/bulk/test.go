@@ -104,8 +104,14 @@ type stream struct {
 	readEnd time.Time    // when EOF was read
 	readErr error
 
+	// A sending stream's fixed figures: the peer's receive window
+	// (snd_wnd), its RTTVAR's source and the IP and UDP headers' bytes.
+	sndWnd int64
+	rttVar *rttTracer
+	hdrs   int
+
 	prevBytes, prevRetr int64
-	maxCwnd             int64
+	maxCwnd, maxSndWnd  int64
 	maxRTT, minRTT      int64
 	sumRTT, nRTT        int64
 }
@@ -123,8 +129,10 @@ type test struct {
 	end     time.Time // when -t ended
 }
 
-// newStreams makes the streams of conns as seen from one side.
-func newStreams(conns []*transport.Conn, ts testStart, isClient bool) []*stream {
+// newStreams makes the streams of conns as seen from one side; win is the
+// test's -w (0: the transport's default), rv the sending connections'
+// RTTVARs.
+func newStreams(conns []*transport.Conn, ts testStart, isClient bool, win int, rv *rttVars) []*stream {
 	var ss []*stream
 	n := len(conns)
 	for i, c := range conns {
@@ -136,6 +144,11 @@ func newStreams(conns []*transport.Conn, ts testStart, isClient bool) []*stream 
 			ss = append(ss, &stream{id: i + 1, conn: c, forward: false, send: !isClient})
 		default:
 			ss = append(ss, &stream{id: i + 1, conn: c, forward: true, send: isClient})
+		}
+	}
+	for _, s := range ss {
+		if s.send {
+			s.sndWnd, s.rttVar, s.hdrs = int64(window(win)), rv.of(s.conn), ipUDPHeaders(s.conn)
 		}
 	}
 	return ss
@@ -390,8 +403,12 @@ func (t *test) report(from, to time.Time) {
 			su.Retransmits = ptr(x.Retransmitted - s.prevRetr)
 			s.prevBytes, s.prevRetr = w, x.Retransmitted
 			rtt := x.SRTT.Microseconds()
-			si.SndCwnd, si.RTT = ptr(int64(x.Window)), ptr(rtt)
-			s.maxCwnd = max(s.maxCwnd, int64(x.Window))
+			si.SndCwnd, si.SndWnd, si.RTT = ptr(int64(x.Window)), ptr(s.sndWnd), ptr(rtt)
+			si.PMTU = ptr(x.DatagramSize + s.hdrs)
+			if s.rttVar != nil {
+				si.RTTVar = ptr(s.rttVar.get().Microseconds())
+			}
+			s.maxCwnd, s.maxSndWnd = max(s.maxCwnd, int64(x.Window)), max(s.maxSndWnd, s.sndWnd)
 			if rtt > 0 {
 				s.maxRTT = max(s.maxRTT, rtt)
 				if s.minRTT == 0 || rtt < s.minRTT {
@@ -486,7 +503,7 @@ func (t *test) local(cpu [3]float64) results {
 			sr.Sender = &senderEnd{Socket: s.id,
 				sum: sum{End: secs, Seconds: secs, Bytes: b, BitsPerSecond: float64(b) * 8 / secs,
 					Retransmits: ptr(final.Retransmitted)},
-				MaxSndCwnd: s.maxCwnd, MaxRTT: s.maxRTT, MinRTT: s.minRTT, MeanRTT: mean}
+				MaxSndCwnd: s.maxCwnd, MaxSndWnd: s.maxSndWnd, MaxRTT: s.maxRTT, MinRTT: s.minRTT, MeanRTT: mean}
 		} else {
 			rs := s.readEnd.Sub(t.begin).Seconds()
 			b := s.read.Load()
@@ -530,15 +547,15 @@ func (t *test) finish(res *result, mine, peer results) {
 		if s.send {
 			es.Sender, k.sender = *m.Sender, true
 			if p.Receiver != nil {
-				es.Receiver, k.receiver = *p.Receiver, true
+				es.Receiver.sum, k.receiver = *p.Receiver, true
 			}
 		} else {
 			if p.Sender != nil {
 				es.Sender, k.sender = *p.Sender, true
 			}
-			es.Receiver, k.receiver = *m.Receiver, true
+			es.Receiver.sum, k.receiver = *m.Receiver, true
 		}
-		es.Sender.Socket = s.id
+		es.Sender.Socket, es.Receiver.Socket = s.id, s.id
 		es.Sender.Sender, es.Receiver.Sender = s.send, s.send
 		res.End.Streams = append(res.End.Streams, es)
 		have = append(have, k)
@@ -550,7 +567,7 @@ func (t *test) finish(res *result, mine, peer results) {
 			add(ps, es.Sender.sum, s.send, true)
 		}
 		if k.receiver {
-			add(pr, es.Receiver, s.send, false)
+			add(pr, es.Receiver.sum, s.send, false)
 		}
 	}
 	for _, p := range []*sum{sent, recv, sentRev, recvRev} {
@@ -575,7 +592,7 @@ func (t *test) finish(res *result, mine, peer results) {
 			t.line(es.Sender.Socket, es.Sender.sum, nil, "             sender")
 		}
 		if have[i].receiver {
-			r := es.Receiver
+			r := es.Receiver.sum
 			r.Retransmits = nil
 			t.line(es.Sender.Socket, r, nil, "             receiver")
 		}
@@ -614,6 +631,29 @@ func (t *test) senderFresh(mine, peer results) (f freshEnd, ok bool) {
 		return freshEnd{}, false
 	}
 	return *src, true
+}
+
+// defaultWindow is what -w 0 leaves Config.SendBuffer and
+// Config.ReceiveWindow at: the transport's documented default, for which
+// it exports no constant.
+const defaultWindow = 4 << 20
+
+// window is the send buffer and receive window a test's -w gives.
+func window(w int) int {
+	if w > 0 {
+		return w
+	}
+	return defaultWindow
+}
+
+// ipUDPHeaders is the bytes of IP and UDP header around c's datagrams
+// (RFC 768, RFC 791, RFC 8200), for pmtu: an IPv4-mapped peer of a
+// dual-stack socket is reached over IPv4.
+func ipUDPHeaders(c *transport.Conn) int {
+	if a, ok := c.RemoteAddr().(*net.UDPAddr); ok && a.IP.To4() == nil {
+		return 40 + 8
+	}
+	return 20 + 8
 }
 
 // freshStats sums the data connections' transport statistics.
@@ -667,6 +707,9 @@ func newStart(o testStart, f freshSettings, cookie string) start {
 		SystemInfo:    systemInfo(),
 		Timestamp:     timestamp{Time: now.UTC().Format(time.RFC1123), Timesecs: now.Unix()},
 		Cookie:        cookie,
+		SockBufsize:   f.Window,
+		SndbufActual:  window(f.Window),
+		RcvbufActual:  window(f.Window),
 		TargetBitrate: o.TargetBitrate,
 		TestStart:     o,
 		Fresh:         f,
