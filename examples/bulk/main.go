@@ -97,7 +97,10 @@
 // # JSON (-J, --json-stream)
 //
 // With -J each side prints one JSON object when the test ends, with
-// iperf3's keys where iperf3 has the concept:
+// iperf3's keys: every one iperf3's TCP client writes (as of iperf3 3.12),
+// each with fresh's value or, where fresh has not iperf3's concept, its
+// nearest one (json.go says which), so that a script reading iperf3's
+// output finds every key it looks up:
 //
 //	start.connected[]            socket (the stream's number), local_host, local_port, remote_host, remote_port
 //	start.connecting_to          client: host, port; the server has accepted_connection
