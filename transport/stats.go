@@ -24,6 +24,7 @@ type Stats struct {
 	Mode   string
 	SRTT   time.Duration // smoothed RTT (RFC 6298)
 	MinRTT time.Duration
+	RTTVar time.Duration // RTT variation (RFC 6298's RTTVAR), as TCP's tcpi_rttvar
 	// MinOWD and CurOWD are the stream's one-way delays: the owd
 	// controller's OWDmin and OWDcur, or, for a controller without them,
 	// the smallest trusted sample since the connection opened and the
@@ -195,7 +196,7 @@ type NTPStats struct {
 func statsFrom(s session.Stats) Stats {
 	return Stats{
 		CC: s.CC, Window: s.Window, PacingRate: s.PacingRate, InSlowStart: s.InSlowStart, Mode: s.Mode,
-		SRTT: s.SRTT, MinRTT: s.MinRTT, MinOWD: s.MinOWD, CurOWD: s.CurOWD, Signal: s.Signal,
+		SRTT: s.SRTT, MinRTT: s.MinRTT, RTTVar: s.RTTVar, MinOWD: s.MinOWD, CurOWD: s.CurOWD, Signal: s.Signal,
 		ClockOffset: s.ClockOffset, ClockSynced: s.ClockSynced, PeerClockSynced: s.PeerClockSynced, PathDead: s.PathDead,
 		DatagramSize: s.DatagramSize, PMTUProbesSent: s.PMTUProbesSent, PMTUProbesLost: s.PMTUProbesLost, PMTUBlackHoles: s.PMTUBlackHoles,
 		PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, BytesSent: s.BytesSent, BytesReceived: s.BytesReceived,

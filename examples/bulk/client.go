@@ -116,6 +116,7 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 		conns = append(conns, dc)
 	}
 	res.Start.Connected = connectedOf(conns)
+	res.Start.TCPMSSDefault = conns[0].Stats().DatagramSize
 	for _, cn := range res.Start.Connected {
 		fmt.Fprintf(text, "[%3d] local %s port %d connected to %s port %d\n", cn.Socket, cn.LocalHost, cn.LocalPort, cn.RemoteHost, cn.RemotePort)
 	}
@@ -126,7 +127,7 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	rep.started()
 	fmt.Fprintln(text, "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd")
 
-	t := &test{o: ts, streams: newStreams(conns, ts, true), rep: rep, text: text, who: "client"}
+	t := &test{o: ts, streams: newStreams(conns, ts, true, o.window), conns: conns, fresh: fs, rep: rep, text: text, who: "client"}
 	cpu := cpuNow()
 	// Ctrl-C during the test or the wait for the server's results prints
 	// this side's summary so far, as iperf3's client does, and tells the
@@ -134,6 +135,9 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 	interrupted := func(mine results) error {
 		_ = ctl.send(results{Error: errInterrupted.Error()})
 		t.finish(res, mine, results{})
+		if f, ok := t.senderFresh(mine, results{}); ok {
+			res.End.Fresh = f
+		}
 		// The test's data is not whole: abort its connections rather than
 		// linger for bytes nobody will read, so Ctrl-C exits at once.
 		for _, dc := range conns {
@@ -164,16 +168,30 @@ func runClient(ctx context.Context, o *options, out io.Writer, rep *reporter) er
 		return fmt.Errorf("the server: %s", cli.Text(peer.Error))
 	}
 	t.finish(res, mine, peer)
-	res.End.Fresh = freshStats(conns, fs)
+	// The figures of the side that sent: with -R the server's, as a
+	// receiver measures no RTT.
+	f, known := t.senderFresh(mine, peer)
+	if !known {
+		f = *mine.Fresh
+	}
+	res.End.Fresh = f
 	if o.verbose {
-		f := res.End.Fresh
-		fmt.Fprintf(text, "CPU Utilization: local/sender %.1f%% (%.1f%%u/%.1f%%s), remote/receiver %.1f%% (%.1f%%u/%.1f%%s)\n",
-			res.End.CPU.HostTotal, res.End.CPU.HostUser, res.End.CPU.HostSystem,
-			res.End.CPU.RemoteTotal, res.End.CPU.RemoteUser, res.End.CPU.RemoteSystem)
+		// iperf3's roles: with -R the client is the receiver.
+		local, remote := "sender", "receiver"
+		if o.reverse {
+			local, remote = remote, local
+		}
+		fmt.Fprintf(text, "CPU Utilization: local/%s %.1f%% (%.1f%%u/%.1f%%s), remote/%s %.1f%% (%.1f%%u/%.1f%%s)\n",
+			local, res.End.CPU.HostTotal, res.End.CPU.HostUser, res.End.CPU.HostSystem,
+			remote, res.End.CPU.RemoteTotal, res.End.CPU.RemoteUser, res.End.CPU.RemoteSystem)
+	}
+	switch {
+	case !known:
+		fmt.Fprintf(text, "cc %s: no RTT figures: the server sent the data and did not report its own\n", f.CC)
+	case o.verbose:
 		fmt.Fprintf(text, "fresh: cc %s, dscp %s, srtt %dµs, min rtt %dµs, min owd %dµs, %d packets sent, %d lost, %d retransmitted\n",
 			f.CC, f.DSCP, f.SRTT, f.MinRTT, f.MinOWD, f.PacketsSent, f.PacketsLost, f.Retransmitted)
-	} else {
-		f := res.End.Fresh
+	default:
 		fmt.Fprintf(text, "cc %s: srtt %dµs, min rtt %dµs, %d packets lost\n", f.CC, f.SRTT, f.MinRTT, f.PacketsLost)
 	}
 	fmt.Fprintln(text, "\nbulk Done.")

@@ -18,16 +18,33 @@ type (
 		Error     string      `json:"error,omitempty"`
 	}
 	start struct {
-		Connected          []connected   `json:"connected"`
-		Version            string        `json:"version"`
-		SystemInfo         string        `json:"system_info"`
-		Timestamp          timestamp     `json:"timestamp"`
-		ConnectingTo       *hostPort     `json:"connecting_to,omitempty"`       // client
-		AcceptedConnection *hostPort     `json:"accepted_connection,omitempty"` // server
-		Cookie             string        `json:"cookie"`
-		TargetBitrate      float64       `json:"target_bitrate"`
-		TestStart          testStart     `json:"test_start"`
-		Fresh              freshSettings `json:"fresh"`
+		Connected          []connected `json:"connected"`
+		Version            string      `json:"version"`
+		SystemInfo         string      `json:"system_info"`
+		Timestamp          timestamp   `json:"timestamp"`
+		ConnectingTo       *hostPort   `json:"connecting_to,omitempty"`       // client
+		AcceptedConnection *hostPort   `json:"accepted_connection,omitempty"` // server
+		Cookie             string      `json:"cookie"`
+		// tcp_mss_default is the MSS TCP chose (iperf3 reads TCP_MAXSEG
+		// before any -M). fresh has no MSS to set (bulk refuses -M); this
+		// is the datagram size its stream starts the test with
+		// (Stats.DatagramSize of the first data connection: UDP payload
+		// bytes, fresh's header included), from which path MTU discovery
+		// grows it (pmtu).
+		TCPMSSDefault int `json:"tcp_mss_default"`
+		// sock_bufsize is -w as given, 0 if not (iperf3's socket_bufsize).
+		// sndbuf_actual and rcvbuf_actual are, in iperf3, the TCP socket
+		// buffers the kernel then granted. fresh's stream keeps its own
+		// buffers above the UDP socket: these are the ceilings they run
+		// with, Config.SendBuffer and Config.ReceiveWindow, both -w or
+		// the transport's default (each starts at 64 KiB and grows to it,
+		// as TCP's autotuning grows its buffers).
+		SockBufsize   int           `json:"sock_bufsize"`
+		SndbufActual  int           `json:"sndbuf_actual"`
+		RcvbufActual  int           `json:"rcvbuf_actual"`
+		TargetBitrate float64       `json:"target_bitrate"`
+		TestStart     testStart     `json:"test_start"`
+		Fresh         freshSettings `json:"fresh"`
 	}
 	connected struct {
 		Socket     int    `json:"socket"`
@@ -72,11 +89,30 @@ type (
 		Sum             sum              `json:"sum"`
 		SumBidirReverse *sum             `json:"sum_bidir_reverse,omitempty"`
 	}
+	// streamInterval is one stream's interval. A sending stream adds its
+	// state at the interval's end, iperf3's tcp_info fields, each as fresh
+	// has it; a receiving one has none (nor has iperf3's).
 	streamInterval struct {
 		Socket int `json:"socket"`
 		sum
-		SndCwnd *int64 `json:"snd_cwnd,omitempty"` // bytes, sender only
-		RTT     *int64 `json:"rtt,omitempty"`      // µs, SRTT, sender only
+		SndCwnd *int64 `json:"snd_cwnd,omitempty"` // bytes, the controller's window (Stats.Window)
+		// snd_wnd is TCP's send window, the receiver's advertised window
+		// (tcpi_snd_wnd, RFC 9293's SND.WND), which caps the sender beside
+		// snd_cwnd. fresh's stream has the same flow control, but Stats
+		// does not carry the window the peer grants now: this is the most
+		// it grows to, the peer's Config.ReceiveWindow, which both ends
+		// take from -w.
+		SndWnd *int64 `json:"snd_wnd,omitempty"` // bytes
+		RTT    *int64 `json:"rtt,omitempty"`     // µs, SRTT
+		// rttvar is RFC 6298's RTTVAR (RFC 9002's rttvar), as TCP's
+		// tcpi_rttvar (Stats.RTTVar).
+		RTTVar *int64 `json:"rttvar,omitempty"` // µs
+		// pmtu is the path MTU in IP bytes, as tcpi_pmtu: path MTU
+		// discovery's datagram size (Stats.DatagramSize, RFC 8899's
+		// PLPMTU) plus the UDP and IP headers. It is the largest size the
+		// path was seen to carry, never above Config.MaxDatagram's: a
+		// lower bound of the path's MTU.
+		PMTU *int `json:"pmtu,omitempty"`
 	}
 	sum struct {
 		Start         float64 `json:"start"`   // s since the test began
@@ -100,16 +136,21 @@ type (
 		Fresh                   freshEnd    `json:"fresh"`
 	}
 	endStream struct {
-		Sender   senderEnd `json:"sender"`
-		Receiver sum       `json:"receiver"`
+		Sender   senderEnd   `json:"sender"`
+		Receiver receiverEnd `json:"receiver"`
 	}
 	senderEnd struct {
 		Socket int `json:"socket"`
 		sum
 		MaxSndCwnd int64 `json:"max_snd_cwnd"` // bytes
+		MaxSndWnd  int64 `json:"max_snd_wnd"`  // bytes, the largest snd_wnd
 		MaxRTT     int64 `json:"max_rtt"`      // µs
 		MinRTT     int64 `json:"min_rtt"`      // µs
 		MeanRTT    int64 `json:"mean_rtt"`     // µs, mean of the per-interval SRTTs
+	}
+	receiverEnd struct {
+		Socket int `json:"socket"`
+		sum
 	}
 	cpuPercent struct {
 		HostTotal    float64 `json:"host_total"`

@@ -69,14 +69,18 @@
 // packets by its own Config.StreamDSCP, the server's by its test
 // listener's. The control connection is left best effort.
 //
-// Senders count bytes the receiver acknowledged (Stats.StreamBytesAcked),
-// not bytes handed to Write: the send buffer (-w) can hold seconds of data on
-// a slow path, and counting it would overstate the rate. The bytes still
-// buffered when -t ends are delivered afterwards and counted by the receiver
-// only, whose time runs until it read EOF. Intervals cover -t. Retr counts
-// stream packets that carried retransmitted bytes (Stats.Retransmitted); Cwnd
-// is the controller's window (Stats.Window). Units: Bytes binary (KByte =
-// 1024), bits decimal (Mbit = 10⁶), as in iperf3.
+// As iperf3's, a sender counts the bytes the application wrote (what each
+// Write accepted) over -t, and a receiver the bytes it read, until EOF: the
+// application's bytes both ways, never headers or retransmissions. The
+// bytes still in the send buffer when -t ends are delivered afterwards, and
+// the receiver's time runs until it read the last of them, so on a slow
+// path its rate is the lower and the truer one (iperf3's sender, too,
+// counts what its socket buffer holds). The stream is reliable, so a test
+// that ran to its end reports as many bytes received as sent; never more.
+// Intervals cover -t. Retr counts stream packets that carried retransmitted
+// bytes (Stats.Retransmitted); Cwnd is the controller's window
+// (Stats.Window). Units: Bytes binary (KByte = 1024), bits decimal (Mbit =
+// 10⁶), as in iperf3.
 //
 // -b paces the application's writes to the target rate (bits/s per
 // connection, as iperf3's -b per stream): a sender writes a block only when
@@ -93,22 +97,32 @@
 // # JSON (-J, --json-stream)
 //
 // With -J each side prints one JSON object when the test ends, with
-// iperf3's keys where iperf3 has the concept:
+// iperf3's keys: every one iperf3's TCP client writes (as of iperf3 3.12),
+// each with fresh's value or, where fresh has not iperf3's concept, its
+// nearest one (json.go says which), so that a script reading iperf3's
+// output finds every key it looks up:
 //
 //	start.connected[]            socket (the stream's number), local_host, local_port, remote_host, remote_port
 //	start.connecting_to          client: host, port; the server has accepted_connection
 //	start.timestamp              time (RFC 1123), timesecs (Unix seconds)
 //	start.cookie                 the test's random id, the same on both sides
+//	start.tcp_mss_default        the datagram size the stream starts with (UDP payload bytes; fresh
+//	                             has no MSS)
+//	start.sock_bufsize           -w (0: not given); sndbuf_actual and rcvbuf_actual the stream's send
+//	                             buffer and receive window ceilings (-w, or the transport's default)
 //	start.test_start             every parameter: protocol "fresh", num_streams (-P), blksize (-l),
 //	                             omit 0, duration (-t, s), bytes 0, blocks 0, reverse, tos (-S, or the
 //	                             DSCP·4), target_bitrate (-b), bidir, fqrate 0, interval (-i, s)
 //	intervals[].streams[]        socket, start, end, seconds, bytes, bits_per_second, omitted, sender;
-//	                             a sending stream also retransmits, snd_cwnd (bytes), rtt (µs, SRTT)
+//	                             a sending stream also retransmits, snd_cwnd (bytes, the controller's
+//	                             window), snd_wnd (bytes, the peer's receive window ceiling), rtt
+//	                             (µs, SRTT), rttvar (µs, RTTVAR), pmtu (bytes of IP packet: path MTU
+//	                             discovery's datagram size and the UDP and IP headers)
 //	intervals[].sum              the test's direction summed (sender: whether this host sends it);
 //	                             --bidir adds sum_bidir_reverse for the other direction
-//	end.streams[].sender         start, end, seconds, bytes (acknowledged in -t), bits_per_second,
-//	                             retransmits, max_snd_cwnd, max_rtt, min_rtt, mean_rtt (µs)
-//	end.streams[].receiver       start, end, seconds, bytes (read), bits_per_second
+//	end.streams[].sender         start, end, seconds, bytes (written in -t), bits_per_second,
+//	                             retransmits, max_snd_cwnd, max_snd_wnd, max_rtt, min_rtt, mean_rtt (µs)
+//	end.streams[].receiver       socket, start, end, seconds, bytes (read), bits_per_second
 //	end.sum_sent, sum_received   the test's direction; --bidir adds sum_sent_bidir_reverse and
 //	                             sum_received_bidir_reverse
 //	end.cpu_utilization_percent  host_total, host_user, host_system and remote_… (this process's
@@ -116,7 +130,9 @@
 //	end.sender_tcp_congestion    the controller (-C), iperf3's name for it; receiver_tcp_congestion too
 //	end.fresh                    what iperf3 has no field for: cc, dscp, srtt_us, min_rtt_us,
 //	                             min_owd_us, cur_owd_us, delay_signal, packets_sent, packets_lost,
-//	                             retransmitted (summed over the data connections; delays the worst)
+//	                             retransmitted (summed over the data connections; delays the worst),
+//	                             from the side that sent the data, since only a sender measures
+//	                             RTTs: with -R the server's, on both ends; with --bidir each its own
 //	error                        set if the test failed
 //
 // --json-stream prints the same objects as iperf3 3.17's line-delimited

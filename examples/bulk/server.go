@@ -242,6 +242,7 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	}
 	cancel()
 	res.Start.Connected = connectedOf(conns)
+	res.Start.TCPMSSDefault = conns[0].Stats().DatagramSize
 	for _, cn := range res.Start.Connected {
 		fmt.Fprintf(text, "[%3d] local %s port %d connected to %s port %d\n", cn.Socket, cn.LocalHost, cn.LocalPort, cn.RemoteHost, cn.RemotePort)
 	}
@@ -251,7 +252,8 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 	}
 	rep.started()
 	fmt.Fprintln(text, "[ ID] Interval           Transfer     Bitrate         Retr  Cwnd")
-	t := &test{o: ts, streams: newStreams(conns, ts, false), rep: rep, text: text, who: "server"}
+	settings := freshSettings{CC: cfg.CC, DSCP: cfg.StreamDSCP.String()}
+	t := &test{o: ts, streams: newStreams(conns, ts, false, p.Fresh.Window), conns: conns, fresh: settings, rep: rep, text: text, who: "server"}
 	// The client writes its results first, once its part is done; the
 	// control connection is read meanwhile, so that a client that went
 	// away (closed the connection, was interrupted, or fell silent for the
@@ -300,7 +302,11 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 		}
 		if cause := context.Cause(tctx); tctx.Err() != nil && ctx.Err() == nil {
 			// The client ended the test: this side's figures so far.
-			t.finish(res, t.local(cpu.since()), results{})
+			mine := t.local(cpu.since())
+			t.finish(res, mine, results{})
+			if f, ok := t.senderFresh(mine, results{}); ok {
+				res.End.Fresh = f
+			}
 			return cause
 		}
 		_ = ctl.send(results{Error: err.Error()}) // the client may be gone
@@ -319,7 +325,13 @@ func runServerTest(ctx context.Context, ln *transport.Listener, c *transport.Con
 		return fmt.Errorf("the client: %s", peer.Error)
 	}
 	t.finish(res, mine, peer)
-	res.End.Fresh = freshStats(conns, freshSettings{CC: cfg.CC, DSCP: cfg.StreamDSCP.String()})
+	// The figures of the side that sent (the client's, but with -R or
+	// --bidir), as the client reports them.
+	if f, ok := t.senderFresh(mine, peer); ok {
+		res.End.Fresh = f
+	} else {
+		res.End.Fresh = *mine.Fresh
+	}
 	// Wait for the client to read the results and hang up (its control
 	// stream's EOF), so our Close does not overtake it.
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,11 @@ type paramsReply struct {
 type results struct {
 	Streams []streamResult `json:"streams"`
 	CPU     [3]float64     `json:"cpu"` // total, user, system %
-	Error   string         `json:"error,omitempty"`
+	// Fresh is the side's transport figures over its data connections:
+	// the RTTs, one-way delays and losses are a sender's (its ACKs measure
+	// them), so a side that only received reports its peer's (senderFresh).
+	Fresh *freshEnd `json:"fresh,omitempty"`
+	Error string    `json:"error,omitempty"`
 }
 
 type streamResult struct {
@@ -89,21 +94,33 @@ type stream struct {
 	send    bool
 	forward bool // client to server
 
+	// written counts the bytes Write accepted (sending): what the
+	// application handed the transport, as iperf3's sender counts what
+	// write() accepted. fresh's stream is reliable and the receiver reads
+	// to EOF, so every one of them is read: the receiver's count ends equal
+	// to it, never above.
+	written atomic.Int64
 	read    atomic.Int64 // bytes read (receiving)
 	readEnd time.Time    // when EOF was read
 	readErr error
 
+	// A sending stream's fixed figures: the peer's receive window
+	// (snd_wnd), its RTTVAR's source and the IP and UDP headers' bytes.
+	sndWnd int64
+	hdrs   int
+
 	prevBytes, prevRetr int64
-	maxCwnd             int64
+	maxCwnd, maxSndWnd  int64
 	maxRTT, minRTT      int64
 	sumRTT, nRTT        int64
-	atEnd               transport.Stats // at -t (sending)
 }
 
 // test runs the data phase on one side.
 type test struct {
 	o       testStart
 	streams []*stream
+	conns   []*transport.Conn // the data connections, each once
+	fresh   freshSettings     // for end.fresh
 	rep     *reporter
 	text    io.Writer
 	who     string // "client" or "server", for errors
@@ -111,8 +128,10 @@ type test struct {
 	end     time.Time // when -t ended
 }
 
-// newStreams makes the streams of conns as seen from one side.
-func newStreams(conns []*transport.Conn, ts testStart, isClient bool) []*stream {
+// newStreams makes the streams of conns as seen from one side; win is the
+// test's -w (0: the transport's default), rv the sending connections'
+// RTTVARs.
+func newStreams(conns []*transport.Conn, ts testStart, isClient bool, win int) []*stream {
 	var ss []*stream
 	n := len(conns)
 	for i, c := range conns {
@@ -124,6 +143,11 @@ func newStreams(conns []*transport.Conn, ts testStart, isClient bool) []*stream 
 			ss = append(ss, &stream{id: i + 1, conn: c, forward: false, send: !isClient})
 		default:
 			ss = append(ss, &stream{id: i + 1, conn: c, forward: true, send: isClient})
+		}
+	}
+	for _, s := range ss {
+		if s.send {
+			s.sndWnd, s.hdrs = int64(window(win)), ipUDPHeaders(s.conn)
 		}
 	}
 	return ss
@@ -171,11 +195,31 @@ func (t *test) run(ctx context.Context) error {
 			}
 		})
 	}
-	stopped := false
-	abort := func(err error) error {
-		if !stopped {
-			close(stop)
+	// halt ends the writing. A Write blocked on a full send buffer returns
+	// at once with the part it buffered (the deadline), so that once the
+	// writers are done the senders' counts are final: what they report is
+	// what the receivers will read.
+	halted := false
+	halt := func() {
+		if halted {
+			return
 		}
+		halted = true
+		close(stop)
+		for _, s := range t.streams {
+			if s.send {
+				_ = s.conn.SetWriteDeadline(time.Now())
+			}
+		}
+		writers.Wait()
+		for _, s := range t.streams {
+			if s.send {
+				_ = s.conn.SetWriteDeadline(time.Time{})
+			}
+		}
+	}
+	abort := func(err error) error {
+		halt()
 		// At once, not one linger after another (Close is idempotent,
 		// so --bidir's two streams on one connection are fine).
 		var closing sync.WaitGroup
@@ -183,7 +227,6 @@ func (t *test) run(ctx context.Context) error {
 			closing.Go(func() { s.conn.Close() })
 		}
 		closing.Wait()
-		writers.Wait()
 		readers.Wait()
 		return err
 	}
@@ -200,21 +243,27 @@ loop:
 	for {
 		select {
 		case <-ctx.Done():
+			halt()
 			t.stopAt(time.Now(), prevT, ivl)
 			return abort(context.Cause(ctx))
 		case err := <-errc:
 			return abort(err)
 		case now := <-tick:
+			if t.begin.Add(dur).Sub(now) < ivl/10 {
+				// The last tick, at or just before the deadline: the
+				// deadline ends this interval instead, so that no sliver
+				// of an interval is left over (iperf3 does not report one
+				// either) and the intervals still add up to the total.
+				continue
+			}
 			t.report(prevT, now)
 			prevT = now
 		case now := <-deadline.C:
+			halt()
 			t.stopAt(now, prevT, ivl)
 			break loop
 		}
 	}
-	close(stop)
-	stopped = true
-	writers.Wait()
 	select {
 	case err := <-errc:
 		return abort(err)
@@ -227,9 +276,23 @@ loop:
 			}
 		}
 	}
-	// Wait for the peer's data still in flight.
-	done := make(chan struct{})
-	go func() { readers.Wait(); close(done) }()
+	// Wait for the peer's data still in flight, and for the peer to
+	// acknowledge ours: the senders' figures (retransmissions, losses,
+	// RTTs) are final only once the send buffer has drained, and this
+	// side's results go to the peer after this.
+	done, quit := make(chan struct{}), make(chan struct{})
+	defer close(quit)
+	go func() {
+		readers.Wait()
+		if err := t.awaitAcked(quit); err != nil {
+			select {
+			case errc <- err:
+			case <-quit:
+			}
+			return
+		}
+		close(done)
+	}()
 	timeout := time.NewTimer(drainTimeout(dur))
 	defer timeout.Stop()
 	select {
@@ -249,29 +312,45 @@ loop:
 	return nil
 }
 
-// stopAt ends the sending part of the test at now: the senders' figures
-// are taken and the last interval reported, ending where the test does.
+// stopAt ends the sending part of the test at now, once the writers are
+// done: the last interval is reported, ending where the test does.
 func (t *test) stopAt(now, prevT time.Time, ivl time.Duration) {
 	t.end = now
-	for _, s := range t.streams {
-		if s.send {
-			s.atEnd = s.conn.Stats()
-		}
-	}
-	if ivl > 0 && t.end.Sub(prevT) > ivl/10 {
+	if ivl > 0 {
 		t.report(prevT, t.end)
 	}
+}
+
+// awaitAcked returns once the peer has acknowledged every byte written on
+// the sending streams, or quit is closed. The transport offers no signal
+// for it, so it polls Stats.
+func (t *test) awaitAcked(quit <-chan struct{}) error {
+	for _, s := range t.streams {
+		if !s.send {
+			continue
+		}
+		for s.conn.Stats().StreamBytesAcked < s.written.Load() {
+			select {
+			case <-quit:
+				return nil
+			case <-s.conn.Done():
+				return fmt.Errorf("stream %d: the connection ended before the peer acknowledged the data: %w", s.id, s.conn.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // drainTimeout bounds the wait for data still buffered when -t ends (a
 // full -w buffer on a slow path takes a while to deliver).
 func drainTimeout(dur time.Duration) time.Duration { return 30*time.Second + 2*dur }
 
-// write sends block on s until stop, paced to the target rate if any.
+// write sends block on s until stop, paced to the target rate if any, and
+// counts in s.written what each Write accepted.
 func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
 	rate := t.o.TargetBitrate
 	start := time.Now()
-	var written int64
 	for {
 		select {
 		case <-stop:
@@ -279,7 +358,7 @@ func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
 		default:
 		}
 		if rate > 0 {
-			due := start.Add(time.Duration(float64(written) * 8 / rate * float64(time.Second)))
+			due := start.Add(time.Duration(float64(s.written.Load()) * 8 / rate * float64(time.Second)))
 			if wait := time.Until(due); wait > 0 {
 				tm := time.NewTimer(wait)
 				select {
@@ -291,8 +370,15 @@ func (t *test) write(s *stream, block []byte, stop <-chan struct{}) error {
 			}
 		}
 		n, err := s.conn.Write(block)
-		written += int64(n)
+		s.written.Add(int64(n))
 		if err != nil {
+			select {
+			case <-stop:
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					return nil // halted mid-Write: n bytes went, counted
+				}
+			default:
+			}
 			return err
 		}
 	}
@@ -311,13 +397,15 @@ func (t *test) report(from, to time.Time) {
 		su := sum{Start: st, End: en, Seconds: dt, Omitted: ptr(false), Sender: s.send}
 		si := streamInterval{Socket: s.id}
 		if s.send {
-			x := s.conn.Stats()
-			su.Bytes = x.StreamBytesAcked - s.prevBytes
+			x, w := s.conn.Stats(), s.written.Load()
+			su.Bytes = w - s.prevBytes
 			su.Retransmits = ptr(x.Retransmitted - s.prevRetr)
-			s.prevBytes, s.prevRetr = x.StreamBytesAcked, x.Retransmitted
+			s.prevBytes, s.prevRetr = w, x.Retransmitted
 			rtt := x.SRTT.Microseconds()
-			si.SndCwnd, si.RTT = ptr(int64(x.Window)), ptr(rtt)
-			s.maxCwnd = max(s.maxCwnd, int64(x.Window))
+			si.SndCwnd, si.SndWnd, si.RTT = ptr(int64(x.Window)), ptr(s.sndWnd), ptr(rtt)
+			si.PMTU = ptr(x.DatagramSize + s.hdrs)
+			si.RTTVar = ptr(x.RTTVar.Microseconds())
+			s.maxCwnd, s.maxSndWnd = max(s.maxCwnd, int64(x.Window)), max(s.maxSndWnd, s.sndWnd)
 			if rtt > 0 {
 				s.maxRTT = max(s.maxRTT, rtt)
 				if s.minRTT == 0 || rtt < s.minRTT {
@@ -398,7 +486,7 @@ func (t *test) line(id int, su sum, cwnd *int64, role string) {
 
 // local returns this side's half of the results.
 func (t *test) local(cpu [3]float64) results {
-	r := results{CPU: cpu}
+	r := results{CPU: cpu, Fresh: ptr(freshStats(t.conns, t.fresh))}
 	secs := t.end.Sub(t.begin).Seconds()
 	for _, s := range t.streams {
 		sr := streamResult{Socket: s.id}
@@ -408,11 +496,11 @@ func (t *test) local(cpu [3]float64) results {
 				mean = s.sumRTT / s.nRTT
 			}
 			final := s.conn.Stats()
-			b := s.atEnd.StreamBytesAcked
+			b := s.written.Load() // final: the writers are done (halt)
 			sr.Sender = &senderEnd{Socket: s.id,
 				sum: sum{End: secs, Seconds: secs, Bytes: b, BitsPerSecond: float64(b) * 8 / secs,
 					Retransmits: ptr(final.Retransmitted)},
-				MaxSndCwnd: s.maxCwnd, MaxRTT: s.maxRTT, MinRTT: s.minRTT, MeanRTT: mean}
+				MaxSndCwnd: s.maxCwnd, MaxSndWnd: s.maxSndWnd, MaxRTT: s.maxRTT, MinRTT: s.minRTT, MeanRTT: mean}
 		} else {
 			rs := s.readEnd.Sub(t.begin).Seconds()
 			b := s.read.Load()
@@ -456,15 +544,15 @@ func (t *test) finish(res *result, mine, peer results) {
 		if s.send {
 			es.Sender, k.sender = *m.Sender, true
 			if p.Receiver != nil {
-				es.Receiver, k.receiver = *p.Receiver, true
+				es.Receiver.sum, k.receiver = *p.Receiver, true
 			}
 		} else {
 			if p.Sender != nil {
 				es.Sender, k.sender = *p.Sender, true
 			}
-			es.Receiver, k.receiver = *m.Receiver, true
+			es.Receiver.sum, k.receiver = *m.Receiver, true
 		}
-		es.Sender.Socket = s.id
+		es.Sender.Socket, es.Receiver.Socket = s.id, s.id
 		es.Sender.Sender, es.Receiver.Sender = s.send, s.send
 		res.End.Streams = append(res.End.Streams, es)
 		have = append(have, k)
@@ -476,7 +564,7 @@ func (t *test) finish(res *result, mine, peer results) {
 			add(ps, es.Sender.sum, s.send, true)
 		}
 		if k.receiver {
-			add(pr, es.Receiver, s.send, false)
+			add(pr, es.Receiver.sum, s.send, false)
 		}
 	}
 	for _, p := range []*sum{sent, recv, sentRev, recvRev} {
@@ -501,7 +589,7 @@ func (t *test) finish(res *result, mine, peer results) {
 			t.line(es.Sender.Socket, es.Sender.sum, nil, "             sender")
 		}
 		if have[i].receiver {
-			r := es.Receiver
+			r := es.Receiver.sum
 			r.Retransmits = nil
 			t.line(es.Sender.Socket, r, nil, "             receiver")
 		}
@@ -518,6 +606,51 @@ func (t *test) finish(res *result, mine, peer results) {
 			}
 		}
 	}
+}
+
+// senderFresh returns the transport figures end.fresh and the summary
+// report: this side's if it sent data (the client, or both sides with
+// --bidir), else the peer's, which sent it (-R's server, the client in the
+// normal direction). A receiver has no RTT of its own: only a sender
+// samples it, from the ACKs of its packets (RFC 6298, RFC 9002 §5). ok is
+// false if the figures are the peer's and it did not send them (a test
+// cut short, or a peer that predates them).
+func (t *test) senderFresh(mine, peer results) (f freshEnd, ok bool) {
+	sends := false
+	for _, s := range t.streams {
+		sends = sends || s.send
+	}
+	src := peer.Fresh
+	if sends {
+		src = mine.Fresh
+	}
+	if src == nil {
+		return freshEnd{}, false
+	}
+	return *src, true
+}
+
+// defaultWindow is what -w 0 leaves Config.SendBuffer and
+// Config.ReceiveWindow at: the transport's documented default, for which
+// it exports no constant.
+const defaultWindow = 4 << 20
+
+// window is the send buffer and receive window a test's -w gives.
+func window(w int) int {
+	if w > 0 {
+		return w
+	}
+	return defaultWindow
+}
+
+// ipUDPHeaders is the bytes of IP and UDP header around c's datagrams
+// (RFC 768, RFC 791, RFC 8200), for pmtu: an IPv4-mapped peer of a
+// dual-stack socket is reached over IPv4.
+func ipUDPHeaders(c *transport.Conn) int {
+	if a, ok := c.RemoteAddr().(*net.UDPAddr); ok && a.IP.To4() == nil {
+		return 40 + 8
+	}
+	return 20 + 8
 }
 
 // freshStats sums the data connections' transport statistics.
@@ -571,6 +704,9 @@ func newStart(o testStart, f freshSettings, cookie string) start {
 		SystemInfo:    systemInfo(),
 		Timestamp:     timestamp{Time: now.UTC().Format(time.RFC1123), Timesecs: now.Unix()},
 		Cookie:        cookie,
+		SockBufsize:   f.Window,
+		SndbufActual:  window(f.Window),
+		RcvbufActual:  window(f.Window),
 		TargetBitrate: o.TargetBitrate,
 		TestStart:     o,
 		Fresh:         f,

@@ -34,3 +34,23 @@ func TestStatsOWDWithCubic(t *testing.T) {
 	require.Equal(t, 5*time.Millisecond, st.MinOWD, "the pair's one-way delay")
 	require.Equal(t, 5*time.Millisecond, st.CurOWD)
 }
+
+// Stats carries the RTT estimator's variation: on a path whose RTT does
+// not vary, RTTVAR falls from its first value, half the first sample
+// (RFC 6298 §2.2), toward zero, while SRTT stays at the path's RTT.
+func TestStatsRTTVar(t *testing.T) {
+	p := OpenPair(t, Config{DisablePathMTUDiscovery: true}, Link{Delay: 10 * time.Millisecond})
+	require.Zero(t, p.Cli.Stats(p.Now).RTTVar, "no sample yet")
+	p.Cli.out.write(make([]byte, 1000))
+	p.Run(100 * time.Millisecond)
+	first := p.Cli.Stats(p.Now)
+	require.Positive(t, first.RTTVar)
+	require.LessOrEqual(t, first.RTTVar, first.SRTT/2)
+	for range 20 {
+		p.Cli.out.write(make([]byte, 1000))
+		p.Run(100 * time.Millisecond)
+	}
+	st := p.Cli.Stats(p.Now)
+	require.Less(t, st.RTTVar, first.RTTVar/2)
+	require.InDelta(t, 20*time.Millisecond, st.SRTT, float64(2*time.Millisecond))
+}

@@ -20,6 +20,7 @@ type Stats struct {
 	InSlowStart     bool
 	Mode            string
 	SRTT, MinRTT    time.Duration
+	RTTVar          time.Duration
 	MinOWD, CurOWD  time.Duration
 	Signal          cc.DelaySignal
 	ClockOffset     time.Duration
@@ -79,7 +80,7 @@ func (s *Session) Stats(now clock.Mono) Stats {
 	st := s.st
 	m := s.controllerMetrics()
 	st.Window, st.PacingRate, st.InSlowStart, st.Mode = m.Window, m.PacingRate, m.InSlowStart, m.Mode
-	st.SRTT, st.MinRTT = s.tr.RTT().Smoothed(), s.tr.RTT().Min()
+	st.SRTT, st.MinRTT, st.RTTVar = s.tr.RTT().Smoothed(), s.tr.RTT().Min(), s.tr.RTT().Var()
 	st.Signal = m.Signal
 	if d, ok := s.ctl.(interface{ Delays() owd.Delays }); ok {
 		dl := d.Delays()
