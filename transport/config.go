@@ -191,7 +191,7 @@ type Config struct {
 	// RTTs. It so follows the congestion window, and SendBuffer matters
 	// only where the window grows past it (faster or longer paths, or deep
 	// queues). Its memory is up to twice the buffer's current size
-	// (compaction stays cheap that way). Default 4 MiB.
+	// (compaction stays cheap that way). Default 4 MiB (DefaultSendBuffer).
 	SendBuffer int
 	// ReceiveWindow is the most the stream's flow-control window and
 	// receive buffer grow to, bytes: all the memory a slow reader can make
@@ -199,7 +199,7 @@ type Config struct {
 	// reader empties it in less than four RTTs, as in quic-go's
 	// auto-tuning. Below 64 KiB set the same value on both ends: a sender
 	// assumes min(64 KiB, its own ReceiveWindow) until the peer's first
-	// ACK. Default 4 MiB.
+	// ACK. Default 4 MiB (DefaultReceiveWindow).
 	ReceiveWindow int
 	// MaxStreamGaps is the most holes the receive stream holds (separate
 	// byte ranges above the next byte to read). A Data frame that would
@@ -430,6 +430,14 @@ func (c *Config) sessionConfig() session.Config {
 // discovery: its ceiling, 1452 bytes (a 1500-byte MTU less IPv6 and UDP
 // headers).
 const DefaultMaxDatagram = session.DefaultMaxDatagramPMTUD
+
+// DefaultSendBuffer and DefaultReceiveWindow are Config.SendBuffer's and
+// Config.ReceiveWindow's defaults, bytes: the most the stream's buffers
+// grow to.
+const (
+	DefaultSendBuffer    = session.DefaultSendBuffer
+	DefaultReceiveWindow = session.DefaultReceiveWindow
+)
 
 // ALPN is the TLS application protocol fresh negotiates by default.
 const ALPN = session.ALPN

@@ -631,9 +631,8 @@ func (t *test) senderFresh(mine, peer results) (f freshEnd, ok bool) {
 }
 
 // defaultWindow is what -w 0 leaves Config.SendBuffer and
-// Config.ReceiveWindow at: the transport's documented default, for which
-// it exports no constant.
-const defaultWindow = 4 << 20
+// Config.ReceiveWindow at: the transport's defaults (the same size).
+const defaultWindow = transport.DefaultReceiveWindow
 
 // window is the send buffer and receive window a test's -w gives.
 func window(w int) int {

@@ -183,6 +183,12 @@ func (c Config) Resolve() (Config, error) {
 	return c, c.validate()
 }
 
+// The stream's buffer defaults (Config.SendBuffer, Config.ReceiveWindow).
+const (
+	DefaultSendBuffer    = 4 << 20
+	DefaultReceiveWindow = 4 << 20
+)
+
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
 	if c.MaxDatagram == 0 {
@@ -214,10 +220,10 @@ func (c Config) withDefaults() Config {
 		c.KeepAlive = c.IdleTimeout / 3
 	}
 	if c.SendBuffer == 0 {
-		c.SendBuffer = 4 << 20
+		c.SendBuffer = DefaultSendBuffer
 	}
 	if c.ReceiveWindow == 0 {
-		c.ReceiveWindow = 4 << 20
+		c.ReceiveWindow = DefaultReceiveWindow
 	}
 	if c.KeyUpdateInterval == 0 {
 		c.KeyUpdateInterval = 1 << 22 // half the AES-GCM limit (RFC 9001 §6.6): margin for the update's round trip
