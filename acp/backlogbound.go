@@ -17,8 +17,10 @@ import (
 // the whole round trip instead of the queue alone, so it holds where the
 // queue bound sees nothing: a loss-limited or delay-based neighbour that
 // keeps the queue short, or an AQM (on the judge's acp draws the
-// regulator otherwise climbed to 100–900 Hz beside them, taking up to 85 %
-// of their goodput, and two sources on one path settled 16:1 apart).
+// regulator otherwise climbed far past what they could spare, taking most
+// of their goodput, and two sources on one path settled far apart:
+// bench/results/acp-judge.md, "The shared backlog bound and the return
+// path").
 // Sources that share a path see about the same SRTT, so where the bound
 // holds them both it holds them at the same rate.
 //
@@ -30,9 +32,10 @@ import (
 // capacity, the updates' own queue is a fraction of an update deep on
 // average), is a neighbour's queue; for 10 s after such an epoch B is 6.
 // On an idle path the only queue is the updates' own, every update is
-// free, and B stays 10, which holds the age within 1.10× of the oracle
-// on the idle 10 Mbit/s, 100 ms path of the repository's ACP benchmarks
-// (B = 6 there: 1.16×, B = 4: 1.22×).
+// free, and B stays 10, which holds the age within the ACP target of
+// 1.10× the oracle on the idle 10 Mbit/s, 100 ms path of the repository's
+// ACP benchmarks, where B = 6 and B = 4 miss it
+// (bench/results/acp-judge.md).
 //
 // The same bound covers the return path. The updates' ACKs (one per
 // update: the receiver acknowledges an update at once) queue there behind
@@ -40,22 +43,23 @@ import (
 // queue, RTT − OWD above its base, is R̄, the regulator keeps at most
 // returnQueued of its ACKs in it: λ ≤ returnQueued/R̄. On a narrow uplink
 // (tens of kbit/s) the updates' ACKs otherwise filled it, and the download
-// whose ACKs waited behind them lost up to 80 % of its goodput. The return
-// queue needs a trusted OWD; without one the queue bound's Q̄ is measured
-// on the RTT and already contains it.
+// whose ACKs waited behind them lost most of its goodput
+// (bench/results/acp-judge.md, "The shared backlog bound and the return
+// path"). The return queue needs a trusted OWD; without one the queue
+// bound's Q̄ is measured on the RTT and already contains it.
 const (
 	// DefaultBacklogBound is B = 10 updates in flight on a path that
 	// shows no other traffic: an age within 1/(B + 1) ≈ 9 % of the path's
 	// one-way delay where the rate is not limited otherwise, the largest
 	// B for which the regulator stays within 1.10× of the oracle on the
-	// idle 10 Mbit/s, 100 ms path (the oracle fills it, at 1121 Hz,
-	// against 100 Hz here).
+	// idle 10 Mbit/s, 100 ms path (the oracle fills the path, far above
+	// the 100 Hz of B/SRTT there: bench/results/acp-judge.md).
 	DefaultBacklogBound = 10.0
 	// sharedBacklog is B on a path that shows a neighbour's queue: 6. On
-	// the judge's acp draws (seeds 1–100), with B = 10 throughout, the
-	// elastic flows lost at most 10 % on 84 % of draws and two sources
-	// were within Jain 0.95 on 55 of 57; with 6 where shared, 88 % and 57
-	// of 57 (4: 88 % and 56).
+	// the judge's acp draws, 6 where shared kept the elastic flows within
+	// their cost budget and two sources together on more draws than 10
+	// throughout, and no fewer than 4 (bench/results/acp-judge.md, "The
+	// shared backlog bound and the return path").
 	sharedBacklog = 6.0
 	// foreignQueue is the least Q̄ read as a queue, 1 ms: below it the
 	// sample is timer and serialization noise (0.5 and 2 ms gave the same

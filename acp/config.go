@@ -222,8 +222,9 @@ type Tuning struct {
 // DefaultEpochUpdates is Tuning.EpochUpdates: 20 updates per epoch, enough
 // that ρ and the delivery rate move by under 5 % from one update more or
 // less, and at 1000 Hz a 20 ms epoch, not 200 ms: a one-epoch overshoot on
-// the 2 ms acp-short path no longer fills the queue (1.93× → 1.02× the
-// oracle; see the repository's bench results).
+// the 2 ms acp-short path no longer fills the queue, and its age came
+// close to the oracle's (bench/results/history.md, "fresh's rule: the
+// seven refinements were bistable").
 const DefaultEpochUpdates = 20
 
 // RecommendedTuning is the regulator's default tuning, what a nil

@@ -35,9 +35,10 @@ import (
 // the delivery rate of the slower epochs before it. Without the third
 // condition a source far below the path's capacity read such an epoch as a
 // saturation and held its rate there for 10 s, renewed by the next one (on
-// the judge's loss and AQM draws, 20–28 Hz for 25 s while its neighbour on
-// the same path ran at 100–900 Hz). On a path without jitter ε decays
-// from its prior towards 0 and the test becomes the two conditions alone.
+// the judge's loss and AQM draws, for tens of seconds, at a fraction of
+// what its neighbour on the same path ran at: bench/results/acp-judge.md).
+// On a path without jitter ε decays from its prior towards 0 and the test
+// becomes the two conditions alone.
 //
 // From the saturated epochs the regulator learns the capacity C, an EWMA
 // (gain 1/4) of their delivery rates, restarted when 10 s pass without a
@@ -52,7 +53,9 @@ import (
 //     btlBw − n_q/T: ACP's own rate rule λ = 1/Z + b*/T with the
 //     bottleneck's delivery rate for 1/Z and b* = −n_q, which drains the
 //     queued updates within the next epoch instead of cutting to K/Q̄ (on a
-//     2 ms path after a 25 % overshoot, K/Q̄ was a sixth of the capacity).
+//     2 ms path after an overshoot, K/Q̄ fell far below the capacity:
+//     bench/results/history.md, "fresh's rule: the seven refinements were
+//     bistable").
 //
 // When the queue bound cuts while more than 2K updates are queued, the path
 // changed under the regulator (no neighbour's sawtooth puts twice K of ours
@@ -79,15 +82,17 @@ const (
 	satGain = 1.0 / 4
 	// satJump is the relative difference from the estimate at which a
 	// saturated delivery rate restarts it instead of moving it: 10 %,
-	// five times the spread of one epoch's delivery rate at the
-	// acp-lossy path's capacity.
+	// several times the spread of one epoch's delivery rate at the
+	// acp-lossy path's capacity (bench/results/history.md, "The ACP
+	// regulator's steps and bounds").
 	satJump = 0.1
 	// satNoise is the multiple of ε, the mean |ρ − d|/ρ, by which a
 	// saturated epoch's send rate must exceed the delivery maximum: 3, so
 	// that one epoch's deviation, which exceeds the mean a third of the
-	// time, seldom passes. On the judge's acp draws (seeds 1–100) 1×
-	// left two sources apart (Jain < 0.95) on 6 of 57 two-source draws,
-	// 2× on 3, 3× on 2, 5× on 1; a path without jitter has ε = 0.
+	// time, seldom passes. On the judge's acp draws 1× and 2× left more
+	// pairs of sources apart (Jain < 0.95) than 3×, 5× fewer still
+	// (bench/results/acp-judge.md, "Tried and rejected on the dev draws");
+	// a path without jitter has ε = 0.
 	satNoise = 3
 	// changeQueued is the multiple of K queued updates at which a cut of
 	// the queue bound means the path changed.
@@ -100,13 +105,14 @@ const (
 	// while the rate climbed from one update per RTT, so that its delivery
 	// rate was the largest yet, read as the path's capacity: the rate was
 	// held there for 10 s, and held epochs renewed the hold. On the judge's
-	// acp draws (seeds 1–100) that held the rate under half of the path's
-	// capacity in 15–88 % of the epochs of 16 of the 19 draws whose age
-	// missed the constrained oracle by more than 15 % at an oracle rate of
-	// 60 Hz or more; with the prior, in 5 of them. A prior of 10 % cleared
-	// 15 of the 16, but then a climb that overshoots an idle path's
-	// capacity by 10 % is no saturation, and the updates' own queue,
-	// draining, reads as a neighbour's (TestBacklogBoundShared).
+	// acp draws that held the rate under half of the path's capacity in
+	// many epochs of most of the draws whose age missed the constrained
+	// oracle at high oracle rates; with the prior, in few of them
+	// (bench/results/acp-judge.md, "Round 3: the delivery bound's noise
+	// prior"). A prior of 10 % cleared nearly all, but then a climb that
+	// overshoots an idle path's capacity by 10 % is no saturation, and the
+	// updates' own queue, draining, reads as a neighbour's
+	// (TestBacklogBoundShared).
 	satNoisePrior = 0.03
 )
 

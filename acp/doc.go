@@ -209,10 +209,11 @@
 // bottleneck queue full they made the regulator bistable: the table read
 // the neighbour's sawtooth, the fixed-size steps were large at low rates
 // and BinaryInc's ceiling held a run wherever it first landed, so the
-// outcome depended on the draw (8.5 Hz on some seeds, 25–40 Hz on others, on
-// the same path). fresh's regulator, below, keeps four of the ideas
-// (MinUpdatesPerRTT, ExploreOnHold, geometric steps, MinEpoch) and replaces
-// the rest.
+// outcome depended on the draw (a few Hz on some seeds, several times that
+// on others, on the same path: bench/results/history.md, "fresh's rule: the
+// seven refinements were bistable"). fresh's regulator, below, keeps four
+// of the ideas (MinUpdatesPerRTT, ExploreOnHold, geometric steps, MinEpoch)
+// and replaces the rest.
 //
 // # fresh's regulator
 //

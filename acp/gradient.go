@@ -37,9 +37,11 @@ import (
 //     the updates' mean queueing delay, δ_k − (Q̄_k − Q̄_{k−1}) (Q̄: see
 //     the queue bound): the age of an update is its queueing delay plus
 //     what the rate controls, and the queue is judged by the bounds. Beside
-//     a neighbour's sawtooth this removes most of the noise (its queue moves
-//     Δ̄ by ±100 ms an epoch on bench/scenarios/acp-cross.json); on a path
-//     that overruns its capacity the delivery bound, not δ, sees the queue.
+//     a neighbour's sawtooth this removes most of the noise (its queue
+//     moves Δ̄ a long way each epoch on bench/scenarios/acp-cross.json:
+//     bench/results/history.md, "The ACP regulator's steps and bounds");
+//     on a path that overruns its capacity the delivery bound, not δ, sees
+//     the queue.
 //   - With Tuning.NoiseBand a (net) age change no larger than NoiseBand
 //     times the running mean of |δ| (an EWMA, gain 1/8) is no information:
 //     only a change that stands out of the epoch-to-epoch noise is read as
@@ -83,8 +85,9 @@ const (
 const (
 	// DefaultStepMin is the smallest step, 2 % of the rate: small enough
 	// that a rate at its optimum wanders within a few percent (the age
-	// curves of the acp-* scenarios are flat within 1 % there), large
-	// enough that Δρ stays above RateBand.
+	// curves of the acp-* scenarios are flat there, bench/results/history.md,
+	// "The ACP regulator's steps and bounds"), large enough that Δρ stays
+	// above RateBand.
 	DefaultStepMin = 0.02
 	// DefaultStepMax is the largest step, half the rate per epoch: the
 	// climb from one update per RTT to a thousand takes about a dozen

@@ -20,9 +20,10 @@ import (
 // −(dΔ/Δ)/(dλ/λ) = (1/(2λ))/(Q̄ + 1/(2λ)) = 1/(2·n_q + 1). Below the bound
 // every 1 % of rate still buys at least 1/(2K + 1) % of that age; beyond it
 // updates take the neighbour's bandwidth for a gain the monitor hardly sees
-// (the fixed-rate age curve of bench/scenarios/acp-cross.json is flat within
-// 1 % from 37 to 109 Hz, where the CUBIC flow loses 17–56 % of its
-// goodput). Where the queue is the updates' own (the path's capacity just
+// (the fixed-rate age curve of bench/scenarios/acp-cross.json is nearly
+// flat over a range of rates across which the CUBIC flow loses much of its
+// goodput: bench/results/history.md, "The ACP regulator's steps and
+// bounds"). Where the queue is the updates' own (the path's capacity just
 // dropped under them), an update queued behind K others of its own arrives
 // K service times older than it need be: ACP's reason to decrease, and the
 // bound cuts at once instead of ACP's DEC, MDEC, MDEC sequence (the delivery
@@ -35,9 +36,9 @@ const (
 	// DefaultQueueBound is K = 4 updates, 1/(2K + 1) ≈ 11 %: beside one
 	// and two CUBIC flows in drop-tail FIFOs (acp-cross, acp-cross2) it
 	// puts the rate within the age and cost budget of the constrained
-	// oracle (the measurements are in the repository's bench results:
-	// K = 3.5 left acp-cross2 at 1.13× its constrained oracle, 4.5 cost
-	// acp-cross's CUBIC flow more than 10 %).
+	// oracle, where 3.5 left acp-cross2 further from its oracle and 4.5
+	// cost acp-cross's CUBIC flow more than the budget allows
+	// (bench/results/history.md, "The ACP regulator's steps and bounds").
 	DefaultQueueBound = 4.0
 )
 

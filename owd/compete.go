@@ -142,8 +142,9 @@ func (c *Controller) recentlyLeft(now clock.Mono) bool {
 // after it close a window that began before it, and alone they carry the
 // backlog the outage built — a queue that did not empty, of the flow's own
 // packets. On ATT-LTE-driving up under CoDel such a window of two samples
-// started a push test of 144 packets sized from the link's peak rate, and
-// the queue reached 900 ms. The samples that follow, sent after the link
+// started a push test sized from the link's peak rate, and the queue grew
+// many times over (bench/results/owd-round6.md, "1. A Copa window closes
+// only on four samples"). The samples that follow, sent after the link
 // came back, show whether the queue empties.
 type emptiness struct {
 	start  clock.Mono

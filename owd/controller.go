@@ -306,7 +306,9 @@ func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 				// rule, whose per-ACK decrease shrinks as the queue grows
 				// ((1 − r)/r² with r = OWDcur/OWDmin, largest at r = 2):
 				// on a 100 kbit/s link an initial window's queue took
-				// 10 s to drain. A short queue the rule drains well.
+				// seconds to drain (bench/RESULTS.md, "Controller
+				// research: the gaps", thin links). A short queue the
+				// rule drains well.
 				c.cwnd = math.Max(c.cwnd*float64(a.floored())/float64(a.Current()), c.targets(now).floor)
 			}
 			c.ssthresh = c.cwnd
@@ -535,23 +537,26 @@ func (c *Controller) OnLoss(now clock.Mono, loss cc.LossEvent) {
 //     losslevel.go) and the window is above its floor, whatever the
 //     queue: such a loss says nothing about the window, and the delay
 //     rule alone keeps the queue near μ. With the queue as the judge, a
-//     random loss that met the flow's own queue at μ halved the window:
-//     on a 2.6 Mbit/s, 530 ms path with 2 % loss the window regrew one
-//     packet per 530 ms round trip from half the path, and the flow had
-//     0.55× BBR's goodput. At the floor the queue still judges, since
-//     beside a buffer filler the losses do not follow this flow's window
-//     either, and its starved losses are what competitive mode needs
-//     (compete.go); or
+//     random loss that met the flow's own queue at μ halved the window: on
+//     a 2.6 Mbit/s, 530 ms path with 2 % loss the window regrew one packet
+//     per 530 ms round trip from half the path, and the flow had well under
+//     BBR's goodput (bench/results/owd-round3.md, "Random losses, once
+//     seen, cost nothing above the floor"). At the floor the queue still
+//     judges, since beside a buffer filler the losses do not follow this
+//     flow's window either, and its starved losses are what competitive
+//     mode needs (compete.go); or
 //   - the queue is short (OWDv under freeLossQueue·μ) and losses rare (the
 //     loss rate under freeLossRate): the loss cannot have been the buffer
 //     overflowing, and the delay rule keeps the queue short on its own.
 //     Loss differentiation's ×0.9 per random loss costs a long path its
 //     window: at 600 ms and 5 Mbit/s a window of 350 packets sees a loss
 //     every round trip at 0.5 % loss, and ×0.9 per round trip against one
-//     packet of increase holds the window near 45 packets (17 % of the
-//     link). Above freeLossRate a loss costs ×0.9 again: a buffer too
-//     small to show as queueing delay overflows at a rate that grows with
-//     the window, and the window must then stop growing.
+//     packet of increase holds the window near 45 packets, a small part of
+//     the link (lossy-long-600ms's "before" in bench/RESULTS.md,
+//     "Controllers on paths nobody tuned for"). Above freeLossRate a loss
+//     costs ×0.9 again: a buffer too small to show as queueing delay
+//     overflows at a rate that grows with the window, and the window must
+//     then stop growing.
 func (c *Controller) freeLoss() bool {
 	if c.cfg.Tuning.DisableFreeRandomLoss || c.cfg.Tuning.DisableLossDifferentiation ||
 		c.mode != modeAvoidance && c.mode != modeSlowStart || c.inRecovery {

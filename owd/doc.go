@@ -229,10 +229,11 @@
 //     its own packets leave the bottleneck; cross traffic that answers the
 //     pulse a round trip later (ACK-clocked) and holds most of the link
 //     switches to competitive mode, with no loss and no base delay needed.
-//     Off: on the judge's held-out fillers draws it found two latecomers
-//     and lost three switches the other tests made (a pulse across the
-//     slowdown that would have re-measured the base), 53 → 51 % of draws
-//     at 0.7 of a fair share (bench/RESULTS.md).
+//     Off: on the judge's held-out fillers draws it found some latecomers
+//     but lost more switches the other tests made (a pulse across the
+//     slowdown that would have re-measured the base), a net loss at 0.7
+//     of a fair share (bench/results/owd-round4.md, "Measured and left
+//     out").
 //   - Delay noise that keeps packet order (response.go, bunching.go): a
 //     radio link that holds packets and releases them together adds delay
 //     the RFC 3550 jitter term misses. When the delay of a round does not

@@ -12,13 +12,13 @@ import "github.com/fresh-udp/fresh/cc"
 // and above that rate the window must stop growing. But random loss of
 // 3 % (a radio link, a long lossy path) is above it too, and then every
 // round trip costs ×NonCongestiveLossFactor and a round trip of recovery
-// without growth: at 300 ms and 12 Mbit/s the window fell to 20 packets of
-// a 450-packet path. At one window the two cannot be told apart — per
-// round trip, what was in flight is what was delivered plus what was lost,
-// whatever dropped it — but across windows they can: overflow appears only
-// above the window at which the path (pipe and buffer) is full, and stops
-// below it, while random loss takes the same share of packets at every
-// window.
+// without growth: at 300 ms and 12 Mbit/s the window fell to a small
+// fraction of the path (bench/results/owd-losslevel.md). At one window the
+// two cannot be told apart — per round trip, what was in flight is what was
+// delivered plus what was lost, whatever dropped it — but across windows
+// they can: overflow appears only above the window at which the path (pipe
+// and buffer) is full, and stops below it, while random loss takes the same
+// share of packets at every window.
 //
 // So the window at which losses last cut it is kept as a level, hi, as
 // BBRv2 keeps inflight_hi, the in-flight level at which the loss rate of
@@ -53,7 +53,8 @@ type lossLevels struct {
 // bursts overflow a buffer of a few packets before the pipe is full (jitter
 // that bunches packets), the share lost grows smoothly with the window,
 // and at 2 the test took a 6-packet FIFO at 50 Mbit/s for random loss and
-// let the flow lose 11 % of its packets (the old cap: 1.8 %).
+// let the flow lose several times what the old cap let it lose
+// (bench/results/owd-losslevel.md, "Tried and rejected on the way").
 const lossFollowRatio = 1.5
 
 // sent notes packet pn sent with window cwnd.
@@ -116,7 +117,8 @@ func (l *lossLevels) random() bool {
 // queue) μ alone decides: the flow's own send gap, SRTT/cwnd, bounds the
 // packet time only while it has the link to itself, and at the window's
 // floor beside CUBIC it is half a round trip, which called every starved
-// loss random (paper-fairness: Jain 0.79–0.93 against 0.91–1.00).
+// loss random (paper-fairness's Jain index fell:
+// bench/results/owd-losslevel.md, "Tried and rejected on the way").
 const lossQueuePackets = 2
 
 // queueAbove reports whether the queue stands above frac·μ and, with the

@@ -14,12 +14,13 @@ import (
 // responseRounds rounds it correlates each round's delay with the previous
 // round's window, since a window takes a round trip to show up as queue.
 // A queue the flow builds follows its window: the correlation is strongly
-// positive (0.9 and more on the paper's paths). Delay that a link adds
-// while keeping packet order — a radio link holding packets back and
-// releasing them together, as Wi-Fi and cellular links do — does not
-// follow it: there the level rises with the sending rate only slowly and
-// saturates at the holding time, and the RFC 3550 jitter, which sees only
-// the small steps between consecutive packets, misses it.
+// positive (on the paper's paths: bench/RESULTS.md, "Controller research:
+// the gaps"). Delay that a link adds while keeping packet order — a radio
+// link holding packets back and releasing them together, as Wi-Fi and
+// cellular links do — does not follow it: there the level rises with the
+// sending rate only slowly and saturates at the holding time, and the RFC
+// 3550 jitter, which sees only the small steps between consecutive packets,
+// misses it.
 //
 // When the correlation is below responseLow and the link is seen to
 // release packets in batches (bunching.go), the delay is noise to this
@@ -27,14 +28,14 @@ import (
 // a floor under μ (the analyzer's NoiseFloor): the delay rule stops
 // shrinking the window against it. It is capped at responseGain × the
 // mean range of the raw samples within a round: noise is jagged — the
-// samples of one round spread over most of its amplitude (12 ms within a
-// round at 20 ms of jitter) — while a queue is smooth at the scale of a
-// round trip. A later verdict of noise may lower the floor to what it
-// finds (the old floor decays with time constant responseDecay meanwhile):
-// a floor learned in a transient does not stay for good. While the
-// correlation is above responseHigh the floor decays; in between, and
-// when the link does not batch, it holds. On a link that batches it never
-// falls below spreadGain × that mean range.
+// samples of one round spread over most of its amplitude
+// (bench/results/history.md, "The learned noise floor") — while a
+// queue is smooth at the scale of a round trip. A later verdict of noise
+// may lower the floor to what it finds (the old floor decays with time
+// constant responseDecay meanwhile): a floor learned in a transient does
+// not stay for good. While the correlation is above responseHigh the floor
+// decays; in between, and when the link does not batch, it holds. On a link
+// that batches it never falls below spreadGain × that mean range.
 //
 // On a link that does not batch, delay that does not follow the window is
 // most often other flows' queue — delay-based flows sharing a bottleneck,
@@ -43,9 +44,9 @@ import (
 // shrink above their μ and grow below it, the one with the highest μ
 // holds the queue above everyone else's and takes the link. Capped at
 // 20 ms (the earlier rule), such floors, learned while latecomers started,
-// left three owd flows on a fixed-rate FIFO at 11.6, 0.69 and 0.58 Mbit/s
-// (Jain 0.41; bench/RESULTS.md). Random per-packet delay that keeps order
-// without batching is what the RFC 3550 jitter term (the analyzer's
+// left one of three owd flows on a fixed-rate FIFO with nearly all of the
+// link (bench/results/owd-ownkind.md). Random per-packet delay that keeps
+// order without batching is what the RFC 3550 jitter term (the analyzer's
 // JitterGain) sees. The queue of a buffer filler does not follow the
 // window either; competitive mode (compete.go) answers it.
 type response struct {
@@ -73,11 +74,12 @@ type response struct {
 // correlation says. The correlation needs the window to move, and noise
 // that stands above μ is what stops it moving: on a 22 Mbit/s, 145 ms path
 // whose packets keep order under 0–18 ms of random delay, the window sat
-// at 63–69 packets of a 400-packet path for 25 s, every verdict in the
-// middle band, while the samples of each round spread over 14 ms. A queue
-// of the flow's own is smooth within a round and adds little to the
-// range; OWDcur, the minimum of the last samples, reads the noise at up to
-// about its whole range, hence a gain above 1.
+// far below the path's 400 packets for tens of seconds, every verdict in
+// the middle band, while the samples of each round spread over most of the
+// delay's range (bench/results/owd-round3.md, "Jitter that keeps packet
+// order"). A queue of the flow's own is smooth within a round and adds
+// little to the range; OWDcur, the minimum of the last samples, reads the
+// noise at up to about its whole range, hence a gain above 1.
 const spreadGain = 1.5
 
 const (

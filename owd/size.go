@@ -13,9 +13,10 @@ import "github.com/fresh-udp/fresh/cc"
 // sets OWDmin 5.6 ms below every full-size packet's delay, and from then
 // on the flow reads a standing queue of one packet time where there is
 // none: above μ's 5 ms floor, so every random loss counts as congestion
-// and halves the window, down to its floor (a 2.8 % lossy 440 ms path:
-// 13 % of the link where BBR had 75 %). The same bias lowers OWDcur and
-// makes a queue look emptier than it is to Copa's test. So a sample
+// and halves the window, down to its floor (a 2.8 % lossy 440 ms path: a
+// fraction of the share BBR held; bench/results/owd-round3.md, "A small
+// packet's delay is not a queue's absence"). The same bias lowers OWDcur
+// and makes a queue look emptier than it is to Copa's test. So a sample
 // counts only if its packet is at least sizeRatio of the largest among
 // the last sizeHistory acknowledged; a flow whose packets are all small
 // (status updates) compares small with small once they fill the history.

@@ -56,10 +56,9 @@ func (c *Controller) targets(now clock.Mono) targets {
 // its own, and among flows that all shrink above their μ, the one with the
 // highest — most often the first, which saw every latecomer's slow start —
 // holds the queue above the others' μ and takes the link. On the judge's
-// ownkind draws (seeds 1–100) dropping it lifted Jain ≥ 0.95 from 59 % to
-// 63 % of draws and ≥ 0.8 from 88 % to 92 %, and alone the power against
-// the best of rttdelay, copa, bbr and cubic from 55 to 60 draws of 100
-// (bench/RESULTS.md).
+// ownkind draws dropping it gave more draws a Jain index at or above the
+// thresholds, and alone more draws with at least the best peer's power
+// (bench/results/owd-ownkind.md, "and OWDv_max not raised in avoidance").
 func (c *Controller) trackMax(now clock.Mono, a *Analyzer, v float64) {
 	if c.cfg.Tuning.AvoidanceRaisesMax {
 		a.TrackMax(now, v)

@@ -15,7 +15,8 @@ import (
 // and the window grows by one packet — a large fraction of a bandwidth-
 // delay product of one or two packets — per round trip, far faster than the
 // delay feedback, which takes a round trip of several packet times to
-// arrive. The result was a queue of 4–6 packets, 0.8 s.
+// arrive. The result was a standing queue of several packets, most of a
+// second (bench/results/history.md, "Thin links").
 //
 // Once the bottleneck's packet time (dispersion.go) is long — a quarter
 // of it exceeds MuFloorDelay, so the link is slower than about 430 kbit/s

@@ -258,9 +258,11 @@
 // first SendUpdate, and no goroutine. TLS lets go of its handshake state
 // when the handshake completes (the peer's certificates are kept as DER
 // and parsed again by ConnectionState): an idle mutual-TLS connection
-// holds about 7 KB of heap at a listener with 10,000 (TestMeasureMemory).
-// A handshake in progress holds crypto/tls's state and goroutine, about
-// 30 KB, until it completes or HandshakeTimeout passes; Transport.
+// holds a few KB of heap at a listener with 10,000 (TestMeasureMemory;
+// bench/results/fleet.md, "10,000 agents again, after the fixes, on a
+// quiet machine"). A handshake in progress holds crypto/tls's state and
+// goroutine, several times that (bench/results/security.md,
+// "Footprint"), until it completes or HandshakeTimeout passes; Transport.
 // MaxHandshakes bounds how many a Listener runs at once, and
 // MaxHandshakesPerSource how many of them one source may hold. bench/cmd/loadtest
 // measures the heap per source of a monitor with thousands of ACP sources
@@ -281,10 +283,10 @@
 // before collecting); it is soft, so live data above it is not refused
 // (collection then takes at most about half the CPU). It counts more than
 // the heap, so leave room: for the agent with default buffers
-// GOMEMLIMIT=12MiB costs nothing (one collection in 10 s, as without it),
-// while 8MiB made it collect about 300 times a second without lowering its
-// peak. Use about 12 MiB plus what larger buffers add, under what the
-// device can give the process. It trims the collector's headroom only;
+// GOMEMLIMIT=12MiB costs nothing, while 8MiB made it collect over and
+// over without lowering its peak (bench/results/z-agent.md,
+// "GOMEMLIMIT"). Use about 12 MiB plus what larger buffers add, under what
+// the device can give the process. It trims the collector's headroom only;
 // live buffers stay, so lower Config.SendBuffer and Config.ReceiveWindow
 // to bound those.
 //

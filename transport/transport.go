@@ -76,10 +76,11 @@ type Transport struct {
 	// MaxHandshakes bounds the handshakes a Listener runs at once:
 	// connections admitted whose TLS handshake has not completed. A
 	// handshake in progress costs what a connection does and more: the
-	// handshake state crypto/tls keeps (about 25 KB of heap with mutual
-	// TLS) and the goroutine its QUIC API runs each handshake on (an 8 KB
-	// stack), both until the client sends its Finished or HandshakeTimeout
-	// passes. An Initial beyond it is dropped (ListenerStats.
+	// handshake state crypto/tls keeps (tens of KB of heap with mutual
+	// TLS: bench/results/security.md, "Footprint") and the goroutine its
+	// QUIC API runs each handshake on (an 8 KB stack), both until the
+	// client sends its Finished or HandshakeTimeout passes. An Initial
+	// beyond it is dropped (ListenerStats.
 	// InitialsHandshakeLimit) and its client retries, as a TCP client
 	// does a SYN a full SYN queue dropped; connections that completed
 	// their handshake do not count. With Retry on, only clients that
@@ -90,8 +91,8 @@ type Transport struct {
 	// Initial refused there is counted as InitialsHandshakeLimit too).
 	// Default 1,000:
 	// 1,000 handshakes completing in a round trip each serve thousands of
-	// devices reconnecting at once, and at most about 33 MB are held by
-	// clients that never finish.
+	// devices reconnecting at once, and what clients that never finish
+	// hold is bounded by a thousand handshakes' state.
 	MaxHandshakes int
 	// MaxHandshakesPerSource bounds the handshakes one source (as
 	// MaxConnectionsPerSource counts them: an IPv4 address, an IPv6 /64)

@@ -93,10 +93,10 @@ import (
 // first packet learns the base only once a queue drains. A return path
 // that another flow's bulk data holds full (paper-sensitivity-rev: CUBIC
 // on the reverse path) is thinned too, though the ACKs are not what fills
-// it: there it gains nothing and cost owd 2 % of its goodput and 11 ms of
-// p95 one-way delay over 20 seeds (1.04 → 1.02 Mbit/s, 81 → 92 ms); telling
-// the two apart needs the ACKs' share of the return path, which the
-// sender does not see. In the plaintext
+// it: there it gains nothing and costs owd a little goodput and some p95
+// one-way delay (bench/results/history.md, "ACK frequency beside a
+// return path another flow fills"); telling the two apart needs the ACKs'
+// share of the return path, which the sender does not see. In the plaintext
 // mode the server's Accept is 14 bytes longer for the parameter, which
 // shifts the first packets' timing: runs on paths where nothing is ever
 // thinned differ from before by that perturbation only.

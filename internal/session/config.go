@@ -38,7 +38,8 @@ type Config struct {
 	// name already checked): the session then builds its controller when
 	// the stream first needs it rather than in New. A connection that
 	// never sends stream data (a monitor's, which only receives updates)
-	// never holds one: 2 KiB per connection for the default controller.
+	// never holds one, and saves what the default controller costs a
+	// connection (bench/results/security.md, "Footprint").
 	// Set by default with the default NewController.
 	CC string
 	// NewUpdatePolicy builds the update-rate regulator; size is the update size
@@ -48,9 +49,9 @@ type Config struct {
 	// (an acp.PolicyNames entry the transport checked), and lets the
 	// session build its regulator when it first sends an update rather
 	// than in New, as CC does for the controller: a monitor's
-	// connection, which only receives updates, then holds none (1.5 KiB
-	// for the ACP regulator). A NewUpdatePolicy that fails all the same fails
-	// that first SendUpdate.
+	// connection, which only receives updates, then holds none and saves
+	// the regulator's memory (bench/results/security.md, "Footprint"). A
+	// NewUpdatePolicy that fails all the same fails that first SendUpdate.
 	UpdatePolicy string
 
 	// TLS, if set, secures the session: a TLS 1.3 handshake (crypto/tls's

@@ -8,12 +8,13 @@ import (
 // peerCerts keeps the peer's certificates of a completed handshake as
 // their DER bytes, and parses them again when the application asks for
 // the TLS state. crypto/tls hands over parsed certificates: with mutual
-// TLS about 2.7 KB a connection for a device's one P-256 certificate (the
-// x509.Certificate, its names, extensions and public key, and the
-// handshake message its Raw points into), against the 400 or so bytes of
-// its DER. A monitor holds one per device for the connection's life and
-// reads it once, when it accepts the connection (to name the device), so
-// keeping the bytes and parsing on demand (some µs) is the better trade.
+// TLS, for a device's one P-256 certificate, several times the 400 or so
+// bytes of its DER (the x509.Certificate, its names, extensions and
+// public key, and the handshake message its Raw points into;
+// bench/results/security.md, "Footprint"). A monitor holds one per device
+// for the connection's life and reads it once, when it accepts the
+// connection (to name the device), so keeping the bytes and parsing on
+// demand (some µs) is the better trade.
 type peerCerts struct {
 	der [][]byte // the peer's certificates, in ConnectionState.PeerCertificates order; one backing array
 	// chains are ConnectionState.VerifiedChains with the peer's own

@@ -148,9 +148,10 @@ const (
 	// full-size acknowledged in between, make a black hole suspected (and
 	// confirmed by probes), once a small packet sent since the first of
 	// them has crossed: the PING's ACK restarts the retransmission timer,
-	// so about 0.9 s of a bulk transfer into a path whose MTU fell, the
-	// confirmation included (TestPMTUBlackHoleFallsBack), well before
-	// PathDeadTimeouts.
+	// so a bulk transfer into a path whose MTU fell finds it, the
+	// confirmation included, well before PathDeadTimeouts
+	// (TestPMTUBlackHoleFallsBack; bench/results/transport.md, "Path MTU
+	// discovery").
 	pmtuBlackHoleEvents = 3
 	// DefaultMaxDatagramPMTUD is the default ceiling of discovery (the
 	// largest datagram, UDP payload bytes): a 1500-byte Ethernet MTU less

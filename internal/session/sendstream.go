@@ -218,7 +218,8 @@ const bufferRTTs = 4
 // limit) to the front happens at most once per limit bytes written, an
 // amortised copy of at most one byte per byte sent. (With an array of
 // exactly limit bytes, a writer that keeps the buffer full would move the
-// whole buffer on every ACK: 26 % of the CPU in the loopback profile.)
+// whole buffer on every ACK, a large part of the CPU in the loopback
+// profile: bench/results/transport.md, "How fresh got there".)
 func (s *sendStream) compact(need int) {
 	if 2*need > cap(s.arr) && cap(s.arr) < 2*max(s.limit, need) {
 		size := max(2*cap(s.arr), 2*need, 64<<10)

@@ -337,11 +337,10 @@ func (s *Session) window() int64 {
 // 500 ms windows, trusted once 4 windows (2 s) have samples. Half as many
 // windows as the 250 ms the estimator was first run with, for 1.9 KiB a
 // connection instead of 3.8 (a monitor holds one per source): each window
-// keeps the minimum of twice the samples. Simulated (20 seeds, 60 s,
-// jittery 20 ms paths), the mean OWD error is the same (5.9, 51 and
-// 211 µs at 100, 10 and 2.5 exchanges/s, against 5.9, 51 and 213), the
-// worst within 25 % either way; the transport's clock-step recovery
-// (FaultClockStep) re-synchronises in 1.5 s instead of 1.7.
+// keeps the minimum of twice the samples. Simulated on jittery paths the
+// mean OWD error is the same as with the shorter windows, and the
+// transport's clock-step recovery (FaultClockStep) is no slower
+// (bench/results/history.md, "The in-band clock estimator's windows").
 var inbandConfig = clock.InbandConfig{Window: 500 * time.Millisecond, Windows: 120, MinWindows: 4}
 
 // clockEstimator returns the in-band offset estimator, created with the
@@ -814,7 +813,8 @@ func (s *Session) onAck(now clock.Mono, wallUS int64, h wire.Header, a *wire.Ack
 	// probes, while this timer declares its flight lost and resends it, and
 	// resending again at the un-backed-off timeout while the fade's
 	// retransmissions still queue on the slow link filled the queue (the
-	// simulator's UMTS uplink trace, seed 6: queue p95 364 → 782 ms).
+	// simulator's UMTS uplink trace: bench/results/history.md, "The
+	// retransmission timeout's backoff after a fade").
 	if res.NewLargest {
 		s.answered = true
 	}

@@ -123,8 +123,8 @@
 //     receive queue per connection) and need both ends to enable it.
 //   - It would not be cheaper. Its information source alone, a qlog
 //     recorder that receives quic-go's events and does nothing with them,
-//     costs plain quic-go 10–15 % more CPU per GB on loopback; the whole
-//     shim costs 13–15 % (bench/cmd/quicbench, bench/results/quichook.md),
+//     costs plain quic-go most of the CPU per GB on loopback that the
+//     whole shim costs (bench/cmd/quicbench, bench/results/quichook.md),
 //     and the tracer design would still need its own write gate and
 //     reports.
 //
