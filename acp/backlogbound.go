@@ -50,10 +50,11 @@ import (
 const (
 	// DefaultBacklogBound is B = 10 updates in flight on a path that
 	// shows no other traffic: an age within 1/(B + 1) ≈ 9 % of the path's
-	// one-way delay where the rate is not limited otherwise, the largest
-	// B for which the regulator stays within 1.10× of the oracle on the
-	// idle 10 Mbit/s, 100 ms path (the oracle fills the path, far above
-	// the 100 Hz of B/SRTT there: bench/results/acp-judge.md).
+	// one-way delay where the rate is not limited otherwise, and the
+	// smallest B tried for which the regulator stays within 1.10× of the
+	// oracle on the idle 10 Mbit/s, 100 ms path (the oracle fills the
+	// path, far above the 100 Hz of B/SRTT there; 4 and 6 do not, and a
+	// larger B costs the elastic flows more: bench/results/acp-judge.md).
 	DefaultBacklogBound = 10.0
 	// sharedBacklog is B on a path that shows a neighbour's queue: 6. On
 	// the judge's acp draws, 6 where shared kept the elastic flows within

@@ -22,7 +22,7 @@ import (
 // measurements), and ρ exceeded every delivery rate of those 10 s by more
 // than their noise, ρ > max d·(1 + max(RateBand, 3ε)), where ε is the
 // running mean (gain 1/8, as the age's noise band) of |ρ − d|/ρ over the
-// epochs that were not saturated, starting from a prior of 10 % before the
+// epochs that were not saturated, starting from a prior of 3 % before the
 // first epoch has measured it (satNoisePrior). The second condition tells the updates' own queue from a
 // neighbour's: beside a flow whose queue grows and drains, the updates'
 // delivery rate falls below their send rate while the queue grows, but the
