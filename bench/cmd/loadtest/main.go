@@ -54,7 +54,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"os"
 	"os/exec"
@@ -67,6 +66,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/internal/loadgen"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
@@ -165,20 +166,6 @@ type Report struct {
 	LoadAvg string `json:"loadavg_1m"`
 }
 
-// loadAverage is the 1-minute load average and the number of CPUs, or ""
-// where /proc/loadavg is missing.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s on %d CPUs", f[0], runtime.NumCPU())
-}
-
 // AgeSpread is one age figure across sources, milliseconds.
 type AgeSpread struct {
 	Mean, Median, P95, Max float64
@@ -194,8 +181,7 @@ func spread(v []time.Duration) AgeSpread {
 		sum += d
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	at := func(q float64) time.Duration { return v[min(int(q*float64(len(v))), len(v)-1)] }
-	return AgeSpread{Mean: ms(sum / time.Duration(len(v))), Median: ms(at(0.5)), P95: ms(at(0.95)), Max: ms(v[len(v)-1])}
+	return AgeSpread{Mean: ms(sum / time.Duration(len(v))), Median: ms(loadgen.Quantile(v, 0.5)), P95: ms(loadgen.Quantile(v, 0.95)), Max: ms(v[len(v)-1])}
 }
 
 // memory is the monitor's heap and stacks after collecting twice.
@@ -222,7 +208,7 @@ func runMonitor(ctx context.Context, args []string, stdout io.Writer) (*Report, 
 }
 
 func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error) {
-	if err := raiseFileLimit(); err != nil {
+	if err := loadgen.RaiseFileLimit(); err != nil {
 		return nil, err
 	}
 	cfg := transport.Config{IdleTimeout: 30 * time.Second, Insecure: o.insecure}
@@ -399,7 +385,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 		rep.GenCPUS = cpu.Seconds()
 	}
 	rep.Generator = strings.TrimPrefix(genSummary, "sources: ")
-	rep.LoadAvg = loadAverage()
+	rep.LoadAvg = loadgen.LoadAverage(1)
 	stopAccept()
 	readers.Wait()
 	printReport(stdout, rep)
