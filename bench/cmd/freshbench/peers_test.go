@@ -13,32 +13,6 @@ import (
 	"github.com/fresh-udp/fresh/bench/scenario"
 )
 
-// A streaming point is a telemetry flow's p95 age over the runs against
-// the upload's goodput in its file, labelled with whose upload it was; a
-// sleeping one is the wake-to-stored median against the bytes per wake.
-func TestPeerPoints(t *testing.T) {
-	run := func(age, upload float64) *report.Run {
-		return &report.Run{Scenario: "s", Flows: []report.Flow{
-			{Name: "mqtt", Kind: scenario.KindTelemetry, AgeMs: &report.AgeStats{P95: age}},
-			{Name: "cubic", Kind: scenario.KindIperf3, GoodputBps: upload},
-		}}
-	}
-	pts, sleeping, err := peerPoints([]*report.Run{run(100, 8e6), run(300, 10e6)})
-	require.NoError(t, err)
-	require.False(t, sleeping)
-	require.Equal(t, []peerPoint{{label: "mqtt + CUBIC upload", x: 200, y: 9}}, pts)
-
-	wake := &report.Run{Scenario: "w", Flows: []report.Flow{{Name: "fresh", Kind: scenario.KindTelemetry, Sent: 4,
-		WakeToStoredMs: &report.Stats{P50: 65}, Link: &report.LinkCount{DataBytes: 3000, ReturnBytes: 1000}}}}
-	pts, sleeping, err = peerPoints([]*report.Run{wake})
-	require.NoError(t, err)
-	require.True(t, sleeping)
-	require.Equal(t, []peerPoint{{label: "fresh", x: 65, y: 1000}}, pts)
-
-	_, _, err = peerPoints([]*report.Run{run(1, 1), {Scenario: "s"}})
-	require.ErrorContains(t, err, "missing from a run")
-}
-
 func TestPeersCommand(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "r.json")
