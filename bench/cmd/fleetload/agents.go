@@ -43,11 +43,7 @@ func agentName(i int) string { return fmt.Sprintf("agent-%05d", i+1) }
 // certificate for 127.0.0.1 and n agent certificates, signed on every
 // CPU.
 func newPKI(dir string, n int) (*pki, error) {
-	ca, err := devcert.NewCA("fleetload CA")
-	if err != nil {
-		return nil, err
-	}
-	mon, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+	ca, mon, err := loadgen.LocalCA("fleetload CA")
 	if err != nil {
 		return nil, err
 	}

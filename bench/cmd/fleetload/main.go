@@ -66,7 +66,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -75,7 +74,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -223,12 +221,8 @@ type Quantiles struct {
 }
 
 func quantiles(v []time.Duration) Quantiles {
-	if len(v) == 0 {
-		return Quantiles{}
-	}
-	slices.Sort(v)
-	at := func(q float64) float64 { return float64(loadgen.Quantile(v, q)) / 1e6 }
-	return Quantiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: float64(v[len(v)-1]) / 1e6}
+	q := loadgen.QuantilesMs(v, 0.50, 0.95, 0.99, 1)
+	return Quantiles{P50: q[0], P95: q[1], P99: q[2], Max: q[3]}
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error) {
@@ -280,8 +274,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 	printTable(stdout, reps)
 	printSplit(stdout, reps)
 	if o.json != "" {
-		b, _ := json.MarshalIndent(reps, "", "  ")
-		if err := os.WriteFile(o.json, append(b, '\n'), 0o644); err != nil {
+		if err := loadgen.WriteJSON(o.json, reps); err != nil {
 			return reps, err
 		}
 	}

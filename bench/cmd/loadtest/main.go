@@ -50,7 +50,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -69,7 +68,6 @@ import (
 	"github.com/fresh-udp/fresh/bench/internal/loadgen"
 	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // childEnv marks the generator process: it holds the flags the monitor
@@ -172,16 +170,15 @@ type AgeSpread struct {
 }
 
 func spread(v []time.Duration) AgeSpread {
+	q := loadgen.QuantilesMs(v, 0.5, 0.95, 1)
 	if len(v) == 0 {
 		return AgeSpread{}
 	}
-	slices.Sort(v)
 	var sum time.Duration
 	for _, d := range v {
 		sum += d
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	return AgeSpread{Mean: ms(sum / time.Duration(len(v))), Median: ms(loadgen.Quantile(v, 0.5)), P95: ms(loadgen.Quantile(v, 0.95)), Max: ms(v[len(v)-1])}
+	return AgeSpread{Mean: float64(sum/time.Duration(len(v))) / 1e6, Median: q[0], P95: q[1], Max: q[2]}
 }
 
 // memory is the monitor's heap and stacks after collecting twice.
@@ -216,11 +213,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	if !o.insecure {
 		// A throwaway CA: the monitor's certificate, and the root the
 		// generator verifies it with (passed in its environment).
-		ca, err := devcert.NewCA("loadtest CA")
-		if err != nil {
-			return nil, err
-		}
-		cert, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+		ca, cert, err := loadgen.LocalCA("loadtest CA")
 		if err != nil {
 			return nil, err
 		}
@@ -390,8 +383,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	readers.Wait()
 	printReport(stdout, rep)
 	if o.json != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.WriteFile(o.json, append(b, '\n'), 0o644); err != nil {
+		if err := loadgen.WriteJSON(o.json, rep); err != nil {
 			return nil, err
 		}
 	}

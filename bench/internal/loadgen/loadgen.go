@@ -8,13 +8,18 @@ package loadgen
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // ShardSize is how many sources one ticker goroutine drives.
@@ -69,11 +74,43 @@ func LoadAverage(fields int) string {
 	return fmt.Sprintf("%s on %d CPUs", strings.Join(f[:fields], " "), runtime.NumCPU())
 }
 
-// Quantile is the q-quantile of sorted, the element at index ⌊q·n⌋ (the
-// last for q = 1); 0 for none.
-func Quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
+// QuantilesMs sorts v and returns its q-quantiles, for each q of qs, in
+// milliseconds: the element at index ⌊q·n⌋ (the last for q = 1). Zeros
+// for no samples.
+func QuantilesMs(v []time.Duration, qs ...float64) []float64 {
+	out := make([]float64, len(qs))
+	if len(v) == 0 {
+		return out
 	}
-	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
+	slices.Sort(v)
+	for i, q := range qs {
+		out[i] = float64(v[min(int(q*float64(len(v))), len(v)-1)]) / 1e6
+	}
+	return out
+}
+
+// WriteJSON writes a load test's report to path: indented by two spaces,
+// with a final newline.
+func WriteJSON(path string, report any) error {
+	b, err := json.MarshalIndent(report, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// LocalCA is a throwaway CA named name (transport/devcert: the shape of
+// examples/certgen's) and the certificate it issued for a monitor on
+// loopback, for "localhost" and 127.0.0.1, which the load's sources
+// verify and dial.
+func LocalCA(name string) (*devcert.CA, tls.Certificate, error) {
+	ca, err := devcert.NewCA(name)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	cert, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	return ca, cert, nil
 }

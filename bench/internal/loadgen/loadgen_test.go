@@ -2,7 +2,10 @@ package loadgen
 
 import (
 	"context"
+	"crypto/x509"
+	"math"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -57,13 +60,22 @@ func TestTickEnded(t *testing.T) {
 	Tick(ctx, 10, 0.001, func(int, int, uint64) { t.Error("ticked after the context ended") })
 }
 
-func TestQuantile(t *testing.T) {
-	require.Zero(t, Quantile(nil, 0.5))
-	v := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	require.Equal(t, time.Duration(6), Quantile(v, 0.5), "index ⌊0.5·10⌋ = 5")
-	require.Equal(t, time.Duration(10), Quantile(v, 0.95))
-	require.Equal(t, time.Duration(10), Quantile(v, 1), "the last, not past it")
-	require.Equal(t, time.Duration(1), Quantile(v, 0))
+func TestQuantilesMs(t *testing.T) {
+	require.Equal(t, []float64{0, 0}, QuantilesMs(nil, 0.5, 1))
+	ms := time.Millisecond
+	v := []time.Duration{10 * ms, 9 * ms, 8 * ms, 7 * ms, 6 * ms, 5 * ms, 4 * ms, 3 * ms, 2 * ms, 1 * ms}
+	require.Equal(t, []float64{6, 10, 10, 1}, QuantilesMs(v, 0.5, 0.95, 1, 0), "index ⌊q·10⌋, the last for 1")
+	require.Equal(t, 1*ms, v[0], "v is sorted in place")
+}
+
+// The CA issued the monitor's certificate for what the sources dial.
+func TestLocalCA(t *testing.T) {
+	ca, cert, err := LocalCA("test CA")
+	require.NoError(t, err)
+	require.NotNil(t, cert.Leaf)
+	_, err = cert.Leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), DNSName: "localhost"})
+	require.NoError(t, err)
+	require.Contains(t, cert.Leaf.IPAddresses[0].String(), "127.0.0.1")
 }
 
 func TestLoadAverage(t *testing.T) {
@@ -74,4 +86,15 @@ func TestLoadAverage(t *testing.T) {
 	require.Regexp(t, `^[0-9.]+ on [0-9]+ CPUs$`, LoadAverage(1))
 	require.Regexp(t, `^[0-9.]+ [0-9.]+ [0-9.]+ on [0-9]+ CPUs$`, LoadAverage(3))
 	require.Empty(t, LoadAverage(100), "fewer fields than asked for")
+}
+
+func TestWriteJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.json")
+	require.NoError(t, WriteJSON(path, struct {
+		Agents int `json:"agents"`
+	}{20}))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "{\n  \"agents\": 20\n}\n", string(b))
+	require.Error(t, WriteJSON(path, math.NaN()), "what JSON cannot hold")
 }
