@@ -1,11 +1,16 @@
 // Package report defines the result of one benchmark run (the result JSON),
 // shared by the simulator (bench/sim), the emulator (bench/emu) and
-// freshbench, which writes it with --json and plots it with --plot. The JSON
-// names are read by other tools: keep them stable.
+// freshbench, which writes it with --json (Marshal, as every JSON file the
+// benchmark writes) and plots it with --plot (bench/plots). The JSON names
+// are read by other tools: keep them stable.
 package report
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"math"
+	"os"
 	"slices"
 )
 
@@ -210,4 +215,61 @@ func (r *Run) Flow(name string) (Flow, bool) {
 		}
 	}
 	return Flow{}, false
+}
+
+// RoundSig rounds x to n significant digits (x itself for 0, NaN and
+// ±Inf): a swept rate that its label names exactly, a table cell, an
+// axis tick.
+func RoundSig(x float64, n int) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	p := float64(n) - math.Ceil(math.Log10(math.Abs(x)))
+	if p >= 0 {
+		pow := math.Pow(10, p)
+		return math.Round(x*pow) / pow
+	}
+	pow := math.Pow(10, -p)
+	return math.Round(x/pow) * pow
+}
+
+// Marshal is the encoding of every JSON file the benchmark writes (the
+// runs, the sweep summaries, the baselines): indented by two spaces, map
+// keys sorted (encoding/json sorts them), and a final newline, so that the
+// same runs give the same bytes (Run keeps wall-clock times out of its
+// JSON).
+func Marshal(v any) ([]byte, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// ReadRuns reads a result JSON file: the array of runs --json writes. A
+// file that is not one is an error naming it.
+func ReadRuns(path string) ([]*Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*Run
+	if err := json.Unmarshal(b, &runs); err != nil || len(runs) == 0 {
+		return nil, fmt.Errorf("%s: not the JSON array of runs that emu --json writes (%v)", path, err)
+	}
+	return runs, nil
+}
+
+// WriteJSON writes v, as Marshal encodes it, to the file path, or to
+// stdout for "-".
+func WriteJSON(path string, v any, stdout io.Writer) error {
+	b, err := Marshal(v)
+	if err != nil {
+		return err
+	}
+	if path == "-" {
+		_, err = stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }

@@ -426,9 +426,9 @@ func TestTLS(t *testing.T) {
 		require.NoError(t, err)
 		ln, err := transport.Listen("127.0.0.1:0", cfg)
 		require.NoError(t, err)
-		var srvText bytes.Buffer
+		var srvText syncbuf.Buffer
 		srvErr := make(chan error, 1)
-		go func() { srvErr <- serve(ctx, ln, o, &lockedWriter{w: &srvText}) }()
+		go func() { srvErr <- serve(ctx, ln, o, &srvText) }()
 		port := strconv.Itoa(ln.Addr().(*net.UDPAddr).Port)
 		err = run(ctx, []string{"-c", "127.0.0.1", "-p", port, "-t", "0.5", "--ca", files.CA}, io.Discard)
 		require.ErrorContains(t, err, "certificate required")
@@ -452,10 +452,10 @@ func TestTLS(t *testing.T) {
 	ln, err := transport.Listen("127.0.0.1:0", cfg)
 	require.NoError(t, err)
 	defer ln.Close()
-	var srvText bytes.Buffer
+	var srvText syncbuf.Buffer
 	srvErr := make(chan error, 1)
 	sctx, stop := context.WithCancel(ctx)
-	go func() { srvErr <- serve(sctx, ln, o, &lockedWriter{w: &srvText}) }()
+	go func() { srvErr <- serve(sctx, ln, o, &srvText) }()
 	port := strconv.Itoa(ln.Addr().(*net.UDPAddr).Port)
 	for _, tc := range []struct {
 		args []string

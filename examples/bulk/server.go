@@ -16,6 +16,7 @@ import (
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/dscp"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -23,7 +24,7 @@ import (
 // iperf3's server it runs one test at a time: a client that connects
 // meanwhile is told the server is busy (errBusy) and hung up on.
 func serve(ctx context.Context, ln *transport.Listener, o *options, stdout io.Writer) error {
-	out := &lockedWriter{w: stdout}
+	out := syncbuf.NewWriter(stdout)
 	text := io.Writer(out)
 	if o.json {
 		text = io.Discard
@@ -346,16 +347,4 @@ func peerCert(c *transport.Conn) *x509.Certificate {
 		return nil
 	}
 	return st.PeerCertificates[0]
-}
-
-// lockedWriter serialises writes from several goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -102,6 +102,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
 	"github.com/fresh-udp/fresh/transport"
 )
 
@@ -181,7 +182,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	out := &lockedWriter{w: stdout}
+	out := syncbuf.NewWriter(stdout)
 	fmt.Fprintf(out, "monitor: listening on %s (%s)\n", ln.Addr(), security(o))
 
 	var wg sync.WaitGroup
@@ -598,16 +599,4 @@ func printable(p []byte) string {
 		return "`" + string(r[:max]) + "`…"
 	}
 	return "`" + s + "`"
-}
-
-// lockedWriter serialises writes from several goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

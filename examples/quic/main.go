@@ -27,7 +27,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +34,7 @@ import (
 
 	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/examples/internal/cli"
+	"github.com/fresh-udp/fresh/examples/internal/syncbuf"
 	"github.com/fresh-udp/fresh/internal/units"
 	"github.com/fresh-udp/fresh/transport/devcert"
 	"github.com/fresh-udp/fresh/transport/quichook"
@@ -58,7 +58,7 @@ type options struct {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
-	out = &syncWriter{w: out} // the server's connections and the demo's client print concurrently
+	out = syncbuf.NewWriter(out) // the server's connections and the demo's client print concurrently
 	fs := flag.NewFlagSet("quic", flag.ContinueOnError)
 	var o options
 	size := units.Size(20e6)
@@ -152,18 +152,6 @@ func resolve(ctx context.Context, hostport string) (*net.UDPAddr, error) {
 		return nil, cli.Usagef("-c %s: port %q is not a number or a known service (%v)", hostport, port, err)
 	}
 	return &net.UDPAddr{IP: addrs[0].Unmap().AsSlice(), Port: n}, nil
-}
-
-// syncWriter serialises writes to w.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
 }
 
 func stack(o options) string {

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/internal/loadgen"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
@@ -43,11 +43,7 @@ func agentName(i int) string { return fmt.Sprintf("agent-%05d", i+1) }
 // certificate for 127.0.0.1 and n agent certificates, signed on every
 // CPU.
 func newPKI(dir string, n int) (*pki, error) {
-	ca, err := devcert.NewCA("fleetload CA")
-	if err != nil {
-		return nil, err
-	}
-	mon, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+	ca, mon, err := loadgen.LocalCA("fleetload CA")
 	if err != nil {
 		return nil, err
 	}
@@ -171,10 +167,10 @@ type fleet struct {
 func dial(ctx context.Context, p *pki, addrs []string, n, perSocket, parallel int, rate float64) (*fleet, error) {
 	f := &fleet{agents: make([]*agent, n)}
 	// One clock for every connection, not a clock.System per Config:
-	// one object instead of 10,000. (Before the Transport's driver
+	// one object instead of one per agent. (Before the Transport's driver
 	// converted each connection's deadlines to its own clock, a clock per
-	// Dial also stalled every handshake on a shared Transport past ~170
-	// Dials; this program found that.)
+	// Dial also stalled every handshake on a shared Transport once enough
+	// agents shared it; this program found that.)
 	clk := clock.NewSystem()
 	for lo := 0; lo < n; lo += perSocket {
 		udp, err := transport.ListenUDP("127.0.0.1:0", false)
@@ -237,44 +233,21 @@ func dial(ctx context.Context, p *pki, addrs []string, n, perSocket, parallel in
 	return f, nil
 }
 
-// shardSize is how many agents one ticker goroutine drives.
-const shardSize = 50
-
 // send has every agent hand the regulator a sample rate times a second
-// (shards of agents, each at a random phase so that they do not tick
-// together) until ctx ends. ACP (Config.UpdatePolicy's default) decides
-// which of them go out: only the freshest waiting one is ever sent.
+// (in shards, each at a random phase: loadgen.Tick) until ctx ends. ACP
+// (Config.UpdatePolicy's default) decides which of them go out: only the
+// freshest waiting one is ever sent.
 func (f *fleet) send(ctx context.Context, rate float64) {
-	period := time.Duration(float64(time.Second) / rate)
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(f.agents); lo += shardSize {
-		shard := f.agents[lo:min(lo+shardSize, len(f.agents))]
-		wg.Go(func() {
-			select {
-			case <-time.After(rand.N(period)):
-			case <-ctx.Done():
-				return
+	loadgen.Tick(ctx, len(f.agents), rate, func(lo, hi int, _ uint64) {
+		var b [payloadSize]byte
+		for i, a := range f.agents[lo:hi] {
+			seq, gen := a.lastSeq+1, time.Now().UnixMicro()
+			encodePayload(b[:], lo+i, seq, gen)
+			if a.conn.SendUpdate(b[:]) == nil {
+				a.lastSeq, a.lastGen = seq, gen
 			}
-			t := time.NewTicker(period)
-			defer t.Stop()
-			var b [payloadSize]byte
-			for {
-				for i, a := range shard {
-					seq, gen := a.lastSeq+1, time.Now().UnixMicro()
-					encodePayload(b[:], lo+i, seq, gen)
-					if a.conn.SendUpdate(b[:]) == nil {
-						a.lastSeq, a.lastGen = seq, gen
-					}
-				}
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+		}
+	})
 }
 
 func (f *fleet) close() {

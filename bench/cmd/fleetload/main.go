@@ -66,7 +66,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -75,13 +74,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/internal/loadgen"
 	"github.com/fresh-udp/fresh/bench/internal/rusage"
 )
 
@@ -223,24 +221,8 @@ type Quantiles struct {
 }
 
 func quantiles(v []time.Duration) Quantiles {
-	if len(v) == 0 {
-		return Quantiles{}
-	}
-	slices.Sort(v)
-	at := func(q float64) float64 { return float64(v[min(int(q*float64(len(v))), len(v)-1)]) / 1e6 }
-	return Quantiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: float64(v[len(v)-1]) / 1e6}
-}
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return fmt.Sprintf("%s %s %s on %d CPUs", f[0], f[1], f[2], runtime.NumCPU())
+	q := loadgen.QuantilesMs(v, 0.50, 0.95, 0.99, 1)
+	return Quantiles{P50: q[0], P95: q[1], P99: q[2], Max: q[3]}
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error) {
@@ -248,7 +230,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 	if err != nil {
 		return nil, err
 	}
-	if err := raiseFileLimit(); err != nil {
+	if err := loadgen.RaiseFileLimit(); err != nil {
 		return nil, fmt.Errorf("raising the open-file limit: %w", err)
 	}
 	tmp, err := os.MkdirTemp("", "fleetload-")
@@ -292,8 +274,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 	printTable(stdout, reps)
 	printSplit(stdout, reps)
 	if o.json != "" {
-		b, _ := json.MarshalIndent(reps, "", "  ")
-		if err := os.WriteFile(o.json, append(b, '\n'), 0o644); err != nil {
+		if err := loadgen.WriteJSON(o.json, reps); err != nil {
 			return reps, err
 		}
 	}
@@ -314,7 +295,7 @@ func heapInuse(addr string) (heap, goroutines float64, err error) {
 }
 
 func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, stdout io.Writer) (rep *Report, err error) {
-	rep = &Report{Agents: o.agents, Monitors: m, Rate: o.rate, LoadBefore: loadAverage()}
+	rep = &Report{Agents: o.agents, Monitors: m, Rate: o.rate, LoadBefore: loadgen.LoadAverage(3)}
 	procs, err := startMonitorsPprof(ctx, exe, dir, m, p.files)
 	defer func() {
 		for _, pr := range procs {
@@ -438,7 +419,7 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	rep.AgeMonitor, rep.AgeStore, rep.AgeWatcher = quantiles(w.toMonitor), quantiles(w.toStore), quantiles(w.toWatcher)
 	w.mu.Unlock()
 	rep.SeenPerS = float64(rep.Seen) / (window.Seconds() + rep.SettleS)
-	rep.LoadAfter = loadAverage()
+	rep.LoadAfter = loadgen.LoadAverage(3)
 	return rep, nil
 }
 

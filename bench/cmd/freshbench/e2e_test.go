@@ -10,14 +10,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fresh-udp/fresh/bench/internal/benchtest"
 	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/sweep"
 )
 
 // TestEndToEnd runs the real simulator through the command line twice:
 // exit 0, the same JSON bytes, the plots and the sweep written.
 func TestEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	scen := writeScenario(t, dir, "s.json", testScenario)
+	scen := benchtest.WriteFile(t, dir, "s.json", benchtest.Scenario)
 	var files [][]byte
 	for i, sub := range []string{"a", "b"} {
 		out := filepath.Join(dir, sub)
@@ -49,7 +51,7 @@ func TestEndToEnd(t *testing.T) {
 
 	var runs []report.Run
 	require.NoError(t, json.Unmarshal(files[0], &runs))
-	require.Greater(t, len(runs), 2+2+sweepCoarse)
+	require.Greater(t, len(runs), 2+2+sweep.Coarse)
 	require.Equal(t, "owd", runs[0].CC)
 	require.Equal(t, "cubic", runs[1].CC)
 	require.Equal(t, "acp", runs[2].CC)
@@ -57,7 +59,7 @@ func TestEndToEnd(t *testing.T) {
 	require.Equal(t, 10.0, runs[0].DurationS)
 	require.Equal(t, int64(7), runs[0].Seed)
 
-	var sums []sweepSummary
+	var sums []sweep.Summary
 	b, err := os.ReadFile(filepath.Join(dir, "a", "sweep.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &sums))
@@ -70,6 +72,6 @@ func TestEndToEnd(t *testing.T) {
 
 	for _, name := range []string{"dumbbell-test-throughput.png", "dumbbell-test-owd.png", "dumbbell-test-cwnd.png",
 		"dumbbell-test-age.png", "dumbbell-test-cdf.png", "dumbbell-test-summary.png", "dumbbell-test-sweep.png"} {
-		requirePNG(t, filepath.Join(dir, "a", "plots", name))
+		benchtest.RequirePNG(t, filepath.Join(dir, "a", "plots", name))
 	}
 }

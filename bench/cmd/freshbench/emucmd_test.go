@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/bench/emudriver"
+	"github.com/fresh-udp/fresh/bench/internal/benchtest"
 	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/runner"
 	"github.com/fresh-udp/fresh/bench/scenario"
 	"github.com/fresh-udp/fresh/bench/sim"
 	"github.com/fresh-udp/fresh/internal/realtime"
@@ -20,10 +22,10 @@ import (
 
 // fakeEmu stands in for emudriver.Run: the fake simulator's result,
 // relabelled as the emulator's, and it records what it was given.
-func fakeEmu(got *[]emudriver.Options) emuFunc {
+func fakeEmu(got *[]emudriver.Options) runner.EmuFunc {
 	return func(_ context.Context, s *scenario.Scenario, o emudriver.Options) (*report.Run, error) {
 		*got = append(*got, o)
-		r, err := fakeSim(s, sim.Options{CC: o.CC, Trace: o.Trace})
+		r, err := benchtest.Sim(s, sim.Options{CC: o.CC, Trace: o.Trace})
 		if err == nil {
 			r.Driver = "emu"
 			r.WallS = r.DurationS + 0.3
@@ -32,15 +34,21 @@ func fakeEmu(got *[]emudriver.Options) emuFunc {
 	}
 }
 
+// emuWith runs "freshbench emu args" with emu instead of the emulator, as
+// main runs it, and returns the exit code.
+func emuWith(args []string, stdout, stderr *bytes.Buffer, emu runner.EmuFunc) int {
+	return commands["emu"].finish("emu", runEmu(context.Background(), args, stdout, stderr, emu), stdout, stderr)
+}
+
 // TestEmuCommandWithFake: the emu command drives the shared table, JSON
 // and plot code with the emulator's options, and labels the speed as
 // real time.
 func TestEmuCommandWithFake(t *testing.T) {
 	dir := t.TempDir()
-	scen := writeScenario(t, dir, "s.json", testScenario)
+	scen := benchtest.WriteFile(t, dir, "s.json", benchtest.Scenario)
 	var opts []emudriver.Options
 	var stdout, stderr bytes.Buffer
-	code := runEmu(context.Background(), []string{"--relay", "--cc", "owd,cubic", "--duration", "12s", "--json", "-", scen},
+	code := emuWith([]string{"--relay", "--cc", "owd,cubic", "--duration", "12s", "--json", "-", scen},
 		&stdout, &stderr, fakeEmu(&opts))
 	require.Equal(t, exitOK, code, stderr.String())
 	require.Len(t, opts, 2)
@@ -53,29 +61,19 @@ func TestEmuCommandWithFake(t *testing.T) {
 	require.Len(t, runs, 2)
 	require.Equal(t, "emu", runs[0]["driver"])
 
-	// The options reach the emulator as the simCommand sets them.
-	progress := func(time.Duration, time.Duration) {}
-	_, err := emuAsSim(context.Background(), fakeEmu(&opts), true)(loadTestScenario(t), sim.Options{CC: "reno", Trace: true, SampleInterval: time.Second, Progress: progress})
-	require.NoError(t, err)
-	o := opts[len(opts)-1]
-	require.Equal(t, "reno", o.CC)
-	require.True(t, o.Trace)
-	require.Equal(t, time.Second, o.SampleInterval)
-	require.NotNil(t, o.Progress)
-	require.True(t, o.TUN)
 }
 
 func TestEmuCommandUsage(t *testing.T) {
 	dir := t.TempDir()
-	scen := writeScenario(t, dir, "s.json", testScenario)
+	scen := benchtest.WriteFile(t, dir, "s.json", benchtest.Scenario)
 	// The server side has one update policy: reverse flows must share it.
-	mixed := writeScenario(t, dir, "mixed.json", `{"name": "f", "duration": "5s",
+	mixed := benchtest.WriteFile(t, dir, "mixed.json", `{"name": "f", "duration": "5s",
 	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"},
 	  "flows": [{"kind": "bulk"}, {"name": "a", "kind": "fixed", "update_rate": 10, "reverse": true},
 	            {"name": "b", "kind": "lazy", "reverse": true}]}`)
-	iperf := writeScenario(t, dir, "iperf.json", `{"name": "i", "duration": "5s",
+	iperf := benchtest.WriteFile(t, dir, "iperf.json", `{"name": "i", "duration": "5s",
 	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [{"kind": "iperf3"}]}`)
-	badCC := writeScenario(t, dir, "vegas.json", `{"name": "v", "duration": "5s",
+	badCC := benchtest.WriteFile(t, dir, "vegas.json", `{"name": "v", "duration": "5s",
 	  "forward": {"rate": "1Mbps"}, "reverse": {"rate": "1Mbps"}, "flows": [{"kind": "iperf3", "cc": "vegas"}]}`)
 	for _, tc := range []struct {
 		args []string
@@ -92,7 +90,7 @@ func TestEmuCommandUsage(t *testing.T) {
 	} {
 		var opts []emudriver.Options
 		var stdout, stderr bytes.Buffer
-		code := runEmu(context.Background(), tc.args, &stdout, &stderr, fakeEmu(&opts))
+		code := emuWith(tc.args, &stdout, &stderr, fakeEmu(&opts))
 		require.Equal(t, exitUsage, code, tc.args)
 		require.Contains(t, stderr.String(), tc.want)
 		require.Empty(t, opts, "nothing ran: %v", tc.args)
@@ -106,7 +104,7 @@ func TestEmuCommandUsage(t *testing.T) {
 // scenario with a bulk flow and a reverse cbr flow.
 func TestEmuEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	scen := writeScenario(t, dir, "s.json", `{"name": "emu-e2e", "duration": "2s", "seed": 1,
+	scen := benchtest.WriteFile(t, dir, "s.json", `{"name": "emu-e2e", "duration": "2s", "seed": 1,
 	  "forward": {"rate": "5Mbps", "delay": "10ms", "queue": {"limit": 100}},
 	  "reverse": {"rate": "5Mbps", "delay": "10ms", "queue": {"limit": 100}},
 	  "flows": [{"name": "bulk", "kind": "bulk"}, {"name": "rev", "kind": "cbr", "rate": "500kbps", "reverse": true}]}`)
@@ -134,4 +132,26 @@ func TestEmuEndToEnd(t *testing.T) {
 	realtime.Check(t, r.Flows[1].GoodputBps > 250e3, "reverse cbr goodput %.0f bit/s > half its 500 kbit/s", r.Flows[1].GoodputBps)
 	require.Less(t, r.Flows[1].GoodputBps, 1.1*500e3)
 	require.Greater(t, r.Flows[1].OWDms.P50, 10.0)
+}
+
+// TestEmuRuns: --runs repeats each controller's run with the file's seed,
+// and the summary's share is fresh's beside kernel TCP when every bulk flow
+// is pinned.
+func TestEmuRuns(t *testing.T) {
+	dir := t.TempDir()
+	scen := benchtest.WriteFile(t, dir, "s.json", benchtest.Scenario)
+	var opts []emudriver.Options
+	var stdout, stderr bytes.Buffer
+	code := emuWith([]string{"--relay", "--runs", "3", "--cc", "owd,cubic", "--duration", "12s", "--json", "-", scen},
+		&stdout, &stderr, fakeEmu(&opts))
+	require.Equal(t, exitOK, code, stderr.String())
+	require.Len(t, opts, 6)
+	var runs []report.Run
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &runs))
+	require.Len(t, runs, 6)
+	for i, r := range runs {
+		require.Equal(t, int64(7), r.Seed)
+		require.Equal(t, []string{"owd", "cubic"}[i/3], r.CC)
+	}
+	require.Regexp(t, `dumbbell-test\s+owd\s+3\s+`, stderr.String())
 }

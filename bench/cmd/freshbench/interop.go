@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/fresh-udp/fresh/bench/e2e"
 	"github.com/fresh-udp/fresh/internal/realtime"
 )
 
 // "freshbench interop" prints the matrix of the interop-style fault suite
-// (bench/e2e: Cases, Run, the table TestInterop runs too).
+// (bench/e2e: Cases, Run, the table TestInterop runs too, RunMatrix).
 
 const interopUsage = `usage: freshbench interop [-cases LIST] [-full] [-strict] [-md]
 
@@ -46,27 +43,10 @@ Exit status: 0 every case passed (or was skipped), 1 a case failed
 usage error.
 `
 
-// runCase runs one case (e2e.Run; a test's fake).
-type runCase func(ctx context.Context, c e2e.Case, opts e2e.Options) e2e.Result
-
-func runInteropCommand(args []string, stdout, stderr io.Writer) int {
-	err := interopCommand(args, stdout, stderr, e2e.Run)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, interopUsage)
-		return exitOK
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		if exitCode(err) == exitUsage {
-			fmt.Fprintln(stderr, `run "freshbench interop -h" for usage`)
-		}
-	}
-	return exitCode(err)
-}
-
-func interopCommand(args []string, stdout, stderr io.Writer, run runCase) error {
-	fs := flag.NewFlagSet("interop", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+// interopCommand is "freshbench interop", running each case with run
+// (e2e.Run, or a test's fake).
+func interopCommand(args []string, stdout, stderr io.Writer, run func(context.Context, e2e.Case, e2e.Options) e2e.Result) error {
+	fs := newFlagSet("interop")
 	var list string
 	var md bool
 	opts := e2e.Options{Strict: realtime.Enabled(), Logf: func(format string, args ...any) {
@@ -76,11 +56,8 @@ func interopCommand(args []string, stdout, stderr io.Writer, run runCase) error 
 	fs.BoolVar(&opts.Full, "full", false, "")
 	fs.BoolVar(&opts.Strict, "strict", opts.Strict, "")
 	fs.BoolVar(&md, "md", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("freshbench interop: %v", err)
+	if err := parseFlags(fs, args, "freshbench interop"); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("freshbench interop: unexpected argument %q (name cases with -cases)", fs.Arg(0))
@@ -98,37 +75,8 @@ func interopCommand(args []string, stdout, stderr io.Writer, run runCase) error 
 		size = "full sizes"
 	}
 	fmt.Fprintf(stderr, "freshbench interop: %d cases, %s, bounds %s\n", len(cases), size, map[bool]string{true: "enforced", false: "measured only"}[opts.Strict])
-	if md {
-		fmt.Fprintln(stdout, "| case | result | time | bytes | promise | measured |")
-		fmt.Fprintln(stdout, "|---|---|---:|---:|---|---|")
-	} else {
-		fmt.Fprintf(stdout, "%-20s %-12s %8s %10s  %s\n", "case", "result", "time", "bytes", "measured")
-	}
-	failed := 0
-	for _, c := range cases {
-		res := run(context.Background(), c, opts)
-		verdict, detail := string(res.Status), res.Measured
-		if res.Err != nil {
-			detail = strings.TrimPrefix(detail+"; "+res.Err.Error(), "; ")
-		}
-		if res.Status == e2e.Fail {
-			failed++
-			if res.Known != "" {
-				verdict, detail = "fail (known)", detail+"; known: "+res.Known
-			}
-		}
-		took := res.Took.Round(100 * time.Millisecond)
-		if md {
-			fmt.Fprintf(stdout, "| `%s` | %s | %v | %d | %s | %s |\n", c.Name, verdict, took, res.Bytes, mdCell(c.Promise), mdCell(detail))
-		} else {
-			fmt.Fprintf(stdout, "%-20s %-12s %8v %10d  %s\n", c.Name, verdict, took, res.Bytes, detail)
-		}
-	}
-	if failed > 0 {
+	if failed := e2e.RunMatrix(context.Background(), stdout, md, cases, opts, run); failed > 0 {
 		return fmt.Errorf("freshbench interop: %d of %d cases failed", failed, len(cases))
 	}
 	return nil
 }
-
-// mdCell makes s safe in a Markdown table cell.
-func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 
+	"github.com/fresh-udp/fresh/bench/internal/progress"
 	"github.com/fresh-udp/fresh/bench/judge"
+	"github.com/fresh-udp/fresh/bench/report"
+	"github.com/fresh-udp/fresh/bench/seeds"
 )
 
 const judgeUsage = `usage: freshbench judge [flags]
@@ -61,8 +61,7 @@ func parseJudgeArgs(args []string) (*judgeConfig, error) {
 	jc := &judgeConfig{}
 	var families, seedList, ccList string
 	var draws int
-	fs := flag.NewFlagSet(prefix, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet(prefix)
 	fs.StringVar(&families, "families", strings.Join(judge.Families, ","), "")
 	fs.StringVar(&seedList, "seeds", "1-100", "")
 	fs.IntVar(&draws, "draws", 0, "")
@@ -72,37 +71,33 @@ func parseJudgeArgs(args []string) (*judgeConfig, error) {
 	fs.IntVar(&jc.cfg.OracleRates, "acp-oracle", 0, "")
 	fs.StringVar(&jc.JSON, "json", "", "")
 	fs.BoolVar(&jc.Markdown, "md", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usagef("%s: %v", prefix, err)
+	if err := parseFlags(fs, args, prefix); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usagef("%s: unexpected argument %q (the judge draws its own scenarios)", prefix, fs.Arg(0))
 	}
-	seeds, err := parseSeedList(prefix, seedList)
+	list, err := parseSeeds(prefix, seedList)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case draws < 0:
 		return nil, usagef("%s: --draws %d: want 0 (every seed) or more", prefix, draws)
-	case draws > len(seeds):
-		return nil, usagef("%s: --draws %d: --seeds %q has only %d seeds", prefix, draws, seedList, len(seeds))
+	case draws > len(list):
+		return nil, usagef("%s: --draws %d: --seeds %q has only %d seeds", prefix, draws, seedList, len(list))
 	case draws > 0:
-		seeds = seeds[:draws]
+		list = list[:draws]
 	}
-	if !(jc.cfg.Scale > 0) {
+	switch {
+	case !(jc.cfg.Scale > 0):
 		return nil, usagef("%s: --scale must be positive", prefix)
-	}
-	if jc.cfg.OracleRates < 0 || jc.cfg.OracleRates > 100 {
+	case jc.cfg.OracleRates < 0 || jc.cfg.OracleRates > 100:
 		return nil, usagef("%s: --acp-oracle %d: want 0 (no oracle) to 100 rates", prefix, jc.cfg.OracleRates)
-	}
-	if jc.cfg.Parallel < 1 {
+	case jc.cfg.Parallel < 1:
 		return nil, usagef("%s: --parallel must be at least 1", prefix)
 	}
-	jc.cfg.Seeds = seeds
+	jc.cfg.Seeds = list
 	jc.cfg.Families = splitList(families)
 	if err := judge.CheckFamilies(jc.cfg.Families); err != nil {
 		return nil, usagef("%s: --families: %v", prefix, err)
@@ -122,29 +117,16 @@ func splitList(s string) []string {
 	return out
 }
 
-// runJudgeCommand is "freshbench judge": it returns the exit code.
-func runJudgeCommand(args []string, stdout, stderr io.Writer) int {
+// judgeCommand is "freshbench judge": it judges, with a progress bar,
+// and writes the tables and the JSON.
+func judgeCommand(args []string, stdout, stderr io.Writer) error {
 	jc, err := parseJudgeArgs(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, judgeUsage)
-		return exitOK
-	}
-	if err == nil {
-		err = jc.run(judge.Judge, stdout, stderr)
-	}
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		if exitCode(err) == exitUsage {
-			fmt.Fprintln(stderr, `run "freshbench judge -h" for usage`)
-		}
+		return err
 	}
-	return exitCode(err)
-}
-
-func (jc *judgeConfig) run(judgeFn func(judge.Config) (*judge.Report, error), stdout, stderr io.Writer) error {
-	pb := newProgressBar(stderr, true, "judge")
+	pb := progress.New(stderr, true, "judge")
 	jc.cfg.Progress = func(done, total int) { pb.Set(float64(done) / float64(total)) }
-	rep, err := judgeFn(jc.cfg)
+	rep, err := judge.Judge(jc.cfg)
 	pb.Done()
 	if err != nil {
 		return fmt.Errorf("freshbench judge: %w", err)
@@ -154,7 +136,7 @@ func (jc *judgeConfig) run(judgeFn func(judge.Config) (*judge.Report, error), st
 		tables = stderr
 	}
 	if jc.Markdown {
-		err = judge.WriteMarkdown(tables, rep, seedLabel(jc.cfg.Seeds))
+		err = judge.WriteMarkdown(tables, rep, seeds.Label(jc.cfg.Seeds))
 	} else {
 		err = judge.WriteText(tables, rep, true)
 	}
@@ -162,16 +144,7 @@ func (jc *judgeConfig) run(judgeFn func(judge.Config) (*judge.Report, error), st
 		return fmt.Errorf("freshbench judge: %w", err)
 	}
 	if jc.JSON != "" {
-		b, err := marshalStable(rep)
-		if err != nil {
-			return fmt.Errorf("freshbench judge: --json: %w", err)
-		}
-		if jc.JSON == "-" {
-			_, err = stdout.Write(b)
-		} else {
-			err = os.WriteFile(jc.JSON, b, 0o644)
-		}
-		if err != nil {
+		if err := report.WriteJSON(jc.JSON, rep, stdout); err != nil {
 			return fmt.Errorf("freshbench judge: --json: %w", err)
 		}
 	}

@@ -1,22 +1,14 @@
 // Command freshbench runs the benchmark scenarios of bench/scenarios and
-// reports, stores and plots their results.
+// reports, stores and plots their results: "freshbench -h" lists its
+// commands, "freshbench <command> -h" their flags.
 //
-//	freshbench sim [flags] SCENARIO.json...
-//	freshbench emu --relay|--tun [flags] SCENARIO.json...
-//	freshbench results [--out FILE] [--plots DIR]
-//	freshbench traces [--seeds LIST] [--cc LIST] [--out DIR]
-//	freshbench interop [-cases LIST] [-full] [-strict] [-md]
-//	freshbench judge [-families LIST] [-seeds LIST] [-draws N] [-cc LIST] [-json FILE] [-md]
-//	freshbench peers --out FILE.png RESULT.json...
-//
-// runs each scenario in the virtual-time simulator (bench/sim), or in real
-// time with fresh endpoints through the emulated bottleneck (bench/emudriver),
-// once per controller given with --cc, and prints an iperf3-like summary
-// table; interop runs the interop-style fault suite (bench/e2e) and prints
-// its matrix, one line per case; judge draws scenarios at random from
-// named families and judges every controller on them (bench/judge). Every
-// flag, the scenario file and the result JSON are documented in
-// bench/README.md.
+// It is the command line: it parses the flags and hands the work to the
+// packages that do it — bench/runner (sim, emu: every scenario once per
+// --cc controller, in the virtual-time simulator or in real time through
+// the emulated bottleneck, with iperf3-like tables), bench/resultsmd,
+// bench/cellular (traces), bench/e2e (interop), bench/judge and
+// bench/plots (peers). Every flag, the scenario file and the result JSON
+// are documented in bench/README.md.
 //
 // Exit status: 0 on success, 2 for a usage error (bad flag, unreadable or
 // invalid scenario file), 1 when a run or writing its output fails.
@@ -24,9 +16,15 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/fresh-udp/fresh/bench/e2e"
+	"github.com/fresh-udp/fresh/bench/internal/usage"
+	"github.com/fresh-udp/fresh/bench/sim"
 )
 
 // Exit codes.
@@ -64,6 +62,29 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// command is a subcommand. run returns flag.ErrHelp for -h (then its
+// usage is printed) and a usage error for a bad command line or scenario
+// file; with hint, a usage error is followed by where the usage is.
+type command struct {
+	usage string
+	run   func(args []string, stdout, stderr io.Writer) error
+	hint  bool
+}
+
+var commands = map[string]command{
+	"sim":     {simUsage, simCommand, true},
+	"emu":     {emuUsage, emuCommand, true},
+	"results": {resultsUsage, resultsCommand, false},
+	"traces": {tracesUsage, func(args []string, stdout, stderr io.Writer) error {
+		return tracesCommand(args, stdout, stderr, sim.Run)
+	}, true},
+	"interop": {interopUsage, func(args []string, stdout, stderr io.Writer) error {
+		return interopCommand(args, stdout, stderr, e2e.Run)
+	}, true},
+	"judge": {judgeUsage, judgeCommand, true},
+	"peers": {peersUsage, peersCommand, false},
+}
+
 // run dispatches the subcommand and returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -74,42 +95,53 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, mainUsage)
 		return exitOK
-	case "sim":
-		return runSimCommand(args[1:], stdout, stderr)
-	case "emu":
-		return runEmuCommand(args[1:], stdout, stderr)
-	case "results":
-		return runResultsCommand(args[1:], stdout, stderr)
-	case "traces":
-		return runTracesCommand(args[1:], stdout, stderr)
-	case "interop":
-		return runInteropCommand(args[1:], stdout, stderr)
-	case "judge":
-		return runJudgeCommand(args[1:], stdout, stderr)
-	case "peers":
-		return runPeersCommand(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
-	return exitUsage
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "freshbench: unknown command %q\n\n%s", args[0], mainUsage)
+		return exitUsage
+	}
+	return c.finish(args[0], c.run(args[1:], stdout, stderr), stdout, stderr)
 }
 
-// usageError is a mistake on the command line or in a scenario file: the
+// finish prints what command cmd ended with — its usage for -h, the
+// error, and after a usage error where the usage is — and returns the
+// exit code.
+func (c command) finish(cmd string, err error, stdout, stderr io.Writer) int {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, c.usage)
+		return exitOK
+	case errors.Is(err, errSilent):
+		return exitFailure
+	case err != nil:
+		fmt.Fprintln(stderr, err)
+		if c.hint && exitCode(err) == exitUsage {
+			fmt.Fprintf(stderr, "run \"freshbench %s -h\" for usage\n", cmd)
+		}
+	}
+	return exitCode(err)
+}
+
+// errSilent fails a command with nothing more to say: its output could
+// not be written to stdout.
+var errSilent = errors.New("stdout")
+
+// withUsage is a usage error that prints usage after its message.
+func withUsage(usage, format string, args ...any) error {
+	return usagef("%s\n\n%s", fmt.Sprintf(format, args...), strings.TrimSuffix(usage, "\n"))
+}
+
+// usagef is a mistake on the command line or in a scenario file: the
 // message names the flag or file, and the exit code is exitUsage.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
+func usagef(format string, args ...any) error { return usage.Errorf(format, args...) }
 
 // exitCode maps an error to the exit status.
 func exitCode(err error) int {
-	var ue *usageError
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue):
+	case usage.Is(err):
 		return exitUsage
 	}
 	return exitFailure

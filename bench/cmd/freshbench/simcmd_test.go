@@ -1,21 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/bench/report"
-	"github.com/fresh-udp/fresh/bench/scenario"
-	"github.com/fresh-udp/fresh/bench/sim"
+	"github.com/fresh-udp/fresh/bench/internal/benchtest"
+	"github.com/fresh-udp/fresh/bench/runner"
 )
 
 func TestParseSimArgs(t *testing.T) {
@@ -27,12 +21,12 @@ func TestParseSimArgs(t *testing.T) {
 		{"files only", []string{"a.json", "b.json"}, simConfig{Scenarios: []string{"a.json", "b.json"}}},
 		{"all flags", []string{"--cc", "owd,cubic, reno", "--seed", "42", "--duration=30s", "--json", "out.json",
 			"--plot", "plots", "--acp-sweep", "--sweep-json", "sweep.json", "a.json"},
-			simConfig{CCs: []string{"owd", "cubic", "reno"}, Seed: 42, SeedSet: true, Duration: 30 * time.Second,
-				JSON: "out.json", PlotDir: "plots", ACPSweep: true, SweepJSON: "sweep.json", Scenarios: []string{"a.json"}}},
+			simConfig{Config: runner.Config{CCs: []string{"owd", "cubic", "reno"}, JSON: "out.json", PlotDir: "plots", ACPSweep: true, SweepJSON: "sweep.json"},
+				Seed: 42, SeedSet: true, Duration: 30 * time.Second, Scenarios: []string{"a.json"}}},
 		{"flags after files", []string{"a.json", "-cc", "htcp", "b.json", "--seed", "0"},
-			simConfig{CCs: []string{"htcp"}, SeedSet: true, Scenarios: []string{"a.json", "b.json"}}},
+			simConfig{Config: runner.Config{CCs: []string{"htcp"}}, SeedSet: true, Scenarios: []string{"a.json", "b.json"}}},
 		{"double dash", []string{"--json", "-", "--", "--weird.json"},
-			simConfig{JSON: "-", Scenarios: []string{"--weird.json"}}},
+			simConfig{Config: runner.Config{JSON: "-"}, Scenarios: []string{"--weird.json"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseSimArgs(tc.args)
@@ -84,125 +78,76 @@ func TestUsageNamesEveryFlag(t *testing.T) {
 
 func TestLoadScenariosOverrides(t *testing.T) {
 	dir := t.TempDir()
-	p := writeScenario(t, dir, "s.json", testScenario)
-	scs, err := loadScenarios(&simConfig{Scenarios: []string{p}, Seed: 99, SeedSet: true, Duration: 15 * time.Second})
+	p := benchtest.WriteFile(t, dir, "s.json", benchtest.Scenario)
+	scs, err := loadScenarios("sim", &simConfig{Scenarios: []string{p}, Seed: 99, SeedSet: true, Duration: 15 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, scs, 1)
 	require.Equal(t, int64(99), scs[0].Seed)
 	require.Equal(t, 15*time.Second, scs[0].Duration.D())
 
 	// The change at 10s and a flow start at 2s do not fit in 1s.
-	_, err = loadScenarios(&simConfig{Scenarios: []string{p}, Duration: time.Second})
+	_, err = loadScenarios("sim", &simConfig{Scenarios: []string{p}, Duration: time.Second})
 	require.Equal(t, exitUsage, exitCode(err))
 	require.Contains(t, err.Error(), p)
 	require.Contains(t, err.Error(), "--duration")
 
-	bad := writeScenario(t, dir, "bad.json", `{"name": "x", "duration": "1s", "typo": 1}`)
-	_, err = loadScenarios(&simConfig{Scenarios: []string{p, bad}})
+	bad := benchtest.WriteFile(t, dir, "bad.json", `{"name": "x", "duration": "1s", "typo": 1}`)
+	_, err = loadScenarios("sim", &simConfig{Scenarios: []string{p, bad}})
 	require.Equal(t, exitUsage, exitCode(err))
 	require.Contains(t, err.Error(), bad)
 }
 
-// runFake runs "freshbench sim args" with the fake simulator.
-func runFake(t *testing.T, run simFunc, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	cfg, err := parseSimArgs(args)
+func TestParseSeedsFlags(t *testing.T) {
+	cfg, err := parseSimArgs([]string{"a.json", "--seeds", "1-3", "-v", "--cc", "owd,cubic"})
 	require.NoError(t, err)
-	scs, err := loadScenarios(cfg)
-	require.NoError(t, err)
-	var out, errOut bytes.Buffer
-	err = newSimCommand(cfg, run, &out, &errOut).run(scs)
-	return out.String(), errOut.String(), err
-}
+	require.Equal(t, simConfig{Config: runner.Config{CCs: []string{"owd", "cubic"}, Seeds: []int64{1, 2, 3}, Verbose: true}, Scenarios: []string{"a.json"}}, *cfg)
+	require.True(t, cfg.Multi())
 
-func TestSimOrderAndLabels(t *testing.T) {
-	dir := t.TempDir()
-	a := writeScenario(t, dir, "a.json", testScenario)
-	b := writeScenario(t, dir, "b.json", strings.Replace(testScenario, "dumbbell-test", "second", 1))
-	jsonPath := filepath.Join(dir, "out.json")
-
-	_, _, err := runFake(t, fakeSim, "--cc", "owd,reno", "--json", jsonPath, a, b)
-	require.NoError(t, err)
-	var runs []report.Run
-	b1, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b1, &runs))
-	var got []string
-	for _, r := range runs {
-		got = append(got, r.Scenario+"/"+r.CC+"/"+r.Flows[0].CC+"/"+r.Flows[1].CC)
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"sim", []string{"--seed", "1", "--seeds", "1-2", "a.json"}, "--seed and --seeds are mutually exclusive"},
+		{"sim", []string{"--seeds", "1-2", "--seed", "0", "a.json"}, "--seed and --seeds are mutually exclusive"},
+		{"sim", []string{"--seeds", "2-1", "a.json"}, "runs backwards"},
+		{"sim", []string{"--seeds", "1-2", "--plot", "d", "a.json"}, "--plot draws one run"},
+		{"sim", []string{"--runs", "3", "a.json"}, "-runs"}, // emu only
+		{"emu", []string{"--tun", "--runs", "0", "a.json"}, "--runs must be at least 1"},
+		{"emu", []string{"--tun", "--runs", "2", "--plot", "d", "a.json"}, "--plot draws one run"},
+	} {
+		t.Run(tc.cmd+" "+strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := parseRunArgs(tc.cmd, tc.args)
+			require.Error(t, err)
+			require.Equal(t, exitUsage, exitCode(err))
+			require.Contains(t, err.Error(), tc.want)
+		})
 	}
-	// The pinned competitor keeps reno.
-	require.Equal(t, []string{"dumbbell-test/owd/owd/reno", "dumbbell-test/reno/reno/reno",
-		"second/owd/owd/reno", "second/reno/reno/reno"}, got)
-
-	// Without --cc: the file's controllers, labelled by the first bulk flow.
-	_, _, err = runFake(t, fakeSim, "--json", jsonPath, a)
+	cfg, err = parseRunArgs("sim", []string{"--seeds", "1-2", "--acp-sweep", "a.json"})
+	require.NoError(t, err, "the sweep runs every seed: paired oracles")
+	require.Equal(t, []int64{1, 2}, cfg.Seeds)
+	require.True(t, cfg.ACPSweep)
+	cfg, err = parseRunArgs("emu", []string{"--tun", "--runs", "5", "a.json"})
 	require.NoError(t, err)
-	b1, err = os.ReadFile(jsonPath)
+	require.Equal(t, 5, cfg.Runs)
+	require.True(t, cfg.Multi())
+	cfg, err = parseRunArgs("emu", []string{"--tun", "--runs", "1", "a.json"})
 	require.NoError(t, err)
-	runs = nil
-	require.NoError(t, json.Unmarshal(b1, &runs))
-	require.Len(t, runs, 1)
-	require.Equal(t, "cubic", runs[0].CC)
+	require.False(t, cfg.Multi(), "one run: the per-run table as before")
 
-	noBulk := loadTestScenario(t)
-	noBulk.Flows = noBulk.Flows[2:]
-	require.Equal(t, "-", defaultLabel(noBulk))
-	noBulk.Flows = append(noBulk.Flows, scenario.Flow{Kind: scenario.KindIperf3, CC: "bbr"})
-	require.Equal(t, "kernel-bbr", defaultLabel(noBulk), "emu --tun: the kernel's controller")
-}
-
-// TestJSONStable: the same inputs give a byte-identical file, "-" writes
-// the same bytes to stdout and moves the tables to stderr.
-func TestJSONStable(t *testing.T) {
-	dir := t.TempDir()
-	p := writeScenario(t, dir, "s.json", testScenario)
-	var files [][]byte
-	for i := range 2 {
-		out := filepath.Join(dir, "run"+string(rune('0'+i))+".json")
-		_, _, err := runFake(t, fakeSim, "--cc", "owd,cubic", "--acp-sweep", "--json", out, p)
-		require.NoError(t, err)
-		b, err := os.ReadFile(out)
-		require.NoError(t, err)
-		files = append(files, b)
+	for _, name := range []string{"seeds", "verbose"} {
+		require.Contains(t, simUsage, "--"+name+" ")
+		require.Contains(t, emuUsage, "--"+name+" ")
 	}
-	require.Equal(t, files[0], files[1])
-	require.True(t, bytes.HasSuffix(files[0], []byte("}\n]\n")))
-	require.NotContains(t, string(files[0]), "WallS")
-
-	stdout, stderr, err := runFake(t, fakeSim, "--cc", "owd,cubic", "--acp-sweep", "--json", "-", p)
-	require.NoError(t, err)
-	require.Equal(t, string(files[0]), stdout)
-	require.Contains(t, stderr, "SCENARIO")
-
-	// marshalStable sorts map keys.
-	r1 := &report.Run{Flows: []report.Flow{{SignalShare: map[string]float64{"z": 1, "a": 2, "m": 3}}}}
-	b, err := marshalStable([]*report.Run{r1})
-	require.NoError(t, err)
-	require.Less(t, strings.Index(string(b), `"a"`), strings.Index(string(b), `"z"`))
+	require.Contains(t, emuUsage, "--runs ")
 }
 
-func TestSimFailures(t *testing.T) {
-	p := writeScenario(t, t.TempDir(), "s.json", testScenario)
-	_, _, err := runFake(t, func(*scenario.Scenario, sim.Options) (*report.Run, error) {
-		return nil, errors.New("boom")
-	}, p)
-	require.Equal(t, exitFailure, exitCode(err))
-	require.Contains(t, err.Error(), "dumbbell-test, cc cubic: boom")
-
-	_, _, err = runFake(t, func(*scenario.Scenario, sim.Options) (*report.Run, error) {
-		panic("not implemented yet")
-	}, p)
-	require.Equal(t, exitFailure, exitCode(err))
-	require.Contains(t, err.Error(), "simulator panicked: not implemented yet")
-}
-
-func TestSimTableAndSpeed(t *testing.T) {
-	p := writeScenario(t, t.TempDir(), "s.json", testScenario)
-	stdout, stderr, err := runFake(t, fakeSim, "--cc", "owd", p)
+// A bad --seeds list is a usage error naming the flag and the list.
+func TestParseSeeds(t *testing.T) {
+	got, err := parseSeeds("freshbench sim", "1,3,7-9")
 	require.NoError(t, err)
-	require.Empty(t, stderr) // not a terminal: no progress bar
-	require.Contains(t, stdout, "dumbbell-test  owd  bulk")
-	require.Contains(t, stdout, "simulated 20 s in ")
-	require.Contains(t, stdout, "× real time)")
+	require.Equal(t, []int64{1, 3, 7, 8, 9}, got)
+	_, err = parseSeeds("freshbench sim", "5-3")
+	require.Equal(t, exitUsage, exitCode(err))
+	require.EqualError(t, err, `freshbench sim: --seeds "5-3": range "5-3" runs backwards`)
 }

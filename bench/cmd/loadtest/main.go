@@ -50,11 +50,9 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"io"
 	"os"
 	"os/exec"
@@ -67,8 +65,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/internal/loadgen"
+	"github.com/fresh-udp/fresh/bench/internal/rusage"
 	"github.com/fresh-udp/fresh/transport"
-	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
 // childEnv marks the generator process: it holds the flags the monitor
@@ -165,37 +164,21 @@ type Report struct {
 	LoadAvg string `json:"loadavg_1m"`
 }
 
-// loadAverage is the 1-minute load average and the number of CPUs, or ""
-// where /proc/loadavg is missing.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%s on %d CPUs", f[0], runtime.NumCPU())
-}
-
 // AgeSpread is one age figure across sources, milliseconds.
 type AgeSpread struct {
 	Mean, Median, P95, Max float64
 }
 
 func spread(v []time.Duration) AgeSpread {
+	q := loadgen.QuantilesMs(v, 0.5, 0.95, 1)
 	if len(v) == 0 {
 		return AgeSpread{}
 	}
-	slices.Sort(v)
 	var sum time.Duration
 	for _, d := range v {
 		sum += d
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	at := func(q float64) time.Duration { return v[min(int(q*float64(len(v))), len(v)-1)] }
-	return AgeSpread{Mean: ms(sum / time.Duration(len(v))), Median: ms(at(0.5)), P95: ms(at(0.95)), Max: ms(v[len(v)-1])}
+	return AgeSpread{Mean: float64(sum/time.Duration(len(v))) / 1e6, Median: q[0], P95: q[1], Max: q[2]}
 }
 
 // memory is the monitor's heap and stacks after collecting twice.
@@ -222,7 +205,7 @@ func runMonitor(ctx context.Context, args []string, stdout io.Writer) (*Report, 
 }
 
 func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error) {
-	if err := raiseFileLimit(); err != nil {
+	if err := loadgen.RaiseFileLimit(); err != nil {
 		return nil, err
 	}
 	cfg := transport.Config{IdleTimeout: 30 * time.Second, Insecure: o.insecure}
@@ -230,11 +213,7 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 	if !o.insecure {
 		// A throwaway CA: the monitor's certificate, and the root the
 		// generator verifies it with (passed in its environment).
-		ca, err := devcert.NewCA("loadtest CA")
-		if err != nil {
-			return nil, err
-		}
-		cert, err := ca.Issue("localhost", "localhost", "127.0.0.1")
+		ca, cert, err := loadgen.LocalCA("loadtest CA")
 		if err != nil {
 			return nil, err
 		}
@@ -399,13 +378,12 @@ func monitor(ctx context.Context, o *options, stdout io.Writer) (*Report, error)
 		rep.GenCPUS = cpu.Seconds()
 	}
 	rep.Generator = strings.TrimPrefix(genSummary, "sources: ")
-	rep.LoadAvg = loadAverage()
+	rep.LoadAvg = loadgen.LoadAverage(1)
 	stopAccept()
 	readers.Wait()
 	printReport(stdout, rep)
 	if o.json != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.WriteFile(o.json, append(b, '\n'), 0o644); err != nil {
+		if err := loadgen.WriteJSON(o.json, rep); err != nil {
 			return nil, err
 		}
 	}

@@ -9,16 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/internal/loadgen"
 	"github.com/fresh-udp/fresh/transport"
 )
-
-// shardSize is how many sources one ticker drives.
-const shardSize = 50
 
 // runSources is the generator: it dials every source, reports "ready" on
 // stdout, and has each hand a sample to its regulator -rate times a second
@@ -34,7 +31,7 @@ func runSources(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := raiseFileLimit(); err != nil {
+	if err := loadgen.RaiseFileLimit(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -86,39 +83,15 @@ func runSources(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	}
 	fmt.Fprintln(stdout, "ready")
 
-	// Sources tick in shards of shardSize, each shard at its own random
-	// phase: one ticker goroutine per shard rather than per source keeps
-	// the generator's own scheduling (10,000 tickers at 10 Hz) from being
-	// what delays the ACKs, which the regulators would take for a slow path.
-	period := time.Duration(float64(time.Second) / *rate)
-	for lo := 0; lo < len(conns); lo += shardSize {
-		shard := conns[lo:min(lo+shardSize, len(conns))]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select { // a random phase
-			case <-time.After(rand.N(period)):
-			case <-ctx.Done():
-				return
-			}
-			t := time.NewTicker(period)
-			defer t.Stop()
-			var sample [32]byte
-			for seq := uint64(0); ; seq++ {
-				for i, c := range shard {
-					binary.BigEndian.PutUint64(sample[:], uint64(lo+i))
-					binary.BigEndian.PutUint64(sample[8:], seq)
-					_ = c.SendUpdate(sample[:]) // an error: the source is closed; the monitor counts it
-				}
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	// Sources tick in shards, each at its own random phase (loadgen.Tick).
+	loadgen.Tick(ctx, len(conns), *rate, func(lo, hi int, seq uint64) {
+		var sample [32]byte
+		for i, c := range conns[lo:hi] {
+			binary.BigEndian.PutUint64(sample[:], uint64(lo+i))
+			binary.BigEndian.PutUint64(sample[8:], seq)
+			_ = c.SendUpdate(sample[:]) // an error: the source is closed; the monitor counts it
+		}
+	})
 	// What the regulators made of the path, for the monitor's report: ACP
 	// lowers its rate when backlog and age grow together, which a CPU
 	// shared by more than it can serve looks like.

@@ -1,11 +1,30 @@
-// Package syncbuf is the examples' tests' output buffer: a program's
-// goroutines write it while the test reads what has arrived so far.
+// Package syncbuf holds the examples' writers that several goroutines
+// share: Writer, a program's output that its connections' goroutines
+// write lines to, and Buffer, a test's output buffer that a program's
+// goroutines write while the test reads what has arrived so far.
 package syncbuf
 
 import (
 	"bytes"
+	"io"
 	"sync"
 )
+
+// Writer serialises writes to an io.Writer from several goroutines, so
+// that lines written at once are not interleaved.
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewWriter is a Writer that writes to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+func (s *Writer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
 
 // Buffer is a bytes.Buffer safe for concurrent writers and readers.
 type Buffer struct {
