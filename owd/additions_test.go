@@ -188,3 +188,40 @@ func TestDispersionNeedsPacketsSentClose(t *testing.T) {
 	}
 	require.Zero(t, d.packetTime(), "a 120 ms gap of packets sent 100 ms apart is no packet time")
 }
+
+// The slow-start rate rounds: a round ends at the ACK of the first
+// packet sent after it began (so a round's count runs one batch behind
+// the batches sent); the last two rounds give a growth, which counts
+// from ssRateGrowth up.
+func TestSlowStartRateRounds(t *testing.T) {
+	var r ssRate
+	now, pn := clock.Mono(0), cc.PacketNumber(0)
+	// batch sends n packets at once and has them acknowledged one RTT
+	// (100 ms) later, the ACKs spread over 1 ms.
+	batch := func(n int) {
+		first := pn + 1
+		pn += cc.PacketNumber(n)
+		now = now.Add(100 * time.Millisecond)
+		for p := first; p <= pn; p++ {
+			now = now.Add(time.Millisecond / time.Duration(n))
+			r.observe(now, p, mss, pn)
+		}
+	}
+	batch(5)
+	require.False(t, r.growing(), "no round completed yet")
+	batch(10)
+	batch(20)
+	batch(40)
+	require.True(t, r.growing(), "the rate doubled each round")
+	batch(40)
+	batch(40)
+	require.False(t, r.growing(), "the rate stayed")
+	batch(50)
+	batch(62)
+	require.False(t, r.growing(), "under ssRateGrowth")
+	batch(124)
+	batch(124)
+	require.True(t, r.growing())
+	r.reset()
+	require.False(t, r.growing(), "a new slow start knows no rounds")
+}

@@ -54,6 +54,9 @@ type Tuning struct {
 	// ssthresh or loss). By default slow start ends as soon as the queueing
 	// delay exceeds the exit threshold below, as HyStart does with RTT.
 	DisableEarlySlowStartExit bool
+	// DisableRateCorroboratedExit ends slow start on queueing delay alone,
+	// even while the delivery rate still grows (ssrate.go).
+	DisableRateCorroboratedExit bool
 	// SlowStartExitFraction sets the exit threshold as a fraction of OWDmin,
 	// clamped to [SlowStartExitMin, SlowStartExitMax]. Defaults 1/8, 4 ms and
 	// 16 ms: the clamp(minRTT/8, 4 ms, 16 ms) of HyStart++ (RFC 9406 §4.2),
@@ -138,7 +141,7 @@ type Tuning struct {
 	DisableQueueDrain bool
 	// DisableFreeRandomLoss makes every non-congestive loss cost
 	// NonCongestiveLossFactor; by default a loss in congestion avoidance
-	// with the queue clearly empty, while under 1 % of packets are lost,
+	// with the queue clearly empty, while under 2 % of packets are lost,
 	// costs nothing (freeLoss in controller.go).
 	DisableFreeRandomLoss bool
 	// DisableVelocity keeps the additive increase at one packet per round
@@ -151,8 +154,9 @@ type Tuning struct {
 	// rate beside a queue that does not empty, once Copa's test has asked,
 	// modulates its rate and enters competitive mode when the cross
 	// traffic answers and holds most of the link. Off by default: on the
-	// judge's held-out fillers draws it found some latecomers and cost
-	// as many switches the other tests made (bench/RESULTS.md).
+	// judge's held-out fillers draws it found some latecomers but cost
+	// more of the switches the other tests made than it found
+	// (bench/results/owd-elasticity.md).
 	ElasticityTest bool
 	// DisableLossLevelTest turns off the loss level test (losslevel.go):
 	// by default a loss costs the window nothing, whatever the loss rate

@@ -69,6 +69,7 @@ type Controller struct {
 	disp  dispersion  // dispersion.go: the bottleneck's packet time
 	resp  response    // response.go: does the delay follow the window?
 	vel   velocity    // velocity.go: a faster increase while the queue is empty
+	ssr   ssRate      // ssrate.go: does the delivery rate still grow in slow start?
 	used  inFlight    // the most in flight in this round trip and the last
 	bunch bunching    // bunching.go: does the link release packets in batches?
 	sizes packetSizes // size.go: is a packet's delay comparable with the others?
@@ -223,8 +224,10 @@ func (c *Controller) OnPacketSent(now clock.Mono, pn cc.PacketNumber, bytes, inF
 //  5. A full ACK ends loss recovery (RFC 6582).
 //  6. CUBIC and BBR, in competitive mode, take the ACK.
 //  7. The mode's transition function (onAck):
-//     - slow start: the exit on queueing delay (with the slow-start
-//     drain), growth by the bytes acknowledged, the exit at ssthresh;
+//     - slow start: the round's delivery rate (ssrate.go), the exit on
+//     queueing delay unless that rate still grows on a batching link
+//     (with the slow-start drain), growth by the bytes acknowledged,
+//     the exit at ssthresh;
 //     - avoidance: nothing while a push test holds its raised window;
 //     Copa's test (which may start a push test at the floor, a slowdown,
 //     or enter competitive mode), then, outside recovery: the rebase to slow start,
@@ -294,9 +297,11 @@ func (c *Controller) onAckSlowStart(now clock.Mono, ack cc.AckSample) {
 	a := c.active()
 	acked := float64(ack.Bytes) / c.mss
 	limited := c.limited(ack)
+	c.ssr.observe(now, ack.PacketNumber, ack.Bytes, c.largestSent)
 	if a.Ready() {
 		c.ssMaxOWDv = math.Max(c.ssMaxOWDv, a.Variation())
-		if !c.cfg.Tuning.DisableEarlySlowStartExit && a.QueueingDelay() > c.slowStartExitDelay(a) {
+		if !c.cfg.Tuning.DisableEarlySlowStartExit && a.QueueingDelay() > c.slowStartExitDelay(a) &&
+			(c.cfg.Tuning.DisableRateCorroboratedExit || !c.bunch.batched() || !c.ssr.growing()) {
 			if !c.cfg.Tuning.DisableSlowStartDrain && float64(a.Current()) > drainMinRatio*float64(a.floored()) {
 				// The exit is one round trip late: the window has
 				// doubled since the samples that showed the queue, and

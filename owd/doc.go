@@ -129,7 +129,10 @@
 //   - Slow start: cwnd += acked bytes (RFC 5681). The early exit (on by
 //     default) uses HyStart++'s threshold clamp(base/8, 4 ms, 16 ms)
 //     (RFC 9406 §4.2) on one-way queueing delay, once OWDcur is a filtered
-//     value (4 samples).
+//     value (4 samples). On a link that releases packets in batches the
+//     exit waits while the delivery rate still grows by half of slow
+//     start's doubling each round trip (ssrate.go, our addition): delay
+//     that rises while the rate doubles is the path's noise, not a queue.
 //   - Eq. 7, w(t+1) = w(t) + (d_s − D_s(t))/D_s(t)², depends on the unit
 //     of time as printed, so the delays are normalised by d_s = OWDmin:
 //     Δw = (1 − D/d)/(D/d)² per ACK while OWDv > μ, Eq. 2's +1/cwnd

@@ -160,6 +160,9 @@ func (c *Controller) setMode(now clock.Mono, to mode, why reason) {
 	} else {
 		c.mode = to
 	}
+	if to == modeSlowStart {
+		c.ssr.reset() // a new slow start's rounds (ssrate.go)
+	}
 	c.lastChange = ch
 	if c.onModeChange != nil {
 		c.onModeChange(ch)
