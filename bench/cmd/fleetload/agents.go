@@ -17,18 +17,16 @@ import (
 	"time"
 
 	"github.com/fresh-udp/fresh/bench/internal/loadgen"
+	"github.com/fresh-udp/fresh/bench/monitorproc"
 	"github.com/fresh-udp/fresh/clock"
 	"github.com/fresh-udp/fresh/transport"
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
-// credFiles are the monitor's credentials on disk, as its flags take them.
-type credFiles struct{ cert, key, ca string }
-
 // pki is one run's CA, the monitors' certificate (written into dir) and
 // every agent's client certificate (in memory).
 type pki struct {
-	files  credFiles
+	files  monitorproc.Creds
 	roots  *x509.CertPool
 	agents []tls.Certificate
 	names  []string // each agent's CommonName: its device name and KV key
@@ -51,9 +49,9 @@ func newPKI(dir string, n int) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pki{files: credFiles{filepath.Join(dir, "monitor.pem"), filepath.Join(dir, "monitor-key.pem"), filepath.Join(dir, "ca.pem")},
+	p := &pki{files: monitorproc.Creds{Cert: filepath.Join(dir, "monitor.pem"), Key: filepath.Join(dir, "monitor-key.pem"), CA: filepath.Join(dir, "ca.pem")},
 		roots: ca.Pool(), agents: make([]tls.Certificate, n), names: make([]string, n)}
-	for path, data := range map[string][]byte{p.files.cert: certPEM, p.files.key: keyPEM, p.files.ca: ca.CertPEM()} {
+	for path, data := range map[string][]byte{p.files.Cert: certPEM, p.files.Key: keyPEM, p.files.CA: ca.CertPEM()} {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
 		}
@@ -82,16 +80,16 @@ func newPKI(dir string, n int) (*pki, error) {
 // name order. The monitor's certificate must be valid for localhost (the
 // name the agents verify; certgen's default -hosts).
 func loadPKI(dir string, n int) (*pki, error) {
-	p := &pki{files: credFiles{filepath.Join(dir, "monitor.pem"), filepath.Join(dir, "monitor-key.pem"), filepath.Join(dir, "ca.pem")}}
-	b, err := os.ReadFile(p.files.ca)
+	p := &pki{files: monitorproc.Creds{Cert: filepath.Join(dir, "monitor.pem"), Key: filepath.Join(dir, "monitor-key.pem"), CA: filepath.Join(dir, "ca.pem")}}
+	b, err := os.ReadFile(p.files.CA)
 	if err != nil {
 		return nil, fmt.Errorf("-certs: %w", err)
 	}
 	p.roots = x509.NewCertPool()
 	if !p.roots.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("-certs: no PEM certificate in %s", p.files.ca)
+		return nil, fmt.Errorf("-certs: no PEM certificate in %s", p.files.CA)
 	}
-	if _, err := tls.LoadX509KeyPair(p.files.cert, p.files.key); err != nil {
+	if _, err := tls.LoadX509KeyPair(p.files.Cert, p.files.Key); err != nil {
 		return nil, fmt.Errorf("-certs: the monitor's certificate: %w", err)
 	}
 	dirs, err := os.ReadDir(filepath.Join(dir, "agents"))

@@ -70,7 +70,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -81,6 +80,7 @@ import (
 
 	"github.com/fresh-udp/fresh/bench/internal/loadgen"
 	"github.com/fresh-udp/fresh/bench/internal/rusage"
+	"github.com/fresh-udp/fresh/bench/monitorproc"
 )
 
 func main() {
@@ -242,7 +242,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 	if exe == "" {
 		fmt.Fprintf(stdout, "fleetload: building cmd/fresh-monitor\n")
 		start := time.Now()
-		if exe, err = buildMonitor(ctx, tmp, o.buildTime); err != nil {
+		if exe, err = monitorproc.Build(ctx, tmp, o.buildTime); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(stdout, "fleetload: built in %.1f s\n", time.Since(start).Seconds())
@@ -281,26 +281,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) ([]*Report, error
 	return reps, nil
 }
 
-// heapInuse forces a collection in the monitor (the pprof heap handler's
-// gc=1) and reads its heap in use and goroutines.
-func heapInuse(addr string) (heap, goroutines float64, err error) {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return 0, 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	v, err := scrape(addr, "go_memstats_heap_inuse_bytes", "go_goroutines")
-	return v["go_memstats_heap_inuse_bytes"], v["go_goroutines"], err
-}
-
 func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, stdout io.Writer) (rep *Report, err error) {
 	rep = &Report{Agents: o.agents, Monitors: m, Rate: o.rate, LoadBefore: loadgen.LoadAverage(3)}
 	procs, err := startMonitorsPprof(ctx, exe, dir, m, p.files)
 	defer func() {
 		for _, pr := range procs {
-			if serr := pr.stop(); serr != nil && err == nil && !isSignalExit(serr) {
-				err = fmt.Errorf("monitor %d: %w\n%s", pr.index, serr, pr.log.String())
+			if serr := pr.Stop(); serr != nil && err == nil && !isSignalExit(serr) {
+				err = fmt.Errorf("monitor %d: %w\n%s", pr.Index, serr, pr.Log())
 			}
 		}
 	}()
@@ -309,10 +296,10 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	}
 	addrs := make([]string, m)
 	for i, pr := range procs {
-		addrs[i] = pr.addr
+		addrs[i] = pr.Addr
 	}
-	fmt.Fprintf(stdout, "fleetload: %d monitors at %s; NATS at %s\n", m, strings.Join(addrs, ", "), procs[0].natsURL)
-	nc, kv, err := openKV(ctx, procs[0].natsURL)
+	fmt.Fprintf(stdout, "fleetload: %d monitors at %s; NATS at %s\n", m, strings.Join(addrs, ", "), procs[0].NATSURL)
+	nc, kv, err := openKV(ctx, procs[0].NATSURL)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +312,7 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 
 	before := make([]MonitorReport, m)
 	for i, pr := range procs {
-		if before[i].HeapBefore, _, err = heapInuse(pr.metrics); err != nil {
+		if before[i].HeapBefore, _, err = monitorproc.HeapInuse(pr.Metrics); err != nil {
 			return nil, fmt.Errorf("monitor %d metrics: %w", i, err)
 		}
 	}
@@ -341,7 +328,7 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 
 	cpu0 := make([]time.Duration, m)
 	for i, pr := range procs {
-		if cpu0[i], err = cpuTime(pr.cmd.Process.Pid); err != nil {
+		if cpu0[i], err = monitorproc.CPUTime(pr.Cmd.Process.Pid); err != nil {
 			return nil, err
 		}
 	}
@@ -359,7 +346,7 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	gen1, _ := rusage.Process()
 	rep.GeneratorCPU = (gen1 - gen0).Seconds() / window.Seconds()
 	for i, pr := range procs {
-		cpu1, err := cpuTime(pr.cmd.Process.Pid)
+		cpu1, err := monitorproc.CPUTime(pr.Cmd.Process.Pid)
 		if err != nil {
 			return nil, err
 		}
@@ -371,16 +358,16 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	// Memory at the end of the window, while every agent is connected.
 	for i, pr := range procs {
 		mr := &before[i]
-		if mr.HeapEnd, mr.Goroutines, err = heapInuse(pr.metrics); err != nil {
+		if mr.HeapEnd, mr.Goroutines, err = monitorproc.HeapInuse(pr.Metrics); err != nil {
 			return nil, fmt.Errorf("monitor %d metrics: %w", i, err)
 		}
 		if o.heapDir != "" {
 			name := fmt.Sprintf("heap-%dagents-%dmonitors-monitor%d.pb.gz", o.agents, m, i)
-			if err := saveHeapProfile(pr.metrics, filepath.Join(o.heapDir, name)); err != nil {
+			if err := monitorproc.SaveHeapProfile(pr.Metrics, filepath.Join(o.heapDir, name)); err != nil {
 				return nil, err
 			}
 		}
-		v, err := scrape(pr.metrics, "fresh_connections")
+		v, err := monitorproc.Scrape(pr.Metrics, "fresh_connections")
 		if err != nil {
 			return nil, err
 		}
@@ -403,14 +390,14 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	w.measured.Store(false)
 	rep.Check = check(ctx, kv, f)
 	for i, pr := range procs {
-		v, err := scrape(pr.metrics, "fresh_updates_stored_total", "fresh_updates_superseded_total")
+		v, err := monitorproc.Scrape(pr.Metrics, "fresh_updates_stored_total", "fresh_updates_superseded_total")
 		if err != nil {
 			return nil, err
 		}
 		before[i].Stored = v["fresh_updates_stored_total"]
 		rep.Stored += v["fresh_updates_stored_total"]
 		rep.Superseded += v["fresh_updates_superseded_total"]
-		rep.StoreErrors += storeErrors(pr.metrics)
+		rep.StoreErrors += monitorproc.StoreErrors(pr.Metrics)
 	}
 	rep.PerMonitor = before
 	w.mu.Lock()
@@ -423,33 +410,10 @@ func runOne(ctx context.Context, o *options, exe, dir string, p *pki, m int, std
 	return rep, nil
 }
 
-// saveHeapProfile writes the monitor's heap profile (pprof format) to path.
-func saveHeapProfile(addr, path string) error {
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// storeErrors is fresh_store_errors_total{store="kv"}.
-func storeErrors(addr string) float64 {
-	v, _ := scrape(addr, `fresh_store_errors_total{store="kv"}`)
-	return v[`fresh_store_errors_total{store="kv"}`]
-}
-
-// startMonitorsPprof is startMonitors with -pprof, which heapInuse needs.
-func startMonitorsPprof(ctx context.Context, exe, dir string, m int, creds credFiles) ([]*monitorProc, error) {
-	return startMonitors(ctx, exe, dir, m, creds, "-pprof")
+// startMonitorsPprof is monitorproc.Start with -pprof, which
+// monitorproc.HeapInuse needs.
+func startMonitorsPprof(ctx context.Context, exe, dir string, m int, creds monitorproc.Creds) ([]*monitorproc.Proc, error) {
+	return monitorproc.Start(ctx, exe, dir, m, creds, "-pprof")
 }
 
 // isSignalExit says a monitor ended by our SIGTERM without exiting 0

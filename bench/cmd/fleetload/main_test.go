@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/fresh-udp/fresh/bench/internal/rusage"
+	"github.com/fresh-udp/fresh/bench/monitorproc"
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
@@ -24,7 +24,7 @@ const fleetRunBudget = 2 * time.Minute
 // test binary has it, within what is left of the test binary's deadline
 // (go test -timeout, 10 min by default) once fleetRunBudget is set aside:
 // a first build compiles the NATS server, over a minute on a busy 2-core
-// machine, and a build that runs out says so (buildMonitor's error).
+// machine, and a build that runs out says so (monitorproc.Build's error).
 func buildForTest(t *testing.T) string {
 	t.Helper()
 	timeout := 10 * time.Minute
@@ -39,7 +39,7 @@ func buildForTest(t *testing.T) string {
 		flags = []string{"-race"}
 	}
 	start := time.Now()
-	exe, err := buildMonitor(context.Background(), t.TempDir(), timeout, flags...)
+	exe, err := monitorproc.Build(context.Background(), t.TempDir(), timeout, flags...)
 	require.NoError(t, err)
 	t.Logf("built cmd/fresh-monitor %v in %v", flags, time.Since(start).Round(100*time.Millisecond))
 	return exe
@@ -78,29 +78,6 @@ func TestFleetSmoke(t *testing.T) {
 	require.Positive(t, r.CPUCores, "the monitor's CPU was read")
 }
 
-// A build that runs out of time says so — the command, how long it ran,
-// the flag that gives it longer — and is not taken for a build run from
-// the wrong directory; one that fails says that, with the go command's
-// output; one whose caller gave up says that.
-func TestBuildMonitorErrors(t *testing.T) {
-	_, err := buildMonitor(context.Background(), t.TempDir(), time.Millisecond)
-	require.ErrorContains(t, err, "go build -o ")
-	require.ErrorContains(t, err, " github.com/fresh-udp/fresh/cmd/fresh-monitor: the build timed out: still compiling after ")
-	require.ErrorContains(t, err, "(-build-timeout 1ms; a first build compiles the NATS server, minutes on a busy machine): raise -build-timeout, or build it once and give -monitor-bin")
-	require.NotContains(t, err.Error(), "workspace")
-
-	_, err = buildMonitor(context.Background(), t.TempDir(), time.Minute, "-no-such-flag")
-	require.ErrorContains(t, err, "go build -o ")
-	require.ErrorContains(t, err, " -no-such-flag github.com/fresh-udp/fresh/cmd/fresh-monitor: the build failed after ")
-	require.ErrorContains(t, err, "flag provided but not defined", "the go command's own words")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = buildMonitor(ctx, t.TempDir(), time.Minute)
-	require.ErrorContains(t, err, ": stopped after ")
-	require.ErrorIs(t, err, context.Canceled)
-}
-
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-monitors", "2, 1", "-agents", "10"}, &strings.Builder{})
 	require.NoError(t, err)
@@ -110,23 +87,6 @@ func TestParseFlags(t *testing.T) {
 		_, err := parseFlags(args, &strings.Builder{})
 		require.Error(t, err, "%q", args)
 	}
-}
-
-// /proc/<pid>/stat's utime+stime agree with getrusage on this process,
-// to a couple of clock ticks.
-func TestCPUTimeReadsThisProcess(t *testing.T) {
-	for {
-		if d, err := rusage.Process(); err != nil || d > 200*time.Millisecond {
-			require.NoError(t, err)
-			break
-		}
-	}
-	lo, _ := rusage.Process()
-	d, err := cpuTime(os.Getpid())
-	require.NoError(t, err)
-	hi, _ := rusage.Process()
-	require.GreaterOrEqual(t, d, lo-30*time.Millisecond)
-	require.LessOrEqual(t, d, hi+30*time.Millisecond)
 }
 
 // writeCertgenLayout writes what certgen -dir dir -agents … writes, for

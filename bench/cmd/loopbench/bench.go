@@ -10,11 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fresh-udp/fresh/bench/loopback"
 	"github.com/fresh-udp/fresh/cc"
 )
-
-// writeChunk is the one buffer every in-process client writes from, bytes.
-const writeChunk = 64 << 10
 
 // bytesPerGB is the GB of "CPU-seconds per GB": 10⁹ bytes of payload.
 const bytesPerGB = 1e9
@@ -28,28 +26,18 @@ const (
 // freshStack names fresh with controller name in the report.
 func freshStack(name string) string { return "fresh/" + name }
 
-// transfer is what one stack reports for one transfer.
-type transfer struct {
-	bytes   cc.ByteCount  // payload the receiver counted
-	elapsed time.Duration // first write to the receiver's EOF
-	goodput cc.Bandwidth  // payload bit/s over elapsed
-	cpu     time.Duration // user+system CPU time charged to the transfer
-	lost    int64         // packets the sender declared lost (TCP: retransmitted segments)
-	detail  string        // what else is worth knowing ("GSO on", "cc bbr")
-}
-
 // stack is one contender: a name and a function that moves n bytes once.
 type stack struct {
 	name string
-	run  func(ctx context.Context, n cc.ByteCount) (transfer, error)
+	run  func(ctx context.Context, n cc.ByteCount) (loopback.Transfer, error)
 }
 
-// Sample is one transfer of one stack, as written to -json.
+// Sample is one loopback.Transfer of one stack, as written to -json.
 type Sample struct {
 	Stack           string  `json:"stack"`
 	Run             int     `json:"run"`                // round, from 1
 	Bytes           int64   `json:"bytes"`              // payload received
-	Seconds         float64 `json:"seconds"`            // transfer time
+	Seconds         float64 `json:"seconds"`            // loopback.Transfer time
 	GoodputGbps     float64 `json:"goodput_gbps"`       // payload, 10⁹ bit/s
 	CPUSeconds      float64 `json:"cpu_seconds"`        // user+system
 	CPUSecondsPerGB float64 `json:"cpu_seconds_per_gb"` // per 10⁹ bytes of payload
@@ -110,7 +98,7 @@ type Report struct {
 	Ratios  []Ratio   `json:"ratios"`
 }
 
-// failed reports whether any transfer failed.
+// failed reports whether any loopback.Transfer failed.
 func (r *Report) failed() bool {
 	for _, s := range r.Samples {
 		if s.Err != "" {
@@ -123,22 +111,22 @@ func (r *Report) failed() bool {
 // benchmark runs every stack opts.runs times, interleaved, and summarises.
 // Progress goes to log.
 func benchmark(opts options, command string, log io.Writer) (*Report, error) {
-	cert, err := selfSignedCert()
+	cert, err := loopback.NewCerts()
 	if err != nil {
 		return nil, err
 	}
 	var stacks []stack
 	for _, name := range opts.ccs {
-		stacks = append(stacks, stack{freshStack(name), func(ctx context.Context, n cc.ByteCount) (transfer, error) {
-			return runFresh(ctx, name, n, opts.maxDgram)
+		stacks = append(stacks, stack{freshStack(name), func(ctx context.Context, n cc.ByteCount) (loopback.Transfer, error) {
+			return loopback.Fresh(ctx, name, n, opts.maxDgram)
 		}})
 	}
-	stacks = append(stacks, stack{stackQUIC, func(ctx context.Context, n cc.ByteCount) (transfer, error) {
-		return runQUIC(ctx, cert, n)
+	stacks = append(stacks, stack{stackQUIC, func(ctx context.Context, n cc.ByteCount) (loopback.Transfer, error) {
+		return loopback.QUIC(ctx, cert, n)
 	}})
 	if opts.iperf3 {
-		stacks = append(stacks, stack{stackTCP, func(ctx context.Context, n cc.ByteCount) (transfer, error) {
-			return runIperf3(ctx, n, opts.iperf3CC)
+		stacks = append(stacks, stack{stackTCP, func(ctx context.Context, n cc.ByteCount) (loopback.Transfer, error) {
+			return loopback.IPerf3(ctx, n, opts.iperf3CC)
 		}})
 	}
 
@@ -169,7 +157,7 @@ func benchmark(opts options, command string, log io.Writer) (*Report, error) {
 	return rep, nil
 }
 
-// measure runs one transfer of st and turns it into a Sample.
+// measure runs one loopback.Transfer of st and turns it into a Sample.
 func measure(st stack, round int, n cc.ByteCount, timeout time.Duration) Sample {
 	// Collect the previous transfer's garbage now, not during this one.
 	runtime.GC()
@@ -181,35 +169,27 @@ func measure(st stack, round int, n cc.ByteCount, timeout time.Duration) Sample 
 	t, err := st.run(ctx, n)
 	wall := time.Since(wall0)
 	busy1, busyErr1 := machineBusy()
-	if err == nil && t.bytes != n {
-		err = fmt.Errorf("receiver counted %d bytes, want %d", t.bytes, n)
+	if err == nil && t.Bytes != n {
+		err = fmt.Errorf("receiver counted %d bytes, want %d", t.Bytes, n)
 	}
-	if err == nil && (t.elapsed <= 0 || t.goodput == 0) {
-		err = errors.New("no transfer time measured")
+	if err == nil && (t.Elapsed <= 0 || t.Goodput == 0) {
+		err = errors.New("no loopback.Transfer time measured")
 	}
 	if err != nil {
 		s.Err = err.Error()
 		return s
 	}
-	s.Bytes = int64(t.bytes)
-	s.Seconds = t.elapsed.Seconds()
-	s.GoodputGbps = float64(t.goodput) / 1e9
-	s.CPUSeconds = t.cpu.Seconds()
-	s.CPUSecondsPerGB = s.CPUSeconds / (float64(t.bytes) / bytesPerGB)
-	s.Detail = t.detail
-	s.LostPackets = t.lost
+	s.Bytes = int64(t.Bytes)
+	s.Seconds = t.Elapsed.Seconds()
+	s.GoodputGbps = float64(t.Goodput) / 1e9
+	s.CPUSeconds = t.CPU.Seconds()
+	s.CPUSecondsPerGB = s.CPUSeconds / (float64(t.Bytes) / bytesPerGB)
+	s.Detail = t.Detail
+	s.LostPackets = t.Lost
 	if busyErr == nil && busyErr1 == nil {
-		s.OthersCores = max(0, (busy1-busy0-t.cpu).Seconds()/wall.Seconds())
+		s.OthersCores = max(0, (busy1-busy0-t.CPU).Seconds()/wall.Seconds())
 	}
 	return s
-}
-
-// goodputOf is n bytes over elapsed, bit/s.
-func goodputOf(n cc.ByteCount, elapsed time.Duration) cc.Bandwidth {
-	if elapsed <= 0 {
-		return 0
-	}
-	return cc.Bandwidth(float64(n) * 8 / elapsed.Seconds())
 }
 
 // summarize computes each stack's medians, in stack order.

@@ -1,4 +1,9 @@
-package main
+// Package monitorproc runs cmd/fresh-monitor as processes, as a load test
+// needs them: it builds the binary from the workspace, starts M monitors
+// that share one NATS JetStream (the first embeds the server), waits
+// until each answers /readyz, reads their CPU time (/proc) and their
+// Prometheus metrics and heap, and stops them as an operator would.
+package monitorproc
 
 import (
 	"bufio"
@@ -19,13 +24,13 @@ import (
 	"time"
 )
 
-// buildMonitor builds cmd/fresh-monitor into dir with the go command
+// Build builds cmd/fresh-monitor into dir with the go command
 // (from the workspace this runs in: the monitor as the tree has it), with
 // flags (the test's -race) before the package, and gives the build at most
 // timeout: a first build compiles the embedded NATS server, minutes on a
 // busy small machine. Its error names the command, how long it ran and
 // what ended it.
-func buildMonitor(ctx context.Context, dir string, timeout time.Duration, flags ...string) (string, error) {
+func Build(ctx context.Context, dir string, timeout time.Duration, flags ...string) (string, error) {
 	exe := filepath.Join(dir, "fresh-monitor")
 	args := append(append([]string{"build", "-o", exe}, flags...), "github.com/fresh-udp/fresh/cmd/fresh-monitor")
 	bctx, cancel := context.WithTimeout(ctx, timeout)
@@ -52,22 +57,25 @@ func buildMonitor(ctx context.Context, dir string, timeout time.Duration, flags 
 	return "", fmt.Errorf("%s: the build failed after %v%s: %w\n%s", line, took, hint, err, out)
 }
 
-// monitorProc is one fresh-monitor process.
-type monitorProc struct {
-	index   int
-	cmd     *exec.Cmd
-	addr    string // UDP address agents dial
-	metrics string // host:port of /metrics
-	natsURL string // the embedded server's client URL (the first monitor's), else ""
+// Proc is one fresh-monitor process.
+type Proc struct {
+	Index   int
+	Cmd     *exec.Cmd
+	Addr    string // UDP address agents dial
+	Metrics string // host:port of /metrics
+	NATSURL string // the embedded server's client URL (the first monitor's), else ""
 	done    chan error
 	log     *tailBuffer
 }
 
-// freePort is a port nothing listens on now, on loopback, for network
+// Creds are the monitor's credentials on disk, as its flags take them.
+type Creds struct{ Cert, Key, CA string }
+
+// FreePort is a port nothing listens on now, on loopback, for network
 // ("udp" or "tcp"). The monitor binds it a moment later; another process
 // taking it in between makes that monitor fail to start, which is
 // reported.
-func freePort(network string) (int, error) {
+func FreePort(network string) (int, error) {
 	switch network {
 	case "udp":
 		c, err := net.ListenPacket("udp", "127.0.0.1:0")
@@ -86,63 +94,65 @@ func freePort(network string) (int, error) {
 	}
 }
 
-// startMonitors starts m monitors: the first embeds NATS (JetStream in
+// Start starts m monitors: the first embeds NATS (JetStream in
 // dir), the others connect to it; each on its own UDP port, metrics on
 // its own loopback port, extra appended to its flags. It returns once every one answers /readyz.
-func startMonitors(ctx context.Context, exe, dir string, m int, creds credFiles, extra ...string) ([]*monitorProc, error) {
-	var procs []*monitorProc
+func Start(ctx context.Context, exe, dir string, m int, creds Creds, extra ...string) ([]*Proc, error) {
+	var procs []*Proc
 	natsURL := ""
 	for i := range m {
-		udp, err := freePort("udp")
+		udp, err := FreePort("udp")
 		if err != nil {
 			return procs, err
 		}
-		mport, err := freePort("tcp")
+		mport, err := FreePort("tcp")
 		if err != nil {
 			return procs, err
 		}
-		p := &monitorProc{index: i, addr: fmt.Sprintf("127.0.0.1:%d", udp), metrics: fmt.Sprintf("127.0.0.1:%d", mport),
+		p := &Proc{Index: i, Addr: fmt.Sprintf("127.0.0.1:%d", udp), Metrics: fmt.Sprintf("127.0.0.1:%d", mport),
 			done: make(chan error, 1), log: &tailBuffer{max: 8 << 10}}
-		args := append([]string{"-listen", p.addr, "-cert", creds.cert, "-key", creds.key, "-ca", creds.ca, "-metrics", p.metrics}, extra...)
+		args := append([]string{"-listen", p.Addr, "-cert", creds.Cert, "-key", creds.Key, "-ca", creds.CA, "-metrics", p.Metrics}, extra...)
 		if i == 0 {
-			nport, err := freePort("tcp")
+			nport, err := FreePort("tcp")
 			if err != nil {
 				return procs, err
 			}
 			natsURL = fmt.Sprintf("nats://127.0.0.1:%d", nport)
-			p.natsURL = natsURL
+			p.NATSURL = natsURL
 			args = append(args, "-data", filepath.Join(dir, "jetstream"), "-nats-listen", fmt.Sprintf("127.0.0.1:%d", nport))
 		} else {
 			args = append(args, "-nats", natsURL)
 		}
-		p.cmd = exec.Command(exe, args...)
-		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-		if err := p.cmd.Start(); err != nil {
+		p.Cmd = exec.Command(exe, args...)
+		p.Cmd.Stdout, p.Cmd.Stderr = p.log, p.log
+		if err := p.Cmd.Start(); err != nil {
 			return procs, fmt.Errorf("monitor %d: %w", i, err)
 		}
-		go func() { p.done <- p.cmd.Wait() }()
+		go func() { p.done <- p.Cmd.Wait() }()
 		procs = append(procs, p)
 		// One at a time: the first must serve NATS before the others
 		// connect, and creating the buckets is the first one's.
-		if err := p.waitReady(ctx, 60*time.Second); err != nil {
+		if err := p.WaitReady(ctx, 60*time.Second); err != nil {
 			return procs, err
 		}
 	}
 	return procs, nil
 }
 
-func (p *monitorProc) waitReady(ctx context.Context, limit time.Duration) error {
+// WaitReady returns once the monitor answers /readyz, or an error with
+// the tail of its log if it exits first or limit passes.
+func (p *Proc) WaitReady(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return fmt.Errorf("monitor %d exited before it was ready (%v):\n%s", p.index, err, p.log.String())
+			return fmt.Errorf("monitor %d exited before it was ready (%v):\n%s", p.Index, err, p.log.String())
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
-		resp, err := http.Get("http://" + p.metrics + "/readyz")
+		resp, err := http.Get("http://" + p.Metrics + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -150,27 +160,27 @@ func (p *monitorProc) waitReady(ctx context.Context, limit time.Duration) error 
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("monitor %d not ready after %v:\n%s", p.index, limit, p.log.String())
+			return fmt.Errorf("monitor %d not ready after %v:\n%s", p.Index, limit, p.log.String())
 		}
 	}
 }
 
-// stop ends the monitor as an operator would (SIGTERM: it closes its
+// Stop ends the monitor as an operator would (SIGTERM: it closes its
 // connections and writes what is pending), killing it after 30 s.
-func (p *monitorProc) stop() error {
-	if p.cmd.Process == nil {
+func (p *Proc) Stop() error {
+	if p.Cmd.Process == nil {
 		return nil
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-p.done:
 		p.done <- err
 		return err
 	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
+		_ = p.Cmd.Process.Kill()
 		err := <-p.done
 		p.done <- err
-		return fmt.Errorf("monitor %d did not stop within 30 s of SIGTERM: killed", p.index)
+		return fmt.Errorf("monitor %d did not stop within 30 s of SIGTERM: killed", p.Index)
 	}
 }
 
@@ -179,9 +189,9 @@ func (p *monitorProc) stop() error {
 // whatever HZ it was built with).
 const clockTicks = 100
 
-// cpuTime is the process's user+system CPU time from /proc/<pid>/stat
+// CPUTime is the process's user+system CPU time from /proc/<pid>/stat
 // (fields 14 and 15, proc(5)), every thread.
-func cpuTime(pid int) (time.Duration, error) {
+func CPUTime(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -205,9 +215,9 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
-// scrape reads the named samples (unlabelled metrics) from a Prometheus
+// Scrape reads the named samples (unlabelled metrics) from a Prometheus
 // text exposition at http://addr/metrics.
-func scrape(addr string, names ...string) (map[string]float64, error) {
+func Scrape(addr string, names ...string) (map[string]float64, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return nil, err
@@ -262,3 +272,44 @@ func (t *tailBuffer) String() string {
 }
 
 var _ io.Writer = (*tailBuffer)(nil)
+
+// HeapInuse forces a collection in the monitor (the pprof heap handler's
+// gc=1; the monitor must run with -pprof) and reads its heap in use and
+// goroutines.
+func HeapInuse(addr string) (heap, goroutines float64, err error) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return 0, 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	v, err := Scrape(addr, "go_memstats_heap_inuse_bytes", "go_goroutines")
+	return v["go_memstats_heap_inuse_bytes"], v["go_goroutines"], err
+}
+
+// SaveHeapProfile writes the monitor's heap profile (pprof format) to path.
+func SaveHeapProfile(addr, path string) error {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// StoreErrors is fresh_store_errors_total{store="kv"}.
+func StoreErrors(addr string) float64 {
+	v, _ := Scrape(addr, `fresh_store_errors_total{store="kv"}`)
+	return v[`fresh_store_errors_total{store="kv"}`]
+}
+
+// Log is the tail of the monitor's standard output and error.
+func (p *Proc) Log() string { return p.log.String() }

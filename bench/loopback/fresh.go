@@ -1,4 +1,4 @@
-package main
+package loopback
 
 import (
 	"context"
@@ -9,20 +9,20 @@ import (
 	"github.com/fresh-udp/fresh/transport/devcert"
 )
 
-// runFresh moves n bytes over one fresh stream on loopback, with controller
+// Fresh moves n bytes over one fresh stream on loopback, with controller
 // ccName, MaxDatagram maxDatagram (0: the default) and every other Config
 // field at its default.
-func runFresh(ctx context.Context, ccName string, n cc.ByteCount, maxDatagram int) (transfer, error) {
+func Fresh(ctx context.Context, ccName string, n cc.ByteCount, maxDatagram int) (Transfer, error) {
 	// TLS as shipped (quic-go encrypts too), with throwaway loopback
 	// credentials.
 	tlsConf, err := devcert.Loopback()
 	if err != nil {
-		return transfer{}, err
+		return Transfer{}, err
 	}
 	cfg := transport.Config{CC: ccName, TLS: tlsConf, MaxDatagram: maxDatagram}
 	ln, err := transport.Listen("127.0.0.1:0", cfg)
 	if err != nil {
-		return transfer{}, fmt.Errorf("fresh listen: %w", err)
+		return Transfer{}, fmt.Errorf("fresh listen: %w", err)
 	}
 	defer ln.Close()
 
@@ -38,7 +38,7 @@ func runFresh(ctx context.Context, ccName string, n cc.ByteCount, maxDatagram in
 
 	conn, err := transport.Dial(ctx, ln.Addr().String(), cfg)
 	if err != nil {
-		return transfer{}, fmt.Errorf("fresh dial: %w", err)
+		return Transfer{}, fmt.Errorf("fresh dial: %w", err)
 	}
 	defer conn.Close()
 	// A stalled Write must not outlive the timeout.
@@ -47,10 +47,10 @@ func runFresh(ctx context.Context, ccName string, n cc.ByteCount, maxDatagram in
 
 	t, err := timeTransfer(n, conn, conn.CloseWrite, received)
 	if err != nil {
-		return transfer{}, fmt.Errorf("fresh: %w", err)
+		return Transfer{}, fmt.Errorf("fresh: %w", err)
 	}
 	st := conn.Stats()
-	t.lost = st.PacketsLost
-	t.detail = fmt.Sprintf("avg datagram %d B", avgSize(st.BytesSent, st.PacketsSent))
+	t.Lost = st.PacketsLost
+	t.Detail = fmt.Sprintf("avg datagram %d B", avgSize(st.BytesSent, st.PacketsSent))
 	return t, nil
 }

@@ -1,4 +1,4 @@
-package main
+package loopback
 
 import (
 	"fmt"
@@ -31,15 +31,15 @@ func drain(r io.Reader) copyResult {
 	return copyResult{bytes: cc.ByteCount(n), end: time.Now(), err: err}
 }
 
-// timeTransfer writes n bytes to w from one reused writeChunk buffer, calls
+// timeTransfer writes n bytes to w from one reused WriteChunk buffer, calls
 // closeWrite, and waits for the receiver's result. The transfer runs from
 // just before the first Write to the receiver's EOF; its CPU time is this
 // process's user+system time over the same window.
-func timeTransfer(n cc.ByteCount, w io.Writer, closeWrite func() error, received <-chan copyResult) (transfer, error) {
-	buf := make([]byte, writeChunk)
+func timeTransfer(n cc.ByteCount, w io.Writer, closeWrite func() error, received <-chan copyResult) (Transfer, error) {
+	buf := make([]byte, WriteChunk)
 	cpu0, err := rusage.Process()
 	if err != nil {
-		return transfer{}, err
+		return Transfer{}, err
 	}
 	start := time.Now()
 	for left := n; left > 0; {
@@ -47,25 +47,25 @@ func timeTransfer(n cc.ByteCount, w io.Writer, closeWrite func() error, received
 		m, err := w.Write(chunk)
 		left -= cc.ByteCount(m)
 		if err != nil {
-			return transfer{}, fmt.Errorf("write after %d bytes: %w", n-left, err)
+			return Transfer{}, fmt.Errorf("write after %d bytes: %w", n-left, err)
 		}
 	}
 	if err := closeWrite(); err != nil {
-		return transfer{}, fmt.Errorf("close write: %w", err)
+		return Transfer{}, fmt.Errorf("close write: %w", err)
 	}
 	r := <-received
 	cpu1, err := rusage.Process()
 	if err != nil {
-		return transfer{}, err
+		return Transfer{}, err
 	}
 	if r.err != nil {
-		return transfer{}, fmt.Errorf("receiver: %w", r.err)
+		return Transfer{}, fmt.Errorf("receiver: %w", r.err)
 	}
 	elapsed := r.end.Sub(start)
-	return transfer{
-		bytes:   r.bytes,
-		elapsed: elapsed,
-		goodput: goodputOf(r.bytes, elapsed),
-		cpu:     cpu1 - cpu0,
+	return Transfer{
+		Bytes:   r.bytes,
+		Elapsed: elapsed,
+		Goodput: goodputOf(r.bytes, elapsed),
+		CPU:     cpu1 - cpu0,
 	}, nil
 }

@@ -1,4 +1,4 @@
-package main
+package loopback
 
 import (
 	"context"
@@ -23,25 +23,25 @@ import (
 // alpn is the TLS application protocol both quic-go ends agree on.
 const alpn = "fresh-bench"
 
-// tlsConfigs is the server's and the client's TLS configuration for one
+// Certs is the server's and the client's TLS configuration for one
 // self-signed certificate.
-type tlsConfigs struct {
+type Certs struct {
 	server, client *tls.Config
 }
 
-// selfSignedCert makes an ECDSA P-256 certificate for 127.0.0.1 and
+// NewCerts makes an ECDSA P-256 certificate for 127.0.0.1 and
 // localhost, valid for a day, and the configurations that serve and trust
 // it. The client verifies the certificate for real (RootCAs), as a
 // deployment would; verification happens once per handshake, outside the
 // timed transfer.
-func selfSignedCert() (tlsConfigs, error) {
+func NewCerts() (Certs, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tlsConfigs{}, err
+		return Certs{}, err
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	if err != nil {
-		return tlsConfigs{}, err
+		return Certs{}, err
 	}
 	now := time.Now()
 	tmpl := &x509.Certificate{
@@ -58,15 +58,15 @@ func selfSignedCert() (tlsConfigs, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return tlsConfigs{}, fmt.Errorf("self-signed certificate: %w", err)
+		return Certs{}, fmt.Errorf("self-signed certificate: %w", err)
 	}
 	leaf, err := x509.ParseCertificate(der)
 	if err != nil {
-		return tlsConfigs{}, err
+		return Certs{}, err
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(leaf)
-	return tlsConfigs{
+	return Certs{
 		server: &tls.Config{
 			Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}},
 			NextProtos:   []string{alpn},
@@ -75,14 +75,14 @@ func selfSignedCert() (tlsConfigs, error) {
 	}, nil
 }
 
-// runQUIC moves n bytes over one quic-go stream on loopback with quic-go's
+// QUIC moves n bytes over one quic-go stream on loopback with quic-go's
 // default Config. The detail says whether the client's connection sends
 // with GSO (quic-go's own report) and whether ECN is on (quic-go enables it
 // on Linux unless QUIC_GO_DISABLE_ECN is true; it does not report it).
-func runQUIC(ctx context.Context, certs tlsConfigs, n cc.ByteCount) (transfer, error) {
+func QUIC(ctx context.Context, certs Certs, n cc.ByteCount) (Transfer, error) {
 	ln, err := quic.ListenAddr("127.0.0.1:0", certs.server, &quic.Config{})
 	if err != nil {
-		return transfer{}, fmt.Errorf("quic-go listen: %w", err)
+		return Transfer{}, fmt.Errorf("quic-go listen: %w", err)
 	}
 	defer ln.Close()
 
@@ -103,12 +103,12 @@ func runQUIC(ctx context.Context, certs tlsConfigs, n cc.ByteCount) (transfer, e
 
 	conn, err := quic.DialAddr(ctx, ln.Addr().String(), certs.client, &quic.Config{})
 	if err != nil {
-		return transfer{}, fmt.Errorf("quic-go dial: %w", err)
+		return Transfer{}, fmt.Errorf("quic-go dial: %w", err)
 	}
 	defer conn.CloseWithError(0, "done")
 	str, err := conn.OpenStreamSync(ctx)
 	if err != nil {
-		return transfer{}, fmt.Errorf("quic-go open stream: %w", err)
+		return Transfer{}, fmt.Errorf("quic-go open stream: %w", err)
 	}
 	// A stalled Write must not outlive the timeout.
 	stop := context.AfterFunc(ctx, func() { conn.CloseWithError(1, "timeout") })
@@ -116,11 +116,11 @@ func runQUIC(ctx context.Context, certs tlsConfigs, n cc.ByteCount) (transfer, e
 
 	t, err := timeTransfer(n, str, str.Close, received)
 	if err != nil {
-		return transfer{}, fmt.Errorf("quic-go: %w", err)
+		return Transfer{}, fmt.Errorf("quic-go: %w", err)
 	}
 	st := conn.ConnectionStats()
-	t.lost = int64(st.PacketsLost)
-	t.detail = fmt.Sprintf("avg datagram %d B, GSO %s, ECN %s", avgSize(int64(st.BytesSent), int64(st.PacketsSent)),
+	t.Lost = int64(st.PacketsLost)
+	t.Detail = fmt.Sprintf("avg datagram %d B, GSO %s, ECN %s", avgSize(int64(st.BytesSent), int64(st.PacketsSent)),
 		onOff(conn.ConnectionState().GSO), onOff(!quicECNDisabled()))
 	return t, nil
 }

@@ -1,4 +1,4 @@
-package main
+package loopback
 
 import (
 	"bufio"
@@ -51,7 +51,7 @@ func parseIperf3(data []byte) (iperf3Result, error) {
 	return r, nil
 }
 
-// runIperf3 moves n bytes over kernel TCP on loopback with two iperf3
+// IPerf3 moves n bytes over kernel TCP on loopback with two iperf3
 // processes: "iperf3 -s -1" and "iperf3 -c 127.0.0.1 -n N -J". ccName, if
 // set, is passed as -C. Goodput and time are iperf3's end.sum_received
 // (receiver side); CPU is both children's user+system time (RUSAGE_CHILDREN
@@ -59,25 +59,25 @@ func parseIperf3(data []byte) (iperf3Result, error) {
 // receiver summary stops at the sender's end and may miss the tail, so its
 // bytes field is not a delivery check (its rate is bytes/seconds over the
 // same window).
-func runIperf3(ctx context.Context, n cc.ByteCount, ccName string) (transfer, error) {
+func IPerf3(ctx context.Context, n cc.ByteCount, ccName string) (Transfer, error) {
 	port, err := freeTCPPort()
 	if err != nil {
-		return transfer{}, err
+		return Transfer{}, err
 	}
 	cpu0, err := rusage.Children()
 	if err != nil {
-		return transfer{}, err
+		return Transfer{}, err
 	}
 
 	srv := exec.CommandContext(ctx, "iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port, "--forceflush")
 	srvOut, err := srv.StdoutPipe()
 	if err != nil {
-		return transfer{}, err
+		return Transfer{}, err
 	}
 	var srvErr bytes.Buffer
 	srv.Stderr = &srvErr
 	if err := srv.Start(); err != nil {
-		return transfer{}, fmt.Errorf("iperf3 server: %w", err)
+		return Transfer{}, fmt.Errorf("iperf3 server: %w", err)
 	}
 	// Wait for "Server listening", then keep draining so it never blocks.
 	listening := make(chan bool, 1)
@@ -97,12 +97,12 @@ func runIperf3(ctx context.Context, n cc.ByteCount, ccName string) (transfer, er
 	case ok := <-listening:
 		if !ok {
 			srv.Wait()
-			return transfer{}, fmt.Errorf("iperf3 server did not start: %s", strings.TrimSpace(srvErr.String()))
+			return Transfer{}, fmt.Errorf("iperf3 server did not start: %s", strings.TrimSpace(srvErr.String()))
 		}
 	case <-time.After(10 * time.Second):
 		srv.Process.Kill()
 		srv.Wait()
-		return transfer{}, errors.New("iperf3 server: not listening after 10 s")
+		return Transfer{}, errors.New("iperf3 server: not listening after 10 s")
 	}
 
 	args := []string{"-c", "127.0.0.1", "-p", port, "-n", strconv.FormatInt(int64(n), 10), "-J"}
@@ -113,26 +113,26 @@ func runIperf3(ctx context.Context, n cc.ByteCount, ccName string) (transfer, er
 	srvWaitErr := srv.Wait()
 	cpu1, err := rusage.Children()
 	if err != nil {
-		return transfer{}, err
+		return Transfer{}, err
 	}
 	r, err := parseIperf3(out)
 	if err != nil {
 		if cliErr != nil {
 			err = fmt.Errorf("%w (client: %v)", err, cliErr)
 		}
-		return transfer{}, err
+		return Transfer{}, err
 	}
 	if srvWaitErr != nil {
-		return transfer{}, fmt.Errorf("iperf3 server: %w: %s", srvWaitErr, strings.TrimSpace(srvErr.String()))
+		return Transfer{}, fmt.Errorf("iperf3 server: %w: %s", srvWaitErr, strings.TrimSpace(srvErr.String()))
 	}
 	sum := r.End.SumReceived
-	return transfer{
-		bytes:   n,
-		elapsed: time.Duration(sum.Seconds * float64(time.Second)),
-		goodput: cc.Bandwidth(sum.BitsPerSecond),
-		cpu:     cpu1 - cpu0,
-		lost:    r.End.SumSent.Retransmits,
-		detail:  "cc " + r.End.SenderCC,
+	return Transfer{
+		Bytes:   n,
+		Elapsed: time.Duration(sum.Seconds * float64(time.Second)),
+		Goodput: cc.Bandwidth(sum.BitsPerSecond),
+		CPU:     cpu1 - cpu0,
+		Lost:    r.End.SumSent.Retransmits,
+		Detail:  "cc " + r.End.SenderCC,
 	}, nil
 }
 
