@@ -15,9 +15,12 @@ import (
 // ablation of Tuning.DisableCompetitiveBBR.
 const owdCubicOnly = "owd-test-cubic-only"
 
-func init() {
-	cc.Register(owdCubicOnly, func(mss cc.ByteCount) cc.Controller {
-		c, err := owd.New(owd.Config{MSS: mss, Tuning: owd.Tuning{DisableCompetitiveBBR: true}})
+func init() { registerOWD(owdCubicOnly, owd.Tuning{DisableCompetitiveBBR: true}) }
+
+// registerOWD registers owd with tuning under name, for a test's ablation.
+func registerOWD(name string, tuning owd.Tuning) {
+	cc.Register(name, func(mss cc.ByteCount) cc.Controller {
+		c, err := owd.New(owd.Config{MSS: mss, Tuning: tuning})
 		if err != nil {
 			panic(err)
 		}

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fresh-udp/fresh/bench/scenario"
-	"github.com/fresh-udp/fresh/cc"
 	"github.com/fresh-udp/fresh/owd"
 )
 
@@ -15,15 +14,7 @@ import (
 // ablation of Tuning.DisableRateCorroboratedExit.
 const owdDelayExit = "owd-test-delay-exit"
 
-func init() {
-	cc.Register(owdDelayExit, func(mss cc.ByteCount) cc.Controller {
-		c, err := owd.New(owd.Config{MSS: mss, Tuning: owd.Tuning{DisableRateCorroboratedExit: true}})
-		if err != nil {
-			panic(err)
-		}
-		return c
-	})
-}
+func init() { registerOWD(owdDelayExit, owd.Tuning{DisableRateCorroboratedExit: true}) }
 
 // longFatPath is one bulk flow on 40 Mbit/s, 80 ms each way, with a
 // 2-BDP FIFO, and jitter of up to jitter per packet on the forward path,
