@@ -154,24 +154,16 @@ func (m *monitors) startTCP() error {
 	}
 	m.closers = append(m.closers, func() { _ = ln.Close() })
 	m.addr["tcp"] = ln.Addr().String()
-	go func() {
+	serve(ln.Accept, func(c net.Conn) {
+		defer c.Close()
+		buf := make([]byte, readingSize)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if _, err := io.ReadFull(c, buf); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, readingSize)
-				for {
-					if _, err := io.ReadFull(c, buf); err != nil {
-						return
-					}
-					m.count["tcp"].Add(1)
-				}
-			}()
+			m.count["tcp"].Add(1)
 		}
-	}()
+	})
 	return nil
 }
 
@@ -306,22 +298,14 @@ func (m *monitors) startQUIC(ctx context.Context, serverTLS *tls.Config) error {
 	}
 	m.closers = append(m.closers, func() { _ = ln.Close() })
 	m.addr["quic-datagram"] = ln.Addr().String()
-	go func() {
+	serve(func() (*quic.Conn, error) { return ln.Accept(ctx) }, func(c *quic.Conn) {
 		for {
-			c, err := ln.Accept(ctx)
-			if err != nil {
+			if _, err := c.ReceiveDatagram(ctx); err != nil {
 				return
 			}
-			go func() {
-				for {
-					if _, err := c.ReceiveDatagram(ctx); err != nil {
-						return
-					}
-					m.count["quic-datagram"].Add(1)
-				}
-			}()
+			m.count["quic-datagram"].Add(1)
 		}
-	}()
+	})
 	return nil
 }
 
@@ -333,25 +317,31 @@ func (m *monitors) startFresh(ctx context.Context, serverTLS *tls.Config) error 
 		}
 		m.closers = append(m.closers, func() { _ = ln.Close() })
 		m.addr[peer] = ln.Addr().String()
-		go func() {
+		serve(func() (*transport.Conn, error) { return ln.Accept(ctx) }, func(c *transport.Conn) {
+			defer c.Close()
 			for {
-				c, err := ln.Accept(ctx)
-				if err != nil {
+				if _, err := c.ReadUpdate(ctx); err != nil {
 					return
 				}
-				go func() {
-					defer c.Close()
-					for {
-						if _, err := c.ReadUpdate(ctx); err != nil {
-							return
-						}
-						m.count[peer].Add(1)
-					}
-				}()
+				m.count[peer].Add(1)
 			}
-		}()
+		})
 	}
 	return nil
+}
+
+// serve accepts connections until accept fails (its listener closed) and
+// gives each to handle on a goroutine of its own.
+func serve[C any](accept func() (C, error), handle func(C)) {
+	go func() {
+		for {
+			c, err := accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
 }
 
 // runDevice is the child: peer p's device, configured from the
